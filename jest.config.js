@@ -1,0 +1,27 @@
+// Three projects, selected by path (style.md 2.8): unit tests sit next to their code and need no
+// apiserver; integration and e2e tests share one real kube-apiserver + etcd started by globalSetup.
+const transform = {
+  '^.+\\.ts$': ['@swc/jest', {
+    jsc: { parser: { syntax: 'typescript' }, target: 'es2022' },
+    module: { type: 'es6' },
+    sourceMaps: 'inline',
+  }],
+};
+const common = { transform, extensionsToTreatAsEsm: ['.ts'], testEnvironment: 'node' };
+const ignore = ['/node_modules/', '/dist/'];
+
+export default {
+  reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
+  projects: [
+    { ...common, displayName: 'unit', testMatch: ['<rootDir>/**/*.test.ts'],
+      testPathIgnorePatterns: [...ignore, '<rootDir>/test/integration/', '<rootDir>/test/e2e/'] },
+    { ...common, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
+      testPathIgnorePatterns: ignore,
+      globalSetup: '<rootDir>/test/support/global-setup.ts',
+      globalTeardown: '<rootDir>/test/support/global-teardown.ts' },
+    { ...common, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.test.ts'],
+      testPathIgnorePatterns: ignore,
+      globalSetup: '<rootDir>/test/support/global-setup.ts',
+      globalTeardown: '<rootDir>/test/support/global-teardown.ts' },
+  ],
+};
