@@ -1,0 +1,116 @@
+/**
+ * What the gRPC transport needs from the rest of the controller. The transport validates, rate-limits
+ * and keeps the client registry; everything that needs cluster state or the recovery state machine
+ * (policy/recovery-fsm.ts via actions/) is one of these injected handlers.
+ */
+import type { Status } from './codes.ts';
+import type {
+  ClientInfo,
+  FaultMsgSignal,
+  ProcessFaultRequest,
+  ProcessManageSignal,
+  PublicFaultRequest,
+  RecoverStatusRequest,
+  RecoverStrategyRequest,
+  StopCompleteRequest,
+} from './messages.ts';
+
+export type Awaitable<T> = T | Promise<T>;
+
+/** winston-compatible: `logger.info(msg, fields)`. */
+export interface GrpcLogger {
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+  debug(msg: string, fields?: Record<string, unknown>): void;
+}
+
+/** One finished call (unary) or one accepted/refused stream, for `requests_total{method,grpc_code,code}`. */
+export interface RequestRecord {
+  /** Full method path, e.g. `/Recover/Init`. */
+  readonly method: string;
+  /** gRPC status name: `OK`, `UNKNOWN`, `RESOURCE_EXHAUSTED`, ... */
+  readonly grpcCode: string;
+  /** The `code` inside the response body, when the call returned one. */
+  readonly code?: number;
+}
+export type CountRequest = (record: RequestRecord) => void;
+
+/** Why a server stream ended. */
+export type StreamCloseReason =
+  | 'client-cancelled' // the client went away or the connection dropped (mid-recovery included)
+  | 'replaced' // a new subscriber / publisher for the same key took over
+  | 'server-ended' // stream.end() was called (controller reset): status OK
+  | 'write-error' // a write failed
+  | 'forgotten' // the job was dropped from the registry (job deleted)
+  | 'shutdown'; // the server is stopping
+
+/** A server-push stream handed to a handler. */
+export interface SignalStream<T> {
+  readonly id: number;
+  readonly client: ClientInfo;
+  readonly closed: boolean;
+  /** Aborted once the stream is over, whatever the reason (`signal.reason` is a StreamCloseReason). */
+  readonly signal: AbortSignal;
+  /** Resolves true once the message was handed to HTTP/2, false if the stream is (or became) closed. */
+  send(message: T): Promise<boolean>;
+  /** Finish the stream with gRPC status OK, as ClusterD does on every controller reset. */
+  end(): void;
+}
+
+/** What a handler returns for a new subscription. */
+export interface StreamSubscription {
+  /** Called exactly once when the stream ends, for any reason. */
+  onClose(reason: StreamCloseReason): void;
+}
+
+export interface ProcessSignalSubscription extends StreamSubscription {
+  /** The current recovery uuid carried by keep-alive signals ('' when idle). */
+  currentUuid?(): string;
+}
+
+/**
+ * Recover service (grpc.md §1, §11). The transport already checked: Init idempotency and job existence;
+ * Register: already registered -> 0, Init done (408), job exists (402), job cap (500); reports: job
+ * registered (400). The handler answers the rest.
+ */
+export interface RecoverHandlers {
+  /** First Init of an existing job: 0 when process recovery or hotSwitch is on, 403 when off, 502 on lookup error. */
+  init(client: ClientInfo): Awaitable<Status>;
+  /** First Register: patch PodGroup label `process-recover-enable=on` (502 on failure), create the job's FSM; 0. */
+  register(client: ClientInfo): Awaitable<Status>;
+  /**
+   * A (re)subscription of a registered job. ClusterD resets the job's controller here. Any previous
+   * stream of the job was already closed with reason `replaced`.
+   */
+  subscribe(stream: SignalStream<ProcessManageSignal>): ProcessSignalSubscription;
+  /** Usually `reportReceived(jobId, uuid, 'ReportStopComplete')`, or 599 `chan closed` after a reset. */
+  reportStopComplete(request: StopCompleteRequest): Awaitable<Status>;
+  reportRecoverStrategy(request: RecoverStrategyRequest): Awaitable<Status>;
+  reportRecoverStatus(request: RecoverStatusRequest): Awaitable<Status>;
+  /** Usually `{0, 'receive ReportProcessFault'}`, even when the FSM refused the event. */
+  reportProcessFault(request: ProcessFaultRequest): Awaitable<Status>;
+}
+
+/** Fault subscription service (grpc.md §2). `jobId` '-1' means cluster-wide. */
+export interface FaultHandlers {
+  /** A new publisher stream for (jobId, role); push `fault` / `normal` FaultMsgSignal messages. */
+  subscribe(stream: SignalStream<FaultMsgSignal>): StreamSubscription;
+  /** The current fault view of a job; null when there is none (answered 200 with an empty faultSignal). */
+  query(jobId: string): Awaitable<FaultMsgSignal | null>;
+}
+
+/** Public-fault intake (grpc.md §3). Structure, resource and rate were already checked. */
+export interface PubFaultHandlers {
+  /** Check codes against the public-fault config and ingest: 0 `public fault send successfully`, or 409 + reason. */
+  sendPublicFault(request: PublicFaultRequest): Awaitable<Status>;
+}
+
+export interface GrpcHandlers {
+  readonly recover: RecoverHandlers;
+  readonly fault: FaultHandlers;
+  readonly pubFault: PubFaultHandlers;
+}
+
+/** The logger used when none is injected. */
+export const silentLogger: GrpcLogger = { info() {}, warn() {}, error() {}, debug() {} };

@@ -1,0 +1,192 @@
+/**
+ * A thin JSON client over the Kubernetes REST API. Authentication and TLS come from
+ * @kubernetes/client-node's KubeConfig; requests go through undici (the same HTTP stack client-node
+ * uses). We keep objects as raw JSON on purpose: client-node's typed list calls turn timestamps into
+ * Date objects while its watch hands out strings (kubernetes-client/javascript#655), and a cache that
+ * mixes both breaks byte comparison in reconcilers.
+ */
+import { KubeConfig, RequestContext, HttpMethod } from '@kubernetes/client-node';
+import { fetch } from 'undici';
+import type { Dispatcher } from 'undici';
+
+// client-node's RequestContext is what applySecurityAuthentication fills in; we only need its shape.
+interface AuthContext {
+  getHeaders(): Record<string, string>;
+  getDispatcher(): Dispatcher | undefined;
+  setHeaderParam(k: string, v: string): void;
+}
+
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    uid?: string;
+    resourceVersion?: string;
+    generation?: number;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    ownerReferences?: Array<{ apiVersion: string; kind: string; name: string; uid: string; controller?: boolean }>;
+    deletionTimestamp?: string;
+    creationTimestamp?: string;
+    managedFields?: unknown;
+    [k: string]: unknown;
+  };
+  [k: string]: unknown;
+}
+
+export interface KubeList<T> {
+  metadata?: { resourceVersion?: string; continue?: string };
+  items: T[];
+}
+
+/** An apiserver answer other than 2xx, with the Status object's reason where there is one. */
+export class ApiError extends Error {
+  readonly statusCode: number;
+  readonly reason: string;
+  readonly body: unknown;
+  constructor(method: string, path: string, statusCode: number, body: unknown) {
+    const st = (typeof body === 'object' && body !== null ? body : {}) as { reason?: string; message?: string };
+    super(`${method} ${path}: ${statusCode} ${st.reason ?? ''} ${st.message ?? ''}`.trim());
+    this.statusCode = statusCode;
+    this.reason = st.reason ?? '';
+    this.body = body;
+  }
+}
+
+export const isNotFound = (e: unknown): boolean => e instanceof ApiError && e.statusCode === 404;
+export const isConflict = (e: unknown): boolean => e instanceof ApiError && e.statusCode === 409;
+export const isGone = (e: unknown): boolean => e instanceof ApiError && e.statusCode === 410;
+
+export type PatchType = 'merge' | 'strategic' | 'json';
+const PATCH_CONTENT_TYPE: Record<PatchType, string> = {
+  merge: 'application/merge-patch+json',
+  strategic: 'application/strategic-merge-patch+json',
+  json: 'application/json-patch+json',
+};
+
+export interface RequestOptions {
+  readonly query?: Record<string, string | number | boolean | undefined>;
+  readonly body?: unknown;
+  readonly contentType?: string;
+  readonly signal?: AbortSignal;
+  readonly timeoutMs?: number;
+}
+
+export class KubeClient {
+  readonly kc: KubeConfig;
+  private readonly server: string;
+  /** Called after every request with method, HTTP status (0 on network error); for metrics. */
+  onRequest?: (method: string, status: number) => void;
+
+  constructor(kc: KubeConfig) {
+    this.kc = kc;
+    const cluster = kc.getCurrentCluster();
+    if (cluster === null) throw new Error('kubeconfig has no current cluster');
+    this.server = cluster.server.replace(/\/$/, '');
+  }
+
+  static fromFile(path: string): KubeClient {
+    const kc = new KubeConfig();
+    kc.loadFromFile(path);
+    return new KubeClient(kc);
+  }
+
+  static fromString(yaml: string): KubeClient {
+    const kc = new KubeConfig();
+    kc.loadFromString(yaml);
+    return new KubeClient(kc);
+  }
+
+  /** In-cluster service account when running in a pod, else $KUBECONFIG / ~/.kube/config. */
+  static fromDefault(): KubeClient {
+    const kc = new KubeConfig();
+    kc.loadFromDefault();
+    return new KubeClient(kc);
+  }
+
+  async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
+    const url = new URL(this.server + path);
+    for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
+    const rc = new RequestContext(url.toString(), method as HttpMethod);
+    await this.kc.applySecurityAuthentication(rc);
+    const ctx = rc as unknown as AuthContext;
+    const headers: Record<string, string> = { ...ctx.getHeaders(), accept: 'application/json' };
+    let body: string | undefined;
+    if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body);
+      headers['content-type'] = opts.contentType ?? 'application/json';
+    }
+    const signals = [opts.signal, AbortSignal.timeout(opts.timeoutMs ?? 30_000)].filter((s): s is AbortSignal => s !== undefined);
+    let status = 0;
+    try {
+      const res = await fetch(url, { method, headers, body, dispatcher: ctx.getDispatcher(), signal: AbortSignal.any(signals) });
+      status = res.status;
+      const text = await res.text();
+      let parsed: unknown = text;
+      try { parsed = text === '' ? undefined : JSON.parse(text); } catch { /* non-JSON error body */ }
+      if (res.status < 200 || res.status >= 300) throw new ApiError(method, path, res.status, parsed);
+      return parsed as T;
+    } finally {
+      this.onRequest?.(method, status);
+    }
+  }
+
+  get<T extends KubeObject>(path: string): Promise<T> {
+    return this.request<T>('GET', path);
+  }
+
+  /** GET that answers undefined on 404. */
+  async getOrUndefined<T extends KubeObject>(path: string): Promise<T | undefined> {
+    try {
+      return await this.get<T>(path);
+    } catch (e) {
+      if (isNotFound(e)) return undefined;
+      throw e;
+    }
+  }
+
+  list<T>(path: string, query: RequestOptions['query'] = {}): Promise<KubeList<T>> {
+    return this.request<KubeList<T>>('GET', path, { query });
+  }
+
+  create<T extends KubeObject>(collectionPath: string, obj: T): Promise<T> {
+    return this.request<T>('POST', collectionPath, { body: obj });
+  }
+
+  /** PUT with the object's metadata.resourceVersion: 409 if someone else wrote first. */
+  replace<T extends KubeObject>(path: string, obj: T): Promise<T> {
+    return this.request<T>('PUT', path, { body: obj });
+  }
+
+  patch<T extends KubeObject>(path: string, patch: unknown, type: PatchType = 'merge'): Promise<T> {
+    return this.request<T>('PATCH', path, { body: patch, contentType: PATCH_CONTENT_TYPE[type] });
+  }
+
+  delete(path: string, body?: Record<string, unknown>): Promise<unknown> {
+    return this.request('DELETE', path, body === undefined ? {} : { body });
+  }
+}
+
+/** REST paths for the kinds this controller touches. */
+export const paths = {
+  configMaps: (ns?: string) => (ns === undefined ? '/api/v1/configmaps' : `/api/v1/namespaces/${ns}/configmaps`),
+  configMap: (ns: string, name: string) => `/api/v1/namespaces/${ns}/configmaps/${name}`,
+  pods: (ns?: string) => (ns === undefined ? '/api/v1/pods' : `/api/v1/namespaces/${ns}/pods`),
+  pod: (ns: string, name: string) => `/api/v1/namespaces/${ns}/pods/${name}`,
+  podStatus: (ns: string, name: string) => `/api/v1/namespaces/${ns}/pods/${name}/status`,
+  nodes: () => '/api/v1/nodes',
+  node: (name: string) => `/api/v1/nodes/${name}`,
+  nodeStatus: (name: string) => `/api/v1/nodes/${name}/status`,
+  namespaces: () => '/api/v1/namespaces',
+  events: (ns: string) => `/api/v1/namespaces/${ns}/events`,
+  podGroups: (ns?: string) => (ns === undefined ? '/apis/scheduling.volcano.sh/v1beta1/podgroups' : `/apis/scheduling.volcano.sh/v1beta1/namespaces/${ns}/podgroups`),
+  podGroup: (ns: string, name: string) => `/apis/scheduling.volcano.sh/v1beta1/namespaces/${ns}/podgroups/${name}`,
+  vcJobs: (ns?: string) => (ns === undefined ? '/apis/batch.volcano.sh/v1alpha1/jobs' : `/apis/batch.volcano.sh/v1alpha1/namespaces/${ns}/jobs`),
+  vcJob: (ns: string, name: string) => `/apis/batch.volcano.sh/v1alpha1/namespaces/${ns}/jobs/${name}`,
+  ascendJobs: (ns?: string) => (ns === undefined ? '/apis/mindxdl.gitee.com/v1/ascendjobs' : `/apis/mindxdl.gitee.com/v1/namespaces/${ns}/ascendjobs`),
+  ascendJob: (ns: string, name: string) => `/apis/mindxdl.gitee.com/v1/namespaces/${ns}/ascendjobs/${name}`,
+  leases: (ns: string) => `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`,
+  lease: (ns: string, name: string) => `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/${name}`,
+} as const;

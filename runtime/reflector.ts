@@ -1,0 +1,251 @@
+/**
+ * A list+watch cache that never goes silent (style.md 2.6, anchors.md 15): it restarts the watch
+ * with backoff on every error, relists on 410 Gone, asks for bookmarks, strips managedFields, and
+ * reports its health. client-node's own ListWatch stops for good on any error other than 410, so we
+ * drive client-node's Watch (the streaming request) ourselves.
+ */
+import { Watch } from '@kubernetes/client-node';
+import { BehaviorSubject, Subject, type Observable } from 'rxjs';
+import { Backoff } from './backoff.ts';
+import type { KubeClient, KubeObject } from './kube-client.ts';
+
+export type WatchEvent<T> =
+  | { readonly type: 'add'; readonly obj: T }
+  | { readonly type: 'update'; readonly obj: T; readonly old: T }
+  | { readonly type: 'delete'; readonly obj: T };
+
+export interface ReflectorOptions {
+  /** Name used in logs and metrics, e.g. `configmaps_deviceinfo`. */
+  readonly name: string;
+  /** Collection path, e.g. `/api/v1/namespaces/kube-system/configmaps`. */
+  readonly path: string;
+  readonly labelSelector?: string;
+  readonly fieldSelector?: string;
+  /** Page size of the initial and recovery lists. */
+  readonly pageSize?: number;
+  readonly backoff?: Backoff;
+  readonly log?: { info(m: string, f?: object): void; warn(m: string, f?: object): void; debug(m: string, f?: object): void };
+  /** Drops objects the consumer does not want (e.g. by name prefix) before they reach the cache. */
+  readonly filter?: (obj: KubeObject) => boolean;
+  readonly now?: () => number;
+}
+
+export interface ReflectorHealth {
+  readonly name: string;
+  readonly synced: boolean;
+  readonly connected: boolean;
+  /** Last time the apiserver told us something (event, bookmark, list, watch established), ms. */
+  readonly lastContactMs: number;
+  readonly lastEventMs: number;
+  readonly lastListMs: number;
+  readonly restarts: number;
+  readonly relists: number;
+  readonly objects: number;
+}
+
+export const objectKey = (o: KubeObject): string =>
+  o.metadata?.namespace ? `${o.metadata.namespace}/${o.metadata.name ?? ''}` : (o.metadata?.name ?? '');
+
+function strip<T extends KubeObject>(o: T): T {
+  if (o.metadata?.managedFields !== undefined) delete o.metadata.managedFields;
+  return o;
+}
+
+export class Reflector<T extends KubeObject> {
+  private readonly cache = new Map<string, T>();
+  private readonly events = new Subject<WatchEvent<T>>();
+  private readonly syncedSubject = new BehaviorSubject<boolean>(false);
+  private readonly backoff: Backoff;
+  private readonly watcher: Watch;
+  private readonly now: () => number;
+  private rv = '';
+  private running = false;
+  private abort: AbortController | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private generation = 0;
+  private connected = false;
+  private lastContactMs = 0;
+  private lastEventMs = 0;
+  private lastListMs = 0;
+  private restarts = 0;
+  private relists = 0;
+  private readonly client: KubeClient;
+  private readonly opts: ReflectorOptions;
+
+  /** Every add/update/delete, in apiserver order; a relist emits the difference to the cache. */
+  readonly events$: Observable<WatchEvent<T>> = this.events.asObservable();
+  /** false until the first list completed, and again while a 410 relist is pending. */
+  readonly synced$: Observable<boolean> = this.syncedSubject.asObservable();
+
+  constructor(client: KubeClient, opts: ReflectorOptions) {
+    this.client = client;
+    this.opts = opts;
+    this.backoff = opts.backoff ?? new Backoff({ initialMs: 200, maxMs: 10_000 });
+    this.watcher = new Watch(client.kc);
+    this.now = opts.now ?? Date.now;
+  }
+
+  get name(): string { return this.opts.name; }
+
+  /** The cached objects, keyed `ns/name` (or `name` for cluster-scoped kinds). */
+  get store(): ReadonlyMap<string, T> { return this.cache; }
+
+  get(key: string): T | undefined { return this.cache.get(key); }
+
+  health(): ReflectorHealth {
+    return {
+      name: this.opts.name, synced: this.syncedSubject.value, connected: this.connected,
+      lastContactMs: this.lastContactMs, lastEventMs: this.lastEventMs, lastListMs: this.lastListMs,
+      restarts: this.restarts, relists: this.relists, objects: this.cache.size,
+    };
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    void this.relistThenWatch();
+  }
+
+  stop(): void {
+    this.running = false;
+    this.generation++;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.abort?.abort();
+    this.connected = false;
+  }
+
+  /** Resolves once the first list has been applied. */
+  waitForSync(timeoutMs = 60_000): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const t = setTimeout(() => { sub.unsubscribe(); reject(new Error(`${this.opts.name}: not synced after ${timeoutMs} ms`)); }, timeoutMs);
+      const sub = this.syncedSubject.subscribe((s) => {
+        if (s) { clearTimeout(t); queueMicrotask(() => sub.unsubscribe()); resolve(); }
+      });
+    });
+  }
+
+  private schedule(fn: () => void, ms: number): void {
+    if (!this.running) return;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = setTimeout(fn, ms);
+  }
+
+  private retry(what: string, err: unknown, next: () => void): void {
+    this.restarts++;
+    this.connected = false;
+    const delay = this.backoff.next();
+    this.opts.log?.warn('watch source failed; retrying', { source: this.opts.name, step: what, delayMs: delay, err: String(err) });
+    this.schedule(next, delay);
+  }
+
+  private async relistThenWatch(): Promise<void> {
+    const gen = this.generation;
+    try {
+      await this.relist();
+    } catch (err) {
+      if (gen === this.generation) this.retry('list', err, () => void this.relistThenWatch());
+      return;
+    }
+    if (gen === this.generation) void this.watch();
+  }
+
+  private async relist(): Promise<void> {
+    const fresh = new Map<string, T>();
+    let cont: string | undefined;
+    let rv = '';
+    do {
+      const page = await this.client.list<T>(this.opts.path, {
+        labelSelector: this.opts.labelSelector, fieldSelector: this.opts.fieldSelector,
+        limit: this.opts.pageSize ?? 500, continue: cont,
+      });
+      for (const item of page.items) {
+        if (this.opts.filter !== undefined && !this.opts.filter(item)) continue;
+        fresh.set(objectKey(item), strip(item));
+      }
+      cont = page.metadata?.continue || undefined;
+      rv = page.metadata?.resourceVersion ?? rv;
+    } while (cont !== undefined);
+    if (!this.running) return;
+    this.relists++;
+    this.rv = rv;
+    this.lastListMs = this.lastContactMs = this.now();
+    for (const [key, old] of [...this.cache]) {
+      if (!fresh.has(key)) { this.cache.delete(key); this.emit({ type: 'delete', obj: old }); }
+    }
+    for (const [key, obj] of fresh) {
+      const old = this.cache.get(key);
+      this.cache.set(key, obj);
+      if (old === undefined) this.emit({ type: 'add', obj });
+      else if (old.metadata?.resourceVersion !== obj.metadata?.resourceVersion) this.emit({ type: 'update', obj, old });
+    }
+    this.syncedSubject.next(true);
+  }
+
+  private emit(ev: WatchEvent<T>): void {
+    this.lastEventMs = this.now();
+    this.events.next(ev);
+  }
+
+  private async watch(): Promise<void> {
+    if (!this.running) return;
+    const gen = ++this.generation;
+    let gone = false;
+    const onEvent = (phase: string, obj: T & { code?: number }): void => {
+      if (gen !== this.generation) return;
+      this.lastContactMs = this.now();
+      this.backoff.reset();
+      if (phase === 'ERROR') {
+        if (obj.code === 410) gone = true;
+        return;
+      }
+      const rv = obj.metadata?.resourceVersion;
+      if (rv !== undefined) this.rv = rv;
+      if (phase === 'BOOKMARK') return;
+      if (this.opts.filter !== undefined && !this.opts.filter(obj)) return;
+      const key = objectKey(obj);
+      strip(obj);
+      if (phase === 'DELETED') {
+        const old = this.cache.get(key);
+        this.cache.delete(key);
+        if (old !== undefined) this.emit({ type: 'delete', obj });
+      } else if (phase === 'ADDED' || phase === 'MODIFIED') {
+        const old = this.cache.get(key);
+        this.cache.set(key, obj);
+        if (old === undefined) this.emit({ type: 'add', obj });
+        else if (old.metadata?.resourceVersion !== rv) this.emit({ type: 'update', obj, old });
+      }
+    };
+    const onDone = (err: unknown): void => {
+      if (gen !== this.generation || !this.running) return;
+      this.connected = false;
+      const status = (err as { statusCode?: number } | null)?.statusCode;
+      if (gone || status === 410) {
+        this.opts.log?.info('watch expired (410 Gone); relisting', { source: this.opts.name, resourceVersion: this.rv });
+        this.syncedSubject.next(false);
+        void this.relistThenWatch();
+        return;
+      }
+      const timeout = err === null || err === undefined || (err as { name?: string }).name === 'TimeoutError' || (err as { name?: string }).name === 'AbortError';
+      if (timeout) {
+        // A quiet watch is closed by the server's timeoutSeconds or client-node's 30 s inactivity
+        // timer: carry on from the last resourceVersion at once.
+        void this.watch();
+        return;
+      }
+      this.retry('watch', err, () => void this.watch());
+    };
+    try {
+      this.abort = await this.watcher.watch(this.opts.path, {
+        resourceVersion: this.rv, allowWatchBookmarks: true,
+        timeoutSeconds: 240 + Math.floor(Math.random() * 120),
+        labelSelector: this.opts.labelSelector, fieldSelector: this.opts.fieldSelector,
+      }, onEvent, onDone);
+      if (gen === this.generation && !this.abort.signal.aborted) {
+        this.connected = true;
+        this.lastContactMs = this.now();
+      }
+    } catch (err) {
+      onDone(err);
+    }
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * `DeviceFault`, the element of the `<P>-Fault` JSON-array string (formats.md 1.1), shared by the
+ * node-side device-info CM and ClusterD's `cluster-info-device-N`.
+ */
+import { goJson, goMap } from '../go-json.ts';
+import { ok, rejected, type Parsed } from '../parsed.ts';
+import { NPU_LEVELS_BY_SEVERITY } from '../../policy/fault-types.ts';
+import { ajvReason, parseJsonText, validateDeviceFaultList } from './device-info-ajv.ts';
+
+export const FAULT_TYPES = {
+  card: 'CardUnhealthy',
+  network: 'CardNetworkUnhealthy',
+  public: 'PublicFault',
+  node: 'NodeUnhealthy',
+} as const;
+export type DeviceFaultType = (typeof FAULT_TYPES)[keyof typeof FAULT_TYPES];
+const FAULT_TYPE_SET: ReadonlySet<string> = new Set(Object.values(FAULT_TYPES));
+
+/** Levels a DeviceFault may carry: the NPU vocabulary plus `NormalNetwork` (AddFaultAndFix). */
+export const DEVICE_FAULT_LEVELS: readonly string[] = [...NPU_LEVELS_BY_SEVERITY, 'NormalNetwork'];
+const LEVEL_SET: ReadonlySet<string> = new Set(DEVICE_FAULT_LEVELS);
+
+/** Pseudo-code ClusterD gives an empty-code entry of level ManuallySeparateNPU (splitDeviceFault). */
+export const MANUALLY_SEPARATE_NPU = 'ManuallySeparateNPU';
+
+/** Chip names: `<DevicePublicNamePre><phyId>`, default `Ascend910-<phyId>`; here `<word>-<int>`. */
+export const NPU_NAME_RE = /^[A-Za-z][A-Za-z0-9_]*-(0|[1-9][0-9]{0,4})$/;
+/** One fault code token: hex digits as spelled in faultCode.json (no 0x). */
+export const FAULT_CODE_RE = /^[0-9A-Fa-f]{1,16}$/;
+
+export interface FaultTimeAndLevel {
+  readonly fault_time: number;
+  readonly fault_level: string;
+}
+
+/** Fields in Go declaration order (DP `common.DeviceFault`). */
+export interface DeviceFault {
+  readonly fault_type: string;
+  readonly npu_name: string;
+  readonly large_model_fault_level: string;
+  readonly fault_level: string;
+  readonly fault_handling: string;
+  /** Comma-joined codes, de-duplicated on parse. */
+  readonly fault_code: string;
+  /** Go map (keys sorted on output); null = nil map. */
+  readonly fault_time_and_level_map: Readonly<Record<string, FaultTimeAndLevel>> | null;
+}
+
+/** A parsed value plus the non-fatal findings a caller should log. */
+export interface WithWarnings<T> {
+  readonly value: T;
+  readonly warnings: readonly string[];
+}
+
+export const isNpuName = (s: string): boolean => NPU_NAME_RE.test(s);
+
+/** Splits a CSV of chip names (`""` = none); rejects empty or malformed names. */
+export function parseNpuCsv(csv: string, what: string): Parsed<string[]> {
+  if (csv === '') return ok([]);
+  const names = csv.split(',');
+  const bad = names.find((n) => !isNpuName(n));
+  if (bad !== undefined) return rejected(`${what}: bad NPU name ${JSON.stringify(bad)} (want <prefix>-<int>, e.g. Ascend910-3)`);
+  return ok(names);
+}
+
+/** Checks and normalises a DeviceFault list already shaped by the schema. */
+export function checkDeviceFaults(faults: readonly DeviceFault[], nowMs: number, where: string): Parsed<WithWarnings<DeviceFault[]>> {
+  const warnings: string[] = [];
+  const out: DeviceFault[] = [];
+  for (const [i, f] of faults.entries()) {
+    const at = `${where}[${i}]`;
+    if (!FAULT_TYPE_SET.has(f.fault_type)) return rejected(`${at}: unknown fault_type ${JSON.stringify(f.fault_type)}`);
+    if (!isNpuName(f.npu_name)) return rejected(`${at}: bad npu_name ${JSON.stringify(f.npu_name)}`);
+    for (const k of ['large_model_fault_level', 'fault_level', 'fault_handling'] as const) {
+      if (!LEVEL_SET.has(f[k])) return rejected(`${at}: unknown ${k} ${JSON.stringify(f[k])}`);
+    }
+    const codes = f.fault_code === '' ? [] : f.fault_code.split(',');
+    const badCode = codes.find((c) => !FAULT_CODE_RE.test(c));
+    if (badCode !== undefined) return rejected(`${at}: bad fault_code token ${JSON.stringify(badCode)}`);
+    const unique = [...new Set(codes)];
+    if (unique.length !== codes.length) warnings.push(`${at}: duplicate codes in fault_code ${JSON.stringify(f.fault_code)} de-duplicated`);
+    for (const [code, tl] of Object.entries(f.fault_time_and_level_map ?? {})) {
+      if (!LEVEL_SET.has(tl.fault_level)) return rejected(`${at}: unknown fault_level ${JSON.stringify(tl.fault_level)} for code ${code}`);
+      if (tl.fault_time <= 0) warnings.push(`${at}: fault_time of ${code} on ${f.npu_name} is not positive (${tl.fault_time})`);
+      else if (tl.fault_time > nowMs) warnings.push(`${at}: fault_time of ${code} on ${f.npu_name} is in the future (${tl.fault_time} > ${nowMs})`);
+    }
+    out.push(unique.length === codes.length ? f : { ...f, fault_code: unique.join(',') });
+  }
+  return ok({ value: out, warnings });
+}
+
+/** Parses a `<P>-Fault` string (a JSON array of DeviceFault). `""` counts as no faults. */
+export function parseDeviceFaultList(text: string, nowMs: number, where = 'Fault'): Parsed<WithWarnings<DeviceFault[]>> {
+  if (text === '') return ok({ value: [], warnings: [] });
+  const json = parseJsonText(text, where);
+  if (!json.ok) return json;
+  const raw = json.value;
+  if (!validateDeviceFaultList(raw)) return rejected(`${where}: ${ajvReason(validateDeviceFaultList.errors)}`);
+  return checkDeviceFaults(raw, nowMs, where);
+}
+
+/** The Go-ordered model of one DeviceFault (map as a Go map). */
+export const deviceFaultWire = (f: DeviceFault): unknown => ({
+  fault_type: f.fault_type,
+  npu_name: f.npu_name,
+  large_model_fault_level: f.large_model_fault_level,
+  fault_level: f.fault_level,
+  fault_handling: f.fault_handling,
+  fault_code: f.fault_code,
+  fault_time_and_level_map:
+    f.fault_time_and_level_map === null
+      ? null
+      : goMap(Object.fromEntries(Object.entries(f.fault_time_and_level_map).map(([k, v]) => [k, { fault_time: v.fault_time, fault_level: v.fault_level }]))),
+});
+
+/** The `<P>-Fault` string: `[]` for no faults, as DP writes it. */
+export const encodeDeviceFaultList = (faults: readonly DeviceFault[]): string => goJson(faults.map(deviceFaultWire));

@@ -1,0 +1,293 @@
+/**
+ * A real kube-apiserver + etcd (+ optional kube-scheduler and kwok) started from the binaries that
+ * tools/k8s-bins/build.sh builds from Go modules. Used by the jest global setup, by
+ * `make cluster-up`, the demo and the benchmark. Every process runs under supervise.mjs in its own
+ * process group, so nothing outlives the process that started it (unless watchPid is 0).
+ */
+import { spawn, execFileSync } from 'node:child_process';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync, rmSync, existsSync, readFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { request as httpRequest } from 'node:http';
+import { createServer } from 'node:net';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const REPO = join(HERE, '..', '..');
+const SUPERVISE = join(HERE, 'supervise.mjs');
+
+export interface ControlPlaneOptions {
+  /** Folder with kube-apiserver, etcd (and kube-scheduler, kwok for the extras). */
+  readonly binDir: string;
+  /** Where data, certs and logs go; etcd data is placed on /dev/shm when it exists. */
+  readonly workDir: string;
+  /** Kill everything when this pid dies; 0 = live on (make cluster-up). Default: this process. */
+  readonly watchPid?: number;
+  /** Number of kube-apiservers sharing the etcd (a second one lets tests write while the first is down). */
+  readonly apiservers?: number;
+  /** Lift apiserver rate limits for benchmarks (testinfra.md 9). */
+  readonly benchmark?: boolean;
+  readonly scheduler?: boolean;
+  readonly kwok?: boolean;
+}
+
+/** What a test process needs to reach a running control plane (serialisable). */
+export interface ControlPlaneInfo {
+  readonly dir: string;
+  readonly etcdUrl: string;
+  readonly servers: readonly string[];
+  readonly adminToken: string;
+  readonly kubeconfig: string;
+}
+
+interface Proc { readonly name: string; readonly pid: number; readonly exited: Promise<void> }
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr !== null ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** GET over https with the admin token, ignoring the self-signed serving certificate. */
+export function apiGet(server: string, path: string, token: string, timeoutMs = 2000): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${server}${path}`, { method: 'GET', rejectUnauthorized: false, headers: { authorization: `Bearer ${token}` }, timeout: timeoutMs }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => { body += c; });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** POST JSON to etcd's HTTP gateway (/v3/...). */
+function etcdPost(etcdUrl: string, path: string, body: unknown): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    const data = Buffer.from(JSON.stringify(body));
+    const req = httpRequest(`${etcdUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': data.length } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => { text += c; });
+      res.on('end', () => {
+        if ((res.statusCode ?? 500) >= 300) reject(new Error(`etcd ${path}: ${res.statusCode} ${text}`));
+        else resolve(JSON.parse(text) as Record<string, unknown>);
+      });
+    });
+    req.on('error', reject);
+    req.end(data);
+  });
+}
+
+export function kubeconfigYaml(server: string, token: string, user = 'admin'): string {
+  return [
+    'apiVersion: v1', 'kind: Config', 'current-context: local',
+    'clusters:', '- name: local', '  cluster:', `    server: ${server}`, '    insecure-skip-tls-verify: true',
+    'users:', `- name: ${user}`, '  user:', `    token: ${token}`,
+    'contexts:', '- name: local', '  context:', '    cluster: local', `    user: ${user}`, '',
+  ].join('\n');
+}
+
+export class ControlPlane {
+  private readonly procs = new Map<string, Proc>();
+  private readonly apiserverArgs: string[][] = [];
+  readonly servers: string[] = [];
+  readonly adminToken = randomBytes(24).toString('hex');
+  etcdUrl = '';
+  private etcdDataDir = '';
+
+  private readonly opts: ControlPlaneOptions;
+
+  private constructor(opts: ControlPlaneOptions) {
+    this.opts = opts;
+  }
+
+  static async start(opts: ControlPlaneOptions): Promise<ControlPlane> {
+    const cp = new ControlPlane(opts);
+    try {
+      await cp.boot();
+    } catch (err) {
+      await cp.stop();
+      throw err;
+    }
+    return cp;
+  }
+
+  get dir(): string { return this.opts.workDir; }
+  get kubeconfigPath(): string { return join(this.opts.workDir, 'kubeconfig'); }
+
+  info(): ControlPlaneInfo {
+    return { dir: this.dir, etcdUrl: this.etcdUrl, servers: [...this.servers], adminToken: this.adminToken, kubeconfig: this.kubeconfigPath };
+  }
+
+  private bin(name: string): string {
+    const p = join(this.opts.binDir, name);
+    if (!existsSync(p)) throw new Error(`missing binary ${p}: run 'make control-plane'`);
+    return p;
+  }
+
+  private spawnSupervised(name: string, bin: string, args: string[]): Proc {
+    const log = join(this.opts.workDir, `${name}.log`);
+    const watch = this.opts.watchPid ?? process.pid;
+    const child = spawn(process.execPath, [SUPERVISE, String(watch), log, '--', bin, ...args], { detached: true, stdio: 'ignore' });
+    child.unref();
+    if (child.pid === undefined) throw new Error(`could not start ${name}`);
+    const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+    const proc = { name, pid: child.pid, exited };
+    this.procs.set(name, proc);
+    writeFileSync(join(this.opts.workDir, 'pids'), [...this.procs.values()].map((p) => `${p.name} ${p.pid}`).join('\n') + '\n');
+    return proc;
+  }
+
+  private async killProc(name: string, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+    const p = this.procs.get(name);
+    if (p === undefined) return;
+    this.procs.delete(name);
+    try { process.kill(-p.pid, signal); } catch { return; }
+    const dead = await Promise.race([p.exited.then(() => true), sleep(10_000).then(() => false)]);
+    if (!dead) { try { process.kill(-p.pid, 'SIGKILL'); } catch { /* gone */ } await p.exited; }
+  }
+
+  private logTail(name: string): string {
+    try { return readFileSync(join(this.opts.workDir, `${name}.log`), 'utf8').split('\n').slice(-15).join('\n'); } catch { return ''; }
+  }
+
+  private async boot(): Promise<void> {
+    const w = this.opts.workDir;
+    rmSync(w, { recursive: true, force: true });
+    mkdirSync(w, { recursive: true });
+    const shm = existsSync('/dev/shm') ? '/dev/shm' : w;
+    this.etcdDataDir = join(shm, `clusterd-ts-etcd-${process.pid}-${randomBytes(4).toString('hex')}`);
+
+    const [etcdPort, peerPort] = [await freePort(), await freePort()];
+    this.etcdUrl = `http://127.0.0.1:${etcdPort}`;
+    this.spawnSupervised('etcd', this.bin('etcd'), [
+      `--data-dir=${this.etcdDataDir}`, '--name=default',
+      `--listen-client-urls=${this.etcdUrl}`, `--advertise-client-urls=${this.etcdUrl}`,
+      `--listen-peer-urls=http://127.0.0.1:${peerPort}`, `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
+      `--initial-cluster=default=http://127.0.0.1:${peerPort}`,
+      '--unsafe-no-fsync', '--quota-backend-bytes=8589934592', '--log-level=warn',
+    ]);
+    await this.waitFor('etcd', async () => (await etcdPost(this.etcdUrl, '/v3/kv/range', { key: 'Lw==' })).header !== undefined, 20_000);
+
+    const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    writeFileSync(join(w, 'sa.pub'), publicKey.export({ type: 'spki', format: 'pem' }));
+    writeFileSync(join(w, 'sa.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }));
+    writeFileSync(join(w, 'tokens.csv'), `${this.adminToken},admin,admin-uid,"system:masters"\n`);
+
+    const n = Math.max(1, this.opts.apiservers ?? 1);
+    for (let i = 0; i < n; i++) {
+      const port = await freePort();
+      this.servers.push(`https://127.0.0.1:${port}`);
+      mkdirSync(join(w, `apiserver-${i}`), { recursive: true });
+      this.apiserverArgs.push([
+        `--etcd-servers=${this.etcdUrl}`, '--bind-address=127.0.0.1', '--advertise-address=127.0.0.1',
+        `--secure-port=${port}`, `--cert-dir=${join(w, `apiserver-${i}`)}`,
+        '--service-cluster-ip-range=10.0.0.0/24',
+        '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+        `--service-account-key-file=${join(w, 'sa.pub')}`, `--service-account-signing-key-file=${join(w, 'sa.key')}`,
+        `--token-auth-file=${join(w, 'tokens.csv')}`, '--authorization-mode=RBAC',
+        '--disable-admission-plugins=ServiceAccount', '--allow-privileged=true', '--endpoint-reconciler-type=none',
+        ...(this.opts.benchmark === true ? ['--max-requests-inflight=0', '--max-mutating-requests-inflight=0', '--enable-priority-and-fairness=false'] : []),
+      ]);
+      await this.startApiserver(i);
+    }
+    writeFileSync(this.kubeconfigPath, kubeconfigYaml(this.servers[0]!, this.adminToken));
+    await this.installCrds();
+    if (this.opts.scheduler === true) await this.startScheduler();
+    if (this.opts.kwok === true) await this.startKwok();
+  }
+
+  private async waitFor(name: string, probe: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let last = '';
+    while (Date.now() < deadline) {
+      if (!this.procs.has(name)) throw new Error(`${name} is not running`);
+      try { if (await probe()) return; } catch (e) { last = String(e); }
+      await sleep(100);
+    }
+    throw new Error(`${name} not ready after ${timeoutMs} ms (${last})\n${this.logTail(name)}`);
+  }
+
+  /** Starts (or restarts) apiserver i on its fixed port and waits for /readyz. */
+  async startApiserver(i = 0): Promise<void> {
+    const name = `kube-apiserver-${i}`;
+    this.spawnSupervised(name, this.bin('kube-apiserver'), this.apiserverArgs[i]!);
+    await this.waitFor(name, async () => (await apiGet(this.servers[i]!, '/readyz', this.adminToken)).status === 200, 60_000);
+  }
+
+  /** Kills apiserver i (SIGKILL by default: a crash, not a graceful shutdown). */
+  async stopApiserver(i = 0, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    await this.killProc(`kube-apiserver-${i}`, signal);
+  }
+
+  /** Compacts etcd at its current revision (physically), forcing 410 Gone on older watches. */
+  async compactEtcd(): Promise<number> {
+    const res = await etcdPost(this.etcdUrl, '/v3/kv/range', { key: 'Lw==' });
+    const rev = Number((res.header as { revision?: string } | undefined)?.revision ?? 0);
+    await etcdPost(this.etcdUrl, '/v3/kv/compaction', { revision: String(rev), physical: true });
+    return rev;
+  }
+
+  /** A kubeconfig (YAML text) that authenticates with the given bearer token. */
+  kubeconfigFor(token: string, user = 'user', server = 0): string {
+    return kubeconfigYaml(this.servers[server]!, token, user);
+  }
+
+  private kubectl(args: string[], input?: string): string {
+    return execFileSync('kubectl', ['--kubeconfig', this.kubeconfigPath, ...args], { input, encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'] });
+  }
+
+  private async installCrds(): Promise<void> {
+    this.kubectl(['apply', '--server-side', '-f', join(REPO, 'crds')]);
+    this.kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd', '--all']);
+  }
+
+  private async startScheduler(): Promise<void> {
+    const port = await freePort();
+    this.spawnSupervised('kube-scheduler', this.bin('kube-scheduler'), [
+      `--kubeconfig=${this.kubeconfigPath}`, `--authentication-kubeconfig=${this.kubeconfigPath}`,
+      `--authorization-kubeconfig=${this.kubeconfigPath}`, '--leader-elect=false',
+      '--bind-address=127.0.0.1', `--secure-port=${port}`,
+    ]);
+  }
+
+  private async startKwok(): Promise<void> {
+    const config = join(this.dir, 'kwok.yaml');
+    writeFileSync(config, readFileSync(join(HERE, 'kwok-stages.yaml'), 'utf8'));
+    const port = await freePort();
+    this.spawnSupervised('kwok', this.bin('kwok'), [
+      `--kubeconfig=${this.kubeconfigPath}`, '--manage-all-nodes=false',
+      '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake',
+      '--node-lease-duration-seconds=0', `--server-address=127.0.0.1:${port}`, `--config=${config}`,
+    ]);
+  }
+
+  /** Stops every process (scheduler and kwok first, etcd last) and removes the data. */
+  async stop(): Promise<void> {
+    const order = [...this.procs.keys()].sort((a, b) => (a === 'etcd' ? 1 : 0) - (b === 'etcd' ? 1 : 0));
+    for (const name of order) await this.killProc(name);
+    if (this.etcdDataDir !== '') rmSync(this.etcdDataDir, { recursive: true, force: true });
+  }
+}
+
+/** Runs tools/k8s-bins/build.sh (a no-op when the cache holds the pinned versions); returns the bin dir. */
+export function ensureBinaries(): string {
+  if (process.env.CLUSTERD_TS_BIN_DIR !== undefined && existsSync(join(process.env.CLUSTERD_TS_BIN_DIR, 'kube-apiserver'))) {
+    return process.env.CLUSTERD_TS_BIN_DIR;
+  }
+  const out = execFileSync('bash', [join(REPO, 'tools', 'k8s-bins', 'build.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  return out.trim().split('\n').pop()!;
+}
