@@ -11,7 +11,7 @@ const common = { transform, extensionsToTreatAsEsm: ['.ts'], testEnvironment: 'n
 const ignore = ['/node_modules/', '/dist/'];
 
 export default {
-  reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
+  reporters: ['default'],
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/**/*.test.ts'],
       testPathIgnorePatterns: [...ignore, '<rootDir>/test/integration/', '<rootDir>/test/e2e/'] },

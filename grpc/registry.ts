@@ -55,6 +55,8 @@ interface MutableEntry {
   initializedAtMs?: number;
   registeredAtMs?: number;
   stream?: Closable;
+  /** Idle SubscribeNotifySwitch / SubscribeNotifyExecStressTest streams of the job. */
+  side: Set<Closable>;
   subscriptions: number;
 }
 
@@ -77,7 +79,7 @@ export class RecoverRegistry {
   private touch(client: ClientInfo): MutableEntry {
     let e = this.jobs.get(client.jobId);
     if (e === undefined) {
-      e = { jobId: client.jobId, role: client.role, initialized: false, registered: false, subscriptions: 0 };
+      e = { jobId: client.jobId, role: client.role, initialized: false, registered: false, side: new Set(), subscriptions: 0 };
       this.jobs.set(client.jobId, e);
     }
     e.role = client.role;
@@ -176,23 +178,39 @@ export class RecoverRegistry {
     if (e?.stream?.id === stream.id) delete e.stream;
   }
 
-  /** Drop a job (its PodGroup was deleted): its stream ends, and the next client must Init again. */
+  /** Track an idle O&M notify stream of a registered job (closed with the job). False if unregistered. */
+  attachSideStream(jobId: string, stream: Closable): boolean {
+    const e = this.jobs.get(jobId);
+    if (e?.registered !== true) return false;
+    e.side.add(stream);
+    return true;
+  }
+
+  detachSideStream(jobId: string, stream: Closable): void {
+    this.jobs.get(jobId)?.side.delete(stream);
+  }
+
+  /** Drop a job (its PodGroup was deleted): its streams end, and the next client must Init again. */
   forget(jobId: string): void {
     const e = this.jobs.get(jobId);
     if (e === undefined) return;
     this.jobs.delete(jobId);
     e.stream?.close('forgotten');
+    for (const s of [...e.side]) s.close('forgotten');
   }
 
   /** Close every stream (server shutdown). */
   closeAll(reason: StreamCloseReason): void {
-    for (const e of this.jobs.values()) e.stream?.close(reason);
+    for (const e of this.jobs.values()) {
+      e.stream?.close(reason);
+      for (const s of [...e.side]) s.close(reason);
+    }
   }
 
   entry(jobId: string): RecoverJobEntry | undefined {
     const e = this.jobs.get(jobId);
     if (e === undefined) return undefined;
-    const { stream, ...rest } = e;
+    const { stream, side: _side, ...rest } = e;
     return { ...rest, kind: clientKind(e.role), ...(stream !== undefined ? { streamId: stream.id } : {}) };
   }
 
@@ -210,14 +228,12 @@ const faultKey = (jobId: string, role: string): string => `${jobId}\u0000${role}
 /** Fault publishers: (jobId, role) -> registered, with at most one stream each. */
 export class FaultRegistry {
   private readonly publishers = new Map<string, { jobId: string; role: string; stream?: Closable }>();
+  /** jobId -> number of publishers (roles) of that job. */
+  private readonly jobRefs = new Map<string, number>();
   readonly maxServeJobs: number;
 
   constructor(deps: FaultRegistryDeps = {}) {
     this.maxServeJobs = deps.maxServeJobs ?? DEFAULT_MAX_SERVE_JOBS;
-  }
-
-  private jobCount(): number {
-    return new Set([...this.publishers.values()].map((p) => p.jobId)).size;
   }
 
   /** Register (or re-register, ending the previous publisher's stream). False when the job cap is hit. */
@@ -225,8 +241,9 @@ export class FaultRegistry {
     const key = faultKey(jobId, role);
     const previous = this.publishers.get(key);
     if (previous === undefined) {
-      const jobKnown = [...this.publishers.values()].some((p) => p.jobId === jobId);
-      if (!jobKnown && this.jobCount() >= this.maxServeJobs) return false;
+      const refs = this.jobRefs.get(jobId) ?? 0;
+      if (refs === 0 && this.jobRefs.size >= this.maxServeJobs) return false;
+      this.jobRefs.set(jobId, refs + 1);
     }
     this.publishers.set(key, { jobId, role });
     previous?.stream?.close('replaced');
@@ -259,6 +276,7 @@ export class FaultRegistry {
       this.publishers.delete(k);
       p.stream?.close('forgotten');
     }
+    this.jobRefs.delete(jobId);
   }
 
   closeAll(reason: StreamCloseReason): void {
@@ -267,5 +285,9 @@ export class FaultRegistry {
 
   size(): number {
     return this.publishers.size;
+  }
+
+  jobCount(): number {
+    return this.jobRefs.size;
   }
 }

@@ -39,6 +39,7 @@ export interface ControlPlaneInfo {
   readonly servers: readonly string[];
   readonly adminToken: string;
   readonly kubeconfig: string;
+  readonly etcdDataDir: string;
 }
 
 interface Proc { readonly name: string; readonly pid: number; readonly exited: Promise<void> }
@@ -129,7 +130,7 @@ export class ControlPlane {
   get kubeconfigPath(): string { return join(this.opts.workDir, 'kubeconfig'); }
 
   info(): ControlPlaneInfo {
-    return { dir: this.dir, etcdUrl: this.etcdUrl, servers: [...this.servers], adminToken: this.adminToken, kubeconfig: this.kubeconfigPath };
+    return { dir: this.dir, etcdUrl: this.etcdUrl, servers: [...this.servers], adminToken: this.adminToken, kubeconfig: this.kubeconfigPath, etcdDataDir: this.etcdDataDir };
   }
 
   private bin(name: string): string {

@@ -1,0 +1,62 @@
+# clusterd-ts: the README's two commands are `make demo` and `make test`.
+# Node 24 LTS is pinned in package.json (the `node` package) and used from node_modules/.bin, so the
+# machine's own Node only bootstraps `npm ci`.
+SHELL := /bin/bash
+export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
+NODE := $(CURDIR)/node_modules/.bin/node
+KUBECONFIG ?= $(CURDIR)/.cluster/kubeconfig
+
+.PHONY: all deps control-plane test test-unit test-integration typecheck build cluster-up cluster-down run demo bench lint clean
+
+all: test
+
+# Reinstall only when package.json or the lock changed.
+node_modules/.installed: package.json package-lock.json
+	@echo "==> npm install (Node 24 toolchain and dependencies, versions from package-lock.json)"
+	@# npm 11.19's `npm ci` rejects this lock (it wants other platforms' optional swc packages), so
+	@# install from the lock with `npm install`, which keeps the locked versions.
+	npm install --no-audit --no-fund
+	@touch $@
+
+deps: node_modules/.installed
+
+# kube-apiserver, kube-scheduler, etcd, kwok and helm built from Go modules into ~/.cache/clusterd-ts
+# (keyed by version; a cached run takes seconds, a cold one ~10-15 min on 2 cores).
+control-plane:
+	@bash tools/k8s-bins/build.sh >/dev/null
+
+typecheck: deps
+	$(NODE) node_modules/typescript/bin/tsc -p tsconfig.json --noEmit
+
+build: deps
+	$(NODE) node_modules/typescript/bin/tsc -p tsconfig.build.json
+
+# The README's test command: type check, unit + integration + e2e on a real apiserver.
+test: deps control-plane
+	$(NODE) test/run-tests.mjs
+
+test-unit: deps
+	$(NODE) --experimental-vm-modules node_modules/jest/bin/jest.js --selectProjects unit
+
+test-integration: deps control-plane
+	$(NODE) --experimental-vm-modules node_modules/jest/bin/jest.js --selectProjects integration
+
+# A local control plane in the background with kwok nodes; kubeconfig in .cluster/kubeconfig.
+cluster-up: deps control-plane
+	$(NODE) tools/cluster.ts up $(if $(NODES),--nodes $(NODES),)
+
+cluster-down: deps
+	$(NODE) tools/cluster.ts down
+
+# The controller in the foreground against $(KUBECONFIG).
+run: deps
+	KUBECONFIG=$(KUBECONFIG) $(NODE) main.ts $(ARGS)
+
+demo: deps control-plane
+	$(NODE) tools/demo.ts
+
+bench: deps control-plane
+	$(NODE) tools/bench.ts $(ARGS)
+
+clean:
+	rm -rf dist coverage .cluster

@@ -1,0 +1,89 @@
+/**
+ * `fault.Fault` service (fault.proto, package `fault`: paths `/fault.Fault/<Method>`), grpc.md §2.3.
+ * jobId '' means cluster-wide and becomes '-1'. Go handler errors are gRPC UNKNOWN here as in ClusterD.
+ */
+import { status as GrpcStatus, type ServerWritableStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import { Code, Info, type Status } from './codes.ts';
+import { grpcError, refuseStream, reply, serverStream, unary, type CallContext } from './call-context.ts';
+import type { Awaitable, FaultHandlers } from './handlers.ts';
+import { toClientInfo, type ClientInfo, type FaultMsgSignal, type FaultQueryResult } from './messages.ts';
+import type { QueuedLimiter } from './rate-limit.ts';
+import type { FaultRegistry } from './registry.ts';
+import { ServerSignalStream } from './signal-stream.ts';
+import { clip, validFaultQueryJobId, validJobId, validRole } from './validate.ts';
+
+export const FAULT_PATH = '/fault.Fault/';
+export const CLUSTER_JOB_ID = '-1';
+
+export interface FaultServiceDeps {
+  readonly ctx: CallContext;
+  readonly registry: FaultRegistry;
+  readonly handlers: FaultHandlers;
+  readonly jobExists: (jobId: string) => Awaitable<boolean>;
+  /** GetFaultMsgSignal limiter (ClusterD: 10/s, burst 10, wait queue 50). */
+  readonly queryLimiter: QueuedLimiter;
+}
+
+const faultClient = (raw: unknown): ClientInfo => {
+  const c = toClientInfo(raw);
+  return c.jobId === '' ? { ...c, jobId: CLUSTER_JOB_ID } : c;
+};
+
+export function faultService(d: FaultServiceDeps): UntypedServiceImplementation {
+  const { ctx, registry, handlers } = d;
+  const m = (name: string): string => FAULT_PATH + name;
+
+  return {
+    Register: unary<Status>(ctx, m('Register'), async (raw) => {
+      const c = faultClient(raw);
+      if (c.role === '') return grpcError(GrpcStatus.UNKNOWN, 'role is empty');
+      if (!validRole(c.role)) return grpcError(GrpcStatus.UNKNOWN, `role=${clip(c.role)} is invalid`);
+      if (c.jobId !== CLUSTER_JOB_ID && (!validJobId(c.jobId) || !(await d.jobExists(c.jobId)))) {
+        return grpcError(GrpcStatus.UNKNOWN, Info.faultJobUnknown(clip(c.jobId)));
+      }
+      if (!registry.register(c.jobId, c.role)) {
+        return reply<Status>({ code: Code.OutOfMaxServeJobs, info: `serve jobs reach the max number ${registry.maxServeJobs}` });
+      }
+      ctx.log.info('fault publisher registered', { jobId: c.jobId, role: c.role });
+      return reply<Status>({ code: Code.OK, info: Info.registerSuccess });
+    }),
+
+    SubscribeFaultMsgSignal: serverStream(ctx, m('SubscribeFaultMsgSignal'), async (call) => {
+      const method = m('SubscribeFaultMsgSignal');
+      const c = faultClient(call.request);
+      if (!registry.isRegistered(c.jobId, c.role)) {
+        refuseStream(ctx, method, call, GrpcStatus.UNKNOWN, Info.faultNotRegistered(clip(c.jobId), clip(c.role)));
+        return;
+      }
+      const stream = new ServerSignalStream<FaultMsgSignal>(call as ServerWritableStream<unknown, FaultMsgSignal>, c);
+      registry.attachStream(c.jobId, c.role, stream);
+      ctx.count({ method, grpcCode: 'OK' });
+      let subscription: ReturnType<FaultHandlers['subscribe']> | undefined;
+      stream.onClose((reason) => {
+        registry.detachStream(c.jobId, c.role, stream);
+        ctx.log.info('fault stream closed', { jobId: c.jobId, role: c.role, reason });
+        try {
+          subscription?.onClose(reason);
+        } catch (err) {
+          ctx.log.error('fault subscription onClose failed', { jobId: c.jobId, err: String(err) });
+        }
+      });
+      try {
+        subscription = handlers.subscribe(stream);
+      } catch (err) {
+        ctx.log.error('fault subscribe handler failed', { jobId: c.jobId, err: String(err) });
+        stream.close('server-ended');
+        return;
+      }
+      if (stream.closed) subscription.onClose(stream.signal.reason as Parameters<typeof subscription.onClose>[0]);
+    }),
+
+    GetFaultMsgSignal: unary<FaultQueryResult>(ctx, m('GetFaultMsgSignal'), async (raw) => {
+      const c = faultClient(raw);
+      if (!validFaultQueryJobId(c.jobId)) return grpcError(GrpcStatus.UNKNOWN, Info.faultJobInvalid(clip(c.jobId)));
+      if (!(await d.queryLimiter.acquire())) return grpcError(GrpcStatus.UNKNOWN, Info.faultRateLimited);
+      const signal = await handlers.query(c.jobId);
+      return reply<FaultQueryResult>({ code: Code.SuccessCode, info: 'success', faultSignal: signal });
+    }),
+  };
+}

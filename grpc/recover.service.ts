@@ -1,0 +1,166 @@
+/**
+ * `Recover` service (recover.proto, no package: paths `/Recover/<Method>`), grpc.md §1 and §11.
+ * Transport only: checks, registry bookkeeping, keep-alive; decisions go to RecoverHandlers.
+ */
+import { status as GrpcStatus, type ServerWritableStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import { Code, Info, status, type Status } from './codes.ts';
+import { grpcError, refuseStream, reply, serverStream, unary, type CallContext, type UnaryOutcome } from './call-context.ts';
+import type { RecoverHandlers } from './handlers.ts';
+import {
+  processManageSignal,
+  toClientInfo,
+  toProcessFaultRequest,
+  toRecoverStatusRequest,
+  toRecoverStrategyRequest,
+  toStopCompleteRequest,
+  type ClientInfo,
+  type FaultRank,
+  type ProcessManageSignal,
+} from './messages.ts';
+import { clientKind, type RecoverRegistry } from './registry.ts';
+import { ServerSignalStream } from './signal-stream.ts';
+import { checkReportSizes, clip, validJobId, validRole } from './validate.ts';
+
+export const RECOVER_PATH = '/Recover/';
+export const DEFAULT_KEEP_ALIVE_SIGNAL_MS = 5_000;
+
+export interface RecoverServiceDeps {
+  readonly ctx: CallContext;
+  readonly registry: RecoverRegistry;
+  readonly handlers: RecoverHandlers;
+  /** Interval of `keep-alive` signals on each subscription (ClusterD: 5 s). */
+  readonly keepAliveSignalMs?: number;
+}
+
+type Reply = Promise<UnaryOutcome<Status>>;
+const answer = (s: Status): UnaryOutcome<Status> => reply({ code: s.code, info: s.info });
+const invalidRole = (c: ClientInfo): UnaryOutcome<Status> => answer(status(Code.InvalidReqParam, `role=${clip(c.role)} is invalid`));
+
+export function recoverService(d: RecoverServiceDeps): UntypedServiceImplementation {
+  const { ctx, registry, handlers } = d;
+  const keepAliveMs = d.keepAliveSignalMs ?? DEFAULT_KEEP_ALIVE_SIGNAL_MS;
+  const m = (name: string): string => RECOVER_PATH + name;
+
+  const noteRole = (method: string, c: ClientInfo): void => {
+    if (clientKind(c.role) === 'other') ctx.log.warn('unexpected Recover client role', { method, jobId: clip(c.jobId), role: clip(c.role) });
+  };
+
+  /** A report: 400 unless registered, 409 when oversized, else the handler's answer. */
+  const report = <R extends { jobId: string; faultRanks?: readonly FaultRank[] }>(
+    name: string,
+    parse: (raw: unknown) => R,
+    sizes: (r: R) => Parameters<typeof checkReportSizes>[0],
+    handle: (r: R) => Promise<Status> | Status,
+  ) =>
+    unary<Status>(ctx, m(name), async (raw): Reply => {
+      const r = parse(raw);
+      if (!registry.isRegistered(r.jobId)) {
+        return answer(status(Code.UnRegistry, `jobId=${clip(r.jobId)} is not registered`));
+      }
+      const size = checkReportSizes(sizes(r));
+      if (!size.ok) return answer(status(Code.InvalidReqParam, size.reason));
+      ctx.log.info(`receive ${name}`, { jobId: r.jobId });
+      return answer(await handle(r));
+    });
+
+  const subscribeProcessManageSignal = serverStream(ctx, m('SubscribeProcessManageSignal'), async (call) => {
+    const method = m('SubscribeProcessManageSignal');
+    const client = toClientInfo(call.request);
+    if (!registry.isRegistered(client.jobId)) {
+      refuseStream(ctx, method, call, GrpcStatus.UNKNOWN, Info.recoverNotRegistered(clip(client.jobId)));
+      return;
+    }
+    noteRole(method, client);
+    const stream = new ServerSignalStream<ProcessManageSignal>(call as ServerWritableStream<unknown, ProcessManageSignal>, client);
+    registry.attachStream(client, stream); // a previous subscriber of the job is closed as `replaced`
+    ctx.count({ method, grpcCode: 'OK' });
+    ctx.log.info('process signal stream opened', { jobId: client.jobId, role: client.role, streamId: stream.id });
+    let subscription: ReturnType<RecoverHandlers['subscribe']> | undefined;
+    const timer = setInterval(() => {
+      const uuid = subscription?.currentUuid?.() ?? '';
+      void stream.send(processManageSignal({ uuid, jobId: client.jobId, signalType: 'keep-alive' }));
+    }, keepAliveMs);
+    timer.unref();
+    stream.onClose((reason) => {
+      clearInterval(timer);
+      registry.detachStream(client.jobId, stream);
+      const level = reason === 'client-cancelled' || reason === 'write-error' ? 'warn' : 'info';
+      ctx.log[level]('process signal stream closed', { jobId: client.jobId, streamId: stream.id, reason });
+      try {
+        subscription?.onClose(reason);
+      } catch (err) {
+        ctx.log.error('recover subscription onClose failed', { jobId: client.jobId, err: String(err) });
+      }
+    });
+    try {
+      subscription = handlers.subscribe(stream);
+    } catch (err) {
+      ctx.log.error('recover subscribe handler failed', { jobId: client.jobId, err: String(err) });
+      stream.close('server-ended');
+      return;
+    }
+    if (stream.closed) subscription.onClose(stream.signal.reason as Parameters<typeof subscription.onClose>[0]);
+  });
+
+  /** SubscribeNotifySwitch / SubscribeNotifyExecStressTest: UNKNOWN until registered, then open and idle. */
+  const idleNotifyStream = (name: string) =>
+    serverStream(ctx, m(name), async (call) => {
+      const client = toClientInfo(call.request);
+      const stream = new ServerSignalStream<unknown>(call, client);
+      if (!registry.attachSideStream(client.jobId, stream)) {
+        refuseStream(ctx, m(name), call, GrpcStatus.UNKNOWN, Info.notifyNotRegistered(clip(client.jobId)));
+        return;
+      }
+      ctx.count({ method: m(name), grpcCode: 'OK' });
+      stream.onClose(() => registry.detachSideStream(client.jobId, stream));
+    });
+
+  /** O&M result streams: no operation ever runs here, so always UNKNOWN (as ClusterD with none running). */
+  const omResultStream = (name: string, op: string) =>
+    serverStream(ctx, m(name), async (call) => {
+      const jobId = String((call.request as { jobID?: unknown } | null)?.jobID ?? '');
+      const details = registry.isRegistered(jobId)
+        ? `jobId=${clip(jobId)} no ${op} operation running`
+        : Info.recoverNotRegistered(clip(jobId));
+      refuseStream(ctx, m(name), call, GrpcStatus.UNKNOWN, details);
+    });
+
+  const omNotSupported = (name: string) =>
+    unary<Status>(ctx, m(name), async (): Reply => answer(status(Code.OMParamInvalid, `${name} is not supported by this server`)));
+
+  const omReply = (name: string) =>
+    unary<Status>(ctx, m(name), async (raw): Reply => {
+      const jobId = String((raw as { jobId?: unknown } | null)?.jobId ?? '');
+      if (!registry.isRegistered(jobId)) return answer(status(Code.UnRegistry, `jobId=${clip(jobId)} is not registered`));
+      return answer(status(Code.OMParamInvalid, `${name}: no operation running for jobId=${clip(jobId)}`));
+    });
+
+  return {
+    Init: unary<Status>(ctx, m('Init'), async (raw): Reply => {
+      const c = toClientInfo(raw);
+      if (!validJobId(c.jobId)) return answer(status(Code.OperatePodGroupError, `jobId=${clip(c.jobId)} is invalid`));
+      if (!validRole(c.role)) return invalidRole(c);
+      noteRole(m('Init'), c);
+      return answer(await registry.init(c, (x) => handlers.init(x)));
+    }),
+    Register: unary<Status>(ctx, m('Register'), async (raw): Reply => {
+      const c = toClientInfo(raw);
+      if (!validRole(c.role)) return invalidRole(c);
+      return answer(await registry.register(c, (x) => handlers.register(x)));
+    }),
+    SubscribeProcessManageSignal: subscribeProcessManageSignal,
+    ReportStopComplete: report('ReportStopComplete', toStopCompleteRequest, (r) => ({ faultRanks: r.faultRanks, strings: [r.status.info] }), (r) => handlers.reportStopComplete(r)),
+    ReportRecoverStrategy: report('ReportRecoverStrategy', toRecoverStrategyRequest, (r) => ({ faultRanks: r.faultRanks, lists: [r.strategies] }), (r) => handlers.reportRecoverStrategy(r)),
+    ReportRecoverStatus: report('ReportRecoverStatus', toRecoverStatusRequest, (r) => ({ strings: [r.status.info, r.strategy], lists: [r.isolateRankIds] }), (r) => handlers.reportRecoverStatus(r)),
+    ReportProcessFault: report('ReportProcessFault', toProcessFaultRequest, (r) => ({ faultRanks: r.faultRanks }), (r) => handlers.reportProcessFault(r)),
+    HealthCheck: unary<Status>(ctx, m('HealthCheck'), async (raw): Reply => answer(status(Code.OK, Info.healthCheck(clip(toClientInfo(raw).jobId, 256))))),
+    SwitchNicTrack: omNotSupported('SwitchNicTrack'),
+    SubscribeSwitchNicSignal: omResultStream('SubscribeSwitchNicSignal', 'switch nic'),
+    SubscribeNotifySwitch: idleNotifyStream('SubscribeNotifySwitch'),
+    ReplySwitchNicResult: omReply('ReplySwitchNicResult'),
+    StressTest: omNotSupported('StressTest'),
+    SubscribeStressTestResponse: omResultStream('SubscribeStressTestResponse', 'stress test'),
+    SubscribeNotifyExecStressTest: idleNotifyStream('SubscribeNotifyExecStressTest'),
+    ReplyStressTestResult: omReply('ReplyStressTestResult'),
+  };
+}

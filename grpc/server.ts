@@ -1,0 +1,203 @@
+/**
+ * The ClusterD-compatible gRPC server (port 8899): transport only. Registers Recover, fault.Fault and
+ * PubFault with the injected handlers, answers job.Job, config.Config and TrainingDataTrace with
+ * UNIMPLEMENTED, and applies ClusterD's transport limits (grpc.md §0, behavior.md C.1).
+ */
+import {
+  Server,
+  ServerCredentials,
+  status as GrpcStatus,
+  type ServerWritableStream,
+  type ServiceDefinition,
+  type UntypedServiceImplementation,
+} from '@grpc/grpc-js';
+import { UnaryRateLimiter, grpcCodeName, type CallContext } from './call-context.ts';
+import { faultService } from './fault.service.ts';
+import { silentLogger, type Awaitable, type CountRequest, type GrpcHandlers, type GrpcLogger } from './handlers.ts';
+import { listen, type Listener } from './listener.ts';
+import { loadClusterdServices } from './protos.ts';
+import { pubFaultService } from './pubfault.service.ts';
+import { KeyedBuckets, QueuedLimiter } from './rate-limit.ts';
+import { recoverService } from './recover.service.ts';
+import { DEFAULT_MAX_SERVE_JOBS, FaultRegistry, RecoverRegistry } from './registry.ts';
+import { DEFAULT_PUBLIC_FAULT_RESOURCES } from './validate.ts';
+
+export const GRPC_PORT = 8899;
+const MiB = 1024 * 1024;
+
+export interface GrpcLimits {
+  readonly maxReceiveMessageBytes: number;
+  readonly maxSendMessageBytes: number;
+  readonly maxConcurrentStreams: number;
+  readonly maxConnections: number;
+  readonly maxConnectionsPerIp: number;
+  /** HTTP/2 pings after this idle time, and the wait for their ack. */
+  readonly keepAliveTimeMs: number;
+  readonly keepAliveTimeoutMs: number;
+  /** Shared token bucket of every unary method except HealthCheck (rate = burst). */
+  readonly unaryQps: number;
+  readonly healthCheckQps: number;
+  readonly faultQueryQps: number;
+  readonly faultQueryBurst: number;
+  readonly faultQueryQueue: number;
+  readonly pubFaultBurst: number;
+  readonly pubFaultRefillPerSec: number;
+  readonly maxServeJobs: number;
+  /** Interval of `keep-alive` ProcessManageSignals. */
+  readonly keepAliveSignalMs: number;
+}
+
+export const DEFAULT_LIMITS: GrpcLimits = {
+  maxReceiveMessageBytes: 4 * MiB,
+  maxSendMessageBytes: 8 * MiB,
+  maxConcurrentStreams: 64,
+  maxConnections: 1_024,
+  maxConnectionsPerIp: 512,
+  keepAliveTimeMs: 60_000,
+  keepAliveTimeoutMs: 5_000,
+  unaryQps: 1_000,
+  healthCheckQps: 10_000,
+  faultQueryQps: 10,
+  faultQueryBurst: 10,
+  faultQueryQueue: 50,
+  pubFaultBurst: 100,
+  pubFaultRefillPerSec: 1,
+  maxServeJobs: DEFAULT_MAX_SERVE_JOBS,
+  keepAliveSignalMs: 5_000,
+};
+
+export interface GrpcServerOptions {
+  /** Default `0.0.0.0` (ClusterD binds `$POD_IP`, or 127.0.0.1 with -useProxy). */
+  readonly host?: string;
+  /** Default 8899; 0 picks a free port (tests). */
+  readonly port?: number;
+  /** PEM certificate chain and key. Absent: plaintext h2c, as ClusterD and every real client. */
+  readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer };
+  readonly limits?: Partial<GrpcLimits>;
+  /** Does a job / PodGroup exist for this jobId (AscendJob UID)? Used by Recover and Fault. */
+  readonly jobExists: (jobId: string) => Awaitable<boolean>;
+  readonly publicFaultResources?: readonly string[];
+  readonly logger?: GrpcLogger;
+  readonly countRequest?: CountRequest;
+  /** Clock of the token buckets (ms). */
+  readonly now?: () => number;
+  readonly protoDir?: string;
+}
+
+export interface GrpcServerHandle {
+  readonly host: string;
+  readonly port: number;
+  /** `host:port` to dial. */
+  readonly address: string;
+  readonly tls: boolean;
+  readonly limits: GrpcLimits;
+  readonly recoverRegistry: RecoverRegistry;
+  readonly faultRegistry: FaultRegistry;
+  /** Open TCP connections (in total, or from one IP). */
+  connections(ip?: string): number;
+  /** Drop a job from both registries (its PodGroup was deleted): its streams end with status OK. */
+  forgetJob(jobId: string): void;
+  /** Stop accepting, end every stream (handlers see `shutdown`), then close; forced after `graceMs`. */
+  shutdown(graceMs?: number): Promise<void>;
+}
+
+/** Answer every method of a service with UNIMPLEMENTED (counted). */
+function unimplemented(def: ServiceDefinition, ctx: CallContext): UntypedServiceImplementation {
+  const impl: UntypedServiceImplementation = {};
+  for (const [name, method] of Object.entries(def)) {
+    const details = `${method.path} is not implemented by this server`;
+    impl[name] = method.responseStream
+      ? (call: ServerWritableStream<unknown, unknown>) => {
+          ctx.count({ method: method.path, grpcCode: grpcCodeName(GrpcStatus.UNIMPLEMENTED) });
+          call.emit('error', { code: GrpcStatus.UNIMPLEMENTED, details });
+        }
+      : (_call: unknown, cb: (err: { code: number; details: string }) => void) => {
+          ctx.count({ method: method.path, grpcCode: grpcCodeName(GrpcStatus.UNIMPLEMENTED) });
+          cb({ code: GrpcStatus.UNIMPLEMENTED, details });
+        };
+  }
+  return impl;
+}
+
+export async function startGrpcServer(opts: GrpcServerOptions, handlers: GrpcHandlers): Promise<GrpcServerHandle> {
+  const limits: GrpcLimits = { ...DEFAULT_LIMITS, ...opts.limits };
+  const log = opts.logger ?? silentLogger;
+  const count = opts.countRequest ?? (() => {});
+  const ctx: CallContext = { log, count, limiter: new UnaryRateLimiter(limits, opts.now) };
+  const services = loadClusterdServices(opts.protoDir);
+
+  const recoverRegistry = new RecoverRegistry({ jobExists: opts.jobExists, maxServeJobs: limits.maxServeJobs, ...(opts.now ? { now: opts.now } : {}) });
+  const faultRegistry = new FaultRegistry({ maxServeJobs: limits.maxServeJobs });
+  const queryLimiter = new QueuedLimiter(limits.faultQueryQps, limits.faultQueryBurst, limits.faultQueryQueue, opts.now);
+  const resources = opts.publicFaultResources ?? DEFAULT_PUBLIC_FAULT_RESOURCES;
+  const pubLimiter = new KeyedBuckets(limits.pubFaultRefillPerSec, limits.pubFaultBurst, Math.max(resources.length, 1), opts.now);
+
+  const server = new Server({
+    'grpc.max_receive_message_length': limits.maxReceiveMessageBytes,
+    'grpc.max_send_message_length': limits.maxSendMessageBytes,
+    'grpc.max_concurrent_streams': limits.maxConcurrentStreams,
+    'grpc.keepalive_time_ms': limits.keepAliveTimeMs,
+    'grpc.keepalive_timeout_ms': limits.keepAliveTimeoutMs,
+  });
+  server.addService(services.recover, recoverService({ ctx, registry: recoverRegistry, handlers: handlers.recover, keepAliveSignalMs: limits.keepAliveSignalMs }));
+  server.addService(services.fault, faultService({ ctx, registry: faultRegistry, handlers: handlers.fault, jobExists: opts.jobExists, queryLimiter }));
+  server.addService(services.pubFault, pubFaultService({ ctx, handlers: handlers.pubFault, resources, limiter: pubLimiter }));
+  for (const key of ['job', 'config', 'trainingDataTrace'] as const) server.addService(services[key], unimplemented(services[key], ctx));
+
+  const credentials = opts.tls
+    ? ServerCredentials.createSsl(null, [{ cert_chain: Buffer.from(opts.tls.cert), private_key: Buffer.from(opts.tls.key) }], false)
+    : ServerCredentials.createInsecure();
+  const injector = server.createConnectionInjector(credentials);
+  let listener: Listener;
+  try {
+    listener = await listen(opts.host ?? '0.0.0.0', opts.port ?? GRPC_PORT, injector, limits, log);
+  } catch (err) {
+    injector.destroy();
+    server.forceShutdown();
+    throw err;
+  }
+  const host = listener.host;
+  const address = `${host.includes(':') ? `[${host}]` : host}:${listener.port}`;
+  log.info('grpc server listening', { address, tls: opts.tls !== undefined });
+
+  let stopping: Promise<void> | undefined;
+  const shutdown = (graceMs = 5_000): Promise<void> => {
+    stopping ??= (async () => {
+      const closed = listener.close();
+      recoverRegistry.closeAll('shutdown');
+      faultRegistry.closeAll('shutdown');
+      queryLimiter.close();
+      await new Promise<void>((resolve) => {
+        const force = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, graceMs);
+        force.unref();
+        server.tryShutdown(() => {
+          clearTimeout(force);
+          resolve();
+        });
+      });
+      injector.destroy();
+      await closed;
+      log.info('grpc server stopped', { address });
+    })();
+    return stopping;
+  };
+
+  return {
+    host,
+    port: listener.port,
+    address,
+    tls: opts.tls !== undefined,
+    limits,
+    recoverRegistry,
+    faultRegistry,
+    connections: (ip?: string) => listener.connections(ip),
+    forgetJob: (jobId: string) => {
+      recoverRegistry.forget(jobId);
+      faultRegistry.forget(jobId);
+    },
+    shutdown,
+  };
+}

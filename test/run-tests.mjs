@@ -1,0 +1,34 @@
+#!/usr/bin/env node
+// The README's test command runs this (through `make test`): type check, every jest project
+// (unit, then integration and e2e on one real control plane), then a check that no control-plane
+// process outlived the run. Ends with one plain line: "tests: N passed, N failed, N skipped".
+import { spawnSync, execSync } from 'node:child_process';
+import { readFileSync, rmSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+
+const args = process.argv.slice(2);
+const summaryFile = join(tmpdir(), `clusterd-ts-jest-${process.pid}.json`);
+const step = (name) => process.stdout.write(`\n==> ${name}\n`);
+
+step('type check (tsc --noEmit)');
+const tsc = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json', '--noEmit'], { stdio: 'inherit' });
+if (tsc.status !== 0) { process.stdout.write('\ntests: 0 passed, 1 failed, 0 skipped\n'); process.exit(1); }
+
+step('jest (unit, integration, e2e)');
+const jest = spawnSync(process.execPath, ['--experimental-vm-modules', 'node_modules/jest/bin/jest.js', '--ci', '--json', `--outputFile=${summaryFile}`, ...args], { stdio: 'inherit', env: { ...process.env, NODE_NO_WARNINGS: '1' } });
+
+step('no control-plane process left behind');
+let stray = '';
+try { stray = execSync("pgrep -af 'clusterd-ts/bin/.*(kube-apiserver|etcd|kwok|kube-scheduler)' || true", { encoding: 'utf8' }).trim(); } catch { /* pgrep missing */ }
+if (stray !== '') process.stdout.write(`stray processes:\n${stray}\n`); else process.stdout.write('none\n');
+
+let passed = 0, failed = 0, skipped = 0;
+if (existsSync(summaryFile)) {
+  const r = JSON.parse(readFileSync(summaryFile, 'utf8'));
+  passed = r.numPassedTests; failed = r.numFailedTests + (r.numRuntimeErrorTestSuites ?? 0); skipped = r.numPendingTests + r.numTodoTests;
+  rmSync(summaryFile, { force: true });
+} else failed = 1;
+if (stray !== '') failed += 1;
+process.stdout.write(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped\n`);
+process.exit(jest.status === 0 && failed === 0 ? 0 : 1);

@@ -1,0 +1,68 @@
+/**
+ * `make cluster-up` / `make cluster-down`: the test control plane in the background for people,
+ * with kwok nodes carrying huawei.com/Ascend910. Writes .cluster/kubeconfig.
+ */
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { ControlPlane, ensureBinaries, type ControlPlaneInfo } from './control-plane/control-plane.ts';
+import { KubeClient } from '../runtime/kube-client.ts';
+import { createFakeNodes, nodeNames } from './simulator/nodes.ts';
+
+const REPO = join(dirname(fileURLToPath(import.meta.url)), '..');
+const DIR = join(REPO, '.cluster');
+
+function alive(info: ControlPlaneInfo): boolean {
+  try {
+    const pids = readFileSync(join(info.dir, 'pids'), 'utf8').trim().split('\n').map((l) => Number(l.split(' ')[1]));
+    return pids.every((p) => { try { process.kill(p, 0); return true; } catch { return false; } });
+  } catch { return false; }
+}
+
+export async function clusterUp(nodes: number): Promise<ControlPlaneInfo> {
+  const infoFile = join(DIR, 'control-plane.json');
+  if (existsSync(infoFile)) {
+    const info = JSON.parse(readFileSync(infoFile, 'utf8')) as ControlPlaneInfo;
+    if (alive(info)) {
+      console.log(`control plane already up: ${info.servers[0]}`);
+      return info;
+    }
+    await clusterDown();
+  }
+  const t0 = Date.now();
+  console.log('==> starting etcd, kube-apiserver, kube-scheduler and kwok');
+  const cp = await ControlPlane.start({ binDir: ensureBinaries(), workDir: DIR, watchPid: 0, scheduler: true, kwok: true });
+  writeFileSync(infoFile, JSON.stringify(cp.info(), null, 2));
+  console.log(`==> creating ${nodes} kwok nodes with huawei.com/Ascend910: 8`);
+  await createFakeNodes(KubeClient.fromFile(cp.kubeconfigPath), nodeNames(nodes).map((name) => ({ name })));
+  console.log(`==> ready in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  console.log(`    kubectl --kubeconfig ${join('.cluster', 'kubeconfig')} get nodes`);
+  return cp.info();
+}
+
+export async function clusterDown(): Promise<void> {
+  const infoFile = join(DIR, 'control-plane.json');
+  if (!existsSync(infoFile)) { console.log('no cluster running'); return; }
+  const info = JSON.parse(readFileSync(infoFile, 'utf8')) as ControlPlaneInfo;
+  let lines: string[] = [];
+  try { lines = readFileSync(join(info.dir, 'pids'), 'utf8').trim().split('\n'); } catch { /* none */ }
+  const isAlive = (pid: number): boolean => { try { process.kill(pid, 0); return true; } catch { return false; } };
+  const pids = lines.map((l) => ({ name: l.split(' ')[0], pid: Number(l.split(' ')[1]) }));
+  for (const { pid } of pids) { try { process.kill(-pid, 'SIGTERM'); } catch { /* already gone */ } }
+  const deadline = Date.now() + 10_000;
+  while (pids.some((p) => isAlive(p.pid)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  for (const { name, pid } of pids) {
+    if (isAlive(pid)) { try { process.kill(-pid, 'SIGKILL'); } catch { /* gone */ } }
+    console.log(`stopped ${name}`);
+  }
+  rmSync(info.etcdDataDir, { recursive: true, force: true });
+  rmSync(DIR, { recursive: true, force: true });
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const { positionals, values } = parseArgs({ allowPositionals: true, options: { nodes: { type: 'string', default: '4' } } });
+  if (positionals[0] === 'up') await clusterUp(Number(values.nodes));
+  else if (positionals[0] === 'down') await clusterDown();
+  else { console.error('usage: cluster.ts up [--nodes N] | down'); process.exit(2); }
+}
