@@ -2,7 +2,7 @@
 // apiserver; integration and e2e tests share one real kube-apiserver + etcd started by globalSetup.
 const transform = {
   '^.+\\.ts$': ['@swc/jest', {
-    jsc: { parser: { syntax: 'typescript' }, target: 'es2022' },
+    jsc: { parser: { syntax: 'typescript' }, target: 'es2022', experimental: { keepImportAttributes: true } },
     module: { type: 'es6' },
     sourceMaps: 'inline',
   }],

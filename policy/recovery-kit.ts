@@ -83,7 +83,7 @@ export function result<S, B>(ctx: StepCtx<S, B>, accepted: boolean): StepResult<
 }
 
 /** Appends a command and returns its id. */
-export function emit<N, S extends KitState<N>, B>(ctx: StepCtx<S, B>, body: B, awaitResult = false): number {
+export function emit<S extends KitState<unknown>, B>(ctx: StepCtx<S, B>, body: B, awaitResult = false): number {
   const id = ctx.s.nextCommandId;
   ctx.s.nextCommandId = id + 1;
   ctx.out.push({ ...body, id, awaitResult });
@@ -111,22 +111,21 @@ export function settle<N, S extends KitState<N>>(s: S, ev: EffectResult): { next
   return { next: w.ok };
 }
 
-type TimerBody = TimerCommandBody;
-
-export function startTimer<N, S extends KitState<N>, B>(ctx: StepCtx<S, B | TimerBody>, id: string, afterMs: number): void {
+/** Starts (or restarts) timer `id`, due `afterMs` from now. B must include TimerCommandBody. */
+export function startTimer<S extends KitState<unknown>, B>(ctx: StepCtx<S, B>, id: string, afterMs: number): void {
   const timer = { id, dueAtMs: ctx.now + Math.max(0, afterMs) };
   ctx.s.timers = [...ctx.s.timers.filter((t) => t.id !== id), timer];
-  emit(ctx, { type: 'startTimer', timer } as B | TimerBody);
+  emit(ctx, { type: 'startTimer', timer } satisfies TimerCommandBody as B);
 }
 
-export function cancelTimer<N, S extends KitState<N>, B>(ctx: StepCtx<S, B | TimerBody>, id: string): void {
+export function cancelTimer<S extends KitState<unknown>, B>(ctx: StepCtx<S, B>, id: string): void {
   if (!ctx.s.timers.some((t) => t.id === id)) return;
   ctx.s.timers = ctx.s.timers.filter((t) => t.id !== id);
-  emit(ctx, { type: 'cancelTimer', timerId: id } as B | TimerBody);
+  emit(ctx, { type: 'cancelTimer', timerId: id } satisfies TimerCommandBody as B);
 }
 
 /** Cancels every timer except those listed. */
-export function cancelTimersExcept<N, S extends KitState<N>, B>(ctx: StepCtx<S, B | TimerBody>, keep: readonly string[]): void {
+export function cancelTimersExcept<S extends KitState<unknown>, B>(ctx: StepCtx<S, B>, keep: readonly string[]): void {
   for (const t of [...ctx.s.timers]) if (!keep.includes(t.id)) cancelTimer(ctx, t.id);
 }
 

@@ -6,7 +6,7 @@
 import type { CD_RESET_OPERATIONS } from '../schemas/reset-config/reset-config.transitions.ts';
 import type { JobHealthState } from './job-aggregation.ts';
 import type { PodFaultTypeLabel, SubHealthyStrategy } from './job-view.ts';
-import type { ChoiceAfter, ProcessStrategy } from './recovery-choice.ts';
+import type { ProcessStrategy } from './recovery-choice.ts';
 import type { Awaiting, CommandMeta, EffectResult, FsmTimer, TimerCommandBody, TimerFired } from './recovery-kit.ts';
 import type { FaultType, ProcessManageSignal, RankFault, WireFaultRank } from './recovery-signals.ts';
 
@@ -199,8 +199,8 @@ export interface RecoveryState {
   retryHeld: number[];
   inPlace: { restartPods: number[]; exitPods: number[] } | null;
   replacementRequested: number[];
+  /** Strategy last sent ('' before the first choice); decides the fallback order (A.9 #71). */
   current: ProcessStrategy | 'downgrade' | 'upgrade' | '';
-  chooseAfter: ChoiceAfter;
   scaleInWaitDone: boolean;
   scaleInRunning: boolean;
   schedule: 'idle' | 'pending' | 'ok' | 'timeout';

@@ -20,7 +20,11 @@ const jest = spawnSync(process.execPath, ['--experimental-vm-modules', 'node_mod
 
 step('no control-plane process left behind');
 let stray = '';
-try { stray = execSync("pgrep -af 'clusterd-ts/bin/.*(kube-apiserver|etcd|kwok|kube-scheduler)' || true", { encoding: 'utf8' }).trim(); } catch { /* pgrep missing */ }
+try {
+  stray = execSync('ps -eo pid=,args=', { encoding: 'utf8' }).split('\n')
+    .filter((l) => /clusterd-ts\/bin\/.*\/(kube-apiserver|etcd|kwok|kube-scheduler) /.test(l) && !l.includes('ps -eo'))
+    .join('\n').trim();
+} catch { /* ps missing */ }
 if (stray !== '') process.stdout.write(`stray processes:\n${stray}\n`); else process.stdout.write('none\n');
 
 let passed = 0, failed = 0, skipped = 0;

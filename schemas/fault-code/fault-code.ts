@@ -89,14 +89,21 @@ function put(map: Map<string, NpuFaultLevel>, code: string, level: NpuFaultLevel
   if (prev === undefined || severityRank(level) > severityRank(prev)) map.set(key, level);
 }
 
-/** Builds the code -> level lookup. Duplicates keep the most serious level. */
+/** Levels a network (parameter-plane) code can take; a chip list with another level maps it to NotHandleFault. */
+const NETWORK_LEVELS: readonly NpuFaultLevel[] = Object.values(FAULT_CODE_NETWORK_KEYS);
+
+/**
+ * Builds the code -> level lookup. Duplicates keep the most serious level. Parameter-plane codes in the
+ * chip lists are mirrored into the network table; from a restart list they arrive as NotHandleFault,
+ * since a network fault cannot be restarted.
+ */
 export function buildFaultCodeTable(config: FaultCodeConfig): FaultCodeTable {
   const chip = new Map<string, NpuFaultLevel>();
   const network = new Map<string, NpuFaultLevel>();
   for (const [k, level] of Object.entries(FAULT_CODE_KEYS) as Array<[FaultCodeChipKey, NpuFaultLevel]>) {
     for (const code of config[k]) {
       put(chip, code, level);
-      if (PARAMETER_PLANE_CODES.includes(code.toUpperCase())) put(network, code, level);
+      if (PARAMETER_PLANE_CODES.includes(code.toUpperCase())) put(network, code, NETWORK_LEVELS.includes(level) ? level : 'NotHandleFault');
     }
   }
   for (const [k, level] of Object.entries(FAULT_CODE_NETWORK_KEYS) as Array<[FaultCodeNetworkKey, NpuFaultLevel]>) {

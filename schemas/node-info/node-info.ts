@@ -66,6 +66,11 @@ export interface NodeInfoData {
   readonly warnings: readonly string[];
 }
 
+export interface WithWarningsCm {
+  readonly cm: NodeInfoCm;
+  readonly warnings: readonly string[];
+}
+
 const ajv = new Ajv({ allErrors: false, strict: true, allowUnionTypes: true });
 const validate = ajv.compile<NodeInfoCm>(schema);
 const reason = (): string => (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'invalid'}`).join('; ');
@@ -123,13 +128,9 @@ export function parseNodeInfoCm(text: string): Parsed<WithWarningsCm> {
     if (!isNodeLevel(d.FaultLevel)) return rejected(`${at}: unknown FaultLevel ${JSON.stringify(d.FaultLevel)}`);
     const bad = (d.FaultCode ?? []).find((c) => !CODE_RE.test(c));
     if (bad !== undefined) return rejected(`${at}: bad FaultCode ${JSON.stringify(bad)}`);
-    if (new Set(d.FaultCode).size !== (d.FaultCode ?? []).length) warnings.push(`${at}: duplicate codes de-duplicated`);
+    if (new Set(d.FaultCode).size !== (d.FaultCode ?? []).length) warnings.push(`${at}: duplicate codes (counted once)`);
   }
   return ok({ cm: { NodeInfo: info, CheckCode: raw.CheckCode }, warnings });
-}
-export interface WithWarningsCm {
-  readonly cm: NodeInfoCm;
-  readonly warnings: readonly string[];
 }
 
 /** RFC3339 -> Unix ms, or undefined when malformed. */

@@ -1,0 +1,90 @@
+/**
+ * Every informer the controller runs, built in one place so main.ts, tests and the benchmark wire
+ * the same set. This is the only place that lists and watches the apiserver (style.md 2.1).
+ */
+import { combineLatest, map, type Observable } from 'rxjs';
+import { paths, type KubeClient, type KubeObject } from '../../runtime/kube-client.ts';
+import { Reflector, type ReflectorHealth, type ReflectorOptions } from '../../runtime/reflector.ts';
+
+export type ConfigMap = KubeObject & { data?: Record<string, string> };
+export type Pod = KubeObject & {
+  spec?: { nodeName?: string; containers?: Array<{ name: string; resources?: { limits?: Record<string, string>; requests?: Record<string, string> } }>; [k: string]: unknown };
+  status?: { phase?: string; conditions?: Array<{ type: string; status: string }>; [k: string]: unknown };
+};
+export type Node = KubeObject & {
+  spec?: { unschedulable?: boolean; taints?: Array<{ key: string; value?: string; effect: string }>; [k: string]: unknown };
+  status?: { conditions?: Array<{ type: string; status: string; lastTransitionTime?: string }>; allocatable?: Record<string, string>; capacity?: Record<string, string>; [k: string]: unknown };
+};
+export type PodGroup = KubeObject & { spec?: Record<string, unknown>; status?: { phase?: string; [k: string]: unknown } };
+export type VcJob = KubeObject & { spec?: Record<string, unknown>; status?: Record<string, unknown> };
+export type AscendJob = KubeObject & { spec?: Record<string, unknown>; status?: Record<string, unknown> };
+
+/** Label selectors and namespaces of MindCluster's ConfigMaps (formats.md 0.1, 0.2). */
+export const CM_SELECTORS = {
+  deviceInfo: { namespace: 'kube-system', label: 'mx-consumer-cim=true', prefix: 'mindx-dl-deviceinfo-' },
+  nodeInfo: { namespace: 'mindx-dl', label: 'mx-consumer-cim=true', prefix: 'mindx-dl-nodeinfo-' },
+  publicFault: { label: 'mc-consumer-publicfault=true' },
+  resetConfig: { label: 'reset=true', prefix: 'reset-config-' },
+  faultConfig: { namespace: 'kube-system', name: 'mindx-dl-fault-config' },
+} as const;
+
+const hasPrefix = (prefix: string) => (o: KubeObject): boolean => (o.metadata?.name ?? '').startsWith(prefix);
+
+export interface Sources {
+  readonly deviceInfo: Reflector<ConfigMap>;
+  readonly nodeInfo: Reflector<ConfigMap>;
+  readonly publicFaults: Reflector<ConfigMap>;
+  readonly faultConfig: Reflector<ConfigMap>;
+  readonly resetConfigs: Reflector<ConfigMap>;
+  readonly nodes: Reflector<Node>;
+  readonly pods: Reflector<Pod>;
+  readonly podGroups: Reflector<PodGroup>;
+  readonly vcJobs: Reflector<VcJob>;
+  readonly ascendJobs: Reflector<AscendJob>;
+}
+
+export interface SourcesOptions {
+  readonly log?: ReflectorOptions['log'];
+  /** Only watch pods carrying this label selector (all pods when unset). */
+  readonly podLabelSelector?: string;
+}
+
+export function createSources(client: KubeClient, opts: SourcesOptions = {}): Sources {
+  const mk = <T extends KubeObject>(o: ReflectorOptions): Reflector<T> => new Reflector<T>(client, { log: opts.log, ...o });
+  const s = CM_SELECTORS;
+  return {
+    deviceInfo: mk({ name: 'device_info', path: paths.configMaps(s.deviceInfo.namespace), labelSelector: s.deviceInfo.label, filter: hasPrefix(s.deviceInfo.prefix) }),
+    nodeInfo: mk({ name: 'node_info', path: paths.configMaps(s.nodeInfo.namespace), labelSelector: s.nodeInfo.label, filter: hasPrefix(s.nodeInfo.prefix) }),
+    publicFaults: mk({ name: 'public_fault', path: paths.configMaps(), labelSelector: s.publicFault.label }),
+    faultConfig: mk({ name: 'fault_config', path: paths.configMaps(s.faultConfig.namespace), fieldSelector: `metadata.name=${s.faultConfig.name}` }),
+    resetConfigs: mk({ name: 'reset_config', path: paths.configMaps(), labelSelector: s.resetConfig.label, filter: hasPrefix(s.resetConfig.prefix) }),
+    nodes: mk({ name: 'nodes', path: paths.nodes() }),
+    pods: mk({ name: 'pods', path: paths.pods(), labelSelector: opts.podLabelSelector }),
+    podGroups: mk({ name: 'podgroups', path: paths.podGroups() }),
+    vcJobs: mk({ name: 'vcjobs', path: paths.vcJobs() }),
+    ascendJobs: mk({ name: 'ascendjobs', path: paths.ascendJobs() }),
+  };
+}
+
+export const allReflectors = (s: Sources): Array<Reflector<KubeObject>> => Object.values(s) as Array<Reflector<KubeObject>>;
+
+export function startSources(s: Sources): void {
+  for (const r of allReflectors(s)) r.start();
+}
+
+export function stopSources(s: Sources): void {
+  for (const r of allReflectors(s)) r.stop();
+}
+
+export async function waitForSync(s: Sources, timeoutMs = 120_000): Promise<void> {
+  await Promise.all(allReflectors(s).map((r) => r.waitForSync(timeoutMs)));
+}
+
+/** true once every source has synced, false while any is (re)listing. */
+export function allSynced$(s: Sources): Observable<boolean> {
+  return combineLatest(allReflectors(s).map((r) => r.synced$)).pipe(map((xs) => xs.every(Boolean)));
+}
+
+export function sourcesHealth(s: Sources): ReflectorHealth[] {
+  return allReflectors(s).map((r) => r.health());
+}

@@ -1,0 +1,93 @@
+/**
+ * Recording stand-ins for the handlers, for tests and local runs where the recovery state machine is
+ * not the subject: every call is recorded, answers are configurable, and the latest stream of each
+ * job is kept so a test can push signals and watch for close notifications.
+ */
+import { Code, Info, reportReceived, status, type Status } from './codes.ts';
+import type { GrpcHandlers, SignalStream, StreamCloseReason } from './handlers.ts';
+import type { ClientInfo, FaultMsgSignal, ProcessManageSignal } from './messages.ts';
+
+export interface RecordedCall { readonly method: string; readonly request: unknown }
+export interface RecordedClose { readonly service: 'recover' | 'fault'; readonly jobId: string; readonly streamId: number; readonly reason: StreamCloseReason }
+
+export interface StubHandlers extends GrpcHandlers {
+  readonly calls: RecordedCall[];
+  readonly closes: RecordedClose[];
+  readonly recoverStreams: Map<string, SignalStream<ProcessManageSignal>>;
+  readonly faultStreams: Map<string, SignalStream<FaultMsgSignal>>;
+  /** Answer of Init for a first Init (default 0). */
+  initAnswer: (client: ClientInfo) => Status;
+  registerAnswer: (client: ClientInfo) => Status;
+  /** Uuid used in report replies and keep-alives. */
+  uuid: string;
+  faultView: (jobId: string) => FaultMsgSignal | null;
+  pubFaultAnswer: Status;
+  /** Resolves with the first recorded item matching `pred`, waiting up to `timeoutMs`. */
+  waitForCall(pred: (c: RecordedCall) => boolean, timeoutMs?: number): Promise<RecordedCall>;
+  waitForClose(pred: (c: RecordedClose) => boolean, timeoutMs?: number): Promise<RecordedClose>;
+  waitForStream(jobId: string, minId?: number, timeoutMs?: number): Promise<SignalStream<ProcessManageSignal>>;
+}
+
+/** Poll `probe` until it returns a value, or reject after `timeoutMs`. */
+export async function eventually<T>(probe: () => T | undefined, timeoutMs = 5_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+export function stubHandlers(): StubHandlers {
+  const calls: RecordedCall[] = [];
+  const closes: RecordedClose[] = [];
+  const recoverStreams = new Map<string, SignalStream<ProcessManageSignal>>();
+  const faultStreams = new Map<string, SignalStream<FaultMsgSignal>>();
+  const record = (method: string, request: unknown): void => void calls.push({ method, request });
+
+  const stub: StubHandlers = {
+    calls,
+    closes,
+    recoverStreams,
+    faultStreams,
+    initAnswer: (c) => status(Code.OK, Info.initSuccess(c.jobId)),
+    registerAnswer: () => status(Code.OK, Info.registerSuccess),
+    uuid: '',
+    faultView: () => null,
+    pubFaultAnswer: status(Code.OK, Info.pubFaultSuccess),
+    recover: {
+      init: (c) => (record('Init', c), stub.initAnswer(c)),
+      register: (c) => (record('Register', c), stub.registerAnswer(c)),
+      subscribe: (stream) => {
+        record('Subscribe', stream.client);
+        recoverStreams.set(stream.client.jobId, stream);
+        return {
+          currentUuid: () => stub.uuid,
+          onClose: (reason) => void closes.push({ service: 'recover', jobId: stream.client.jobId, streamId: stream.id, reason }),
+        };
+      },
+      reportStopComplete: (r) => (record('ReportStopComplete', r), reportReceived(r.jobId, stub.uuid, 'ReportStopComplete')),
+      reportRecoverStrategy: (r) => (record('ReportRecoverStrategy', r), reportReceived(r.jobId, stub.uuid, 'ReportRecoverStrategy')),
+      reportRecoverStatus: (r) => (record('ReportRecoverStatus', r), reportReceived(r.jobId, stub.uuid, 'ReportRecoverStatus')),
+      reportProcessFault: (r) => (record('ReportProcessFault', r), status(Code.OK, Info.processFaultReceived)),
+    },
+    fault: {
+      subscribe: (stream) => {
+        record('FaultSubscribe', stream.client);
+        faultStreams.set(`${stream.client.jobId}/${stream.client.role}`, stream);
+        return { onClose: (reason) => void closes.push({ service: 'fault', jobId: stream.client.jobId, streamId: stream.id, reason }) };
+      },
+      query: (jobId) => (record('FaultQuery', jobId), stub.faultView(jobId)),
+    },
+    pubFault: { sendPublicFault: (r) => (record('SendPublicFault', r), stub.pubFaultAnswer) },
+    waitForCall: (pred, timeoutMs) => eventually(() => calls.find(pred), timeoutMs, 'handler call'),
+    waitForClose: (pred, timeoutMs) => eventually(() => closes.find(pred), timeoutMs, 'stream close'),
+    waitForStream: (jobId, minId = 0, timeoutMs) =>
+      eventually(() => {
+        const s = recoverStreams.get(jobId);
+        return s !== undefined && s.id > minId && !s.closed ? s : undefined;
+      }, timeoutMs, `subscription of ${jobId}`),
+  };
+  return stub;
+}

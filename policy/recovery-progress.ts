@@ -1,0 +1,348 @@
+/**
+ * The level-triggered half of the recovery FSM: consuming buffered reports, the "listen schedule
+ * result" poller (as a deadline plus pod/PodGroup observations instead of a 5 s poll), the waits for
+ * the job to run again, the continuations that finish a wait inside a state, and reset.
+ */
+import {
+  cmd,
+  cont,
+  type Ctx,
+  ev,
+  expandedFaults,
+  exitPods,
+  faultPods,
+  lingeringInPlaceRanks,
+  originalOnly,
+  planInPlace,
+  rank0PodFaulty,
+  releaseRetryHold,
+  requestReplacement,
+  rescheduled,
+  retryFaults,
+  send,
+  timer,
+  waitFor,
+} from './recovery-facts.ts';
+import { cancelTimer, cancelTimersExcept, makeUuid } from './recovery-kit.ts';
+import {
+  CHANGE_STRATEGY,
+  EXTRA_PARAMS,
+  SIGNAL_ACTION,
+  SIGNAL_TYPE,
+  podsOf,
+  strList,
+  toWire,
+} from './recovery-signals.ts';
+import type { RecoveryContinuation, RecoveryFsmEvent, RecoveryState } from './recovery-types.ts';
+
+type Step = (ctx: Ctx) => RecoveryFsmEvent | undefined;
+
+const STATUS_WAITS: readonly string[] = [
+  'WaitReportStepRetryStatusState',
+  'WaitReportProcessRecoverStatusState',
+  'WaitReportDumpStatusState',
+  'WaitReportScaleInIsolateRanksState',
+  'WaitReportScaleInStatusState',
+  'WaitReportScaleOutStatusState',
+];
+
+/** Takes the report this state waits for out of its one-slot buffer (grpc.md 11). */
+export const consumeReport: Step = (ctx) => {
+  const s = ctx.s;
+  if (s.phase === 'WaitReportStopCompleteState' && s.reports.stopComplete !== null) {
+    const { code } = s.reports.stopComplete;
+    s.reports.stopComplete = null;
+    return code === 404 ? 'processNotReadyEvent' : 'receiveReport';
+  }
+  if (s.phase === 'WaitReportRecoverStrategyState' && s.reports.recoverStrategy !== null) {
+    s.agentStrategies = [...s.reports.recoverStrategy.strategies];
+    s.reports.recoverStrategy = null;
+    return 'receiveReport';
+  }
+  if (STATUS_WAITS.includes(s.phase) && s.reports.recoverStatus !== null) {
+    s.lastStatus = s.reports.recoverStatus;
+    s.reports.recoverStatus = null;
+    return 'receiveReport';
+  }
+  return undefined;
+};
+
+/**
+ * Starts the schedule wait (B1 note under the table): only when recover or recover-in-place is
+ * configured and no scale-in runs. `restart` re-arms an existing one.
+ */
+export function schedulePoll(ctx: Ctx, restart: boolean): void {
+  const s = ctx.s;
+  const wanted = s.config.strategies.includes('recover') || s.config.strategies.includes('recover-in-place');
+  if (!wanted || s.scaleInRunning || (!restart && s.schedule !== 'idle')) return;
+  s.schedule = 'pending';
+  timer(ctx, 'schedule', s.config.waitRescheduleTimeoutS * 1000);
+  checkSchedule(ctx);
+}
+
+function checkSchedule(ctx: Ctx): void {
+  if (ctx.s.schedule === 'pending' && rescheduled(ctx.s, exitPods(ctx.s))) {
+    ctx.s.schedule = 'ok';
+    cancelTimer(ctx, 'schedule');
+    ctx.why.push('fault pods rescheduled and PodGroup Running');
+  }
+}
+
+const canScaleIn = (s: RecoveryState): boolean =>
+  s.config.strategies.includes('elastic-training') && (s.agentStrategies ?? []).includes('downgrade') && !rank0PodFaulty(s);
+
+/** Row 20's select over the schedule result. */
+export const scheduleProgress: Step = (ctx) => {
+  const s = ctx.s;
+  if (s.phase !== 'WaitReportProcessRecoverStatusState') return undefined;
+  checkSchedule(ctx);
+  if (s.schedule === 'ok' && s.step === '') {
+    if ((s.inPlace?.restartPods.length ?? 0) > 0) {
+      s.step = 'inPlaceClear';
+      timer(ctx, 'inPlaceClear', s.timings.inPlaceClearMs);
+      return undefined;
+    }
+    return CONTINUATIONS.clearAfterReschedule(ctx);
+  }
+  if (s.schedule === 'timeout') return canScaleIn(s) ? 'needTryScaleStrategyInEvent' : 'scheduleTimeout';
+  return undefined;
+};
+
+/** FaultRetryState: the job runs again with the fault pods replaced -> label back to `on`. */
+const retryRunningCheck: Step = (ctx) => {
+  const s = ctx.s;
+  if (s.step !== 'waitRunning' || !rescheduled(s, faultPods(s))) return undefined;
+  s.step = 'enabling';
+  cancelTimer(ctx, 'retryRunning');
+  const id = cmd(ctx, { type: 'setPodGroupLabel', key: 'process-recover-enable', value: 'on' }, true);
+  waitFor(ctx, [id], ev('finish'), ev('changeSwitchEnableError'));
+  return undefined;
+};
+
+/** ScaleRunningState: PodGroup gone -> finish; replaced pods running -> scale out. */
+export const scaleWatch: Step = (ctx) => {
+  const s = ctx.s;
+  if (!s.podGroup.exists) return 'finish';
+  if (s.step !== 'watch' || !rescheduled(s, exitPods(s))) return undefined;
+  s.step = 'upgrading';
+  s.current = 'upgrade';
+  send(
+    ctx,
+    SIGNAL_TYPE.changeStrategy,
+    { actions: [SIGNAL_ACTION.changeStrategy], changeStrategy: CHANGE_STRATEGY.upgrade, extraParams: EXTRA_PARAMS.scaleOut },
+    { ok: ev('notifyScaleOutStrategySuccessEvent'), fail: ev('notifyFail') },
+  );
+  return undefined;
+};
+
+/** After a pod or PodGroup observation (or a new fault feed): advance whatever waits on them. */
+export const observe: Step = (ctx) => {
+  const s = ctx.s;
+  checkSchedule(ctx);
+  switch (s.phase) {
+    case 'WaitReportProcessRecoverStatusState':
+      return scheduleProgress(ctx);
+    case 'ListenScheduleResultState':
+      return rescheduled(s, exitPods(s)) ? 'scheduleSuccess' : undefined;
+    case 'FaultRetryState':
+      return retryRunningCheck(ctx);
+    case 'ScaleRunningState':
+      return scaleWatch(ctx);
+    case 'NotifyGlobalFaultState':
+      if (s.step === 'inPlaceCheck' && lingeringInPlaceRanks(s).length === 0) {
+        cancelTimer(ctx, 'inPlaceCheck');
+        ctx.why.push('recover-in-place: L2/L3 faults disappeared');
+        return CONTINUATIONS.notifyGlobal(ctx);
+      }
+      return undefined;
+    default:
+      return undefined;
+  }
+};
+
+const sendPreExit: Step = (ctx) => {
+  const s = ctx.s;
+  const ranks = s.preExitRanks;
+  s.preExitRanks = [];
+  cancelTimer(ctx, 'preExit');
+  const pods = originalOnly(s, podsOf(ranks, s.config.ranksPerPod));
+  if (pods.length === 0) {
+    ctx.why.push('preExitProcess skipped: the fault pods are no longer the original pods');
+    return undefined;
+  }
+  if (s.phase === 'INIT') {
+    s.uuidSeq += 1;
+    s.uuid = makeUuid(ctx.now, s.config.jobId, s.uuidSeq);
+  }
+  const faults = s.faults.filter((f) => ranks.includes(f.rankId));
+  send(ctx, SIGNAL_TYPE.preExitProcess, { actions: [SIGNAL_ACTION.preExitProcess], faultRanks: toWire(faults), nodeRankIds: strList(pods) });
+  return undefined;
+};
+
+const afterForceRelease: Step = (ctx) => {
+  const s = ctx.s;
+  s.inPlace = planInPlace(s);
+  if (s.inPlace !== null && lingeringInPlaceRanks(s).length > 0) {
+    s.step = 'inPlaceCheck';
+    timer(ctx, 'inPlaceCheck', s.timings.inPlaceCheckMs);
+    return undefined;
+  }
+  return CONTINUATIONS.notifyGlobal(ctx);
+};
+
+const afterInPlaceCheck: Step = (ctx) => {
+  const s = ctx.s;
+  const lingering = lingeringInPlaceRanks(s);
+  if (s.inPlace !== null && lingering.length > 0) {
+    const stuck = podsOf(lingering, s.config.ranksPerPod);
+    s.inPlace = {
+      restartPods: s.inPlace.restartPods.filter((p) => !stuck.includes(p)),
+      exitPods: [...new Set([...s.inPlace.exitPods, ...stuck])].sort((a, b) => a - b),
+    };
+    ctx.why.push(`recover-in-place: faults remain on pods ${stuck.join(',')}; they exit instead`);
+  }
+  return CONTINUATIONS.notifyGlobal(ctx);
+};
+
+/** Row 13, normal case, last part: reset-config fault list + globalFault to the job. */
+const notifyGlobal: Step = (ctx) => {
+  const s = ctx.s;
+  s.step = 'notify';
+  const faults = expandedFaults(s);
+  const restartFaultProcess = (s.inPlace?.restartPods.length ?? 0) > 0;
+  const w = cmd(ctx, { type: 'writeResetConfig', op: 'fault', rankIds: faults.map((f) => f.rankId), restartFaultProcess }, true);
+  requestReplacement(ctx, 'process-level recovery: fault pods exit');
+  const sig = send(ctx, SIGNAL_TYPE.globalFault, {
+    actions: [SIGNAL_ACTION.onGlobalRank, SIGNAL_ACTION.faultNodesExit],
+    faultRanks: toWire(faults),
+    nodeRankIds: strList(originalOnly(s, exitPods(s))),
+  });
+  waitFor(ctx, [w, sig], ev('notifySuccess'), ev('notifyFail'));
+  return undefined;
+};
+
+/** Sends the changeStrategy of `state.current` (row 17 and the HCCL-wait continuation). */
+const sendDecided: Step = (ctx) => {
+  const s = ctx.s;
+  s.step = 'notify';
+  const base = { actions: [SIGNAL_ACTION.changeStrategy] as string[], faultRanks: toWire(expandedFaults(s)) };
+  const nodes = strList(originalOnly(s, exitPods(s)));
+  const fail = ev('notifyFail');
+  switch (s.current) {
+    case 'retry':
+      send(ctx, SIGNAL_TYPE.changeStrategy, {
+        actions: base.actions,
+        changeStrategy: CHANGE_STRATEGY.retry,
+        faultRanks: toWire(retryFaults(s)),
+        nodeRankIds: strList(originalOnly(s, faultPods(s))),
+      }, { ok: ev('notifyRetryStrategySuccess'), fail });
+      return undefined;
+    case 'recover-in-place':
+      send(ctx, SIGNAL_TYPE.changeStrategy, {
+        ...base,
+        actions: [SIGNAL_ACTION.changeStrategy, SIGNAL_ACTION.faultNodesRestart],
+        changeStrategy: CHANGE_STRATEGY.recover,
+        extraParams: EXTRA_PARAMS.recoverInPlace,
+        nodeRankIds: strList(s.inPlace?.restartPods ?? []),
+      }, { ok: ev('notifyRecoverStrategySuccess'), fail });
+      return undefined;
+    case 'recover':
+      requestReplacement(ctx, 'strategy recover');
+      send(ctx, SIGNAL_TYPE.changeStrategy, { ...base, changeStrategy: CHANGE_STRATEGY.recover, nodeRankIds: nodes },
+        { ok: ev('notifyRecoverStrategySuccess'), fail });
+      return undefined;
+    case 'elastic-training':
+      requestReplacement(ctx, 'strategy elastic-training (scale-in)');
+      send(ctx, SIGNAL_TYPE.changeStrategy, { ...base, changeStrategy: CHANGE_STRATEGY.downgrade, extraParams: EXTRA_PARAMS.scaleIn, nodeRankIds: nodes },
+        { ok: ev('notifyScaleInStrategySuccessEvent'), fail });
+      return undefined;
+    case 'dump':
+      requestReplacement(ctx, 'strategy dump');
+      send(ctx, SIGNAL_TYPE.changeStrategy, { ...base, changeStrategy: CHANGE_STRATEGY.dump, nodeRankIds: nodes },
+        { ok: ev('notifyDumpStrategySuccess'), fail });
+      return undefined;
+    default:
+      requestReplacement(ctx, 'strategy exit');
+      send(ctx, SIGNAL_TYPE.changeStrategy, { ...base, changeStrategy: CHANGE_STRATEGY.exit, nodeRankIds: nodes },
+        { ok: ev('notifyExitStrategySuccess'), fail });
+      return undefined;
+  }
+};
+
+const clearAfterReschedule: Step = (ctx) => {
+  ctx.s.step = 'clearing';
+  const id = cmd(ctx, { type: 'writeResetConfig', op: 'clear' }, true);
+  waitFor(ctx, [id], cont('rescheduleCleared'), ev('clearFail'));
+  return undefined;
+};
+
+const rescheduleCleared: Step = (ctx) => {
+  ctx.s.step = 'cleared';
+  ctx.why.push('reset-config cleared after rescheduling; still waiting for the recover status');
+  return undefined;
+};
+
+/** Row 39 after the pause label is written: exit + dump_exit to the fault nodes, escalate, wait 135 s. */
+const retryPaused: Step = (ctx) => {
+  const s = ctx.s;
+  s.step = 'waitRunning';
+  const pods = faultPods(s);
+  send(ctx, SIGNAL_TYPE.changeStrategy, {
+    actions: [SIGNAL_ACTION.changeStrategy],
+    changeStrategy: CHANGE_STRATEGY.exit,
+    extraParams: EXTRA_PARAMS.dumpExit,
+    faultRanks: toWire(expandedFaults(s)),
+    nodeRankIds: strList(originalOnly(s, pods)),
+  });
+  const level = s.config.podRescheduling && !rank0PodFaulty(s) ? 'pod' : s.config.jobRescheduling ? 'job' : null;
+  if (level === null) ctx.why.push('fault retry: neither pod- nor job-level rescheduling is configured');
+  else cmd(ctx, { type: 'escalateRescheduling', level, podRanks: pods, reason: 'process-level recovery gave up' });
+  timer(ctx, 'retryRunning', s.timings.retryRunningMs);
+  return retryRunningCheck(ctx);
+};
+
+export const CONTINUATIONS: Readonly<Record<Exclude<RecoveryContinuation, 'chooseAgain'>, Step>> = {
+  sendPreExit,
+  afterForceRelease,
+  afterInPlaceCheck,
+  notifyGlobal,
+  sendDecided,
+  clearAfterReschedule,
+  rescheduleCleared,
+  retryPaused,
+};
+
+/**
+ * ClusterD `reset` (B1 mechanics): clear reset-config, cancel everything in flight, forget cached
+ * faults/strategies, re-read the original pod UIDs, back to INIT. `closeStream` ends the client's
+ * stream (OK) when the reset was not caused by the stream itself. The fault feed memory is kept so
+ * that faults still present do not count as new.
+ */
+export function resetRecovery(ctx: Ctx, closeStream: boolean, why: string): void {
+  const s = ctx.s;
+  cancelTimersExcept(ctx, []);
+  s.awaiting = null;
+  releaseRetryHold(ctx);
+  cmd(ctx, { type: 'writeResetConfig', op: 'clear' });
+  if (closeStream) cmd(ctx, { type: 'closeSignalStream' });
+  Object.assign(s, {
+    phase: 'INIT',
+    step: '',
+    faults: [],
+    preExitRanks: [],
+    agentStrategies: null,
+    retryPath: false,
+    retryHeld: [],
+    inPlace: null,
+    replacementRequested: [],
+    current: '',
+    scaleInWaitDone: false,
+    scaleInRunning: false,
+    schedule: 'idle',
+    lastStatus: null,
+    reports: { stopComplete: null, recoverStrategy: null, recoverStatus: null },
+    originalPodUids: Object.fromEntries(s.pods.map((p) => [String(p.podRank), p.uid])),
+  } satisfies Partial<RecoveryState>);
+  ctx.why.push(`reset (${why})`);
+}
+

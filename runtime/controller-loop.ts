@@ -1,0 +1,87 @@
+/**
+ * Runs a Reconciler over a WorkQueue with a fixed number of workers. Errors go back to the queue
+ * (rate-limited), never swallowed; a TerminalError is logged and dropped; an unexpected throw is
+ * caught here, at the loop boundary, so the process stays up.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Logger } from '../telemetry/logger.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
+import { TerminalError, type Reconciler } from './reconciler.ts';
+import { WorkQueue } from './work-queue.ts';
+
+export interface ControllerLoopOptions {
+  readonly workers?: number;
+  readonly log: Logger;
+  readonly metrics?: Metrics;
+  readonly queue?: WorkQueue;
+  readonly now?: () => number;
+}
+
+export class ControllerLoop {
+  readonly queue: WorkQueue;
+  private readonly abort = new AbortController();
+  private readonly running: Array<Promise<void>> = [];
+  private readonly reconciler: Reconciler;
+  private readonly opts: ControllerLoopOptions;
+
+  constructor(reconciler: Reconciler, opts: ControllerLoopOptions) {
+    this.reconciler = reconciler;
+    this.opts = opts;
+    this.queue = opts.queue ?? new WorkQueue();
+  }
+
+  start(): void {
+    for (let i = 0; i < (this.opts.workers ?? 1); i++) this.running.push(this.worker());
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    this.queue.shutDown();
+    await Promise.all(this.running);
+  }
+
+  /** Resolves when the queue is empty and nothing is in flight (tests, benchmarks). */
+  async idle(timeoutMs = 10_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.queue.length > 0 || this.inFlight > 0) {
+      if (Date.now() > deadline) throw new Error(`${this.reconciler.name}: not idle after ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+
+  private inFlight = 0;
+
+  private async worker(): Promise<void> {
+    const name = this.reconciler.name;
+    for (;;) {
+      const key = await this.queue.get();
+      if (key === undefined) return;
+      this.inFlight++;
+      const log = this.opts.log.child({ controller: name, key, reconcileId: randomBytes(4).toString('hex') });
+      const t0 = performance.now();
+      let result = 'success';
+      try {
+        const out = await this.reconciler.reconcile(key, { log, signal: this.abort.signal, now: this.opts.now ?? Date.now });
+        this.queue.forget(key);
+        if (out.requeueAfterMs !== undefined) { this.queue.addAfter(key, out.requeueAfterMs); result = 'requeue_after'; }
+      } catch (err) {
+        if (err instanceof TerminalError) {
+          result = 'terminal';
+          this.queue.forget(key);
+          log.error('reconcile failed terminally; waiting for the next change', { err: err.message });
+        } else {
+          result = 'error';
+          const delay = this.queue.addRateLimited(key);
+          const isBug = err instanceof TypeError || err instanceof RangeError || err instanceof ReferenceError;
+          log[isBug ? 'error' : 'warn']('reconcile failed; requeued', { err: String(err), stack: isBug ? (err as Error).stack : undefined, retryInMs: delay, retries: this.queue.retries(key) });
+        }
+      } finally {
+        this.inFlight--;
+        this.queue.done(key);
+        this.opts.metrics?.reconciles.inc({ controller: name, result });
+        this.opts.metrics?.reconcileDuration.observe({ controller: name }, (performance.now() - t0) / 1000);
+        this.opts.metrics?.queueDepth.set({ controller: name }, this.queue.length);
+      }
+    }
+  }
+}

@@ -1,0 +1,24 @@
+/** The reconcile contract (style.md 2.4): level-triggered, idempotent, timers as requeues. */
+import type { Logger } from '../telemetry/logger.ts';
+
+export interface Outcome {
+  /** Run this key again after this many ms (grace periods, timeouts); never a setTimeout of its own. */
+  readonly requeueAfterMs?: number;
+}
+
+export interface ReconcileContext {
+  readonly log: Logger;
+  readonly signal: AbortSignal;
+  readonly now: () => number;
+}
+
+export interface Reconciler {
+  /** snake_case; becomes the `controller` label. */
+  readonly name: string;
+  reconcile(key: string, ctx: ReconcileContext): Promise<Outcome>;
+}
+
+/** Thrown for errors that retrying cannot fix (style.md 2.6 Terminal): no requeue until the next change. */
+export class TerminalError extends Error {
+  override readonly name = 'TerminalError';
+}

@@ -1,0 +1,114 @@
+/**
+ * ClusterD -> Volcano: `mindx-dl/cluster-info-device-N`, `cluster-info-switch-N`, `cluster-info-node-cm`
+ * (formats.md 3.1). Data key = the CM's own name; value = JSON object keyed by the *source* CM name
+ * (a Go map, so keys sorted), or `""` when there is nothing to report.
+ */
+import { Ajv, type ValidateFunction } from 'ajv';
+import { goJson, goMap } from '../go-json.ts';
+import { ok, rejected, type Parsed } from '../parsed.ts';
+import { deviceInfoWire } from '../device-info/device-info.ts';
+import { switchInfoFields, type SwitchFaultInfo } from '../device-info/switch-info.ts';
+import { nodeInfoWire, type FaultDev } from '../node-info/node-info.ts';
+import schema from './cluster-info.schema.json' with { type: 'json' };
+
+export const CLUSTER_INFO_NAMESPACE = 'mindx-dl';
+export const CLUSTER_INFO_LABEL_KEY = 'mx-consumer-volcano';
+export const CLUSTER_INFO_LABELS = { [CLUSTER_INFO_LABEL_KEY]: 'true' } as const;
+export const CLUSTER_INFO_DEVICE_PREFIX = 'cluster-info-device-';
+export const CLUSTER_INFO_SWITCH_PREFIX = 'cluster-info-switch-';
+/** Never sharded. */
+export const CLUSTER_INFO_NODE_CM = 'cluster-info-node-cm';
+/** Shard size limit: 800 KiB of serialised JSON. */
+export const CLUSTER_INFO_MAX_SHARD_BYTES = 800 * 1024;
+
+export const clusterInfoDeviceCmName = (i: number): string => `${CLUSTER_INFO_DEVICE_PREFIX}${i}`;
+export const clusterInfoSwitchCmName = (i: number): string => `${CLUSTER_INFO_SWITCH_PREFIX}${i}`;
+
+/** Entry of cluster-info-device-N, key `mindx-dl-deviceinfo-<node>`; fields in Go order. No CheckCode. */
+export interface DeviceInfoEntry {
+  /** CD-recomputed: always the five `<P>` keys (see recomputeDeviceList). Go map. */
+  readonly DeviceList: Readonly<Record<string, string>>;
+  /** Unix seconds. */
+  readonly UpdateTime: number;
+  readonly CmName: string;
+  readonly SuperPodID: number;
+  readonly RackID: number;
+  readonly ServerIndex: number;
+}
+
+/** Entry of cluster-info-node-cm, key `mindx-dl-nodeinfo-<node>`. */
+export interface NodeInfoEntry {
+  readonly FaultDevList: readonly FaultDev[] | null;
+  readonly NodeStatus: string;
+  readonly CmName: string;
+  /** Unix ms. */
+  readonly UpdateTime: number;
+}
+
+/** Entry of cluster-info-switch-N, key `mindx-dl-switchinfo-<node>`: SwitchFaultInfo + CmName. */
+export interface SwitchInfoEntry extends SwitchFaultInfo {
+  readonly CmName: string;
+}
+
+export type ClusterInfoEntry = DeviceInfoEntry | NodeInfoEntry | SwitchInfoEntry;
+
+export const deviceEntryWire = (e: DeviceInfoEntry): unknown => {
+  const { DeviceList, UpdateTime } = deviceInfoWire(e) as { DeviceList: unknown; UpdateTime: number };
+  return { DeviceList, UpdateTime, CmName: e.CmName, SuperPodID: e.SuperPodID, RackID: e.RackID, ServerIndex: e.ServerIndex };
+};
+export const nodeEntryWire = (e: NodeInfoEntry): unknown => ({ ...(nodeInfoWire(e) as object), CmName: e.CmName, UpdateTime: e.UpdateTime });
+export const switchEntryWire = (e: SwitchInfoEntry): unknown => ({ ...switchInfoFields(e), CmName: e.CmName });
+
+/** Go-ordered model of any entry (dispatch on its distinctive field). */
+export function clusterInfoEntryWire(e: ClusterInfoEntry): unknown {
+  if ('DeviceList' in e) return deviceEntryWire(e);
+  if ('FaultDevList' in e) return nodeEntryWire(e);
+  return switchEntryWire(e);
+}
+
+/** One cluster-info value: sorted Go map of entries, or `""` when there are none. */
+export function encodeClusterInfo(entries: Readonly<Record<string, ClusterInfoEntry>>): string {
+  const keys = Object.keys(entries);
+  if (keys.length === 0) return '';
+  return goJson(goMap(Object.fromEntries(keys.map((k) => [k, clusterInfoEntryWire(entries[k]!)]))));
+}
+
+const ajv = new Ajv({ allErrors: false, strict: true, allowUnionTypes: true });
+ajv.addSchema(schema);
+const def = <T>(name: string): ValidateFunction<T> => {
+  const v = ajv.getSchema<T>(`${schema.$id}#/$defs/${name}`);
+  if (v === undefined) throw new Error(`cluster-info schema has no $defs/${name}`);
+  return v;
+};
+const validators = {
+  device: def<Record<string, DeviceInfoEntry>>('DeviceMap'),
+  node: def<Record<string, NodeInfoEntry>>('NodeMap'),
+  switch: def<Record<string, SwitchInfoEntry>>('SwitchMap'),
+};
+export type ClusterInfoKind = keyof typeof validators;
+
+/** Only known fields, so a re-encode matches what Volcano would read. */
+const pick: { [K in ClusterInfoKind]: (e: never) => ClusterInfoEntry } = {
+  device: (e: DeviceInfoEntry): DeviceInfoEntry => ({ DeviceList: { ...e.DeviceList }, UpdateTime: e.UpdateTime, CmName: e.CmName, SuperPodID: e.SuperPodID, RackID: e.RackID, ServerIndex: e.ServerIndex }),
+  node: (e: NodeInfoEntry): NodeInfoEntry => ({
+    FaultDevList: e.FaultDevList === null ? null : e.FaultDevList.map((d) => ({ DeviceType: d.DeviceType, DeviceId: d.DeviceId, FaultCode: d.FaultCode, FaultLevel: d.FaultLevel })),
+    NodeStatus: e.NodeStatus, CmName: e.CmName, UpdateTime: e.UpdateTime,
+  }),
+  switch: (e: SwitchInfoEntry): SwitchInfoEntry => ({ FaultCode: e.FaultCode, FaultLevel: e.FaultLevel, UpdateTime: e.UpdateTime, NodeStatus: e.NodeStatus, FaultTimeAndLevelMap: e.FaultTimeAndLevelMap, CmName: e.CmName }),
+};
+
+/** Parses one cluster-info value (`""` = no entries); for tests and for reading back our own writes. */
+export function parseClusterInfo<K extends ClusterInfoKind>(kind: K, text: string): Parsed<Record<string, ClusterInfoEntry>> {
+  if (text === '') return ok({});
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    return rejected(`cluster-info ${kind}: malformed JSON: ${(e as Error).message}`);
+  }
+  const validate = validators[kind] as ValidateFunction<Record<string, ClusterInfoEntry>>;
+  if (!validate(raw)) return rejected(`cluster-info ${kind}: ${(validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'invalid'}`).join('; ')}`);
+  const out: Record<string, ClusterInfoEntry> = {};
+  for (const [k, e] of Object.entries(raw)) out[k] = (pick[kind] as (x: ClusterInfoEntry) => ClusterInfoEntry)(e);
+  return ok(out);
+}

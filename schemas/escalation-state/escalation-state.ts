@@ -1,0 +1,248 @@
+/**
+ * The controller's persisted escalation state: FaultFrequency/FaultDuration tracks, ClusterD manual
+ * separation counters, relation-fault windows and the short filter memories. ClusterD and the device
+ * plugin keep these in memory and lose them on restart; we store them in a ConfigMap we own and read
+ * them back at start. These types are also the policy engines' state types (policy/ works on them
+ * directly), so nothing is converted between memory and the wire. All times are Unix milliseconds.
+ */
+import schema from './escalation-state.schema.json' with { type: 'json' };
+import { Ajv } from 'ajv';
+import { goJson, goMap } from '../go-json.ts';
+import { ok, rejected, type Parsed } from '../parsed.ts';
+
+export const ESCALATION_STATE_CM_NAMESPACE = 'cluster-system';
+export const ESCALATION_STATE_CM_NAME = 'clusterd-ts-escalation-state';
+export const ESCALATION_STATE_KEY = 'escalation-state.json';
+export const ESCALATION_STATE_VERSION = 1;
+/** A ConfigMap holds at most 1 MiB; leave room for metadata. */
+export const ESCALATION_STATE_MAX_BYTES = 900 * 1024;
+
+/** Duration machine of one code on one NPU (behavior.md A.2 #7); null in CodeTrack = idle. */
+export interface DurationPhase {
+  readonly phase: 'pending' | 'timedOut' | 'recovering';
+  /** pending: fault start; timedOut: when it timed out (or re-occurred while recovering); recovering: recovery start. */
+  readonly sinceMs: number;
+  /** When the fault first exceeded FaultTimeout in this episode (null while pending). */
+  readonly escalatedAtMs: number | null;
+}
+
+/** FaultFrequency / FaultDuration tracking of one code on one NPU (policy/escalation.ts). */
+export interface CodeTrack {
+  readonly node: string;
+  readonly device: string;
+  readonly code: string;
+  /** Level of the code before escalation, for reason chains. */
+  readonly baseLevel: string;
+  /** Present in the node's last observation. */
+  readonly active: boolean;
+  /** firstSeenMs of the current (or last) instance; a later value is a new occurrence. */
+  readonly instanceMs: number;
+  readonly duration: DurationPhase | null;
+  /** Counted FaultFrequency occurrences, ascending. */
+  readonly occurrences: readonly number[];
+  readonly lastFaultMs: number | null;
+  readonly lastRecoverMs: number | null;
+  /** FaultFrequency escalation in force. */
+  readonly upgrade: { readonly level: string; readonly sinceMs: number } | null;
+}
+
+/** Key `node/device/code` (escalationKey in policy/escalation.ts). */
+export interface EscalationState {
+  readonly tracks: Readonly<Record<string, CodeTrack>>;
+}
+
+export interface ManualPendingFault {
+  readonly node: string;
+  readonly device: string;
+  readonly code: string;
+  readonly atMs: number;
+}
+
+export interface ManualSeparatedNpu {
+  readonly node: string;
+  readonly device: string;
+  /** Seen in clusterd-manual-info-cm `Total` at least once; only then does its absence mean "operator released". */
+  readonly observedInCm: boolean;
+  readonly entries: ReadonlyArray<{ readonly code: string; readonly lastSeparateTimeMs: number }>;
+}
+
+/** ClusterD manual separation (policy/manual-separation.ts, behavior.md A.5). */
+export interface ManualSeparationState {
+  /** `node/device/code` -> receive time of the last processed instance (de-duplication). */
+  readonly lastSeen: Readonly<Record<string, number>>;
+  /** Job key -> faults waiting for the 30 s software/hardware judgement. */
+  readonly pending: Readonly<Record<string, { readonly windowStartMs: number; readonly faults: readonly ManualPendingFault[] }>>;
+  /** `node/device/code` -> counted hardware occurrences, ascending. */
+  readonly counters: Readonly<Record<string, readonly number[]>>;
+  /** `node/device` -> separated NPU. */
+  readonly separated: Readonly<Record<string, ManualSeparatedNpu>>;
+}
+
+export type RelationStrategy = 'Separate' | 'SubHealth';
+
+export interface RelationCandidate {
+  readonly node: string;
+  /** null for a switch fault (acts on the whole node). */
+  readonly device: string | null;
+  readonly code: string;
+  readonly kind: 'faultDevice' | 'faultSwitch';
+  readonly atMs: number;
+  readonly deadlineMs: number;
+}
+
+export interface RelationTrigger {
+  readonly node: string;
+  readonly device: string | null;
+  readonly code: string;
+  readonly atMs: number;
+}
+
+export interface RelationJobState {
+  /** When the controller first saw the job; older faults are skipped. */
+  readonly firstSeenMs: number;
+  readonly candidates: readonly RelationCandidate[];
+  readonly triggers: readonly RelationTrigger[];
+  /** Node -> strategy decided for the job's pod on that node; Separate is sticky. */
+  readonly strategies: Readonly<Record<string, RelationStrategy>>;
+}
+
+/** Relation faults (policy/relation-faults.ts, behavior.md A.4 #32), keyed by job. */
+export interface RelationState {
+  readonly jobs: Readonly<Record<string, RelationJobState>>;
+}
+
+/** Short memories of the per-node filters (policy/uce-accompany.ts, policy/step-retry-filter.ts). */
+export interface FilterState {
+  /** `faultKey@firstSeenMs` of an AIC/AIV fault -> decision. */
+  readonly uceAccompany: Readonly<Record<string, 'drop' | 'report'>>;
+  /** `node/device/code` of a link-down (81078603 or switch L2 link-down) -> last seen. */
+  readonly linkDowns: Readonly<Record<string, { readonly node: string; readonly device: string | null; readonly code: string; readonly lastSeenMs: number }>>;
+}
+
+export interface EscalationStateDoc {
+  readonly version: typeof ESCALATION_STATE_VERSION;
+  readonly savedAtMs: number;
+  readonly escalation: EscalationState;
+  readonly manualSeparation: ManualSeparationState;
+  readonly relation: RelationState;
+  readonly filters: FilterState;
+}
+
+export const EMPTY_ESCALATION_STATE: EscalationState = { tracks: {} };
+export const EMPTY_MANUAL_SEPARATION_STATE: ManualSeparationState = { lastSeen: {}, pending: {}, counters: {}, separated: {} };
+export const EMPTY_RELATION_STATE: RelationState = { jobs: {} };
+export const EMPTY_FILTER_STATE: FilterState = { uceAccompany: {}, linkDowns: {} };
+export const emptyEscalationStateDoc = (savedAtMs = 0): EscalationStateDoc => ({
+  version: ESCALATION_STATE_VERSION,
+  savedAtMs,
+  escalation: EMPTY_ESCALATION_STATE,
+  manualSeparation: EMPTY_MANUAL_SEPARATION_STATE,
+  relation: EMPTY_RELATION_STATE,
+  filters: EMPTY_FILTER_STATE,
+});
+
+const ajv = new Ajv({ allErrors: false, strict: true, allowUnionTypes: true });
+const validate = ajv.compile<EscalationStateDoc>(schema);
+
+/** Parses the ConfigMap value. Rejects anything not exactly this version's shape (start fresh then). */
+export function parseEscalationState(text: string): Parsed<EscalationStateDoc> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text) as unknown;
+  } catch (e) {
+    return rejected(`${ESCALATION_STATE_KEY}: malformed JSON: ${(e as Error).message}`);
+  }
+  if (!validate(raw)) {
+    const reason = (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'invalid'}`).join('; ');
+    return rejected(`${ESCALATION_STATE_KEY}: ${reason}`);
+  }
+  return ok(raw);
+}
+
+/** Go-JSON form: records become sorted Go maps, so equal states encode to equal bytes (no spurious writes). */
+function wire(doc: EscalationStateDoc): unknown {
+  const map = <V, W>(r: Readonly<Record<string, V>>, f: (v: V) => W) => goMap(Object.fromEntries(Object.entries(r).map(([k, v]) => [k, f(v)])));
+  const id = <V>(v: V): V => v;
+  const m = doc.manualSeparation;
+  return {
+    version: doc.version,
+    savedAtMs: doc.savedAtMs,
+    escalation: { tracks: map(doc.escalation.tracks, id) },
+    manualSeparation: { lastSeen: map(m.lastSeen, id), pending: map(m.pending, id), counters: map(m.counters, id), separated: map(m.separated, id) },
+    relation: { jobs: map(doc.relation.jobs, (j) => ({ ...j, strategies: map(j.strategies, id) })) },
+    filters: { uceAccompany: map(doc.filters.uceAccompany, id), linkDowns: map(doc.filters.linkDowns, id) },
+  };
+}
+
+export type EncodedEscalationState =
+  | { readonly ok: true; readonly text: string; readonly evicted: readonly string[] }
+  | { readonly ok: false; readonly reason: string };
+
+interface Eviction {
+  readonly tier: number;
+  readonly ageMs: number;
+  readonly what: string;
+  readonly drop: (d: MutableDoc) => void;
+}
+type MutableDoc = {
+  -readonly [K in keyof EscalationStateDoc]: EscalationStateDoc[K] extends object ? { -readonly [J in keyof EscalationStateDoc[K]]: Record<string, unknown> } : EscalationStateDoc[K];
+};
+
+/**
+ * Least valuable first: filter memories, then frequency histories without an escalation in force,
+ * then manual-separation counters of NPUs that are not separated, then relation windows. Escalations
+ * in force, separated NPUs and pending judgements are never evicted.
+ */
+function evictions(doc: EscalationStateDoc): Eviction[] {
+  const out: Eviction[] = [];
+  for (const [k, v] of Object.entries(doc.filters.uceAccompany)) out.push({ tier: 0, ageMs: 0, what: `filters.uceAccompany/${k}`, drop: (d) => delete d.filters.uceAccompany[k] });
+  for (const [k, v] of Object.entries(doc.filters.linkDowns)) out.push({ tier: 0, ageMs: v.lastSeenMs, what: `filters.linkDowns/${k}`, drop: (d) => delete d.filters.linkDowns[k] });
+  for (const [k, t] of Object.entries(doc.escalation.tracks)) {
+    if (t.upgrade !== null || t.duration !== null || t.active) continue;
+    out.push({ tier: 1, ageMs: t.lastFaultMs ?? t.instanceMs, what: `escalation.tracks/${k}`, drop: (d) => delete d.escalation.tracks[k] });
+  }
+  const m = doc.manualSeparation;
+  const separatedNpu = (k: string): boolean => Object.hasOwn(m.separated, k.slice(0, k.lastIndexOf('/')));
+  for (const k of new Set([...Object.keys(m.counters), ...Object.keys(m.lastSeen)])) {
+    if (separatedNpu(k)) continue;
+    const age = Math.max(m.lastSeen[k] ?? 0, ...(m.counters[k] ?? []));
+    out.push({ tier: 2, ageMs: age, what: `manualSeparation/${k}`, drop: (d) => { delete d.manualSeparation.counters[k]; delete d.manualSeparation.lastSeen[k]; } });
+  }
+  for (const [k, j] of Object.entries(doc.relation.jobs)) out.push({ tier: 3, ageMs: j.firstSeenMs, what: `relation.jobs/${k}`, drop: (d) => delete d.relation.jobs[k] });
+  return out.sort((a, b) => a.tier - b.tier || a.ageMs - b.ageMs);
+}
+
+function mutableCopy(doc: EscalationStateDoc): MutableDoc {
+  return {
+    version: doc.version,
+    savedAtMs: doc.savedAtMs,
+    escalation: { tracks: { ...doc.escalation.tracks } },
+    manualSeparation: { lastSeen: { ...doc.manualSeparation.lastSeen }, pending: { ...doc.manualSeparation.pending }, counters: { ...doc.manualSeparation.counters }, separated: { ...doc.manualSeparation.separated } },
+    relation: { jobs: { ...doc.relation.jobs } },
+    filters: { uceAccompany: { ...doc.filters.uceAccompany }, linkDowns: { ...doc.filters.linkDowns } },
+  } as MutableDoc;
+}
+
+/**
+ * Encodes the state within `maxBytes` (UTF-8). Expired entries should already be pruned
+ * (policy/escalation-persistence.ts); if the text is still too large, the least valuable entries are
+ * evicted (reported in `evicted`). Fails only when what must be kept does not fit.
+ */
+export function encodeEscalationState(doc: EscalationStateDoc, maxBytes: number = ESCALATION_STATE_MAX_BYTES): EncodedEscalationState {
+  const size = (t: string): number => Buffer.byteLength(t, 'utf8');
+  let text = goJson(wire(doc));
+  if (size(text) <= maxBytes) return { ok: true, text, evicted: [] };
+  const queue = evictions(doc);
+  const work = mutableCopy(doc);
+  const evicted: string[] = [];
+  while (queue.length > 0) {
+    const batch = queue.splice(0, Math.max(1, Math.ceil(queue.length / 10)));
+    for (const e of batch) {
+      e.drop(work);
+      evicted.push(e.what);
+    }
+    text = goJson(wire(work as unknown as EscalationStateDoc));
+    if (size(text) <= maxBytes) return { ok: true, text, evicted };
+  }
+  return { ok: false, reason: `${ESCALATION_STATE_KEY}: ${size(text)} bytes of escalations in force exceed ${maxBytes}` };
+}

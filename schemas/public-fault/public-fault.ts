@@ -1,0 +1,158 @@
+/**
+ * Public faults from third parties (formats.md 1.3, behavior.md A.3 #19): a ConfigMap in any namespace
+ * with label `mc-consumer-publicfault=true` and data key `PublicFault`, or the same payload over gRPC
+ * `PubFault/SendPublicFault`. Every value rule has its own reason. Stateful rules (per-resource token
+ * bucket, cluster-wide cap of 50,000 faults, assertion timing) are not here.
+ */
+import { goJson, goMap } from '../go-json.ts';
+import { ok, rejected, type Parsed } from '../parsed.ts';
+import { DEFAULT_PUBLIC_FAULT_CONFIG, publicFaultLevel, type PublicFaultConfig } from './public-fault-config.ts';
+import { ajvReason, parseJson, validatePubFaultInfo } from './public-fault-ajv.ts';
+
+export const PUBLIC_FAULT_LABEL_KEY = 'mc-consumer-publicfault';
+export const PUBLIC_FAULT_LABELS = { [PUBLIC_FAULT_LABEL_KEY]: 'true' } as const;
+export const PUBLIC_FAULT_DATA_KEY = 'PublicFault';
+/** The CM value must stay under 1 MB. */
+export const PUBLIC_FAULT_MAX_BYTES = 1024 * 1024;
+export const PUBLIC_FAULT_VERSION = '1.0';
+export const PUBLIC_FAULT_TYPES = ['NPU', 'Node', 'Network', 'Storage'] as const;
+export const PUBLIC_FAULT_ASSERTIONS = ['occur', 'recover', 'once'] as const;
+export type PubFaultAssertion = (typeof PUBLIC_FAULT_ASSERTIONS)[number];
+/** 2025-01-01T00:00:00Z: timestamps must not be earlier. */
+export const PUBLIC_FAULT_MIN_TIME_MS = Date.UTC(2025, 0, 1);
+export const PUBLIC_FAULT_LIMITS = { minFaults: 1, maxFaults: 100, minInfluences: 1, maxInfluences: 1000, maxDeviceIds: 32, deviceIdEnd: 32 } as const;
+const ID_RE = /^[A-Za-z0-9._-]{8,128}$/;
+const CODE_RE = /^[0-9]{9}$/;
+
+/** Fields in Go order (api.PubFaultInfo, camelCase tags). */
+export interface PubFaultInfluence {
+  readonly nodeName: string;
+  /** Node annotation `product-serial-number`. */
+  readonly nodeSN: string;
+  /** Physical NPU ids in [0, 32); null = nil slice. */
+  readonly deviceIds: readonly number[] | null;
+}
+export interface PubFault {
+  readonly faultId: string;
+  readonly faultType: string;
+  /** 9 digits. */
+  readonly faultCode: string;
+  /** Unix ms. */
+  readonly faultTime: number;
+  readonly assertion: PubFaultAssertion;
+  /** Go map; null = nil map. */
+  readonly faultLocation: Readonly<Record<string, string>> | null;
+  readonly influence: readonly PubFaultInfluence[];
+  readonly description: string;
+}
+export interface PubFaultInfo {
+  readonly id: string;
+  /** Unix ms. */
+  readonly timestamp: number;
+  readonly version: string;
+  readonly resource: string;
+  readonly faults: readonly PubFault[];
+}
+
+interface RawInfluence { nodeName?: string; nodeSN?: string; deviceIds?: number[] | null }
+interface RawFault {
+  faultId: string; faultType: string; faultCode: string; faultTime: number; assertion: string;
+  faultLocation?: Record<string, string> | null; influence: RawInfluence[] | null; description?: string;
+}
+interface RawInfo { id: string; timestamp: number; version: string; resource: string; faults: RawFault[] | null }
+
+const isMsTime = (t: number): boolean => t >= 1e12 && t <= 9_999_999_999_999 && t >= PUBLIC_FAULT_MIN_TIME_MS;
+
+function checkFault(f: RawFault, at: string, cfg: PublicFaultConfig): Parsed<PubFault> {
+  if (!ID_RE.test(f.faultId)) return rejected(`${at}.faultId: must be 8-128 characters of [A-Za-z0-9._-], got ${JSON.stringify(f.faultId)}`);
+  if (!(PUBLIC_FAULT_TYPES as readonly string[]).includes(f.faultType)) return rejected(`${at}.faultType: must be one of ${PUBLIC_FAULT_TYPES.join('|')}, got ${JSON.stringify(f.faultType)}`);
+  if (!CODE_RE.test(f.faultCode)) return rejected(`${at}.faultCode: must be 9 digits, got ${JSON.stringify(f.faultCode)}`);
+  if (publicFaultLevel(cfg, f.faultCode) === undefined) return rejected(`${at}.faultCode: ${f.faultCode} is not in publicFaultCode`);
+  if (!isMsTime(f.faultTime)) return rejected(`${at}.faultTime: must be a 13-digit ms time not before 2025-01-01, got ${f.faultTime}`);
+  if (!(PUBLIC_FAULT_ASSERTIONS as readonly string[]).includes(f.assertion)) return rejected(`${at}.assertion: must be one of ${PUBLIC_FAULT_ASSERTIONS.join('|')}, got ${JSON.stringify(f.assertion)}`);
+  const inf = f.influence ?? [];
+  const L = PUBLIC_FAULT_LIMITS;
+  if (inf.length < L.minInfluences || inf.length > L.maxInfluences) return rejected(`${at}.influence: must have ${L.minInfluences}-${L.maxInfluences} entries, got ${inf.length}`);
+  const influence: PubFaultInfluence[] = [];
+  for (const [j, x] of inf.entries()) {
+    const ai = `${at}.influence[${j}]`;
+    const nodeName = x.nodeName ?? '';
+    const nodeSN = x.nodeSN ?? '';
+    if (nodeName === '' && nodeSN === '') return rejected(`${ai}: needs a nodeName or a nodeSN`);
+    const ids = x.deviceIds ?? [];
+    if (ids.length > L.maxDeviceIds) return rejected(`${ai}.deviceIds: at most ${L.maxDeviceIds} ids, got ${ids.length}`);
+    const out = ids.find((d) => d < 0 || d >= L.deviceIdEnd);
+    if (out !== undefined) return rejected(`${ai}.deviceIds: id ${out} is outside [0, ${L.deviceIdEnd})`);
+    if (new Set(ids).size !== ids.length) return rejected(`${ai}.deviceIds: ids must be unique`);
+    influence.push({ nodeName, nodeSN, deviceIds: x.deviceIds ?? null });
+  }
+  return ok({
+    faultId: f.faultId,
+    faultType: f.faultType,
+    faultCode: f.faultCode,
+    faultTime: f.faultTime,
+    assertion: f.assertion as PubFaultAssertion,
+    faultLocation: f.faultLocation === undefined || f.faultLocation === null ? null : { ...f.faultLocation },
+    influence,
+    description: f.description ?? '',
+  });
+}
+
+/**
+ * Applies every value rule to a payload that came from JSON or gRPC (int64 already numbers).
+ * `config` supplies the allowed resources and known codes (default: formats.md 2.6 defaults).
+ */
+export function validatePublicFault(raw: unknown, config: PublicFaultConfig = DEFAULT_PUBLIC_FAULT_CONFIG): Parsed<PubFaultInfo> {
+  if (raw === null || raw === undefined) return rejected('request: empty public fault');
+  if (!validatePubFaultInfo(raw)) return rejected(`schema: ${ajvReason(validatePubFaultInfo.errors)}`);
+  const v = raw as unknown as RawInfo;
+  if (!ID_RE.test(v.id)) return rejected(`id: must be 8-128 characters of [A-Za-z0-9._-], got ${JSON.stringify(v.id)}`);
+  if (!isMsTime(v.timestamp)) return rejected(`timestamp: must be a 13-digit ms time not before 2025-01-01, got ${v.timestamp}`);
+  if (v.version !== PUBLIC_FAULT_VERSION) return rejected(`version: must be ${PUBLIC_FAULT_VERSION}, got ${JSON.stringify(v.version)}`);
+  if (!config.publicFaultResource.includes(v.resource)) return rejected(`resource: ${JSON.stringify(v.resource)} is not in publicFaultResource`);
+  const faults = v.faults ?? [];
+  const L = PUBLIC_FAULT_LIMITS;
+  if (faults.length < L.minFaults || faults.length > L.maxFaults) return rejected(`faults: must have ${L.minFaults}-${L.maxFaults} entries, got ${faults.length}`);
+  const out: PubFault[] = [];
+  for (const [i, f] of faults.entries()) {
+    const c = checkFault(f, `faults[${i}]`, config);
+    if (!c.ok) return c;
+    out.push(c.value);
+  }
+  return ok({ id: v.id, timestamp: v.timestamp, version: v.version, resource: v.resource, faults: out });
+}
+
+/** Parses a `PublicFault` text (CM value). */
+export function parsePublicFault(text: string, config: PublicFaultConfig = DEFAULT_PUBLIC_FAULT_CONFIG): Parsed<PubFaultInfo> {
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes > PUBLIC_FAULT_MAX_BYTES) return rejected(`size: ${bytes} bytes is over the ${PUBLIC_FAULT_MAX_BYTES}-byte limit`);
+  const json = parseJson(text, PUBLIC_FAULT_DATA_KEY);
+  if (!json.ok) return json;
+  return validatePublicFault(json.value, config);
+}
+
+/** Parses a public-fault CM's `data`. */
+export function parsePublicFaultData(data: Readonly<Record<string, string>> | undefined, config: PublicFaultConfig = DEFAULT_PUBLIC_FAULT_CONFIG): Parsed<PubFaultInfo> {
+  const text = data?.[PUBLIC_FAULT_DATA_KEY];
+  if (text === undefined) return rejected(`data key ${PUBLIC_FAULT_DATA_KEY} is missing`);
+  return parsePublicFault(text, config);
+}
+
+/** Go JSON of a public-fault payload (what a sender would put in the CM). */
+export const encodePublicFault = (v: PubFaultInfo): string =>
+  goJson({
+    id: v.id,
+    timestamp: v.timestamp,
+    version: v.version,
+    resource: v.resource,
+    faults: v.faults.map((f) => ({
+      faultId: f.faultId,
+      faultType: f.faultType,
+      faultCode: f.faultCode,
+      faultTime: f.faultTime,
+      assertion: f.assertion,
+      faultLocation: f.faultLocation === null ? null : goMap(f.faultLocation),
+      influence: f.influence.map((x) => ({ nodeName: x.nodeName, nodeSN: x.nodeSN, deviceIds: x.deviceIds === null ? null : [...x.deviceIds] })),
+      description: f.description,
+    })),
+  });

@@ -1,0 +1,49 @@
+/**
+ * Every metric name lives here, under one prefix, with its own Registry (no global default
+ * registry), following Prometheus naming: base units, `_total` for counters.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { ReflectorHealth } from '../runtime/reflector.ts';
+
+export const PREFIX = 'clusterd_';
+
+export class Metrics {
+  readonly registry = new Registry();
+
+  readonly watchHealthy = new Gauge({ name: `${PREFIX}watch_healthy`, help: '1 when the informer is synced and connected, else 0.', labelNames: ['source'], registers: [this.registry] });
+  readonly watchSecondsSinceContact = new Gauge({ name: `${PREFIX}watch_seconds_since_contact`, help: 'Seconds since the apiserver last answered this informer (event, bookmark, list or watch start).', labelNames: ['source'], registers: [this.registry] });
+  readonly watchRestarts = new Gauge({ name: `${PREFIX}watch_restarts`, help: 'Watch or list failures retried with backoff since start.', labelNames: ['source'], registers: [this.registry] });
+  readonly watchRelists = new Gauge({ name: `${PREFIX}watch_relists`, help: 'Full lists (initial and after 410 Gone) since start.', labelNames: ['source'], registers: [this.registry] });
+  readonly watchObjects = new Gauge({ name: `${PREFIX}watch_cached_objects`, help: 'Objects held in the informer cache.', labelNames: ['source'], registers: [this.registry] });
+
+  readonly apiRequests = new Counter({ name: `${PREFIX}api_requests_total`, help: 'Requests to the apiserver by method and HTTP status (0 = no answer).', labelNames: ['method', 'code'], registers: [this.registry] });
+  readonly apiWrites = new Counter({ name: `${PREFIX}api_writes_total`, help: 'Writes made by reconcilers and actions, by object kind and result.', labelNames: ['kind', 'result'], registers: [this.registry] });
+  readonly apiConflicts = new Counter({ name: `${PREFIX}api_conflicts_total`, help: 'Optimistic-concurrency conflicts (HTTP 409) on writes, by object kind.', labelNames: ['kind'], registers: [this.registry] });
+
+  readonly invalidInput = new Counter({ name: `${PREFIX}invalid_input_total`, help: 'Inputs rejected and quarantined (last good state kept), by format and reason.', labelNames: ['format', 'reason'], registers: [this.registry] });
+  readonly faults = new Gauge({ name: `${PREFIX}faults`, help: 'Active faults by source, level and code.', labelNames: ['source', 'level', 'code'], registers: [this.registry] });
+  readonly escalations = new Counter({ name: `${PREFIX}escalations_total`, help: 'Fault level escalations by rule (frequency, duration, manual_separation, parameter_plane, relation).', labelNames: ['rule', 'level'], registers: [this.registry] });
+  readonly decisions = new Counter({ name: `${PREFIX}decisions_total`, help: 'Job recovery decisions by kind (job, pod, process, hot_switch, none) and outcome.', labelNames: ['kind', 'outcome'], registers: [this.registry] });
+  readonly reschedules = new Counter({ name: `${PREFIX}job_reschedules_total`, help: 'Restarts carried out, by job namespace and reason.', labelNames: ['namespace', 'reason'], registers: [this.registry] });
+  readonly faultToAction = new Histogram({ name: `${PREFIX}fault_to_action_seconds`, help: 'Time from a fault being observed to the action that handles it.', labelNames: ['action'], buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers: [this.registry] });
+  readonly reconciles = new Counter({ name: `${PREFIX}reconcile_total`, help: 'Reconcile passes by controller and result.', labelNames: ['controller', 'result'], registers: [this.registry] });
+  readonly reconcileDuration = new Histogram({ name: `${PREFIX}reconcile_duration_seconds`, help: 'Duration of reconcile passes.', labelNames: ['controller'], buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5], registers: [this.registry] });
+  readonly queueDepth = new Gauge({ name: `${PREFIX}workqueue_depth`, help: 'Keys waiting in a controller work queue.', labelNames: ['controller'], registers: [this.registry] });
+  readonly leader = new Gauge({ name: `${PREFIX}leader`, help: '1 while this replica holds the leader lease.', registers: [this.registry] });
+  readonly recoveryJobs = new Gauge({ name: `${PREFIX}recovery_jobs`, help: 'Jobs in the process-recovery state machine, by state.', labelNames: ['state'], registers: [this.registry] });
+  readonly grpcRequests = new Counter({ name: `${PREFIX}grpc_requests_total`, help: 'gRPC requests by method and ClusterD status code.', labelNames: ['method', 'code'], registers: [this.registry] });
+
+  constructor(opts: { processMetrics?: boolean } = {}) {
+    if (opts.processMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: PREFIX });
+  }
+
+  observeWatchHealth(health: readonly ReflectorHealth[], nowMs: number): void {
+    for (const h of health) {
+      this.watchHealthy.set({ source: h.name }, h.synced && h.connected ? 1 : 0);
+      this.watchSecondsSinceContact.set({ source: h.name }, h.lastContactMs === 0 ? 0 : (nowMs - h.lastContactMs) / 1000);
+      this.watchRestarts.set({ source: h.name }, h.restarts);
+      this.watchRelists.set({ source: h.name }, h.relists);
+      this.watchObjects.set({ source: h.name }, h.objects);
+    }
+  }
+}
