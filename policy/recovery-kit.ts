@@ -95,10 +95,10 @@ export function awaitAll<N, S extends KitState<N>, B>(ctx: StepCtx<S, B>, ids: n
 }
 
 /**
- * Applies an effect result to `awaiting`. Returns the continuation to run, `undefined` when the
- * result was for a command nobody waits for (or more acks are still due).
+ * Applies an effect result to `awaiting`. Returns the continuation to run (null = handler error),
+ * 'pending' while more acks are due, or `undefined` for a command nobody waits for.
  */
-export function settle<N, S extends KitState<N>>(s: S, ev: EffectResult): { next: N | null } | undefined {
+export function settle<N>(s: KitState<N>, ev: EffectResult): { next: N | null } | 'pending' | undefined {
   const w = s.awaiting;
   if (w === null || !w.ids.includes(ev.commandId)) return undefined;
   if (!ev.ok) {
@@ -106,7 +106,7 @@ export function settle<N, S extends KitState<N>>(s: S, ev: EffectResult): { next
     return { next: w.fail };
   }
   w.ids = w.ids.filter((i) => i !== ev.commandId);
-  if (w.ids.length > 0) return undefined;
+  if (w.ids.length > 0) return 'pending';
   s.awaiting = null;
   return { next: w.ok };
 }

@@ -88,17 +88,26 @@ const validators = {
 export type ClusterInfoKind = keyof typeof validators;
 
 /** Only known fields, so a re-encode matches what Volcano would read. */
-const pick: { [K in ClusterInfoKind]: (e: never) => ClusterInfoEntry } = {
-  device: (e: DeviceInfoEntry): DeviceInfoEntry => ({ DeviceList: { ...e.DeviceList }, UpdateTime: e.UpdateTime, CmName: e.CmName, SuperPodID: e.SuperPodID, RackID: e.RackID, ServerIndex: e.ServerIndex }),
-  node: (e: NodeInfoEntry): NodeInfoEntry => ({
-    FaultDevList: e.FaultDevList === null ? null : e.FaultDevList.map((d) => ({ DeviceType: d.DeviceType, DeviceId: d.DeviceId, FaultCode: d.FaultCode, FaultLevel: d.FaultLevel })),
-    NodeStatus: e.NodeStatus, CmName: e.CmName, UpdateTime: e.UpdateTime,
-  }),
-  switch: (e: SwitchInfoEntry): SwitchInfoEntry => ({ FaultCode: e.FaultCode, FaultLevel: e.FaultLevel, UpdateTime: e.UpdateTime, NodeStatus: e.NodeStatus, FaultTimeAndLevelMap: e.FaultTimeAndLevelMap, CmName: e.CmName }),
-};
+function pickEntry(kind: ClusterInfoKind, x: ClusterInfoEntry): ClusterInfoEntry {
+  switch (kind) {
+    case 'device': {
+      const e = x as DeviceInfoEntry;
+      return { DeviceList: { ...e.DeviceList }, UpdateTime: e.UpdateTime, CmName: e.CmName, SuperPodID: e.SuperPodID, RackID: e.RackID, ServerIndex: e.ServerIndex };
+    }
+    case 'node': {
+      const e = x as NodeInfoEntry;
+      const devs = e.FaultDevList === null ? null : e.FaultDevList.map((d) => ({ DeviceType: d.DeviceType, DeviceId: d.DeviceId, FaultCode: d.FaultCode, FaultLevel: d.FaultLevel }));
+      return { FaultDevList: devs, NodeStatus: e.NodeStatus, CmName: e.CmName, UpdateTime: e.UpdateTime };
+    }
+    case 'switch': {
+      const e = x as SwitchInfoEntry;
+      return { FaultCode: e.FaultCode, FaultLevel: e.FaultLevel, UpdateTime: e.UpdateTime, NodeStatus: e.NodeStatus, FaultTimeAndLevelMap: e.FaultTimeAndLevelMap, CmName: e.CmName };
+    }
+  }
+}
 
 /** Parses one cluster-info value (`""` = no entries); for tests and for reading back our own writes. */
-export function parseClusterInfo<K extends ClusterInfoKind>(kind: K, text: string): Parsed<Record<string, ClusterInfoEntry>> {
+export function parseClusterInfo(kind: ClusterInfoKind, text: string): Parsed<Record<string, ClusterInfoEntry>> {
   if (text === '') return ok({});
   let raw: unknown;
   try {
@@ -109,6 +118,6 @@ export function parseClusterInfo<K extends ClusterInfoKind>(kind: K, text: strin
   const validate = validators[kind] as ValidateFunction<Record<string, ClusterInfoEntry>>;
   if (!validate(raw)) return rejected(`cluster-info ${kind}: ${(validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'invalid'}`).join('; ')}`);
   const out: Record<string, ClusterInfoEntry> = {};
-  for (const [k, e] of Object.entries(raw)) out[k] = (pick[kind] as (x: ClusterInfoEntry) => ClusterInfoEntry)(e);
+  for (const [k, e] of Object.entries(raw)) out[k] = pickEntry(kind, e);
   return ok(out);
 }

@@ -184,9 +184,19 @@ interface Eviction {
   readonly what: string;
   readonly drop: (d: MutableDoc) => void;
 }
-type MutableDoc = {
-  -readonly [K in keyof EscalationStateDoc]: EscalationStateDoc[K] extends object ? { -readonly [J in keyof EscalationStateDoc[K]]: Record<string, unknown> } : EscalationStateDoc[K];
-};
+interface MutableDoc {
+  readonly version: typeof ESCALATION_STATE_VERSION;
+  readonly savedAtMs: number;
+  readonly escalation: { tracks: Record<string, CodeTrack> };
+  readonly manualSeparation: {
+    lastSeen: Record<string, number>;
+    pending: Record<string, ManualSeparationState['pending'][string]>;
+    counters: Record<string, readonly number[]>;
+    separated: Record<string, ManualSeparatedNpu>;
+  };
+  readonly relation: { jobs: Record<string, RelationJobState> };
+  readonly filters: { uceAccompany: Record<string, 'drop' | 'report'>; linkDowns: Record<string, FilterState['linkDowns'][string]> };
+}
 
 /**
  * Least valuable first: filter memories, then frequency histories without an escalation in force,
@@ -195,7 +205,7 @@ type MutableDoc = {
  */
 function evictions(doc: EscalationStateDoc): Eviction[] {
   const out: Eviction[] = [];
-  for (const [k, v] of Object.entries(doc.filters.uceAccompany)) out.push({ tier: 0, ageMs: 0, what: `filters.uceAccompany/${k}`, drop: (d) => delete d.filters.uceAccompany[k] });
+  for (const k of Object.keys(doc.filters.uceAccompany)) out.push({ tier: 0, ageMs: 0, what: `filters.uceAccompany/${k}`, drop: (d) => delete d.filters.uceAccompany[k] });
   for (const [k, v] of Object.entries(doc.filters.linkDowns)) out.push({ tier: 0, ageMs: v.lastSeenMs, what: `filters.linkDowns/${k}`, drop: (d) => delete d.filters.linkDowns[k] });
   for (const [k, t] of Object.entries(doc.escalation.tracks)) {
     if (t.upgrade !== null || t.duration !== null || t.active) continue;
@@ -220,7 +230,7 @@ function mutableCopy(doc: EscalationStateDoc): MutableDoc {
     manualSeparation: { lastSeen: { ...doc.manualSeparation.lastSeen }, pending: { ...doc.manualSeparation.pending }, counters: { ...doc.manualSeparation.counters }, separated: { ...doc.manualSeparation.separated } },
     relation: { jobs: { ...doc.relation.jobs } },
     filters: { uceAccompany: { ...doc.filters.uceAccompany }, linkDowns: { ...doc.filters.linkDowns } },
-  } as MutableDoc;
+  };
 }
 
 /**
@@ -241,7 +251,7 @@ export function encodeEscalationState(doc: EscalationStateDoc, maxBytes: number 
       e.drop(work);
       evicted.push(e.what);
     }
-    text = goJson(wire(work as unknown as EscalationStateDoc));
+    text = goJson(wire(work));
     if (size(text) <= maxBytes) return { ok: true, text, evicted };
   }
   return { ok: false, reason: `${ESCALATION_STATE_KEY}: ${size(text)} bytes of escalations in force exceed ${maxBytes}` };

@@ -65,6 +65,14 @@ describe('reset.json golden bytes (formats.md 3.2)', () => {
       '"UpdateTime":0,"RetryTime":0,"FaultFlushing":false,"GracefulExit":0,"RestartFaultProcess":false}');
   });
 
+  it('accepts null scalars and pretty-printed text like Go (null leaves the zero value)', () => {
+    const pretty = '{\n  "RankList": [\n    {"RankId": 1, "LogicId": 1, "Status": "unrecovered", "Policy": "reset",\n' +
+      '     "InitialPolicy": null, "ErrorCode": [], "ErrorCodeHex": "8C03A000"}\n  ],\n  "UpdateTime": 1000000000,\n  "RetryTime": 1\n}';
+    expect(encodeTaskResetInfo(parsed(pretty))).toBe(
+      '{"RankList":[{"RankId":1,"LogicId":1,"Status":"unrecovered","Policy":"reset","InitialPolicy":"","ErrorCode":[],' +
+      '"ErrorCodeHex":"8C03A000"}],"UpdateTime":1000000000,"RetryTime":1,"FaultFlushing":false,"GracefulExit":0,"RestartFaultProcess":false}');
+  });
+
   it('escapes like Go', () => {
     const info = { ...parsed(INITIAL_JSON), RankList: [{ ...parsed(FAULT_JSON).RankList![0]!, Status: '<&>' }] };
     expect(encodeTaskResetInfo(info)).toContain('"Status":"\\u003c\\u0026\\u003e"');

@@ -119,7 +119,11 @@ export function parseFaultNodes(text: string): Parsed<readonly FaultNode[]> {
   return ok((json.value as Raw[]).map(faultNode));
 }
 
-/** The `fault-node` value: `""` when there is no fault node, else the Go JSON array (order kept). */
+/**
+ * The `fault-node` value: `""` when there is no fault node, else the Go JSON array. The order is kept
+ * (Volcano's follows Go map iteration, i.e. random); pass the nodes sorted, e.g. by NodeName, so that
+ * an unchanged state encodes to unchanged bytes.
+ */
 export function encodeFaultNodes(nodes: readonly FaultNode[]): string {
   return nodes.length === 0 ? '' : goJson(nodes.map(faultNode));
 }

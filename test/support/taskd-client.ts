@@ -161,15 +161,17 @@ export class TaskdClient {
     return this.waitFor(() => this.reports.slice(from).find((r) => r.rpc === rpc && (r.reply !== undefined || r.error !== undefined)), timeoutMs, rpc);
   }
 
-  /** Every signal (keep-alives excluded) from now on, as an async iterator; ends when the client stops. */
-  async *signals(): AsyncGenerator<ProcessManageSignal> {
-    let i = this.received.length;
-    while (!this.stopped) {
-      const next = await this.waitFor(() => (this.stopped ? null : this.received[i]), 2 ** 31 - 1).catch(() => null);
-      if (next === null || next === undefined) return;
-      i++;
-      yield next;
-    }
+  /** Every signal (keep-alives excluded) from the time of this call, as an async iterator; ends on stop(). */
+  signals(): AsyncGenerator<ProcessManageSignal> {
+    const from = this.received.length;
+    const self = this;
+    return (async function* iterate(): AsyncGenerator<ProcessManageSignal> {
+      for (let i = from; !self.stopped; i++) {
+        const next = await self.waitFor(() => (self.stopped ? null : self.received[i]), 2 ** 31 - 1).catch(() => null);
+        if (next === null || next === undefined) return;
+        yield next;
+      }
+    })();
   }
 
   // ---- reports (what MindIO's callbacks turn into, §9.3) ----

@@ -1,0 +1,40 @@
+import { parseOptions, OptionsError, usage } from './options.ts';
+
+describe('controller options', () => {
+  it('has the documented defaults', () => {
+    const o = parseOptions([], {});
+    expect(o.grpcPort).toBe(8899);
+    expect(o.httpPort).toBe(11253);
+    expect(o.rescheduling).toBe(true);
+    expect(o.dryRun).toBe(false);
+    expect(o.graceOverTimeSeconds).toBe(900);
+  });
+
+  it('reads flags, --no- booleans and env fallbacks', () => {
+    const o = parseOptions(['--grpc-port', '9000', '--no-rescheduling', '--dry-run'], { KUBECONFIG: '/k', POD_IP: '10.1.2.3' });
+    expect(o.grpcPort).toBe(9000);
+    expect(o.rescheduling).toBe(false);
+    expect(o.kubeconfig).toBe('/k');
+    expect(o.grpcHost).toBe('10.1.2.3');
+    expect(o.dryRun).toBe(true);
+  });
+
+  it.each([
+    [['--grpc-port=70000'], /outside/],
+    [['--grace-over-time-seconds=1'], /outside/],
+    [['--http-port=abc'], /not an integer/],
+    [['--log-level=loud'], /not one of/],
+    [['--dry-run=maybe'], /not true\/false/],
+  ])('rejects %j with a clear message', (argv, msg) => {
+    expect(() => parseOptions(argv, {})).toThrow(msg);
+    expect(() => parseOptions(argv, {})).toThrow(OptionsError);
+  });
+
+  it('rejects unknown flags', () => {
+    expect(() => parseOptions(['--frobnicate=1'], {})).toThrow(/Unknown option/);
+  });
+
+  it('documents every flag', () => {
+    expect(usage()).toContain('--cluster-info-refresh-seconds');
+  });
+});

@@ -1,0 +1,92 @@
+/**
+ * Every controller flag, its default and its range, in one table: main.ts parses argv/env with it,
+ * the Helm chart's values map onto it, and the README's configuration reference lists it.
+ * Out-of-range values are rejected at start with a clear message (never silently clamped).
+ */
+import { parseArgs } from 'node:util';
+
+interface FlagSpec {
+  readonly type: 'string' | 'boolean' | 'number';
+  readonly default: string | boolean | number;
+  readonly help: string;
+  readonly env?: string;
+  readonly min?: number;
+  readonly max?: number;
+  readonly choices?: readonly string[];
+}
+
+export const FLAGS = {
+  kubeconfig: { type: 'string', default: '', env: 'KUBECONFIG', help: 'kubeconfig path; empty = in-cluster service account, else ~/.kube/config' },
+  'log-level': { type: 'string', default: 'info', choices: ['debug', 'info', 'warn', 'error'], help: 'log level' },
+  'http-port': { type: 'number', default: 11253, min: 0, max: 65535, help: 'port for /healthz, /readyz and /metrics (ClusterD probes 11253)' },
+  'http-host': { type: 'string', default: '0.0.0.0', help: 'address for the HTTP server' },
+  'grpc-port': { type: 'number', default: 8899, min: 0, max: 65535, help: 'ClusterD gRPC port (Recover, fault.Fault, PubFault)' },
+  'grpc-host': { type: 'string', default: '0.0.0.0', env: 'POD_IP', help: 'address for the gRPC server' },
+  'grpc-tls-cert': { type: 'string', default: '', help: 'PEM server certificate file; empty = plaintext (ClusterD default)' },
+  'grpc-tls-key': { type: 'string', default: '', help: 'PEM private key file for --grpc-tls-cert' },
+  'max-served-jobs': { type: 'number', default: 10_000, min: 1, max: 100_000, help: 'gRPC: jobs served at once (ClusterD: 10,000)' },
+  rescheduling: { type: 'boolean', default: true, help: 'act as the rescheduling half of Volcano\'s ascend plugin (delete pods, write vcjob-fault-npu-cm, job-reschedule-reason, tor-share-cm); false = ClusterD role only, beside the real plugin' },
+  'dry-run': { type: 'boolean', default: false, help: 'shadow mode: decide and explain (logs, metrics, Events) but write and act on nothing' },
+  'leader-elect': { type: 'boolean', default: false, help: 'leader election over a coordination.k8s.io Lease; only the leader writes' },
+  'leader-election-namespace': { type: 'string', default: 'mindx-dl', env: 'POD_NAMESPACE', help: 'namespace of the Lease' },
+  'lease-duration-seconds': { type: 'number', default: 15, min: 5, max: 300, help: 'Lease duration' },
+  'grace-over-time-seconds': { type: 'number', default: 900, min: 2, max: 3600, help: 'job-level grace deletion: force after this many seconds (Volcano grace-over-time)' },
+  'pending-escalation-seconds': { type: 'number', default: 60, min: 5, max: 3600, help: 'pod-level rescheduling escalates to job level when a replacement pod stays Pending this long' },
+  'cluster-info-refresh-seconds': { type: 'number', default: 30, min: 1, max: 55, help: 'rewrite cluster-info-* at least this often (Volcano treats data older than 60 s as stale)' },
+  'burst-window-ms': { type: 'number', default: 200, min: 0, max: 10_000, help: 'coalesce fault events of one job within this window into one decision' },
+  'node-name': { type: 'string', default: '', env: 'NODE_NAME', help: 'node this replica runs on (logs only)' },
+} as const satisfies Record<string, FlagSpec>;
+
+export type FlagName = keyof typeof FLAGS;
+type ValueOf<S> = S extends { type: 'number' } ? number : S extends { type: 'boolean' } ? boolean : string;
+export type Options = { readonly [K in FlagName as CamelCase<K>]: ValueOf<(typeof FLAGS)[K]> };
+type CamelCase<S extends string> = S extends `${infer H}-${infer T}` ? `${H}${Capitalize<CamelCase<T>>}` : S;
+
+const camel = (s: string): string => s.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+
+export class OptionsError extends Error {}
+
+/** Parses argv (`--flag=value`, `--flag value`; booleans also `--flag` and `--no-flag`) with env fallbacks. */
+export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Options {
+  const booleans = Object.entries(FLAGS).filter(([, s]) => s.type === 'boolean').map(([k]) => k);
+  const args = argv.flatMap((a) => {
+    const m = /^--no-(.+)$/.exec(a);
+    if (m !== null && booleans.includes(m[1]!)) return [`--${m[1]}=false`];
+    return /^--[a-z-]+$/.test(a) && booleans.includes(a.slice(2)) ? [`${a}=true`] : [a];
+  });
+  const { values } = parseArgs({
+    args,
+    options: Object.fromEntries(Object.keys(FLAGS).map((k) => [k, { type: 'string' as const }])),
+    strict: true,
+    allowPositionals: false,
+  });
+  const out: Record<string, string | number | boolean> = {};
+  for (const [name, spec] of Object.entries(FLAGS) as Array<[string, FlagSpec]>) {
+    const raw = (values as Record<string, string | undefined>)[name] ?? (spec.env !== undefined ? env[spec.env] : undefined);
+    let v: string | number | boolean = spec.default;
+    if (raw !== undefined && raw !== '') {
+      if (spec.type === 'number') {
+        if (!/^-?\d+$/.test(raw)) throw new OptionsError(`--${name}: "${raw}" is not an integer`);
+        v = Number(raw);
+        if ((spec.min !== undefined && v < spec.min) || (spec.max !== undefined && v > spec.max)) {
+          throw new OptionsError(`--${name}: ${v} is outside [${spec.min}, ${spec.max}]`);
+        }
+      } else if (spec.type === 'boolean') {
+        if (!['true', 'false', '1', '0'].includes(raw)) throw new OptionsError(`--${name}: "${raw}" is not true/false`);
+        v = raw === 'true' || raw === '1';
+      } else {
+        if (spec.choices !== undefined && !spec.choices.includes(raw)) throw new OptionsError(`--${name}: "${raw}" is not one of ${spec.choices.join(', ')}`);
+        v = raw;
+      }
+    }
+    out[camel(name)] = v;
+  }
+  return out as unknown as Options;
+}
+
+/** `--help` text. */
+export function usage(): string {
+  return Object.entries(FLAGS as Record<string, FlagSpec>)
+    .map(([k, s]) => `  --${k}${s.type === 'boolean' ? '' : '=<' + s.type + '>'}  ${s.help} (default ${JSON.stringify(s.default)}${s.env ? `, env ${s.env}` : ''}${s.min !== undefined ? `, ${s.min}..${s.max}` : ''})`)
+    .join('\n');
+}

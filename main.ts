@@ -1,0 +1,40 @@
+/**
+ * Entry point: parse flags, build the client, logger and metrics, start the manager. Nothing else
+ * (style.md Part 3: main only wires). Runs directly on Node 24 (`node main.ts`) or from dist/.
+ */
+import { KubeClient } from './runtime/kube-client.ts';
+import { createLogger } from './telemetry/logger.ts';
+import { Metrics } from './telemetry/metrics.ts';
+import { Manager } from './controllers/manager.ts';
+import { OptionsError, parseOptions, usage } from './controllers/options.ts';
+
+async function main(): Promise<void> {
+  if (process.argv.includes('--help') || process.argv.includes('-h')) {
+    process.stdout.write(`usage: clusterd-ts [flags]\n${usage()}\n`);
+    return;
+  }
+  let options;
+  try {
+    options = parseOptions(process.argv.slice(2));
+  } catch (e) {
+    process.stderr.write(`${e instanceof OptionsError || e instanceof TypeError ? e.message : String(e)}\n\nflags:\n${usage()}\n`);
+    process.exit(2);
+  }
+  const log = createLogger(options.logLevel as 'info');
+  const client = options.kubeconfig !== '' ? KubeClient.fromFile(options.kubeconfig) : KubeClient.fromDefault();
+  const manager = new Manager({ client, options, log, metrics: new Metrics() });
+  let stopping = false;
+  const shutdown = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    log.info('shutting down', { signal });
+    manager.stop().then(() => process.exit(0), () => process.exit(1));
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('unhandledRejection', (err) => log.error('unhandled rejection', { err: String(err), stack: (err as Error)?.stack }));
+  log.info('starting clusterd-ts', { options: { ...options } });
+  await manager.start();
+}
+
+await main();
