@@ -58,7 +58,10 @@ export function unary<Res>(
 ): handleUnaryCall<unknown, Res> {
   return (call, callback: sendUnaryData<Res>) => {
     if (!ctx.limiter.allow(method)) {
-      finish(ctx, method, callback, grpcError(GrpcStatus.UNKNOWN, Info.qpsExceeded(method)));
+      // counted, but logged at debug only: a flood must not turn into a log flood
+      ctx.count({ method, grpcCode: grpcCodeName(GrpcStatus.UNKNOWN) });
+      ctx.log.debug('grpc call rate-limited', { method });
+      callback({ code: GrpcStatus.UNKNOWN, details: Info.qpsExceeded(method) });
       return;
     }
     run(call.request).then(

@@ -115,6 +115,13 @@ describe('wire compatibility with TaskD / NodeD clients', () => {
     }
   });
 
+  it('bytes that are not a valid message are refused (INTERNAL) and the server keeps serving', async () => {
+    await expect(send('/Recover/Init', Buffer.from([0x0a, 0xff, 0xff, 0xff]))).rejects.toMatchObject({ code: GrpcStatus.INTERNAL });
+    await expect(send('/PubFault/SendPublicFault', Buffer.from([0x2a, 0x05, 0x22]))).rejects.toMatchObject({ code: GrpcStatus.INTERNAL });
+    const hc = decode('Status', await send('/Recover/HealthCheck', encode('ClientInfo', { jobId: JOB, role: 'taskd' })));
+    expect(hc.code).toBe(0);
+  });
+
   it('Recover requests decode field by field into what the handlers see', async () => {
     const init = decode('Status', await send('/Recover/Init', encode('ClientInfo', { jobId: JOB, role: 'taskd' })));
     expect(init).toEqual({ code: 0, info: `job(uid=${JOB}) init success` });

@@ -31,10 +31,13 @@ export const timer = (ctx: Ctx, id: RecoveryTimerId, afterMs: number): void => s
 export const waitFor = (ctx: Ctx, ids: number[], ok: RecoveryNext, fail: RecoveryNext | null): void =>
   awaitAll(ctx, ids, ok, fail);
 
-/** Sends a signal; with `next` the FSM waits for the send result (notifySuccess / notifyFail). */
-export function send(ctx: Ctx, type: SignalType, parts: SignalParts, next?: { ok: RecoveryNext; fail: RecoveryNext | null }): number {
+/**
+ * Sends a signal. With `next` the FSM waits for the send result (e.g. notifySuccess / notifyFail);
+ * with 'await' the result is wanted but the caller sets up the wait (several commands at once).
+ */
+export function send(ctx: Ctx, type: SignalType, parts: SignalParts, next?: { ok: RecoveryNext; fail: RecoveryNext | null } | 'await'): number {
   const id = cmd(ctx, { type: 'sendSignal', signal: buildSignal(ctx.s.config.jobId, ctx.s.uuid, type, parts) }, next !== undefined);
-  if (next !== undefined) waitFor(ctx, [id], next.ok, next.fail);
+  if (next !== undefined && next !== 'await') waitFor(ctx, [id], next.ok, next.fail);
   return id;
 }
 

@@ -288,12 +288,12 @@ function dispatch(ctx: Ctx, e: RecoveryEvent): boolean {
   }
 }
 
-/** The B1 transition function. */
-export function step(state: RecoveryState, event: RecoveryEvent, nowMs: number): StepResult<RecoveryState, RecoveryCommand> {
+/** Runs `body`; a handler error resets the controller, as in ClusterD (B1 mechanics). */
+function guarded(state: RecoveryState, nowMs: number, body: (ctx: Ctx) => boolean): StepResult<RecoveryState, RecoveryCommand> {
   const ctx = newCtx<RecoveryState, RecoveryCommandBody>(state, nowMs);
   let accepted: boolean;
   try {
-    accepted = dispatch(ctx, event);
+    accepted = body(ctx);
   } catch (err) {
     if (!(err instanceof RecoveryHandlerError)) throw err;
     ctx.why.push(`handler error: ${err.message}`);
@@ -301,6 +301,19 @@ export function step(state: RecoveryState, event: RecoveryEvent, nowMs: number):
     accepted = true;
   }
   return result(ctx, accepted);
+}
+
+/** The B1 transition function. */
+export function step(state: RecoveryState, event: RecoveryEvent, nowMs: number): StepResult<RecoveryState, RecoveryCommand> {
+  return guarded(state, nowMs, (ctx) => dispatch(ctx, event));
+}
+
+/**
+ * Fires one B1 FSM event directly, as ClusterD's `Trigger` does (no translation from inputs). For
+ * transition-table tests and tools; controllers feed RecoveryEvents through step().
+ */
+export function trigger(state: RecoveryState, event: RecoveryFsmEvent, nowMs: number): StepResult<RecoveryState, RecoveryCommand> {
+  return guarded(state, nowMs, (ctx) => run(ctx, { ev: event }));
 }
 
 export const recoveryStep = step;

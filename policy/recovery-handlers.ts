@@ -87,7 +87,7 @@ const dumpForFault: Handler = (ctx) => {
   const w = cmd(ctx, { type: 'writeResetConfig', op: 'fault', rankIds: faults.map((f) => f.rankId), restartFaultProcess: false }, true);
   requestReplacement(ctx, 'dump on fault');
   const nodeRankIds = strList(originalOnly(s, faultPods(s)));
-  const sig = send(ctx, SIGNAL_TYPE.saveAndExit, { actions: [SIGNAL_ACTION.saveAndExit], faultRanks: toWire(faults), nodeRankIds });
+  const sig = send(ctx, SIGNAL_TYPE.saveAndExit, { actions: [SIGNAL_ACTION.saveAndExit], faultRanks: toWire(faults), nodeRankIds }, 'await');
   waitFor(ctx, [w, sig], notify.ok, notify.fail);
   return undefined;
 };

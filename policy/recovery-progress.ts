@@ -216,7 +216,7 @@ const notifyGlobal: Step = (ctx) => {
     actions: [SIGNAL_ACTION.onGlobalRank, SIGNAL_ACTION.faultNodesExit],
     faultRanks: toWire(faults),
     nodeRankIds: strList(originalOnly(s, exitPods(s))),
-  });
+  }, 'await');
   waitFor(ctx, [w, sig], ev('notifySuccess'), ev('notifyFail'));
   return undefined;
 };

@@ -254,6 +254,13 @@ export class ControlPlane {
   private async installCrds(): Promise<void> {
     this.kubectl(['apply', '--server-side', '-f', join(REPO, 'crds')]);
     this.kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd', '--all']);
+    // Established is not enough: the custom-resource storage answers 429 "storage is
+    // (re)initializing" for a moment after it; wait until every kind lists.
+    const plurals = this.kubectl(['get', 'crd', '-o', 'jsonpath={range .items[*]}{.spec.group}/{.spec.versions[0].name}/{.spec.names.plural}{"\\n"}{end}']).trim().split('\n');
+    for (const gvp of plurals) {
+      const [group, version, plural] = gvp.split('/');
+      await this.waitFor('kube-apiserver-0', async () => (await apiGet(this.servers[0]!, `/apis/${group}/${version}/${plural}`, this.adminToken)).status === 200, 30_000);
+    }
   }
 
   private async startScheduler(): Promise<void> {
