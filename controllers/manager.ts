@@ -9,6 +9,11 @@ import type { Metrics } from '../telemetry/metrics.ts';
 import { startHttpServer, type HealthSource } from '../telemetry/http-server.ts';
 import type { Options } from './options.ts';
 import { createSources, sourcesHealth, startSources, stopSources, waitForSync, type Sources } from './sources/sources.ts';
+import { ControllerLoop } from '../runtime/controller-loop.ts';
+import { ConfigMapWriter } from '../runtime/configmap-writer.ts';
+import { DeviceFaultsController, type FaultPolicy } from './device-faults.controller.ts';
+import { CLUSTER_INFO_KEY, clusterInfoReconciler, renderClusterInfo } from '../reconcilers/cluster-info.reconciler.ts';
+import { CLUSTER_INFO_NAMESPACE } from '../schemas/cluster-info/cluster-info.ts';
 
 /** An informer that has not heard from the apiserver for this long while disconnected is stuck. */
 const STALL_LIMIT_MS = 5 * 60_000;
@@ -19,10 +24,14 @@ export interface ManagerDeps {
   readonly log: Logger;
   readonly metrics: Metrics;
   readonly now?: () => number;
+  readonly policy?: FaultPolicy;
 }
 
 export class Manager implements HealthSource {
   readonly sources: Sources;
+  readonly writer: ConfigMapWriter;
+  readonly deviceFaults: DeviceFaultsController;
+  readonly clusterInfo: ControllerLoop;
   private server: Server | undefined;
   private healthTimer: NodeJS.Timeout | undefined;
   private readonly deps: ManagerDeps;
@@ -33,6 +42,19 @@ export class Manager implements HealthSource {
     this.now = deps.now ?? Date.now;
     deps.client.onRequest = (method, status) => deps.metrics.apiRequests.inc({ method, code: String(status) });
     this.sources = createSources(deps.client, { log: deps.log.child({ component: 'sources' }) });
+    const { options, log, metrics } = deps;
+    this.writer = new ConfigMapWriter(deps.client, { metrics, dryRun: options.dryRun, log });
+    this.clusterInfo = new ControllerLoop(clusterInfoReconciler({
+      render: () => renderClusterInfo(this.deviceFaults.store, (n) => this.deviceFaults.effective(n), this.now()),
+      actual: (name) => this.sources.mindxDlConfigMaps.get(`${CLUSTER_INFO_NAMESPACE}/${name}`),
+      actualNames: () => [...this.sources.mindxDlConfigMaps.store.values()].map((c) => c.metadata?.name ?? ''),
+      writer: this.writer,
+      refreshMs: options.clusterInfoRefreshSeconds * 1000,
+    }), { log, metrics, now: this.now });
+    this.deviceFaults = new DeviceFaultsController({
+      sources: this.sources, log: log.child({ controller: 'device_faults' }), metrics, policy: deps.policy, now: this.now,
+      onChange: () => this.clusterInfo.queue.add(CLUSTER_INFO_KEY),
+    });
   }
 
   beforeScrape(): void {
@@ -54,16 +76,22 @@ export class Manager implements HealthSource {
     const { options, log, metrics } = this.deps;
     this.server = await startHttpServer(options.httpPort, options.httpHost, metrics, this);
     log.info('http server listening', { port: options.httpPort, paths: ['/healthz', '/readyz', '/metrics'] });
+    this.deviceFaults.start();
     startSources(this.sources);
     this.healthTimer = setInterval(() => metrics.observeWatchHealth(sourcesHealth(this.sources), this.now()), 5_000);
     this.healthTimer.unref();
     await waitForSync(this.sources);
     metrics.observeWatchHealth(sourcesHealth(this.sources), this.now());
     log.info('caches synced', { objects: Object.fromEntries(sourcesHealth(this.sources).map((h) => [h.name, h.objects])) });
+    // Reconcilers start only on synced caches, so a restart never acts on a partial view.
+    this.clusterInfo.start();
+    this.clusterInfo.queue.add(CLUSTER_INFO_KEY);
   }
 
   async stop(): Promise<void> {
     if (this.healthTimer !== undefined) clearInterval(this.healthTimer);
+    this.deviceFaults.stop();
+    await this.clusterInfo.stop();
     stopSources(this.sources);
     await new Promise<void>((resolve) => (this.server === undefined ? resolve() : this.server.close(() => resolve())));
   }

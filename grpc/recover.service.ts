@@ -4,7 +4,7 @@
  */
 import { status as GrpcStatus, type ServerWritableStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import { Code, Info, status, type Status } from './codes.ts';
-import { grpcError, refuseStream, reply, serverStream, unary, type CallContext, type UnaryOutcome } from './call-context.ts';
+import { refuseStream, reply, serverStream, unary, type CallContext, type UnaryOutcome } from './call-context.ts';
 import type { RecoverHandlers } from './handlers.ts';
 import {
   processManageSignal,
@@ -106,11 +106,12 @@ export function recoverService(d: RecoverServiceDeps): UntypedServiceImplementat
   const idleNotifyStream = (name: string) =>
     serverStream(ctx, m(name), async (call) => {
       const client = toClientInfo(call.request);
-      const stream = new ServerSignalStream<unknown>(call, client);
-      if (!registry.attachSideStream(client.jobId, stream)) {
+      if (!registry.isRegistered(client.jobId)) {
         refuseStream(ctx, m(name), call, GrpcStatus.UNKNOWN, Info.notifyNotRegistered(clip(client.jobId)));
         return;
       }
+      const stream = new ServerSignalStream<unknown>(call, client);
+      registry.attachSideStream(client.jobId, stream);
       ctx.count({ method: m(name), grpcCode: 'OK' });
       stream.onClose(() => registry.detachSideStream(client.jobId, stream));
     });

@@ -47,7 +47,7 @@ export interface RescheduleTaskReason {
 }
 
 /** What the process-level FSM needs per fault rank (A.4 #29 JobFaultInfo, reduced). */
-export interface ProcessFaultRank {
+export interface FsmFaultRank {
   readonly podRank?: number;
   readonly pod: PodRef;
   readonly node?: string;
@@ -74,7 +74,7 @@ export type JobAction =
   /** Prepend a job-reschedule-reason record (encoding, 10-record cap and trim: schemas/job-reschedule-reason). */
   | { readonly type: 'recordRescheduleReason'; readonly atMs: number; readonly tasks: readonly RescheduleTaskReason[] }
   /** Hand the fault ranks to the process-level recovery FSM (B1; owned elsewhere). */
-  | { readonly type: 'handOffProcessRecovery'; readonly faultRanks: readonly ProcessFaultRank[] }
+  | { readonly type: 'handOffProcessRecovery'; readonly faultRanks: readonly FsmFaultRank[] }
   /** Hand one sub-healthy pod to the hot-switch FSM (B2; owned elsewhere). */
   | { readonly type: 'handOffHotSwitch'; readonly pod: PodRef; readonly podRank?: number };
 

@@ -26,7 +26,7 @@ import { effectiveSubHealthyStrategy, jobReasonOf, masterTask, selectFaultTasks,
 import { firstRecoverStrategy, hotSwitchVerdict, processHandOff } from './job-handoffs.ts';
 import { escalationBlockFor } from './job-pending-escalation.ts';
 import { retryAllowed, type RetryBudget } from './job-retry-budget.ts';
-import type { JobKnobsInput, JobPodView } from './job-view.ts';
+import { podRefOf, type JobKnobsInput, type JobPodView } from './job-view.ts';
 
 export interface PlanInput {
   readonly aggregate: JobFaultAggregate;
@@ -101,6 +101,51 @@ function handOffOrNone(row: B6Row, tasks: readonly FaultTask[], chain: ReasonSte
   return plan('none', row, tasks, [...chain, rule(row, none), act('no action')], extra);
 }
 
+interface SubHealthArgs {
+  readonly input: PlanInput;
+  readonly visible: readonly FaultTask[];
+  readonly subHealthPods: readonly JobPodView[];
+  readonly chain: readonly ReasonStep[];
+  readonly proc: JobAction | undefined;
+  readonly allPods: readonly JobPodView[];
+  readonly base: Pick<RestartPlan, 'jobReason' | 'countsAgainstBudget' | 'gracefulExit' | 'bumpRetryTimeOnSuccess'>;
+  readonly processOn: boolean;
+}
+
+/** B6 rows 6 (hotSwitch) and 7 (graceExit / forceExit) for a job whose counted faults are all sub-health. */
+function subHealthPlan(a: SubHealthArgs): FaultPlan {
+  const { input, visible, chain, allPods, base } = a;
+  const { aggregate: agg, knobs } = input;
+  const strategy = effectiveSubHealthyStrategy(knobs);
+  if (strategy === 'hotSwitch') {
+    const dels = visible.filter((t) => t.pod.needVolcanoDelete === true);
+    if (dels.length > 0) {
+      const stop = masterTask(dels, agg.job) !== undefined;
+      const restart: RestartPlan = stop
+        ? { ...base, scope: 'job', mode: 'force', targets: allPods, tasks: dels, escalationBlock: 'not-pod-level' }
+        : { ...base, scope: 'pod', mode: 'force', targets: dels.map((t) => t.pod), tasks: dels, escalationBlock: 'hot-switch' };
+      const why = stop ? 'hot switch stops the job (needVolcanoOpe=delete on rank 0)' : 'hot switch migrates: needVolcanoOpe=delete';
+      return plan(stop ? 'job' : 'hotSwitch', 6, dels, [...chain, rule(6, why), act(`force-delete ${names(restart.targets)}`)], { restart });
+    }
+    const v = hotSwitchVerdict(knobs, agg.job.pods, a.subHealthPods, input.registered, input.hotSwitchDowngraded, input.hotSwitchMaxPods);
+    if (v.kind === 'handOff') {
+      const handOff: JobAction = { type: 'handOffHotSwitch', pod: podRefOf(v.pod), ...(v.pod.rank === undefined ? {} : { podRank: v.pod.rank }) };
+      return plan('hotSwitch', 6, visible, [...chain, rule(6, 'sub-health with subHealthyStrategy=hotSwitch'), act(v.detail)], { handOff });
+    }
+    return plan('none', 6, visible, [...chain, rule(6, v.detail), act('no action (ignore)')], v.kind === 'downgrade' ? { downgradeHotSwitch: true } : {});
+  }
+  if (strategy === 'graceExit') {
+    if (a.proc !== undefined && firstRecoverStrategy(knobs) === 'dump') {
+      return plan('process', 7, visible, [...chain, rule(7, 'graceExit with dump as the first recover strategy'), act('hand off to the recovery FSM (dump)')], { handOff: a.proc });
+    }
+    const restart: RestartPlan = { ...base, scope: 'job', mode: 'grace', targets: allPods, tasks: visible, gracefulExit: !a.processOn, escalationBlock: 'not-pod-level' };
+    const what = `${restart.gracefulExit ? 'reset-config GracefulExit=1, then ' : ''}evict all ${allPods.length} pods`;
+    return plan('subHealthAction', 7, visible, [...chain, rule(7, 'sub-health only, subHealthyStrategy=graceExit'), act(what)], { restart });
+  }
+  const restart: RestartPlan = { ...base, scope: 'job', mode: 'force', targets: allPods, tasks: visible, escalationBlock: 'not-pod-level' };
+  return plan('subHealthAction', 7, visible, [...chain, rule(7, 'sub-health only, subHealthyStrategy=forceExit'), act(`force-delete all ${allPods.length} pods`)], { restart });
+}
+
 export function planJobFaults(input: PlanInput): FaultPlan {
   const { aggregate: agg, knobs, nowMs } = input;
   const all = selectFaultTasks(agg, knobs, nowMs);
@@ -169,33 +214,7 @@ export function planJobFaults(input: PlanInput): FaultPlan {
 
   // Rows 6-7: sub-health only.
   if (onlySub || (visible.length === 0 && hotSwitchCase)) {
-    if (strategy === 'hotSwitch') {
-      const dels = visible.filter((t) => t.pod.needVolcanoDelete === true);
-      if (dels.length > 0) {
-        const stop = masterTask(dels, agg.job) !== undefined;
-        const restart: RestartPlan = stop
-          ? { ...base, scope: 'job', mode: 'force', targets: allPods, tasks: dels, escalationBlock: 'not-pod-level' }
-          : { ...base, scope: 'pod', mode: 'force', targets: dels.map((t) => t.pod), tasks: dels, escalationBlock: 'hot-switch' };
-        return plan(stop ? 'job' : 'hotSwitch', 6, dels, [...chain, rule(6, stop ? 'hot switch stops the job (needVolcanoOpe=delete on rank 0)' : 'hot switch migrates: needVolcanoOpe=delete'),
-          act(`force-delete ${names(restart.targets)}`)], { restart });
-      }
-      const v = hotSwitchVerdict(knobs, agg.job.pods, subHealthPods, input.registered, input.hotSwitchDowngraded, input.hotSwitchMaxPods);
-      if (v.kind === 'handOff') {
-        const handOff: JobAction = { type: 'handOffHotSwitch', pod: { name: v.pod.name, uid: v.pod.uid, ...(v.pod.node ? { node: v.pod.node } : {}) }, ...(v.pod.rank === undefined ? {} : { podRank: v.pod.rank }) };
-        return plan('hotSwitch', 6, visible, [...chain, rule(6, 'sub-health with subHealthyStrategy=hotSwitch'), act(v.detail)], { handOff });
-      }
-      return plan('none', 6, visible, [...chain, rule(6, v.detail), act('no action (ignore)')], v.kind === 'downgrade' ? { downgradeHotSwitch: true } : {});
-    }
-    if (strategy === 'graceExit') {
-      if (proc !== undefined && firstRecoverStrategy(knobs) === 'dump') {
-        return plan('process', 7, visible, [...chain, rule(7, 'graceExit with dump as the first recover strategy'), act('hand off to the recovery FSM (dump)')], { handOff: proc });
-      }
-      const restart: RestartPlan = { ...base, scope: 'job', mode: 'grace', targets: allPods, tasks: visible, gracefulExit: !processOn, escalationBlock: 'not-pod-level' };
-      return plan('subHealthAction', 7, visible, [...chain, rule(7, 'sub-health only, subHealthyStrategy=graceExit'),
-        act(`${restart.gracefulExit ? 'reset-config GracefulExit=1, then ' : ''}evict all ${allPods.length} pods`)], { restart });
-    }
-    const restart: RestartPlan = { ...base, scope: 'job', mode: 'force', targets: allPods, tasks: visible, escalationBlock: 'not-pod-level' };
-    return plan('subHealthAction', 7, visible, [...chain, rule(7, 'sub-health only, subHealthyStrategy=forceExit'), act(`force-delete all ${allPods.length} pods`)], { restart });
+    return subHealthPlan({ input, visible, subHealthPods, chain, proc, allPods, base, processOn });
   }
 
   // Row 8: process level (Volcano side: fault pods only, no escalation).

@@ -4,7 +4,7 @@
  * (B2, A.10 #81, B6 row 6).
  */
 import type { FaultCause, JobFaultAggregate, JobFaultRank } from './job-aggregation.ts';
-import type { JobAction, ProcessFaultRank } from './job-decision-types.ts';
+import type { JobAction, FsmFaultRank } from './job-decision-types.ts';
 import { effectiveSubHealthyStrategy } from './job-fault-tasks.ts';
 import { mostSerious } from './fault-types.ts';
 import type { JobKnobsInput, JobPodView } from './job-view.ts';
@@ -39,7 +39,7 @@ function fsmCause(c: FaultCause, agg: JobFaultAggregate, knobs: JobKnobsInput): 
   return true;
 }
 
-function toProcessRank(r: JobFaultRank, causes: readonly FaultCause[]): ProcessFaultRank {
+function toProcessRank(r: JobFaultRank, causes: readonly FaultCause[]): FsmFaultRank {
   const level = mostSerious(causes.flatMap((c) => (c.level === undefined ? [] : [c.level])));
   return {
     ...(r.podRank === undefined ? {} : { podRank: r.podRank }),
@@ -55,7 +55,7 @@ function toProcessRank(r: JobFaultRank, causes: readonly FaultCause[]): ProcessF
 export function processHandOff(agg: JobFaultAggregate, knobs: JobKnobsInput, registered: boolean): Extract<JobAction, { type: 'handOffProcessRecovery' }> | undefined {
   if (!processRecoveryConfigured(knobs, registered)) return undefined;
   const pods = new Map(agg.job.pods.map((p) => [p.uid, p]));
-  const faultRanks: ProcessFaultRank[] = [];
+  const faultRanks: FsmFaultRank[] = [];
   for (const r of agg.ranks) {
     if (pods.get(r.pod.uid)?.terminating === true) continue;
     const causes = r.causes.filter((c) => fsmCause(c, agg, knobs));

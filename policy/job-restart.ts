@@ -15,7 +15,7 @@
 import type { JobFaultAggregate } from './job-aggregation.ts';
 import {
   DEFAULT_FAULT_JOB_BASE_LIFETIME_MS, DEFAULT_GRACE_OVER_TIME_MS,
-  type ActiveRestart, type DecisionPhase, type JobAction, type JobDecision, type JobDecisionConfig, type JobRescheduleState, type ReasonStep,
+  type ActiveRestart, type JobAction, type JobDecision, type JobDecisionConfig, type JobRescheduleState, type ReasonStep,
 } from './job-decision-types.ts';
 import { DEFAULT_ACTED_HISTORY_CAP, decisionIdOf } from './job-decision-id.ts';
 import { planJobFaults, type FaultPlan, type RestartPlan } from './job-decision.ts';

@@ -41,6 +41,10 @@ export interface Sources {
   readonly podGroups: Reflector<PodGroup>;
   readonly vcJobs: Reflector<VcJob>;
   readonly ascendJobs: Reflector<AscendJob>;
+  /** ConfigMaps we write in mindx-dl (cluster-info-*, job-reschedule-reason, escalation state). */
+  readonly mindxDlConfigMaps: Reflector<ConfigMap>;
+  /** ConfigMaps we write in volcano-system (vcjob-fault-npu-cm, tor-share-cm). */
+  readonly volcanoConfigMaps: Reflector<ConfigMap>;
 }
 
 export interface SourcesOptions {
@@ -63,6 +67,8 @@ export function createSources(client: KubeClient, opts: SourcesOptions = {}): So
     podGroups: mk({ name: 'podgroups', path: paths.podGroups() }),
     vcJobs: mk({ name: 'vcjobs', path: paths.vcJobs() }),
     ascendJobs: mk({ name: 'ascendjobs', path: paths.ascendJobs() }),
+    mindxDlConfigMaps: mk({ name: 'configmaps_mindx_dl', path: paths.configMaps('mindx-dl') }),
+    volcanoConfigMaps: mk({ name: 'configmaps_volcano_system', path: paths.configMaps('volcano-system') }),
   };
 }
 

@@ -100,6 +100,8 @@ export interface RelationTrigger {
 export interface RelationJobState {
   /** When the controller first saw the job; older faults are skipped. */
   readonly firstSeenMs: number;
+  /** A3 job: a CQE trigger inside the window turns a timed-out device link-down into Separate. */
+  readonly a3: boolean;
   readonly candidates: readonly RelationCandidate[];
   readonly triggers: readonly RelationTrigger[];
   /** Node -> strategy decided for the job's pod on that node; Separate is sticky. */

@@ -1,0 +1,170 @@
+/**
+ * The controller's view of every node's faults, fed by the intake sources. Each input is parsed by
+ * its schema module; a rejected update is logged, counted and ignored, so the last good state of
+ * that node stays (formats.md 0.3: ClusterD also drops a bad CheckCode). Policy (re-levelling,
+ * escalation) is applied on top by the caller; this store only remembers what the agents said.
+ */
+import { parseDeviceInfoData } from '../schemas/device-info/device-info.ts';
+import type { DeviceInfoData } from '../schemas/device-info/device-info.ts';
+import { deviceInfoRecords } from '../schemas/device-info/device-info-records.ts';
+import { nodeNameOfDeviceInfoCm } from '../schemas/device-info/device-info.ts';
+import { parseNodeInfoData, nodeNameOfNodeInfoCm, splitNodeFaults, type NodeInfoData } from '../schemas/node-info/node-info.ts';
+import { parsePublicFaultData } from '../schemas/public-fault/public-fault.ts';
+import { publicFaultRecords } from '../schemas/public-fault/public-fault-records.ts';
+import type { FaultRecord } from '../policy/fault-types.ts';
+import type { ConfigMap, Node } from './sources/sources.ts';
+
+/** Pseudo-code of a node whose Ready condition is not True, or that was deleted (VC's reason word). */
+export const NODE_NOT_READY_CODE = 'heartbeatTimeOut';
+/** A public fault with assertion `once` clears itself after this long. */
+export const PUBLIC_FAULT_ONCE_MS = 10_000;
+
+export type Rejection = { readonly format: string; readonly object: string; readonly reason: string };
+
+export interface NodeFaultState {
+  readonly node: string;
+  device?: { readonly data: DeviceInfoData; readonly records: readonly FaultRecord[]; readonly cmName: string };
+  nodeInfo?: { readonly data: NodeInfoData; readonly records: readonly FaultRecord[]; readonly cmName: string };
+  notReadySinceMs?: number;
+}
+
+interface PublicFault { readonly record: FaultRecord; readonly expiresAtMs?: number; readonly source: string }
+
+export class FaultStore {
+  private readonly nodes = new Map<string, NodeFaultState>();
+  /** key: `<cm ns/name>|<faultId>|<node>|<device>` */
+  private readonly publicFaults = new Map<string, PublicFault>();
+  private readonly serialToNode = new Map<string, string>();
+
+  /** Nodes whose faults changed since the last drain (what to re-decide). */
+  private readonly dirty = new Set<string>();
+
+  nodeState(node: string): NodeFaultState | undefined { return this.nodes.get(node); }
+  nodeNames(): string[] { return [...this.nodes.keys()]; }
+
+  drainDirty(): string[] {
+    const out = [...this.dirty];
+    this.dirty.clear();
+    return out;
+  }
+
+  private state(node: string): NodeFaultState {
+    let s = this.nodes.get(node);
+    if (s === undefined) { s = { node }; this.nodes.set(node, s); }
+    return s;
+  }
+
+  /** A device-info CM was added or updated. Returns the rejection when the update was dropped. */
+  applyDeviceInfo(cm: ConfigMap, nowMs: number): Rejection | undefined {
+    const name = cm.metadata?.name ?? '';
+    const node = nodeNameOfDeviceInfoCm(cm.metadata?.namespace ?? '', name);
+    if (node === undefined) return { format: 'device-info', object: name, reason: 'not a device-info ConfigMap name' };
+    const parsed = parseDeviceInfoData(cm.data, nowMs);
+    if (!parsed.ok) return { format: 'device-info', object: name, reason: parsed.reason };
+    // Keep each record's first-seen time across updates that repeat the same fault.
+    const prev = new Map((this.nodes.get(node)?.device?.records ?? []).map((r) => [`${r.device}/${r.source}/${r.code}`, r]));
+    const records = deviceInfoRecords(node, parsed.value, nowMs).map((r) => {
+      const p = prev.get(`${r.device}/${r.source}/${r.code}`);
+      return p !== undefined && p.firstSeenMs < r.firstSeenMs ? { ...r, firstSeenMs: p.firstSeenMs } : r;
+    });
+    this.state(node).device = { data: parsed.value, records, cmName: name };
+    this.dirty.add(node);
+    return undefined;
+  }
+
+  /**
+   * A device-info CM was deleted. The device plugin deletes nothing in normal operation, so we keep
+   * the last good state (its faults stay active) until the node itself goes away.
+   */
+  deleteDeviceInfo(cm: ConfigMap): string | undefined {
+    return nodeNameOfDeviceInfoCm(cm.metadata?.namespace ?? '', cm.metadata?.name ?? '');
+  }
+
+  applyNodeInfo(cm: ConfigMap, nowMs: number): Rejection | undefined {
+    const name = cm.metadata?.name ?? '';
+    const node = nodeNameOfNodeInfoCm(cm.metadata?.namespace ?? '', name);
+    if (node === undefined) return { format: 'node-info', object: name, reason: 'not a node-info ConfigMap name' };
+    const parsed = parseNodeInfoData(cm.data);
+    if (!parsed.ok) return { format: 'node-info', object: name, reason: parsed.reason };
+    this.state(node).nodeInfo = { data: parsed.value, records: splitNodeFaults(node, parsed.value, nowMs), cmName: name };
+    this.dirty.add(node);
+    return undefined;
+  }
+
+  /** NodeD deletes its CM when the node is healthy again (formats.md 1.2). */
+  deleteNodeInfo(cm: ConfigMap): void {
+    const node = nodeNameOfNodeInfoCm(cm.metadata?.namespace ?? '', cm.metadata?.name ?? '');
+    if (node === undefined) return;
+    const s = this.nodes.get(node);
+    if (s?.nodeInfo !== undefined) { delete s.nodeInfo; this.dirty.add(node); }
+  }
+
+  /** Node object added/updated: track readiness and the serial number public faults may name. */
+  applyNode(n: Node, nowMs: number): void {
+    const name = n.metadata?.name ?? '';
+    const sn = n.metadata?.annotations?.['product-serial-number'];
+    if (sn !== undefined) this.serialToNode.set(sn, name);
+    const ready = n.status?.conditions?.find((c) => c.type === 'Ready');
+    const notReady = ready === undefined ? false : ready.status !== 'True';
+    const s = this.state(name);
+    if (notReady && s.notReadySinceMs === undefined) {
+      const t = ready?.lastTransitionTime !== undefined ? Date.parse(ready.lastTransitionTime) : NaN;
+      s.notReadySinceMs = Number.isFinite(t) ? Math.min(t, nowMs) : nowMs;
+      this.dirty.add(name);
+    } else if (!notReady && s.notReadySinceMs !== undefined) {
+      delete s.notReadySinceMs;
+      this.dirty.add(name);
+    }
+  }
+
+  /** A deleted Node counts as not ready (its pods cannot run). */
+  deleteNode(n: Node, nowMs: number): void {
+    const s = this.state(n.metadata?.name ?? '');
+    if (s.notReadySinceMs === undefined) { s.notReadySinceMs = nowMs; this.dirty.add(s.node); }
+  }
+
+  /**
+   * A public-fault CM was added or updated. `occur` adds, `recover` removes, `once` adds for
+   * PUBLIC_FAULT_ONCE_MS. Deleting the CM clears nothing (formats.md 1.3).
+   */
+  applyPublicFault(cm: ConfigMap, nowMs: number): Rejection | undefined {
+    const obj = `${cm.metadata?.namespace}/${cm.metadata?.name}`;
+    const parsed = parsePublicFaultData(cm.data);
+    if (!parsed.ok) return { format: 'public-fault', object: obj, reason: parsed.reason };
+    const out = publicFaultRecords(parsed.value, { nodeBySn: (sn) => this.serialToNode.get(sn) });
+    for (const pf of out.records) {
+      const key = `${obj}|${pf.faultId}|${pf.record.node}|${pf.record.device ?? '-'}`;
+      if (pf.assertion === 'recover') this.publicFaults.delete(key);
+      else this.publicFaults.set(key, { record: pf.record, source: obj, expiresAtMs: pf.assertion === 'once' ? nowMs + PUBLIC_FAULT_ONCE_MS : undefined });
+      this.dirty.add(pf.record.node);
+    }
+    if (out.unresolved.length > 0) return { format: 'public-fault', object: obj, reason: `unknown nodeSN in ${out.unresolved.length} influence(s)` };
+    return undefined;
+  }
+
+  /** Drops expired `once` public faults; returns true when something changed. */
+  expirePublicFaults(nowMs: number): boolean {
+    let changed = false;
+    for (const [k, f] of this.publicFaults) {
+      if (f.expiresAtMs !== undefined && f.expiresAtMs <= nowMs) { this.publicFaults.delete(k); this.dirty.add(f.record.node); changed = true; }
+    }
+    return changed;
+  }
+
+  nextPublicFaultExpiry(): number | undefined {
+    let next: number | undefined;
+    for (const f of this.publicFaults.values()) if (f.expiresAtMs !== undefined && (next === undefined || f.expiresAtMs < next)) next = f.expiresAtMs;
+    return next;
+  }
+
+  /** Every fault record the agents report for one node (before policy). */
+  records(node: string): FaultRecord[] {
+    const s = this.nodes.get(node);
+    const out: FaultRecord[] = [...(s?.device?.records ?? []), ...(s?.nodeInfo?.records ?? [])];
+    for (const f of this.publicFaults.values()) if (f.record.node === node) out.push(f.record);
+    if (s?.notReadySinceMs !== undefined) {
+      out.push({ node, source: 'node-ready', code: NODE_NOT_READY_CODE, level: 'SeparateNPU', reportedLevel: 'NotReady', firstSeenMs: s.notReadySinceMs, detail: 'Node Ready condition is not True' });
+    }
+    return out;
+  }
+}

@@ -1,0 +1,98 @@
+/**
+ * Writes ConfigMaps the controller owns: create when missing, update with the cached
+ * resourceVersion (optimistic concurrency) when the data differs, nothing when it is equal.
+ * A 409 is thrown back to the work queue, which requeues and re-reads the cache (style.md 2.6).
+ */
+import { ApiError, isConflict, paths, type KubeClient } from './kube-client.ts';
+import type { ConfigMap } from '../controllers/sources/sources.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
+import type { Logger } from '../telemetry/logger.ts';
+
+export interface WriteResult {
+  readonly written: boolean;
+  readonly obj?: ConfigMap;
+}
+
+export interface ConfigMapTarget {
+  readonly namespace: string;
+  readonly name: string;
+  readonly labels?: Record<string, string>;
+  /** Annotations we set (others on the object are kept). */
+  readonly annotations?: Record<string, string>;
+  /** The full desired data map (callers merge keys they do not own from `actual` first). */
+  readonly data: Record<string, string>;
+}
+
+const sameData = (a: Record<string, string> | undefined, b: Record<string, string>): boolean => {
+  const ka = Object.keys(a ?? {});
+  if (ka.length !== Object.keys(b).length) return false;
+  return ka.every((k) => a![k] === b[k]);
+};
+
+const labelsMissing = (actual: ConfigMap, t: ConfigMapTarget): boolean =>
+  Object.entries(t.labels ?? {}).some(([k, v]) => actual.metadata?.labels?.[k] !== v) ||
+  Object.entries(t.annotations ?? {}).some(([k, v]) => actual.metadata?.annotations?.[k] !== v);
+
+export class ConfigMapWriter {
+  private readonly client: KubeClient;
+  private readonly metrics: Metrics | undefined;
+  private readonly dryRun: boolean;
+  private readonly log: Logger | undefined;
+  /** Counts writes by `kind` label (tests and the benchmark read this). */
+  readonly writes = new Map<string, number>();
+  /** Our last write of each object, until the informer catches up (saves a 409 per write). */
+  private readonly lastWritten = new Map<string, ConfigMap>();
+
+  /**
+   * The newer of the informer's copy and our own last write. resourceVersions are compared as
+   * integers: etcd's are, and a wrong guess only costs a 409 and a requeue.
+   */
+  fresher(namespace: string, name: string, cached: ConfigMap | undefined): ConfigMap | undefined {
+    const mine = this.lastWritten.get(`${namespace}/${name}`);
+    if (mine === undefined) return cached;
+    const rv = (o: ConfigMap | undefined): number => Number(o?.metadata?.resourceVersion ?? -1);
+    if (cached !== undefined && rv(cached) >= rv(mine)) { this.lastWritten.delete(`${namespace}/${name}`); return cached; }
+    return mine;
+  }
+
+  constructor(client: KubeClient, opts: { metrics?: Metrics; dryRun?: boolean; log?: Logger } = {}) {
+    this.client = client;
+    this.metrics = opts.metrics;
+    this.dryRun = opts.dryRun ?? false;
+    this.log = opts.log;
+  }
+
+  /** `kind` labels metrics (e.g. `cluster_info`); `actual` is the cached object or undefined. */
+  async ensure(kind: string, target: ConfigMapTarget, cached: ConfigMap | undefined): Promise<WriteResult> {
+    const actual = this.fresher(target.namespace, target.name, cached);
+    if (actual !== undefined && sameData(actual.data, target.data) && !labelsMissing(actual, target)) return { written: false, obj: actual };
+    if (this.dryRun) {
+      this.log?.info('dry run: would write ConfigMap', { kind, namespace: target.namespace, name: target.name, keys: Object.keys(target.data) });
+      return { written: false };
+    }
+    try {
+      let obj: ConfigMap;
+      if (actual === undefined) {
+        obj = await this.client.create<ConfigMap>(paths.configMaps(target.namespace), {
+          apiVersion: 'v1', kind: 'ConfigMap',
+          metadata: { name: target.name, namespace: target.namespace, labels: target.labels, annotations: target.annotations },
+          data: target.data,
+        });
+      } else {
+        obj = await this.client.replace<ConfigMap>(paths.configMap(target.namespace, target.name), {
+          ...actual,
+          metadata: { ...actual.metadata, labels: { ...actual.metadata?.labels, ...target.labels }, annotations: { ...actual.metadata?.annotations, ...target.annotations } },
+          data: target.data,
+        });
+      }
+      this.writes.set(kind, (this.writes.get(kind) ?? 0) + 1);
+      this.lastWritten.set(`${target.namespace}/${target.name}`, obj);
+      this.metrics?.apiWrites.inc({ kind, result: 'success' });
+      return { written: true, obj };
+    } catch (e) {
+      if (isConflict(e)) this.metrics?.apiConflicts.inc({ kind });
+      this.metrics?.apiWrites.inc({ kind, result: e instanceof ApiError ? String(e.statusCode) : 'error' });
+      throw e;
+    }
+  }
+}
