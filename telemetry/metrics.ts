@@ -34,7 +34,14 @@ export class Metrics {
   readonly grpcRequests = new Counter({ name: `${PREFIX}grpc_requests_total`, help: 'gRPC requests by method and ClusterD status code.', labelNames: ['method', 'code'], registers: [this.registry] });
 
   constructor(opts: { processMetrics?: boolean } = {}) {
-    if (opts.processMetrics !== false) collectDefaultMetrics({ register: this.registry, prefix: PREFIX });
+    if (opts.processMetrics !== false) {
+      collectDefaultMetrics({ register: this.registry, prefix: PREFIX });
+      // prom-client names these gauges `_total`, which Prometheus reserves for counters (promtool
+      // rejects them); the same facts are in nodejs_active_handles / _requests / _resources.
+      for (const n of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) {
+        this.registry.removeSingleMetric(`${PREFIX}${n}`);
+      }
+    }
   }
 
   observeWatchHealth(health: readonly ReflectorHealth[], nowMs: number): void {
