@@ -14,6 +14,9 @@ import { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import { DeviceFaultsController, type FaultPolicy } from './device-faults.controller.ts';
 import { CLUSTER_INFO_KEY, clusterInfoReconciler, renderClusterInfo } from '../reconcilers/cluster-info.reconciler.ts';
 import { CLUSTER_INFO_NAMESPACE } from '../schemas/cluster-info/cluster-info.ts';
+import { LeaderElector } from '../runtime/leader-election.ts';
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
 
 /** An informer that has not heard from the apiserver for this long while disconnected is stuck. */
 const STALL_LIMIT_MS = 5 * 60_000;
@@ -25,7 +28,12 @@ export interface ManagerDeps {
   readonly metrics: Metrics;
   readonly now?: () => number;
   readonly policy?: FaultPolicy;
+  /** Called when this replica loses the lease: it must stop acting at once (main.ts exits). */
+  readonly onLostLeadership?: () => void;
 }
+
+/** The Lease replicas compete for (in --leader-election-namespace). */
+export const LEADER_LEASE_NAME = 'clusterd-ts-leader';
 
 export class Manager implements HealthSource {
   readonly sources: Sources;
@@ -33,6 +41,8 @@ export class Manager implements HealthSource {
   readonly deviceFaults: DeviceFaultsController;
   readonly clusterInfo: ControllerLoop;
   private server: Server | undefined;
+  private elector: LeaderElector | undefined;
+  private acting = false;
   private healthTimer: NodeJS.Timeout | undefined;
   private readonly deps: ManagerDeps;
   private readonly now: () => number;
@@ -83,15 +93,53 @@ export class Manager implements HealthSource {
     await waitForSync(this.sources);
     metrics.observeWatchHealth(sourcesHealth(this.sources), this.now());
     log.info('caches synced', { objects: Object.fromEntries(sourcesHealth(this.sources).map((h) => [h.name, h.objects])) });
-    // Reconcilers start only on synced caches, so a restart never acts on a partial view.
+    // Reconcilers start only on synced caches, so a restart never acts on a partial view, and only
+    // on the leader: a standby keeps its caches warm and takes over within one lease duration.
+    if (!options.leaderElect) {
+      this.startActing();
+      return;
+    }
+    metrics.leader.set(0);
+    this.elector = new LeaderElector(this.deps.client, {
+      namespace: options.leaderElectionNamespace, name: LEADER_LEASE_NAME,
+      identity: process.env.POD_NAME ?? `${hostname()}-${randomBytes(3).toString('hex')}`,
+      leaseDurationMs: options.leaseDurationSeconds * 1000,
+      renewDeadlineMs: Math.floor(options.leaseDurationSeconds * 1000 * 2 / 3),
+      retryPeriodMs: Math.max(500, Math.floor(options.leaseDurationSeconds * 1000 / 7.5)),
+      log: log.child({ component: 'leader_election' }),
+      onNewLeader: (id) => log.info('leader observed', { leader: id }),
+      onStartedLeading: () => this.startActing(),
+      onStoppedLeading: () => {
+        metrics.leader.set(0);
+        void this.stopActing();
+        this.deps.onLostLeadership?.();
+      },
+    });
+    this.elector.start();
+  }
+
+  get isLeader(): boolean { return this.acting; }
+
+  /** Starts every reconciler and action loop (leader only). */
+  private startActing(): void {
+    if (this.acting) return;
+    this.acting = true;
+    this.deps.metrics.leader.set(1);
     this.clusterInfo.start();
     this.clusterInfo.queue.add(CLUSTER_INFO_KEY);
+  }
+
+  private async stopActing(): Promise<void> {
+    if (!this.acting) return;
+    this.acting = false;
+    await this.clusterInfo.stop();
   }
 
   async stop(): Promise<void> {
     if (this.healthTimer !== undefined) clearInterval(this.healthTimer);
     this.deviceFaults.stop();
-    await this.clusterInfo.stop();
+    await this.stopActing();
+    await this.elector?.stop();
     stopSources(this.sources);
     await new Promise<void>((resolve) => (this.server === undefined ? resolve() : this.server.close(() => resolve())));
   }

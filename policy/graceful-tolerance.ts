@@ -118,6 +118,7 @@ export interface GraceState {
   afterZero: 'selfHeal' | 'reset';
   task: GraceDevice[];
   latest: GraceDevice[];
+  /** Latest observed number of processes on the faulty NPUs (level input; null = never observed). */
   processes: number | null;
   resetAttempt: number;
   nextCommandId: number;
@@ -167,7 +168,7 @@ function write(ctx: Ctx, status: 'unrecovered' | 'recovered' | 'failed', policy?
   const rankList: TaskDevInfo[] = s.task.map((d) => {
     const now = s.latest.find((l) => l.logicId === d.logicId) ?? d;
     return {
-      RankId: d.rankId, LogicId: d.logicId, Status: status, Policy: policy ?? d.policy, InitialPolicy: d.policy,
+      RankId: d.rankId, LogicId: d.logicId, Status: status, Policy: policy ?? (s.policy || d.policy), InitialPolicy: d.policy,
       ErrorCode: [...now.errorCodes], ErrorCodeHex: hex(now.errorCodes),
     };
   });
@@ -230,7 +231,6 @@ function start(ctx: Ctx, devices: readonly GraceDevice[]): boolean {
   s.task = faulty.filter((d) => HANDLED.includes(d.policy)).map((d) => ({ ...d, errorCodes: [...d.errorCodes] }));
   s.policy = top;
   s.initialPolicy = top;
-  s.processes = null;
   write(ctx, 'unrecovered');
   cmd(ctx, { type: 'writeFaultConfig', faultNpus: logicIds(s) });
   cmd(ctx, { type: 'markInReset', logicIds: logicIds(s), inReset: true });
@@ -265,7 +265,7 @@ function onTimer(ctx: Ctx, id: string): boolean {
       return true;
     case GRACE_TIMER.readCm:
       cmd(ctx, { type: 'markInReset', logicIds: logicIds(s), inReset: false });
-      Object.assign(s, { phase: 'idle', policy: '', initialPolicy: '', task: [], processes: null, resetAttempt: 0 } satisfies Partial<GraceState>);
+      Object.assign(s, { phase: 'idle', policy: '', initialPolicy: '', task: [], resetAttempt: 0 } satisfies Partial<GraceState>);
       ctx.why.push('graceful tolerance: task done');
       return true;
     default:

@@ -329,4 +329,10 @@ export function hotSwitchStep(state: HotSwitchState, event: HotSwitchEvent, nowM
   return result(ctx, accepted);
 }
 
+/** Fires one B2 event directly (ClusterD Trigger): for transition-table tests and tools. */
+export function hotSwitchTrigger(state: HotSwitchState, event: HotSwitchFsmEvent, nowMs: number): StepResult<HotSwitchState, HotSwitchCommand> {
+  const ctx: Ctx = newCtx(state, nowMs);
+  return result(ctx, run(ctx, event));
+}
+
 export { hotSwitchStep as step };

@@ -34,9 +34,8 @@ function qualifies(job: RecoverInPlaceJob, r: PodRankFaults, nowMs: number): { o
   if (other !== undefined) return { ok: false, why: `pod rank ${r.podRank} has ${other.level} (${other.fault.code})` };
   const l23 = r.faults.filter((f) => L2_L3.includes(f.level));
   if (l23.length === 0) return { ok: false, why: `pod rank ${r.podRank} has no L2/L3 fault` };
-  const first = Math.min(...l23.map((f) => f.fault.firstSeenMs));
-  if (r.mustExitReportedMs !== undefined && r.mustExitReportedMs >= first) return { ok: false, why: `pod rank ${r.podRank} reported must-exit at ${r.mustExitReportedMs}` };
   const oldest = Math.min(...l23.map((f) => f.fault.firstSeenMs));
+  if (r.mustExitReportedMs !== undefined && r.mustExitReportedMs >= oldest) return { ok: false, why: `pod rank ${r.podRank} reported must-exit at ${r.mustExitReportedMs}` };
   if (nowMs - oldest >= RECOVER_IN_PLACE_MAX_AGE_MS) return { ok: false, why: `pod rank ${r.podRank} fault older than 60 s` };
   return { ok: true, why: `pod rank ${r.podRank} restarts in place`, untilMs: oldest + RECOVER_IN_PLACE_MAX_AGE_MS };
 }

@@ -114,10 +114,10 @@ export function requestReplacement(ctx: Ctx, reason: string): void {
   cmd(ctx, { type: 'replaceFaultPods', podRanks: todo, reason });
 }
 
-/** Stops holding step-retry faults back from rescheduling. */
-export function releaseRetryHold(ctx: Ctx): void {
+/** Stops holding step-retry faults back from rescheduling; `completed` when the step retry succeeded. */
+export function releaseRetryHold(ctx: Ctx, completed = false): void {
   if (ctx.s.retryHeld.length === 0) return;
-  cmd(ctx, { type: 'setStepRetryHold', rankIds: ctx.s.retryHeld, hold: false });
+  cmd(ctx, { type: 'setStepRetryHold', rankIds: ctx.s.retryHeld, hold: false, completed });
   ctx.s.retryHeld = [];
 }
 

@@ -31,9 +31,9 @@ export function podsOf(n: number, gen = 0, replacedOnly?: readonly number[]): Po
   });
 }
 
-export interface HarnessOptions<S> {
+export interface HarnessOptions<S, C> {
   /** Which awaited commands fail when acknowledged (default: none). */
-  readonly failWhen?: (c: CommandMeta & { type: string }, s: S) => boolean;
+  readonly failWhen?: (c: C, s: S) => boolean;
   /** Acknowledge awaited commands automatically after each step (default true). */
   readonly autoAck?: boolean;
 }
@@ -47,9 +47,9 @@ export class Harness<S extends { timers: { id: string; dueAtMs: number }[] }, E,
   readonly results: StepResult<S, C>[] = [];
   private readonly pending: C[] = [];
   private readonly stepFn: (s: S, e: E, now: number) => StepResult<S, C>;
-  private readonly opts: HarnessOptions<S>;
+  private readonly opts: HarnessOptions<S, C>;
 
-  constructor(initial: S, stepFn: (s: S, e: E, now: number) => StepResult<S, C>, opts: HarnessOptions<S> = {}) {
+  constructor(initial: S, stepFn: (s: S, e: E, now: number) => StepResult<S, C>, opts: HarnessOptions<S, C> = {}) {
     this.state = initial;
     this.stepFn = stepFn;
     this.opts = opts;
@@ -101,7 +101,7 @@ export type RecoveryHarness = Harness<RecoveryState, RecoveryEvent, RecoveryComm
 
 export function recoveryHarness(
   config: Partial<RecoveryJobConfig> = {},
-  opts: HarnessOptions<RecoveryState> & { pods?: number; timings?: Partial<RecoveryTimings> } = {},
+  opts: HarnessOptions<RecoveryState, RecoveryCommand> & { pods?: number; timings?: Partial<RecoveryTimings> } = {},
 ): RecoveryHarness {
   const init = initialRecoveryState({ config: jobConfig(config), pods: podsOf(opts.pods ?? 4), ...(opts.timings ? { timings: opts.timings } : {}) });
   return new Harness(init, step, opts);

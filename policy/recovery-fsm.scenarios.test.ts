@@ -90,7 +90,7 @@ describe('UCE step retry (80E01801, retry configured)', () => {
     expect(signalTypes(h)).toEqual(['stopTrain', 'globalFault', 'changeStrategy:retry']);
     h.feed({ type: 'recoverStatusReported', code: 0, strategy: 'retry' });
     expect(h.commands('setPodGroupAnnotations')).toMatchObject([{ annotations: { ProcessRecoverStatus: 'retry-success' } }]);
-    expect(h.commands('setStepRetryHold').at(-1)).toMatchObject({ rankIds: [3], hold: false });
+    expect(h.commands('setStepRetryHold').at(-1)).toMatchObject({ rankIds: [3], hold: false, completed: true });
     expect(h.state.phase).toBe('INIT');
   });
 
@@ -100,7 +100,7 @@ describe('UCE step retry (80E01801, retry configured)', () => {
     h.clearLog();
     h.feed({ type: 'recoverStatusReported', code: 406, strategy: 'retry' });
     expect(h.commands('setPodGroupAnnotations')).toMatchObject([{ annotations: { ProcessRecoverStatus: 'retry-failed' } }]);
-    expect(h.commands('setStepRetryHold')).toMatchObject([{ hold: false }]);
+    expect(h.commands('setStepRetryHold')).toMatchObject([{ hold: false, completed: false }]);
     expect(h.commands('writeResetConfig')).toMatchObject([{ op: 'fault', rankIds: [2, 3] }]);
     expect(h.commands('replaceFaultPods')).toMatchObject([{ podRanks: [1] }]);
     expect(signalsOf(h)).toMatchObject([{ changeStrategy: 'recover', faultRanks: [{ rankId: '2', faultType: '1' }, { rankId: '3', faultType: '1' }] }]);
@@ -129,6 +129,16 @@ describe('UCE step retry (80E01801, retry configured)', () => {
     h.feed({ type: 'recoverStatusReported', code: 499, strategy: 'retry' });
     expect(signalsOf(h)).toMatchObject([{ changeStrategy: 'exit' }]);
     expect(h.state.phase).toBe('ListenScheduleResultState');
+  });
+
+  it('retry status never reported: after 15 min the hold is released and fault retry escalates', () => {
+    const h = recoveryHarness({ ranksPerPod: 2 });
+    toRetry(h);
+    h.clearLog();
+    h.advance(15 * 60_000);
+    expect(h.commands('setStepRetryHold')).toMatchObject([{ rankIds: [3], hold: false }]);
+    expect(h.commands('setPodGroupLabel')).toMatchObject([{ value: 'pause' }]);
+    expect(h.commands('escalateRescheduling')).toMatchObject([{ level: 'job', podRanks: [1] }]);
   });
 
   it('HCCL retry fault: 33 s timeout in globalFault and a 3 s convergence wait before retry', () => {

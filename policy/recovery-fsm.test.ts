@@ -110,7 +110,8 @@ const ROWS: Row[] = [
 ];
 
 describe('B1 transition table', () => {
-  it.each(ROWS)('row %s: %s -(%s)-> %s', (row, from, event, to, check, over) => {
+  it.each(ROWS)('row %s: %s -(%s)-> %s', (...args) => {
+    const [row, from, event, to, check, over] = args as Row; // rest args: jest would take a 6th parameter for `done`
     const r = trigger(base({ phase: from, ...over }), event, NOW);
     expect(r.accepted).toBe(true);
     expect(r.reasons[0]).toBe(`${from} -(${event})-> ${to} [B1 row ${row}]`);
@@ -141,7 +142,7 @@ describe('B1 transition table', () => {
     const write = r0.commands.find((c) => c.type === 'writeResetConfig')!;
     const r = step(r0.state, { type: 'effectResult', commandId: write.id, ok: false, error: 'hot reset active' }, NOW);
     expect(r.state.phase).toBe('INIT');
-    expect(r.reasons).toContain('handler error: command 2 failed: hot reset active');
+    expect(r.reasons).toContain(`handler error: command ${write.id} failed: hot reset active`);
   });
 
   it('an unknown strategy in the status report is a handler error (reset)', () => {

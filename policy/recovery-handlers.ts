@@ -199,7 +199,7 @@ const evaluate: Handler = (ctx) => {
     case CHANGE_STRATEGY.retry:
       if (ok) {
         annotateStatus(ctx, 'retry-success');
-        releaseRetryHold(ctx);
+        releaseRetryHold(ctx, true);
         return 'recoverSuccess';
       }
       annotateStatus(ctx, 'retry-failed');
@@ -281,6 +281,7 @@ const waitRestartAll: Handler = (ctx) => {
 
 /** Row 39 (A.9 #76): label pause first; the rest runs once the label is written (retryPaused). */
 const faultRetry: Handler = (ctx) => {
+  releaseRetryHold(ctx); // the scheduler must see the faults again
   ctx.s.step = 'pausing';
   const id = cmd(ctx, { type: 'setPodGroupLabel', key: 'process-recover-enable', value: 'pause' }, true);
   waitFor(ctx, [id], cont('retryPaused'), ev('changeSwitchPauseError'));

@@ -249,8 +249,12 @@ export type RecoveryCommandBody =
   | { readonly type: 'replaceFaultPods'; readonly podRanks: readonly number[]; readonly reason: string }
   /** Recovery gave up: reschedule at pod or job level (B6 rows 9-11). */
   | { readonly type: 'escalateRescheduling'; readonly level: 'pod' | 'job'; readonly podRanks: readonly number[]; readonly reason: string }
-  /** Keep (hold=true) or stop keeping step-retry faults out of the scheduler view (B6 row 2). */
-  | { readonly type: 'setStepRetryHold'; readonly rankIds: readonly number[]; readonly hold: boolean }
+  /**
+   * Keep (hold=true) or stop keeping step-retry faults out of the scheduler view (B6 row 2). For
+   * policy/step-retry-filter.ts: hold=true is the job's RecoverTime, a release with completed=true
+   * its completion; completed=false (failure, timeout, reset) makes the faults visible again.
+   */
+  | { readonly type: 'setStepRetryHold'; readonly rankIds: readonly number[]; readonly hold: boolean; readonly completed?: boolean }
   /** Retry-only ReportProcessFault: feed back to the fault center as business-plane reports (A.9 #69). */
   | { readonly type: 'forwardRetryFaults'; readonly faults: readonly { rankId: number; faultType: FaultType }[] }
   /** cluster-system/fault-job-info: SuperPod devices to force-release (A.9 #80). */

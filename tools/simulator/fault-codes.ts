@@ -8,6 +8,11 @@ import { NPU_LEVELS_BY_SEVERITY, type NpuFaultLevel } from '../../policy/fault-t
 import { NODE_FAULT_LEVEL_TO_NPU, type NodeFaultLevel } from '../../schemas/node-info/node-info.ts';
 import { SWITCH_LEVEL_TO_NPU, type SwitchFaultLevel } from '../../schemas/device-info/switch-info.ts';
 
+/** A fault request that cannot be simulated (bad NPU, level or code): the caller's mistake, not the apiserver's. */
+export class InvalidFaultError extends Error {
+  override readonly name = 'InvalidFaultError';
+}
+
 /** Chip name prefix (`DevicePublicNamePre` default). */
 export const NPU_NAME_PREFIX = 'Ascend910';
 export const npuName = (phyId: number): string => `${NPU_NAME_PREFIX}-${phyId}`;
@@ -65,10 +70,10 @@ export function nodeLevel(code: string, level?: string): NodeFaultLevel {
     if (Object.hasOwn(NODE_FAULT_LEVEL_TO_NPU, level)) return level as NodeFaultLevel;
     const mapped = NPU_TO_NODE_LEVEL[level];
     if (mapped !== undefined) return mapped;
-    throw new Error(`node fault level ${JSON.stringify(level)} is not one of ${Object.keys(NODE_FAULT_LEVEL_TO_NPU).join(', ')}`);
+    throw new InvalidFaultError(`node fault level ${JSON.stringify(level)} is not one of ${Object.keys(NODE_FAULT_LEVEL_TO_NPU).join(', ')}`);
   }
   const d = DEFAULT_NODE_CODE_LEVELS[code.toUpperCase()];
-  if (d === undefined) throw new Error(`node fault code ${code} has no default level; give one of ${Object.keys(NODE_FAULT_LEVEL_TO_NPU).join(', ')}`);
+  if (d === undefined) throw new InvalidFaultError(`node fault code ${code} has no default level; give one of ${Object.keys(NODE_FAULT_LEVEL_TO_NPU).join(', ')}`);
   return d;
 }
 
@@ -78,15 +83,15 @@ export function switchLevel(code: string, level?: string): SwitchFaultLevel {
     if (Object.hasOwn(SWITCH_LEVEL_TO_NPU, level)) return level as SwitchFaultLevel;
     const mapped = NPU_TO_SWITCH_LEVEL[level];
     if (mapped !== undefined) return mapped;
-    throw new Error(`switch fault level ${JSON.stringify(level)} is not one of ${Object.keys(SWITCH_LEVEL_TO_NPU).join(', ')}`);
+    throw new InvalidFaultError(`switch fault level ${JSON.stringify(level)} is not one of ${Object.keys(SWITCH_LEVEL_TO_NPU).join(', ')}`);
   }
   const d = DEFAULT_SWITCH_CODE_LEVELS[code];
-  if (d === undefined) throw new Error(`switch fault code ${code} has no default level; give one of ${Object.keys(SWITCH_LEVEL_TO_NPU).join(', ')}`);
+  if (d === undefined) throw new InvalidFaultError(`switch fault code ${code} has no default level; give one of ${Object.keys(SWITCH_LEVEL_TO_NPU).join(', ')}`);
   return d;
 }
 
 /** A chip/network level given by a caller, checked against the NPU vocabulary. */
 export function npuLevel(level: string): NpuFaultLevel {
-  if (!isNpuLevel(level)) throw new Error(`NPU fault level ${JSON.stringify(level)} is not one of ${NPU_LEVELS_BY_SEVERITY.join(', ')}`);
+  if (!isNpuLevel(level)) throw new InvalidFaultError(`NPU fault level ${JSON.stringify(level)} is not one of ${NPU_LEVELS_BY_SEVERITY.join(', ')}`);
   return level;
 }

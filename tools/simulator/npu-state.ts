@@ -16,7 +16,7 @@ import { FAULT_TYPES, MANUALLY_SEPARATE_NPU, type DeviceFault } from '../../sche
 import { makeDeviceFault, type CodeAtLevel, type DeviceInfoDataInput } from '../../schemas/device-info/device-info-encode.ts';
 import { DEFAULT_DEVICE_RESOURCE_PREFIX, type DeviceInfoData, type DeviceResourcePrefix, type UpgradeReason } from '../../schemas/device-info/device-info.ts';
 import { npuLevelOf } from '../../schemas/device-info/device-info-records.ts';
-import { NPU_NAME_PREFIX, npuPhyId } from './fault-codes.ts';
+import { InvalidFaultError, NPU_NAME_PREFIX, npuPhyId } from './fault-codes.ts';
 import { newSwitchState, switchInfoOf, switchStateFromView, type SwitchMode, type SwitchState } from './switch-state.ts';
 
 export type ChipFaultKind = 'card' | 'network';
@@ -82,7 +82,7 @@ export const chipNames = (s: NpuNodeState): string[] => Array.from({ length: s.n
 export function chipName(s: NpuNodeState, npu: string | number): string {
   const id = typeof npu === 'number' ? npu : npuPhyId(npu);
   if (id === undefined || !Number.isInteger(id) || id < 0 || id >= s.npus) {
-    throw new Error(`NPU ${JSON.stringify(npu)} is not a chip of node ${s.name} (${s.chipPrefix}-0..${s.chipPrefix}-${s.npus - 1})`);
+    throw new InvalidFaultError(`NPU ${JSON.stringify(npu)} is not a chip of node ${s.name} (${s.chipPrefix}-0..${s.chipPrefix}-${s.npus - 1})`);
   }
   return `${s.chipPrefix}-${id}`;
 }

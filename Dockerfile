@@ -1,0 +1,46 @@
+# syntax=docker/dockerfile:1
+# clusterd-ts image: docker build -t clusterd-ts:0.1.0 .
+# (charts/clusterd-ts defaults to this image: repository clusterd-ts, tag = the chart's appVersion.)
+#
+# Node is pinned to the version package.json pins (devDependency `node`, README "Toolchain").
+ARG NODE_IMAGE=node:24.21.0-bookworm-slim
+
+# ---- build: install every dependency from the lock, type-check and compile to dist/ ----------
+FROM ${NODE_IMAGE} AS build
+WORKDIR /src
+COPY package.json package-lock.json ./
+# `npm ci` rejects this lock (it wants other platforms' optional swc packages, see the Makefile);
+# `npm install` installs the locked versions. --ignore-scripts: the `node` devDependency would
+# download a second Node binary; the image's own Node 24.21.0 runs tsc.
+RUN npm install --no-audit --no-fund --ignore-scripts
+COPY . .
+# tsc fails the build on a type error. It also emits the JSON schemas the code imports
+# (schemas/**/*.schema.json, `import ... with { type: 'json' }`).
+RUN node node_modules/typescript/bin/tsc -p tsconfig.build.json \
+ && mkdir -p dist/grpc \
+ && cp -r grpc/protos dist/grpc/protos \
+ && find schemas -name '*.json' ! -name '*.test.*' -exec cp --parents {} dist/ \; \
+ && test -f dist/main.js && test -f dist/grpc/protos/recover.proto
+
+# ---- runtime: production dependencies only, non-root, read-only friendly -------------------
+FROM ${NODE_IMAGE} AS runtime
+LABEL org.opencontainers.image.title="clusterd-ts" \
+      org.opencontainers.image.description="ClusterD-compatible fault-handling controller for Ascend NPU clusters" \
+      org.opencontainers.image.version="0.1.0" \
+      org.opencontainers.image.licenses="Apache-2.0"
+ENV NODE_ENV=production \
+    NODE_OPTIONS=--enable-source-maps
+WORKDIR /app
+# uid/gid 9000 like ClusterD's hwMindX user; the chart runs the pod as 9000 as well.
+RUN groupadd --system --gid 9000 hwMindX \
+ && useradd --system --uid 9000 --gid 9000 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin hwMindX
+# package.json also gives dist/*.js their ESM type ("type": "module").
+COPY package.json package-lock.json ./
+RUN npm install --omit=dev --no-audit --no-fund --ignore-scripts \
+ && npm cache clean --force
+# Files stay owned by root and read-only for the runtime user.
+COPY --from=build /src/dist ./dist
+USER 9000:9000
+# 8899: ClusterD gRPC (--grpc-port); 11253: /healthz /readyz /metrics (--http-port).
+EXPOSE 8899 11253
+ENTRYPOINT ["node", "dist/main.js"]

@@ -1,0 +1,105 @@
+/**
+ * Carries out a job decision's actions, in order (policy/job-decision-types.ts JobAction). Every
+ * action is safe to run twice: deletions carry UID preconditions, annotations a UID precondition,
+ * reset-config changes are absolute values, reason records are skipped on a replay when already
+ * written. The controller persists the decision before calling `run`, and calls it again after a
+ * crash (`replay: true`), so a decision is carried out at least once and its effects exactly once.
+ *
+ * Hand-offs to the process-level and hot-switch FSMs go to an injected sink (owned elsewhere).
+ * `hooks.beforeAction` lets a test make an action fail or hang (e.g. "killed between decision and
+ * deletion"); it gets the reconcile's abort signal.
+ */
+import type { KubeClient } from '../runtime/kube-client.ts';
+import type { Logger } from '../telemetry/logger.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
+import type { ExecAction, PendingDecision } from '../schemas/job-state/job-state.ts';
+import type { RescheduleReasonStore } from '../reconcilers/job-reschedule-reason.reconciler.ts';
+import { reconcileResetConfig, type ResetConfigDeps } from '../reconcilers/reset-config.reconciler.ts';
+import { deletePods, type PodDeleteSummary } from './pod-deletion.action.ts';
+import { annotatePodStatus } from './pod-annotation.action.ts';
+
+export interface JobActionHooks {
+  /** Runs before each action; may throw (the action fails) or wait (on `signal`). Tests only. */
+  beforeAction?(action: ExecAction, ctx: { readonly jobKey: string; readonly signal: AbortSignal }): Promise<void>;
+}
+
+export type HandOffSink = (jobKey: string, action: Extract<ExecAction, { type: 'handOffProcessRecovery' | 'handOffHotSwitch' }>) => void;
+
+export interface JobTarget {
+  readonly key: string;
+  readonly namespace: string;
+  /** The job's own name (reset-config-<name>). */
+  readonly name: string;
+  readonly uid: string;
+}
+
+export interface ExecutorDeps {
+  readonly client: KubeClient;
+  readonly log: Logger;
+  readonly metrics: Metrics;
+  readonly now: () => number;
+  readonly reasons: RescheduleReasonStore;
+  readonly resetConfig: ResetConfigDeps;
+  readonly hooks?: JobActionHooks;
+  readonly handOff?: HandOffSink;
+}
+
+export interface ExecSummary {
+  readonly deleted: readonly string[];
+  readonly alreadyGone: readonly string[];
+  readonly annotated: number;
+  readonly recorded: boolean;
+}
+
+export class JobActionExecutor {
+  private readonly d: ExecutorDeps;
+
+  constructor(d: ExecutorDeps) {
+    this.d = d;
+  }
+
+  async run(job: JobTarget, p: PendingDecision, opts: { readonly replay: boolean; readonly signal: AbortSignal }): Promise<ExecSummary> {
+    const deleted: string[] = [];
+    const alreadyGone: string[] = [];
+    let annotated = 0;
+    let recorded = false;
+    let reason = '';
+    for (const a of p.actions) {
+      if (opts.signal.aborted) throw new Error('controller stopping; decision left pending');
+      await this.d.hooks?.beforeAction?.(a, { jobKey: job.key, signal: opts.signal });
+      switch (a.type) {
+        case 'evictPods':
+        case 'forceDeletePods': {
+          const s: PodDeleteSummary = await deletePods(this.d.client, job.namespace, a.pods, { force: a.type === 'forceDeletePods', metrics: this.d.metrics, signal: opts.signal });
+          deleted.push(...s.deleted);
+          alreadyGone.push(...s.gone, ...s.replaced);
+          reason ||= a.reasons[0]?.faultType ?? '';
+          break;
+        }
+        case 'annotatePodStatus':
+          if ((await annotatePodStatus(this.d.client, job.namespace, a.pod, a.value, { metrics: this.d.metrics })) === 'annotated') annotated++;
+          break;
+        case 'setGracefulExit':
+          await reconcileResetConfig(this.d.resetConfig, job.namespace, job.name, { type: 'gracefulExit', value: a.value });
+          break;
+        case 'podRescheduledResetConfig':
+          await reconcileResetConfig(this.d.resetConfig, job.namespace, job.name, { type: 'podRescheduled', retryTime: a.retryTime, updateTimeS: a.updateTimeS });
+          break;
+        case 'recordRescheduleReason':
+          recorded = (await this.d.reasons.add({ jobKey: job.key, jobUid: job.uid, atMs: a.atMs, tasks: a.tasks, replay: opts.replay })) || recorded;
+          break;
+        case 'handOffProcessRecovery':
+        case 'handOffHotSwitch':
+          if (this.d.handOff !== undefined) this.d.handOff(job.key, a);
+          else this.d.log.info('no FSM registered for hand-off; skipped', { job: job.key, action: a.type });
+          break;
+      }
+    }
+    if (deleted.length > 0) {
+      const action = p.actions.some((a) => a.type === 'forceDeletePods') ? 'force_delete_pods' : 'evict_pods';
+      if (p.faultSinceMs > 0) this.d.metrics.faultToAction.observe({ action }, Math.max(0, this.d.now() - p.faultSinceMs) / 1000);
+      this.d.metrics.reschedules.inc({ namespace: job.namespace, reason: reason || 'unknown' });
+    }
+    return { deleted, alreadyGone, annotated, recorded };
+  }
+}

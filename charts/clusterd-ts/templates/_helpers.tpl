@@ -1,0 +1,106 @@
+{{/* Chart name, possibly overridden. */}}
+{{- define "clusterd-ts.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Full name: the release name, with the chart name appended unless it already contains it. */}}
+{{- define "clusterd-ts.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "clusterd-ts.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Selector labels: stable across upgrades. */}}
+{{- define "clusterd-ts.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "clusterd-ts.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "clusterd-ts.labels" -}}
+helm.sh/chart: {{ include "clusterd-ts.chart" . }}
+{{ include "clusterd-ts.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/component: controller
+app.kubernetes.io/part-of: mindcluster
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{- define "clusterd-ts.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Namespace of the leader-election Lease (and of the Role that covers it). */}}
+{{- define "clusterd-ts.leaseNamespace" -}}
+{{- default .Release.Namespace .Values.controller.leaderElectionNamespace -}}
+{{- end -}}
+
+{{- define "clusterd-ts.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Controller arguments, one per flag of controllers/options.ts. Flags with an env fallback that the
+downward API provides (--grpc-host <- POD_IP, --node-name <- NODE_NAME) are only passed when set.
+*/}}
+{{- define "clusterd-ts.args" -}}
+{{- $c := .Values.controller -}}
+- {{ printf "--log-level=%s" $c.logLevel | quote }}
+- {{ printf "--http-port=%d" (int64 $c.httpPort) | quote }}
+- {{ printf "--http-host=%s" $c.httpHost | quote }}
+- {{ printf "--grpc-port=%d" (int64 $c.grpcPort) | quote }}
+{{- if $c.grpcHost }}
+- {{ printf "--grpc-host=%s" $c.grpcHost | quote }}
+{{- end }}
+{{- if .Values.grpc.tls.enabled }}
+- {{ printf "--grpc-tls-cert=%s/%s" (trimSuffix "/" .Values.grpc.tls.mountPath) .Values.grpc.tls.certKey | quote }}
+- {{ printf "--grpc-tls-key=%s/%s" (trimSuffix "/" .Values.grpc.tls.mountPath) .Values.grpc.tls.keyKey | quote }}
+{{- end }}
+- {{ printf "--max-served-jobs=%d" (int64 $c.maxServedJobs) | quote }}
+- {{ printf "--rescheduling=%t" $c.rescheduling | quote }}
+- {{ printf "--dry-run=%t" $c.dryRun | quote }}
+- {{ printf "--leader-elect=%t" $c.leaderElect | quote }}
+- {{ printf "--leader-election-namespace=%s" (include "clusterd-ts.leaseNamespace" .) | quote }}
+- {{ printf "--lease-duration-seconds=%d" (int64 $c.leaseDurationSeconds) | quote }}
+- {{ printf "--grace-over-time-seconds=%d" (int64 $c.graceOverTimeSeconds) | quote }}
+- {{ printf "--pending-escalation-seconds=%d" (int64 $c.pendingEscalationSeconds) | quote }}
+- {{ printf "--cluster-info-refresh-seconds=%d" (int64 $c.clusterInfoRefreshSeconds) | quote }}
+- {{ printf "--burst-window-ms=%d" (int64 $c.burstWindowMs) | quote }}
+{{- if $c.kubeconfig }}
+- {{ printf "--kubeconfig=%s" $c.kubeconfig | quote }}
+{{- end }}
+{{- range $c.extraArgs }}
+- {{ . | quote }}
+{{- end }}
+{{- end -}}
+
+{{/* Fails rendering on combinations the schema cannot express. */}}
+{{- define "clusterd-ts.validate" -}}
+{{- if and (gt (int .Values.replicas) 1) (not .Values.controller.leaderElect) -}}
+{{- fail "replicas > 1 requires controller.leaderElect=true (only the Lease holder may write)" -}}
+{{- end -}}
+{{- if eq (int .Values.controller.httpPort) (int .Values.controller.grpcPort) -}}
+{{- fail "controller.httpPort and controller.grpcPort must differ" -}}
+{{- end -}}
+{{- if and .Values.grpc.tls.enabled (not .Values.grpc.tls.secretName) -}}
+{{- fail "grpc.tls.enabled=true requires grpc.tls.secretName" -}}
+{{- end -}}
+{{- end -}}

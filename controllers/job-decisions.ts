@@ -1,0 +1,144 @@
+/**
+ * The per-job reconcile: decide, record, act (style.md 2.4, 1.6 "deciding apart from doing").
+ *
+ * For a job key (`<ns>/<podGroupName>`), on every burst of its faults or pod changes and on its timers:
+ * 1. a pending decision left by a crash or a failed pass is carried out first (replay, idempotent);
+ * 2. the job is aggregated from the caches (policy/job-aggregation) and decided (policy/job-restart
+ *    `decideJob`, B6 + B4) against the persisted state;
+ * 3. a decision with actions not yet acted on is persisted WITH its resolved actions before anything
+ *    is done, then carried out, then the pending mark is cleared. A restart between 3a and 3c finds
+ *    the pending decision and finishes it; it never decides that restart again (the state already
+ *    holds it), so a job's pods are deleted once per fault;
+ * 4. timers (grace -> force, pending escalation, fault-job lifetime) come back as `requeueAfterMs`
+ *    computed from persisted timestamps.
+ * A job whose PodGroup is gone has its state deleted.
+ */
+import { aggregateJob, type JobFaultAggregate } from '../policy/job-aggregation.ts';
+import { alreadyActed, markActed } from '../policy/job-decision-id.ts';
+import { decideJob } from '../policy/job-restart.ts';
+import { faultKey, type FaultRecord } from '../policy/fault-types.ts';
+import type { JobDecision, JobDecisionConfig } from '../policy/job-decision-types.ts';
+import { TerminalError, type Outcome, type ReconcileContext, type Reconciler } from '../runtime/reconciler.ts';
+import type { ExecAction, PendingDecision } from '../schemas/job-state/job-state.ts';
+import { readResetConfig, type ResetConfigDeps } from '../reconcilers/reset-config.reconciler.ts';
+import type { JobActionExecutor } from '../actions/job-action-executor.ts';
+import type { JobEntry, JobIndex } from './job-index.ts';
+import type { JobStateStore } from './job-state-store.ts';
+import { chainOf, type DecisionReporter, type ReporterJob } from './job-report.ts';
+
+export interface JobDecisionsDeps {
+  readonly index: JobIndex;
+  readonly faultsOf: (node: string) => readonly FaultRecord[];
+  readonly states: JobStateStore;
+  readonly executor: JobActionExecutor;
+  readonly reporter: DecisionReporter;
+  readonly resetConfig: ResetConfigDeps;
+  readonly config: Partial<JobDecisionConfig>;
+  readonly dryRun: boolean;
+  /** TaskD/MindIO registered the job with the Recover service (B6 rows 6, 8); owned elsewhere. */
+  readonly registered?: (jobUid: string) => boolean;
+  /** The job's retry budget or state changed (vcjob-fault-npu-cm). */
+  readonly onStateChanged: () => void;
+  /** A job went away (prune job-reschedule-reason). */
+  readonly onGone: (key: string) => void;
+  /** Test hook: called right after a decision is persisted, before it is carried out. */
+  readonly afterPersist?: (key: string, pending: PendingDecision) => void;
+}
+
+const reporterJob = (e: JobEntry): ReporterJob => ({
+  key: e.view.key, namespace: e.view.namespace, podGroupName: e.podGroup.metadata?.name ?? '',
+  ...(e.podGroup.metadata?.uid ? { podGroupUid: e.podGroup.metadata.uid } : {}),
+});
+
+/** The job's aggregate from the caches (pure apart from the reads). */
+export function aggregateFromCache(entry: JobEntry, faultsOf: (node: string) => readonly FaultRecord[]): JobFaultAggregate {
+  const nodes = [...new Set(entry.view.pods.flatMap((p) => (p.node === undefined ? [] : [p.node])))];
+  return aggregateJob({ job: entry.view, faults: nodes.flatMap((n) => faultsOf(n)) });
+}
+
+/** Earliest first-seen time of the hardware faults behind the aggregate; 0 when none (failed pods). */
+export function faultSinceMs(agg: JobFaultAggregate, faultsOf: (node: string) => readonly FaultRecord[]): number {
+  const byKey = new Map(agg.ranks.flatMap((r) => (r.node === undefined ? [] : faultsOf(r.node))).map((f) => [faultKey(f), f.firstSeenMs]));
+  const times = agg.ranks.flatMap((r) => r.causes.flatMap((c) => (byKey.has(c.key) ? [byKey.get(c.key)!] : [])));
+  return times.length === 0 ? 0 : Math.min(...times);
+}
+
+export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
+  const warned = new Map<string, string>();
+
+  /** Resolves relative actions against the current cluster state so the persisted ones are absolute. */
+  const resolve = (entry: JobEntry, dec: JobDecision, nowMs: number): ExecAction[] =>
+    dec.actions.flatMap((a): ExecAction[] => {
+      if (a.type !== 'bumpResetConfigRetryTime') return [a];
+      const cur = readResetConfig(d.resetConfig, entry.view.namespace, entry.view.name);
+      return typeof cur === 'string' ? [] : [{ type: 'podRescheduledResetConfig', retryTime: cur.info.RetryTime + 1, updateTimeS: Math.floor(nowMs / 1000) }];
+    });
+
+  const carryOut = async (entry: JobEntry, p: PendingDecision, replay: boolean, ctx: ReconcileContext): Promise<void> => {
+    const job = { key: entry.view.key, namespace: entry.view.namespace, name: entry.view.name, uid: entry.view.uid };
+    const s = await d.executor.run(job, p, { replay, signal: ctx.signal });
+    if (replay) d.reporter.countReplay(p.kind);
+    ctx.log.info(replay ? 'pending job decision carried out (replay)' : 'job decision carried out', {
+      job: job.key, decisionId: p.decisionId, deleted: s.deleted, alreadyGone: s.alreadyGone, annotated: s.annotated, recorded: s.recorded,
+    });
+    await d.reporter.event(reporterJob(entry), p, p.chain, p.atMs);
+  };
+
+  return {
+    name: 'job_decisions',
+    async reconcile(key: string, ctx: ReconcileContext): Promise<Outcome> {
+      const entry = d.index.job(key);
+      if (entry === undefined) {
+        for (const r of d.states.all().filter((x) => x.jobKey === key)) await d.states.remove(r.jobUid);
+        d.reporter.forget(key);
+        d.onGone(key);
+        return {};
+      }
+      const rv = entry.podGroup.metadata?.resourceVersion ?? '';
+      if (entry.warnings.length > 0 && warned.get(key) !== rv) {
+        warned.set(key, rv);
+        ctx.log.warn('job knobs corrected', { job: key, warnings: entry.warnings });
+      }
+      const uid = entry.view.uid;
+      const stored = d.states.get(uid);
+      if (stored !== undefined && !stored.ok) {
+        throw new TerminalError(`job state of ${key} unreadable (${stored.reason}); delete ConfigMap to reset`);
+      }
+      let state = stored?.value.state;
+      const pending = stored?.value.pending;
+      if (pending !== undefined && !d.dryRun) {
+        await carryOut(entry, pending, true, ctx);
+        await d.states.put(key, stored!.value.state);
+      }
+
+      const nowMs = ctx.now();
+      const aggregate = aggregateFromCache(entry, d.faultsOf);
+      const out = decideJob({
+        aggregate, knobs: entry.knobsInput, state, nowMs, config: d.config, registered: d.registered?.(uid) ?? false,
+      });
+      const dec = out.decision;
+      const acting = dec.actions.length > 0 && !alreadyActed(state, dec);
+      const next = acting ? markActed(out.state, dec) : out.state;
+      const outcome = !acting ? (dec.actions.length > 0 ? 'already_acted' : 'no_action') : d.dryRun ? 'dry_run' : 'acted';
+      const reported = d.reporter.decided(reporterJob(entry), aggregate, dec, outcome);
+      const budgetBefore = state?.retry?.times ?? (entry.knobs.faultRetryTimes > 0 ? entry.knobs.faultRetryTimes : undefined);
+      if (acting && !d.dryRun) {
+        const p: PendingDecision = {
+          decisionId: dec.decisionId, atMs: nowMs, kind: dec.kind, phase: dec.phase, ...(dec.row === undefined ? {} : { row: dec.row }),
+          chain: chainOf(dec.reasons), faultSinceMs: faultSinceMs(aggregate, d.faultsOf), actions: resolve(entry, dec, nowMs),
+        };
+        await d.states.put(key, next, p); // BEFORE acting
+        d.afterPersist?.(key, p);
+        await carryOut(entry, p, false, ctx);
+        await d.states.put(key, next);
+      } else {
+        if (acting) ctx.log.info('dry run: decision not carried out', { job: key, decisionId: dec.decisionId });
+        await d.states.put(key, next);
+        if (reported && !d.dryRun) await d.reporter.event(reporterJob(entry), dec, chainOf(dec.reasons), nowMs);
+      }
+      state = next;
+      if (budgetBefore !== state.retry?.times) d.onStateChanged();
+      return dec.requeueAfterMs === undefined ? {} : { requeueAfterMs: Math.max(dec.requeueAfterMs, 50) };
+    },
+  };
+}

@@ -1,0 +1,217 @@
+/**
+ * The job view (issue 4 item 1): which pods, nodes and NPUs make up each training job, built from the
+ * informer caches of Pods and PodGroups.
+ *
+ * - A job is its PodGroup. Its key is `<ns>/<podGroupName>`, and the operator / Volcano name the
+ *   PodGroup `<jobName>-<jobUID>` (formats.md 4.1), so the key is also Volcano's JobID
+ *   `<ns>/<jobName>-<uid>`. The job's name and UID come from the PodGroup's controller
+ *   ownerReference (a Volcano Job or an AscendJob); a PodGroup without one is not a job we handle.
+ * - A pod belongs to the job whose UID is its controller ownerReference (both Volcano and the Ascend
+ *   operator own their pods), or whose PodGroup its `scheduling.k8s.io/group-name` annotation names.
+ * - Rank = `hccl/rankIndex`, NPUs = `huawei.com/AscendReal` (policy/job-view.ts podViewFromMeta).
+ * - Knobs are read from the PodGroup's labels and annotations (formats.md 4.2; schemas/job-knobs).
+ *
+ * The index of pods by owner, group and node is kept incrementally from the pod events the jobs
+ * controller feeds it (`apply`), so mapping "faults changed on node X" to jobs costs O(pods on X).
+ */
+import { objectKey, type WatchEvent } from '../runtime/reflector.ts';
+import type { KubeObject } from '../runtime/kube-client.ts';
+import { parseJobKnobs, type JobKnobs } from '../schemas/job-knobs/job-knobs.ts';
+import { podViewFromMeta, type JobKind, type JobKnobsInput, type JobView, type PodMetaInput } from '../policy/job-view.ts';
+import type { Pod, PodGroup, Sources } from './sources/sources.ts';
+
+/** Volcano's pod annotation naming the pod's PodGroup. */
+export const GROUP_NAME_ANNOTATION = 'scheduling.k8s.io/group-name';
+/** Labels that mark a pod as a worker replica, exempt from the rank-0 rule (A.6 #49). */
+export const REPLICA_TYPE_LABELS = ['training.kubeflow.org/replica-type', 'replica-type'] as const;
+
+const JOB_KINDS: Readonly<Record<string, JobKind>> = { 'batch.volcano.sh/Job': 'vcjob', 'mindxdl.gitee.com/AscendJob': 'acjob' };
+
+export interface JobOwner {
+  readonly kind: JobKind;
+  readonly name: string;
+  readonly uid: string;
+}
+
+/** The controller ownerReference of a PodGroup or pod, when it is a Volcano Job or an AscendJob. */
+export function jobOwnerOf(o: KubeObject): JobOwner | undefined {
+  for (const ref of o.metadata?.ownerReferences ?? []) {
+    if (ref.controller !== true) continue;
+    const group = ref.apiVersion.split('/')[0] ?? '';
+    const kind = JOB_KINDS[`${group}/${ref.kind}`];
+    if (kind !== undefined) return { kind, name: ref.name, uid: ref.uid };
+  }
+  return undefined;
+}
+
+/** Adapts a Pod object into the policy's input shape. */
+export function podMetaOf(p: Pod): PodMetaInput {
+  const status = p.status as undefined | {
+    phase?: string; conditions?: Array<{ type: string; status: string }>;
+    containerStatuses?: Array<{ state?: { terminated?: { exitCode?: number } }; lastState?: { terminated?: { exitCode?: number } } }>;
+  };
+  const failedExit = (t: { exitCode?: number } | undefined): boolean => t !== undefined && (t.exitCode ?? 0) !== 0;
+  const labels = p.metadata?.labels ?? {};
+  const replica = REPLICA_TYPE_LABELS.map((k) => labels[k]).find((v) => v !== undefined);
+  return {
+    name: p.metadata?.name ?? '',
+    uid: p.metadata?.uid ?? '',
+    ...(p.spec?.nodeName ? { nodeName: p.spec.nodeName } : {}),
+    phase: status?.phase ?? 'Pending',
+    ready: status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false,
+    containerFailed: (status?.containerStatuses ?? []).some((c) => failedExit(c.state?.terminated) || failedExit(c.lastState?.terminated)),
+    terminating: p.metadata?.deletionTimestamp !== undefined,
+    labels,
+    annotations: p.metadata?.annotations ?? {},
+    workerReplica: replica?.toLowerCase() === 'worker',
+  };
+}
+
+/** The policy's knob subset from the parsed PodGroup knobs. */
+export function knobsInputOf(k: JobKnobs): JobKnobsInput {
+  return {
+    faultScheduling: k.faultScheduling,
+    podRescheduling: k.podRescheduling,
+    faultRetryTimes: k.faultRetryTimes,
+    subHealthyStrategy: k.subHealthyStrategy,
+    ...(k.recoverPolicyPath === undefined ? {} : { recoverPolicyPath: k.recoverPolicyPath }),
+    processRecoverEnable: k.processRecoverEnable,
+    recoverStrategies: k.recoverStrategies,
+    platformMode: k.platformMode,
+    ...(k.framework === undefined ? {} : { framework: k.framework }),
+  };
+}
+
+export interface JobEntry {
+  readonly view: JobView;
+  readonly knobs: JobKnobs;
+  readonly knobsInput: JobKnobsInput;
+  readonly warnings: readonly string[];
+  readonly podGroup: PodGroup;
+}
+
+interface PodIndexEntry {
+  readonly owner?: string;
+  readonly group?: string;
+  readonly node?: string;
+}
+
+const addTo = (m: Map<string, Set<string>>, k: string | undefined, v: string): void => {
+  if (k === undefined) return;
+  const s = m.get(k);
+  if (s === undefined) m.set(k, new Set([v]));
+  else s.add(v);
+};
+const removeFrom = (m: Map<string, Set<string>>, k: string | undefined, v: string): void => {
+  if (k === undefined) return;
+  const s = m.get(k);
+  if (s === undefined) return;
+  s.delete(v);
+  if (s.size === 0) m.delete(k);
+};
+
+export class JobIndex {
+  private readonly sources: Pick<Sources, 'pods' | 'podGroups'>;
+  private readonly entries = new Map<string, PodIndexEntry>();
+  private readonly byOwner = new Map<string, Set<string>>();
+  private readonly byGroup = new Map<string, Set<string>>();
+  private readonly byNode = new Map<string, Set<string>>();
+
+  constructor(sources: Pick<Sources, 'pods' | 'podGroups'>) {
+    this.sources = sources;
+  }
+
+  /** Rebuilds the pod index from the pod cache. */
+  rebuild(): void {
+    for (const k of [...this.entries.keys()]) this.remove(k);
+    for (const pod of this.sources.pods.store.values()) this.put(pod);
+  }
+
+  /** Keeps the index in step with one pod event; returns the job key(s) the pod belongs to. */
+  apply(ev: WatchEvent<Pod>): string[] {
+    const before = ev.type === 'update' ? this.jobKeysOfPod(ev.old) : [];
+    if (ev.type === 'delete') this.remove(objectKey(ev.obj));
+    else this.put(ev.obj);
+    return [...new Set([...before, ...this.jobKeysOfPod(ev.obj)])];
+  }
+
+  /** Job keys a pod can belong to: from its controller owner and from its group-name annotation. */
+  jobKeysOfPod(p: Pod): string[] {
+    const ns = p.metadata?.namespace ?? '';
+    const out: string[] = [];
+    const owner = jobOwnerOf(p);
+    if (owner !== undefined) out.push(`${ns}/${owner.name}-${owner.uid}`);
+    const group = p.metadata?.annotations?.[GROUP_NAME_ANNOTATION];
+    if (group !== undefined && group !== '' && !out.includes(`${ns}/${group}`)) out.push(`${ns}/${group}`);
+    return out;
+  }
+
+  /** Keys of jobs with a pod on any of these nodes. */
+  jobKeysOnNodes(nodes: Iterable<string>): Set<string> {
+    const out = new Set<string>();
+    for (const n of nodes) {
+      for (const podKey of this.byNode.get(n) ?? []) {
+        const pod = this.sources.pods.get(podKey);
+        if (pod !== undefined) for (const k of this.jobKeysOfPod(pod)) out.add(k);
+      }
+    }
+    return out;
+  }
+
+  /** Every PodGroup key: the jobs "in the session" (Volcano keeps reason history only for them). */
+  liveJobKeys(): Set<string> {
+    return new Set(this.sources.podGroups.store.keys());
+  }
+
+  /** Keys of PodGroups that are jobs we handle. */
+  jobKeys(): string[] {
+    return [...this.sources.podGroups.store.entries()].filter(([, pg]) => jobOwnerOf(pg) !== undefined).map(([k]) => k);
+  }
+
+  /** The job view of one PodGroup key, or undefined when it is gone or not a job. */
+  job(key: string): JobEntry | undefined {
+    const pg = this.sources.podGroups.get(key);
+    if (pg === undefined) return undefined;
+    const owner = jobOwnerOf(pg);
+    if (owner === undefined) return undefined;
+    const ns = pg.metadata?.namespace ?? '';
+    const podKeys = new Set([...(this.byOwner.get(owner.uid) ?? []), ...(this.byGroup.get(key) ?? [])]);
+    const pods = [...podKeys]
+      .map((k) => this.sources.pods.get(k))
+      .filter((p): p is Pod => p !== undefined && p.metadata?.namespace === ns)
+      .map((p) => podViewFromMeta(podMetaOf(p)))
+      .sort((a, b) => (a.rank ?? Number.MAX_SAFE_INTEGER) - (b.rank ?? Number.MAX_SAFE_INTEGER) || a.name.localeCompare(b.name));
+    const minMember = (pg.spec as { minMember?: unknown } | undefined)?.minMember;
+    const { knobs, warnings } = parseJobKnobs(pg.metadata?.labels, pg.metadata?.annotations);
+    const view: JobView = {
+      key, namespace: ns, name: owner.name, uid: owner.uid, kind: owner.kind, pods,
+      ...(typeof minMember === 'number' && minMember > 0 ? { minAvailable: minMember } : {}),
+    };
+    return { view, knobs, knobsInput: knobsInputOf(knobs), warnings, podGroup: pg };
+  }
+
+  private put(p: Pod): void {
+    const key = objectKey(p);
+    this.remove(key);
+    const ns = p.metadata?.namespace ?? '';
+    const group = p.metadata?.annotations?.[GROUP_NAME_ANNOTATION];
+    const entry: PodIndexEntry = {
+      ...(jobOwnerOf(p) ? { owner: jobOwnerOf(p)!.uid } : {}),
+      ...(group ? { group: `${ns}/${group}` } : {}),
+      ...(p.spec?.nodeName ? { node: p.spec.nodeName } : {}),
+    };
+    this.entries.set(key, entry);
+    addTo(this.byOwner, entry.owner, key);
+    addTo(this.byGroup, entry.group, key);
+    addTo(this.byNode, entry.node, key);
+  }
+
+  private remove(key: string): void {
+    const e = this.entries.get(key);
+    if (e === undefined) return;
+    this.entries.delete(key);
+    removeFrom(this.byOwner, e.owner, key);
+    removeFrom(this.byGroup, e.group, key);
+    removeFrom(this.byNode, e.node, key);
+  }
+}

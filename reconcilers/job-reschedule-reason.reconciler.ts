@@ -1,0 +1,114 @@
+/**
+ * `mindx-dl/job-reschedule-reason`, key `recent-reschedule-records` (formats.md 3.5, behavior.md
+ * A.6 #56): one record per restart, newest first, 10 a job, 10 tasks a record; above 950 KB each round
+ * drops the oldest record of every job with more than one (up to 10 rounds, never the newest);
+ * entries of jobs no longer in the session (no PodGroup) are dropped.
+ *
+ * Two entry points share one rendering: `add` (a restart's record, called by the action executor,
+ * serialized in-process so concurrent job workers do not race each other into 409s) and the
+ * reconciler (prune + trim only, on start and when a job goes away). Both start from the newer of the
+ * cache and our own last write, write only on a difference, with the resourceVersion (409 -> queue).
+ *
+ * Replays: a decision carried out again after a crash passes `replay: true`; its record is added only
+ * if the job's newest record is not already that record (same time stamp and tasks).
+ */
+import type { ConfigMap } from '../controllers/sources/sources.ts';
+import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
+import type { Outcome, ReconcileContext, Reconciler } from '../runtime/reconciler.ts';
+import type { Logger } from '../telemetry/logger.ts';
+import {
+  JOB_RESCHEDULE_REASON_CM_NAME, JOB_RESCHEDULE_REASON_NAMESPACE, RECENT_RESCHEDULE_RECORDS_KEY,
+  addRecord, newRescheduleRecord, parseRescheduleHistory, retainJobs, trimToSize,
+  type RescheduleHistory, type RescheduleRecord, type RescheduleTaskReason,
+} from '../schemas/job-reschedule-reason/job-reschedule-reason.ts';
+
+export const JOB_RESCHEDULE_REASON_KEY = 'job-reschedule-reason';
+
+export interface RescheduleReasonDeps {
+  readonly cached: () => ConfigMap | undefined;
+  readonly writer: ConfigMapWriter;
+  /** Keys `<ns>/<podGroupName>` of the jobs still in the session. */
+  readonly liveJobKeys: () => ReadonlySet<string>;
+  readonly log: Logger;
+  /** IANA zone of LogFileFormatTime (Volcano uses its local zone). */
+  readonly timeZone?: string;
+}
+
+export interface PendingRecord {
+  readonly jobKey: string;
+  readonly jobUid: string;
+  readonly atMs: number;
+  readonly tasks: readonly RescheduleTaskReason[];
+  readonly replay: boolean;
+}
+
+const sameRecord = (a: RescheduleRecord | undefined, b: RescheduleRecord): boolean =>
+  a !== undefined && a.RescheduleTimeStamp === b.RescheduleTimeStamp && JSON.stringify(a.ReasonOfTask ?? []) === JSON.stringify(b.ReasonOfTask ?? []);
+
+export class RescheduleReasonStore {
+  private readonly d: RescheduleReasonDeps;
+  private chain: Promise<unknown> = Promise.resolve();
+
+  constructor(d: RescheduleReasonDeps) {
+    this.d = d;
+  }
+
+  /** Adds a restart's record (see the file comment for replays). */
+  add(rec: PendingRecord): Promise<boolean> {
+    return this.serial(() => this.write(rec));
+  }
+
+  /** Prune + trim only. */
+  sync(): Promise<boolean> {
+    return this.serial(() => this.write(undefined));
+  }
+
+  private serial<T>(f: () => Promise<T>): Promise<T> {
+    const run = this.chain.then(f, f);
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  private current(): { actual: ConfigMap | undefined; history: RescheduleHistory } {
+    const actual = this.d.writer.fresher(JOB_RESCHEDULE_REASON_NAMESPACE, JOB_RESCHEDULE_REASON_CM_NAME, this.d.cached());
+    const parsed = parseRescheduleHistory(actual?.data?.[RECENT_RESCHEDULE_RECORDS_KEY] ?? '');
+    if (parsed.ok) return { actual, history: parsed.value };
+    this.d.log.warn('job-reschedule-reason unreadable; starting a new history', { reason: parsed.reason });
+    return { actual, history: new Map() };
+  }
+
+  private async write(rec: PendingRecord | undefined): Promise<boolean> {
+    const { actual, history: before } = this.current();
+    let history = before;
+    const live = new Set(this.d.liveJobKeys());
+    if (rec !== undefined) {
+      live.add(rec.jobKey);
+      const record = newRescheduleRecord(rec.tasks, Math.floor(rec.atMs / 1000), this.d.timeZone ?? 'UTC');
+      const newest = history.get(rec.jobKey)?.RescheduleRecords?.[0];
+      if (!(rec.replay && sameRecord(newest, record))) {
+        const jobId = rec.jobKey.endsWith(`-${rec.jobUid}`) ? rec.jobKey.slice(0, -(rec.jobUid.length + 1)) : rec.jobKey;
+        history = addRecord(history, jobId, rec.jobUid, record);
+      }
+    }
+    history = retainJobs(history, live);
+    const t = trimToSize(history);
+    if (t.rounds > 0) {
+      this.d.log.info('job-reschedule-reason above 950 KB: oldest records dropped', { rounds: t.rounds, dropped: t.dropped.length, bytes: t.bytes, fits: t.fits });
+    }
+    if (!t.fits) this.d.log.warn('job-reschedule-reason still above 950 KB after trimming', { bytes: t.bytes });
+    if (actual === undefined && t.encoded === '') return false;
+    const data = { ...actual?.data, [RECENT_RESCHEDULE_RECORDS_KEY]: t.encoded };
+    const res = await this.d.writer.ensure('job_reschedule_reason', { namespace: JOB_RESCHEDULE_REASON_NAMESPACE, name: JOB_RESCHEDULE_REASON_CM_NAME, data }, this.d.cached());
+    return res.written;
+  }
+}
+
+export function rescheduleReasonReconciler(store: RescheduleReasonStore): Reconciler {
+  return {
+    name: 'job_reschedule_reason',
+    async reconcile(_key: string, ctx: ReconcileContext): Promise<Outcome> {
+      if (await store.sync()) ctx.log.info('job-reschedule-reason pruned');
+      return {};
+    },
+  };
+}
