@@ -90,6 +90,15 @@ export interface JobEntry {
   readonly podGroup: PodGroup;
 }
 
+export interface JobHeader {
+  readonly key: string;
+  readonly uid: string;
+  readonly name: string;
+  readonly namespace: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly knobs: JobKnobs;
+}
+
 interface PodIndexEntry {
   readonly owner?: string;
   readonly group?: string;
@@ -166,6 +175,18 @@ export class JobIndex {
   /** Keys of PodGroups that are jobs we handle. */
   jobKeys(): string[] {
     return [...this.sources.podGroups.store.entries()].filter(([, pg]) => jobOwnerOf(pg) !== undefined).map(([k]) => k);
+  }
+
+  /** Every job's identity, knobs and PodGroup labels, without its pods (cheap). */
+  jobHeaders(): JobHeader[] {
+    const out: JobHeader[] = [];
+    for (const [key, pg] of this.sources.podGroups.store) {
+      const owner = jobOwnerOf(pg);
+      if (owner === undefined) continue;
+      const labels = pg.metadata?.labels ?? {};
+      out.push({ key, uid: owner.uid, name: owner.name, namespace: pg.metadata?.namespace ?? '', labels, knobs: parseJobKnobs(labels, pg.metadata?.annotations).knobs });
+    }
+    return out;
   }
 
   /** The job view of one PodGroup key, or undefined when it is gone or not a job. */

@@ -143,7 +143,7 @@ export function parseJobState(text: string | undefined): Parsed<JobStateRecord> 
   if (!validate(raw)) {
     return rejected(`${JOB_STATE_KEY}: ${(validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? ''}`).join('; ')}`);
   }
-  const r = raw as JobStateRecord;
+  const r = raw as unknown as JobStateRecord;
   if (r.version !== JOB_STATE_VERSION) return rejected(`${JOB_STATE_KEY}: unsupported version ${String(r.version)}`);
   if (r.state.jobUid !== r.jobUid) return rejected(`${JOB_STATE_KEY}: state belongs to ${r.state.jobUid}, not ${r.jobUid}`);
   return ok({ ...r, state: canonicalState(r.state), ...(r.pending === undefined ? {} : { pending: canonicalPending(r.pending) }) });

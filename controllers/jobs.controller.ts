@@ -1,0 +1,225 @@
+/**
+ * The jobs flow (issue 4): pods, PodGroups and node faults -> per-job aggregates (job-pipeline.ts)
+ * -> the desired store of aggregates + the job key queued -> the per-job decision reconcile
+ * (job-decisions.ts) -> actions/ and the job ConfigMap reconcilers. This file holds the flow's only
+ * subscribe (style.md 2.1).
+ *
+ * Modes:
+ * - `--rescheduling=false` (ClusterD role beside the real Volcano ascend plugin): aggregates are kept
+ *   for other consumers, but no decision is made and nothing is deleted, tainted or written
+ *   (no vcjob-fault-npu-cm, job-reschedule-reason, tor-share-cm, reset-config GracefulExit/RetryTime).
+ * - `--dry-run`: decisions are made, logged and counted; nothing is written or acted on, no Events.
+ */
+import { asyncScheduler, filter, map, merge, type SchedulerLike, type Subscription } from 'rxjs';
+import { objectKey } from '../runtime/reflector.ts';
+import type { KubeClient } from '../runtime/kube-client.ts';
+import { ControllerLoop } from '../runtime/controller-loop.ts';
+import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
+import type { Logger } from '../telemetry/logger.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
+import type { JobFaultAggregate } from '../policy/job-aggregation.ts';
+import { DEFAULT_JOB_GROUP_IDLE_MS } from '../policy/job-fault-stream.ts';
+import { JOB_RESCHEDULE_REASON_CM_NAME, JOB_RESCHEDULE_REASON_NAMESPACE } from '../schemas/job-reschedule-reason/job-reschedule-reason.ts';
+import { VCJOB_FAULT_NPU_CM_NAME, VCJOB_FAULT_NPU_NAMESPACE } from '../schemas/vcjob-fault-npu/vcjob-fault-npu.ts';
+import { TOR_SHARE_CM_NAME, TOR_SHARE_NAMESPACE } from '../schemas/tor-share/tor-share.ts';
+import { JOB_STATE_NAMESPACE, type PendingDecision } from '../schemas/job-state/job-state.ts';
+import { CLUSTERD_FAULT_TAINT_KEY } from '../policy/job-isolation.ts';
+import { JobActionExecutor, type HandOffSink, type JobActionHooks } from '../actions/job-action-executor.ts';
+import { JOB_RESCHEDULE_REASON_KEY, RescheduleReasonStore, rescheduleReasonReconciler } from '../reconcilers/job-reschedule-reason.reconciler.ts';
+import { VCJOB_FAULT_NPU_KEY, vcjobFaultNpuReconciler } from '../reconcilers/vcjob-fault-npu.reconciler.ts';
+import { TOR_AFFINITY_LABEL, TOR_SHARE_KEY, torShareReconciler } from '../reconcilers/tor-share.reconciler.ts';
+import type { ResetConfigDeps } from '../reconcilers/reset-config.reconciler.ts';
+import type { DeviceFaultsController } from './device-faults.controller.ts';
+import type { Options } from './options.ts';
+import type { Sources } from './sources/sources.ts';
+import { JobIndex } from './job-index.ts';
+import { jobAggregates$ } from './job-pipeline.ts';
+import { JobStateStore } from './job-state-store.ts';
+import { DecisionReporter } from './job-report.ts';
+import { aggregateFromCache, jobDecisionsReconciler } from './job-decisions.ts';
+import { nodeIsolationReconciler } from './job-isolation.ts';
+
+export interface JobsControllerDeps {
+  readonly client: KubeClient;
+  readonly sources: Sources;
+  readonly deviceFaults: DeviceFaultsController;
+  readonly writer: ConfigMapWriter;
+  readonly options: Options;
+  readonly log: Logger;
+  readonly metrics: Metrics;
+  readonly now?: () => number;
+  readonly scheduler?: SchedulerLike;
+  /** Test hooks around action execution (make an action fail or hang). */
+  readonly hooks?: JobActionHooks;
+  readonly afterPersist?: (key: string, pending: PendingDecision) => void;
+  readonly registered?: (jobUid: string) => boolean;
+  readonly handOff?: HandOffSink;
+}
+
+interface Loops {
+  readonly decisions: ControllerLoop;
+  readonly vcjobFaultNpu: ControllerLoop;
+  readonly reasons: ControllerLoop;
+  readonly torShare: ControllerLoop;
+  readonly isolation: ControllerLoop;
+}
+
+export class JobsController {
+  readonly index: JobIndex;
+  /** The desired store: the latest aggregate of every job (for the decision loop's triggers and other consumers). */
+  readonly aggregates = new Map<string, JobFaultAggregate>();
+  readonly states: JobStateStore;
+  readonly loops: Loops | undefined;
+  private sub: Subscription | undefined;
+  private readonly d: JobsControllerDeps;
+  private readonly now: () => number;
+
+  constructor(d: JobsControllerDeps) {
+    this.d = d;
+    this.now = d.now ?? Date.now;
+    const { sources: s, writer, options, log, metrics, client } = d;
+    this.index = new JobIndex(s);
+    const mindxDl = (name: string) => s.mindxDlConfigMaps.get(`${JOB_STATE_NAMESPACE}/${name}`);
+    this.states = new JobStateStore({
+      cached: mindxDl, cachedNames: () => [...s.mindxDlConfigMaps.store.values()].map((c) => c.metadata?.name ?? ''),
+      writer, client, dryRun: options.dryRun,
+    });
+    if (!options.rescheduling) { this.loops = undefined; return; }
+    const faultsOf = (n: string) => d.deviceFaults.effective(n);
+    const loop = (r: ConstructorParameters<typeof ControllerLoop>[0], workers = 1) => new ControllerLoop(r, { log, metrics, now: this.now, workers });
+    const reasonStore = new RescheduleReasonStore({
+      cached: () => s.mindxDlConfigMaps.get(`${JOB_RESCHEDULE_REASON_NAMESPACE}/${JOB_RESCHEDULE_REASON_CM_NAME}`),
+      writer, liveJobKeys: () => this.index.liveJobKeys(), log: log.child({ controller: 'job_reschedule_reason' }),
+    });
+    const resetConfig: ResetConfigDeps = { cached: (ns, name) => s.resetConfigs.get(`${ns}/${name}`), writer };
+    const executor = new JobActionExecutor({ client, log, metrics, now: this.now, reasons: reasonStore, resetConfig, hooks: d.hooks, handOff: d.handOff });
+    const reporter = new DecisionReporter({ log: log.child({ controller: 'job_decisions' }), metrics, ...(options.dryRun ? {} : { events: client }) });
+    const vcjobFaultNpu = loop(vcjobFaultNpuReconciler({
+      nodes: () => d.deviceFaults.store.nodeNames(), faultsOf,
+      retryJobs: () => this.retryJobs(),
+      cached: () => s.volcanoConfigMaps.get(`${VCJOB_FAULT_NPU_NAMESPACE}/${VCJOB_FAULT_NPU_CM_NAME}`), writer,
+    }));
+    const reasons = loop(rescheduleReasonReconciler(reasonStore));
+    this.loops = {
+      decisions: loop(jobDecisionsReconciler({
+        index: this.index, faultsOf, states: this.states, executor, reporter, resetConfig, dryRun: options.dryRun,
+        config: { graceOverTimeMs: options.graceOverTimeSeconds * 1000, pendingEscalationMs: options.pendingEscalationSeconds * 1000 },
+        registered: d.registered, afterPersist: d.afterPersist,
+        onStateChanged: () => vcjobFaultNpu.queue.add(VCJOB_FAULT_NPU_KEY),
+        onGone: () => { reasons.queue.add(JOB_RESCHEDULE_REASON_KEY); vcjobFaultNpu.queue.add(VCJOB_FAULT_NPU_KEY); },
+      }), 4),
+      vcjobFaultNpu,
+      reasons,
+      torShare: loop(torShareReconciler({
+        client, nodeByIp: () => this.nodeByIp(), torJobs: () => this.torJobs(),
+        cached: () => s.volcanoConfigMaps.get(`${TOR_SHARE_NAMESPACE}/${TOR_SHARE_CM_NAME}`), writer,
+      })),
+      isolation: loop(nodeIsolationReconciler({ node: (n) => s.nodes.get(n), faultsOf, client, metrics, dryRun: options.dryRun }), 2),
+    };
+  }
+
+  /** Subscribes the flow; call before the sources start so the initial lists feed the index. */
+  start(): void {
+    const { sources: s, deviceFaults, options, log } = this.d;
+    if (!options.rescheduling) log.info('rescheduling off (ClusterD role): job decisions and job ConfigMaps are left to Volcano');
+    const pgEvents$ = s.podGroups.events$;
+    const aggregates$ = jobAggregates$({
+      podKeys$: s.pods.events$.pipe(map((ev) => this.index.apply(ev))),
+      podGroupKeys$: pgEvents$.pipe(filter((ev) => ev.type !== 'delete'), map((ev) => objectKey(ev.obj))),
+      faultNodes$: deviceFaults.changes$.pipe(map((c) => c.nodes)),
+    }, {
+      jobKeysOnNodes: (nodes) => this.index.jobKeysOnNodes(nodes),
+      snapshotOf: (key) => {
+        const e = this.index.job(key);
+        if (e === undefined) return undefined;
+        const nodes = [...new Set(e.view.pods.flatMap((p) => (p.node === undefined ? [] : [p.node])))];
+        return { job: e.view, faults: nodes.flatMap((n) => deviceFaults.effective(n)) };
+      },
+    }, { windowMs: options.burstWindowMs, idleMs: DEFAULT_JOB_GROUP_IDLE_MS }, this.d.scheduler ?? asyncScheduler);
+    type Work = { type: 'job'; agg: JobFaultAggregate } | { type: 'gone'; key: string } | { type: 'pg'; key: string } | { type: 'nodes'; nodes: readonly string[] };
+    const work$ = merge(
+      aggregates$.pipe(map((agg): Work => ({ type: 'job', agg }))),
+      pgEvents$.pipe(map((ev): Work => (ev.type === 'delete' ? { type: 'gone', key: objectKey(ev.obj) } : { type: 'pg', key: objectKey(ev.obj) }))),
+      deviceFaults.changes$.pipe(map((c): Work => ({ type: 'nodes', nodes: c.nodes }))),
+    );
+    this.sub = work$.subscribe({
+      next: (w) => this.dispatch(w),
+      error: (err: unknown) => log.error('jobs flow failed', { err: String(err), stack: (err as Error)?.stack }),
+    });
+  }
+
+  private dispatch(w: { type: 'job'; agg: JobFaultAggregate } | { type: 'gone'; key: string } | { type: 'pg'; key: string } | { type: 'nodes'; nodes: readonly string[] }): void {
+    const l = this.loops;
+    switch (w.type) {
+      case 'job':
+        this.aggregates.set(w.agg.job.key, w.agg);
+        l?.decisions.queue.add(w.agg.job.key);
+        l?.torShare.queue.add(TOR_SHARE_KEY);
+        break;
+      case 'gone':
+        this.aggregates.delete(w.key);
+        l?.decisions.queue.add(w.key);
+        break;
+      case 'pg':
+        l?.vcjobFaultNpu.queue.add(VCJOB_FAULT_NPU_KEY);
+        break;
+      case 'nodes':
+        l?.vcjobFaultNpu.queue.add(VCJOB_FAULT_NPU_KEY);
+        for (const n of w.nodes) l?.isolation.queue.add(n);
+        break;
+    }
+  }
+
+  /** Starts the reconcilers (on synced caches) and queues every key once, so a restart resumes. */
+  startLoops(): void {
+    const l = this.loops;
+    if (l === undefined) return;
+    for (const loop of Object.values(l)) loop.start();
+    for (const key of this.index.jobKeys()) l.decisions.queue.add(key);
+    for (const r of this.states.all()) l.decisions.queue.add(r.jobKey);
+    l.vcjobFaultNpu.queue.add(VCJOB_FAULT_NPU_KEY);
+    l.reasons.queue.add(JOB_RESCHEDULE_REASON_KEY);
+    l.torShare.queue.add(TOR_SHARE_KEY);
+    for (const n of this.d.deviceFaults.store.nodeNames()) l.isolation.queue.add(n);
+    for (const [name, node] of this.d.sources.nodes.store) {
+      if ((node.spec?.taints ?? []).some((t) => t.key === CLUSTERD_FAULT_TAINT_KEY)) l.isolation.queue.add(name);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.sub?.unsubscribe();
+    if (this.loops !== undefined) await Promise.all(Object.values(this.loops).map((l: ControllerLoop) => l.stop()));
+  }
+
+  /** The job's aggregate now, from the caches (for consumers that cannot wait for a burst). */
+  aggregateNow(key: string): JobFaultAggregate | undefined {
+    const e = this.index.job(key);
+    return e === undefined ? undefined : aggregateFromCache(e, (n) => this.d.deviceFaults.effective(n));
+  }
+
+  private retryJobs() {
+    const states = new Map(this.states.all().map((r) => [r.jobUid, r.state]));
+    return this.index.jobHeaders().filter((h) => h.knobs.faultRetryTimes > 0).map((h) => {
+      const budget = states.get(h.uid)?.retry;
+      return { key: h.key, uid: h.uid, faultRetryTimes: h.knobs.faultRetryTimes, ...(budget ? { budget } : {}) };
+    });
+  }
+
+  private nodeByIp(): Map<string, string> {
+    const out = new Map<string, string>();
+    for (const [name, n] of this.d.sources.nodes.store) {
+      const addrs = (n.status as { addresses?: Array<{ type: string; address: string }> } | undefined)?.addresses ?? [];
+      for (const a of addrs) if (a.type === 'InternalIP') out.set(a.address, name);
+    }
+    return out;
+  }
+
+  private torJobs() {
+    return this.index.jobHeaders().flatMap((h) => {
+      const affinity = h.labels[TOR_AFFINITY_LABEL];
+      if (affinity !== 'large-model-schema' && affinity !== 'normal-schema') return [];
+      const e = this.index.job(h.key);
+      return e === undefined ? [] : [{ name: h.name, affinity, nodes: e.view.pods.flatMap((p) => (p.node === undefined ? [] : [p.node])) }];
+    });
+  }
+}

@@ -1,0 +1,175 @@
+/**
+ * `make demo`, the README's main command. With KUBECONFIG pointing at a real cluster it runs the
+ * controller against it. Otherwise it starts the local control plane with 16 kwok nodes x 8 NPUs,
+ * the device plugin simulator, a sample Volcano Job and an AscendJob, the controller, injects a
+ * fault and prints, step by step, what happened; then it stays up until Ctrl-C.
+ */
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { openSync, readFileSync, existsSync } from 'node:fs';
+import { join, dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { clusterUp, clusterDown } from './cluster.ts';
+import { KubeClient, paths, type KubeObject } from '../runtime/kube-client.ts';
+import { FaultInjector } from './simulator/injector.ts';
+import { NpuAllocator, ASCEND_REAL_ANNOTATION } from './simulator/allocator.ts';
+import { nodeNames } from './simulator/nodes.ts';
+import { startSampleJobs, type SampleJobs } from './demo-jobs.ts';
+
+const REPO = join(dirname(fileURLToPath(import.meta.url)), '..');
+const LOCAL_KUBECONFIG = join(REPO, '.cluster', 'kubeconfig');
+const NODES = 16;
+const HTTP_PORT = 11253;
+
+const bold = (s: string): string => (process.stdout.isTTY ? `\x1b[1m${s}\x1b[0m` : s);
+let stepNo = 0;
+const step = (title: string): void => { stepNo++; console.log(`\n${bold(`[${stepNo}] ${title}`)}`); };
+const say = (s: string): void => console.log(`    ${s}`);
+const cmd = (s: string): void => console.log(`    $ ${s}`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try { const v = await fn(); if (v !== undefined && v !== false) return v; } catch { /* retry */ }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(250);
+  }
+}
+
+function runAgainstRealCluster(kubeconfig: string): void {
+  console.log(`KUBECONFIG=${kubeconfig}: running the controller against that cluster (Ctrl-C to stop).`);
+  const child = spawn(process.execPath, [join(REPO, 'main.ts'), `--kubeconfig=${kubeconfig}`], { stdio: 'inherit' });
+  child.on('exit', (code) => process.exit(code ?? 0));
+}
+
+function startController(): ChildProcess {
+  const log = openSync(join(REPO, '.cluster', 'controller.log'), 'a');
+  return spawn(process.execPath, [join(REPO, 'main.ts'), `--kubeconfig=${LOCAL_KUBECONFIG}`, `--http-port=${HTTP_PORT}`, '--grpc-host=127.0.0.1', '--http-host=127.0.0.1'], { stdio: ['ignore', log, log] });
+}
+
+/** Controller log lines (JSON) that match a predicate. */
+function controllerLog(match: (l: Record<string, unknown>) => boolean): Array<Record<string, unknown>> {
+  const file = join(REPO, '.cluster', 'controller.log');
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8').split('\n').flatMap((line) => {
+    try { const l = JSON.parse(line) as Record<string, unknown>; return match(l) ? [l] : []; } catch { return []; }
+  });
+}
+
+async function metricsLines(prefixes: string[]): Promise<string[]> {
+  const text = await (await fetch(`http://127.0.0.1:${HTTP_PORT}/metrics`)).text();
+  return text.split('\n').filter((l) => !l.startsWith('#') && prefixes.some((p) => l.startsWith(p)) && !/ 0$/.test(l));
+}
+
+async function main(): Promise<void> {
+  const kc = process.env.KUBECONFIG;
+  if (kc !== undefined && kc !== '' && resolve(kc) !== LOCAL_KUBECONFIG) { runAgainstRealCluster(kc); return; }
+
+  step(`Local control plane: etcd + kube-apiserver + kube-scheduler + kwok with ${NODES} nodes x 8 NPUs`);
+  await clusterUp(NODES);
+  const client = KubeClient.fromFile(LOCAL_KUBECONFIG);
+  for (const ns of ['mindx-dl', 'volcano-system', 'cluster-system', 'demo']) {
+    if ((await client.getOrUndefined(`/api/v1/namespaces/${ns}`)) === undefined) await client.create(paths.namespaces(), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+  }
+  cmd('kubectl --kubeconfig .cluster/kubeconfig get nodes');
+
+  step('Device plugin simulator: healthy device-info ConfigMaps for every node (CheckCode included)');
+  const injector = new FaultInjector(client);
+  await injector.addNodes(nodeNames(NODES).map((name) => ({ name })));
+  const allocator = new NpuAllocator(client, { namespace: 'demo' });
+  await allocator.start();
+  cmd('kubectl --kubeconfig .cluster/kubeconfig -n kube-system get cm -l mx-consumer-cim=true');
+
+  step('The controller (node main.ts), logs in .cluster/controller.log');
+  const controller = startController();
+  await until('controller ready', async () => (await fetch(`http://127.0.0.1:${HTTP_PORT}/readyz`)).ok, 60_000);
+  say(`ready: http://127.0.0.1:${HTTP_PORT}/readyz, metrics on /metrics, gRPC on 127.0.0.1:8899`);
+
+  step('Sample jobs: a Volcano Job (4 pods x 8 NPUs, fault-scheduling=force) and an AscendJob');
+  const jobs: SampleJobs = await startSampleJobs(client, 'demo');
+  const pods = await until('4 running pods with NPUs', async () => {
+    const list = await client.list<KubeObject & { spec?: { nodeName?: string }; status?: { phase?: string } }>(paths.pods('demo'), { labelSelector: `volcano.sh/job-name=${jobs.vcjobName}` });
+    const ok = list.items.filter((p) => p.status?.phase === 'Running' && p.metadata?.annotations?.[ASCEND_REAL_ANNOTATION] !== undefined);
+    return ok.length === 4 ? ok : undefined;
+  }, 120_000);
+  for (const p of pods) say(`${p.metadata?.name}  rank ${p.metadata?.annotations?.['hccl/rankIndex']}  on ${p.spec?.nodeName}  NPUs ${p.metadata?.annotations?.[ASCEND_REAL_ANNOTATION]}`);
+  cmd('kubectl --kubeconfig .cluster/kubeconfig -n demo get pods -o wide');
+
+  const victim = pods.find((p) => p.metadata?.annotations?.['hccl/rankIndex'] === '2') ?? pods[0]!;
+  const node = victim.spec!.nodeName!;
+  const npu = (victim.metadata?.annotations?.[ASCEND_REAL_ANNOTATION] ?? 'Ascend910-3').split(',')[3] ?? 'Ascend910-3';
+  const oldUids = new Set(pods.map((p) => p.metadata?.uid));
+
+  step(`Inject: code 80E18402 (SeparateNPU) on ${npu} of ${node}, used by rank 2 (${victim.metadata?.name})`);
+  const ack = await injector.inject({ kind: 'npu', node, npu, code: '80E18402' });
+  say(`device plugin wrote kube-system/${ack.name} (resourceVersion ${ack.resourceVersion})`);
+  cmd(`kubectl --kubeconfig .cluster/kubeconfig -n kube-system get cm ${ack.name} -o jsonpath='{.data.DeviceInfoCfg}'`);
+
+  step('The level Volcano sees: cluster-info-device-* (written by the controller)');
+  const entry = await until('cluster-info updated', async () => {
+    const list = await client.list<KubeObject & { data?: Record<string, string> }>(paths.configMaps('mindx-dl'), { labelSelector: 'mx-consumer-volcano=true' });
+    for (const cm of list.items) {
+      const v = cm.data?.[cm.metadata!.name!] ?? '';
+      if (!v.includes(`mindx-dl-deviceinfo-${node}`)) continue;
+      const e = (JSON.parse(v) as Record<string, { DeviceList: Record<string, string> }>)[`mindx-dl-deviceinfo-${node}`];
+      if (e?.DeviceList['huawei.com/Ascend910-Unhealthy']?.includes(npu)) return { cm: cm.metadata!.name!, e };
+    }
+    return undefined;
+  });
+  say(`${entry.cm}: ${node} Unhealthy=${entry.e.DeviceList['huawei.com/Ascend910-Unhealthy']}`);
+  say(`fault list: ${entry.e.DeviceList['huawei.com/Ascend910-Fault']}`);
+  cmd(`kubectl --kubeconfig .cluster/kubeconfig -n mindx-dl get cm ${entry.cm} -o jsonpath='{.data.${entry.cm}}'`);
+
+  step('The decision (controller log)');
+  await sleep(2_000);
+  const decisions = controllerLog((l) => typeof l.message === 'string' && /decision|reschedul|escalat/i.test(l.message));
+  if (decisions.length === 0) say('(no job decision logged yet: see .cluster/controller.log)');
+  for (const d of decisions.slice(-5)) say(JSON.stringify(d).slice(0, 400));
+
+  step('The job ConfigMaps');
+  for (const [ns, name] of [['volcano-system', 'vcjob-fault-npu-cm'], ['mindx-dl', 'job-reschedule-reason']] as const) {
+    const cm = await client.getOrUndefined<KubeObject & { data?: Record<string, string> }>(paths.configMap(ns, name));
+    say(`${ns}/${name}: ${cm === undefined ? '(not written)' : JSON.stringify(cm.data).slice(0, 500)}`);
+    cmd(`kubectl --kubeconfig .cluster/kubeconfig -n ${ns} get cm ${name} -o yaml`);
+  }
+
+  step('The rescheduled pods');
+  try {
+    const fresh = await until('replacement pods running', async () => {
+      const list = await client.list<KubeObject & { spec?: { nodeName?: string }; status?: { phase?: string } }>(paths.pods('demo'), { labelSelector: `volcano.sh/job-name=${jobs.vcjobName}` });
+      const running = list.items.filter((p) => p.status?.phase === 'Running' && !oldUids.has(p.metadata?.uid));
+      return running.length > 0 ? list.items : undefined;
+    }, 60_000);
+    for (const p of fresh) say(`${p.metadata?.name}  ${oldUids.has(p.metadata?.uid) ? 'kept    ' : 'replaced'}  on ${p.spec?.nodeName}  NPUs ${p.metadata?.annotations?.[ASCEND_REAL_ANNOTATION] ?? '-'}`);
+  } catch {
+    say('(no pod replaced within 60 s: see the decision above and .cluster/controller.log)');
+  }
+
+  step('Metrics');
+  for (const l of await metricsLines(['clusterd_decisions_total', 'clusterd_job_reschedules_total', 'clusterd_api_writes_total', 'clusterd_fault_to_action_seconds_count', 'clusterd_escalations_total', 'clusterd_invalid_input_total'])) say(l);
+  cmd(`curl -s http://127.0.0.1:${HTTP_PORT}/metrics | grep clusterd_`);
+
+  console.log(`\n${bold('The cluster stays up for exploration. Ctrl-C stops the controller and the cluster.')}`);
+  console.log('    node tools/simulator/cli.ts inject --node node-001 --npu Ascend910-0 --code 80E01801   # inject more faults');
+  let stopping = false;
+  const stop = async (): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    console.log('\nstopping…');
+    controller.kill('SIGTERM');
+    allocator.stop();
+    await jobs.stop();
+    await clusterDown();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop());
+  process.on('SIGTERM', () => void stop());
+  if (process.env.DEMO_EXIT === '1') await stop();
+  setInterval(() => undefined, 1 << 30);
+}
+
+main().catch((e: unknown) => {
+  console.error(`demo failed: ${e instanceof Error ? e.message : String(e)}`);
+  try { execFileSync('tail', ['-20', join(REPO, '.cluster', 'controller.log')], { stdio: 'inherit' }); } catch { /* no log */ }
+  process.exit(1);
+});

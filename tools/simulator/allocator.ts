@@ -1,0 +1,55 @@
+/**
+ * The device plugin's Allocate step for simulated nodes: once a pod requesting huawei.com/Ascend910
+ * is bound to a node, annotate it with `huawei.com/AscendReal` (the chips it got), picking healthy
+ * chips not used by other pods on that node. ClusterD and the job view map ranks to NPUs with it.
+ */
+import { Reflector } from '../../runtime/reflector.ts';
+import { paths, type KubeClient, type KubeObject } from '../../runtime/kube-client.ts';
+
+export const ASCEND_REAL_ANNOTATION = 'huawei.com/AscendReal';
+const RESOURCE = 'huawei.com/Ascend910';
+
+type Pod = KubeObject & { spec?: { nodeName?: string; containers?: Array<{ resources?: { limits?: Record<string, string>; requests?: Record<string, string> } }> }; status?: { phase?: string } };
+
+const requested = (p: Pod): number =>
+  (p.spec?.containers ?? []).reduce((n, c) => n + Number(c.resources?.limits?.[RESOURCE] ?? c.resources?.requests?.[RESOURCE] ?? 0), 0);
+
+export class NpuAllocator {
+  private readonly pods: Reflector<Pod>;
+  private readonly client: KubeClient;
+  private readonly npusPerNode: number;
+  /** Chips the allocator must not hand out (unhealthy), by node. */
+  private readonly unhealthy: (node: string) => readonly string[];
+  private busy = Promise.resolve();
+
+  constructor(client: KubeClient, opts: { namespace?: string; npusPerNode?: number; unhealthy?: (node: string) => readonly string[] } = {}) {
+    this.client = client;
+    this.npusPerNode = opts.npusPerNode ?? 8;
+    this.unhealthy = opts.unhealthy ?? (() => []);
+    this.pods = new Reflector<Pod>(client, { name: 'allocator_pods', path: paths.pods(opts.namespace) });
+    this.pods.events$.subscribe({ next: (ev) => { if (ev.type !== 'delete') this.busy = this.busy.then(() => this.allocate(ev.obj)).catch(() => undefined); } });
+  }
+
+  start(): Promise<void> {
+    this.pods.start();
+    return this.pods.waitForSync();
+  }
+
+  stop(): void { this.pods.stop(); }
+
+  private async allocate(pod: Pod): Promise<void> {
+    const node = pod.spec?.nodeName;
+    const want = requested(pod);
+    if (node === undefined || want === 0 || pod.metadata?.annotations?.[ASCEND_REAL_ANNOTATION] !== undefined || pod.metadata?.deletionTimestamp !== undefined) return;
+    const used = new Set<string>(this.unhealthy(node));
+    for (const other of this.pods.store.values()) {
+      if (other.spec?.nodeName !== node || other.metadata?.uid === pod.metadata?.uid || other.metadata?.deletionTimestamp !== undefined) continue;
+      for (const chip of (other.metadata?.annotations?.[ASCEND_REAL_ANNOTATION] ?? '').split(',')) if (chip !== '') used.add(chip);
+    }
+    const free = Array.from({ length: this.npusPerNode }, (_, i) => `Ascend910-${i}`).filter((c) => !used.has(c));
+    if (free.length < want) return; // the scheduler over-committed; leave it unannotated
+    await this.client.patch(paths.pod(pod.metadata!.namespace!, pod.metadata!.name!), {
+      metadata: { annotations: { [ASCEND_REAL_ANNOTATION]: free.slice(0, want).join(',') } },
+    });
+  }
+}
