@@ -186,9 +186,14 @@ export class JobsController {
     }
   }
 
+  /** Stops the reconcilers (lost leadership, shutdown); the flow keeps the aggregates current. */
+  async stopLoops(): Promise<void> {
+    if (this.loops !== undefined) await Promise.all(Object.values(this.loops).map((l: ControllerLoop) => l.stop()));
+  }
+
   async stop(): Promise<void> {
     this.sub?.unsubscribe();
-    if (this.loops !== undefined) await Promise.all(Object.values(this.loops).map((l: ControllerLoop) => l.stop()));
+    await this.stopLoops();
   }
 
   /** The job's aggregate now, from the caches (for consumers that cannot wait for a burst). */

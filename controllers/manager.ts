@@ -15,6 +15,7 @@ import { DeviceFaultsController, type FaultPolicy } from './device-faults.contro
 import { CLUSTER_INFO_KEY, clusterInfoReconciler, renderClusterInfo } from '../reconcilers/cluster-info.reconciler.ts';
 import { CLUSTER_INFO_NAMESPACE } from '../schemas/cluster-info/cluster-info.ts';
 import { LeaderElector } from '../runtime/leader-election.ts';
+import { JobsController, type JobsControllerDeps } from './jobs.controller.ts';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 
@@ -30,6 +31,8 @@ export interface ManagerDeps {
   readonly policy?: FaultPolicy;
   /** Called when this replica loses the lease: it must stop acting at once (main.ts exits). */
   readonly onLostLeadership?: () => void;
+  /** Jobs flow extras: test hooks around actions, burst scheduler, FSM hand-off sink. */
+  readonly jobs?: Pick<JobsControllerDeps, 'hooks' | 'afterPersist' | 'scheduler' | 'registered' | 'handOff'>;
 }
 
 /** The Lease replicas compete for (in --leader-election-namespace). */
@@ -40,6 +43,7 @@ export class Manager implements HealthSource {
   readonly writer: ConfigMapWriter;
   readonly deviceFaults: DeviceFaultsController;
   readonly clusterInfo: ControllerLoop;
+  readonly jobs: JobsController;
   private server: Server | undefined;
   private elector: LeaderElector | undefined;
   private acting = false;
@@ -65,6 +69,10 @@ export class Manager implements HealthSource {
       sources: this.sources, log: log.child({ controller: 'device_faults' }), metrics, policy: deps.policy, now: this.now,
       onChange: () => this.clusterInfo.queue.add(CLUSTER_INFO_KEY),
     });
+    this.jobs = new JobsController({
+      ...deps.jobs, client: deps.client, sources: this.sources, deviceFaults: this.deviceFaults, writer: this.writer,
+      options, log: log.child({ controller: 'jobs' }), metrics, now: this.now,
+    });
   }
 
   beforeScrape(): void {
@@ -87,6 +95,7 @@ export class Manager implements HealthSource {
     this.server = await startHttpServer(options.httpPort, options.httpHost, metrics, this);
     log.info('http server listening', { port: options.httpPort, paths: ['/healthz', '/readyz', '/metrics'] });
     this.deviceFaults.start();
+    this.jobs.start();
     startSources(this.sources);
     this.healthTimer = setInterval(() => metrics.observeWatchHealth(sourcesHealth(this.sources), this.now()), 5_000);
     this.healthTimer.unref();
@@ -127,18 +136,21 @@ export class Manager implements HealthSource {
     this.deps.metrics.leader.set(1);
     this.clusterInfo.start();
     this.clusterInfo.queue.add(CLUSTER_INFO_KEY);
+    this.jobs.startLoops();
   }
 
   private async stopActing(): Promise<void> {
     if (!this.acting) return;
     this.acting = false;
     await this.clusterInfo.stop();
+    await this.jobs.stopLoops();
   }
 
   async stop(): Promise<void> {
     if (this.healthTimer !== undefined) clearInterval(this.healthTimer);
     this.deviceFaults.stop();
     await this.stopActing();
+    await this.jobs.stop();
     await this.elector?.stop();
     stopSources(this.sources);
     await new Promise<void>((resolve) => (this.server === undefined ? resolve() : this.server.close(() => resolve())));

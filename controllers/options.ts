@@ -31,7 +31,7 @@ export const FLAGS = {
   'leader-election-namespace': { type: 'string', default: 'mindx-dl', env: 'POD_NAMESPACE', help: 'namespace of the Lease' },
   'lease-duration-seconds': { type: 'number', default: 15, min: 5, max: 300, help: 'Lease duration' },
   'grace-over-time-seconds': { type: 'number', default: 900, min: 2, max: 3600, help: 'job-level grace deletion: force after this many seconds (Volcano grace-over-time)' },
-  'pending-escalation-seconds': { type: 'number', default: 60, min: 5, max: 3600, help: 'pod-level rescheduling escalates to job level when a replacement pod stays Pending this long' },
+  'pending-escalation-seconds': { type: 'number', default: 15, min: 5, max: 3600, help: 'pod-level rescheduling escalates to job level when a replacement pod stays Pending this long (time-based equivalent of Volcano\'s 12 pending sessions at 1 s, see policy/job-pending-escalation.ts)' },
   'cluster-info-refresh-seconds': { type: 'number', default: 30, min: 0, max: 55, help: 'rewrite cluster-info-* at least this often (Volcano restarts its informer on data older than 60 s); 0 = only on change' },
   'burst-window-ms': { type: 'number', default: 200, min: 0, max: 10_000, help: 'coalesce fault events of one job within this window into one decision' },
   'node-name': { type: 'string', default: '', env: 'NODE_NAME', help: 'node this replica runs on (logs only)' },

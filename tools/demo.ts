@@ -61,12 +61,19 @@ async function metricsLines(prefixes: string[]): Promise<string[]> {
   return text.split('\n').filter((l) => !l.startsWith('#') && prefixes.some((p) => l.startsWith(p)) && !/ 0$/.test(l));
 }
 
+/** Undo what the demo started (the controller, the cluster); set as soon as each part is up. */
+const cleanups: Array<() => Promise<void> | void> = [];
+async function cleanup(): Promise<void> {
+  for (const c of cleanups.splice(0).reverse()) { try { await c(); } catch { /* best effort */ } }
+}
+
 async function main(): Promise<void> {
   const kc = process.env.KUBECONFIG;
   if (kc !== undefined && kc !== '' && resolve(kc) !== LOCAL_KUBECONFIG) { runAgainstRealCluster(kc); return; }
 
   step(`Local control plane: etcd + kube-apiserver + kube-scheduler + kwok with ${NODES} nodes x 8 NPUs`);
   await clusterUp(NODES);
+  cleanups.push(() => clusterDown());
   const client = KubeClient.fromFile(LOCAL_KUBECONFIG);
   for (const ns of ['mindx-dl', 'volcano-system', 'cluster-system', 'demo']) {
     if ((await client.getOrUndefined(`/api/v1/namespaces/${ns}`)) === undefined) await client.create(paths.namespaces(), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
@@ -78,15 +85,18 @@ async function main(): Promise<void> {
   await injector.addNodes(nodeNames(NODES).map((name) => ({ name })));
   const allocator = new NpuAllocator(client, { namespace: 'demo' });
   await allocator.start();
+  cleanups.push(() => allocator.stop());
   cmd('kubectl --kubeconfig .cluster/kubeconfig -n kube-system get cm -l mx-consumer-cim=true');
 
   step('The controller (node main.ts), logs in .cluster/controller.log');
   const controller = startController();
+  cleanups.push(() => { controller.kill('SIGTERM'); });
   await until('controller ready', async () => (await fetch(`http://127.0.0.1:${HTTP_PORT}/readyz`)).ok, 60_000);
   say(`ready: http://127.0.0.1:${HTTP_PORT}/readyz, metrics on /metrics, gRPC on 127.0.0.1:8899`);
 
   step('Sample jobs: a Volcano Job (4 pods x 8 NPUs, fault-scheduling=force) and an AscendJob');
   const jobs: SampleJobs = await startSampleJobs(client, 'demo');
+  cleanups.push(() => jobs.stop());
   const pods = await until('4 running pods with NPUs', async () => {
     const list = await client.list<KubeObject & { spec?: { nodeName?: string }; status?: { phase?: string } }>(paths.pods('demo'), { labelSelector: `volcano.sh/job-name=${jobs.vcjobName}` });
     const ok = list.items.filter((p) => p.status?.phase === 'Running' && p.metadata?.annotations?.[ASCEND_REAL_ANNOTATION] !== undefined);
@@ -156,10 +166,7 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     console.log('\nstopping…');
-    controller.kill('SIGTERM');
-    allocator.stop();
-    await jobs.stop();
-    await clusterDown();
+    await cleanup();
     process.exit(0);
   };
   process.on('SIGINT', () => void stop());
@@ -168,8 +175,9 @@ async function main(): Promise<void> {
   setInterval(() => undefined, 1 << 30);
 }
 
-main().catch((e: unknown) => {
+main().catch(async (e: unknown) => {
   console.error(`demo failed: ${e instanceof Error ? e.message : String(e)}`);
   try { execFileSync('tail', ['-20', join(REPO, '.cluster', 'controller.log')], { stdio: 'inherit' }); } catch { /* no log */ }
+  await cleanup();
   process.exit(1);
 });

@@ -5,6 +5,7 @@
  * Ready sets the condition back and restores the annotation (kwok takes the node over again).
  */
 import { paths, type KubeClient, type KubeObject } from '../../runtime/kube-client.ts';
+import { msToRfc3339 } from '../../schemas/node-info/node-info.ts';
 import { KWOK_ANNOTATION } from './nodes.ts';
 
 export interface ReadyAck {
@@ -26,10 +27,8 @@ export interface NotReadyOptions {
 
 type NodeObj = KubeObject & { status?: { conditions?: Array<{ type: string; status: string }> } };
 
-const rfc3339 = (ms: number): string => new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
-
 function readyCondition(status: string, reason: string, message: string, ms: number): Record<string, string> {
-  const t = rfc3339(ms);
+  const t = msToRfc3339(ms);
   return { type: 'Ready', status, reason, message, lastHeartbeatTime: t, lastTransitionTime: t };
 }
 

@@ -1,0 +1,104 @@
+/**
+ * Job- and pod-level rescheduling on the real control plane (issue 4): kube-apiserver,
+ * kube-scheduler, kwok nodes with huawei.com/Ascend910: 8, the device plugin simulator, the NPU
+ * allocator and the job peer recreating deleted pods as Volcano's job controller does.
+ */
+import { paths } from '../../runtime/kube-client.ts';
+import type { Manager } from '../../controllers/manager.ts';
+import { adminClient, eventually } from '../support/cluster.ts';
+import { jobPods, runningWithNpus, startWorld, vcJob, type PodObj, type World } from '../../tools/job-peer/world.ts';
+import { jobState, podGroupEvents, report, rescheduleReasonOf, sleep, startManager, vcjobFaultNpu } from './jobs-support.ts';
+
+const npusOf = (p: PodObj): string[] => (p.metadata?.annotations?.['huawei.com/AscendReal'] ?? '').split(',').filter(Boolean);
+const uidOf = (p: PodObj): string => p.metadata?.uid ?? '';
+
+describe('jobs: job- and pod-level rescheduling', () => {
+  const client = adminClient();
+  let world: World | undefined;
+  let manager: Manager | undefined;
+
+  afterEach(async () => {
+    await manager?.stop();
+    await world?.stop();
+    manager = undefined;
+    world = undefined;
+  });
+
+  it('SeparateNPU on rank 2 with fault-scheduling=force restarts all 4 pods once, away from the bad NPU', async () => {
+    world = await startWorld(client, { nodes: 3, prefix: 'jr1' });
+    ({ manager } = await startManager(client));
+    const { ns } = world;
+    const job = await client.create(paths.vcJobs(ns), vcJob(ns, { name: 'llama', replicas: 4, npus: 4, labels: { 'fault-scheduling': 'force', 'fault-retry-times': '2' } }));
+    const jobKey = `${ns}/llama-${job.metadata!.uid!}`;
+    const before = await eventually(async () => { const ps = await jobPods(client, ns, 'llama'); return ps.length === 4 && ps.every(runningWithNpus) ? ps : undefined; }, 30_000);
+    await eventually(async () => (await vcjobFaultNpu(client)).remainRetryTimes.get(jobKey)?.Times === 2);
+
+    const rank2 = before[2]!;
+    const node = rank2.spec!.nodeName!;
+    const npu = npusOf(rank2)[0]!;
+    const ack = await world.dp.injectChipFault({ node, npu, code: '80E18402', level: 'SeparateNPU' });
+
+    const oldUids = new Set(before.map(uidOf));
+    await eventually(async () => (await jobPods(client, ns, 'llama')).every((p) => !oldUids.has(uidOf(p))), 20_000);
+    const gone = before.map((p) => world!.peer.goneAtMs(uidOf(p))! - ack.atMs);
+    report(`force job-level, SeparateNPU ${node}/${npu}: fault write ack -> pod deletion ${Math.min(...gone)}..${Math.max(...gone)} ms (4 pods)`);
+
+    const after = await eventually(async () => { const ps = await jobPods(client, ns, 'llama'); return ps.length === 4 && ps.every(runningWithNpus) ? ps : undefined; }, 30_000);
+    for (const p of after.filter((x) => x.spec?.nodeName === node)) expect(npusOf(p)).not.toContain(npu);
+    await eventually(async () => (await jobState(client, job.metadata!.uid!))?.state.active === undefined, 15_000);
+    await sleep(1_500);
+    expect(world.peer.statsOf('llama').restarts).toBe(4);
+    expect(world.peer.statsOf('llama').deletedUids.size).toBe(4);
+
+    const faultNodes = (await vcjobFaultNpu(client)).faultNodes;
+    const entry = faultNodes.find((n) => n.NodeName === node);
+    expect(entry?.NodeHealthState).toBe('CardUnhealthy');
+    expect(entry?.UnhealthyNPU).toEqual([npu]);
+    expect((await vcjobFaultNpu(client)).remainRetryTimes.get(jobKey)).toEqual({ UUID: job.metadata!.uid!, Times: 2 });
+
+    const reason = await rescheduleReasonOf(client, jobKey);
+    expect(reason?.TotalRescheduleTimes).toBe(1);
+    expect(reason?.RescheduleRecords).toHaveLength(1);
+    expect(reason?.RescheduleRecords?.[0]?.ReasonOfTask).toEqual([{ RescheduleReason: 'CardUnhealthy', PodName: rank2.metadata!.name!, NodeName: node, NodeRankIndex: '2' }]);
+    const events = await podGroupEvents(client, ns, `llama-${job.metadata!.uid!}`);
+    const ev = events.find((e) => e.reason === 'FaultRescheduling');
+    expect(ev?.message).toContain('80E18402');
+    expect(ev?.message).toContain('B6 row 11');
+  }, 120_000);
+
+  it('with pod-rescheduling=on deletes only rank 2, then escalates to job level when its replacement stays pending', async () => {
+    world = await startWorld(client, { nodes: 4, prefix: 'jr2' });
+    ({ manager } = await startManager(client, ['--pending-escalation-seconds=5']));
+    const { ns } = world;
+    const job = await client.create(paths.vcJobs(ns), vcJob(ns, { name: 'gpt', replicas: 4, npus: 8, labels: { 'fault-scheduling': 'grace', 'pod-rescheduling': 'on' } }));
+    const jobKey = `${ns}/gpt-${job.metadata!.uid!}`;
+    const before = await eventually(async () => { const ps = await jobPods(client, ns, 'gpt'); return ps.length === 4 && ps.every(runningWithNpus) ? ps : undefined; }, 30_000);
+    const rank2 = before[2]!;
+    const node = rank2.spec!.nodeName!;
+    const ack = await world.dp.injectChipFault({ node, npu: npusOf(rank2)[3]!, code: '80E18402', level: 'SeparateNPU' });
+
+    // Pod level: only rank 2 goes; its replacement cannot fit (7 NPUs left on its node, others full).
+    const pending = await eventually(async () => {
+      const ps = await jobPods(client, ns, 'gpt');
+      const r2 = ps.find((p) => p.metadata?.name === rank2.metadata!.name);
+      return r2 !== undefined && uidOf(r2) !== uidOf(rank2) && r2.spec?.nodeName === undefined ? ps : undefined;
+    }, 20_000);
+    report(`grace pod-level, SeparateNPU on ${node}: fault write ack -> rank-2 pod terminating ${world.peer.goneAtMs(uidOf(rank2))! - ack.atMs} ms`);
+    for (const i of [0, 1, 3]) expect(uidOf(pending[i]!)).toBe(uidOf(before[i]!));
+    const first = await rescheduleReasonOf(client, jobKey);
+    expect(first?.RescheduleRecords?.[0]?.ReasonOfTask?.map((t) => t.NodeRankIndex)).toEqual(['2']);
+
+    // Escalation: after 5 s pending, every pod is deleted (job level).
+    const t0 = Date.now();
+    const others = [0, 1, 3].map((i) => uidOf(before[i]!));
+    await eventually(async () => (await jobPods(client, ns, 'gpt')).every((p) => !others.includes(uidOf(p))), 30_000);
+    report(`pod-level -> job-level escalation after the replacement was pending: ${Date.now() - t0} ms after it was seen pending (threshold 5 s)`);
+    const reason = await rescheduleReasonOf(client, jobKey);
+    expect(reason?.TotalRescheduleTimes).toBe(2);
+    const state = await jobState(client, job.metadata!.uid!);
+    expect(state?.state.active?.scope).toBe('job');
+    expect(state?.pending).toBeUndefined();
+    const events = await podGroupEvents(client, ns, `gpt-${job.metadata!.uid!}`);
+    expect(events.some((e) => e.message?.includes('escalate to job level'))).toBe(true);
+  }, 120_000);
+});

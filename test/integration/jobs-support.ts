@@ -1,0 +1,62 @@
+/**
+ * Helpers of the jobs integration tests (not a test file): the Manager in-process, ConfigMap reads.
+ */
+import { paths, type KubeClient } from '../../runtime/kube-client.ts';
+import { Manager, type ManagerDeps } from '../../controllers/manager.ts';
+import { parseOptions } from '../../controllers/options.ts';
+import { createLogger, silentLogger } from '../../telemetry/logger.ts';
+import { Metrics } from '../../telemetry/metrics.ts';
+import type { ConfigMap } from '../../controllers/sources/sources.ts';
+import { parseRescheduleHistory, type RescheduleReason } from '../../schemas/job-reschedule-reason/job-reschedule-reason.ts';
+import { parseVcjobFaultNpuData, type VcjobFaultNpuContent } from '../../schemas/vcjob-fault-npu/vcjob-fault-npu.ts';
+import { JOB_STATE_KEY, JOB_STATE_NAMESPACE, jobStateCmName, parseJobState, type JobStateRecord } from '../../schemas/job-state/job-state.ts';
+
+export const BASE_ARGS = ['--http-port=0', '--cluster-info-refresh-seconds=0', '--burst-window-ms=200'];
+
+export async function startManager(client: KubeClient, args: readonly string[] = [], jobs?: ManagerDeps['jobs']): Promise<{ manager: Manager; metrics: Metrics }> {
+  const metrics = new Metrics({ processMetrics: false });
+  const log = process.env.JOBS_TEST_LOG === '1' ? createLogger('info', process.stderr) : silentLogger;
+  const manager = new Manager({ client, options: parseOptions([...BASE_ARGS, ...args], {}), log, metrics, ...(jobs ? { jobs } : {}) });
+  await manager.start();
+  return { manager, metrics };
+}
+
+export async function readCm(client: KubeClient, ns: string, name: string): Promise<ConfigMap | undefined> {
+  return client.getOrUndefined<ConfigMap>(paths.configMap(ns, name));
+}
+
+export async function rescheduleReasonOf(client: KubeClient, jobKey: string): Promise<RescheduleReason | undefined> {
+  const cm = await readCm(client, 'mindx-dl', 'job-reschedule-reason');
+  const parsed = parseRescheduleHistory(cm?.data?.['recent-reschedule-records'] ?? '');
+  if (!parsed.ok) throw new Error(parsed.reason);
+  return parsed.value.get(jobKey);
+}
+
+export async function vcjobFaultNpu(client: KubeClient): Promise<VcjobFaultNpuContent> {
+  const cm = await readCm(client, 'volcano-system', 'vcjob-fault-npu-cm');
+  const parsed = parseVcjobFaultNpuData(cm?.data);
+  if (!parsed.ok) throw new Error(parsed.reason);
+  return parsed.value;
+}
+
+export async function jobState(client: KubeClient, uid: string): Promise<JobStateRecord | undefined> {
+  const cm = await readCm(client, JOB_STATE_NAMESPACE, jobStateCmName(uid));
+  if (cm === undefined) return undefined;
+  const parsed = parseJobState(cm.data?.[JOB_STATE_KEY]);
+  if (!parsed.ok) throw new Error(parsed.reason);
+  return parsed.value;
+}
+
+export interface EventObj { reason?: string; message?: string; type?: string; involvedObject?: { name?: string; kind?: string } }
+
+export async function podGroupEvents(client: KubeClient, ns: string, podGroup: string): Promise<EventObj[]> {
+  const list = await client.list<EventObj>(paths.events(ns), { fieldSelector: `involvedObject.name=${podGroup}` });
+  return list.items;
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Prints a measurement line the note can quote. */
+export function report(line: string): void {
+  process.stdout.write(`[jobs] ${line}\n`);
+}

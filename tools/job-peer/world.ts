@@ -1,0 +1,119 @@
+/**
+ * A small "training cluster" for the jobs integration tests and the demo: kwok nodes with
+ * `huawei.com/Ascend910: 8`, the device plugin simulator writing their device-info (and the Node
+ * allocatable, as kubelet would), the NPU allocator writing `huawei.com/AscendReal` on bound pods,
+ * and the job peer recreating deleted pods of Volcano Jobs. Unique names per world, so tests can share
+ * one control plane.
+ */
+import { randomBytes } from 'node:crypto';
+import { paths, type KubeClient, type KubeObject } from '../../runtime/kube-client.ts';
+import { createFakeNodes } from '../simulator/nodes.ts';
+import { DevicePluginSimulator } from '../simulator/device-plugin.ts';
+import { NpuAllocator } from '../simulator/allocator.ts';
+import { chipLists } from '../simulator/npu-state.ts';
+import { JobPeer, JOB_NAME_LABEL } from './job-peer.ts';
+
+export const NPU_RESOURCE = 'huawei.com/Ascend910';
+
+export interface World {
+  readonly ns: string;
+  readonly nodes: readonly string[];
+  readonly dp: DevicePluginSimulator;
+  readonly peer: JobPeer;
+  stop(): Promise<void>;
+}
+
+async function ensureNamespace(client: KubeClient, name: string): Promise<void> {
+  if ((await client.getOrUndefined(`/api/v1/namespaces/${name}`)) === undefined) {
+    try { await client.create(paths.namespaces(), { apiVersion: 'v1', kind: 'Namespace', metadata: { name } }); } catch { /* raced */ }
+  }
+}
+
+export async function startWorld(client: KubeClient, opts: { nodes: number; prefix?: string }): Promise<World> {
+  for (const ns of ['mindx-dl', 'kube-system', 'volcano-system']) await ensureNamespace(client, ns);
+  const id = randomBytes(3).toString('hex');
+  const ns = `${opts.prefix ?? 'jobs'}-${id}`;
+  await ensureNamespace(client, ns);
+  const nodes = Array.from({ length: opts.nodes }, (_, i) => `${opts.prefix ?? 'jobs'}-${id}-n${i}`);
+  await createFakeNodes(client, nodes.map((name) => ({ name })));
+  const dp = new DevicePluginSimulator(client, { nodes: nodes.map((name) => ({ name })), minWriteIntervalMs: 100 });
+  await dp.init();
+  const allocator = new NpuAllocator(client, {
+    namespace: ns,
+    unhealthy: (node) => { try { return chipLists(dp.state(node)).unhealthy; } catch { return []; } },
+  });
+  await allocator.start();
+  const peer = new JobPeer(client, { namespace: ns });
+  await peer.start();
+  return {
+    ns, nodes, dp, peer,
+    async stop() {
+      await peer.stop();
+      allocator.stop();
+      dp.close();
+    },
+  };
+}
+
+export interface VcJobSpec {
+  readonly name: string;
+  readonly replicas: number;
+  readonly npus: number;
+  readonly labels?: Record<string, string>;
+  readonly annotations?: Record<string, string>;
+}
+
+/** A Volcano Job of one task `worker` (spec as a user writes it; the peer turns it into pods). */
+export function vcJob(ns: string, s: VcJobSpec): KubeObject {
+  return {
+    apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job',
+    metadata: { name: s.name, namespace: ns, labels: { 'ring-controller.atlas': 'ascend-910', ...s.labels }, annotations: { ...s.annotations } },
+    spec: {
+      minAvailable: s.replicas, schedulerName: 'volcano', maxRetry: 3,
+      policies: [{ event: 'PodFailed', action: 'Ignore' }],
+      tasks: [{
+        name: 'worker', replicas: s.replicas,
+        template: {
+          metadata: { labels: { app: s.name } },
+          spec: {
+            restartPolicy: 'Never', terminationGracePeriodSeconds: 1,
+            containers: [{ name: 'ascend', image: 'training:latest', resources: { requests: { [NPU_RESOURCE]: String(s.npus) }, limits: { [NPU_RESOURCE]: String(s.npus) } } }],
+          },
+        },
+      }],
+    },
+  };
+}
+
+export type PodObj = KubeObject & {
+  spec?: { nodeName?: string };
+  status?: { phase?: string; conditions?: Array<{ type: string; status: string }> };
+};
+
+/** The job's pods, by rank. */
+export async function jobPods(client: KubeClient, ns: string, job: string): Promise<PodObj[]> {
+  const list = await client.list<PodObj>(paths.pods(ns), { labelSelector: `${JOB_NAME_LABEL}=${job}` });
+  const rank = (p: PodObj): number => Number(p.metadata?.annotations?.['hccl/rankIndex'] ?? 1e9);
+  return list.items.sort((a, b) => rank(a) - rank(b));
+}
+
+/** Running, not terminating, and holding NPUs. */
+export const runningWithNpus = (p: PodObj): boolean =>
+  p.status?.phase === 'Running' && p.metadata?.deletionTimestamp === undefined && (p.metadata?.annotations?.['huawei.com/AscendReal'] ?? '') !== '';
+
+/** Marks a pod Failed the way kubelet reports a container that exited non-zero. */
+export async function failPod(client: KubeClient, ns: string, name: string): Promise<void> {
+  const now = new Date().toISOString();
+  await client.patch(paths.podStatus(ns, name), {
+    status: {
+      phase: 'Failed',
+      conditions: [{ type: 'Ready', status: 'False', lastTransitionTime: now }],
+      containerStatuses: [{ name: 'ascend', image: 'training:latest', imageID: '', ready: false, restartCount: 0, state: { terminated: { exitCode: 1, reason: 'Error', startedAt: now, finishedAt: now } } }],
+    },
+  }, 'merge');
+}
+
+/** Creates a PodGroup with no owner (a job "in the session" that is none of ours). */
+export async function createBarePodGroup(client: KubeClient, ns: string, name: string): Promise<void> {
+  await client.create(paths.podGroups(ns), { apiVersion: 'scheduling.volcano.sh/v1beta1', kind: 'PodGroup', metadata: { name, namespace: ns }, spec: { minMember: 1 } });
+}
