@@ -25,6 +25,9 @@ export const FLAGS = {
   'grpc-tls-cert': { type: 'string', default: '', help: 'PEM server certificate file; empty = plaintext (ClusterD default)' },
   'grpc-tls-key': { type: 'string', default: '', help: 'PEM private key file for --grpc-tls-cert' },
   'max-served-jobs': { type: 'number', default: 10_000, min: 1, max: 100_000, help: 'gRPC: jobs served at once (ClusterD: 10,000)' },
+  'recovery-report-timeout-seconds': { type: 'number', default: 900, min: 1, max: 3600, help: 'process-level recovery and hot switch: wait this long for each agent report (ClusterD: 15 min)' },
+  'hot-switch-new-pod-timeout-seconds': { type: 'number', default: 60, min: 1, max: 600, help: 'hot switch: the backup pod must be Running within this time (ClusterD: 1 min)' },
+  'hot-switch-backup-pods': { type: 'boolean', default: false, help: 'hot switch without the Ascend Operator (Volcano jobs): create and delete backup pods from the faulty pod\'s spec on needOperatorOpe' },
   rescheduling: { type: 'boolean', default: true, help: 'act as the rescheduling half of Volcano\'s ascend plugin (delete pods, write vcjob-fault-npu-cm, job-reschedule-reason, tor-share-cm); false = ClusterD role only, beside the real plugin' },
   'dry-run': { type: 'boolean', default: false, help: 'shadow mode: decide and explain (logs, metrics, Events) but write and act on nothing' },
   'leader-elect': { type: 'boolean', default: false, help: 'leader election over a coordination.k8s.io Lease; only the leader writes' },
@@ -34,6 +37,7 @@ export const FLAGS = {
   'pending-escalation-seconds': { type: 'number', default: 15, min: 5, max: 3600, help: 'pod-level rescheduling escalates to job level when a replacement pod stays Pending this long (time-based equivalent of Volcano\'s 12 pending sessions at 1 s, see policy/job-pending-escalation.ts)' },
   'cluster-info-refresh-seconds': { type: 'number', default: 30, min: 0, max: 55, help: 'rewrite cluster-info-* at least this often (Volcano restarts its informer on data older than 60 s); 0 = only on change' },
   'burst-window-ms': { type: 'number', default: 200, min: 0, max: 10_000, help: 'coalesce fault events of one job within this window into one decision' },
+  'cluster-system-namespace': { type: 'string', default: 'cluster-system', help: 'namespace of clusterd-config-cm, clusterd-manual-info-cm and the persisted escalation state (ClusterD: cluster-system)' },
   'node-name': { type: 'string', default: '', env: 'NODE_NAME', help: 'node this replica runs on (logs only)' },
 } as const satisfies Record<string, FlagSpec>;
 

@@ -35,7 +35,12 @@ export async function clusterUp(nodes: number): Promise<ControlPlaneInfo> {
   const cp = await ControlPlane.start({ binDir: ensureBinaries(), workDir: DIR, watchPid: 0, scheduler: true, kwok: true });
   writeFileSync(infoFile, JSON.stringify(cp.info(), null, 2));
   console.log(`==> creating ${nodes} kwok nodes with huawei.com/Ascend910: 8`);
-  await createFakeNodes(KubeClient.fromFile(cp.kubeconfigPath), nodeNames(nodes).map((name) => ({ name })));
+  const client = KubeClient.fromFile(cp.kubeconfigPath);
+  await createFakeNodes(client, nodeNames(nodes).map((name) => ({ name })));
+  // The apiserver taints new Nodes node.kubernetes.io/not-ready and only the node lifecycle
+  // controller (not run here) lifts it: do its job, so pods need no blanket toleration and the
+  // controller's isolation taints keep their meaning.
+  for (const name of nodeNames(nodes)) await client.patch(`/api/v1/nodes/${name}`, { spec: { taints: null } });
   console.log(`==> ready in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   console.log(`    kubectl --kubeconfig ${join('.cluster', 'kubeconfig')} get nodes`);
   return cp.info();

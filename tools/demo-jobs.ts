@@ -13,7 +13,6 @@ export interface SampleJobs {
 
 const workerTemplate = (npus: number) => ({
   spec: {
-    tolerations: [{ operator: 'Exists' }],
     containers: [{ name: 'ascend', image: 'training:latest', resources: { requests: { 'huawei.com/Ascend910': String(npus) }, limits: { 'huawei.com/Ascend910': String(npus) } } }],
     restartPolicy: 'Never',
   },

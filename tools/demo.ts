@@ -13,6 +13,7 @@ import { KubeClient, paths, type KubeObject } from '../runtime/kube-client.ts';
 import { FaultInjector } from './simulator/injector.ts';
 import { NpuAllocator, ASCEND_REAL_ANNOTATION } from './simulator/allocator.ts';
 import { nodeNames } from './simulator/nodes.ts';
+import { chipLists } from './simulator/npu-state.ts';
 import { startSampleJobs, type SampleJobs } from './demo-jobs.ts';
 
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -83,7 +84,10 @@ async function main(): Promise<void> {
   step('Device plugin simulator: healthy device-info ConfigMaps for every node (CheckCode included)');
   const injector = new FaultInjector(client);
   await injector.addNodes(nodeNames(NODES).map((name) => ({ name })));
-  const allocator = new NpuAllocator(client, { namespace: 'demo' });
+  const allocator = new NpuAllocator(client, {
+    namespace: 'demo',
+    unhealthy: (node) => { try { return chipLists(injector.devicePlugin.state(node)).unhealthy; } catch { return []; } },
+  });
   await allocator.start();
   cleanups.push(() => allocator.stop());
   cmd('kubectl --kubeconfig .cluster/kubeconfig -n kube-system get cm -l mx-consumer-cim=true');

@@ -14,10 +14,14 @@ import { fileURLToPath } from 'node:url';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { ApiError, paths, type KubeObject } from '../../runtime/kube-client.ts';
 import { FLAGS, parseOptions } from '../../controllers/options.ts';
-import { Manager } from '../../controllers/manager.ts';
+import { LEADER_LEASE_NAME } from '../../controllers/manager.ts';
+import { createSources, sourcesHealth, startSources, stopSources, waitForSync } from '../../controllers/sources/sources.ts';
+import { RECOVERY_STATE_NAMESPACE } from '../../controllers/recovery-state-store.ts';
+import { JOB_STATE_NAMESPACE } from '../../schemas/job-state/job-state.ts';
+import { LeaderElector } from '../../runtime/leader-election.ts';
 import { silentLogger } from '../../telemetry/logger.ts';
 import { Metrics } from '../../telemetry/metrics.ts';
-import { adminClient, controlPlaneInfo, eventually, newNamespace, serviceAccountClient } from '../support/cluster.ts';
+import { adminClient, controlPlaneInfo, ensureNamespace, eventually, newNamespace, serviceAccountClient } from '../support/cluster.ts';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const CHART = join(REPO, 'charts', 'clusterd-ts');
@@ -72,7 +76,7 @@ interface PodSpec {
   topologySpreadConstraints?: unknown[]; priorityClassName?: string; imagePullSecrets?: unknown[];
 }
 interface Deployment extends Doc { spec: { replicas: number; selector: { matchLabels: Record<string, string> }; template: { metadata: Meta; spec: PodSpec } } }
-interface Rule { apiGroups: string[]; resources: string[]; verbs: string[] }
+interface Rule { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] }
 interface RbacRole extends Doc { rules: Rule[] }
 interface Binding extends Doc { roleRef: { kind: string; name: string }; subjects: Array<{ kind: string; name: string; namespace: string }> }
 interface Service extends Doc { spec: { selector: Record<string, string>; ports: Array<{ name: string; port: number; targetPort: string }> } }
@@ -151,9 +155,10 @@ function allFeatureValues(ns: string, leaseNs: string): Record<string, unknown> 
     imagePullSecrets: [{ name: 'regcred' }],
     controller: {
       logLevel: 'debug', httpPort: 12253, httpHost: '::', grpcPort: 18899, grpcHost: '::', maxServedJobs: 500,
+      recoveryReportTimeoutSeconds: 600, hotSwitchNewPodTimeoutSeconds: 120, hotSwitchBackupPods: true,
       rescheduling: false, dryRun: true, leaderElect: true, leaderElectionNamespace: leaseNs, leaseDurationSeconds: 30,
       graceOverTimeSeconds: 1200, pendingEscalationSeconds: 120, clusterInfoRefreshSeconds: 20, burstWindowMs: 500,
-      kubeconfig: '/etc/clusterd-ts/kubeconfig/config', extraArgs: ['--log-level=warn'],
+      clusterSystemNamespace: `${ns}-cs`, kubeconfig: '/etc/clusterd-ts/kubeconfig/config', extraArgs: ['--log-level=warn'],
     },
     grpc: { tls: { enabled: true, secretName: 'clusterd-grpc-tls', certKey: 'server.pem', keyKey: 'server-key.pem', mountPath: '/etc/clusterd-ts/tls' } },
     serviceAccount: { create: true, name: 'clusterd', annotations: { 'example.com/owner': 'ascend' }, automountServiceAccountToken: true },
@@ -186,6 +191,11 @@ const DEFAULT_RULES: Rule[] = [
   { apiGroups: ['mindxdl.gitee.com'], resources: ['ascendjobs'], verbs: ['get', 'list', 'watch'] },
   { apiGroups: ['', 'events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
 ];
+const LEASE_RULES: Rule[] = [
+  { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+  { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: [LEADER_LEASE_NAME], verbs: ['get', 'update'] },
+];
+const STATE_RULES: Rule[] = [{ apiGroups: [''], resources: ['configmaps'], verbs: ['delete'] }];
 const readOnly = (rules: Rule[]): Rule[] => rules.map((r) => ({ ...r, verbs: r.verbs.filter((v) => ['get', 'list', 'watch'].includes(v) || r.resources[0] === 'events') }));
 
 afterAll(() => rmSync(helmHome, { recursive: true, force: true }));
@@ -221,6 +231,11 @@ describe('helm chart charts/clusterd-ts: lint and schema', () => {
     // ... and nothing else under controller.
     const flagKeys = new Set(FLAG_LIST.map(([f]) => camel(f)));
     expect(Object.keys(props).filter((k) => !flagKeys.has(k))).toEqual(['extraArgs']);
+  });
+
+  it('documents every flag in the chart README\'s values table', () => {
+    const readme = readFileSync(join(CHART, 'README.md'), 'utf8');
+    expect(FLAG_LIST.map(([f]) => f).filter((f) => !readme.includes(`| \`--${f}\``) && !readme.includes(`\`--${f}\` =`))).toEqual([]);
   });
 
   const REJECTED: Array<[name: string, args: string[], message: string]> = [
@@ -271,7 +286,7 @@ describe('helm chart charts/clusterd-ts: lint and schema', () => {
 describe('helm chart charts/clusterd-ts: rendering', () => {
   it('renders ClusterD\'s deployment with defaults: 2 replicas, leader election, probes, non-root, read-only root', async () => {
     const out = await render('mindx-dl', [], 'clusterd-ts');
-    expect(out.kinds()).toEqual(['ClusterRole', 'ClusterRoleBinding', 'Deployment', 'PodDisruptionBudget', 'Role', 'RoleBinding', 'Service', 'ServiceAccount']);
+    expect(out.kinds()).toEqual(['ClusterRole', 'ClusterRoleBinding', 'Deployment', 'PodDisruptionBudget', 'Role', 'Role', 'RoleBinding', 'RoleBinding', 'Service', 'ServiceAccount']);
     for (const d of out.docs) if (!d.kind.startsWith('Cluster')) expect({ kind: d.kind, ns: d.metadata.namespace }).toEqual({ kind: d.kind, ns: 'mindx-dl' });
 
     const dep = out.deployment;
@@ -288,7 +303,7 @@ describe('helm chart charts/clusterd-ts: rendering', () => {
     expect(c.resources).toEqual({ requests: { cpu: '500m', memory: '512Mi' }, limits: { cpu: '1', memory: '1Gi' } });
     expect(pod.securityContext).toEqual(expect.objectContaining({ runAsNonRoot: true, runAsUser: 9000, runAsGroup: 9000 }));
     expect(c.securityContext).toEqual(expect.objectContaining({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, runAsUser: 9000, capabilities: { drop: ['ALL'] } }));
-    expect(c.env.map((e) => [e.name, e.valueFrom?.fieldRef?.fieldPath])).toEqual([['NODE_NAME', 'spec.nodeName'], ['POD_IP', 'status.podIP'], ['POD_NAMESPACE', 'metadata.namespace']]);
+    expect(c.env.map((e) => [e.name, e.valueFrom?.fieldRef?.fieldPath])).toEqual([['NODE_NAME', 'spec.nodeName'], ['POD_NAME', 'metadata.name'], ['POD_IP', 'status.podIP'], ['POD_NAMESPACE', 'metadata.namespace']]);
 
     // The controller parses the rendered arguments to its own defaults, plus leader election.
     const expected: Record<string, unknown> = Object.fromEntries(FLAG_LIST.map(([f, s]) => [camel(f), s.default]));
@@ -303,29 +318,31 @@ describe('helm chart charts/clusterd-ts: rendering', () => {
     expect(out.one('ServiceAccount').metadata.name).toBe('clusterd');
 
     expect(sortRules(out.one<RbacRole>('ClusterRole').rules)).toEqual(sortRules(DEFAULT_RULES));
-    const role = out.one<RbacRole>('Role');
-    expect(role.metadata.namespace).toBe('mindx-dl');
-    expect(role.rules).toEqual([{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] }]);
-    for (const b of [out.one<Binding>('ClusterRoleBinding'), out.one<Binding>('RoleBinding')]) {
+    expect(named<RbacRole>(out, 'Role', 'clusterd-ts-leader-election').rules).toEqual(LEASE_RULES);
+    const state = named<RbacRole>(out, 'Role', 'clusterd-ts-state');
+    expect(state.rules).toEqual(STATE_RULES);
+    expect([state.metadata.namespace, state.metadata.namespace]).toEqual([JOB_STATE_NAMESPACE, RECOVERY_STATE_NAMESPACE]);
+    for (const b of [out.one<Binding>('ClusterRoleBinding'), ...out.all('RoleBinding') as Binding[]]) {
       expect(b.subjects).toEqual([{ kind: 'ServiceAccount', name: 'clusterd', namespace: 'mindx-dl' }]);
     }
   });
 
-  it('narrows the ClusterRole: read only in --dry-run, no pods/delete without --rescheduling, no Role without --leader-elect', async () => {
-    const dry = await render('mindx-dl', ['--set', 'controller.dryRun=true']);
+  it('follows the flags: read only in --dry-run, pods/delete only with --rescheduling, pods/create only with --hot-switch-backup-pods, the Lease Role only with --leader-elect', async () => {
+    const podVerbs = (r: Rendered): string[] => r.one<RbacRole>('ClusterRole').rules.find((x) => x.resources.includes('pods'))!.verbs;
+    const dry = await render('mindx-dl', ['--set', 'controller.dryRun=true,controller.hotSwitchBackupPods=true']);
     expect(sortRules(dry.one<RbacRole>('ClusterRole').rules)).toEqual(sortRules(readOnly(DEFAULT_RULES)));
-    const noResched = await render('mindx-dl', ['--set', 'controller.rescheduling=false']);
-    const pods = noResched.one<RbacRole>('ClusterRole').rules.find((r) => r.resources.includes('pods'))!;
-    expect(pods.verbs).toEqual(['get', 'list', 'watch', 'patch']);
+    expect(dry.all('Role').map((r) => r.metadata.name)).toEqual(['clusterd-ts-leader-election']);
+    expect(podVerbs(await render('mindx-dl', ['--set', 'controller.rescheduling=false']))).toEqual(['get', 'list', 'watch', 'patch']);
+    expect(podVerbs(await render('mindx-dl', ['--set', 'controller.hotSwitchBackupPods=true']))).toEqual(['get', 'list', 'watch', 'patch', 'delete', 'create']);
     const single = await render('mindx-dl', ['--set', 'replicas=1,controller.leaderElect=false']);
-    expect(single.all('Role')).toEqual([]);
+    expect(single.all('Role').map((r) => r.metadata.name)).toEqual(['clusterd-ts-state']);
     expect(single.container.args).toContain('--leader-elect=false');
   });
 
   it('renders every optional feature, and every controller flag is reachable from values', async () => {
     const ns = 'ns-under-test';
     const out = await render(ns, ['-f', valuesFile(allFeatureValues(ns, 'lease-ns'))]);
-    expect(out.kinds()).toEqual(['ClusterRole', 'ClusterRoleBinding', 'ConfigMap', 'Deployment', 'Namespace', 'Namespace', 'PodDisruptionBudget', 'Role', 'RoleBinding', 'Service', 'ServiceAccount', 'ServiceMonitor']);
+    expect(out.kinds()).toEqual(['ClusterRole', 'ClusterRoleBinding', 'ConfigMap', 'Deployment', 'Namespace', 'Namespace', 'Namespace', 'PodDisruptionBudget', 'Role', 'RoleBinding', 'Service', 'ServiceAccount', 'ServiceMonitor']);
     const c = out.container;
     const pod = out.deployment.spec.template.spec;
 
@@ -334,8 +351,10 @@ describe('helm chart charts/clusterd-ts: rendering', () => {
     const want: Record<string, unknown> = {
       kubeconfig: '/etc/clusterd-ts/kubeconfig/config', logLevel: 'warn', httpPort: 12253, httpHost: '::', grpcPort: 18899, grpcHost: '::',
       grpcTlsCert: '/etc/clusterd-ts/tls/server.pem', grpcTlsKey: '/etc/clusterd-ts/tls/server-key.pem', maxServedJobs: 500,
+      recoveryReportTimeoutSeconds: 600, hotSwitchNewPodTimeoutSeconds: 120, hotSwitchBackupPods: true,
       rescheduling: false, dryRun: true, leaderElect: true, leaderElectionNamespace: 'lease-ns', leaseDurationSeconds: 30,
-      graceOverTimeSeconds: 1200, pendingEscalationSeconds: 120, clusterInfoRefreshSeconds: 20, burstWindowMs: 500, nodeName: 'node-a',
+      graceOverTimeSeconds: 1200, pendingEscalationSeconds: 120, clusterInfoRefreshSeconds: 20, burstWindowMs: 500,
+      clusterSystemNamespace: `${ns}-cs`, nodeName: 'node-a',
     };
     expect(Object.keys(want).sort()).toEqual(FLAG_LIST.map(([f]) => camel(f)).sort());
     expect(opts).toEqual(want);
@@ -354,7 +373,7 @@ describe('helm chart charts/clusterd-ts: rendering', () => {
     // Lease Role follows --leader-election-namespace; the extra namespaces skip the release one.
     expect(out.one<RbacRole>('Role').metadata.namespace).toBe('lease-ns');
     expect(out.one<Binding>('RoleBinding').subjects[0]!.namespace).toBe(ns);
-    expect(out.all('Namespace').map((n) => [n.metadata.name, n.metadata.annotations?.['helm.sh/resource-policy']])).toEqual([[`${ns}-a`, 'keep'], [`${ns}-b`, 'keep']]);
+    expect(out.all('Namespace').map((n) => [n.metadata.name, n.metadata.annotations?.['helm.sh/resource-policy']])).toEqual([[`${ns}-a`, 'keep'], [`${ns}-b`, 'keep'], [`${ns}-cs`, 'keep']]);
 
     // ServiceMonitor scrapes the Service's http-metrics port.
     const sm = out.one<Doc & { spec: { selector: { matchLabels: Record<string, string> }; endpoints: Array<{ port: string; path: string; interval: string }> } }>('ServiceMonitor');
@@ -406,7 +425,7 @@ describe('image (Dockerfile) and chart agree', () => {
 
 // ---- on the real apiserver --------------------------------------------------------------------
 
-type Access = readonly [allowed: boolean, verb: string, group: string, resource: string, namespace: string, subresource?: string];
+type Access = readonly [allowed: boolean, verb: string, group: string, resource: string, namespace: string, subresource?: string, name?: string];
 
 describe('helm chart charts/clusterd-ts on the real apiserver', () => {
   const admin = adminClient();
@@ -415,13 +434,17 @@ describe('helm chart charts/clusterd-ts on the real apiserver', () => {
   let installed: Run | undefined;
 
   beforeAll(async () => {
+    await ensureNamespace(admin, JOB_STATE_NAMESPACE); // the state Role lives there
     installed = await helm(['install', RELEASE, CHART, '-n', ns, '--create-namespace', '--kubeconfig', info.kubeconfig, '--timeout', '60s']);
   }, 90_000);
 
   it('accepts every manifest of the all-features rendering (server-side dry run, strict field validation)', async () => {
     const dryNs = await newNamespace(admin, 'chart-dry');
     const leaseNs = await newNamespace(admin, 'chart-lease');
-    const out = await render(dryNs, ['-f', valuesFile(allFeatureValues(dryNs, leaseNs))], `dry-${suffix}`);
+    await ensureNamespace(admin, JOB_STATE_NAMESPACE);
+    // --dry-run off here, so the write-side objects (the state Role in mindx-dl) are checked too.
+    const out = await render(dryNs, ['-f', valuesFile(allFeatureValues(dryNs, leaseNs)), '--set', 'controller.dryRun=false'], `dry-${suffix}`);
+    expect(out.all('Role').map((r) => r.metadata.namespace).sort()).toEqual([leaseNs, JOB_STATE_NAMESPACE].sort());
     const checked: string[] = [];
     for (const d of out.docs) {
       if (d.kind === 'ServiceMonitor') continue; // no Prometheus Operator CRD on the test control plane
@@ -450,11 +473,14 @@ describe('helm chart charts/clusterd-ts on the real apiserver', () => {
     expect(crb.subjects).toEqual([{ kind: 'ServiceAccount', name: 'clusterd', namespace: ns }]);
     await expect(admin.get(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles/${FULLNAME}-leader-election`)).resolves.toBeDefined();
     await expect(admin.get(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings/${FULLNAME}-leader-election`)).resolves.toBeDefined();
+    await expect(admin.get(`/apis/rbac.authorization.k8s.io/v1/namespaces/${JOB_STATE_NAMESPACE}/roles/${FULLNAME}-state`)).resolves.toBeDefined();
+    await expect(admin.get(`/apis/rbac.authorization.k8s.io/v1/namespaces/${JOB_STATE_NAMESPACE}/rolebindings/${FULLNAME}-state`)).resolves.toBeDefined();
   });
 
   const JOB_NS = 'some-job-namespace';
   const OTHER = 'kube-system';
   const RELEASE_NS = '<release>';
+  const LEASE = LEADER_LEASE_NAME;
   const TABLE: readonly Access[] = [
     // what the controller does
     [true, 'list', '', 'pods', ''],
@@ -477,12 +503,13 @@ describe('helm chart charts/clusterd-ts on the real apiserver', () => {
     [true, 'create', '', 'configmaps', 'mindx-dl'],
     [true, 'update', '', 'configmaps', 'cluster-system'],
     [true, 'patch', '', 'configmaps', JOB_NS],
+    [true, 'delete', '', 'configmaps', 'mindx-dl', undefined, 'clusterd-ts-recovery-0a1b'],
     [true, 'create', '', 'events', JOB_NS],
     [true, 'patch', '', 'events', JOB_NS],
     [true, 'create', 'events.k8s.io', 'events', JOB_NS],
-    [true, 'get', 'coordination.k8s.io', 'leases', RELEASE_NS],
     [true, 'create', 'coordination.k8s.io', 'leases', RELEASE_NS],
-    [true, 'update', 'coordination.k8s.io', 'leases', RELEASE_NS],
+    [true, 'get', 'coordination.k8s.io', 'leases', RELEASE_NS, undefined, LEASE],
+    [true, 'update', 'coordination.k8s.io', 'leases', RELEASE_NS, undefined, LEASE],
     // and nothing more
     [false, 'get', '', 'secrets', RELEASE_NS],
     [false, 'list', '', 'secrets', ''],
@@ -494,28 +521,32 @@ describe('helm chart charts/clusterd-ts on the real apiserver', () => {
     [false, 'update', '', 'pods', JOB_NS, 'status'],
     [false, 'create', '', 'pods', JOB_NS, 'eviction'],
     [false, 'delete', '', 'configmaps', JOB_NS],
+    [false, 'delete', '', 'configmaps', 'volcano-system'],
+    [false, 'delete', '', 'configmaps', OTHER, undefined, 'mindx-dl-deviceinfo-node-1'],
     [false, 'delete', 'scheduling.volcano.sh', 'podgroups', JOB_NS],
     [false, 'update', 'batch.volcano.sh', 'jobs', JOB_NS],
     [false, 'delete', 'batch.volcano.sh', 'jobs', JOB_NS],
     [false, 'update', 'mindxdl.gitee.com', 'ascendjobs', JOB_NS],
     [false, 'get', '', 'services', RELEASE_NS],
-    [false, 'update', 'coordination.k8s.io', 'leases', OTHER],
+    [false, 'update', 'coordination.k8s.io', 'leases', RELEASE_NS, undefined, 'kube-controller-manager'],
+    [false, 'get', 'coordination.k8s.io', 'leases', RELEASE_NS, undefined, 'some-other-lease'],
+    [false, 'update', 'coordination.k8s.io', 'leases', OTHER, undefined, LEASE],
     [false, 'create', 'coordination.k8s.io', 'leases', OTHER],
     [false, 'list', 'coordination.k8s.io', 'leases', ''],
-    [false, 'delete', 'coordination.k8s.io', 'leases', RELEASE_NS],
+    [false, 'delete', 'coordination.k8s.io', 'leases', RELEASE_NS, undefined, LEASE],
     [false, 'create', 'rbac.authorization.k8s.io', 'clusterroles', ''],
     [false, 'create', 'rbac.authorization.k8s.io', 'rolebindings', RELEASE_NS],
     [false, 'create', '', 'serviceaccounts', RELEASE_NS, 'token'],
   ];
 
   it.each(TABLE.map((row) => [describeAccess(row), row] as const))('SubjectAccessReview: %s', async (_name, row) => {
-    const [allowed, verb, group, resource, namespace, subresource] = row;
+    const [allowed, verb, group, resource, namespace, subresource, name] = row;
     const review = await admin.create<KubeObject & { status?: { allowed: boolean } }>('/apis/authorization.k8s.io/v1/subjectaccessreviews', {
       apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview',
       spec: {
         user: `system:serviceaccount:${ns}:clusterd`,
         groups: ['system:serviceaccounts', `system:serviceaccounts:${ns}`, 'system:authenticated'],
-        resourceAttributes: { verb, group, resource, subresource, namespace: namespace === RELEASE_NS ? ns : namespace },
+        resourceAttributes: { verb, group, resource, subresource, name, namespace: namespace === RELEASE_NS ? ns : namespace },
       },
     });
     expect(review.status?.allowed ?? false).toBe(allowed);
@@ -534,28 +565,45 @@ describe('helm chart charts/clusterd-ts on the real apiserver', () => {
 
   it('runs every informer of the controller under the chart\'s ServiceAccount until all are synced', async () => {
     const sa = await serviceAccountClient(admin, ns, 'clusterd');
-    const manager = new Manager({
-      client: sa,
-      options: parseOptions(['--http-port=0', '--http-host=127.0.0.1', '--dry-run', '--rescheduling=false'], {}),
-      log: silentLogger,
-      metrics: new Metrics({ processMetrics: false }),
-    });
-    const started = manager.start().catch((e: unknown) => e);
+    // The Manager's sources, not the Manager: a full controller here would act on other tests' jobs.
+    const sources = createSources(sa, { log: silentLogger, clusterSystemNamespace: String(FLAGS['cluster-system-namespace'].default) });
+    startSources(sources);
     try {
-      await eventually(() => manager.readiness().length === 0, 30_000, 200).catch((e: unknown) => {
-        throw new Error(`${String(e)}; still not ready: ${manager.readiness().join('; ')}`);
+      await waitForSync(sources, 30_000).catch((e: unknown) => {
+        throw new Error(`${String(e)}; not synced: ${sourcesHealth(sources).filter((h) => !h.synced).map((h) => h.name).join(', ')}`);
       });
-      expect(await Promise.race([started, new Promise((r) => setTimeout(() => r('pending'), 5_000))])).toBeUndefined();
+      expect(sourcesHealth(sources).filter((h) => !h.synced)).toEqual([]);
     } finally {
-      await manager.stop();
+      stopSources(sources);
     }
   }, 60_000);
+
+  it('wins, renews and releases the leader Lease under the chart\'s ServiceAccount', async () => {
+    const sa = await serviceAccountClient(admin, ns, 'clusterd');
+    let started = 0;
+    const elector = new LeaderElector(sa, {
+      namespace: ns, name: LEADER_LEASE_NAME, identity: `chart-test-${suffix}`,
+      leaseDurationMs: 5_000, renewDeadlineMs: 3_000, retryPeriodMs: 500,
+      onStartedLeading: () => { started += 1; }, onStoppedLeading: () => undefined,
+    });
+    elector.start();
+    try {
+      await eventually(() => elector.isLeader, 10_000);
+      const lease = await admin.get<KubeObject & { spec: { holderIdentity: string; renewTime: string } }>(paths.lease(ns, LEADER_LEASE_NAME));
+      expect(lease.spec.holderIdentity).toBe(`chart-test-${suffix}`);
+      await eventually(async () => (await admin.get<typeof lease>(paths.lease(ns, LEADER_LEASE_NAME))).spec.renewTime !== lease.spec.renewTime, 10_000);
+      expect(started).toBe(1);
+    } finally {
+      await elector.stop();
+    }
+  }, 30_000);
 
   it('helm uninstall removes the cluster-scoped objects', async () => {
     const r = await helm(['uninstall', RELEASE, '-n', ns, '--kubeconfig', info.kubeconfig, '--timeout', '60s']);
     expect({ code: r.code, stderr: r.stderr }).toEqual(expect.objectContaining({ code: 0 }));
     expect(await status(admin.get(`/apis/rbac.authorization.k8s.io/v1/clusterroles/${FULLNAME}`))).toBe(404);
     expect(await status(admin.get(`/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${FULLNAME}`))).toBe(404);
+    expect(await status(admin.get(`/apis/rbac.authorization.k8s.io/v1/namespaces/${JOB_STATE_NAMESPACE}/roles/${FULLNAME}-state`))).toBe(404);
   }, 90_000);
 });
 
@@ -569,9 +617,15 @@ function sortRules(rules: Rule[]): string[] {
   return rules.map((r) => `${r.apiGroups.join(',')} ${r.resources.join(',')}: ${[...r.verbs].sort().join(',')}`).sort();
 }
 
-function describeAccess([allowed, verb, group, resource, namespace, sub]: Access): string {
-  const what = `${group === '' ? '' : `${group}/`}${resource}${sub === undefined ? '' : `/${sub}`}`;
+function describeAccess([allowed, verb, group, resource, namespace, sub, name]: Access): string {
+  const what = `${group === '' ? '' : `${group}/`}${resource}${sub === undefined ? '' : `/${sub}`}${name === undefined ? '' : ` ${name}`}`;
   return `${allowed ? 'allowed' : 'denied '} ${verb} ${what} ${namespace === '' ? '(all namespaces)' : `in ${namespace}`}`;
+}
+
+function named<T extends Doc>(r: Rendered, kind: string, name: string): T {
+  const d = r.all(kind).find((x) => x.metadata.name === name);
+  if (d === undefined) throw new Error(`no ${kind} ${name}; have ${r.all(kind).map((x) => x.metadata.name).join(', ')}`);
+  return d as T;
 }
 
 async function status(p: Promise<unknown>): Promise<number> {

@@ -49,6 +49,15 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- default .Release.Namespace .Values.controller.leaderElectionNamespace -}}
 {{- end -}}
 
+{{/* The Lease the replicas compete for: LEADER_LEASE_NAME in controllers/manager.ts. */}}
+{{- define "clusterd-ts.leaseName" -}}clusterd-ts-leader{{- end -}}
+
+{{/*
+Where the controller keeps its own state ConfigMaps and deletes them when a job is gone:
+JOB_STATE_NAMESPACE (schemas/job-state) and RECOVERY_STATE_NAMESPACE (controllers/recovery-state-store.ts).
+*/}}
+{{- define "clusterd-ts.stateNamespace" -}}mindx-dl{{- end -}}
+
 {{- define "clusterd-ts.image" -}}
 {{- if .Values.image.digest -}}
 {{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
@@ -75,6 +84,9 @@ downward API provides (--grpc-host <- POD_IP, --node-name <- NODE_NAME) are only
 - {{ printf "--grpc-tls-key=%s/%s" (trimSuffix "/" .Values.grpc.tls.mountPath) .Values.grpc.tls.keyKey | quote }}
 {{- end }}
 - {{ printf "--max-served-jobs=%d" (int64 $c.maxServedJobs) | quote }}
+- {{ printf "--recovery-report-timeout-seconds=%d" (int64 $c.recoveryReportTimeoutSeconds) | quote }}
+- {{ printf "--hot-switch-new-pod-timeout-seconds=%d" (int64 $c.hotSwitchNewPodTimeoutSeconds) | quote }}
+- {{ printf "--hot-switch-backup-pods=%t" $c.hotSwitchBackupPods | quote }}
 - {{ printf "--rescheduling=%t" $c.rescheduling | quote }}
 - {{ printf "--dry-run=%t" $c.dryRun | quote }}
 - {{ printf "--leader-elect=%t" $c.leaderElect | quote }}
@@ -84,6 +96,7 @@ downward API provides (--grpc-host <- POD_IP, --node-name <- NODE_NAME) are only
 - {{ printf "--pending-escalation-seconds=%d" (int64 $c.pendingEscalationSeconds) | quote }}
 - {{ printf "--cluster-info-refresh-seconds=%d" (int64 $c.clusterInfoRefreshSeconds) | quote }}
 - {{ printf "--burst-window-ms=%d" (int64 $c.burstWindowMs) | quote }}
+- {{ printf "--cluster-system-namespace=%s" $c.clusterSystemNamespace | quote }}
 {{- if $c.kubeconfig }}
 - {{ printf "--kubeconfig=%s" $c.kubeconfig | quote }}
 {{- end }}
