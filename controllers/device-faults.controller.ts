@@ -124,6 +124,14 @@ export class DeviceFaultsController {
     this.flush();
   }
 
+  /** Nodes whose effective faults changed without new intake (policy timers, configuration, manual separation). */
+  notify(nodes: readonly string[]): void {
+    if (nodes.length === 0) return;
+    const change = { nodes, atMs: this.now() };
+    this.deps.onChange(change);
+    this.changes.next(change);
+  }
+
   private flush(): void {
     const nodes = this.store.drainDirty();
     if (nodes.length === 0) return;

@@ -24,7 +24,7 @@ import { readResetConfig, type ResetConfigDeps } from '../reconcilers/reset-conf
 import type { JobActionExecutor } from '../actions/job-action-executor.ts';
 import type { JobEntry, JobIndex } from './job-index.ts';
 import type { JobStateStore } from './job-state-store.ts';
-import { chainOf, type DecisionReporter, type ReporterJob } from './job-report.ts';
+import { chainOf, faultSummary, type DecisionReporter, type ReporterJob } from './job-report.ts';
 
 export interface JobDecisionsDeps {
   readonly index: JobIndex;
@@ -125,7 +125,7 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
       if (acting && !d.dryRun) {
         const p: PendingDecision = {
           decisionId: dec.decisionId, atMs: nowMs, kind: dec.kind, phase: dec.phase, ...(dec.row === undefined ? {} : { row: dec.row }),
-          chain: chainOf(dec.reasons), faultSinceMs: faultSinceMs(aggregate, d.faultsOf), actions: resolve(entry, dec, nowMs),
+          chain: faultSummary(aggregate) + chainOf(dec.reasons), faultSinceMs: faultSinceMs(aggregate, d.faultsOf), actions: resolve(entry, dec, nowMs),
         };
         await d.states.put(key, next, p); // BEFORE acting
         d.afterPersist?.(key, p);
@@ -134,7 +134,7 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
       } else {
         if (acting) ctx.log.info('dry run: decision not carried out', { job: key, decisionId: dec.decisionId });
         await d.states.put(key, next);
-        if (reported && !d.dryRun) await d.reporter.event(reporterJob(entry), dec, chainOf(dec.reasons), nowMs);
+        if (reported && !d.dryRun) await d.reporter.event(reporterJob(entry), dec, faultSummary(aggregate) + chainOf(dec.reasons), nowMs);
       }
       state = next;
       if (budgetBefore !== state.retry?.times) d.onStateChanged();

@@ -216,8 +216,9 @@ export class JobIndex {
     this.remove(key);
     const ns = p.metadata?.namespace ?? '';
     const group = p.metadata?.annotations?.[GROUP_NAME_ANNOTATION];
+    const owner = jobOwnerOf(p);
     const entry: PodIndexEntry = {
-      ...(jobOwnerOf(p) ? { owner: jobOwnerOf(p)!.uid } : {}),
+      ...(owner ? { owner: owner.uid } : {}),
       ...(group ? { group: `${ns}/${group}` } : {}),
       ...(p.spec?.nodeName ? { node: p.spec.nodeName } : {}),
     };

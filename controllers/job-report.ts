@@ -34,6 +34,13 @@ export function faultFields(agg: JobFaultAggregate): Record<string, string[]> {
   };
 }
 
+/** `code@node[/npu]` of every fault behind the job's fault ranks (first 10), to head the Event message. */
+export function faultSummary(agg: JobFaultAggregate): string {
+  const items = [...new Set(agg.ranks.flatMap((r) => r.causes.map((c) => `${c.code}@${c.node ?? r.node ?? '?'}${c.device === undefined ? '' : `/${c.device}`}`)))];
+  if (items.length === 0) return '';
+  return `faults ${items.slice(0, 10).join(', ')}${items.length > 10 ? ` (+${items.length - 10})` : ''}: `;
+}
+
 export function eventKindOf(d: JobDecision): { readonly type: 'Normal' | 'Warning'; readonly reason: string } {
   switch (d.phase) {
     case 'complete': return { type: 'Normal', reason: 'RescheduleSucceeded' };

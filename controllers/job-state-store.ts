@@ -67,7 +67,8 @@ export class JobStateStore {
     }
     if (cm === undefined && pending === undefined && pristine(state)) return false;
     const data = { [JOB_STATE_KEY]: encodeJobState(record) };
-    const res = await this.d.writer.ensure('job_state', { namespace: JOB_STATE_NAMESPACE, name: jobStateCmName(uid), labels: { ...JOB_STATE_LABELS }, data }, cm);
+    // The informer's copy, not `cm`: the writer picks the newer of it and its own last write itself.
+    const res = await this.d.writer.ensure('job_state', { namespace: JOB_STATE_NAMESPACE, name: jobStateCmName(uid), labels: { ...JOB_STATE_LABELS }, data }, this.d.cached(jobStateCmName(uid)));
     return res.written;
   }
 

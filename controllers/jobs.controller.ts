@@ -56,6 +56,9 @@ export interface JobsControllerDeps {
   readonly handOff?: HandOffSink;
 }
 
+/** What the flow hands its one subscriber. */
+type Work = { type: 'job'; agg: JobFaultAggregate } | { type: 'gone'; key: string } | { type: 'pg'; key: string } | { type: 'nodes'; nodes: readonly string[] };
+
 interface Loops {
   readonly decisions: ControllerLoop;
   readonly vcjobFaultNpu: ControllerLoop;
@@ -136,7 +139,6 @@ export class JobsController {
         return { job: e.view, faults: nodes.flatMap((n) => deviceFaults.effective(n)) };
       },
     }, { windowMs: options.burstWindowMs, idleMs: DEFAULT_JOB_GROUP_IDLE_MS }, this.d.scheduler ?? asyncScheduler);
-    type Work = { type: 'job'; agg: JobFaultAggregate } | { type: 'gone'; key: string } | { type: 'pg'; key: string } | { type: 'nodes'; nodes: readonly string[] };
     const work$ = merge(
       aggregates$.pipe(map((agg): Work => ({ type: 'job', agg }))),
       pgEvents$.pipe(map((ev): Work => (ev.type === 'delete' ? { type: 'gone', key: objectKey(ev.obj) } : { type: 'pg', key: objectKey(ev.obj) }))),
@@ -148,7 +150,7 @@ export class JobsController {
     });
   }
 
-  private dispatch(w: { type: 'job'; agg: JobFaultAggregate } | { type: 'gone'; key: string } | { type: 'pg'; key: string } | { type: 'nodes'; nodes: readonly string[] }): void {
+  private dispatch(w: Work): void {
     const l = this.loops;
     switch (w.type) {
       case 'job':

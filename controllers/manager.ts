@@ -16,6 +16,14 @@ import { CLUSTER_INFO_KEY, clusterInfoReconciler, renderClusterInfo } from '../r
 import { CLUSTER_INFO_NAMESPACE } from '../schemas/cluster-info/cluster-info.ts';
 import { LeaderElector } from '../runtime/leader-election.ts';
 import { JobsController, type JobsControllerDeps } from './jobs.controller.ts';
+import { RecoveryController, type RecoveryTuning } from './recovery.controller.ts';
+import { GrpcController } from './grpc.controller.ts';
+import type { GrpcLimits } from '../grpc/index.ts';
+import { FaultPolicyController } from './fault-policy.controller.ts';
+import { ESCALATION_STATE_CM_NAME } from '../schemas/escalation-state/escalation-state.ts';
+import { MANUAL_INFO_CM_NAME } from '../schemas/manual-info/manual-info.ts';
+import { ESCALATION_STATE_RECONCILE_KEY, escalationStateReconciler } from '../reconcilers/escalation-state.reconciler.ts';
+import { MANUAL_INFO_RECONCILE_KEY, manualInfoReconciler } from '../reconcilers/manual-info.reconciler.ts';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 
@@ -33,6 +41,9 @@ export interface ManagerDeps {
   readonly onLostLeadership?: () => void;
   /** Jobs flow extras: test hooks around actions, burst scheduler, FSM hand-off sink. */
   readonly jobs?: Pick<JobsControllerDeps, 'hooks' | 'afterPersist' | 'scheduler' | 'registered' | 'handOff'>;
+  /** Process-recovery extras: FSM timing overrides (tests), scheduler; gRPC transport limit overrides. */
+  readonly recovery?: RecoveryTuning;
+  readonly grpcLimits?: Partial<GrpcLimits>;
 }
 
 /** The Lease replicas compete for (in --leader-election-namespace). */
@@ -44,6 +55,13 @@ export class Manager implements HealthSource {
   readonly deviceFaults: DeviceFaultsController;
   readonly clusterInfo: ControllerLoop;
   readonly jobs: JobsController;
+  /** Process-level recovery and hot switch (one FSM pair per registered job) and the gRPC server. */
+  readonly recovery: RecoveryController;
+  readonly grpc: GrpcController;
+  /** Levels, escalation, manual separation, pre-separate (the intake flow's FaultPolicy unless deps.policy is given). */
+  readonly faultPolicy: FaultPolicyController;
+  readonly escalationState: ControllerLoop;
+  readonly manualInfo: ControllerLoop;
   private server: Server | undefined;
   private elector: LeaderElector | undefined;
   private acting = false;
@@ -55,21 +73,52 @@ export class Manager implements HealthSource {
     this.deps = deps;
     this.now = deps.now ?? Date.now;
     deps.client.onRequest = (method, status) => deps.metrics.apiRequests.inc({ method, code: String(status) });
-    this.sources = createSources(deps.client, { log: deps.log.child({ component: 'sources' }) });
+    this.sources = createSources(deps.client, { log: deps.log.child({ component: 'sources' }), clusterSystemNamespace: deps.options.clusterSystemNamespace });
     const { options, log, metrics } = deps;
     this.writer = new ConfigMapWriter(deps.client, { metrics, dryRun: options.dryRun, log });
     this.clusterInfo = new ControllerLoop(clusterInfoReconciler({
-      render: () => renderClusterInfo(this.deviceFaults.store, (n) => this.deviceFaults.effective(n), this.now()),
+      render: () => this.faultPolicy.adjustView(renderClusterInfo(this.deviceFaults.store, (n) => this.deviceFaults.effective(n), this.now())),
       actual: (name) => this.sources.mindxDlConfigMaps.get(`${CLUSTER_INFO_NAMESPACE}/${name}`),
       actualNames: () => [...this.sources.mindxDlConfigMaps.store.values()].map((c) => c.metadata?.name ?? ''),
       writer: this.writer,
       refreshMs: options.clusterInfoRefreshSeconds * 1000,
     }), { log, metrics, now: this.now });
+    const csNs = options.clusterSystemNamespace;
+    this.faultPolicy = new FaultPolicyController({
+      sources: this.sources, namespace: csNs, log: log.child({ controller: 'fault_policy' }), metrics, now: this.now,
+      records: (n) => this.deviceFaults.store.records(n), nodes: () => this.deviceFaults.store.nodeNames(),
+      reportedUnhealthy: (n) => this.deviceFaults.store.nodeState(n)?.device?.data.lists.unhealthy ?? [],
+      onViewChange: (nodes) => this.deviceFaults.notify(nodes),
+      onStateChange: () => { this.escalationState.queue.addAfter(ESCALATION_STATE_RECONCILE_KEY, 200); this.manualInfo.queue.add(MANUAL_INFO_RECONCILE_KEY); },
+    });
+    this.escalationState = new ControllerLoop(escalationStateReconciler({
+      desired: (t) => this.faultPolicy.persistedState(t), writer: this.writer, namespace: csNs,
+      actual: () => this.sources.clusterSystemConfigMaps.get(`${csNs}/${ESCALATION_STATE_CM_NAME}`),
+    }), { log, metrics, now: this.now });
+    this.manualInfo = new ControllerLoop(manualInfoReconciler({
+      desired: () => this.faultPolicy.manualInfo(), writer: this.writer, namespace: csNs,
+      actual: () => this.sources.clusterSystemConfigMaps.get(`${csNs}/${MANUAL_INFO_CM_NAME}`),
+    }), { log, metrics, now: this.now });
+    // The rescheduler's view hides step-retry faults (recovery-step-retry.ts); the FSMs see the job view.
+    const basePolicy = deps.policy ?? this.faultPolicy;
     this.deviceFaults = new DeviceFaultsController({
-      sources: this.sources, log: log.child({ controller: 'device_faults' }), metrics, policy: deps.policy, now: this.now,
-      onChange: () => this.clusterInfo.queue.add(CLUSTER_INFO_KEY),
+      sources: this.sources, log: log.child({ controller: 'device_faults' }), metrics, now: this.now,
+      policy: { effective: (n, r, t) => this.recovery.schedulerView(n, basePolicy.effective(n, r, t), t) },
+      onChange: (c) => { this.faultPolicy.observe(c.nodes); this.clusterInfo.queue.add(CLUSTER_INFO_KEY); },
+    });
+    this.recovery = new RecoveryController({
+      ...deps.recovery, client: deps.client, sources: this.sources, deviceFaults: this.deviceFaults, writer: this.writer,
+      options, log: log.child({ controller: 'recovery' }), metrics, now: this.now,
+      jobView: (n) => basePolicy.effective(n, this.deviceFaults.store.records(n), this.now()),
+      // With our jobs pipeline acting, label `pause` makes it re-decide the job (B6 row 9 -> 10/11).
+      handover: (key) => { this.jobs.loops?.decisions.queue.add(key); return this.jobs.loops !== undefined; },
+    });
+    this.grpc = new GrpcController({
+      options, sources: this.sources, deviceFaults: this.deviceFaults, recovery: this.recovery,
+      log: log.child({ component: 'grpc' }), metrics, now: this.now, ...(deps.grpcLimits ? { limits: deps.grpcLimits } : {}),
     });
     this.jobs = new JobsController({
+      registered: (uid) => this.recovery.isRegistered(uid),
       ...deps.jobs, client: deps.client, sources: this.sources, deviceFaults: this.deviceFaults, writer: this.writer,
       options, log: log.child({ controller: 'jobs' }), metrics, now: this.now,
     });
@@ -96,12 +145,14 @@ export class Manager implements HealthSource {
     log.info('http server listening', { port: options.httpPort, paths: ['/healthz', '/readyz', '/metrics'] });
     this.deviceFaults.start();
     this.jobs.start();
+    this.recovery.start();
     startSources(this.sources);
     this.healthTimer = setInterval(() => metrics.observeWatchHealth(sourcesHealth(this.sources), this.now()), 5_000);
     this.healthTimer.unref();
     await waitForSync(this.sources);
     metrics.observeWatchHealth(sourcesHealth(this.sources), this.now());
     log.info('caches synced', { objects: Object.fromEntries(sourcesHealth(this.sources).map((h) => [h.name, h.objects])) });
+    this.faultPolicy.start(); // restores the persisted escalation state before any decision is published
     // Reconcilers start only on synced caches, so a restart never acts on a partial view, and only
     // on the leader: a standby keeps its caches warm and takes over within one lease duration.
     if (!options.leaderElect) {
@@ -136,21 +187,30 @@ export class Manager implements HealthSource {
     this.deps.metrics.leader.set(1);
     this.clusterInfo.start();
     this.clusterInfo.queue.add(CLUSTER_INFO_KEY);
+    for (const [loop, key] of [[this.escalationState, ESCALATION_STATE_RECONCILE_KEY], [this.manualInfo, MANUAL_INFO_RECONCILE_KEY]] as const) { loop.start(); loop.queue.add(key); }
     this.jobs.startLoops();
+    // gRPC (Recover, Fault, PubFault) runs on the leader only: see controllers/grpc.controller.ts.
+    this.recovery.startActing();
+    void this.grpc.start();
   }
 
   private async stopActing(): Promise<void> {
     if (!this.acting) return;
     this.acting = false;
     await this.clusterInfo.stop();
+    await Promise.all([this.escalationState.stop(), this.manualInfo.stop()]);
     await this.jobs.stopLoops();
+    await this.grpc.stop();
+    await this.recovery.stopActing();
   }
 
   async stop(): Promise<void> {
     if (this.healthTimer !== undefined) clearInterval(this.healthTimer);
     this.deviceFaults.stop();
+    this.faultPolicy.stop();
     await this.stopActing();
     await this.jobs.stop();
+    await this.recovery.stop();
     await this.elector?.stop();
     stopSources(this.sources);
     await new Promise<void>((resolve) => (this.server === undefined ? resolve() : this.server.close(() => resolve())));

@@ -29,7 +29,7 @@ export const FLAGS = {
   'hot-switch-new-pod-timeout-seconds': { type: 'number', default: 60, min: 1, max: 600, help: 'hot switch: the backup pod must be Running within this time (ClusterD: 1 min)' },
   'hot-switch-backup-pods': { type: 'boolean', default: false, help: 'hot switch without the Ascend Operator (Volcano jobs): create and delete backup pods from the faulty pod\'s spec on needOperatorOpe' },
   rescheduling: { type: 'boolean', default: true, help: 'act as the rescheduling half of Volcano\'s ascend plugin (delete pods, write vcjob-fault-npu-cm, job-reschedule-reason, tor-share-cm); false = ClusterD role only, beside the real plugin' },
-  'dry-run': { type: 'boolean', default: false, help: 'shadow mode: decide and explain (logs, metrics, Events) but write and act on nothing' },
+  'dry-run': { type: 'boolean', default: false, help: 'shadow mode: decide and explain (logs, metrics) but write, act on and post Events for nothing' },
   'leader-elect': { type: 'boolean', default: false, help: 'leader election over a coordination.k8s.io Lease; only the leader writes' },
   'leader-election-namespace': { type: 'string', default: 'mindx-dl', env: 'POD_NAMESPACE', help: 'namespace of the Lease' },
   'lease-duration-seconds': { type: 'number', default: 15, min: 5, max: 300, help: 'Lease duration' },

@@ -45,12 +45,16 @@ export interface Sources {
   readonly mindxDlConfigMaps: Reflector<ConfigMap>;
   /** ConfigMaps we write in volcano-system (vcjob-fault-npu-cm, tor-share-cm). */
   readonly volcanoConfigMaps: Reflector<ConfigMap>;
+  /** ConfigMaps of cluster-system: clusterd-config-cm (read), clusterd-manual-info-cm and the escalation state (written). */
+  readonly clusterSystemConfigMaps: Reflector<ConfigMap>;
 }
 
 export interface SourcesOptions {
   readonly log?: ReflectorOptions['log'];
   /** Only watch pods carrying this label selector (all pods when unset). */
   readonly podLabelSelector?: string;
+  /** Namespace of clusterd-config-cm, clusterd-manual-info-cm and the escalation state (default cluster-system). */
+  readonly clusterSystemNamespace?: string;
 }
 
 export function createSources(client: KubeClient, opts: SourcesOptions = {}): Sources {
@@ -69,6 +73,7 @@ export function createSources(client: KubeClient, opts: SourcesOptions = {}): So
     ascendJobs: mk({ name: 'ascendjobs', path: paths.ascendJobs() }),
     mindxDlConfigMaps: mk({ name: 'configmaps_mindx_dl', path: paths.configMaps('mindx-dl') }),
     volcanoConfigMaps: mk({ name: 'configmaps_volcano_system', path: paths.configMaps('volcano-system') }),
+    clusterSystemConfigMaps: mk({ name: 'configmaps_cluster_system', path: paths.configMaps(opts.clusterSystemNamespace ?? 'cluster-system') }),
   };
 }
 

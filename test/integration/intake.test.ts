@@ -102,6 +102,21 @@ describe('fault intake to cluster-info', () => {
     expect(entry.FaultDevList?.[0]?.FaultCode).toEqual(['00000011']);
   });
 
+  it('keeps the last good faults when a device-info ConfigMap is deleted while faults are active', async () => {
+    const gone = `${node}-del`;
+    const now = Date.now();
+    const fault = makeDeviceFault('CardUnhealthy', 'Ascend910-1', [{ code: '80E18402', level: 'SeparateNPU', timeMs: now }]);
+    await putCm(client, 'kube-system', deviceInfoCmName(gone), DEVICE_INFO_LABELS, encodeDeviceInfoData({
+      available: chips(8).filter((c) => c !== 'Ascend910-1'), unhealthy: ['Ascend910-1'], faults: [fault], updateTimeS: Math.floor(now / 1000),
+    }));
+    await eventually(async () => (await deviceEntries(client))[deviceInfoCmName(gone)]?.DeviceList['huawei.com/Ascend910-Unhealthy'] === 'Ascend910-1');
+    await client.delete(paths.configMap('kube-system', deviceInfoCmName(gone)));
+    await eventually(() => manager.sources.deviceInfo.get(`kube-system/${deviceInfoCmName(gone)}`) === undefined);
+    manager.clusterInfo.queue.add('cluster-info');
+    await manager.clusterInfo.idle();
+    expect((await deviceEntries(client))[deviceInfoCmName(gone)]?.DeviceList['huawei.com/Ascend910-Unhealthy']).toBe('Ascend910-1');
+  });
+
   it('writes nothing when nothing changed (resync, replayed events)', async () => {
     await manager.clusterInfo.idle();
     const before = manager.writer.writes.get('cluster_info') ?? 0;

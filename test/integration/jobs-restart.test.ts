@@ -28,7 +28,7 @@ describe('jobs: job- and pod-level rescheduling', () => {
     world = await startWorld(client, { nodes: 3, prefix: 'jr1' });
     ({ manager } = await startManager(client));
     const { ns } = world;
-    const job = await client.create(paths.vcJobs(ns), vcJob(ns, { name: 'llama', replicas: 4, npus: 4, labels: { 'fault-scheduling': 'force', 'fault-retry-times': '2' } }));
+    const job = await client.create(paths.vcJobs(ns), vcJob(ns, { nodeSelector: world.nodeSelector, name: 'llama', replicas: 4, npus: 4, labels: { 'fault-scheduling': 'force', 'fault-retry-times': '2' } }));
     const jobKey = `${ns}/llama-${job.metadata!.uid!}`;
     const before = await eventually(async () => { const ps = await jobPods(client, ns, 'llama'); return ps.length === 4 && ps.every(runningWithNpus) ? ps : undefined; }, 30_000);
     await eventually(async () => (await vcjobFaultNpu(client)).remainRetryTimes.get(jobKey)?.Times === 2);
@@ -70,7 +70,7 @@ describe('jobs: job- and pod-level rescheduling', () => {
     world = await startWorld(client, { nodes: 4, prefix: 'jr2' });
     ({ manager } = await startManager(client, ['--pending-escalation-seconds=5']));
     const { ns } = world;
-    const job = await client.create(paths.vcJobs(ns), vcJob(ns, { name: 'gpt', replicas: 4, npus: 8, labels: { 'fault-scheduling': 'grace', 'pod-rescheduling': 'on' } }));
+    const job = await client.create(paths.vcJobs(ns), vcJob(ns, { nodeSelector: world.nodeSelector, name: 'gpt', replicas: 4, npus: 8, labels: { 'fault-scheduling': 'grace', 'pod-rescheduling': 'on' } }));
     const jobKey = `${ns}/gpt-${job.metadata!.uid!}`;
     const before = await eventually(async () => { const ps = await jobPods(client, ns, 'gpt'); return ps.length === 4 && ps.every(runningWithNpus) ? ps : undefined; }, 30_000);
     const rank2 = before[2]!;

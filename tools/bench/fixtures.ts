@@ -56,6 +56,8 @@ export function podGroupObject(job: JobSpec): KubeObject {
     apiVersion: 'scheduling.volcano.sh/v1beta1', kind: 'PodGroup',
     metadata: { name: podGroupName(job), namespace: BENCH_NAMESPACE, labels: { ...JOB_LABELS }, ownerReferences: [controllerRef(job)] },
     spec: { minMember: job.nodes.length, queue: 'default', minResources: { [NPU_RESOURCE]: String(job.nodes.length * job.npus) } },
+    // The PodGroup CRD has no status subresource (as upstream): the status goes in with the create.
+    status: { phase: 'Running', running: job.nodes.length },
   };
 }
 

@@ -9,13 +9,13 @@ import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { FaultStore } from '../../controllers/fault-store.ts';
 import { JobIndex } from '../../controllers/job-index.ts';
-import type { ConfigMap, Pod, PodGroup, Sources } from '../../controllers/sources/sources.ts';
+import type { ConfigMap, Node, Pod, PodGroup, Sources } from '../../controllers/sources/sources.ts';
 import { desiredShards, renderClusterInfo } from '../../reconcilers/cluster-info.reconciler.ts';
 import { encodeDeviceInfoData } from '../../schemas/device-info/device-info-encode.ts';
 import { DEVICE_INFO_LABELS, DEVICE_INFO_NAMESPACE, deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
 import { objectKey } from '../../runtime/reflector.ts';
 import { addChipCode, deviceInfoInput, newNodeState, removeChipCodes, type NpuNodeState } from '../simulator/npu-state.ts';
-import { nodeNames } from '../simulator/nodes.ts';
+import { fakeNode, nodeNames } from '../simulator/nodes.ts';
 import { planJobs, podGroupObject, runningPodObject, type JobSpec } from './fixtures.ts';
 
 export interface ScaleResult {
@@ -75,6 +75,13 @@ export function runScale(nodes: number, npus: number, updateSeconds: number): Sc
   const cmCache = new Map<string, ConfigMap>();
   let rv = 1;
   for (const s of states) { const cm = deviceInfoCm(s, rv++, now); cmCache.set(objectKey(cm), cm); }
+  const nodeCache = new Map<string, Node>();
+  for (const name of names) {
+    const n = fakeNode({ name, npus }) as Node;
+    n.metadata = { ...n.metadata, uid: randomUUID(), resourceVersion: String(rv++), creationTimestamp: new Date(now).toISOString() };
+    n.status = { ...n.status, conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: new Date(now).toISOString(), reason: 'KubeletReady', message: 'kwok fake node is ready' } as { type: string; status: string; lastTransitionTime: string }] };
+    nodeCache.set(name, n);
+  }
   const pods = new Map<string, Pod>();
   const podGroups = new Map<string, PodGroup>();
   const nowIso = new Date(now).toISOString();
@@ -86,9 +93,10 @@ export function runScale(nodes: number, npus: number, updateSeconds: number): Sc
   }
   sample();
 
-  // Intake: every device-info CM through FaultStore (parse, CheckCode, records), every pod through the index.
+  // Intake: every Node and device-info CM through FaultStore (parse, CheckCode, records), every pod through the index.
   const t0 = performance.now();
   const store = new FaultStore();
+  for (const n of nodeCache.values()) store.applyNode(n, now);
   for (const cm of cmCache.values()) {
     const rej = store.applyDeviceInfo(cm, now);
     if (rej !== undefined) throw new Error(`device-info rejected: ${rej.reason}`);

@@ -11,6 +11,7 @@ import { createFakeNodes } from '../simulator/nodes.ts';
 import { DevicePluginSimulator } from '../simulator/device-plugin.ts';
 import { NpuAllocator } from '../simulator/allocator.ts';
 import { chipLists } from '../simulator/npu-state.ts';
+import { setNodeNotReady, type ReadyAck } from '../simulator/node-ready.ts';
 import { JobPeer, JOB_NAME_LABEL } from './job-peer.ts';
 
 export const NPU_RESOURCE = 'huawei.com/Ascend910';
@@ -20,6 +21,8 @@ export interface World {
   readonly nodes: readonly string[];
   readonly dp: DevicePluginSimulator;
   readonly peer: JobPeer;
+  /** Pods must select this label so they land on this world's nodes only (the control plane is shared). */
+  readonly nodeSelector: Readonly<Record<string, string>>;
   stop(): Promise<void>;
 }
 
@@ -30,12 +33,17 @@ async function ensureNamespace(client: KubeClient, name: string): Promise<void> 
 }
 
 export async function startWorld(client: KubeClient, opts: { nodes: number; prefix?: string }): Promise<World> {
-  for (const ns of ['mindx-dl', 'kube-system', 'volcano-system']) await ensureNamespace(client, ns);
+  for (const ns of ['mindx-dl', 'kube-system', 'volcano-system', 'cluster-system']) await ensureNamespace(client, ns);
   const id = randomBytes(3).toString('hex');
   const ns = `${opts.prefix ?? 'jobs'}-${id}`;
   await ensureNamespace(client, ns);
   const nodes = Array.from({ length: opts.nodes }, (_, i) => `${opts.prefix ?? 'jobs'}-${id}-n${i}`);
-  await createFakeNodes(client, nodes.map((name) => ({ name })));
+  const nodeSelector = { 'clusterd-ts.io/test-world': id };
+  await createFakeNodes(client, nodes.map((name) => ({ name, labels: nodeSelector })));
+  // The apiserver taints new Nodes node.kubernetes.io/not-ready; the node lifecycle controller (not
+  // run here) lifts it once the node is Ready. Do its job, so pods need no blanket toleration and
+  // our own isolation taints keep their meaning.
+  for (const n of nodes) await client.patch(paths.node(n), { spec: { taints: null } }, 'merge');
   const dp = new DevicePluginSimulator(client, { nodes: nodes.map((name) => ({ name })), minWriteIntervalMs: 100 });
   await dp.init();
   const allocator = new NpuAllocator(client, {
@@ -46,11 +54,19 @@ export async function startWorld(client: KubeClient, opts: { nodes: number; pref
   const peer = new JobPeer(client, { namespace: ns });
   await peer.start();
   return {
-    ns, nodes, dp, peer,
+    ns, nodes, dp, peer, nodeSelector,
     async stop() {
       await peer.stop();
       allocator.stop();
       dp.close();
+      // No garbage collector runs here: remove the jobs, PodGroups and pods so that a later test's
+      // controller does not act on this world's leftovers.
+      const del = async (path: string, items: KubeObject[], force = false): Promise<void> => {
+        await Promise.all(items.map((o) => client.delete(`${path}/${o.metadata?.name}`, force ? { gracePeriodSeconds: 0 } : undefined).catch(() => undefined)));
+      };
+      await del(paths.vcJobs(ns), (await client.list<KubeObject>(paths.vcJobs(ns))).items);
+      await del(paths.podGroups(ns), (await client.list<KubeObject>(paths.podGroups(ns))).items);
+      await del(paths.pods(ns), (await client.list<KubeObject>(paths.pods(ns))).items, true);
     },
   };
 }
@@ -61,6 +77,7 @@ export interface VcJobSpec {
   readonly npus: number;
   readonly labels?: Record<string, string>;
   readonly annotations?: Record<string, string>;
+  readonly nodeSelector?: Readonly<Record<string, string>>;
 }
 
 /** A Volcano Job of one task `worker` (spec as a user writes it; the peer turns it into pods). */
@@ -76,7 +93,7 @@ export function vcJob(ns: string, s: VcJobSpec): KubeObject {
         template: {
           metadata: { labels: { app: s.name } },
           spec: {
-            restartPolicy: 'Never', terminationGracePeriodSeconds: 1,
+            restartPolicy: 'Never', terminationGracePeriodSeconds: 1, ...(s.nodeSelector ? { nodeSelector: { ...s.nodeSelector } } : {}),
             containers: [{ name: 'ascend', image: 'training:latest', resources: { requests: { [NPU_RESOURCE]: String(s.npus) }, limits: { [NPU_RESOURCE]: String(s.npus) } } }],
           },
         },
@@ -100,6 +117,16 @@ export async function jobPods(client: KubeClient, ns: string, job: string): Prom
 /** Running, not terminating, and holding NPUs. */
 export const runningWithNpus = (p: PodObj): boolean =>
   p.status?.phase === 'Running' && p.metadata?.deletionTimestamp === undefined && (p.metadata?.annotations?.['huawei.com/AscendReal'] ?? '') !== '';
+
+/**
+ * A node that stopped reporting: Ready=Unknown (kwok released) plus the taint the node lifecycle
+ * controller puts on such a node (`node.kubernetes.io/unreachable:NoSchedule`).
+ */
+export async function loseNode(client: KubeClient, node: string): Promise<ReadyAck> {
+  const ack = await setNodeNotReady(client, node, { status: 'Unknown' });
+  await client.patch(paths.node(node), { spec: { taints: [{ key: 'node.kubernetes.io/unreachable', effect: 'NoSchedule' }] } }, 'merge');
+  return ack;
+}
 
 /** Marks a pod Failed the way kubelet reports a container that exited non-zero. */
 export async function failPod(client: KubeClient, ns: string, name: string): Promise<void> {

@@ -1,0 +1,100 @@
+/**
+ * reset-config writes of the process-level recovery FSM (behavior.md B3.2, formats.md 3.2): the
+ * ClusterD operations `notifyFaultFlushing`, `fault`, `restartAllProcess` and `clear`, as a
+ * read-modify-write of `<jobns>/reset-config-<jobName>` with the Go-compatible `reset.json` and
+ * `checkCode` (schemas/reset-config). Only a ConfigMap that exists with label `reset=true` is
+ * written (the user creates it); keys we do not own (`restartType`, ...) are kept.
+ *
+ * Like ClusterD (setNewTaskInfo): 3 tries with 0 / 1 / 2 s back-off on write errors, and the write
+ * is refused while the device plugin runs a hot reset (a rank with Policy reset/restart). Unlike
+ * ClusterD, a write that would change nothing but `UpdateTime` is skipped, so repeated resets of an
+ * idle job cost no writes; and a missing ConfigMap is not an error (the job does not use
+ * reset-config; TaskD/MindIO recover without it), it is reported as `absent`.
+ */
+import type { ConfigMap } from '../controllers/sources/sources.ts';
+import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
+import { isNotFound } from '../runtime/kube-client.ts';
+import {
+  RESET_CONFIG_LABEL_KEY, RESET_CONFIG_LABEL_VALUE, encodeResetConfigData, parseResetConfigData, resetConfigName,
+  type TaskResetInfo,
+} from '../schemas/reset-config/reset-config.ts';
+import { clear, fault, notifyFaultFlushing, restartAllProcess, type ResetWrite } from '../schemas/reset-config/reset-config.transitions.ts';
+
+export type RecoveryResetOp = 'fault' | 'notifyFaultFlushing' | 'restartAllProcess' | 'clear';
+
+export interface RecoveryResetRequest {
+  readonly op: RecoveryResetOp;
+  readonly rankIds?: readonly number[];
+  readonly restartFaultProcess?: boolean;
+}
+
+export interface RecoveryResetDeps {
+  /** The informer's copy of `ns/name` (reset-config ConfigMaps, label reset=true). */
+  readonly cached: (namespace: string, name: string) => ConfigMap | undefined;
+  readonly writer: ConfigMapWriter;
+  readonly now: () => number;
+  readonly sleep?: (ms: number) => Promise<void>;
+}
+
+export type RecoveryResetOutcome = 'written' | 'unchanged' | 'absent';
+
+/** A write ClusterD would refuse too (hot reset running, unreadable reset.json): retrying cannot help. */
+export class ResetConfigRefused extends Error {
+  override readonly name = 'ResetConfigRefused';
+}
+
+const BACKOFF_MS = [0, 1_000, 2_000] as const;
+
+/** The transition for one operation (pure). */
+export function nextResetInfo(old: TaskResetInfo, req: RecoveryResetRequest, nowMs: number): ResetWrite {
+  const nowS = Math.floor(nowMs / 1000);
+  switch (req.op) {
+    case 'fault':
+      return fault(old, req.rankIds ?? [], req.restartFaultProcess ?? false, nowS);
+    case 'notifyFaultFlushing':
+      return notifyFaultFlushing(old, nowS);
+    case 'restartAllProcess':
+      return restartAllProcess(old, nowS);
+    case 'clear':
+      return clear(old, nowS);
+  }
+}
+
+/** Equal but for `UpdateTime` (and nil vs empty RankList): writing would change nothing a reader uses. */
+function sameButTime(a: TaskResetInfo, b: TaskResetInfo): boolean {
+  const ranks = (i: TaskResetInfo) => JSON.stringify(i.RankList ?? []);
+  return ranks(a) === ranks(b) && a.RetryTime === b.RetryTime && a.FaultFlushing === b.FaultFlushing
+    && a.GracefulExit === b.GracefulExit && a.RestartFaultProcess === b.RestartFaultProcess;
+}
+
+async function writeOnce(d: RecoveryResetDeps, namespace: string, jobName: string, req: RecoveryResetRequest): Promise<RecoveryResetOutcome> {
+  const name = resetConfigName(jobName);
+  const cm = d.writer.fresher(namespace, name, d.cached(namespace, name));
+  if (cm === undefined || cm.metadata?.labels?.[RESET_CONFIG_LABEL_KEY] !== RESET_CONFIG_LABEL_VALUE) return 'absent';
+  const parsed = parseResetConfigData(cm.data, { verifyCheckCode: false });
+  if (!parsed.ok) throw new ResetConfigRefused(`reset-config ${namespace}/${name}: ${parsed.reason}`);
+  const next = nextResetInfo(parsed.value.info, req, d.now());
+  if (!next.ok) throw new ResetConfigRefused(`reset-config ${namespace}/${name}: ${next.reason}`);
+  // An op that only moves UpdateTime on an untouched reset.json is a no-op (req.op 'restartAllProcess' always changes RetryTime).
+  if (sameButTime(parsed.value.info, next.value) && parsed.value.checkCode !== '') return 'unchanged';
+  const data = encodeResetConfigData(next.value, cm.data);
+  const res = await d.writer.ensure('reset_config', { namespace, name, data }, cm);
+  return res.written ? 'written' : 'unchanged';
+}
+
+/** Applies the operation with ClusterD's retries; throws after the last failed try. */
+export async function writeRecoveryResetConfig(d: RecoveryResetDeps, namespace: string, jobName: string, req: RecoveryResetRequest): Promise<RecoveryResetOutcome> {
+  const sleep = d.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref()));
+  let last: unknown;
+  for (const wait of BACKOFF_MS) {
+    if (wait > 0) await sleep(wait);
+    try {
+      return await writeOnce(d, namespace, jobName, req);
+    } catch (e) {
+      if (e instanceof ResetConfigRefused) throw e;
+      if (isNotFound(e)) return 'absent';
+      last = e;
+    }
+  }
+  throw last;
+}

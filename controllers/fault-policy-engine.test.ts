@@ -1,0 +1,193 @@
+import { FaultPolicyEngine } from './fault-policy-engine.ts';
+import { PolicyConfigTracker } from './fault-policy-config.ts';
+import type { NpuUsage } from './fault-policy-pods.ts';
+import { ManualClock, rec, recordingLogger, settle, type LogLine } from './fault-policy-test-kit.ts';
+import { Metrics } from '../telemetry/metrics.ts';
+import type { FaultRecord } from '../policy/fault-types.ts';
+import { encodeFaultCode, DEFAULT_FAULT_CODE_CONFIG } from '../schemas/fault-code/fault-code.ts';
+import type { ConfigMap } from './sources/sources.ts';
+
+const S = 1000;
+const H = 3_600_000;
+const LINK_DOWN = '81078603';
+
+function setup(opts: { usage?: NpuUsage; clock?: ManualClock } = {}) {
+  const clock = opts.clock ?? new ManualClock();
+  const lines: LogLine[] = [];
+  const metrics = new Metrics({ processMetrics: false });
+  const store = new Map<string, FaultRecord[]>();
+  const viewChanges: string[][] = [];
+  let stateChanges = 0;
+  const tracker = new PolicyConfigTracker();
+  tracker.updateFaultConfig(undefined);
+  tracker.updateClusterdConfig(undefined);
+  const engine = new FaultPolicyEngine({
+    log: recordingLogger(lines), metrics, clock,
+    usage: opts.usage ?? { jobOf: () => undefined, inUse: () => false, nodeHasNpuPods: () => false },
+    records: (n) => store.get(n) ?? [], nodes: () => store.keys(),
+    onViewChange: (nodes) => viewChanges.push([...nodes]), onStateChange: () => { stateChanges++; },
+  }, tracker.current);
+  const put = (node: string, records: FaultRecord[]): void => { store.set(node, records); engine.observe([node], clock.now()); };
+  const levelOf = (node: string, device: string, code: string): string | undefined =>
+    engine.effective(node, store.get(node) ?? [], clock.now()).find((r) => r.device === device && r.code === code)?.level;
+  return { clock, lines, metrics, store, engine, tracker, put, levelOf, viewChanges, stateChanges: () => stateChanges };
+}
+
+describe('fault policy engine: parameter plane 20 s rule', () => {
+  it('escalates 81078603 held > 20 s to PreSeparateNPU from its timer, with no new input, logged and counted', async () => {
+    const t = setup();
+    t.engine.restore(undefined, undefined, t.clock.now());
+    const t0 = t.clock.now();
+    t.put('n1', [rec('n1', 'Ascend910-2', LINK_DOWN, 'NotHandleFault', t0, 'network')]);
+    t.clock.advance(20 * S);
+    expect(t.levelOf('n1', 'Ascend910-2', LINK_DOWN)).toBe('NotHandleFault');
+    await settle();
+    t.viewChanges.length = 0;
+    t.clock.advance(1); // 20.001 s: the timer fires
+    await settle();
+    expect(t.viewChanges).toEqual([['n1']]);
+    expect(t.levelOf('n1', 'Ascend910-2', LINK_DOWN)).toBe('PreSeparateNPU');
+    const line = t.lines.find((l) => l.msg === 'fault escalated');
+    expect(line).toMatchObject({ node: 'n1', npu: 'Ascend910-2', code: LINK_DOWN, faultLevel: 'PreSeparateNPU', rule: 'FaultDuration' });
+    expect(String(line?.reasons)).toMatch(/^81078603 -> NotHandleFault \(base-level.*PreSeparateNPU \(FaultDuration: held longer than FaultTimeout 20 s/);
+    const m = (await t.metrics.escalations.get()).values.find((v) => v.labels.rule === 'parameter_plane');
+    expect(m?.value).toBe(1);
+    expect(t.engine.verdicts('n1')[0]).toMatchObject({ device: 'Ascend910-2', level: 'PreSeparateNPU' });
+  });
+
+  it('held <= 20 s it stays a NotHandleFault network fault', () => {
+    const t = setup();
+    t.engine.restore(undefined, undefined, t.clock.now());
+    t.put('n1', [rec('n1', 'Ascend910-2', LINK_DOWN, 'NotHandleFault', t.clock.now(), 'network')]);
+    t.clock.advance(20 * S);
+    t.put('n1', []);
+    t.clock.advance(120 * S);
+    expect(t.lines.filter((l) => l.msg === 'fault escalated')).toEqual([]);
+    expect(t.engine.persistedState(t.clock.now())?.escalation.tracks).toEqual({});
+    expect(t.clock.pending).toBe(0);
+  });
+
+  it('makes no decision before restore, and trusts the reported records meanwhile', () => {
+    const t = setup();
+    const r = [rec('n1', 'Ascend910-2', LINK_DOWN, 'NotHandleFault', t.clock.now() - 60 * S, 'network')];
+    t.store.set('n1', r);
+    expect(t.engine.effective('n1', r, t.clock.now())).toBe(r);
+    expect(t.engine.persistedState(t.clock.now())).toBeUndefined();
+    t.engine.restore(undefined, undefined, t.clock.now());
+    expect(t.levelOf('n1', 'Ascend910-2', LINK_DOWN)).toBe('PreSeparateNPU'); // judged on its real age
+  });
+});
+
+describe('fault policy engine: ClusterD manual separation', () => {
+  const usage: NpuUsage = { jobOf: (_n, d) => (d === 'Ascend910-1' ? 'ns/job-a' : undefined), inUse: (_n, d) => d === 'Ascend910-1', nodeHasNpuPods: () => true };
+
+  it('3 hardware faults in 24 h on a job NPU -> ManuallySeparateNPU, in manual-info and the view; operator deletion releases', async () => {
+    const t = setup({ usage });
+    t.engine.restore(undefined, undefined, t.clock.now());
+    const code = '8C084E00';
+    for (let i = 0; i < 3; i++) {
+      t.put('n1', [rec('n1', 'Ascend910-1', code, 'FreeRestartNPU', t.clock.now())]);
+      t.clock.advance(2 * S);
+      t.put('n1', []);
+      t.clock.advance(2 * S);
+    }
+    expect(t.engine.manualInfo()).toEqual({});
+    t.clock.advance(30 * S); // the job's 30 s software/hardware judgement, from the engine's own timer
+    await settle();
+    expect(t.engine.manualInfo()).toEqual({ n1: { Total: ['Ascend910-1'], Detail: { 'Ascend910-1': [{ FaultCode: code, FaultLevel: 'ManuallySeparateNPU', LastSeparateTime: expect.any(Number) }] } } });
+    const eff = t.engine.effective('n1', [], t.clock.now());
+    expect(eff).toEqual([expect.objectContaining({ device: 'Ascend910-1', code, level: 'ManuallySeparateNPU', source: 'npu' })]);
+    expect(t.viewChanges.flat()).toContain('n1');
+    expect(t.lines.find((l) => l.msg === 'fault escalated')).toMatchObject({ node: 'n1', npu: 'Ascend910-1', code, faultLevel: 'ManuallySeparateNPU', rule: 'manual-separation' });
+    // the CM is written and read back, then an operator deletes the NPU from Total
+    t.engine.manualInfoChanged({ n1: ['Ascend910-1'] }, t.clock.now());
+    expect(t.engine.manualInfo()).toEqual({ n1: expect.anything() });
+    t.engine.manualInfoChanged({}, t.clock.now());
+    expect(t.engine.manualInfo()).toEqual({});
+    expect(t.engine.effective('n1', [], t.clock.now())).toEqual([]);
+    expect(t.lines.find((l) => l.msg === 'manual separation released')).toMatchObject({ node: 'n1', npu: 'Ascend910-1', cause: 'operator' });
+  });
+
+  it('the same code on two NPUs of one job within 30 s is a software fault; a separation is released after 48 h', async () => {
+    const both: NpuUsage = { jobOf: () => 'ns/job-a', inUse: () => true, nodeHasNpuPods: () => true };
+    const t = setup({ usage: both });
+    t.engine.restore(undefined, undefined, t.clock.now());
+    for (let i = 0; i < 3; i++) {
+      const at = t.clock.now();
+      t.put('n1', [rec('n1', 'Ascend910-0', '8C084E00', 'FreeRestartNPU', at), rec('n1', 'Ascend910-1', '8C084E00', 'FreeRestartNPU', at + 5 * S)]);
+      t.clock.advance(S);
+      t.put('n1', []);
+      t.clock.advance(40 * S);
+    }
+    expect(t.engine.manualInfo()).toEqual({});
+    expect(t.lines.filter((l) => l.msg.startsWith('fault on several NPUs of one job judged software'))).toHaveLength(3);
+    for (let i = 0; i < 3; i++) {
+      t.put('n1', [rec('n1', 'Ascend910-0', '8C084E00', 'FreeRestartNPU', t.clock.now())]);
+      t.clock.advance(S);
+      t.put('n1', []);
+    }
+    t.clock.advance(30 * S);
+    expect(Object.keys(t.engine.manualInfo() ?? {})).toEqual(['n1']);
+    t.clock.advance(48 * H); // fault_free_hours, through the engine's re-armed timer
+    await settle();
+    expect(t.engine.manualInfo()).toEqual({});
+    expect(t.lines.find((l) => l.msg === 'manual separation released')).toMatchObject({ cause: 'fault_free_hours' });
+  });
+
+  it('faults on an NPU no job uses are not counted', () => {
+    const t = setup({ usage });
+    t.engine.restore(undefined, undefined, t.clock.now());
+    for (let i = 0; i < 3; i++) {
+      t.put('n1', [rec('n1', 'Ascend910-5', '8C084E00', 'FreeRestartNPU', t.clock.now())]);
+      t.clock.advance(S);
+      t.put('n1', []);
+    }
+    t.clock.advance(60 * S);
+    expect(t.engine.manualInfo()).toEqual({});
+  });
+});
+
+describe('fault policy engine: persistence', () => {
+  it('counters and escalations survive a restart through the persisted document', async () => {
+    const a = setup();
+    a.engine.restore(undefined, undefined, a.clock.now());
+    const hit = (t: typeof a, device: string): void => {
+      t.put('n1', [rec('n1', device, '80E18005', 'RestartNPU', t.clock.now())]);
+      t.clock.advance(H);
+      t.put('n1', []);
+      t.clock.advance(H);
+    };
+    for (let i = 0; i < 3; i++) hit(a, 'Ascend910-0'); // 3 in 24 h -> ManuallySeparateNPU (FaultFrequency)
+    for (let i = 0; i < 2; i++) hit(a, 'Ascend910-4'); // 2 so far
+    expect(a.engine.effective('n1', [], a.clock.now())).toEqual([expect.objectContaining({ device: 'Ascend910-0', code: 'ManuallySeparateNPU', level: 'ManuallySeparateNPU' })]);
+    await settle();
+    expect(a.stateChanges()).toBeGreaterThan(0); // counted occurrences ask for a write (coalesced per step)
+    const doc = a.engine.persistedState(a.clock.now())!;
+
+    const b = setup({ clock: a.clock });
+    b.engine.restore(doc, undefined, b.clock.now());
+    expect(b.engine.effective('n1', [], b.clock.now()).map((r) => `${r.device}:${r.level}`)).toEqual(['Ascend910-0:ManuallySeparateNPU']);
+    hit(b, 'Ascend910-4'); // the third, after the restart
+    expect(b.engine.effective('n1', [], b.clock.now()).map((r) => r.device).sort()).toEqual(['Ascend910-0', 'Ascend910-4']);
+  });
+});
+
+describe('fault policy engine: central levels', () => {
+  it('re-levels a code only while mindx-dl-fault-config exists', async () => {
+    const t = setup();
+    t.engine.restore(undefined, undefined, t.clock.now());
+    t.put('n1', [rec('n1', 'Ascend910-0', '80E21007', 'RestartNPU', t.clock.now())]);
+    expect(t.levelOf('n1', 'Ascend910-0', '80E21007')).toBe('RestartNPU');
+    const faultCode = encodeFaultCode({ ...DEFAULT_FAULT_CODE_CONFIG, NotHandleFaultCodes: DEFAULT_FAULT_CODE_CONFIG.NotHandleFaultCodes.filter((c) => c !== '80E21007'), SeparateNPUCodes: [...DEFAULT_FAULT_CODE_CONFIG.SeparateNPUCodes, '80E21007'] });
+    const cm: ConfigMap = { metadata: { name: 'mindx-dl-fault-config', namespace: 'kube-system', uid: 'u', resourceVersion: '1' }, data: { 'faultCode.json': faultCode } };
+    const u = t.tracker.updateFaultConfig(cm);
+    expect(u.levelsChanged).toBe(true);
+    t.engine.setConfig(t.tracker.current, u, t.clock.now());
+    await settle();
+    expect(t.viewChanges.flat()).toContain('n1');
+    expect(t.levelOf('n1', 'Ascend910-0', '80E21007')).toBe('SeparateNPU');
+    const gone = t.tracker.updateFaultConfig(undefined);
+    t.engine.setConfig(t.tracker.current, gone, t.clock.now());
+    expect(t.levelOf('n1', 'Ascend910-0', '80E21007')).toBe('RestartNPU');
+  });
+});

@@ -1,0 +1,121 @@
+/**
+ * The `fault.Fault` publisher (grpc.md §2, behavior.md A.4 #34): registered clients of a job (or of
+ * the cluster, jobId `-1`) get a `fault` FaultMsgSignal whenever the fault picture of the job's
+ * nodes changes, and one `normal` message once it clears; GetFaultMsgSignal answers the current
+ * picture (null when there is none: the transport answers 200 with an empty faultSignal).
+ *
+ * Picture: per node with faults (NotHandleFault dropped, A.4 #31; hidden faults included, E.6), the
+ * node's level and one DeviceFaultInfo per chip (deviceId = chip index, deviceType `NPU`) or per
+ * node-wide source (deviceId `-1`, deviceType `Node` / `Switch`). Levels: UnHealthy when any fault
+ * is above SubHealth/NotHandle/PreSeparate, SubHealthy with a SubHealthFault, else Healthy.
+ */
+import { randomUUID } from 'node:crypto';
+import type { SignalStream, StreamSubscription } from '../grpc/handlers.ts';
+import type { DeviceFaultInfo, FaultMsgSignal, NodeFaultInfo } from '../grpc/messages.ts';
+import type { FaultRecord } from '../policy/fault-types.ts';
+import { npuId } from '../policy/job-view.ts';
+import type { Logger } from '../telemetry/logger.ts';
+import type { Sources } from './sources/sources.ts';
+
+export const CLUSTER_JOB = '-1';
+type Level = 'Healthy' | 'SubHealthy' | 'UnHealthy';
+
+const DROPPED: ReadonlySet<string> = new Set(['NotHandleFault', 'NormalNPU']);
+const HEALTHY: ReadonlySet<string> = new Set(['SubHealthFault', 'NotHandleFault', 'PreSeparateNPU', 'NormalNPU']);
+
+function levelOf(records: readonly FaultRecord[]): Level {
+  if (records.some((r) => !HEALTHY.has(r.level))) return 'UnHealthy';
+  return records.some((r) => r.level === 'SubHealthFault') ? 'SubHealthy' : 'Healthy';
+}
+
+const deviceTypeOf = (r: FaultRecord): string =>
+  r.device !== undefined && r.source !== 'node' && r.source !== 'switch' ? 'NPU' : r.source === 'switch' ? 'Switch' : 'Node';
+
+/** One node's entry (pure). */
+export function nodeFaultInfo(node: string, records: readonly FaultRecord[], meta: { ip: string; sn: string }): NodeFaultInfo | undefined {
+  const kept = records.filter((r) => !DROPPED.has(r.level));
+  if (kept.length === 0) return undefined;
+  const groups = new Map<string, FaultRecord[]>();
+  for (const r of kept) {
+    const type = deviceTypeOf(r);
+    const id = type === 'NPU' ? npuId(r.device!) : '-1';
+    const k = `${type}/${id}`;
+    groups.set(k, [...(groups.get(k) ?? []), r]);
+  }
+  const faultDevice: DeviceFaultInfo[] = [...groups.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([k, rs]) => {
+    const [deviceType = 'Node', deviceId = '-1'] = k.split('/');
+    const sorted = [...rs].sort((a, b) => a.code.localeCompare(b.code));
+    return {
+      deviceId, deviceType, faultCodes: sorted.map((r) => r.code), faultLevel: levelOf(rs),
+      faultType: [], faultReason: [], switchFaultInfos: [], faultLevels: sorted.map((r) => r.level),
+    };
+  });
+  return { nodeName: node, nodeIP: meta.ip, nodeSN: meta.sn, faultLevel: levelOf(kept), faultDevice };
+}
+
+export interface FaultPublisherDeps {
+  readonly sources: Pick<Sources, 'nodes'>;
+  readonly faultsOf: (node: string) => readonly FaultRecord[];
+  /** Every node with records (cluster-wide view). */
+  readonly faultNodes: () => Iterable<string>;
+  /** The nodes of a job's pods; undefined when the job is unknown. */
+  readonly jobNodes: (jobId: string) => readonly string[] | undefined;
+  readonly log: Logger;
+}
+
+interface Subscriber { readonly stream: SignalStream<FaultMsgSignal>; last: string; faulty: boolean }
+
+export class FaultPublisher {
+  private readonly d: FaultPublisherDeps;
+  private readonly subscribers = new Map<number, Subscriber>();
+
+  constructor(d: FaultPublisherDeps) {
+    this.d = d;
+  }
+
+  private meta(node: string): { ip: string; sn: string } {
+    const n = this.d.sources.nodes.get(node);
+    const addrs = (n?.status as { addresses?: Array<{ type: string; address: string }> } | undefined)?.addresses ?? [];
+    return { ip: addrs.find((a) => a.type === 'InternalIP')?.address ?? '', sn: n?.metadata?.annotations?.['product-serial-number'] ?? '' };
+  }
+
+  /** The fault entries of a job's nodes (all nodes for `-1`). */
+  picture(jobId: string): NodeFaultInfo[] {
+    const nodes = jobId === CLUSTER_JOB ? [...this.d.faultNodes()] : (this.d.jobNodes(jobId) ?? []);
+    return [...new Set(nodes)].sort().flatMap((n) => nodeFaultInfo(n, this.d.faultsOf(n), this.meta(n)) ?? []);
+  }
+
+  query(jobId: string): FaultMsgSignal | null {
+    const nodes = this.picture(jobId);
+    return nodes.length === 0 ? null : { uuid: randomUUID(), jobId, signalType: 'fault', nodeFaultInfo: nodes };
+  }
+
+  subscribe(stream: SignalStream<FaultMsgSignal>): StreamSubscription {
+    const sub: Subscriber = { stream, last: '', faulty: false };
+    this.subscribers.set(stream.id, sub);
+    this.push(sub);
+    return { onClose: () => void this.subscribers.delete(stream.id) };
+  }
+
+  /** Node faults or job membership changed: push what changed to each subscriber. */
+  changed(): void {
+    for (const sub of this.subscribers.values()) this.push(sub);
+  }
+
+  private push(sub: Subscriber): void {
+    const jobId = sub.stream.client.jobId;
+    const nodes = this.picture(jobId);
+    const text = JSON.stringify(nodes);
+    if (text === sub.last) return;
+    if (nodes.length === 0 && !sub.faulty) {
+      sub.last = text;
+      return;
+    }
+    sub.last = text;
+    sub.faulty = nodes.length > 0;
+    const msg: FaultMsgSignal = { uuid: randomUUID(), jobId, signalType: nodes.length > 0 ? 'fault' : 'normal', nodeFaultInfo: nodes };
+    void sub.stream.send(msg).then((ok) => {
+      if (!ok) this.d.log.debug('fault message not delivered', { jobId, streamId: sub.stream.id });
+    });
+  }
+}

@@ -1,0 +1,118 @@
+/**
+ * Runs the ClusterD-compatible gRPC server (grpc/, port 8899) for this controller: Recover wired to
+ * the recovery controller's FSMs, fault.Fault to the fault view, PubFault to the intake.
+ *
+ * Leadership: the server listens only while this replica is the leader (started from
+ * Manager.startActing, stopped in stopActing). A standby that answered Init/Register would take
+ * registrations it cannot act on, and a Go TaskD keeps its HTTP/2 connection to whichever pod
+ * answered; with no listener on standbys, its connection attempts fail fast and land on the leader
+ * behind the Service. HealthCheck is therefore answered by the leader only.
+ *
+ * Metrics: every call is counted in `grpc_requests_total{method, code}` (code = the ClusterD body
+ * code when the reply carries one, else the gRPC status name).
+ */
+import { readFile } from 'node:fs/promises';
+import { auditTime, merge, type Subscription } from 'rxjs';
+import { startGrpcServer, type GrpcLimits, type GrpcServerHandle } from '../grpc/index.ts';
+import type { Logger } from '../telemetry/logger.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
+import type { DeviceFaultsController } from './device-faults.controller.ts';
+import { FaultPublisher } from './grpc-fault.ts';
+import { grpcHandlers } from './grpc-handlers.ts';
+import type { Options } from './options.ts';
+import type { RecoveryController } from './recovery.controller.ts';
+import type { Sources } from './sources/sources.ts';
+
+export interface GrpcControllerDeps {
+  readonly options: Options;
+  readonly sources: Sources;
+  readonly deviceFaults: DeviceFaultsController;
+  readonly recovery: RecoveryController;
+  readonly log: Logger;
+  readonly metrics: Metrics;
+  /** Transport limit overrides (tests: a small QPS bucket). */
+  readonly limits?: Partial<GrpcLimits>;
+  readonly now?: () => number;
+}
+
+export class GrpcController {
+  readonly faults: FaultPublisher;
+  private handle: GrpcServerHandle | undefined;
+  private starting: Promise<GrpcServerHandle | undefined> | undefined;
+  private sub: Subscription | undefined;
+  private readonly d: GrpcControllerDeps;
+
+  constructor(d: GrpcControllerDeps) {
+    this.d = d;
+    this.faults = new FaultPublisher({
+      sources: d.sources,
+      faultsOf: (n) => d.recovery.jobView(n),
+      faultNodes: () => d.deviceFaults.store.nodeNames(),
+      jobNodes: (jobId) => {
+        const found = d.recovery.lookup(jobId);
+        return found === undefined ? undefined : found.entry.view.pods.flatMap((p) => (p.node === undefined ? [] : [p.node]));
+      },
+      log: d.log,
+    });
+  }
+
+  /** The running server (undefined while not leading). */
+  get server(): GrpcServerHandle | undefined {
+    return this.handle;
+  }
+
+  /** The bound port once started (tests start with `--grpc-port=0`). */
+  get port(): number | undefined {
+    return this.handle?.port;
+  }
+
+  /** Resolves with the server once it listens (undefined if it could not start). */
+  ready(): Promise<GrpcServerHandle | undefined> {
+    return this.starting ?? Promise.resolve(this.handle);
+  }
+
+  start(): Promise<GrpcServerHandle | undefined> {
+    this.starting ??= this.listen().catch((err: unknown) => {
+      this.d.log.error('grpc server did not start', { err: String(err), port: this.d.options.grpcPort });
+      this.starting = undefined;
+      return undefined;
+    });
+    return this.starting;
+  }
+
+  private async listen(): Promise<GrpcServerHandle> {
+    const { options: o, recovery, log, metrics } = this.d;
+    const tls = o.grpcTlsCert !== '' ? { cert: await readFile(o.grpcTlsCert), key: await readFile(o.grpcTlsKey) } : undefined;
+    const handle = await startGrpcServer({
+      host: o.grpcHost, port: o.grpcPort, ...(tls ? { tls } : {}),
+      limits: { maxServeJobs: o.maxServedJobs, ...this.d.limits },
+      jobExists: (jobId) => recovery.lookup(jobId) !== undefined,
+      logger: log,
+      countRequest: (r) => metrics.grpcRequests.inc({ method: r.method, code: r.code !== undefined ? String(r.code) : r.grpcCode }),
+    }, grpcHandlers({ recovery, deviceFaults: this.d.deviceFaults, faults: this.faults, log, now: this.d.now ?? Date.now }));
+    this.handle = handle;
+    recovery.onJobGone = (jobId) => handle.forgetJob(jobId);
+    // Jobs restored from the state store were registered before the restart: reports stay accepted.
+    for (const jobId of recovery.registeredJobIds()) {
+      const c = { jobId, role: 'taskd' };
+      await handle.recoverRegistry.init(c, () => ({ code: 0, info: '' }));
+      await handle.recoverRegistry.register(c, () => ({ code: 0, info: '' }));
+    }
+    const s = this.d.sources;
+    this.sub = merge(this.d.deviceFaults.changes$, s.pods.events$).pipe(auditTime(200)).subscribe({
+      next: () => this.faults.changed(),
+      error: (err: unknown) => log.error('fault publisher flow failed', { err: String(err) }),
+    });
+    return handle;
+  }
+
+  async stop(): Promise<void> {
+    const h = await this.starting;
+    this.starting = undefined;
+    this.sub?.unsubscribe();
+    this.sub = undefined;
+    this.handle = undefined;
+    this.d.recovery.onJobGone = undefined;
+    await h?.shutdown(2_000);
+  }
+}

@@ -1,0 +1,110 @@
+import { ConfigMapWriter } from '../runtime/configmap-writer.ts';
+import type { ReconcileContext } from '../runtime/reconciler.ts';
+import { silentLogger } from '../telemetry/logger.ts';
+import { Metrics } from '../telemetry/metrics.ts';
+import { chipFault } from '../policy/job-fixtures.ts';
+import type { FaultRecord } from '../policy/fault-types.ts';
+import { JOB_STATE_KEY, parseJobState, type PendingDecision } from '../schemas/job-state/job-state.ts';
+import type { JobActionExecutor, JobTarget } from '../actions/job-action-executor.ts';
+import { FakeConfigMaps, FakeStore, podGroupOf, podOf } from './job-fakes.ts';
+import { JobIndex } from './job-index.ts';
+import { JobStateStore } from './job-state-store.ts';
+import { DecisionReporter } from './job-report.ts';
+import { jobDecisionsReconciler } from './job-decisions.ts';
+import type { Sources } from './sources/sources.ts';
+import type { KubeObject } from '../runtime/kube-client.ts';
+
+const NS = 'team-a';
+const UID = 'u1';
+const KEY = `${NS}/llama-${UID}`;
+const NPUS = ['Ascend910-0', 'Ascend910-1'];
+
+function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string> } = {}) {
+  const pods = new FakeStore<KubeObject>();
+  const groups = new FakeStore<KubeObject>();
+  groups.put(podGroupOf(NS, 'llama', UID, opts.labels ?? { 'fault-scheduling': 'force' }));
+  for (let r = 0; r < 4; r++) pods.put(podOf(NS, 'llama', UID, r, `node-${r}`, NPUS));
+  const index = new JobIndex({ pods, podGroups: groups } as unknown as Pick<Sources, 'pods' | 'podGroups'>);
+  index.rebuild();
+  const cms = new FakeConfigMaps();
+  const writer = new ConfigMapWriter(cms.client());
+  const states = new JobStateStore({
+    cached: (name) => cms.get('mindx-dl', name), cachedNames: () => [...cms.objects.values()].map((c) => c.metadata?.name ?? ''),
+    writer, client: cms.client(), dryRun: false,
+  });
+  const faults: Record<string, FaultRecord[]> = { 'node-2': [chipFault('node-2', 'Ascend910-0', 'SeparateNPU', '80E18402')] };
+  const log: string[] = [];
+  let runs = 0;
+  const executor = {
+    async run(job: JobTarget, p: PendingDecision, o: { replay: boolean }) {
+      runs++;
+      const stored = parseJobState(cms.get('mindx-dl', `clusterd-ts-job-state-${UID}`)?.data?.[JOB_STATE_KEY]);
+      log.push(`run ${job.key} ${p.actions.map((a) => a.type).join('+')} replay=${o.replay} persisted=${stored.ok && stored.value.pending?.decisionId === p.decisionId}`);
+      if (opts.failFirstRun === true && runs === 1) throw new Error('crash after persisting');
+      return { deleted: [], alreadyGone: [], annotated: 0, recorded: true };
+    },
+  } as unknown as JobActionExecutor;
+  const r = jobDecisionsReconciler({
+    index, faultsOf: (n) => faults[n] ?? [], states, executor,
+    reporter: new DecisionReporter({ log: silentLogger, metrics: new Metrics({ processMetrics: false }) }),
+    resetConfig: { cached: () => undefined, writer }, config: {}, dryRun: false,
+    onStateChanged: () => undefined, onGone: () => undefined,
+  });
+  const ctx: ReconcileContext = { log: silentLogger, signal: new AbortController().signal, now: () => 1_000_000 };
+  return { r, ctx, cms, log, states, pods, groups };
+}
+
+describe('job decisions reconcile', () => {
+  it('persists the decision with its actions before acting, then clears the pending mark', async () => {
+    const { r, ctx, cms, log } = setup();
+    const out = await r.reconcile(KEY, ctx);
+    expect(log).toEqual([`run ${KEY} forceDeletePods+recordRescheduleReason replay=false persisted=true`]);
+    expect(cms.writes.map((w) => w.verb)).toEqual(['create', 'replace']);
+    const stored = parseJobState(cms.get('mindx-dl', `clusterd-ts-job-state-${UID}`)?.data?.[JOB_STATE_KEY]);
+    expect(stored.ok && stored.value.pending).toBeUndefined();
+    expect(stored.ok && stored.value.state.active?.scope).toBe('job');
+    expect(stored.ok && stored.value.state.acted).toHaveLength(1);
+    expect(out.requeueAfterMs).toBeGreaterThan(0);
+  });
+
+  it('a resync with nothing new writes nothing and acts on nothing', async () => {
+    const { r, ctx, cms, log } = setup();
+    await r.reconcile(KEY, ctx);
+    const writes = cms.writes.length;
+    await r.reconcile(KEY, ctx);
+    await r.reconcile(KEY, ctx);
+    expect(cms.writes.length).toBe(writes);
+    expect(log).toHaveLength(1);
+  });
+
+  it('after a crash between persisting and acting, finishes the same decision and decides nothing new', async () => {
+    const { r, ctx, cms, log } = setup({ failFirstRun: true });
+    await expect(r.reconcile(KEY, ctx)).rejects.toThrow('crash after persisting');
+    const pending = parseJobState(cms.get('mindx-dl', `clusterd-ts-job-state-${UID}`)?.data?.[JOB_STATE_KEY]);
+    expect(pending.ok && pending.value.pending?.actions.map((a) => a.type)).toEqual(['forceDeletePods', 'recordRescheduleReason']);
+    await r.reconcile(KEY, ctx);
+    expect(log).toEqual([
+      `run ${KEY} forceDeletePods+recordRescheduleReason replay=false persisted=true`,
+      `run ${KEY} forceDeletePods+recordRescheduleReason replay=true persisted=true`,
+    ]);
+    const after = parseJobState(cms.get('mindx-dl', `clusterd-ts-job-state-${UID}`)?.data?.[JOB_STATE_KEY]);
+    expect(after.ok && after.value.pending).toBeUndefined();
+    expect(after.ok && after.value.state.generation).toBe(1);
+  });
+
+  it('fault-scheduling absent: no deletion, no state ConfigMap for a pristine job', async () => {
+    const { r, ctx, cms, log } = setup({ labels: {} });
+    await r.reconcile(KEY, ctx);
+    expect(log).toEqual([]);
+    expect(cms.writes).toEqual([]);
+  });
+
+  it('deletes the state of a job whose PodGroup is gone', async () => {
+    const { r, ctx, cms, groups } = setup();
+    await r.reconcile(KEY, ctx);
+    groups.remove(podGroupOf(NS, 'llama', UID));
+    await r.reconcile(KEY, ctx);
+    expect(cms.writes.at(-1)?.verb).toBe('delete');
+    expect(cms.objects.size).toBe(0);
+  });
+});

@@ -1,0 +1,91 @@
+/**
+ * In-memory stand-ins for the jobs unit tests (no apiserver, no jest.mock): a ConfigMap "apiserver"
+ * that keeps resourceVersions and answers 409 on a stale write, and reflector-like stores.
+ */
+import { ApiError, type KubeClient, type KubeObject } from '../runtime/kube-client.ts';
+import type { ConfigMap } from './sources/sources.ts';
+
+export interface FakeWrite {
+  readonly verb: 'create' | 'replace' | 'delete';
+  readonly path: string;
+  readonly obj?: KubeObject;
+}
+
+/** ConfigMaps by `ns/name`, written through create/replace/delete paths. */
+export class FakeConfigMaps {
+  readonly objects = new Map<string, ConfigMap>();
+  readonly writes: FakeWrite[] = [];
+  private rv = 100;
+
+  private static key(path: string, obj?: KubeObject): string {
+    const m = /\/namespaces\/([^/]+)\/configmaps(?:\/([^/]+))?$/.exec(path);
+    if (m === null) throw new Error(`fake: unexpected path ${path}`);
+    return `${m[1]}/${m[2] ?? obj?.metadata?.name ?? ''}`;
+  }
+
+  get(ns: string, name: string): ConfigMap | undefined {
+    return this.objects.get(`${ns}/${name}`);
+  }
+
+  /** A KubeClient answering only the ConfigMap calls the writer makes. */
+  client(): KubeClient {
+    const self = this;
+    const fake = {
+      async create<T extends KubeObject>(path: string, obj: T): Promise<T> {
+        const key = FakeConfigMaps.key(path, obj);
+        if (self.objects.has(key)) throw new ApiError('POST', path, 409, { reason: 'AlreadyExists' });
+        const saved = { ...obj, metadata: { ...obj.metadata, uid: `uid-${key}`, resourceVersion: String(++self.rv) } } as T;
+        self.objects.set(key, saved as ConfigMap);
+        self.writes.push({ verb: 'create', path, obj: saved });
+        return saved;
+      },
+      async replace<T extends KubeObject>(path: string, obj: T): Promise<T> {
+        const key = FakeConfigMaps.key(path);
+        const cur = self.objects.get(key);
+        if (cur === undefined) throw new ApiError('PUT', path, 404, { reason: 'NotFound' });
+        if (obj.metadata?.resourceVersion !== cur.metadata?.resourceVersion) throw new ApiError('PUT', path, 409, { reason: 'Conflict' });
+        const saved = { ...obj, metadata: { ...obj.metadata, resourceVersion: String(++self.rv) } } as T;
+        self.objects.set(key, saved as ConfigMap);
+        self.writes.push({ verb: 'replace', path, obj: saved });
+        return saved;
+      },
+      async delete(path: string): Promise<unknown> {
+        const key = FakeConfigMaps.key(path);
+        if (!self.objects.delete(key)) throw new ApiError('DELETE', path, 404, { reason: 'NotFound' });
+        self.writes.push({ verb: 'delete', path });
+        return {};
+      },
+    };
+    return fake as unknown as KubeClient;
+  }
+}
+
+/** The part of a Reflector the job index reads. */
+export class FakeStore<T extends KubeObject> {
+  readonly store = new Map<string, T>();
+  get(key: string): T | undefined { return this.store.get(key); }
+  put(obj: T): void { this.store.set(`${obj.metadata?.namespace}/${obj.metadata?.name}`, obj); }
+  remove(obj: T): void { this.store.delete(`${obj.metadata?.namespace}/${obj.metadata?.name}`); }
+}
+
+export const vcjobOwner = (name: string, uid: string) => ({ apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job', name, uid, controller: true });
+
+export function podGroupOf(ns: string, job: string, uid: string, labels: Record<string, string> = {}, minMember = 0): KubeObject {
+  return {
+    apiVersion: 'scheduling.volcano.sh/v1beta1', kind: 'PodGroup',
+    metadata: { name: `${job}-${uid}`, namespace: ns, uid: `pg-${uid}`, resourceVersion: '1', labels, ownerReferences: [vcjobOwner(job, uid)] },
+    spec: minMember > 0 ? { minMember } : {},
+  };
+}
+
+export function podOf(ns: string, job: string, uid: string, rank: number, node: string | undefined, npus: string[], extra: { phase?: string; podUid?: string } = {}): KubeObject {
+  return {
+    apiVersion: 'v1', kind: 'Pod',
+    metadata: {
+      name: `${job}-worker-${rank}`, namespace: ns, uid: extra.podUid ?? `${job}-${rank}-uid`, ownerReferences: [vcjobOwner(job, uid)],
+      annotations: { 'hccl/rankIndex': String(rank), 'huawei.com/AscendReal': npus.join(',') },
+    },
+    spec: node === undefined ? {} : { nodeName: node },
+    status: { phase: extra.phase ?? (node === undefined ? 'Pending' : 'Running'), conditions: [{ type: 'Ready', status: node === undefined ? 'False' : 'True' }] },
+  };
+}

@@ -1,0 +1,113 @@
+/**
+ * The in-memory half of the FSM commands (the I/O half is actions/recovery-commands.action.ts):
+ * step-retry holds (what the job pipeline reads to keep retry faults from rescheduling, B6 row 2),
+ * retry faults fed back from ReportProcessFault (A.9 #69, kept 60 s like ClusterD's business-plane
+ * reports), stream close, and the hot-switch downgrade, which is written to the state store before
+ * the FSM moves on.
+ */
+import type { HotSwitchCommand } from '../policy/hot-switch-types.ts';
+import type { RecoveryCommand } from '../policy/recovery-types.ts';
+import { BUSINESS_REPORT_EXPIRY_MS, type StepRetryJob } from '../policy/step-retry-filter.ts';
+import type { Logger } from '../telemetry/logger.ts';
+import type { RetryReport } from './recovery-feed.ts';
+import type { JobCommand, JobFsm } from './recovery-job.ts';
+
+/** Per job: the step retry in flight (ranks held back) and when it was reported done. */
+export interface StepRetryHold {
+  readonly rankIds: readonly number[];
+  readonly recoverTimeMs: number;
+  readonly completeTimeMs?: number;
+}
+
+export interface MemoryCommandDeps {
+  readonly log: Logger;
+  readonly now: () => number;
+  /** Persist the job's state now and wait for the write. */
+  readonly persistNow: (job: JobFsm) => Promise<void>;
+  /** The job's fault picture changed (re-feed it). */
+  readonly touch: (job: JobFsm) => void;
+  /** A step-retry hold was set or released: the scheduler view of the job's faults changed. */
+  readonly holdChanged: (job: JobFsm) => void;
+}
+
+export class MemoryCommands {
+  private readonly d: MemoryCommandDeps;
+  private readonly holds = new Map<string, StepRetryHold>();
+  private readonly reports = new Map<string, RetryReport[]>();
+
+  constructor(d: MemoryCommandDeps) {
+    this.d = d;
+  }
+
+  /** Step-retry facts of a job for the step-retry filter (policy/step-retry-filter.ts). */
+  stepRetryJob(jobId: string, retryEnabled: boolean): StepRetryJob {
+    const h = this.holds.get(jobId);
+    return {
+      retryEnabled,
+      ...(h !== undefined ? { recoverTimeMs: h.recoverTimeMs } : {}),
+      ...(h?.completeTimeMs !== undefined ? { completeTimeMs: h.completeTimeMs } : {}),
+    };
+  }
+
+  hold(jobId: string): StepRetryHold | undefined {
+    return this.holds.get(jobId);
+  }
+
+  /** Fresh retry faults reported by the agent (older ones are dropped). */
+  retryReports(jobId: string): RetryReport[] {
+    const now = this.d.now();
+    const fresh = (this.reports.get(jobId) ?? []).filter((r) => now - r.atMs <= BUSINESS_REPORT_EXPIRY_MS);
+    if (fresh.length === 0) this.reports.delete(jobId);
+    else this.reports.set(jobId, fresh);
+    return fresh;
+  }
+
+  forget(jobId: string): void {
+    this.holds.delete(jobId);
+    this.reports.delete(jobId);
+  }
+
+  /** Runs a command that needs no I/O; false when it is not one of these. */
+  async run(job: JobFsm, c: JobCommand): Promise<boolean> {
+    const cmd: RecoveryCommand | HotSwitchCommand = c.cmd;
+    const id = job.jobId;
+    switch (cmd.type) {
+      case 'setStepRetryHold': {
+        const now = this.d.now();
+        if (cmd.hold) this.holds.set(id, { rankIds: [...cmd.rankIds], recoverTimeMs: now });
+        else if (cmd.completed === true) {
+          const h = this.holds.get(id);
+          this.holds.set(id, { rankIds: [...cmd.rankIds], recoverTimeMs: h?.recoverTimeMs ?? now, completeTimeMs: now });
+        } else this.holds.delete(id);
+        this.d.log.info('step-retry hold', { job: job.target.key, ranks: cmd.rankIds, hold: cmd.hold, completed: cmd.completed ?? false });
+        this.d.holdChanged(job);
+        return true;
+      }
+      case 'forwardRetryFaults': {
+        const now = this.d.now();
+        const kept = this.retryReports(id).filter((r) => !cmd.faults.some((f) => f.rankId === r.rankId));
+        const added = cmd.faults.flatMap((f) => (f.faultType === '0' || f.faultType === '2' ? [{ rankId: f.rankId, faultType: f.faultType, atMs: now }] : []));
+        this.reports.set(id, [...kept, ...added]);
+        this.d.touch(job);
+        return true;
+      }
+      case 'publishFaultJobInfo':
+      case 'clearFaultJobInfo':
+        // cluster-system/fault-job-info is for A3 SuperPod IPC force release by NodeD: not implemented.
+        this.d.log.debug('fault-job-info not written (A3 SuperPod force release is not implemented)', { job: job.target.key, command: cmd.type });
+        return true;
+      case 'closeSignalStream':
+        if (job.stream !== undefined && job.stream.id === c.streamId) job.stream.end();
+        return true;
+      case 'persistDowngrade':
+        this.d.log.warn('hot switch downgraded to ignore (persisted)', { job: job.target.key, reason: cmd.reason });
+        await this.d.persistNow(job);
+        return true;
+      case 'startTimer':
+      case 'cancelTimer':
+        return true;
+      default:
+        return false;
+    }
+  }
+}

@@ -1,0 +1,89 @@
+import type { FaultRecord, NpuFaultLevel } from '../policy/fault-types.ts';
+import { podViewFromMeta } from '../policy/job-view.ts';
+import { parseJobKnobs } from '../schemas/job-knobs/job-knobs.ts';
+import { knobsInputOf, type JobEntry } from './job-index.ts';
+import { recoveryFeed, type FeedInput } from './recovery-feed.ts';
+import type { Pod } from './sources/sources.ts';
+
+const NOW = 1_800_000_000_000;
+
+function pod(rank: number, extra: Record<string, string> = {}): Pod {
+  return {
+    metadata: {
+      name: `w-${rank}${extra.podType === 'backup' ? '-hot-0001' : ''}`, namespace: 'ns', uid: `uid-${rank}${extra.podType === 'backup' ? 'b' : ''}`,
+      annotations: { 'hccl/rankIndex': String(rank), 'huawei.com/AscendReal': 'Ascend910-4,Ascend910-5', ...extra },
+    },
+    spec: { nodeName: `n${rank}` }, status: { phase: 'Running' },
+  };
+}
+
+function entry(pods: Pod[], labels: Record<string, string> = {}, annotations: Record<string, string> = {}): { entry: JobEntry; pod: (k: string) => Pod | undefined } {
+  const { knobs } = parseJobKnobs({ 'process-recover-enable': 'on', 'fault-scheduling': 'force', framework: 'pytorch', ...labels }, { 'recover-strategy': 'retry,recover', ...annotations });
+  const views = pods.map((p) => podViewFromMeta({ name: p.metadata!.name!, uid: p.metadata!.uid!, nodeName: p.spec!.nodeName!, phase: 'Running', annotations: p.metadata!.annotations! }));
+  return {
+    entry: {
+      view: { key: 'ns/job-u1', namespace: 'ns', name: 'job', uid: 'u1', kind: 'vcjob', pods: views },
+      knobs, knobsInput: knobsInputOf(knobs), warnings: [],
+      podGroup: { metadata: { name: 'job-u1', namespace: 'ns' }, status: { phase: 'Running' } },
+    },
+    pod: (k) => pods.find((p) => `ns/${p.metadata!.name}` === k),
+  };
+}
+
+const rec = (node: string, code: string, level: NpuFaultLevel, device?: string, source: FaultRecord['source'] = 'npu', firstSeenMs = NOW - 1_000): FaultRecord =>
+  ({ node, source, code, level, reportedLevel: level, firstSeenMs, ...(device ? { device } : {}) });
+
+function feed(pods: Pod[], records: FaultRecord[], over: Partial<FeedInput> = {}, labels: Record<string, string> = {}) {
+  const e = entry(pods, labels);
+  return recoveryFeed({
+    entry: e.entry, pod: e.pod, faultsOf: (n) => records.filter((r) => r.node === n), nowMs: NOW,
+    hotSwitchDowngraded: false, holdsReschedulingRole: true, ...over,
+  });
+}
+
+describe('recovery feed (what the FSMs see of a job)', () => {
+  const pods = [0, 1, 2].map((r) => pod(r));
+
+  it('maps a chip fault to its global rank (pod rank x NPUs per pod + index in AscendReal)', () => {
+    const f = feed(pods, [rec('n1', '80E18402', 'SeparateNPU', 'Ascend910-5')]);
+    expect(f.config.ranksPerPod).toBe(2);
+    expect(f.ranks).toEqual([{ rankId: 3, faultType: '1' }]);
+    expect(f.jobHealth).toBe('UnHealthy');
+  });
+
+  it('types UCE "0" and HCCL "2"; a normal fault on the same rank wins; recent L2/L3 may restart in place', () => {
+    expect(feed(pods, [rec('n2', '80E01801', 'RestartBusiness', 'Ascend910-4')]).ranks).toEqual([{ rankId: 4, faultType: '0', restartInPlace: true }]);
+    expect(feed(pods, [rec('n2', '8C1F860B', 'RestartBusiness', 'Ascend910-4', 'npu', NOW - 120_000)]).ranks).toEqual([{ rankId: 4, faultType: '2' }]);
+    const mixed = feed(pods, [rec('n2', '80E01801', 'RestartBusiness', 'Ascend910-4'), rec('n2', '80E18402', 'SeparateNPU', 'Ascend910-4')]);
+    expect(mixed.ranks).toEqual([{ rankId: 4, faultType: '1', restartInPlace: true }]);
+  });
+
+  it('node-wide faults hit every rank of the pod; NotReady marks nodeNotReadyOnly; NotHandle is dropped', () => {
+    expect(feed(pods, [rec('n0', '2C000031', 'SeparateNPU', undefined, 'node')]).ranks.map((r) => r.rankId)).toEqual([0, 1]);
+    expect(feed(pods, [rec('n0', 'heartbeatTimeOut', 'SeparateNPU', undefined, 'node-ready')]).ranks).toEqual([
+      { rankId: 0, faultType: '1', nodeNotReadyOnly: true }, { rankId: 1, faultType: '1', nodeNotReadyOnly: true }]);
+    expect(feed(pods, [rec('n1', '80E18402', 'NotHandleFault', 'Ascend910-4')]).ranks).toEqual([]);
+  });
+
+  it('sub-health: flagged ranks, SubHealthy job, the faulty pods for the hot switch', () => {
+    const f = feed(pods, [rec('n1', '81A3880C', 'SubHealthFault', 'Ascend910-4')]);
+    expect(f.ranks).toEqual([{ rankId: 2, faultType: '1', subHealth: true }]);
+    expect(f.jobHealth).toBe('SubHealthy');
+    expect(f.subHealthPods).toEqual([{ podName: 'w-1', podRank: 1, rankIds: [2] }]);
+  });
+
+  it('backup pods hold no rank but are hot-switch pods; retry reports are merged', () => {
+    const withBackup = [...pods, pod(1, { podType: 'backup', backupSourcePodName: 'w-1' })];
+    const f = feed(withBackup, [], { retryReports: [{ rankId: 5, faultType: '0', atMs: NOW }] });
+    expect(f.pods.map((p) => p.name)).toEqual(['w-0', 'w-1', 'w-2']);
+    expect(f.hotSwitchPods.map((p) => p.name)).toContain('w-1-hot-0001');
+    expect(f.ranks).toEqual([{ rankId: 5, faultType: '0' }]);
+  });
+
+  it('config from the PodGroup knobs; a downgraded hot switch counts as ignore', () => {
+    const f = feed(pods, [], { hotSwitchDowngraded: true }, { subHealthyStrategy: 'hotSwitch', 'pod-rescheduling': 'on' });
+    expect(f.config).toEqual({ jobId: 'u1', strategies: ['retry', 'recover', 'exit'], jobRescheduling: true, podRescheduling: true, subHealthyStrategy: 'ignore', ranksPerPod: 2, waitRescheduleTimeoutS: 270 });
+    expect(f.hotSwitchConfig).toEqual({ jobId: 'u1', framework: 'pytorch', subHealthyStrategy: 'hotSwitch', holdsReschedulingRole: true, maxFaultPods: 10 });
+    expect(f.podGroup).toEqual({ exists: true, phase: 'Running' });
+  });
+});

@@ -1,0 +1,184 @@
+/**
+ * What the recovery and hot-switch FSMs are fed for one job, from the informer caches and the fault
+ * view (behavior.md A.4 #28-#31, A.9 #66/#68, A.10 #81): the job's knobs as FSM config, its pods, its
+ * PodGroup phase, its health state and its fault ranks. A pure function of its inputs.
+ *
+ * Fault ranks (the recovery service's subscription to the job fault center, A.4 #29/#31):
+ * - global rank = pod rank x NPUs per pod + the chip's index in the pod's `huawei.com/AscendReal`;
+ *   a node-wide fault (NodeD, UB switch, public fault without devices) hits every rank of the pod;
+ * - NotHandleFault, PreSeparateNPU and NormalNPU are dropped (A.4 #31);
+ * - a NotReady node marks its ranks `nodeNotReadyOnly` (never drives the FSM, E.7);
+ * - SubHealthFault marks `subHealth` (the FSM drops it unless the job is SubHealthy);
+ * - fault type "0" for 80E01801 (UCE), "2" for 8C1F860B (HCCL), else "1"; a normal fault wins;
+ * - RestartRequest / RestartBusiness faults at most 60 s old may restart in place (A.9 #73);
+ * - the pod labels `fault-type=Separate` (relation fault) and `fault-type=SubHealth` count as faults
+ *   of every rank of the pod; hot-switch backup pods hold no rank.
+ * Retry faults the agent reported (ReportProcessFault, retry-only, A.9 #69) are merged in.
+ */
+import { aggregateJob, type JobHealthState } from '../policy/job-aggregation.ts';
+import type { FaultRecord } from '../policy/fault-types.ts';
+import type { FaultyPod, HotSwitchConfig, HotSwitchPod } from '../policy/hot-switch-types.ts';
+import { npuId, rankPods, type JobPodView } from '../policy/job-view.ts';
+import { strategyMenu } from '../policy/recovery-choice.ts';
+import type { FaultType } from '../policy/recovery-signals.ts';
+import type { ObservedFaultRank, PodObservation, RecoveryJobConfig } from '../policy/recovery-types.ts';
+import { RETRY_FAULT_TYPES } from '../policy/step-retry-filter.ts';
+import type { JobEntry } from './job-index.ts';
+import type { Pod } from './sources/sources.ts';
+
+/** Levels the recovery service's subscription drops (A.4 #31). */
+const DROPPED_LEVELS: ReadonlySet<string> = new Set(['NotHandleFault', 'PreSeparateNPU', 'NormalNPU']);
+const IN_PLACE_LEVELS: ReadonlySet<string> = new Set(['RestartRequest', 'RestartBusiness']);
+/** A.9 #73 / C.1 JobRestartInPlaceTimeout. */
+export const RESTART_IN_PLACE_MAX_AGE_MS = 60_000;
+export const HOT_SWITCH_MAX_FAULT_PODS = 10;
+const NPU_RESOURCES = ['huawei.com/Ascend910', 'huawei.com/npu'];
+
+export interface RetryReport {
+  readonly rankId: number;
+  readonly faultType: '0' | '2';
+  readonly atMs: number;
+}
+
+export interface FeedInput {
+  readonly entry: JobEntry;
+  /** The raw pod `ns/name` from the cache. */
+  readonly pod: (key: string) => Pod | undefined;
+  readonly faultsOf: (node: string) => readonly FaultRecord[];
+  readonly nowMs: number;
+  /** Retry faults fed back from ReportProcessFault (still fresh). */
+  readonly retryReports?: readonly RetryReport[];
+  readonly hotSwitchDowngraded: boolean;
+  /** `--rescheduling`: we delete pods ourselves instead of `needVolcanoOpe=delete`. */
+  readonly holdsReschedulingRole: boolean;
+}
+
+export interface RecoveryFeed {
+  readonly config: RecoveryJobConfig;
+  readonly hotSwitchConfig: HotSwitchConfig;
+  readonly pods: PodObservation[];
+  readonly hotSwitchPods: HotSwitchPod[];
+  readonly podGroup: { readonly exists: boolean; readonly phase: string };
+  readonly jobHealth: JobHealthState;
+  readonly ranks: ObservedFaultRank[];
+  /** Pods with sub-health ranks, when the job is SubHealthy. */
+  readonly subHealthPods: FaultyPod[];
+}
+
+interface RankAcc { hard: Set<FaultType>; sub: boolean; notReady: boolean; inPlace: boolean }
+
+const numericNpu = (n: string): number => {
+  const id = Number(npuId(n));
+  return Number.isFinite(id) ? id : Number.MAX_SAFE_INTEGER;
+};
+
+function requestedNpus(p: Pod | undefined): number {
+  let n = 0;
+  for (const c of p?.spec?.containers ?? []) {
+    for (const r of NPU_RESOURCES) n += Number(c.resources?.limits?.[r] ?? c.resources?.requests?.[r] ?? 0) || 0;
+  }
+  return n;
+}
+
+/** NPUs (ranks) per pod: the widest AscendReal of the job, else the NPU request, else 1. */
+export function ranksPerPodOf(pods: readonly JobPodView[], raw: (name: string) => Pod | undefined): number {
+  const allocated = Math.max(0, ...pods.map((p) => p.npus.length));
+  if (allocated > 0) return allocated;
+  const requested = Math.max(0, ...pods.map((p) => requestedNpus(raw(p.name))));
+  return requested > 0 ? requested : 1;
+}
+
+function faultTypeOf(code: string): FaultType {
+  return RETRY_FAULT_TYPES[code.toUpperCase()] ?? '1';
+}
+
+function recordHits(r: FaultRecord, p: JobPodView): boolean {
+  if (r.source === 'node-ready' || r.source === 'node' || r.source === 'switch' || r.device === undefined) return true;
+  const id = npuId(r.device);
+  return p.npus.some((n) => n === r.device || npuId(n) === id);
+}
+
+/** Global ranks a record hits on pod `p` (rank base `base`, `per` ranks per pod). */
+function ranksHit(r: FaultRecord, p: JobPodView, base: number, per: number): number[] {
+  if (r.device === undefined || r.source === 'node' || r.source === 'switch' || r.source === 'node-ready') {
+    return Array.from({ length: per }, (_, i) => base + i);
+  }
+  const npus = [...p.npus].sort((a, b) => numericNpu(a) - numericNpu(b));
+  const id = npuId(r.device);
+  const idx = npus.findIndex((n) => n === r.device || npuId(n) === id);
+  return idx < 0 || idx >= per ? [] : [base + idx];
+}
+
+function accumulate(acc: Map<number, RankAcc>, ranks: readonly number[], f: (a: RankAcc) => void): void {
+  for (const r of ranks) {
+    let a = acc.get(r);
+    if (a === undefined) acc.set(r, (a = { hard: new Set(), sub: false, notReady: false, inPlace: false }));
+    f(a);
+  }
+}
+
+export function recoveryFeed(i: FeedInput): RecoveryFeed {
+  const { entry, nowMs } = i;
+  const view = entry.view;
+  const raw = (name: string): Pod | undefined => i.pod(`${view.namespace}/${name}`);
+  const live = rankPods(view).filter((p) => p.rank !== undefined && p.terminating !== true);
+  const per = ranksPerPodOf(live, raw);
+  const nodes = [...new Set(view.pods.flatMap((p) => (p.node === undefined ? [] : [p.node])))];
+  const records = new Map(nodes.map((n) => [n, i.faultsOf(n)]));
+  const acc = new Map<number, RankAcc>();
+  for (const p of live) {
+    const base = p.rank! * per;
+    const all = Array.from({ length: per }, (_, k) => base + k);
+    if (p.faultTypeLabel === 'Separate') accumulate(acc, all, (a) => a.hard.add('1'));
+    if (p.faultTypeLabel === 'SubHealth') accumulate(acc, all, (a) => (a.sub = true));
+    if (p.node === undefined) continue;
+    for (const r of records.get(p.node) ?? []) {
+      if (DROPPED_LEVELS.has(r.level) || !recordHits(r, p)) continue;
+      const hit = ranksHit(r, p, base, per);
+      if (r.source === 'node-ready') accumulate(acc, hit, (a) => (a.notReady = true));
+      else if (r.level === 'SubHealthFault') accumulate(acc, hit, (a) => (a.sub = true));
+      else {
+        const inPlace = IN_PLACE_LEVELS.has(r.level) && nowMs - r.firstSeenMs <= RESTART_IN_PLACE_MAX_AGE_MS;
+        accumulate(acc, hit, (a) => { a.hard.add(faultTypeOf(r.code)); a.inPlace ||= inPlace; });
+      }
+    }
+  }
+  for (const rep of i.retryReports ?? []) accumulate(acc, [rep.rankId], (a) => a.hard.add(rep.faultType));
+  const ranks: ObservedFaultRank[] = [...acc.entries()].sort((a, b) => a[0] - b[0]).map(([rankId, a]) => {
+    const hard = a.hard.size > 0;
+    const faultType: FaultType = !hard || a.hard.has('1') ? '1' : a.hard.has('2') && !a.hard.has('0') ? '2' : '0';
+    return {
+      rankId, faultType,
+      ...(!hard && a.sub ? { subHealth: true } : {}),
+      ...(!hard && !a.sub && a.notReady ? { nodeNotReadyOnly: true } : {}),
+      ...(hard && a.inPlace ? { restartInPlace: true } : {}),
+    };
+  });
+  const jobHealth = aggregateJob({ job: view, faults: nodes.flatMap((n) => records.get(n) ?? []) }).healthState;
+  const knobs = entry.knobs;
+  const menu = strategyMenu({ recoverStrategy: knobs.recoverStrategies, faultScheduling: knobs.faultScheduling, podRescheduling: knobs.podRescheduling });
+  const subHealthyStrategy = i.hotSwitchDowngraded && knobs.subHealthyStrategy === 'hotSwitch' ? 'ignore' : knobs.subHealthyStrategy;
+  const subRanks = new Set(ranks.filter((r) => r.subHealth === true).map((r) => r.rankId));
+  const subHealthPods: FaultyPod[] = jobHealth !== 'SubHealthy' ? [] : live.flatMap((p) => {
+    const mine = Array.from({ length: per }, (_, k) => p.rank! * per + k).filter((r) => subRanks.has(r));
+    return mine.length === 0 ? [] : [{ podName: p.name, podRank: p.rank!, rankIds: mine }];
+  });
+  return {
+    config: {
+      jobId: view.uid, strategies: [...menu.strategies], jobRescheduling: menu.jobRescheduling, podRescheduling: menu.podRescheduling,
+      subHealthyStrategy, ranksPerPod: per, waitRescheduleTimeoutS: knobs.waitRescheduleTimeoutS,
+    },
+    hotSwitchConfig: {
+      jobId: view.uid, framework: knobs.framework ?? '', subHealthyStrategy: knobs.subHealthyStrategy,
+      holdsReschedulingRole: i.holdsReschedulingRole, maxFaultPods: HOT_SWITCH_MAX_FAULT_PODS,
+    },
+    pods: live.map((p) => ({ name: p.name, uid: p.uid, podRank: p.rank!, phase: p.phase, npusAllocated: p.npus.length > 0 })),
+    hotSwitchPods: view.pods.filter((p) => p.terminating !== true).map((p) => ({
+      name: p.name, uid: p.uid, podRank: p.rank ?? -1, phase: p.phase, annotations: { ...(raw(p.name)?.metadata?.annotations ?? {}) },
+    })),
+    podGroup: { exists: true, phase: entry.podGroup.status?.phase ?? '' },
+    jobHealth,
+    ranks,
+    subHealthPods,
+  };
+}

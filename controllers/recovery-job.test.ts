@@ -1,0 +1,109 @@
+/**
+ * JobFsm: the wiring of the two FSMs of one job, in virtual time (rxjs VirtualTimeScheduler): report
+ * routing by the hot-switch phase, effect results fed back, timers armed from the state (a 15 min
+ * report timeout in milliseconds), stream close bound to the stream of the step.
+ */
+import { VirtualAction, VirtualTimeScheduler } from 'rxjs';
+import type { SignalStream } from '../grpc/handlers.ts';
+import type { ProcessManageSignal } from '../grpc/messages.ts';
+import { initialHotSwitchState } from '../policy/hot-switch-fsm.ts';
+import { initialRecoveryState } from '../policy/recovery-fsm.ts';
+import { silentLogger } from '../telemetry/logger.ts';
+import { JobFsm, type JobCommand } from './recovery-job.ts';
+
+const pods = [0, 1, 2].map((r) => ({ name: `w-${r}`, uid: `u-${r}`, podRank: r, phase: 'Running', npusAllocated: true }));
+
+function setUp(opts: { fail?: (c: JobCommand) => boolean } = {}) {
+  const vts = new VirtualTimeScheduler(VirtualAction, Infinity);
+  const ran: JobCommand[] = [];
+  const recovery = initialRecoveryState({
+    config: { jobId: 'u1', strategies: ['retry', 'recover', 'exit'], jobRescheduling: true, podRescheduling: false, subHealthyStrategy: 'hotSwitch', ranksPerPod: 2, waitRescheduleTimeoutS: 270 },
+    pods,
+  });
+  const hotSwitch = initialHotSwitchState({ jobId: 'u1', framework: 'pytorch', subHealthyStrategy: 'hotSwitch' });
+  const job = new JobFsm({ jobId: 'u1', key: 'ns/job-u1', namespace: 'ns', jobName: 'job', podGroupName: 'job-u1' }, recovery, hotSwitch, {
+    execute: async (_j, c) => {
+      ran.push(c);
+      if (opts.fail?.(c) === true) throw new Error('boom');
+    },
+    persist: () => undefined, log: silentLogger, scheduler: vts,
+  });
+  job.start();
+  /** Lets the command chain and the fed-back results run. */
+  const settle = async (): Promise<void> => {
+    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+  };
+  /** Moves virtual time forward, running due timers (and what they cause). */
+  const advance = async (ms: number): Promise<void> => {
+    vts.maxFrames = vts.now() + ms;
+    vts.flush();
+    vts.frame = vts.maxFrames;
+    await settle();
+  };
+  const types = (): string[] => ran.map((c) => (c.cmd.type === 'sendSignal' ? `signal:${c.cmd.signal.signalType}${c.cmd.signal.changeStrategy ? `:${c.cmd.signal.changeStrategy}` : ''}` : c.cmd.type));
+  return { vts, job, ran, settle, advance, types };
+}
+
+describe('JobFsm (one job, two FSMs)', () => {
+  it('runs a retry-only fault to stopTrain and times the stop report out in virtual time (15 min)', async () => {
+    const t = setUp();
+    await t.job.feed({ machine: 'recovery', event: { type: 'faultObserved', jobHealth: 'UnHealthy', ranks: [{ rankId: 3, faultType: '0' }] } });
+    await t.settle();
+    expect(t.job.recovery.phase).toBe('WaitReportStopCompleteState');
+    expect(t.types()).toEqual(['setStepRetryHold', 'writeResetConfig', 'signal:stopTrain']);
+    await t.advance(15 * 60_000 - 1);
+    expect(t.job.recovery.phase).toBe('WaitReportStopCompleteState');
+    await t.advance(1);
+    await t.advance(0);
+    // Row 11 -> 39: clear, then the pause label and the hand-over to pod/job rescheduling.
+    expect(t.job.recovery.phase).toBe('FaultRetryState');
+    expect(t.types()).toEqual(expect.arrayContaining(['writeResetConfig', 'setPodGroupLabel', 'signal:changeStrategy:exit', 'escalateRescheduling']));
+    const label = t.ran.find((c) => c.cmd.type === 'setPodGroupLabel');
+    expect(label?.cmd).toMatchObject({ key: 'process-recover-enable', value: 'pause' });
+  });
+
+  it('a stopTrain that cannot be delivered clears reset-config and falls back to rescheduling (row 7)', async () => {
+    const t = setUp({ fail: (c) => c.cmd.type === 'sendSignal' && c.cmd.signal.signalType === 'stopTrain' });
+    await t.job.feed({ machine: 'recovery', event: { type: 'processFaultReported', faultRanks: [{ rankId: '3', faultType: '1' }] } });
+    await t.settle();
+    // Row 7: stopTrain not delivered -> FaultClearState -> clear -> fault retry.
+    expect(t.types().slice(0, 4)).toEqual(['labelPods', 'writeResetConfig', 'signal:stopTrain', 'writeResetConfig']);
+    expect(t.job.recovery.phase).toBe('FaultRetryState');
+  });
+
+  it('routes strategy and status reports to the hot-switch FSM while it runs, else to recovery', async () => {
+    const t = setUp();
+    const idle = await t.job.feed({ machine: 'route', event: { type: 'recoverStrategyReported', strategies: ['retry'] } });
+    expect(idle.machine).toBe('recovery');
+    await t.job.feed({ machine: 'hotSwitch', event: { type: 'podsObserved', pods: pods.map((p) => ({ name: p.name, uid: p.uid, podRank: p.podRank, phase: 'Running', annotations: {} })) } });
+    await t.job.feed({ machine: 'hotSwitch', event: { type: 'subHealthFault', faultyPods: [{ podName: 'w-1', podRank: 1, rankIds: [2, 3] }], recoveryIdle: t.job.recoveryIdle } });
+    await t.settle();
+    expect(t.job.hotSwitch.phase).toBe('WaitNewPodState');
+    expect(t.job.currentUuid()).toBe(t.job.hotSwitch.uuid);
+    const busy = await t.job.feed({ machine: 'route', event: { type: 'recoverStrategyReported', strategies: ['migration'] } });
+    expect(busy).toMatchObject({ machine: 'hotSwitch', accepted: true, uuid: t.job.hotSwitch.uuid });
+    const again = await t.job.feed({ machine: 'route', event: { type: 'recoverStrategyReported', strategies: ['migration'] } });
+    expect(again.accepted).toBe(false); // one-slot buffer: the second unsolicited report is refused
+    // The backup never runs: 1 min later stop switch, rollback, downgrade.
+    await t.advance(60_000);
+    expect(t.job.hotSwitch.phase).toBe('INIT');
+    expect(t.job.hotSwitch.downgraded).toBe(true);
+    expect(t.types()).toEqual(expect.arrayContaining(['signal:hot-switch', 'annotatePod', 'persistDowngrade']));
+  });
+
+  it('stamps a stream close with the stream that was current at the step', async () => {
+    const t = setUp();
+    const ended: number[] = [];
+    const stream = (id: number): SignalStream<ProcessManageSignal> => ({
+      id, client: { jobId: 'u1', role: 'taskd' }, closed: false, signal: new AbortController().signal,
+      send: async () => true, end: () => void ended.push(id),
+    });
+    t.job.stream = stream(1);
+    await t.job.feed({ machine: 'recovery', event: { type: 'processFaultReported', faultRanks: [{ rankId: '3', faultType: '1' }] } });
+    t.job.stream = stream(2); // a re-subscription before the kill-job reset's commands ran
+    await t.job.feed({ machine: 'recovery', event: { type: 'stopCompleteReported', code: 404 } });
+    await t.settle();
+    const close = t.ran.find((c) => c.cmd.type === 'closeSignalStream');
+    expect(close?.streamId).toBe(2);
+  });
+});

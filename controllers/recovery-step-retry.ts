@@ -1,0 +1,114 @@
+/**
+ * The step-retry filter on the scheduler view (behavior.md A.3 #23, B6 row 2, E.6): for a job with
+ * `process-recover-enable=on` and `retry` in `recover-strategy`, the retry faults 80E01801 (UCE) and
+ * 8C1F860B (HCCL) on its chips are kept out of what the rescheduler sees (cluster-info and the jobs
+ * pipeline, both read DeviceFaultsController.effective) while policy/step-retry-filter.ts says so:
+ * the first 10 s of a fault, then while the recovery FSM's step retry runs (its `setStepRetryHold`
+ * is the job's RecoverTime; a success is its completion). The recovery FSM and fault subscribers
+ * keep seeing the faults (the job view, unfiltered).
+ *
+ * A verdict can change with time alone (the 10 s window ends, the 30 s completion window ends), so
+ * the job's nodes are re-announced to the intake (`notify`) when a window ends or a hold changes:
+ * cluster-info is re-rendered and the job re-decided.
+ */
+import type { SchedulerLike, Subscription } from 'rxjs';
+import type { FaultRecord } from '../policy/fault-types.ts';
+import {
+  isStepRetryJob, RETRY_FAULT_TYPES, STEP_RETRY_COMPLETE_WINDOW_MS, STEP_RETRY_FAULT_WINDOW_MS, stepRetryVerdict, type StepRetryJob,
+} from '../policy/step-retry-filter.ts';
+import { npuId } from '../policy/job-view.ts';
+import type { JobIndex } from './job-index.ts';
+
+export interface StepRetryViewDeps {
+  readonly index: JobIndex;
+  /** The recovery FSM's step-retry facts of a job (by UID). */
+  readonly stepRetry: (jobId: string, retryEnabled: boolean) => StepRetryJob;
+  /** The unfiltered faults of a node. */
+  readonly jobView: (node: string) => readonly FaultRecord[];
+  /** Re-announce nodes whose scheduler view changed. */
+  readonly notify: (nodes: readonly string[]) => void;
+  readonly scheduler: SchedulerLike;
+  readonly now: () => number;
+}
+
+/** Slack after a window's end before looking again. */
+const SLACK_MS = 50;
+
+export class StepRetryView {
+  private readonly d: StepRetryViewDeps;
+  private readonly pending = new Map<string, Subscription>();
+
+  constructor(d: StepRetryViewDeps) {
+    this.d = d;
+  }
+
+  /** The job holding `device` on `node` as a step-retry job, if any. */
+  private jobOf(node: string, device: string): StepRetryJob | undefined {
+    const id = npuId(device);
+    for (const key of this.d.index.jobKeysOnNodes([node])) {
+      const e = this.d.index.job(key);
+      if (e === undefined) continue;
+      const holds = e.view.pods.some((p) => p.node === node && p.terminating !== true && p.npus.some((n) => n === device || npuId(n) === id));
+      if (!holds) continue;
+      const pg = e.podGroup.metadata;
+      return this.d.stepRetry(e.view.uid, isStepRetryJob(pg?.labels, pg?.annotations));
+    }
+    return undefined;
+  }
+
+  private nodesOf(key: string): string[] {
+    return [...new Set((this.d.index.job(key)?.view.pods ?? []).flatMap((p) => (p.node === undefined ? [] : [p.node])))];
+  }
+
+  private nudgeAt(key: string, atMs: number): void {
+    const id = `${key}@${atMs}`;
+    if (this.pending.has(id)) return;
+    this.pending.set(id, this.d.scheduler.schedule(() => {
+      this.pending.delete(id);
+      this.d.notify(this.nodesOf(key));
+    }, Math.max(0, atMs - this.d.now())));
+  }
+
+  /** The job's faults changed: when a retry fault's 10 s window ends, look again. */
+  watch(key: string): void {
+    const pg = this.d.index.job(key)?.podGroup.metadata;
+    if (pg === undefined || !isStepRetryJob(pg.labels, pg.annotations)) return;
+    const now = this.d.now();
+    for (const r of this.nodesOf(key).flatMap((n) => this.d.jobView(n))) {
+      const end = r.firstSeenMs + STEP_RETRY_FAULT_WINDOW_MS + SLACK_MS;
+      if (RETRY_FAULT_TYPES[r.code.toUpperCase()] !== undefined && end > now) this.nudgeAt(key, end);
+    }
+  }
+
+  /** A hold was set or released: look now, and when its completion window ends. */
+  holdChanged(key: string): void {
+    this.d.notify(this.nodesOf(key));
+    this.nudgeAt(key, this.d.now() + STEP_RETRY_COMPLETE_WINDOW_MS + SLACK_MS);
+  }
+
+  stop(): void {
+    for (const s of this.pending.values()) s.unsubscribe();
+    this.pending.clear();
+  }
+
+  /** `records` of `node` as the rescheduler sees them (hidden retry faults dropped, HCCL re-levelled). */
+  schedulerView(node: string, records: readonly FaultRecord[], nowMs: number): readonly FaultRecord[] {
+    if (!records.some((r) => RETRY_FAULT_TYPES[r.code.toUpperCase()] !== undefined && r.device !== undefined)) return records;
+    const out: FaultRecord[] = [];
+    for (const r of records) {
+      if (RETRY_FAULT_TYPES[r.code.toUpperCase()] === undefined || r.device === undefined) {
+        out.push(r);
+        continue;
+      }
+      const job = this.jobOf(node, r.device);
+      if (job === undefined) {
+        out.push(r);
+        continue;
+      }
+      const v = stepRetryVerdict({ fault: r, level: r.level, reasons: [] }, job, false, nowMs);
+      if (v.action === 'hide' || v.action === 'drop') continue;
+      out.push(v.action === 'relevel' ? { ...r, level: v.level } : r);
+    }
+    return out;
+  }
+}

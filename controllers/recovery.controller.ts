@@ -1,0 +1,385 @@
+/**
+ * The process-level recovery flow (issue 5; behavior.md A.9, A.10, B1, B2, B6 rows 6/8/9): one
+ * JobFsm (recovery + hot-switch FSMs) per job registered over gRPC, fed from the informer caches and
+ * the fault view, executing its commands through actions/. This file holds the flow's only
+ * subscribe (style.md 2.1).
+ *
+ * Who feeds what:
+ * - pods / PodGroups / node faults of a registered job -> (coalesced per job, recovery-feed.ts)
+ *   `podsObserved`, `podGroupObserved`, `configChanged`, `faultObserved` to the recovery FSM;
+ *   `podsObserved`, `configChanged`, `subHealthFault` (SubHealthy jobs) to the hot-switch FSM;
+ * - gRPC (controllers/grpc-handlers.ts) -> register, subscribe / stream close, the four reports;
+ * - FSM timers fire from the state (recovery-job.ts).
+ * Only the leader acts: states are restored from the state store in startActing and every FSM
+ * stops in stopActing. A PodGroup that goes away drops its FSMs and stored state.
+ */
+import { asyncScheduler, filter, map, merge, type SchedulerLike, type Subscription } from 'rxjs';
+import type { SignalStream, StreamCloseReason } from '../grpc/handlers.ts';
+import type { ProcessManageSignal as WireSignal } from '../grpc/messages.ts';
+import { initialHotSwitchState, type HotSwitchTimings } from '../policy/hot-switch-fsm.ts';
+import { initialRecoveryState } from '../policy/recovery-fsm.ts';
+import type { RecoveryEvent, RecoveryTimings } from '../policy/recovery-types.ts';
+import { objectKey } from '../runtime/reflector.ts';
+import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
+import type { KubeClient } from '../runtime/kube-client.ts';
+import type { Logger } from '../telemetry/logger.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
+import { isIoCommand, RecoveryActions, type RecoveryJobTarget } from '../actions/recovery-commands.action.ts';
+import { promoteBackupPod } from '../actions/hot-switch-backup.action.ts';
+import { patchPodGroupMeta } from '../actions/recovery-patch.action.ts';
+import { HOT_SWITCH_ANNOTATION as A } from '../policy/hot-switch-types.ts';
+import type { DeviceFaultsController } from './device-faults.controller.ts';
+import { JobIndex, jobOwnerOf, type JobEntry } from './job-index.ts';
+import type { Options } from './options.ts';
+import { MemoryCommands } from './recovery-commands.ts';
+import { recoveryFeed, type RecoveryFeed } from './recovery-feed.ts';
+import { JobFsm, type InputOutcome, type JobInput, type Machine } from './recovery-job.ts';
+import { RECOVERY_STATE_NAMESPACE, RecoveryStateStore, type RecoveryRecord } from './recovery-state-store.ts';
+import type { Pod, Sources } from './sources/sources.ts';
+import { StepRetryView } from './recovery-step-retry.ts';
+import type { FaultRecord } from '../policy/fault-types.ts';
+
+/** Test and tuning overrides beside the flags. */
+export interface RecoveryTuning {
+  readonly recoveryTimings?: Partial<RecoveryTimings>;
+  readonly hotSwitchTimings?: Partial<HotSwitchTimings>;
+  readonly scheduler?: SchedulerLike;
+  /** Coalescing window of a job's inputs (ms). */
+  readonly feedWindowMs?: number;
+}
+
+export interface RecoveryControllerDeps extends RecoveryTuning {
+  readonly client: KubeClient;
+  readonly sources: Sources;
+  readonly deviceFaults: DeviceFaultsController;
+  readonly writer: ConfigMapWriter;
+  readonly options: Options;
+  readonly log: Logger;
+  readonly metrics: Metrics;
+  readonly now?: () => number;
+  /** A jobs controller re-decides the job once the label is `pause` (else we reschedule ourselves). */
+  readonly handover?: (jobKey: string, level: 'pod' | 'job') => boolean;
+  /**
+   * The job view of a node's faults (before the scheduler-view filters, E.6); what the FSMs and fault
+   * subscribers see. Default: the intake's effective view.
+   */
+  readonly jobView?: (node: string) => readonly FaultRecord[];
+}
+
+export const PROCESS_RECOVER_ENABLE_LABEL = 'process-recover-enable';
+
+export class RecoveryController {
+  readonly index: JobIndex;
+  readonly store: RecoveryStateStore;
+  readonly memory: MemoryCommands;
+  readonly stepRetry: StepRetryView;
+  private readonly jobs = new Map<string, JobFsm>();
+  private readonly uidToKey = new Map<string, string>();
+  private readonly dirty = new Set<string>();
+  private readonly gaugeState = new Map<string, string>();
+  private flushSub: Subscription | undefined;
+  private sub: Subscription | undefined;
+  private acting = false;
+  private readonly actions: RecoveryActions;
+  private readonly d: RecoveryControllerDeps;
+  private readonly now: () => number;
+  private readonly scheduler: SchedulerLike;
+
+  constructor(d: RecoveryControllerDeps) {
+    this.d = d;
+    this.now = d.now ?? Date.now;
+    this.scheduler = d.scheduler ?? asyncScheduler;
+    const s = d.sources;
+    this.index = new JobIndex(s);
+    this.store = new RecoveryStateStore({
+      cached: (name) => s.mindxDlConfigMaps.get(`${RECOVERY_STATE_NAMESPACE}/${name}`),
+      cachedNames: () => [...s.mindxDlConfigMaps.store.values()].map((c) => c.metadata?.name ?? ''),
+      writer: d.writer, client: d.client, log: d.log, dryRun: d.options.dryRun,
+    });
+    this.memory = new MemoryCommands({
+      log: d.log, now: this.now, persistNow: (job) => this.persist(job), touch: (job) => this.markDirty(job.target.key),
+      holdChanged: (job) => this.stepRetry.holdChanged(job.target.key),
+    });
+    this.stepRetry = new StepRetryView({
+      index: this.index, stepRetry: (jobId, enabled) => this.memory.stepRetryJob(jobId, enabled), jobView: (n) => this.jobView(n),
+      notify: (nodes) => d.deviceFaults.notify(nodes), scheduler: this.scheduler, now: this.now,
+    });
+    this.actions = new RecoveryActions({
+      client: d.client, writer: d.writer, metrics: d.metrics, log: d.log, now: this.now,
+      resetConfig: (ns, name) => s.resetConfigs.get(`${ns}/${name}`),
+      jobPods: (job) => this.rawPods(job.key),
+      stream: (jobId) => this.jobs.get(jobId)?.stream,
+      rescheduling: d.options.rescheduling, dryRun: d.options.dryRun, backupPods: d.options.hotSwitchBackupPods,
+      handover: (job, level) => d.handover?.(job.key, level) ?? false,
+    });
+  }
+
+  // ---- lookups (gRPC handlers, jobs controller, tests) ----
+
+  /** The job of a jobId (the job UID), when its PodGroup is cached. */
+  lookup(jobId: string): { key: string; entry: JobEntry } | undefined {
+    let key = this.uidToKey.get(jobId);
+    if (key === undefined) {
+      for (const [k, pg] of this.d.sources.podGroups.store) if (jobOwnerOf(pg)?.uid === jobId) { key = k; this.uidToKey.set(jobId, k); break; }
+    }
+    const entry = key === undefined ? undefined : this.index.job(key);
+    return key === undefined || entry === undefined ? undefined : { key, entry };
+  }
+
+  /** The job view of a node's faults (hidden ones included). */
+  jobView(node: string): readonly FaultRecord[] {
+    return this.d.jobView?.(node) ?? this.d.deviceFaults.effective(node);
+  }
+
+  isRegistered(jobId: string): boolean { return this.jobs.has(jobId); }
+  job(jobId: string): JobFsm | undefined { return this.jobs.get(jobId); }
+  registeredJobIds(): string[] { return [...this.jobs.keys()]; }
+  hotSwitchDowngraded(jobId: string): boolean {
+    return this.jobs.get(jobId)?.hotSwitch.downgraded ?? this.store.get(jobId)?.hotSwitch.downgraded ?? false;
+  }
+
+  // ---- flow ----
+
+  /** Subscribes the inputs; call before the sources start. */
+  start(): void {
+    const s = this.d.sources;
+    const keys$ = merge(
+      s.pods.events$.pipe(map((ev) => this.index.apply(ev))),
+      s.podGroups.events$.pipe(map((ev) => {
+        const uid = jobOwnerOf(ev.obj)?.uid;
+        if (ev.type === 'delete') {
+          if (uid !== undefined) void this.dropJob(uid);
+          return [];
+        }
+        if (uid !== undefined) this.uidToKey.set(uid, objectKey(ev.obj));
+        return [objectKey(ev.obj)];
+      })),
+      this.d.deviceFaults.changes$.pipe(map((c) => {
+        const keys = [...this.index.jobKeysOnNodes(c.nodes)];
+        for (const k of keys) this.stepRetry.watch(k);
+        return keys;
+      })),
+    ).pipe(filter((keys) => keys.length > 0));
+    this.sub = keys$.subscribe({
+      next: (keys) => { for (const k of keys) this.markDirty(k); },
+      error: (err: unknown) => this.d.log.error('recovery flow failed', { err: String(err) }),
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.sub?.unsubscribe();
+    this.stepRetry.stop();
+    await this.stopActing();
+  }
+
+  /** Leader only: restore stored FSMs and start acting. */
+  startActing(): void {
+    if (this.acting) return;
+    this.acting = true;
+    this.index.rebuild();
+    for (const r of this.store.all()) {
+      if (!r.registered || this.lookup(r.jobId) === undefined) continue;
+      this.createJob(r.jobId, r);
+    }
+    if (this.jobs.size > 0) this.d.log.info('recovery states restored', { jobs: [...this.jobs.values()].map((j) => ({ job: j.target.key, recovery: j.recovery.phase, hotSwitch: j.hotSwitch.phase, downgraded: j.hotSwitch.downgraded })) });
+  }
+
+  async stopActing(): Promise<void> {
+    if (!this.acting) return;
+    this.acting = false;
+    this.flushSub?.unsubscribe();
+    this.flushSub = undefined;
+    for (const j of this.jobs.values()) j.stop();
+    this.jobs.clear();
+    for (const [, state] of this.gaugeState) this.d.metrics.recoveryJobs.dec({ state });
+    this.gaugeState.clear();
+    await this.store.flush();
+  }
+
+  /** The rescheduler's view of node faults (cluster-info, jobs pipeline): step-retry faults hidden. */
+  schedulerView(node: string, records: readonly FaultRecord[], nowMs: number): readonly FaultRecord[] {
+    return this.stepRetry.schedulerView(node, records, nowMs);
+  }
+
+  private markDirty(key: string): void {
+    this.dirty.add(key);
+    if (this.flushSub !== undefined || !this.acting) return;
+    this.flushSub = this.scheduler.schedule(() => {
+      this.flushSub = undefined;
+      this.flush();
+    }, this.d.feedWindowMs ?? 100);
+  }
+
+  private flush(): void {
+    const keys = [...this.dirty];
+    this.dirty.clear();
+    const byKey = new Map([...this.jobs.values()].map((j) => [j.target.key, j]));
+    for (const key of keys) {
+      const job = byKey.get(key);
+      if (job !== undefined) this.feedJob(job);
+    }
+  }
+
+  private rawPods(key: string): Pod[] {
+    const entry = this.index.job(key);
+    const ns = entry?.view.namespace ?? '';
+    return (entry?.view.pods ?? []).flatMap((p): Pod[] => {
+      const pod = this.d.sources.pods.get(`${ns}/${p.name}`);
+      return pod === undefined ? [] : [pod];
+    });
+  }
+
+  private feedOf(jobId: string, entry: JobEntry, downgraded: boolean): RecoveryFeed {
+    return recoveryFeed({
+      entry, pod: (k) => this.d.sources.pods.get(k), faultsOf: (n) => this.jobView(n), nowMs: this.now(),
+      retryReports: this.memory.retryReports(jobId), hotSwitchDowngraded: downgraded, holdsReschedulingRole: this.d.options.rescheduling,
+    });
+  }
+
+  /** Feeds the job's current picture to both FSMs (level-triggered: repeats are harmless). */
+  private feedJob(job: JobFsm): void {
+    const found = this.lookup(job.jobId);
+    if (found === undefined) return;
+    const f = this.feedOf(job.jobId, found.entry, job.hotSwitch.downgraded);
+    const sameJson = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
+    const rec = (event: RecoveryEvent) => void job.feed({ machine: 'recovery', event });
+    rec({ type: 'podsObserved', pods: f.pods });
+    rec({ type: 'podGroupObserved', exists: f.podGroup.exists, phase: f.podGroup.phase });
+    if (!sameJson({ ...job.recovery.config }, f.config)) rec({ type: 'configChanged', config: f.config });
+    rec({ type: 'faultObserved', jobHealth: f.jobHealth, ranks: f.ranks });
+    void job.feed({ machine: 'hotSwitch', event: { type: 'podsObserved', pods: f.hotSwitchPods } });
+    if (!sameJson({ ...job.hotSwitch.config }, f.hotSwitchConfig)) void job.feed({ machine: 'hotSwitch', event: { type: 'configChanged', config: f.hotSwitchConfig } });
+    if (f.subHealthPods.length > 0 && f.hotSwitchConfig.subHealthyStrategy === 'hotSwitch') {
+      void job.feed({ machine: 'hotSwitch', event: { type: 'subHealthFault', faultyPods: f.subHealthPods, recoveryIdle: job.recoveryIdle } });
+    }
+    if (this.d.options.hotSwitchBackupPods && !this.d.options.dryRun) this.promoteOrphanBackups(job);
+  }
+
+  /** Operator stand-in: a backup whose source pod is gone now holds the rank. */
+  private promoteOrphanBackups(job: JobFsm): void {
+    const pods = this.rawPods(job.target.key);
+    const names = new Set(pods.filter((p) => p.metadata?.deletionTimestamp === undefined).map((p) => p.metadata?.name));
+    for (const p of pods) {
+      const src = p.metadata?.annotations?.[A.backupSourcePodName];
+      if (p.metadata?.annotations?.[A.podType] !== 'backup' || src === undefined || names.has(src)) continue;
+      promoteBackupPod({ client: this.d.client, metrics: this.d.metrics }, p).catch((e: unknown) => this.d.log.warn('backup pod not promoted', { pod: p.metadata?.name, err: String(e) }));
+    }
+  }
+
+  // ---- registration, streams and reports (gRPC) ----
+
+  private target(jobId: string, key: string, entry: JobEntry): RecoveryJobTarget {
+    return { jobId, key, namespace: entry.view.namespace, jobName: entry.view.name, podGroupName: entry.podGroup.metadata?.name ?? '' };
+  }
+
+  private createJob(jobId: string, stored?: RecoveryRecord): JobFsm | undefined {
+    const found = this.lookup(jobId);
+    if (found === undefined) return undefined;
+    const opts = this.d.options;
+    const downgraded = stored?.hotSwitch.downgraded ?? false;
+    const f = this.feedOf(jobId, found.entry, downgraded);
+    const recoveryTimings = { reportMs: opts.recoveryReportTimeoutSeconds * 1000, ...this.d.recoveryTimings };
+    const hotSwitchTimings = { reportMs: opts.recoveryReportTimeoutSeconds * 1000, newPodRunningMs: opts.hotSwitchNewPodTimeoutSeconds * 1000, ...this.d.hotSwitchTimings };
+    const recovery = stored?.recovery ?? initialRecoveryState({ config: f.config, timings: recoveryTimings, pods: f.pods, podGroup: f.podGroup });
+    const hotSwitch = stored?.hotSwitch ?? initialHotSwitchState(f.hotSwitchConfig, { timings: hotSwitchTimings, downgraded });
+    const job = new JobFsm(this.target(jobId, found.key, found.entry), { ...recovery, timings: { ...recovery.timings, ...recoveryTimings } },
+      { ...hotSwitch, timings: { ...hotSwitch.timings, ...hotSwitchTimings } }, {
+        execute: async (j, c, signal) => {
+          if (await this.memory.run(j, c)) return;
+          if (isIoCommand(c.cmd)) await this.actions.run(j.target, c.cmd, signal, j.recovery.originalPodUids);
+        },
+        persist: (j) => void this.persist(j),
+        log: this.d.log,
+        scheduler: this.scheduler,
+        onStep: (j) => this.observeGauge(j),
+      });
+    this.jobs.set(jobId, job);
+    job.start();
+    this.observeGauge(job);
+    this.feedJob(job);
+    return job;
+  }
+
+  private persist(job: JobFsm): Promise<void> {
+    if (!this.acting || job.stopped) return Promise.resolve();
+    return this.store.save({ version: 1, jobId: job.jobId, jobKey: job.target.key, registered: true, recovery: job.recovery, hotSwitch: job.hotSwitch, savedAtMs: this.now() });
+  }
+
+  private observeGauge(job: JobFsm): void {
+    const state = job.hotSwitch.phase !== 'INIT' ? `HotSwitch:${job.hotSwitch.phase}` : job.recovery.phase;
+    const before = this.gaugeState.get(job.jobId);
+    if (before === state) return;
+    if (before !== undefined) this.d.metrics.recoveryJobs.dec({ state: before });
+    this.d.metrics.recoveryJobs.inc({ state });
+    this.gaugeState.set(job.jobId, state);
+  }
+
+  /** Register (grpc.md §11): PodGroup label `process-recover-enable=on`, then the job's FSMs. */
+  async register(jobId: string): Promise<'ok' | 'no-job' | 'patch-failed'> {
+    const found = this.lookup(jobId);
+    if (found === undefined) return 'no-job';
+    const pg = found.entry.podGroup;
+    if (pg.metadata?.labels?.[PROCESS_RECOVER_ENABLE_LABEL] !== 'on' && !this.d.options.dryRun) {
+      try {
+        await patchPodGroupMeta({ client: this.d.client, metrics: this.d.metrics }, pg.metadata?.namespace ?? '', pg.metadata?.name ?? '', { labels: { [PROCESS_RECOVER_ENABLE_LABEL]: 'on' } });
+      } catch (e) {
+        this.d.log.warn('register: PodGroup label patch failed', { job: found.key, err: String(e) });
+        return 'patch-failed';
+      }
+    }
+    const job = this.jobs.get(jobId) ?? this.createJob(jobId, this.store.get(jobId));
+    if (job === undefined) return 'no-job';
+    await this.persist(job);
+    this.d.log.info('job registered for process-level recovery', { job: found.key, jobId });
+    return 'ok';
+  }
+
+  /** A (re)subscription: the job's FSMs reset (ClusterD resets its controller), signals go to `stream`. */
+  attach(jobId: string, stream: SignalStream<WireSignal>): { currentUuid(): string; onClose(reason: StreamCloseReason): void } {
+    const job = this.jobs.get(jobId);
+    if (job === undefined) {
+      stream.end();
+      return { currentUuid: () => '', onClose: () => undefined };
+    }
+    job.stream = stream;
+    void job.feed({ machine: 'recovery', event: { type: 'clientSubscribed' } });
+    void job.feed({ machine: 'hotSwitch', event: { type: 'clientSubscribed' } });
+    return {
+      currentUuid: () => job.currentUuid(),
+      onClose: (reason) => {
+        if (job.stream?.id === stream.id) job.stream = undefined;
+        // A stream the client lost mid-recovery resets the controller; one we ended, or one replaced by a new subscriber, does not.
+        if (reason !== 'client-cancelled' && reason !== 'write-error') return;
+        void job.feed({ machine: 'recovery', event: { type: 'streamClosed' } });
+        void job.feed({ machine: 'hotSwitch', event: { type: 'streamClosed' } });
+      },
+    };
+  }
+
+  /** A report or fault from the agent; undefined when the job has no FSM (not registered). */
+  feedReport(jobId: string, input: JobInput): Promise<InputOutcome> | undefined {
+    return this.jobs.get(jobId)?.feed(input);
+  }
+
+  /** For tests and introspection. */
+  phase(jobId: string, machine: Machine = 'recovery'): string | undefined {
+    return this.jobs.get(jobId)?.phase(machine);
+  }
+
+  /** The PodGroup is gone: drop the FSMs and the stored state. */
+  private async dropJob(jobId: string): Promise<void> {
+    this.uidToKey.delete(jobId);
+    const job = this.jobs.get(jobId);
+    job?.stop();
+    this.jobs.delete(jobId);
+    this.memory.forget(jobId);
+    const g = this.gaugeState.get(jobId);
+    if (g !== undefined) this.d.metrics.recoveryJobs.dec({ state: g });
+    this.gaugeState.delete(jobId);
+    this.onJobGone?.(jobId);
+    if (this.acting) await this.store.remove(jobId).catch((e: unknown) => this.d.log.warn('recovery state not removed', { jobId, err: String(e) }));
+  }
+
+  /** Set by the gRPC wiring: forget the job in the transport registries. */
+  onJobGone: ((jobId: string) => void) | undefined;
+}

@@ -1,0 +1,51 @@
+import { ConfigMapWriter } from '../runtime/configmap-writer.ts';
+import { silentLogger } from '../telemetry/logger.ts';
+import { FakeConfigMaps } from '../controllers/job-fakes.ts';
+import { parseRescheduleHistory } from '../schemas/job-reschedule-reason/job-reschedule-reason.ts';
+import { RescheduleReasonStore } from './job-reschedule-reason.reconciler.ts';
+
+const task = { RescheduleReason: 'CardUnhealthy' as const, PodName: 'llama-worker-2', NodeName: 'node-2', NodeRankIndex: '2' };
+
+function setup(live: string[]) {
+  const cms = new FakeConfigMaps();
+  const store = new RescheduleReasonStore({
+    cached: () => cms.get('mindx-dl', 'job-reschedule-reason'), writer: new ConfigMapWriter(cms.client()),
+    liveJobKeys: () => new Set(live), log: silentLogger,
+  });
+  const history = () => {
+    const p = parseRescheduleHistory(cms.get('mindx-dl', 'job-reschedule-reason')?.data?.['recent-reschedule-records'] ?? '');
+    if (!p.ok) throw new Error(p.reason);
+    return p.value;
+  };
+  return { cms, store, history };
+}
+
+describe('job-reschedule-reason store', () => {
+  it('adds one record per restart, skips a replayed record already written, prunes jobs that left', async () => {
+    const live = ['ns/llama-u1'];
+    const { cms, store, history } = setup(live);
+    await store.add({ jobKey: 'ns/llama-u1', jobUid: 'u1', atMs: 1_732_183_400_500, tasks: [task], replay: false });
+    await store.add({ jobKey: 'ns/llama-u1', jobUid: 'u1', atMs: 1_732_183_400_500, tasks: [task], replay: true });
+    expect(history().get('ns/llama-u1')).toEqual({
+      JobID: 'ns/llama-u1', TotalRescheduleTimes: 1,
+      RescheduleRecords: [{ LogFileFormatTime: 'I1121 10:03:20', RescheduleTimeStamp: 1_732_183_400, ReasonOfTask: [task] }],
+    });
+    expect(cms.writes).toHaveLength(1);
+    await store.add({ jobKey: 'ns/llama-u1', jobUid: 'u1', atMs: 1_732_183_400_900, tasks: [task], replay: false });
+    expect(history().get('ns/llama-u1')?.TotalRescheduleTimes).toBe(2);
+    live.pop();
+    await store.sync();
+    expect(history().size).toBe(0);
+    await store.sync();
+    expect(cms.writes).toHaveLength(3);
+  });
+
+  it('serializes concurrent adds (no lost update)', async () => {
+    const { store, history } = setup(['ns/a-u1', 'ns/b-u2']);
+    await Promise.all([
+      store.add({ jobKey: 'ns/a-u1', jobUid: 'u1', atMs: 1_000, tasks: [task], replay: false }),
+      store.add({ jobKey: 'ns/b-u2', jobUid: 'u2', atMs: 2_000, tasks: [task], replay: false }),
+    ]);
+    expect([...history().keys()].sort()).toEqual(['ns/a-u1', 'ns/b-u2']);
+  });
+});

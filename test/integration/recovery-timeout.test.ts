@@ -1,0 +1,62 @@
+/**
+ * The agent never answers (behavior.md B1 rows 11, 39; A.9 #76; B6 row 9): after the report timeout
+ * (shortened with --recovery-report-timeout-seconds) the FSM clears reset-config, sets the PodGroup
+ * label `process-recover-enable=pause`, and the jobs pipeline reschedules the job at job level
+ * (fault-scheduling=force, no pod-rescheduling); once the job runs again the label goes back to `on`.
+ */
+import type { Manager } from '../../controllers/manager.ts';
+import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
+import { createJob, fakeNodes, podGroup, podPeer, podUid, rand, reportChipFault, startAgent, startManager, watchResetConfig } from './recovery-fixtures.ts';
+
+describe('process-level recovery when the agent never answers', () => {
+  const client = adminClient();
+  let manager: Manager;
+  let target: string;
+
+  beforeAll(async () => {
+    ({ manager, target } = await startManager(client, ['--recovery-report-timeout-seconds=2']));
+  }, 60_000);
+  afterAll(async () => { await manager.stop(); });
+
+  it('report timeout -> label pause -> job-level rescheduling -> label on', async () => {
+    const nodes = await fakeNodes(client, `rto-${rand()}`, 8);
+    const ns = await newNamespace(client, 'rto');
+    const job = await createJob(client, {
+      ns, nodes: nodes.slice(0, 4), labels: { 'process-recover-enable': 'on', framework: 'pytorch' }, annotations: { 'recover-strategy': 'retry,recover' },
+    });
+    const peer = podPeer(client, job, nodes.slice(4));
+    const resets = watchResetConfig(client, job);
+    await eventually(() => manager.recovery.lookup(job.uid)?.entry.view.pods.length === 4);
+    const agent = startAgent(target, job.uid, { stopCode: null });
+    try {
+      await agent.waitFor(() => (agent.subscribed && manager.recovery.phase(job.uid) === 'INIT' ? true : undefined), 15_000, 'subscription');
+      const uids = await Promise.all([0, 1, 2, 3].map((r) => podUid(client, job, r)));
+      const t0 = Date.now();
+      await reportChipFault(client, nodes[1]!, 'Ascend910-1', '80E01801', 'RestartBusiness');
+      await agent.waitForSignal((s) => s.signalType === 'stopTrain', 20_000);
+      const labels = async () => (await podGroup(client, job)).metadata?.labels?.['process-recover-enable'];
+
+      await eventually(async () => (await labels()) === 'pause', 20_000);
+      const paused = Date.now() - t0;
+      // The fault ranks' pods are told to exit (exit + dump_exit) ...
+      const exit = await agent.waitForSignal((s) => s.signalType === 'changeStrategy' && s.changeStrategy === 'exit', 10_000);
+      expect(exit.extraParams).toBe('dump_exit');
+      // ... reset-config was cleared before the label went to pause ...
+      expect(resets.versions.some((v) => v.FaultFlushing)).toBe(true);
+      expect(resets.versions.at(-1)?.FaultFlushing).toBe(false);
+      // ... and job-level rescheduling replaces every pod, not only the fault pod.
+      await eventually(async () => {
+        const now = await Promise.all([0, 1, 2, 3].map((r) => podUid(client, job, r)));
+        return now.every((u, i) => u !== undefined && u !== uids[i]);
+      }, 40_000);
+      const rescheduled = Date.now() - t0;
+      await eventually(async () => (await labels()) === 'on', 30_000);
+      await eventually(() => manager.recovery.phase(job.uid) === 'INIT', 10_000);
+      process.stdout.write(`agent silent: pause after ${paused} ms, all pods replaced after ${rescheduled} ms, label on after ${Date.now() - t0} ms\n`);
+    } finally {
+      agent.stop();
+      peer.stop();
+      resets.stop();
+    }
+  }, 120_000);
+});

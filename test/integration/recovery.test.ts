@@ -1,0 +1,136 @@
+/**
+ * Process-level recovery end to end on the real apiserver (issue 5, behavior.md B1, B7 #3/#4): the
+ * Manager in process, a TaskD-like client (role taskd) on its gRPC port, device-plugin fault reports,
+ * a Volcano-like peer that re-creates deleted pods.
+ */
+import type { Manager } from '../../controllers/manager.ts';
+import type { KubeClient } from '../../runtime/kube-client.ts';
+import type { TaskdClient } from '../support/taskd-client.ts';
+import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
+import {
+  createJob, fakeNodes, podGroup, podPeer, podUid, rand, replacedPod, reportChipFault, signalSummary, startAgent, startManager, watchResetConfig,
+  type TestJob,
+} from './recovery-fixtures.ts';
+
+const annotation = async (client: KubeClient, job: TestJob, key: string): Promise<string | undefined> =>
+  (await podGroup(client, job)).metadata?.annotations?.[key];
+
+describe('process-level recovery with a TaskD-like client', () => {
+  const client = adminClient();
+  let manager: Manager;
+  let target: string;
+  const cleanups: Array<() => void> = [];
+
+  beforeAll(async () => {
+    ({ manager, target } = await startManager(client));
+  }, 60_000);
+
+  afterEach(() => { for (const c of cleanups.splice(0)) c(); });
+  afterAll(async () => { await manager.stop(); });
+
+  /** A 4-pod job (2 NPUs per pod: pod r holds ranks 2r, 2r+1), 2 spare nodes, the agent subscribed. */
+  async function setUp(strategies: string, script: Parameters<typeof startAgent>[2]): Promise<{ job: TestJob; nodes: string[]; agent: TaskdClient }> {
+    const nodes = await fakeNodes(client, `rec-${rand()}`, 6);
+    const ns = await newNamespace(client, 'rec');
+    const job = await createJob(client, {
+      ns, nodes: nodes.slice(0, 4), labels: { 'process-recover-enable': 'on', framework: 'pytorch' }, annotations: { 'recover-strategy': strategies },
+    });
+    const peer = podPeer(client, job, nodes.slice(4));
+    await eventually(() => manager.recovery.lookup(job.uid)?.entry.view.pods.length === 4);
+    const agent = startAgent(target, job.uid, script);
+    cleanups.push(() => agent.stop(), () => peer.stop());
+    await agent.waitFor(() => (agent.subscribed && manager.recovery.phase(job.uid) === 'INIT' ? true : undefined), 15_000, 'subscription');
+    return { job, nodes, agent };
+  }
+
+  it('recover: hardware fault on rank 3 -> stopTrain -> globalFault -> recover -> pod replaced -> recover-success', async () => {
+    let oldUid = '';
+    const { job, nodes, agent } = await setUp('retry,recover', {
+      status: async (strategy) => (strategy === 'recover' ? (await replacedPod(client, job, 1, oldUid), 0) : 0),
+    });
+    oldUid = (await podUid(client, job, 1))!;
+    const resets = watchResetConfig(client, job);
+    cleanups.push(() => resets.stop());
+    const t0 = Date.now();
+    await reportChipFault(client, nodes[1]!, 'Ascend910-1', '80E18402', 'SeparateNPU', true);
+    // MindIO notices dead ranks itself when the fault pod is deleted before the preExit signal reaches it.
+    void replacedPod(client, job, 1, oldUid).then(async () => {
+      if (!agent.received.some((s) => s.signalType === 'stopTrain')) await agent.reportProcessFault([{ rankId: '2', faultType: '1' }, { rankId: '3', faultType: '1' }]);
+    }, () => undefined);
+
+    const stop = await agent.waitForSignal((s) => s.signalType === 'stopTrain', 20_000);
+    expect(stop.actions).toEqual(['stop_train']);
+    expect(stop.uuid).toMatch(/^[0-9A-F]+-[0-9a-f]{32}$/);
+    const global = await agent.waitForSignal((s) => s.signalType === 'globalFault', 20_000);
+    expect(global.uuid).toBe(stop.uuid);
+    expect(global.actions).toEqual(['on_global_rank', 'fault_nodes_exit']);
+    expect(global.faultRanks).toContainEqual({ rankId: '3', faultType: '1' });
+    const change = await agent.waitForSignal((s) => s.signalType === 'changeStrategy', 20_000);
+    expect(change.changeStrategy).toBe('recover');
+    expect(change.actions).toEqual(['change_strategy']);
+    await agent.waitForReport('ReportRecoverStatus', 30_000);
+    expect(await podUid(client, job, 1)).not.toBe(oldUid);
+
+    await eventually(async () => (await annotation(client, job, 'ProcessRecoverStatus')) === 'recover-success', 20_000);
+    await eventually(() => manager.recovery.phase(job.uid) === 'INIT', 10_000);
+    // The reset ends the stream with OK; the client re-subscribes (Init and Register are no-ops).
+    await agent.waitFor(() => (agent.counters.subscribe >= 2 && agent.subscribed ? true : undefined), 10_000, 're-subscribe');
+    const order = agent.received.map(signalSummary).filter((s) => !s.startsWith('preExitProcess'));
+    expect(order.slice(0, 3)).toEqual(['stopTrain[stop_train]', 'globalFault[on_global_rank|fault_nodes_exit]', 'changeStrategy:recover[change_strategy]']);
+
+    await eventually(() => {
+      const last = resets.versions.at(-1);
+      return last !== undefined && (last.RankList ?? []).length === 0 && !last.FaultFlushing;
+    }, 10_000);
+    expect(resets.badCheckCode).toBe(0);
+    expect(resets.versions.some((v) => v.FaultFlushing)).toBe(true);
+    expect(resets.versions.some((v) => (v.RankList ?? []).some((r) => r.RankId === 3 && r.Status === 'fault'))).toBe(true);
+    process.stdout.write(`recover scenario: ${Date.now() - t0} ms from fault to recover-success\n`);
+  }, 90_000);
+
+  it('UCE step retry (80E01801, retry configured): hidden from rescheduling, retry succeeds', async () => {
+    const { job, nodes, agent } = await setUp('retry,recover', {});
+    const uids = await Promise.all([0, 1, 2, 3].map((r) => podUid(client, job, r)));
+    const t0 = Date.now();
+    await reportChipFault(client, nodes[1]!, 'Ascend910-1', '80E01801', 'RestartBusiness');
+
+    const global = await agent.waitForSignal((s) => s.signalType === 'globalFault', 20_000);
+    expect(global.actions).toEqual(['on_global_rank']);
+    expect(global.faultRanks).toEqual([{ rankId: '3', faultType: '0' }]);
+    const change = await agent.waitForSignal((s) => s.signalType === 'changeStrategy', 20_000);
+    expect(change.changeStrategy).toBe('retry');
+    expect(change.faultRanks).toEqual([{ rankId: '3', faultType: '0' }]);
+    await eventually(async () => (await annotation(client, job, 'ProcessRecoverStatus')) === 'retry-success', 20_000);
+    expect(agent.received.some((s) => s.signalType === 'preExitProcess')).toBe(false);
+    expect(manager.recovery.memory.hold(job.uid)?.completeTimeMs).toBeDefined();
+    const elapsed = Date.now() - t0;
+
+    // Hidden from the rescheduler (cluster-info, jobs pipeline), still in the job view; no pod touched.
+    expect(manager.deviceFaults.effective(nodes[1]!).map((r) => r.code)).not.toContain('80E01801');
+    expect(manager.recovery.jobView(nodes[1]!).map((r) => r.code)).toContain('80E01801');
+    await new Promise((r) => setTimeout(r, 11_000)); // past the 10 s fault window
+    expect(manager.deviceFaults.effective(nodes[1]!).map((r) => r.code)).not.toContain('80E01801');
+    expect(await Promise.all([0, 1, 2, 3].map((r) => podUid(client, job, r)))).toEqual(uids);
+    process.stdout.write(`UCE step retry: ${elapsed} ms from fault to retry-success\n`);
+  }, 90_000);
+
+  it('UCE step retry answered 406: the fault pods go and recovery falls through to recover', async () => {
+    let oldUid = '';
+    const { job, nodes, agent } = await setUp('retry,recover', {
+      status: async (strategy) => (strategy === 'retry' ? 406 : (await replacedPod(client, job, 1, oldUid), 0)),
+    });
+    oldUid = (await podUid(client, job, 1))!;
+    const resets = watchResetConfig(client, job);
+    cleanups.push(() => resets.stop());
+    await reportChipFault(client, nodes[1]!, 'Ascend910-1', '80E01801', 'RestartBusiness');
+
+    await agent.waitForSignal((s) => s.signalType === 'changeStrategy' && s.changeStrategy === 'retry', 20_000);
+    const recover = await agent.waitForSignal((s) => s.signalType === 'changeStrategy' && s.changeStrategy === 'recover', 30_000);
+    expect(recover.faultRanks).toContainEqual({ rankId: '3', faultType: '1' });
+    await replacedPod(client, job, 1, oldUid);
+    await eventually(async () => (await annotation(client, job, 'ProcessRecoverStatus')) === 'recover-success', 30_000);
+    // The 406 wrote the fault list (fault pods exit) before the second choice.
+    expect(resets.versions.some((v) => (v.RankList ?? []).map((r) => r.RankId).join(',') === '2,3')).toBe(true);
+    await eventually(() => manager.recovery.phase(job.uid) === 'INIT', 10_000);
+  }, 90_000);
+});

@@ -1,0 +1,174 @@
+/**
+ * `make bench` (issue 7): the controller measured at cluster scale. Prints every figure as a
+ * `name: value unit` line (`n/a` when this build cannot produce it, with a `#` note saying why) and
+ * writes a JSON report with the versions and machine facts. Scenarios and sizes: see `--help` and
+ * docs/benchmarks.md. The apiserver scenarios (single, storm, steady, cold) share one benchmark
+ * control plane with kwok nodes, the device plugin simulator and the real controller process
+ * (main.ts); `scale` runs in-process without an apiserver.
+ */
+import { join, dirname, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { ensureBinaries } from './control-plane/control-plane.ts';
+import { BenchCluster } from './bench/cluster.ts';
+import { runCold } from './bench/cold.ts';
+import { Figures, machine, versions, writeReport } from './bench/report.ts';
+import { runScaleScenario } from './bench/scale.ts';
+import { runSingle } from './bench/single.ts';
+import { runSteady } from './bench/steady.ts';
+import { runStorm } from './bench/storm.ts';
+
+const REPO = join(dirname(fileURLToPath(import.meta.url)), '..');
+export const SCENARIOS = ['scale', 'single', 'storm', 'steady', 'cold'] as const;
+export type Scenario = (typeof SCENARIOS)[number];
+
+const FLAGS = {
+  scenario: { default: 'all', help: `comma-separated: ${SCENARIOS.join(', ')}, or all` },
+  nodes: { default: '1000', help: 'kwok nodes of the apiserver scenarios (single, storm, steady, cold)' },
+  npus: { default: '8', help: 'huawei.com/Ascend910 per kwok node' },
+  'pods-per-job': { default: '8', help: 'pods per job; one pod per node takes all its NPUs, nodes/pods-per-job jobs' },
+  faults: { default: '200', help: 'single: faults, one at a time' },
+  'storm-nodes': { default: '100', help: 'storm: nodes faulting at once' },
+  'domain-size': { default: '32', help: 'storm: nodes of the simulated switch domain' },
+  'steady-minutes': { default: '10', help: 'steady: duration (fractions allowed, e.g. 0.5)' },
+  'dp-refresh-seconds': { default: '300', help: 'steady: device plugin rewrite interval (real DP: 300)' },
+  'scale-sizes': { default: '1000,4000,16000', help: 'scale: node counts, in-process' },
+  'scale-npus': { default: '16', help: 'scale: NPUs per node' },
+  'scale-update-seconds': { default: '10', help: 'scale: seconds of sustained device-info updates per size' },
+  'timeout-seconds': { default: '60', help: 'longest wait for one outcome' },
+  out: { default: '', help: 'JSON report path (default bench-results/<ISO timestamp>.json)' },
+  'controller-args': { default: '', help: 'extra controller flags, space-separated; write it --controller-args="--burst-window-ms=0 --log-level=warn"' },
+  'cpu-prof': { default: '', help: 'write V8 CPU profiles of the controller process into this folder (node --cpu-prof)' },
+} as const;
+
+export interface BenchOptions {
+  readonly scenarios: readonly Scenario[];
+  readonly nodes: number;
+  readonly npus: number;
+  readonly podsPerJob: number;
+  readonly faults: number;
+  readonly stormNodes: number;
+  readonly domainSize: number;
+  readonly steadyMinutes: number;
+  readonly dpRefreshSeconds: number;
+  readonly scaleSizes: readonly number[];
+  readonly scaleNpus: number;
+  readonly scaleUpdateSeconds: number;
+  readonly timeoutMs: number;
+  readonly out: string;
+  readonly controllerArgs: readonly string[];
+  readonly cpuProfDir: string;
+}
+
+export function usage(): string {
+  return ['usage: make bench ARGS="[flags]"   (or: node tools/bench.ts [flags])', '',
+    ...Object.entries(FLAGS).map(([k, f]) => `  --${k.padEnd(22)} ${f.help}${f.default === '' ? '' : ` (default ${f.default})`}`)].join('\n');
+}
+
+export function parseBenchArgs(argv: readonly string[], now = new Date()): BenchOptions {
+  const { values } = parseArgs({ args: [...argv], options: Object.fromEntries(Object.keys(FLAGS).map((k) => [k, { type: 'string' as const }])), strict: true });
+  const v = (k: keyof typeof FLAGS): string => (values as Record<string, string | undefined>)[k] ?? FLAGS[k].default;
+  const num = (k: keyof typeof FLAGS, min: number, int = true): number => {
+    const n = Number(v(k));
+    if (!Number.isFinite(n) || n < min || (int && !Number.isInteger(n))) throw new Error(`--${k}: ${JSON.stringify(v(k))} is not ${int ? 'an integer' : 'a number'} >= ${min}`);
+    return n;
+  };
+  const list = v('scenario').split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const scenarios = list.includes('all') ? [...SCENARIOS] : list.map((s) => {
+    if (!(SCENARIOS as readonly string[]).includes(s)) throw new Error(`--scenario: ${JSON.stringify(s)} is not one of ${SCENARIOS.join(', ')}, all`);
+    return s as Scenario;
+  });
+  const stamp = now.toISOString().replace(/[:.]/g, '-');
+  return {
+    scenarios: SCENARIOS.filter((s) => scenarios.includes(s)),
+    nodes: num('nodes', 1), npus: num('npus', 1), podsPerJob: num('pods-per-job', 1), faults: num('faults', 1),
+    stormNodes: num('storm-nodes', 1), domainSize: num('domain-size', 1),
+    steadyMinutes: num('steady-minutes', 0, false), dpRefreshSeconds: num('dp-refresh-seconds', 1, false),
+    scaleSizes: v('scale-sizes').split(',').map((s) => {
+      const n = Number(s);
+      if (!Number.isInteger(n) || n < 1) throw new Error(`--scale-sizes: ${JSON.stringify(s)} is not a positive integer`);
+      return n;
+    }),
+    scaleNpus: num('scale-npus', 1), scaleUpdateSeconds: num('scale-update-seconds', 0, false),
+    timeoutMs: num('timeout-seconds', 1, false) * 1000,
+    out: v('out') === '' ? join(REPO, 'bench-results', `${stamp}.json`) : v('out'),
+    controllerArgs: v('controller-args').split(' ').filter((a) => a !== ''),
+    cpuProfDir: v('cpu-prof'),
+  };
+}
+
+export async function runBench(o: BenchOptions, print: (line: string) => void = (l) => process.stdout.write(`${l}\n`)): Promise<{ figures: Figures; failed: string[] }> {
+  const startedAt = new Date();
+  const t0 = Date.now();
+  const figures = new Figures(print);
+  const failed: string[] = [];
+  const needsCluster = o.scenarios.some((s) => s !== 'scale');
+  const binDir = needsCluster ? ensureBinaries() : undefined;
+  const vers = versions(binDir);
+  const machineAtStart = machine();
+  print(`# clusterd-ts benchmark: ${o.scenarios.join(', ')} | node ${process.version} | ${String(machineAtStart.cores)} cores, ${String(machineAtStart.memoryMiB)} MiB, load ${String(machineAtStart.loadAverage1m)}`);
+  const attempt = async (name: string, fn: () => Promise<void>): Promise<void> => {
+    const ts = Date.now();
+    try {
+      await fn();
+    } catch (e) {
+      failed.push(name);
+      figures.note(`${name} failed: ${e instanceof Error ? e.stack ?? e.message : String(e)}`);
+    }
+    figures.add('bench', `bench_${name}_wall_s`, (Date.now() - ts) / 1000, 's');
+  };
+
+  if (o.scenarios.includes('scale')) {
+    await attempt('scale', () => runScaleScenario({ sizes: o.scaleSizes, npus: o.scaleNpus, updateSeconds: o.scaleUpdateSeconds, log: print }, figures));
+  }
+  let cluster: BenchCluster | undefined;
+  if (needsCluster) {
+    await attempt('setup', async () => {
+      print(`# setup: benchmark control plane, ${o.nodes} kwok nodes x ${o.npus} NPUs, ${Math.floor(o.nodes / o.podsPerJob)} jobs of ${o.podsPerJob} pods`);
+      cluster = await BenchCluster.start({
+        binDir: binDir!, nodes: o.nodes, npus: o.npus, podsPerJob: o.podsPerJob, log: print, controllerArgs: o.controllerArgs,
+        controllerNodeArgs: o.cpuProfDir === '' ? [] : ['--cpu-prof', `--cpu-prof-dir=${resolve(o.cpuProfDir)}`],
+      });
+      for (const [k, s] of Object.entries(cluster.setupSeconds)) figures.add('setup', `bench_setup_${k}_s`, s, 's');
+      figures.add('setup', 'bench_jobs', cluster.fleet.jobs.length, 'jobs');
+      figures.add('setup', 'bench_jobs_controller_present', cluster.jobsController ? 1 : 0, 'bool');
+      if (!cluster.jobsController) figures.note('the controller process shows no jobs flow (no vcjob_fault_npu/job_decisions reconciles): vcjob-fault-npu-cm and pod-deletion figures are n/a');
+    });
+  }
+  try {
+    const c = cluster;
+    if (c !== undefined) {
+      const timeoutMs = o.timeoutMs;
+      if (o.scenarios.includes('single')) await attempt('single', () => runSingle(c, { faults: o.faults, npus: o.npus, timeoutMs }, figures));
+      if (o.scenarios.includes('storm')) await attempt('storm', () => runStorm(c, { stormNodes: o.stormNodes, domainSize: o.domainSize, timeoutMs }, figures));
+      if (o.scenarios.includes('steady')) await attempt('steady', () => runSteady(c, { minutes: o.steadyMinutes, dpRefreshSeconds: o.dpRefreshSeconds, log: print }, figures));
+      if (o.scenarios.includes('cold')) await attempt('cold', () => runCold(c, timeoutMs, figures));
+      figures.details.controllerLog = c.controller.logFile;
+    } else if (needsCluster) {
+      failed.push(...o.scenarios.filter((s) => s !== 'scale'));
+    }
+  } finally {
+    await cluster?.stop();
+  }
+  const wallSeconds = (Date.now() - t0) / 1000;
+  figures.add('bench', 'bench_wall_s', wallSeconds, 's');
+  writeReport(o.out, { command: `node tools/bench.ts ${process.argv.slice(2).join(' ')}`.trim(), options: o, startedAt: startedAt.toISOString(), wallSeconds, versions: vers, machineAtStart }, figures);
+  print(`# report: ${relative(process.cwd(), o.out) || o.out}${failed.length > 0 ? ` | FAILED: ${failed.join(', ')}` : ''}`);
+  return { figures, failed };
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  if (process.argv.includes('--help') || process.argv.includes('-h')) {
+    process.stdout.write(`${usage()}\n`);
+    process.exit(0);
+  }
+  let opts: BenchOptions;
+  try {
+    opts = parseBenchArgs(process.argv.slice(2));
+  } catch (e) {
+    process.stderr.write(`${e instanceof Error ? e.message : String(e)}\n\n${usage()}\n`);
+    process.exit(2);
+  }
+  const { failed } = await runBench(opts);
+  process.exit(failed.length > 0 ? 1 : 0);
+}

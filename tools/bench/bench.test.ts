@@ -1,0 +1,54 @@
+import { parseBenchArgs } from '../bench.ts';
+import { diffCounts, parseMetrics, sumOf, writesByKind } from './controller-process.ts';
+import { percentile, planJobs } from './fixtures.ts';
+import { Figures } from './report.ts';
+
+describe('bench helpers', () => {
+  it('percentile is nearest-rank', () => {
+    const xs = Array.from({ length: 100 }, (_, i) => 100 - i);
+    expect(percentile(xs, 50)).toBe(50);
+    expect(percentile(xs, 99)).toBe(99);
+    expect(percentile([7], 99)).toBe(7);
+    expect(percentile([], 50)).toBeNaN();
+  });
+
+  it('plans whole jobs over consecutive nodes', () => {
+    const jobs = planJobs(['a', 'b', 'c', 'd', 'e'], 2, 8);
+    expect(jobs.map((j) => j.nodes)).toEqual([['a', 'b'], ['c', 'd']]);
+  });
+
+  it('reads counters from the Prometheus text format', () => {
+    const text = [
+      '# HELP clusterd_api_writes_total x', '# TYPE clusterd_api_writes_total counter',
+      'clusterd_api_writes_total{kind="cluster_info",result="success"} 3',
+      'clusterd_api_writes_total{kind="cluster_info",result="409"} 1',
+      'clusterd_api_writes_total{kind="pod_force_delete",result="success"} 8',
+      'clusterd_api_requests_total{method="GET",code="200"} 10',
+      'clusterd_api_requests_total{method="PUT",code="200"} 4',
+    ].join('\n');
+    const m = parseMetrics(text);
+    expect(writesByKind(m)).toEqual({ cluster_info: 3, pod_force_delete: 8 });
+    expect(sumOf(m, 'clusterd_api_requests_total')).toBe(14);
+    expect(diffCounts({ a: 5, b: 2 }, { a: 3, b: 2 })).toEqual({ a: 2 });
+  });
+
+  it('parses flags with defaults and rejects bad ones', () => {
+    const o = parseBenchArgs([], new Date('2026-01-02T03:04:05.678Z'));
+    expect(o.scenarios).toEqual(['scale', 'single', 'storm', 'steady', 'cold']);
+    expect([o.nodes, o.npus, o.faults, o.stormNodes, o.steadyMinutes]).toEqual([1000, 8, 200, 100, 10]);
+    expect(o.scaleSizes).toEqual([1000, 4000, 16000]);
+    expect(o.out).toMatch(/bench-results\/2026-01-02T03-04-05-678Z\.json$/);
+    expect(parseBenchArgs(['--scenario', 'cold,single', '--steady-minutes', '0.5']).scenarios).toEqual(['single', 'cold']);
+    expect(() => parseBenchArgs(['--scenario', 'fast'])).toThrow(/not one of/);
+    expect(() => parseBenchArgs(['--nodes', '1.5'])).toThrow(/integer/);
+  });
+
+  it('prints `name: value unit` and n/a with a note', () => {
+    const lines: string[] = [];
+    const f = new Figures((l) => lines.push(l));
+    f.add('s', 'x_ms', 12.34567, 'ms');
+    f.add('s', 'y_ms', null, 'ms', 'no jobs flow');
+    f.addDistribution('s', 'z', [1, 2, 3], 'ms');
+    expect(lines).toEqual(['x_ms: 12.346 ms', 'y_ms: n/a ms', '# y_ms: no jobs flow', 'z_p50_ms: 2 ms', 'z_p90_ms: 3 ms', 'z_p99_ms: 3 ms', 'z_max_ms: 3 ms']);
+  });
+});

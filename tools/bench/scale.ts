@@ -1,0 +1,55 @@
+/**
+ * Scenario 4, scale and memory, in-process (no apiserver): for each size a fresh process
+ * (scale-worker.ts, `--expose-gc`) builds what the informers would hold for N nodes x `npus` NPUs
+ * (Nodes, device-info ConfigMaps, one pod per node in 16-pod jobs, PodGroups), feeds it into the
+ * FaultStore and job index, renders cluster-info, then applies device-info updates for
+ * `updateSeconds`. Figures per size: RSS and heap after the initial list, time to the first
+ * cluster-info, time of one full render, sustained device-info updates per second.
+ */
+import { spawn } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { ScaleResult } from './scale-worker.ts';
+import type { Figures } from './report.ts';
+
+const WORKER = join(dirname(fileURLToPath(import.meta.url)), 'scale-worker.ts');
+
+export interface ScaleOptions {
+  readonly sizes: readonly number[];
+  readonly npus: number;
+  readonly updateSeconds: number;
+  readonly log: (line: string) => void;
+}
+
+function runWorker(nodes: number, npus: number, updateSeconds: number): Promise<ScaleResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--expose-gc', WORKER, '--nodes', String(nodes), '--npus', String(npus), '--update-seconds', String(updateSeconds)], {
+      stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1' },
+    });
+    let out = '';
+    let err = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => { out += d; });
+    child.stderr.setEncoding('utf8').on('data', (d: string) => { err += d; });
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      const line = out.trim().split('\n').pop() ?? '';
+      if (code !== 0 || !line.startsWith('{')) reject(new Error(`scale worker (${nodes} nodes) exited ${code}: ${err.slice(-2000)}`));
+      else resolve(JSON.parse(line) as ScaleResult);
+    });
+  });
+}
+
+export async function runScaleScenario(o: ScaleOptions, figures: Figures): Promise<void> {
+  const results: ScaleResult[] = [];
+  for (const nodes of o.sizes) {
+    o.log(`# scale: ${nodes} nodes x ${o.npus} NPUs`);
+    const r = await runWorker(nodes, o.npus, o.updateSeconds);
+    results.push(r);
+    figures.add('scale', `rss_mib_${nodes}_nodes`, r.rssMiB, 'MiB');
+    figures.add('scale', `heap_mib_${nodes}_nodes`, r.heapUsedMiB, 'MiB');
+    figures.add('scale', `scale_first_cluster_info_ms_${nodes}_nodes`, r.firstClusterInfoMs, 'ms');
+    figures.add('scale', `scale_render_ms_${nodes}_nodes`, r.renderMs, 'ms');
+    figures.add('scale', `scale_updates_per_s_${nodes}_nodes`, r.updatesPerSecond, 'updates/s');
+  }
+  figures.details.scale = results;
+}

@@ -1,0 +1,56 @@
+/**
+ * Scenario 3, steady state: `minutes` with no fault, while the device plugin simulator rewrites every
+ * node's device-info every `dpRefreshSeconds` (the real device plugin's 5-minute refresh; the first one
+ * half an interval in, so a 10-minute run sees two). Figures: the controller's writes
+ * (api_writes_total from its /metrics; target 0), its CPU seconds (/proc/<pid>/stat), its RSS, and
+ * the cluster-info updates seen, split into data changes and metadata-only rewrites.
+ */
+import type { BenchCluster } from './cluster.ts';
+import { diffCounts, sumOf, writesByKind } from './controller-process.ts';
+import type { Figures } from './report.ts';
+
+export interface SteadyOptions {
+  readonly minutes: number;
+  readonly dpRefreshSeconds: number;
+  readonly log: (line: string) => void;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function runSteady(c: BenchCluster, o: SteadyOptions, figures: Figures): Promise<void> {
+  const durationMs = o.minutes * 60_000;
+  const refreshMs = o.dpRefreshSeconds * 1000;
+  const m0 = await c.controller.metrics();
+  const before = writesByKind(m0);
+  const req0 = sumOf(m0, 'clusterd_api_requests_total');
+  const cpu0 = c.controller.cpuSeconds();
+  const ci0 = { all: c.observer.clusterInfoUpdates, meta: c.observer.clusterInfoRefreshOnly };
+  const t0 = Date.now();
+  let refreshes = 0;
+  let dpWrites = 0;
+  for (let next = refreshMs / 2; next < durationMs; next += refreshMs) {
+    await sleep(Math.max(0, t0 + next - Date.now()));
+    o.log(`# steady: device plugin refresh ${refreshes + 1} at ${Math.round((Date.now() - t0) / 1000)} s`);
+    dpWrites += (await c.dp.refreshAll()).filter((a) => a.written).length;
+    refreshes++;
+  }
+  await sleep(Math.max(0, t0 + durationMs - Date.now()));
+  const seconds = (Date.now() - t0) / 1000;
+  const cpu = c.controller.cpuSeconds() - cpu0;
+  const m1 = await c.controller.metrics();
+  const writes = diffCounts(writesByKind(m1), before);
+  const total = Object.values(writes).reduce((a, v) => a + v, 0);
+  const ciAll = c.observer.clusterInfoUpdates - ci0.all;
+  const ciMeta = c.observer.clusterInfoRefreshOnly - ci0.meta;
+
+  figures.add('steady', 'steady_state_minutes', seconds / 60, 'min');
+  figures.add('steady', 'steady_state_writes', total, 'writes');
+  figures.add('steady', 'steady_state_cpu_s', cpu, 's');
+  figures.add('steady', 'steady_state_cpu_percent', (cpu / seconds) * 100, '%');
+  figures.add('steady', 'steady_state_rss_mib', c.controller.rssMiB(), 'MiB');
+  figures.add('steady', 'steady_state_dp_refreshes', refreshes, 'refreshes');
+  figures.add('steady', 'steady_state_cluster_info_data_writes', ciAll - ciMeta, 'writes');
+  figures.add('steady', 'steady_state_cluster_info_metadata_only_writes', ciMeta, 'writes');
+  figures.add('steady', 'steady_state_api_requests', sumOf(m1, 'clusterd_api_requests_total') - req0, 'requests');
+  figures.details.steady = { seconds, writesByKind: writes, dpRefreshes: refreshes, dpWrites, clusterInfoUpdatesSeen: ciAll, metadataOnly: ciMeta };
+}
