@@ -134,11 +134,17 @@ async function main(): Promise<void> {
   say(`fault list: ${entry.e.DeviceList['huawei.com/Ascend910-Fault']}`);
   cmd(`kubectl --kubeconfig .cluster/kubeconfig -n mindx-dl get cm ${entry.cm} -o jsonpath='{.data.${entry.cm}}'`);
 
-  step('The decision (controller log)');
-  await sleep(2_000);
-  const decisions = controllerLog((l) => typeof l.message === 'string' && /decision|reschedul|escalat/i.test(l.message));
+  step('The decision (controller log: one structured line per decision, the same chain as an Event on the PodGroup)');
+  await until('a job decision', async () => controllerLog((l) => l.message === 'job decision' && Array.isArray(l.actions) && l.actions.length > 0).length > 0, 30_000).catch(() => undefined);
+  const decisions = controllerLog((l) => l.message === 'job decision' && Array.isArray(l.actions) && l.actions.length > 0);
   if (decisions.length === 0) say('(no job decision logged yet: see .cluster/controller.log)');
-  for (const d of decisions.slice(-5)) say(JSON.stringify(d).slice(0, 400));
+  for (const d of decisions.slice(-3)) {
+    say(`job ${String(d.job)}: kind=${String(d.kind)} codes=${JSON.stringify(d.codes)} levels=${JSON.stringify(d.levels)}`);
+    say(`  actions: ${(d.actions as string[]).join('; ')}`);
+    say(`  reasons: ${String(d.reasons)}`);
+  }
+  cmd(`kubectl --kubeconfig .cluster/kubeconfig -n demo get events --field-selector involvedObject.kind=PodGroup`);
+  cmd(`grep '"job decision"' .cluster/controller.log`);
 
   step('The job ConfigMaps');
   for (const [ns, name] of [['volcano-system', 'vcjob-fault-npu-cm'], ['mindx-dl', 'job-reschedule-reason']] as const) {
@@ -151,8 +157,9 @@ async function main(): Promise<void> {
   try {
     const fresh = await until('replacement pods running', async () => {
       const list = await client.list<KubeObject & { spec?: { nodeName?: string }; status?: { phase?: string } }>(paths.pods('demo'), { labelSelector: `volcano.sh/job-name=${jobs.vcjobName}` });
-      const running = list.items.filter((p) => p.status?.phase === 'Running' && !oldUids.has(p.metadata?.uid));
-      return running.length > 0 ? list.items : undefined;
+      const settled = list.items.filter((p) => p.status?.phase === 'Running' && p.metadata?.annotations?.[ASCEND_REAL_ANNOTATION] !== undefined);
+      const replaced = list.items.filter((p) => !oldUids.has(p.metadata?.uid));
+      return replaced.length > 0 && settled.length === list.items.length && list.items.length === 4 ? list.items : undefined;
     }, 60_000);
     for (const p of fresh) say(`${p.metadata?.name}  ${oldUids.has(p.metadata?.uid) ? 'kept    ' : 'replaced'}  on ${p.spec?.nodeName}  NPUs ${p.metadata?.annotations?.[ASCEND_REAL_ANNOTATION] ?? '-'}`);
   } catch {

@@ -1,0 +1,28 @@
+/**
+ * The README's main command, end to end: `node tools/demo.ts` (what `make demo` runs) on its own
+ * local control plane, with DEMO_EXIT=1 so it tears down instead of waiting for Ctrl-C.
+ */
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const REPO = fileURLToPath(new URL('../..', import.meta.url));
+
+describe('make demo', () => {
+  it('shows a SeparateNPU fault handled end to end: level, decision, ConfigMaps, replaced pods, metrics', async () => {
+    const out = await new Promise<{ code: number | null; text: string }>((resolve) => {
+      const child = spawn(process.execPath, [join(REPO, 'tools', 'demo.ts')], { cwd: REPO, env: { ...process.env, DEMO_EXIT: '1', KUBECONFIG: '' } });
+      let text = '';
+      child.stdout.on('data', (b: Buffer) => { text += b.toString(); });
+      child.stderr.on('data', (b: Buffer) => { text += b.toString(); });
+      child.on('exit', (code) => resolve({ code, text }));
+    });
+    process.stdout.write(out.text.split('\n').filter((l) => /^\[\d+\]|replaced|decisions_total/.test(l)).join('\n') + '\n');
+    expect(out.code).toBe(0);
+    expect(out.text).toMatch(/Unhealthy=Ascend910-\d/);
+    expect(out.text).toMatch(/kind=job .*80E18402/);
+    expect(out.text).toContain('vcjob-fault-npu-cm: {"fault-node"');
+    expect(out.text).toMatch(/replaced {2}on node-\d+/);
+    expect(out.text).toMatch(/clusterd_decisions_total\{kind="job",outcome="acted"\} 1/);
+  }, 300_000);
+});
