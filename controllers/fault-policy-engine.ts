@@ -73,7 +73,7 @@ export class FaultPolicyEngine implements FaultPolicy {
   private readonly lastSeen = new Map<string, Readonly<Record<string, number>>>();
   private manual: SharedManual = { pending: {}, counters: {}, separated: {} };
   private manualDeadline: number | undefined;
-  /** Relation-fault and filter memories are persisted in the same document; kept as restored until their engines are wired. */
+  /** Relation-fault and filter memories, persisted in the same document; owned by relation-faults.controller.ts and fault-filters.controller.ts (`sideState` / `setSideState`). */
   private passthrough: { relation: RelationState; filters: FilterState } = { relation: EMPTY_RELATION_STATE, filters: EMPTY_FILTER_STATE };
   private readonly evals = new Map<string, NodeEval>();
   private readonly viewChanged = new Set<string>();
@@ -176,6 +176,17 @@ export class FaultPolicyEngine implements FaultPolicy {
     if (this.manualDeadline !== undefined && this.manualDeadline <= nowMs) this.stepManual(TICK, nowMs);
     this.queueFlush();
     this.rearm();
+  }
+
+  /** The relation-fault and filter memories as restored (and as last handed back by their owners). */
+  get sideState(): { readonly relation: RelationState; readonly filters: FilterState } { return this.passthrough; }
+
+  /** Their owners hand back the current memories; they are persisted with the rest. */
+  setSideState(s: { readonly relation?: RelationState; readonly filters?: FilterState }): void {
+    this.passthrough = { relation: s.relation ?? this.passthrough.relation, filters: s.filters ?? this.passthrough.filters };
+    if (!this.ready) return;
+    this.stateChanged = true;
+    this.queueFlush();
   }
 
   /** The document to persist (composed and pruned); undefined before `restore`. */

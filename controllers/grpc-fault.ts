@@ -97,6 +97,12 @@ export class FaultPublisher {
     return { onClose: () => void this.subscribers.delete(stream.id) };
   }
 
+  /** A client of this job (not the cluster-wide `-1`) holds a subscription (the MindIE hold, A.3 #21). */
+  subscribed(jobId: string): boolean {
+    for (const s of this.subscribers.values()) if (s.stream.client.jobId === jobId) return true;
+    return false;
+  }
+
   /** Node faults or job membership changed: push what changed to each subscriber. */
   changed(): void {
     for (const sub of this.subscribers.values()) this.push(sub);

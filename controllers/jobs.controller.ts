@@ -17,7 +17,8 @@ import { ControllerLoop } from '../runtime/controller-loop.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import type { JobFaultAggregate } from '../policy/job-aggregation.ts';
+import type { HiddenFault, JobFaultAggregate } from '../policy/job-aggregation.ts';
+import type { FaultRecord } from '../policy/fault-types.ts';
 import { DEFAULT_JOB_GROUP_IDLE_MS } from '../policy/job-fault-stream.ts';
 import { JOB_RESCHEDULE_REASON_CM_NAME, JOB_RESCHEDULE_REASON_NAMESPACE } from '../schemas/job-reschedule-reason/job-reschedule-reason.ts';
 import { VCJOB_FAULT_NPU_CM_NAME, VCJOB_FAULT_NPU_NAMESPACE } from '../schemas/vcjob-fault-npu/vcjob-fault-npu.ts';
@@ -54,6 +55,11 @@ export interface JobsControllerDeps {
   readonly afterPersist?: (key: string, pending: PendingDecision) => void;
   readonly registered?: (jobUid: string) => boolean;
   readonly handOff?: HandOffSink;
+  /**
+   * The scheduler-view filters (fault-filters.controller.ts): visible plus hidden faults of these nodes
+   * and the hide windows, so aggregates mark hidden causes (B6 row 2). Default: the filtered view only.
+   */
+  readonly filtered?: (nodes: readonly string[]) => { readonly faults: readonly FaultRecord[]; readonly hidden: ReadonlyMap<string, HiddenFault> };
 }
 
 /** What the flow hands its one subscriber. */
@@ -136,7 +142,8 @@ export class JobsController {
         const e = this.index.job(key);
         if (e === undefined) return undefined;
         const nodes = [...new Set(e.view.pods.flatMap((p) => (p.node === undefined ? [] : [p.node])))];
-        return { job: e.view, faults: nodes.flatMap((n) => deviceFaults.effective(n)) };
+        const f = this.d.filtered?.(nodes);
+        return f === undefined ? { job: e.view, faults: nodes.flatMap((n) => deviceFaults.effective(n)) } : { job: e.view, faults: f.faults, hidden: f.hidden };
       },
     }, { windowMs: options.burstWindowMs, idleMs: DEFAULT_JOB_GROUP_IDLE_MS }, this.d.scheduler ?? asyncScheduler);
     const work$ = merge(

@@ -3,6 +3,7 @@
  * main.ts, the integration tests and the benchmark run the same wiring in or out of process.
  */
 import type { Server } from 'node:http';
+import { map } from 'rxjs';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
@@ -24,6 +25,8 @@ import { ESCALATION_STATE_CM_NAME } from '../schemas/escalation-state/escalation
 import { MANUAL_INFO_CM_NAME } from '../schemas/manual-info/manual-info.ts';
 import { ESCALATION_STATE_RECONCILE_KEY, escalationStateReconciler } from '../reconcilers/escalation-state.reconciler.ts';
 import { MANUAL_INFO_RECONCILE_KEY, manualInfoReconciler } from '../reconcilers/manual-info.reconciler.ts';
+import { FaultFiltersController } from './fault-filters.controller.ts';
+import { RelationFaultsController } from './relation-faults.controller.ts';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 
@@ -62,6 +65,10 @@ export class Manager implements HealthSource {
   readonly faultPolicy: FaultPolicyController;
   readonly escalationState: ControllerLoop;
   readonly manualInfo: ControllerLoop;
+  /** Scheduler-view filters (custom filter, MindIE hold, UCE-accompany, step retry, recover-in-place). */
+  readonly filters: FaultFiltersController;
+  /** Relation faults -> pod label fault-type=Separate|SubHealth. */
+  readonly relations: RelationFaultsController;
   private server: Server | undefined;
   private elector: LeaderElector | undefined;
   private acting = false;
@@ -99,11 +106,22 @@ export class Manager implements HealthSource {
       desired: () => this.faultPolicy.manualInfo(), writer: this.writer, namespace: csNs,
       actual: () => this.sources.clusterSystemConfigMaps.get(`${csNs}/${MANUAL_INFO_CM_NAME}`),
     }), { log, metrics, now: this.now });
-    // The rescheduler's view hides step-retry faults (recovery-step-retry.ts); the FSMs see the job view.
+    // The rescheduler's view hides filtered faults (fault-filters.controller.ts, with the step-retry
+    // stage of recovery-step-retry.ts in its place in the chain); the FSMs and gRPC see the job view.
     const basePolicy = deps.policy ?? this.faultPolicy;
+    const persistSide = (): void => this.faultPolicy.engine.setSideState({ filters: this.filters.state(), relation: this.relations.state() });
+    this.filters = new FaultFiltersController({
+      sources: this.sources, log: log.child({ controller: 'fault_filters' }), metrics, now: this.now,
+      jobView: (n) => basePolicy.effective(n, this.deviceFaults.store.records(n), this.now()),
+      stepRetry: (n, r, t) => this.recovery.schedulerView(n, r, t),
+      faultSubscribed: (uid) => this.grpc.faults.subscribed(uid),
+      businessUce: (n) => this.recovery.businessUce(n),
+      notify: (nodes) => this.deviceFaults.notify(nodes),
+      onStateChange: () => persistSide(),
+    });
     this.deviceFaults = new DeviceFaultsController({
       sources: this.sources, log: log.child({ controller: 'device_faults' }), metrics, now: this.now,
-      policy: { effective: (n, r, t) => this.recovery.schedulerView(n, basePolicy.effective(n, r, t), t) },
+      policy: { effective: (n, r, t) => this.filters.schedulerView(n, basePolicy.effective(n, r, t), t) },
       onChange: (c) => { this.faultPolicy.observe(c.nodes); this.clusterInfo.queue.add(CLUSTER_INFO_KEY); },
     });
     this.recovery = new RecoveryController({
@@ -117,8 +135,15 @@ export class Manager implements HealthSource {
       options, sources: this.sources, deviceFaults: this.deviceFaults, recovery: this.recovery,
       log: log.child({ component: 'grpc' }), metrics, now: this.now, ...(deps.grpcLimits ? { limits: deps.grpcLimits } : {}),
     });
+    this.relations = new RelationFaultsController({
+      sources: this.sources, faultsOf: (n) => this.deviceFaults.effective(n), faultNodes$: this.deviceFaults.changes$.pipe(map((c) => c.nodes)),
+      a3Node: (n) => (this.deviceFaults.store.nodeState(n)?.device?.data.cfg.SuperPodID ?? -1) >= 0,
+      client: deps.client, log: log.child({ controller: 'relation_faults' }), metrics, now: this.now, dryRun: options.dryRun,
+      onStateChange: () => persistSide(),
+    });
     this.jobs = new JobsController({
       registered: (uid) => this.recovery.isRegistered(uid),
+      filtered: (nodes) => this.filters.jobSnapshot(nodes, this.now()),
       ...deps.jobs, client: deps.client, sources: this.sources, deviceFaults: this.deviceFaults, writer: this.writer,
       options, log: log.child({ controller: 'jobs' }), metrics, now: this.now,
     });
@@ -144,6 +169,8 @@ export class Manager implements HealthSource {
     this.server = await startHttpServer(options.httpPort, options.httpHost, metrics, this);
     log.info('http server listening', { port: options.httpPort, paths: ['/healthz', '/readyz', '/metrics'] });
     this.deviceFaults.start();
+    this.filters.start();
+    this.relations.start();
     this.jobs.start();
     this.recovery.start();
     startSources(this.sources);
@@ -153,6 +180,8 @@ export class Manager implements HealthSource {
     metrics.observeWatchHealth(sourcesHealth(this.sources), this.now());
     log.info('caches synced', { objects: Object.fromEntries(sourcesHealth(this.sources).map((h) => [h.name, h.objects])) });
     this.faultPolicy.start(); // restores the persisted escalation state before any decision is published
+    this.filters.restore(this.faultPolicy.engine.sideState.filters);
+    this.relations.restore(this.faultPolicy.engine.sideState.relation);
     // Reconcilers start only on synced caches, so a restart never acts on a partial view, and only
     // on the leader: a standby keeps its caches warm and takes over within one lease duration.
     if (!options.leaderElect) {
@@ -189,6 +218,7 @@ export class Manager implements HealthSource {
     this.clusterInfo.queue.add(CLUSTER_INFO_KEY);
     for (const [loop, key] of [[this.escalationState, ESCALATION_STATE_RECONCILE_KEY], [this.manualInfo, MANUAL_INFO_RECONCILE_KEY]] as const) { loop.start(); loop.queue.add(key); }
     this.jobs.startLoops();
+    this.relations.startActing();
     // gRPC (Recover, Fault, PubFault) runs on the leader only: see controllers/grpc.controller.ts.
     this.recovery.startActing();
     void this.grpc.start();
@@ -200,6 +230,7 @@ export class Manager implements HealthSource {
     await this.clusterInfo.stop();
     await Promise.all([this.escalationState.stop(), this.manualInfo.stop()]);
     await this.jobs.stopLoops();
+    await this.relations.stopActing();
     await this.grpc.stop();
     await this.recovery.stopActing();
   }
@@ -207,9 +238,11 @@ export class Manager implements HealthSource {
   async stop(): Promise<void> {
     if (this.healthTimer !== undefined) clearInterval(this.healthTimer);
     this.deviceFaults.stop();
+    this.filters.stop();
     this.faultPolicy.stop();
     await this.stopActing();
     await this.jobs.stop();
+    await this.relations.stop();
     await this.recovery.stop();
     await this.elector?.stop();
     stopSources(this.sources);

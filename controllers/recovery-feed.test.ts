@@ -2,7 +2,7 @@ import type { FaultRecord, NpuFaultLevel } from '../policy/fault-types.ts';
 import { podViewFromMeta } from '../policy/job-view.ts';
 import { parseJobKnobs } from '../schemas/job-knobs/job-knobs.ts';
 import { knobsInputOf, type JobEntry } from './job-index.ts';
-import { recoveryFeed, type FeedInput } from './recovery-feed.ts';
+import { recoveryFeed, retryReportDevices, type FeedInput } from './recovery-feed.ts';
 import type { Pod } from './sources/sources.ts';
 
 const NOW = 1_800_000_000_000;
@@ -85,5 +85,11 @@ describe('recovery feed (what the FSMs see of a job)', () => {
     expect(f.config).toEqual({ jobId: 'u1', strategies: ['retry', 'recover', 'exit'], jobRescheduling: true, podRescheduling: true, subHealthyStrategy: 'ignore', ranksPerPod: 2, waitRescheduleTimeoutS: 270 });
     expect(f.hotSwitchConfig).toEqual({ jobId: 'u1', framework: 'pytorch', subHealthyStrategy: 'hotSwitch', holdsReschedulingRole: true, maxFaultPods: 10 });
     expect(f.podGroup).toEqual({ exists: true, phase: 'Running' });
+  });
+
+  it('places agent-reported retry faults on their node and chip', () => {
+    const e = entry(pods);
+    expect(retryReportDevices(e.entry, (n) => e.pod(`ns/${n}`), [{ rankId: 3, faultType: '0', atMs: NOW }, { rankId: 99, faultType: '0', atMs: NOW }]))
+      .toEqual([{ node: 'n1', device: 'Ascend910-5', atMs: NOW, faultType: '0' }]);
   });
 });

@@ -182,3 +182,17 @@ export function recoveryFeed(i: FeedInput): RecoveryFeed {
     subHealthPods,
   };
 }
+
+/**
+ * Where the agent's retry-only fault reports (A.9 #69) sit: rank -> (node, chip) of the job's pods,
+ * for the UCE-accompany filter's business-plane input (A.3 #22).
+ */
+export function retryReportDevices(entry: JobEntry, raw: (name: string) => Pod | undefined, reports: readonly RetryReport[]): Array<{ node: string; device: string; atMs: number; faultType: '0' | '2' }> {
+  const live = rankPods(entry.view).filter((p) => p.rank !== undefined && p.terminating !== true && p.node !== undefined);
+  const per = ranksPerPodOf(live, raw);
+  return reports.flatMap((r) => {
+    const pod = live.find((p) => p.rank === Math.floor(r.rankId / per));
+    const chip = pod === undefined ? undefined : [...pod.npus].sort((a, b) => numericNpu(a) - numericNpu(b))[r.rankId % per];
+    return pod === undefined || chip === undefined ? [] : [{ node: pod.node!, device: chip, atMs: r.atMs, faultType: r.faultType }];
+  });
+}

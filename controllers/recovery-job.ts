@@ -119,7 +119,13 @@ export class JobFsm {
     try {
       while (this.queue.length > 0 && !this.stopped) {
         const q = this.queue.shift()!;
-        q.resolve(this.apply(q.input));
+        try {
+          q.resolve(this.apply(q.input));
+        } catch (err) {
+          // A bug in a transition: keep the last good state, refuse the input, keep the process up.
+          this.d.log.error('fsm step failed; input refused', { job: this.target.key, machine: q.input.machine, event: q.input.event.type, err: String(err), stack: (err as Error)?.stack });
+          q.resolve({ accepted: false, machine: 'recovery', uuid: this.recovery.uuid });
+        }
       }
     } finally {
       this.busy = false;

@@ -32,7 +32,7 @@ import type { DeviceFaultsController } from './device-faults.controller.ts';
 import { JobIndex, jobOwnerOf, type JobEntry } from './job-index.ts';
 import type { Options } from './options.ts';
 import { MemoryCommands } from './recovery-commands.ts';
-import { recoveryFeed, type RecoveryFeed } from './recovery-feed.ts';
+import { recoveryFeed, retryReportDevices, type RecoveryFeed } from './recovery-feed.ts';
 import { JobFsm, type InputOutcome, type JobInput, type Machine } from './recovery-job.ts';
 import { RECOVERY_STATE_NAMESPACE, RecoveryStateStore, type RecoveryRecord } from './recovery-state-store.ts';
 import type { Pod, Sources } from './sources/sources.ts';
@@ -118,10 +118,8 @@ export class RecoveryController {
 
   /** The job of a jobId (the job UID), when its PodGroup is cached. */
   lookup(jobId: string): { key: string; entry: JobEntry } | undefined {
-    let key = this.uidToKey.get(jobId);
-    if (key === undefined) {
-      for (const [k, pg] of this.d.sources.podGroups.store) if (jobOwnerOf(pg)?.uid === jobId) { key = k; this.uidToKey.set(jobId, k); break; }
-    }
+    // Kept from every PodGroup event (start() subscribes before the sources list).
+    const key = this.uidToKey.get(jobId);
     const entry = key === undefined ? undefined : this.index.job(key);
     return key === undefined || entry === undefined ? undefined : { key, entry };
   }
@@ -129,6 +127,17 @@ export class RecoveryController {
   /** The job view of a node's faults (hidden ones included). */
   jobView(node: string): readonly FaultRecord[] {
     return this.d.jobView?.(node) ?? this.d.deviceFaults.effective(node);
+  }
+
+  /** UCEs the agents reported (ReportProcessFault, retry-only) on a node's chips: the business-plane input of A.3 #22. */
+  businessUce(node: string): Array<{ device: string; atMs: number }> {
+    return [...this.jobs.values()].flatMap((j) => {
+      const reports = this.memory.retryReports(j.jobId).filter((r) => r.faultType === '0');
+      const found = reports.length === 0 ? undefined : this.lookup(j.jobId);
+      if (found === undefined) return [];
+      return retryReportDevices(found.entry, (name) => this.d.sources.pods.get(`${found.entry.view.namespace}/${name}`), reports)
+        .filter((x) => x.node === node).map(({ device, atMs }) => ({ device, atMs }));
+    });
   }
 
   isRegistered(jobId: string): boolean { return this.jobs.has(jobId); }
@@ -178,8 +187,12 @@ export class RecoveryController {
     this.acting = true;
     this.index.rebuild();
     for (const r of this.store.all()) {
-      if (!r.registered || this.lookup(r.jobId) === undefined) continue;
-      this.createJob(r.jobId, r);
+      if (this.lookup(r.jobId) === undefined) {
+        // The job went away while we were not leading: its state goes too.
+        void this.store.remove(r.jobId).catch((e: unknown) => this.d.log.warn('recovery state not removed', { jobId: r.jobId, err: String(e) }));
+        continue;
+      }
+      if (r.registered) this.createJob(r.jobId, r);
     }
     if (this.jobs.size > 0) this.d.log.info('recovery states restored', { jobs: [...this.jobs.values()].map((j) => ({ job: j.target.key, recovery: j.recovery.phase, hotSwitch: j.hotSwitch.phase, downgraded: j.hotSwitch.downgraded })) });
   }

@@ -10,7 +10,7 @@ import { RECOVERY_STATE_KEY, RECOVERY_STATE_NAMESPACE, parseRecoveryRecord, reco
 import { paths, type KubeClient } from '../../runtime/kube-client.ts';
 import type { TaskdClient } from '../support/taskd-client.ts';
 import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
-import { createJob, fakeNodes, podUid, rand, reportChipFault, startAgent, startManager, type TestJob } from './recovery-fixtures.ts';
+import { cleanUp, createJob, fakeNodes, podUid, rand, reportChipFault, startAgent, startManager, type TestJob } from './recovery-fixtures.ts';
 
 const SUB_HEALTH_CODE = '81A3880C';
 const FLAGS = ['--hot-switch-backup-pods', '--hot-switch-new-pod-timeout-seconds=5'];
@@ -23,12 +23,12 @@ describe('hot switch with a TaskD-like client', () => {
   const client = adminClient();
   let manager: Manager;
   let target: string;
-  const cleanups: Array<() => void> = [];
+  const cleanups: Array<() => void | Promise<void>> = [];
 
   beforeAll(async () => {
     ({ manager, target } = await startManager(client, FLAGS));
   }, 60_000);
-  afterEach(() => { for (const c of cleanups.splice(0)) c(); });
+  afterEach(async () => { for (const c of cleanups.splice(0)) await c(); });
   afterAll(async () => { await manager.stop(); });
 
   async function setUp(pinned = false): Promise<{ job: TestJob; nodes: string[]; agent: TaskdClient }> {
@@ -39,7 +39,7 @@ describe('hot switch with a TaskD-like client', () => {
     });
     await eventually(() => manager.recovery.lookup(job.uid)?.entry.view.pods.length === 4);
     const agent = startAgent(target, job.uid, {});
-    cleanups.push(() => agent.stop());
+    cleanups.push(() => agent.stop(), () => cleanUp(client, job, nodes));
     await agent.waitFor(() => (agent.subscribed && manager.recovery.phase(job.uid, 'hotSwitch') === 'INIT' ? true : undefined), 15_000, 'subscription');
     return { job, nodes, agent };
   }

@@ -28,7 +28,9 @@ export const rand = (): string => randomBytes(3).toString('hex');
 const chips = (n: number, from = 0): string[] => Array.from({ length: n }, (_, i) => `Ascend910-${from + i}`);
 
 /** A Manager in process on the shared control plane: HTTP and gRPC on free ports. */
-export async function startManager(client: KubeClient, args: readonly string[] = [], tuning: { recovery?: RecoveryTuning; grpcLimits?: Partial<GrpcLimits> } = {}): Promise<{ manager: Manager; target: string; metrics: Metrics }> {
+export async function startManager(
+  client: KubeClient, args: readonly string[] = [], tuning: { recovery?: RecoveryTuning; grpcLimits?: Partial<GrpcLimits>; standby?: boolean } = {},
+): Promise<{ manager: Manager; target: string; metrics: Metrics }> {
   for (const ns of ['mindx-dl', 'kube-system', 'cluster-system', 'volcano-system']) {
     if ((await client.getOrUndefined(`/api/v1/namespaces/${ns}`)) === undefined) {
       await client.create(paths.namespaces(), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }).catch(() => undefined);
@@ -43,6 +45,7 @@ export async function startManager(client: KubeClient, args: readonly string[] =
     ...(tuning.grpcLimits ? { grpcLimits: tuning.grpcLimits } : {}),
   });
   await manager.start();
+  if (tuning.standby === true) return { manager, target: '', metrics };
   const server = await manager.grpc.ready();
   if (server === undefined) throw new Error('gRPC server did not start');
   return { manager, target: `127.0.0.1:${server.port}`, metrics };
@@ -129,6 +132,24 @@ export async function reportChipFault(client: KubeClient, node: string, chip: st
   const existing = await client.getOrUndefined<ConfigMap>(paths.configMap('kube-system', name));
   if (existing === undefined) await client.create(paths.configMaps('kube-system'), { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'kube-system', labels: { ...DEVICE_INFO_LABELS } }, data });
   else await client.replace(paths.configMap('kube-system', name), { ...existing, data });
+}
+
+/**
+ * Leaves nothing for other tests' controllers on the shared control plane: the nodes report healthy
+ * chips again (a deleted device-info ConfigMap would keep its last faults) and the job's PodGroup and
+ * vcjob go (pods of a job without a PodGroup are nobody's business).
+ */
+export async function cleanUp(client: KubeClient, job: TestJob | undefined, nodes: readonly string[]): Promise<void> {
+  for (const node of nodes) {
+    const name = deviceInfoCmName(node);
+    const existing = await client.getOrUndefined<ConfigMap>(paths.configMap('kube-system', name));
+    if (existing === undefined) continue;
+    const data = encodeDeviceInfoData({ available: chips(8), updateTimeS: Math.floor(Date.now() / 1000) });
+    await client.replace(paths.configMap('kube-system', name), { ...existing, data }).catch(() => undefined);
+  }
+  if (job === undefined) return;
+  await client.delete(paths.podGroup(job.ns, job.pgName)).catch(() => undefined);
+  await client.delete(paths.vcJob(job.ns, job.name)).catch(() => undefined);
 }
 
 /** Volcano's job controller for the test job: a deleted rank pod comes back (new UID) on a spare node. */

@@ -9,7 +9,7 @@ import type { Manager } from '../../controllers/manager.ts';
 import type { FaultMsgSignal, FaultQueryResult } from '../../grpc/messages.ts';
 import { openStream, unaryCall, unaryError } from '../../grpc/testing.ts';
 import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
-import { createJob, fakeNodes, rand, reportChipFault, startAgent, startManager, watchResetConfig } from './recovery-fixtures.ts';
+import { cleanUp, createJob, fakeNodes, rand, reportChipFault, startAgent, startManager, watchResetConfig } from './recovery-fixtures.ts';
 
 type Status = { code: number; info: string };
 
@@ -51,6 +51,7 @@ describe('Recover, Fault and PubFault services of the controller', () => {
     expect((await unaryCall<Status>(c, 'recover', 'Init', { jobId: job.uid, role: 'taskd' })).code).toBe(403);
     expect((await unaryCall<Status>(c, 'recover', 'Register', { jobId: job.uid, role: 'taskd' })).code).toBe(408);
     expect(manager.recovery.isRegistered(job.uid)).toBe(false);
+    await cleanUp(admin, job, nodes);
     await health();
   });
 
@@ -101,6 +102,7 @@ describe('Recover, Fault and PubFault services of the controller', () => {
     } finally {
       agent.stop();
       resets.stop();
+      await cleanUp(admin, job, nodes);
     }
   }, 60_000);
 
@@ -127,20 +129,24 @@ describe('Recover, Fault and PubFault services of the controller', () => {
       expect(cleared.faultSignal ?? null).toBeNull();
     } finally {
       s.cancel();
+      await cleanUp(admin, job, nodes);
     }
   }, 60_000);
 
   it('PubFault: a valid public fault reaches the fault view; an unknown code answers 409', async () => {
     const [node] = await fakeNodes(admin, `rgp-${rand()}`, 1);
     const now = Date.now();
+    const faultId = `fault-${rand()}-01`;
     const req = (code: string, assertion: string) => ({
       id: `pub-${rand()}-0001`, timestamp: now, version: '1.0', resource: 'CCAE',
-      faults: [{ faultId: `fault-${rand()}-01`, faultType: 'NPU', faultCode: code, faultTime: now, assertion, influence: [{ nodeName: node, deviceIds: [2] }], description: 'test' }],
+      faults: [{ faultId, faultType: 'NPU', faultCode: code, faultTime: now, assertion, influence: [{ nodeName: node, deviceIds: [2] }], description: 'test' }],
     });
     expect(await unaryCall<Status>(c, 'pubFault', 'SendPublicFault', req('220001001', 'occur'))).toEqual({ code: 0, info: 'public fault send successfully' });
     await eventually(() => manager.deviceFaults.effective(node!).some((r) => r.source === 'public' && r.code === '220001001' && r.device === 'Ascend910-2'), 5_000);
     const bad = await unaryCall<Status>(c, 'pubFault', 'SendPublicFault', req('999999999', 'occur'));
     expect(bad.code).toBe(409);
     expect(bad.info).toContain('999999999');
+    expect((await unaryCall<Status>(c, 'pubFault', 'SendPublicFault', req('220001001', 'recover'))).code).toBe(0);
+    await eventually(() => !manager.deviceFaults.effective(node!).some((r) => r.source === 'public'), 5_000);
   });
 });

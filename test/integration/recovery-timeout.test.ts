@@ -6,7 +6,7 @@
  */
 import type { Manager } from '../../controllers/manager.ts';
 import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
-import { createJob, fakeNodes, podGroup, podPeer, podUid, rand, reportChipFault, startAgent, startManager, watchResetConfig } from './recovery-fixtures.ts';
+import { cleanUp, createJob, fakeNodes, podGroup, podPeer, podUid, rand, reportChipFault, startAgent, startManager, watchResetConfig } from './recovery-fixtures.ts';
 
 describe('process-level recovery when the agent never answers', () => {
   const client = adminClient();
@@ -57,6 +57,7 @@ describe('process-level recovery when the agent never answers', () => {
       agent.stop();
       peer.stop();
       resets.stop();
+      await cleanUp(client, job, nodes);
     }
   }, 120_000);
 });

@@ -8,7 +8,7 @@ import type { KubeClient } from '../../runtime/kube-client.ts';
 import type { TaskdClient } from '../support/taskd-client.ts';
 import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
 import {
-  createJob, fakeNodes, podGroup, podPeer, podUid, rand, replacedPod, reportChipFault, signalSummary, startAgent, startManager, watchResetConfig,
+  cleanUp, createJob, fakeNodes, podGroup, podPeer, podUid, rand, replacedPod, reportChipFault, signalSummary, startAgent, startManager, watchResetConfig,
   type TestJob,
 } from './recovery-fixtures.ts';
 
@@ -19,13 +19,13 @@ describe('process-level recovery with a TaskD-like client', () => {
   const client = adminClient();
   let manager: Manager;
   let target: string;
-  const cleanups: Array<() => void> = [];
+  const cleanups: Array<() => void | Promise<void>> = [];
 
   beforeAll(async () => {
     ({ manager, target } = await startManager(client));
   }, 60_000);
 
-  afterEach(() => { for (const c of cleanups.splice(0)) c(); });
+  afterEach(async () => { for (const c of cleanups.splice(0)) await c(); });
   afterAll(async () => { await manager.stop(); });
 
   /** A 4-pod job (2 NPUs per pod: pod r holds ranks 2r, 2r+1), 2 spare nodes, the agent subscribed. */
@@ -38,7 +38,7 @@ describe('process-level recovery with a TaskD-like client', () => {
     const peer = podPeer(client, job, nodes.slice(4));
     await eventually(() => manager.recovery.lookup(job.uid)?.entry.view.pods.length === 4);
     const agent = startAgent(target, job.uid, script);
-    cleanups.push(() => agent.stop(), () => peer.stop());
+    cleanups.push(() => agent.stop(), () => peer.stop(), () => cleanUp(client, job, nodes));
     await agent.waitFor(() => (agent.subscribed && manager.recovery.phase(job.uid) === 'INIT' ? true : undefined), 15_000, 'subscription');
     return { job, nodes, agent };
   }

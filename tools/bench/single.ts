@@ -42,6 +42,7 @@ export async function runSingle(c: BenchCluster, o: SingleOptions, figures: Figu
   const round = Math.max(1, Math.min(ROUND, c.fleet.jobs.length || ROUND, c.names.length));
   const samples = { decision: [] as number[], clusterInfo: [] as number[], vcjob: [] as number[], podsDeleted: [] as number[] };
   let missed = 0;
+  const perFault: Array<Record<string, string | number | null>> = [];
   const stats0 = reconcileStats(await c.controller.metrics());
   const cpu0 = c.controller.cpuSeconds();
   const t0 = Date.now();
@@ -56,6 +57,8 @@ export async function runSingle(c: BenchCluster, o: SingleOptions, figures: Figu
       const out: Outcome = await awaitOutcome(c, inj, o.timeoutMs);
       const d = (t: number | undefined): number => (t === undefined ? Number.NaN : t - inj.ackMs);
       if (Number.isNaN(out.decisionMs)) missed++;
+      const rel = (t: number | undefined): number | null => (Number.isFinite(d(t)) ? d(t) : null);
+      perFault.push({ node: fault.node, job: inj.job?.name ?? null, ackMs: inj.ackMs, decision: rel(out.decisionMs), clusterInfo: rel(out.clusterInfoMs), vcjob: rel(out.vcjobMs), podsDeleted: rel(out.podsDeletedMs) });
       push(samples.decision, d(out.decisionMs));
       push(samples.clusterInfo, d(out.clusterInfoMs));
       push(samples.vcjob, d(out.vcjobMs));
@@ -64,14 +67,15 @@ export async function runSingle(c: BenchCluster, o: SingleOptions, figures: Figu
     await undo(c, injected);
     await new Promise((r) => setTimeout(r, 200)); // let the recovery writes settle before the next round
   }
-  const n = samples.decision.length;
+  const n = perFault.length;
   const passes = diffCounts(reconcileStats(await c.controller.metrics()), stats0);
   const ciPasses = passes.cluster_info_passes ?? 0;
   figures.add('single', 'single_controller_cpu_percent', ((c.controller.cpuSeconds() - cpu0) / ((Date.now() - t0) / 1000)) * 100, '%');
   figures.add('single', 'single_cluster_info_passes_per_fault', n === 0 ? null : ciPasses / n, 'passes');
   figures.add('single', 'single_cluster_info_pass_mean_ms', ciPasses === 0 ? null : ((passes.cluster_info_seconds ?? 0) / ciPasses) * 1000, 'ms');
   figures.add('single', 'single_faults', n, 'faults');
-  if (missed > 0) figures.note(`single: ${missed} faults had no decision within ${o.timeoutMs} ms (left out of the percentiles)`);
+  figures.add('single', 'single_faults_without_decision', missed, 'faults');
+  if (missed > 0) figures.note(`single: ${missed} faults had no decision within ${o.timeoutMs} ms (left out of the percentiles; see details.single.perFault)`);
   const decisionSource = c.jobsController ? 'the controller\'s "job decision" log line' : 'the cluster-info-device-* write listing the chip Unhealthy (no jobs controller in this build)';
   figures.note(`single: decision = ${decisionSource}`);
   figures.addDistribution('single', 'single_fault_to_decision', samples.decision, 'ms');
@@ -79,7 +83,7 @@ export async function runSingle(c: BenchCluster, o: SingleOptions, figures: Figu
   const noJobs = c.jobsController ? undefined : 'the controller has no jobs flow (vcjob-fault-npu-cm, pod deletion) in this build';
   figures.addDistribution('single', 'single_fault_to_vcjob_cm', c.jobsController ? samples.vcjob : null, 'ms', noJobs);
   figures.addDistribution('single', 'single_fault_to_pods_deleted', c.jobsController ? samples.podsDeleted : null, 'ms', noJobs);
-  figures.details.single = { faults: n, round, decisionSource, reconciles: passes, samplesMs: samples };
+  figures.details.single = { faults: n, round, decisionSource, reconciles: passes, perFault };
 }
 
 function push(into: number[], v: number): void {

@@ -1,9 +1,11 @@
 /**
- * Scenario 3, steady state: `minutes` with no fault, while the device plugin simulator rewrites every
- * node's device-info every `dpRefreshSeconds` (the real device plugin's 5-minute refresh; the first one
- * half an interval in, so a 10-minute run sees two). Figures: the controller's writes
- * (api_writes_total from its /metrics; target 0), its CPU seconds (/proc/<pid>/stat), its RSS, and
- * the cluster-info updates seen, split into data changes and metadata-only rewrites.
+ * Scenario 3, steady state: first a wait until the controller has written nothing for 10 s (so the
+ * tail of the previous scenario, such as taints lifted and restarts completed, stays out), then
+ * `minutes` with no fault, while the device plugin simulator rewrites every node's device-info every
+ * `dpRefreshSeconds` (the real device plugin's 5-minute refresh; the first one half an interval in,
+ * so a 10-minute run sees two). Figures: the controller's writes (api_writes_total from its
+ * /metrics; target 0), its CPU seconds (/proc/<pid>/stat), its RSS, and the cluster-info updates
+ * seen, split into data changes and metadata-only rewrites.
  */
 import type { BenchCluster } from './cluster.ts';
 import { diffCounts, sumOf, writesByKind } from './controller-process.ts';
@@ -17,7 +19,22 @@ export interface SteadyOptions {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Waits (at most maxMs) until the controller made no write for quietMs: the tail of the previous scenario stays out. */
+async function waitQuiet(c: BenchCluster, quietMs: number, maxMs: number): Promise<number> {
+  const t0 = Date.now();
+  const total = async (): Promise<number> => Object.values(writesByKind(await c.controller.metrics())).reduce((a, v) => a + v, 0);
+  let last = await total();
+  while (Date.now() - t0 < maxMs) {
+    await sleep(quietMs);
+    const now = await total();
+    if (now === last) break;
+    last = now;
+  }
+  return (Date.now() - t0) / 1000;
+}
+
 export async function runSteady(c: BenchCluster, o: SteadyOptions, figures: Figures): Promise<void> {
+  const quietS = await waitQuiet(c, Math.min(10_000, o.minutes * 60_000 / 4 + 1000), 60_000);
   const durationMs = o.minutes * 60_000;
   const refreshMs = o.dpRefreshSeconds * 1000;
   const m0 = await c.controller.metrics();
@@ -43,6 +60,7 @@ export async function runSteady(c: BenchCluster, o: SteadyOptions, figures: Figu
   const ciAll = c.observer.clusterInfoUpdates - ci0.all;
   const ciMeta = c.observer.clusterInfoRefreshOnly - ci0.meta;
 
+  figures.add('steady', 'steady_state_quiet_wait_s', quietS, 's');
   figures.add('steady', 'steady_state_minutes', seconds / 60, 'min');
   figures.add('steady', 'steady_state_writes', total, 'writes');
   figures.add('steady', 'steady_state_cpu_s', cpu, 's');

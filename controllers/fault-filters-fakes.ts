@@ -1,0 +1,60 @@
+/**
+ * Stand-ins for the fault-filter and relation-fault unit tests (not a test file): informer-like
+ * sources that emit events, and job builders.
+ */
+import { Subject } from 'rxjs';
+import type { KubeObject } from '../runtime/kube-client.ts';
+import type { WatchEvent } from '../runtime/reflector.ts';
+import type { FaultRecord, FaultSource, NpuFaultLevel } from '../policy/fault-types.ts';
+import type { JobPodView } from '../policy/job-view.ts';
+import { NO_FILTER_RULES } from '../policy/custom-filter.ts';
+import type { FilterJob } from './fault-filters.ts';
+import { podGroupOf, podOf } from './job-fakes.ts';
+import type { Sources } from './sources/sources.ts';
+
+/** A reflector's store and event stream. */
+export class FakeSource<T extends KubeObject> {
+  readonly store = new Map<string, T>();
+  readonly events$ = new Subject<WatchEvent<T>>();
+  get(key: string): T | undefined { return this.store.get(key); }
+  private static key(o: KubeObject): string { return `${o.metadata?.namespace}/${o.metadata?.name}`; }
+  put(obj: T): void {
+    const old = this.store.get(FakeSource.key(obj));
+    this.store.set(FakeSource.key(obj), obj);
+    this.events$.next(old === undefined ? { type: 'add', obj } : { type: 'update', obj, old });
+  }
+  remove(obj: T): void {
+    this.store.delete(FakeSource.key(obj));
+    this.events$.next({ type: 'delete', obj });
+  }
+}
+
+export function fakeSources(): { pods: FakeSource<KubeObject>; podGroups: FakeSource<KubeObject>; sources: Pick<Sources, 'pods' | 'podGroups'> } {
+  const pods = new FakeSource<KubeObject>();
+  const podGroups = new FakeSource<KubeObject>();
+  return { pods, podGroups, sources: { pods, podGroups } as unknown as Pick<Sources, 'pods' | 'podGroups'> };
+}
+
+/** A Volcano job's PodGroup with labels and annotations. */
+export function podGroup(ns: string, job: string, uid: string, meta: { labels?: Record<string, string>; annotations?: Record<string, string>; rv?: string } = {}): KubeObject {
+  const pg = podGroupOf(ns, job, uid, meta.labels ?? {});
+  return { ...pg, metadata: { ...pg.metadata, annotations: meta.annotations ?? {}, resourceVersion: meta.rv ?? '1' } };
+}
+
+/** A running pod of the job holding `npus` on `node`, with extra labels. */
+export function pod(ns: string, job: string, uid: string, rank: number, node: string, npus: string[], labels: Record<string, string> = {}): KubeObject {
+  const p = podOf(ns, job, uid, rank, node, npus);
+  return { ...p, metadata: { ...p.metadata, labels } };
+}
+
+export function rec(node: string, device: string | undefined, code: string, level: NpuFaultLevel, firstSeenMs: number, source: FaultSource = 'npu'): FaultRecord {
+  return { node, ...(device === undefined ? {} : { device }), source, code, level, reportedLevel: level, firstSeenMs };
+}
+
+export function podView(name: string, node: string, npus: string[], rank: number): JobPodView {
+  return { name, uid: `${name}-uid`, node, rank, npus, phase: 'Running', ready: true };
+}
+
+export function filterJob(key: string, pods: JobPodView[], over: Partial<FilterJob> = {}): FilterJob {
+  return { key, uid: `${key}-uid`, pods, rules: NO_FILTER_RULES, recoverInPlace: { recoverInPlace: false }, ...over };
+}

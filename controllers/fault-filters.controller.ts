@@ -1,0 +1,291 @@
+/**
+ * The scheduler-view filters (behavior.md A.3 #20-#25, E.6) wired onto the intake: pods and
+ * PodGroups -> which job holds which NPU and with which filter annotations -> fault-filters.ts per
+ * node. This file holds the flow's only subscribe (style.md 2.1).
+ *
+ * Wiring (controllers/manager.ts):
+ * - the intake's FaultPolicy is `schedulerView(node, basePolicy.effective(...))`, so cluster-info,
+ *   the jobs pipeline's decisions, vcjob-fault-npu-cm and node isolation see the filtered view, while
+ *   the recovery FSM and the fault gRPC service keep the job view (hidden faults included);
+ * - the step-retry stage is the recovery controller's `schedulerView` (its FSM's `setStepRetryHold`
+ *   is the job's RecoverTime), called in its place in ClusterD's chain;
+ * - the jobs pipeline takes `jobSnapshot(nodes)`: visible plus hidden faults and the `hidden` map
+ *   (policy/job-aggregation.ts), so its aggregates mark hidden causes (B6 row 2);
+ * - when a window ends (custom filter, UCE-accompany 5 s, step retry 10 s, recover-in-place 60 s) a
+ *   timer re-evaluates the node and `notify`s it: cluster-info is re-rendered and the job re-decided,
+ *   so a fault still present at the end of its window restarts the job then;
+ * - the UCE-accompany memory is persisted with the escalation state (`state()` / `restore()`).
+ * Every change of a fault's verdict is logged once with its reason chain and counted.
+ */
+import { merge, map, type Subscription } from 'rxjs';
+import { objectKey, type WatchEvent } from '../runtime/reflector.ts';
+import { realClock, type QueueClock } from '../runtime/work-queue.ts';
+import type { Logger } from '../telemetry/logger.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
+import { faultKey, type FaultRecord } from '../policy/fault-types.ts';
+import type { HiddenFault } from '../policy/job-aggregation.ts';
+import { customFilterRules, FILTER_FAULT_CODE_ANNOTATION, FILTER_FAULT_LEVEL_ANNOTATION, type CustomFilterRules } from '../policy/custom-filter.ts';
+import type { UceAccompanyState } from '../policy/uce-accompany.ts';
+import { formatChain } from '../policy/reasons.ts';
+import type { FilterState } from '../schemas/escalation-state/escalation-state.ts';
+import { filterNode, type FilterJob, type FilterOutcome, type NodeFilterResult } from './fault-filters.ts';
+import { JobIndex, type JobEntry } from './job-index.ts';
+import type { Pod, PodGroup, Sources } from './sources/sources.ts';
+
+/** MindIE server pods (behavior.md A.3 #21): label `jobID` set and `app=mindie-ms-server`. */
+export const MINDIE_SERVER_APP = 'mindie-ms-server';
+/** An open-ended hide (step retry absorbed, stress test) is looked at again after this long. */
+export const OPEN_ENDED_RECHECK_MS = 30_000;
+/** Timers fire this long after a window's end, so the re-evaluation is past it. */
+const SLACK_MS = 20;
+/** PodGroup metadata the filters read; a change re-renders the job's nodes. */
+const FILTER_LABELS = ['process-recover-enable', 'subHealthyStrategy'] as const;
+const FILTER_ANNOTATIONS = [FILTER_FAULT_CODE_ANNOTATION, FILTER_FAULT_LEVEL_ANNOTATION, 'recover-strategy'] as const;
+
+export interface FaultFiltersDeps {
+  readonly sources: Pick<Sources, 'pods' | 'podGroups'>;
+  readonly log: Logger;
+  readonly metrics?: Metrics;
+  readonly now?: () => number;
+  /** Timers; defaults to real timers on `now`. */
+  readonly clock?: QueueClock;
+  /** The job view of a node: its records after the fault policy, before these filters. */
+  readonly jobView: (node: string) => readonly FaultRecord[];
+  /** #23: the step-retry stage (recovery-step-retry.ts), records in, scheduler view out. */
+  readonly stepRetry?: (node: string, records: readonly FaultRecord[], nowMs: number) => readonly FaultRecord[];
+  /** #21: the job's controller subscribed to the fault gRPC service (by job UID). */
+  readonly faultSubscribed?: (jobUid: string) => boolean;
+  /** #24: when the job reported a pod rank as having to exit (recovery FSM). */
+  readonly mustExitReportedMs?: (jobUid: string, podRank: number) => number | undefined;
+  /** #22: UCEs the business plane reported on a node (device, time). */
+  readonly businessUce?: (node: string) => ReadonlyArray<{ readonly device: string; readonly atMs: number }>;
+  /** #25: nodes running an online stress test; none known without a source. */
+  readonly stressTestNodes?: () => ReadonlySet<string>;
+  /** The scheduler view of these nodes changed with no new intake. */
+  readonly notify: (nodes: readonly string[]) => void;
+  /** The persisted filter memory changed (escalation-state reconciler). */
+  readonly onStateChange?: () => void;
+}
+
+type Input = { kind: 'pod'; ev: WatchEvent<Pod> } | { kind: 'pg'; ev: WatchEvent<PodGroup> };
+
+const EMPTY: NodeFilterResult = { visible: [], hidden: [], dropped: [], relevelled: [], reported: [], uce: {}, recheckAtMs: undefined };
+const instanceKey = (r: FaultRecord): string => `${faultKey(r)}@${r.firstSeenMs}`;
+const filterMeta = (pg: PodGroup | undefined): string => JSON.stringify([
+  FILTER_LABELS.map((k) => pg?.metadata?.labels?.[k] ?? null), FILTER_ANNOTATIONS.map((k) => pg?.metadata?.annotations?.[k] ?? null),
+]);
+
+export class FaultFiltersController {
+  readonly index: JobIndex;
+  private readonly d: FaultFiltersDeps;
+  private readonly clock: QueueClock;
+  private readonly uce = new Map<string, UceAccompanyState>();
+  private linkDowns: FilterState['linkDowns'] = {};
+  /** node -> fault instance -> last verdict tag (for transition logs). */
+  private readonly tags = new Map<string, Map<string, string>>();
+  private readonly timers = new Map<string, { readonly atMs: number; readonly handle: unknown }>();
+  /** Job facts by key, dropped on every pod or PodGroup event. */
+  private readonly jobs = new Map<string, FilterJob | undefined>();
+  private readonly rules = new Map<string, { readonly sig: string; readonly rules: CustomFilterRules }>();
+  private sub: Subscription | undefined;
+
+  constructor(d: FaultFiltersDeps) {
+    this.d = d;
+    this.clock = d.clock ?? { ...realClock, now: d.now ?? realClock.now };
+    this.index = new JobIndex(d.sources);
+  }
+
+  /** Subscribes pods and PodGroups; call before the sources start so the initial lists feed the index. */
+  start(): void {
+    const s = this.d.sources;
+    this.sub = merge(
+      s.pods.events$.pipe(map((ev): Input => ({ kind: 'pod', ev }))),
+      s.podGroups.events$.pipe(map((ev): Input => ({ kind: 'pg', ev }))),
+    ).subscribe({
+      next: (i) => this.apply(i),
+      error: (err: unknown) => this.d.log.error('fault filter input stream failed', { err: String(err) }),
+    });
+  }
+
+  stop(): void {
+    this.sub?.unsubscribe();
+    for (const t of this.timers.values()) this.clock.clearTimeout(t.handle);
+    this.timers.clear();
+  }
+
+  /** The persisted memory (UCE-accompany decisions; link-down memories kept as restored). */
+  state(): FilterState {
+    const uceAccompany: Record<string, 'drop' | 'report'> = {};
+    for (const s of this.uce.values()) Object.assign(uceAccompany, s);
+    return { uceAccompany, linkDowns: this.linkDowns };
+  }
+
+  /** Adopts the persisted memory (decisions made since start win). */
+  restore(s: FilterState): void {
+    for (const [k, v] of Object.entries(s.uceAccompany)) {
+      const node = k.slice(0, k.indexOf('/'));
+      const slice = this.uce.get(node) ?? {};
+      if (slice[k] === undefined) this.uce.set(node, { ...slice, [k]: v });
+    }
+    this.linkDowns = s.linkDowns;
+    this.d.onStateChange?.();
+  }
+
+  /** The node's records as the scheduler sees them. */
+  schedulerView(node: string, records: readonly FaultRecord[], nowMs: number): readonly FaultRecord[] {
+    return this.evaluate(node, records, nowMs).visible;
+  }
+
+  /** For the jobs pipeline: visible and hidden faults of these nodes, and the hide windows (faultKey -> window). */
+  jobSnapshot(nodes: readonly string[], nowMs: number = this.clock.now()): { faults: FaultRecord[]; hidden: Map<string, HiddenFault> } {
+    const faults: FaultRecord[] = [];
+    const hidden = new Map<string, HiddenFault>();
+    for (const n of nodes) {
+      const r = this.evaluate(n, this.d.jobView(n), nowMs);
+      faults.push(...r.visible);
+      for (const h of r.hidden) {
+        faults.push(h.record);
+        hidden.set(faultKey(h.record), { by: h.by, untilMs: h.untilMs ?? nowMs + OPEN_ENDED_RECHECK_MS });
+      }
+    }
+    return { faults, hidden };
+  }
+
+  /** Runs the chain for one node and records what changed. */
+  evaluate(node: string, records: readonly FaultRecord[], nowMs: number): NodeFilterResult {
+    if (records.length === 0 && !this.uce.has(node) && !this.tags.has(node)) return { ...EMPTY, visible: records };
+    const result = this.run(node, records, nowMs, true);
+    this.commit(node, records, result, nowMs);
+    return result;
+  }
+
+  private run(node: string, records: readonly FaultRecord[], nowMs: number, full: boolean): NodeFilterResult {
+    const d = this.d;
+    const businessUce = d.businessUce?.(node);
+    const stress = d.stressTestNodes?.();
+    return filterNode({
+      node, records, nowMs, jobs: this.jobsOn(node), uce: this.uce.get(node) ?? {},
+      ...(businessUce === undefined ? {} : { businessUce }),
+      ...(stress === undefined ? {} : { stressTestNodes: stress }),
+      ...(d.stepRetry === undefined ? {} : { stepRetry: (r: readonly FaultRecord[]) => d.stepRetry!(node, r, nowMs) }),
+      ...(full ? { otherNode: (n: string) => this.run(n, d.jobView(n), nowMs, false).visible } : {}),
+    });
+  }
+
+  private apply(input: Input): void {
+    this.jobs.clear();
+    if (input.kind === 'pod') {
+      this.index.apply(input.ev);
+      return;
+    }
+    const ev = input.ev;
+    const key = objectKey(ev.obj);
+    if (ev.type === 'delete') {
+      this.rules.delete(key);
+      return;
+    }
+    const before = ev.type === 'update' ? filterMeta(ev.old) : filterMeta(undefined);
+    if (filterMeta(ev.obj) === before) return;
+    const nodes = [...new Set((this.index.job(key)?.view.pods ?? []).flatMap((p) => (p.node === undefined ? [] : [p.node])))];
+    if (nodes.length > 0) this.d.notify(nodes);
+  }
+
+  private jobsOn(node: string): FilterJob[] {
+    const out: FilterJob[] = [];
+    for (const key of this.index.jobKeysOnNodes([node])) {
+      if (!this.jobs.has(key)) this.jobs.set(key, this.jobOf(key));
+      const j = this.jobs.get(key);
+      if (j !== undefined) out.push(j);
+    }
+    return out;
+  }
+
+  private jobOf(key: string): FilterJob | undefined {
+    const e = this.index.job(key);
+    if (e === undefined) return undefined;
+    const uid = e.view.uid;
+    const mindIe = this.mindIeServer(e) && (this.d.faultSubscribed?.(uid) ?? false);
+    const meta = e.podGroup.metadata;
+    const sig = `${meta?.resourceVersion ?? ''}/${String(mindIe)}`;
+    let cached = this.rules.get(key);
+    if (cached?.sig !== sig) {
+      const rules = customFilterRules(meta?.annotations, { mindIeServerSubscribed: mindIe });
+      for (const w of rules.warnings) this.d.log.warn('PodGroup fault filter annotation corrected', { job: key, reason: w });
+      cached = { sig, rules };
+      this.rules.set(key, cached);
+    }
+    const must = this.d.mustExitReportedMs;
+    return {
+      key, uid, pods: e.view.pods, rules: cached.rules,
+      recoverInPlace: { recoverInPlace: e.knobs.processRecoverEnable === 'on' && e.knobs.recoverStrategies.includes('recover-in-place'), subHealthyStrategy: e.knobs.subHealthyStrategy },
+      ...(must === undefined ? {} : { mustExitReportedMs: (rank: number) => must(uid, rank) }),
+    };
+  }
+
+  private mindIeServer(e: JobEntry): boolean {
+    return e.view.pods.some((p) => {
+      const labels = this.d.sources.pods.get(`${e.view.namespace}/${p.name}`)?.metadata?.labels ?? {};
+      return (labels['jobID'] ?? '') !== '' && labels['app'] === MINDIE_SERVER_APP;
+    });
+  }
+
+  private commit(node: string, records: readonly FaultRecord[], r: NodeFilterResult, nowMs: number): void {
+    const before = this.uce.get(node) ?? {};
+    if (JSON.stringify(before) !== JSON.stringify(r.uce)) {
+      if (Object.keys(r.uce).length === 0) this.uce.delete(node);
+      else this.uce.set(node, r.uce);
+      this.d.onStateChange?.();
+    }
+    const prev = this.tags.get(node) ?? new Map<string, string>();
+    const next = new Map<string, string>();
+    const seen = (verdict: string, o: FilterOutcome): void => {
+      const key = instanceKey(o.record);
+      const tag = `${verdict}:${o.by}:${o.record.level}`;
+      next.set(key, tag);
+      if (prev.get(key) !== tag) this.report(verdict, o, prev.get(key));
+    };
+    for (const o of r.reported) seen('report', o);
+    for (const o of r.relevelled) seen('relevel', o);
+    for (const o of r.hidden) seen('hide', o);
+    for (const o of r.dropped) seen('drop', o);
+    const present = new Set(records.map(instanceKey));
+    for (const [key, tag] of prev) {
+      if (next.has(key) || !present.has(key) || !tag.startsWith('hide:')) continue;
+      const rec = r.visible.find((x) => instanceKey(x) === key);
+      if (rec !== undefined) this.report('report', { record: rec, by: tag.split(':')[1] as FilterOutcome['by'], reasons: [] }, tag, 'filter no longer applies');
+    }
+    if (next.size === 0) this.tags.delete(node);
+    else this.tags.set(node, next);
+    this.arm(node, r.recheckAtMs, nowMs);
+  }
+
+  private report(verdict: string, o: FilterOutcome, prevTag: string | undefined, note?: string): void {
+    const r = o.record;
+    const fields = {
+      node: r.node, ...(r.device === undefined ? {} : { npu: r.device }), code: r.code, faultLevel: r.level, filter: o.by, verdict,
+      ...(o.untilMs === undefined ? {} : { untilMs: o.untilMs }), ...(o.from === undefined ? {} : { from: o.from }),
+      ...(prevTag === undefined ? {} : { before: prevTag.split(':')[0] }),
+      reasons: note ?? formatChain(o.reasons),
+    };
+    const msg = verdict === 'hide' ? 'fault hidden from the scheduler by a filter'
+      : verdict === 'drop' ? 'fault dropped by a filter'
+        : verdict === 'relevel' ? 'fault re-levelled by a filter' : 'fault reported to the scheduler by its filter';
+    this.d.log.info(msg, fields);
+    this.d.metrics?.filterVerdicts.inc({ filter: o.by, verdict });
+  }
+
+  /** One timer per node, at the earliest pending window end. */
+  private arm(node: string, atMs: number | undefined, nowMs: number): void {
+    if (atMs === undefined) return;
+    if (atMs <= nowMs) atMs = nowMs + OPEN_ENDED_RECHECK_MS; // never spin on a window already over
+    const cur = this.timers.get(node);
+    if (cur !== undefined && cur.atMs <= atMs && cur.atMs > nowMs) return;
+    if (cur !== undefined) this.clock.clearTimeout(cur.handle);
+    const handle = this.clock.setTimeout(() => {
+      this.timers.delete(node);
+      this.evaluate(node, this.d.jobView(node), this.clock.now());
+      this.d.notify([node]);
+    }, Math.max(1, atMs + SLACK_MS - nowMs));
+    this.timers.set(node, { atMs, handle });
+  }
+}

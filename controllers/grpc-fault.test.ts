@@ -1,0 +1,53 @@
+import type { SignalStream } from '../grpc/handlers.ts';
+import type { FaultMsgSignal } from '../grpc/messages.ts';
+import type { FaultRecord, NpuFaultLevel } from '../policy/fault-types.ts';
+import { silentLogger } from '../telemetry/logger.ts';
+import { FaultPublisher, nodeFaultInfo } from './grpc-fault.ts';
+import type { Node } from './sources/sources.ts';
+
+const rec = (node: string, code: string, level: NpuFaultLevel, device?: string, source: FaultRecord['source'] = 'npu'): FaultRecord =>
+  ({ node, source, code, level, reportedLevel: level, firstSeenMs: 1, ...(device ? { device } : {}) });
+
+describe('fault.Fault picture (grpc.md §2.3)', () => {
+  it('groups per chip and per node-wide source, with Healthy / SubHealthy / UnHealthy levels', () => {
+    const info = nodeFaultInfo('n1', [
+      rec('n1', '80E18402', 'SeparateNPU', 'Ascend910-3'),
+      rec('n1', '81A3880C', 'SubHealthFault', 'Ascend910-3'),
+      rec('n1', '8C2FA001', 'SubHealthFault', 'Ascend910-5'),
+      rec('n1', '0100000D', 'NotHandleFault', undefined, 'node'),
+      rec('n1', '2C000031', 'SubHealthFault', undefined, 'node'),
+    ], { ip: '10.0.0.1', sn: 'SN1' });
+    expect(info).toEqual({
+      nodeName: 'n1', nodeIP: '10.0.0.1', nodeSN: 'SN1', faultLevel: 'UnHealthy',
+      faultDevice: [
+        { deviceId: '3', deviceType: 'NPU', faultCodes: ['80E18402', '81A3880C'], faultLevel: 'UnHealthy', faultType: [], faultReason: [], switchFaultInfos: [], faultLevels: ['SeparateNPU', 'SubHealthFault'] },
+        { deviceId: '5', deviceType: 'NPU', faultCodes: ['8C2FA001'], faultLevel: 'SubHealthy', faultType: [], faultReason: [], switchFaultInfos: [], faultLevels: ['SubHealthFault'] },
+        { deviceId: '-1', deviceType: 'Node', faultCodes: ['2C000031'], faultLevel: 'SubHealthy', faultType: [], faultReason: [], switchFaultInfos: [], faultLevels: ['SubHealthFault'] },
+      ].sort((a, b) => `${a.deviceType}/${a.deviceId}`.localeCompare(`${b.deviceType}/${b.deviceId}`)),
+    });
+    expect(nodeFaultInfo('n2', [rec('n2', '0100000D', 'NotHandleFault', undefined, 'node')], { ip: '', sn: '' })).toBeUndefined();
+  });
+
+  it('pushes `fault` on a change, nothing on a repeat, one `normal` when it clears', async () => {
+    let records: FaultRecord[] = [];
+    const sent: FaultMsgSignal[] = [];
+    const stream: SignalStream<FaultMsgSignal> = {
+      id: 1, client: { jobId: 'job-uid-1', role: 'mindie' }, closed: false, signal: new AbortController().signal,
+      send: async (m) => (sent.push(m), true), end: () => undefined,
+    };
+    const p = new FaultPublisher({
+      sources: { nodes: { get: (): Node | undefined => undefined } } as never,
+      faultsOf: () => records, faultNodes: () => ['n1'], jobNodes: () => ['n1'], log: silentLogger,
+    });
+    p.subscribe(stream);
+    expect(sent).toEqual([]);
+    records = [rec('n1', '80E18402', 'SeparateNPU', 'Ascend910-1')];
+    p.changed();
+    p.changed();
+    records = [];
+    p.changed();
+    p.changed();
+    expect(sent.map((m) => [m.signalType, m.nodeFaultInfo.length])).toEqual([['fault', 1], ['normal', 0]]);
+    expect(p.query('job-uid-1')).toBeNull();
+  });
+});

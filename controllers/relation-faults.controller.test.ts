@@ -1,0 +1,120 @@
+import { Subject } from 'rxjs';
+import type { KubeClient } from '../runtime/kube-client.ts';
+import { Metrics } from '../telemetry/metrics.ts';
+import type { FaultRecord } from '../policy/fault-types.ts';
+import { SWITCH_LINK_DOWN } from '../policy/relation-fault-config.ts';
+import { ManualClock, recordingLogger, settle, type LogLine } from './fault-policy-test-kit.ts';
+import { RelationFaultsController } from './relation-faults.controller.ts';
+import { fakeSources, pod, podGroup, rec } from './fault-filters-fakes.ts';
+
+const S = 1000;
+const NS = 'team-a';
+const JOB = `${NS}/llama-u1`;
+
+function setup(opts: { dryRun?: boolean; a3?: boolean } = {}) {
+  const clock = new ManualClock();
+  const t0 = clock.now();
+  const { pods, podGroups, sources } = fakeSources();
+  const lines: LogLine[] = [];
+  const metrics = new Metrics({ processMetrics: false });
+  const faults = new Map<string, FaultRecord[]>();
+  const nodes$ = new Subject<readonly string[]>();
+  const patches: Array<{ path: string; body: unknown }> = [];
+  const client = { patch: async (path: string, body: unknown) => { patches.push({ path, body }); return {}; } } as unknown as KubeClient;
+  let stateChanges = 0;
+  const c = new RelationFaultsController({
+    sources, faultsOf: (n) => faults.get(n) ?? [], faultNodes$: nodes$, a3Node: () => opts.a3 ?? false,
+    client, log: recordingLogger(lines), metrics, clock, now: () => clock.now(), dryRun: opts.dryRun ?? false,
+    onStateChange: () => { stateChanges++; },
+  });
+  c.start();
+  podGroups.put(podGroup(NS, 'llama', 'u1'));
+  pods.put(pod(NS, 'llama', 'u1', 0, 'n1', ['Ascend910-0', 'Ascend910-1']));
+  pods.put(pod(NS, 'llama', 'u1', 1, 'n2', ['Ascend910-0']));
+  /** Sets a node's faults at time `at` and lets the batch run. */
+  const fault = (node: string, list: FaultRecord[]): void => {
+    faults.set(node, list);
+    nodes$.next([node]);
+    clock.advance(200);
+  };
+  return { c, clock, t0, pods, podGroups, lines, metrics, faults, patches, fault, stateChanges: () => stateChanges };
+}
+
+const decided = async (m: Metrics, strategy: string): Promise<number> =>
+  (await m.relationDecisions.get()).values.find((v) => v.labels.strategy === strategy)?.value ?? 0;
+
+describe('RelationFaultsController', () => {
+  it('81078603 on a job NPU + 8C1F860B on the same job within the window -> fault-type=Separate on the pod of that node, once', async () => {
+    const s = setup();
+    s.c.restore({ jobs: {} });
+    s.c.startActing();
+    s.clock.advance(S);
+    const link = rec('n1', 'Ascend910-1', '81078603', 'NotHandleFault', s.clock.now(), 'network');
+    s.fault('n1', [link]);
+    expect(s.lines.find((l) => l.msg === 'relation fault waiting for a trigger')).toMatchObject({ job: JOB, node: 'n1', npu: 'Ascend910-1', code: '81078603', deadlineMs: link.firstSeenMs + 300 * S });
+    s.clock.advance(10 * S);
+    s.fault('n2', [rec('n2', 'Ascend910-0', '8C1F860B', 'NotHandleFault', s.clock.now())]);
+    const line = s.lines.find((l) => l.msg === 'relation fault strategy decided');
+    expect(line).toMatchObject({ job: JOB, node: 'n1', strategy: 'Separate' });
+    expect(String(line?.reasons)).toMatch(/relation fault 81078603 on n1\/Ascend910-1.*trigger 8C1F860B on n2/);
+    expect(await decided(s.metrics, 'Separate')).toBe(1);
+    await s.c.labels.idle();
+    expect(s.patches).toEqual([{ path: `/api/v1/namespaces/${NS}/pods/llama-worker-0`, body: { metadata: { uid: 'llama-0-uid', labels: { 'fault-type': 'Separate' } } } }]);
+    expect(s.c.pending.size).toBe(0);
+    expect(s.c.strategies(JOB)).toEqual({ n1: 'Separate' });
+    expect(s.stateChanges()).toBeGreaterThan(0);
+    // sticky: the same trigger again, and the job's new pod on that node, are not labelled again
+    s.pods.put(pod(NS, 'llama', 'u1', 0, 'n1', ['Ascend910-0', 'Ascend910-1']));
+    s.fault('n2', [rec('n2', 'Ascend910-0', '8C1F860B', 'NotHandleFault', s.clock.now())]);
+    await s.c.labels.idle();
+    expect(s.patches).toHaveLength(1);
+    await s.c.stop();
+  });
+
+  it('a switch link-down with no trigger gives SubHealth after 300 s; a device link-down gives nothing', async () => {
+    const s = setup();
+    s.c.restore({ jobs: {} });
+    s.c.startActing();
+    s.clock.advance(S);
+    s.fault('n2', [rec('n2', undefined, SWITCH_LINK_DOWN, 'SubHealthFault', s.clock.now(), 'switch'), rec('n2', 'Ascend910-0', '81078603', 'NotHandleFault', s.clock.now(), 'network')]);
+    s.clock.advance(299 * S);
+    expect(s.lines.some((l) => l.msg === 'relation fault strategy decided')).toBe(false);
+    s.clock.advance(2 * S);
+    expect(s.lines.find((l) => l.msg === 'relation fault strategy decided')).toMatchObject({ node: 'n2', strategy: 'SubHealth' });
+    expect(s.lines.find((l) => l.msg === 'relation fault window over without a trigger; no strategy')).toMatchObject({ code: '81078603' });
+    expect(await decided(s.metrics, 'none')).toBe(1);
+    await settle();
+    await s.c.labels.idle();
+    expect(s.patches.map((p) => p.body)).toEqual([{ metadata: { uid: 'llama-1-uid', labels: { 'fault-type': 'SubHealth' } } }]);
+    await s.c.stop();
+  });
+
+  it('nothing is decided before restore; faults older than the job\'s first sight are skipped; a deleted job is forgotten', async () => {
+    const s = setup();
+    s.faults.set('n1', [rec('n1', 'Ascend910-0', '81078603', 'NotHandleFault', s.t0 - 60 * S, 'network'), rec('n1', 'Ascend910-0', '8C1F860B', 'NotHandleFault', s.t0)]);
+    s.clock.advance(S);
+    expect(s.c.state()).toEqual({ jobs: {} });
+    s.c.restore({ jobs: { 'gone/job-x': { firstSeenMs: 0, a3: false, candidates: [], triggers: [], strategies: { n: 'Separate' } } } });
+    expect(Object.keys(s.c.state().jobs)).toEqual([JOB]);
+    expect(s.c.strategies(JOB)).toEqual({});
+    s.podGroups.remove(s.podGroups.get(JOB)!);
+    s.clock.advance(200);
+    expect(s.c.state()).toEqual({ jobs: {} });
+    await s.c.stop();
+  });
+
+  it('dry run decides and logs but labels nothing; labels wait for leadership', async () => {
+    const s = setup({ dryRun: true });
+    s.c.restore({ jobs: {} });
+    s.clock.advance(S);
+    s.fault('n1', [rec('n1', 'Ascend910-0', '81078603', 'NotHandleFault', s.clock.now(), 'network'), rec('n1', 'Ascend910-0', '8C1F8609', 'NotHandleFault', s.clock.now())]);
+    expect(s.c.strategies(JOB)).toEqual({ n1: 'SubHealth' });
+    expect(s.c.pending.size).toBe(1);
+    s.c.startActing();
+    await settle();
+    await s.c.labels.idle();
+    expect(s.patches).toEqual([]);
+    expect(s.lines.find((l) => l.msg === 'dry run: pod not labelled fault-type')).toMatchObject({ pod: 'llama-worker-0', faultType: 'SubHealth' });
+    await s.c.stop();
+  });
+});

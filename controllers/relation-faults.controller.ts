@@ -1,0 +1,265 @@
+/**
+ * The relation-fault flow (behavior.md A.4 #32, B7 #7, formats.md 2.6): pods, PodGroups and node
+ * faults -> per job, every fault on its NPUs and on the UB switches of its nodes (the scheduler view,
+ * as ClusterD's job center reads the processed views) -> policy/relation-faults.ts -> on a strategy
+ * change, the job's pod on that node is labelled `fault-type=Separate|SubHealth`
+ * (relation-faults-labels.ts, leader only). The jobs pipeline reads the label: `Separate` is the task
+ * fault `RelationFaultSeparate`, which is also the reschedule reason Volcano records. This file holds
+ * the flow's only subscribe (style.md 2.1).
+ *
+ * A job is observed as soon as it is seen (its first sight: older relation faults are skipped) and
+ * again whenever its pods, PodGroup or node faults change, in batches. The policy's deadlines (300 s
+ * relation windows) arm one timer. The state (windows, triggers, sticky strategies) is persisted with
+ * the escalation state (`state()` / `restore()`); nothing is decided before `restore`.
+ */
+import { filter, map, merge, mergeMap, type Observable, type Subscription } from 'rxjs';
+import { objectKey, type WatchEvent } from '../runtime/reflector.ts';
+import type { KubeClient } from '../runtime/kube-client.ts';
+import { ControllerLoop } from '../runtime/controller-loop.ts';
+import { realClock, type QueueClock } from '../runtime/work-queue.ts';
+import type { Logger } from '../telemetry/logger.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
+import type { FaultRecord } from '../policy/fault-types.ts';
+import { TICK } from '../policy/policy-operator.ts';
+import { formatChain } from '../policy/reasons.ts';
+import { DEFAULT_RELATION_FAULT_CONFIG, type RelationFaultConfig } from '../policy/relation-fault-config.ts';
+import { relationFaultPolicy, type RelationInput, type RelationOutput } from '../policy/relation-faults.ts';
+import type { RelationJobState, RelationState } from '../schemas/escalation-state/escalation-state.ts';
+import { holdsDevice } from './fault-filters.ts';
+import { JobIndex } from './job-index.ts';
+import { pendingLabelKey, relationLabelReconciler, type PendingLabel } from './relation-faults-labels.ts';
+import type { Pod, PodGroup, Sources } from './sources/sources.ts';
+
+/** Observations of a burst are batched this long. */
+export const RELATION_BATCH_MS = 100;
+const MAX_TIMER_MS = 3_600_000;
+
+export interface RelationFaultsDeps {
+  readonly sources: Pick<Sources, 'pods' | 'podGroups'>;
+  /** The scheduler view of a node's faults. */
+  readonly faultsOf: (node: string) => readonly FaultRecord[];
+  /** Nodes whose faults changed (DeviceFaultsController.changes$). */
+  readonly faultNodes$: Observable<readonly string[]>;
+  /** A node of an A3 SuperPod (device-info SuperPodID >= 0). */
+  readonly a3Node?: (node: string) => boolean;
+  readonly config?: RelationFaultConfig;
+  readonly client: KubeClient;
+  readonly log: Logger;
+  readonly metrics?: Metrics;
+  readonly now?: () => number;
+  readonly clock?: QueueClock;
+  readonly dryRun: boolean;
+  /** The relation state changed (escalation-state reconciler). */
+  readonly onStateChange?: () => void;
+}
+
+type Input = { kind: 'pod'; ev: WatchEvent<Pod> } | { kind: 'pg'; ev: WatchEvent<PodGroup> } | { kind: 'nodes'; nodes: readonly string[] };
+
+export class RelationFaultsController {
+  readonly index: JobIndex;
+  readonly labels: ControllerLoop;
+  readonly pending = new Map<string, PendingLabel>();
+  private readonly d: RelationFaultsDeps;
+  private readonly clock: QueueClock;
+  private readonly config: RelationFaultConfig;
+  private jobs: Record<string, RelationJobState> = {};
+  private readonly deadlines = new Map<string, number>();
+  private readonly dirty = new Set<string>();
+  private readonly gone = new Set<string>();
+  private restored = false;
+  private acting = false;
+  private batch: unknown;
+  private timer: { readonly atMs: number; readonly handle: unknown } | undefined;
+  private sub: Subscription | undefined;
+
+  constructor(d: RelationFaultsDeps) {
+    this.d = d;
+    this.clock = d.clock ?? { ...realClock, now: d.now ?? realClock.now };
+    this.config = d.config ?? DEFAULT_RELATION_FAULT_CONFIG;
+    this.index = new JobIndex(d.sources);
+    this.labels = new ControllerLoop(relationLabelReconciler({ pending: this.pending, client: d.client, dryRun: d.dryRun, ...(d.metrics ? { metrics: d.metrics } : {}) }),
+      { log: d.log, ...(d.metrics ? { metrics: d.metrics } : {}), ...(d.now ? { now: d.now } : {}) });
+  }
+
+  /** Subscribes the inputs; call before the sources start. */
+  start(): void {
+    const s = this.d.sources;
+    const inputs$ = merge(
+      s.pods.events$.pipe(map((ev): Input => ({ kind: 'pod', ev }))),
+      s.podGroups.events$.pipe(map((ev): Input => ({ kind: 'pg', ev }))),
+      this.d.faultNodes$.pipe(filter((n) => n.length > 0), map((nodes): Input => ({ kind: 'nodes', nodes }))),
+    );
+    this.sub = inputs$.pipe(mergeMap((i) => this.keysOf(i))).subscribe({
+      next: (key) => this.markDirty(key),
+      error: (err: unknown) => this.d.log.error('relation fault input stream failed', { err: String(err) }),
+    });
+  }
+
+  /** Adopts the persisted state (after the caches synced), then observes every job. */
+  restore(s: RelationState): void {
+    const live = new Set(this.index.jobKeys());
+    for (const [k, j] of Object.entries(s.jobs)) if (live.has(k) && this.jobs[k] === undefined) this.jobs[k] = j;
+    for (const k of Object.keys(this.jobs)) this.deadlines.set(k, this.deadlineOf(this.jobs[k]!));
+    this.restored = true;
+    for (const k of live) this.dirty.add(k);
+    this.flush();
+    this.d.onStateChange?.();
+  }
+
+  /** The state to persist. */
+  state(): RelationState {
+    return { jobs: { ...this.jobs } };
+  }
+
+  /** Node -> strategy of a job. */
+  strategies(jobKey: string): Readonly<Record<string, string>> {
+    return this.jobs[jobKey]?.strategies ?? {};
+  }
+
+  /** Leader only: label pods. */
+  startActing(): void {
+    if (this.acting) return;
+    this.acting = true;
+    this.labels.start();
+    for (const k of this.pending.keys()) this.labels.queue.add(k);
+  }
+
+  async stopActing(): Promise<void> {
+    if (!this.acting) return;
+    this.acting = false;
+    await this.labels.stop();
+  }
+
+  async stop(): Promise<void> {
+    this.sub?.unsubscribe();
+    if (this.batch !== undefined) this.clock.clearTimeout(this.batch);
+    if (this.timer !== undefined) this.clock.clearTimeout(this.timer.handle);
+    this.batch = undefined;
+    this.timer = undefined;
+    await this.stopActing();
+  }
+
+  /** Runs every due deadline now (the timer does this by itself). */
+  tick(nowMs: number = this.clock.now()): void {
+    if (!this.restored) return;
+    const step = relationFaultPolicy({ jobs: this.jobs }, TICK, nowMs, this.config);
+    this.take(step.state.jobs, step.outputs);
+    for (const r of step.reasons) this.decidedNothing(r.detail, r.code);
+    this.jobs = { ...step.state.jobs };
+    for (const k of Object.keys(this.jobs)) this.deadlines.set(k, this.deadlineOf(this.jobs[k]!));
+    this.d.onStateChange?.();
+    this.rearm();
+  }
+
+  private keysOf(i: Input): string[] {
+    switch (i.kind) {
+      case 'pod':
+        return this.index.apply(i.ev);
+      case 'pg': {
+        const key = objectKey(i.ev.obj);
+        if (i.ev.type === 'delete') this.gone.add(key);
+        else this.gone.delete(key);
+        return [key];
+      }
+      case 'nodes':
+        return [...this.index.jobKeysOnNodes(i.nodes)];
+    }
+  }
+
+  private markDirty(key: string): void {
+    this.dirty.add(key);
+    if (this.batch !== undefined || !this.restored) return;
+    this.batch = this.clock.setTimeout(() => { this.batch = undefined; this.flush(); }, RELATION_BATCH_MS);
+  }
+
+  private flush(): void {
+    const now = this.clock.now();
+    const keys = [...this.dirty];
+    this.dirty.clear();
+    let changed = false;
+    for (const key of keys) {
+      const input = this.inputOf(key);
+      if (input === undefined) continue;
+      const before = this.jobs[key];
+      const step = relationFaultPolicy({ jobs: before === undefined ? {} : { [key]: before } }, input, now, this.config);
+      const after = step.state.jobs[key];
+      this.take(step.state.jobs, step.outputs, before);
+      for (const r of step.reasons) {
+        this.d.log.debug('relation fault', { job: key, reason: r.detail, code: r.code });
+        this.decidedNothing(r.detail, r.code, key);
+      }
+      if (after === undefined) {
+        delete this.jobs[key];
+        this.deadlines.delete(key);
+        for (const k of [...this.pending.keys()]) if (k.startsWith(`${key}|`)) this.pending.delete(k);
+      } else {
+        this.jobs[key] = after;
+        this.deadlines.set(key, this.deadlineOf(after));
+      }
+      if (JSON.stringify(before) !== JSON.stringify(after)) changed = true;
+    }
+    if (changed) this.d.onStateChange?.();
+    this.rearm();
+  }
+
+  /** The observation of one job, or its forgetting. */
+  private inputOf(key: string): RelationInput | undefined {
+    const e = this.gone.has(key) ? undefined : this.index.job(key);
+    if (e === undefined) {
+      this.gone.delete(key);
+      return this.jobs[key] === undefined ? undefined : { type: 'forget', jobKey: key };
+    }
+    const pods = e.view.pods.filter((p) => p.node !== undefined && p.terminating !== true && p.npus.length > 0);
+    const nodes = [...new Set(pods.map((p) => p.node!))];
+    const faults = nodes.flatMap((n) => this.d.faultsOf(n).filter((r) => r.source === 'switch' || (r.device !== undefined && r.source !== 'node' && pods.some((p) => p.node === n && holdsDevice(p, r.device!)))));
+    const a3 = nodes.some((n) => this.d.a3Node?.(n) ?? false);
+    return { type: 'observe', jobKey: key, a3, faults: faults.map((f) => ({ fault: f, level: f.level, reasons: [] })) };
+  }
+
+  /** Logs new relation windows and acts on strategy changes. */
+  private take(jobs: RelationState['jobs'], outputs: readonly RelationOutput[], before?: RelationJobState): void {
+    for (const [key, j] of Object.entries(jobs)) {
+      const prev = before ?? this.jobs[key];
+      for (const c of j.candidates) {
+        if (prev?.candidates.some((x) => x.node === c.node && x.device === c.device && x.code === c.code && x.atMs === c.atMs)) continue;
+        this.d.log.info('relation fault waiting for a trigger', { job: key, node: c.node, ...(c.device === null ? {} : { npu: c.device }), code: c.code, kind: c.kind, deadlineMs: c.deadlineMs });
+      }
+    }
+    for (const o of outputs) {
+      const reasons = formatChain(o.reasons);
+      this.d.log.info('relation fault strategy decided', { job: o.jobKey, node: o.node, strategy: o.strategy, reasons });
+      this.d.metrics?.relationDecisions.inc({ strategy: o.strategy });
+      const e = this.index.job(o.jobKey);
+      if (e === undefined) continue;
+      const pods = e.view.pods.filter((p) => p.node === o.node && p.terminating !== true && p.npus.length > 0).map((p) => ({ name: p.name, uid: p.uid }));
+      if (pods.length === 0) continue;
+      const key = pendingLabelKey(o.jobKey, o.node);
+      this.pending.set(key, { jobKey: o.jobKey, namespace: e.view.namespace, node: o.node, strategy: o.strategy, pods, reasons });
+      if (this.acting) this.labels.queue.add(key);
+    }
+  }
+
+  private decidedNothing(detail: string, code: string | undefined, job?: string): void {
+    if (!detail.includes('without a matching trigger')) return;
+    this.d.log.info('relation fault window over without a trigger; no strategy', { ...(job === undefined ? {} : { job }), code, reasons: detail });
+    this.d.metrics?.relationDecisions.inc({ strategy: 'none' });
+  }
+
+  private deadlineOf(j: RelationJobState): number {
+    return Math.min(Infinity, ...j.candidates.map((c) => c.deadlineMs));
+  }
+
+  private rearm(): void {
+    let next = Infinity;
+    for (const [k, d] of this.deadlines) {
+      if (d === Infinity) this.deadlines.delete(k);
+      else next = Math.min(next, d);
+    }
+    if (this.timer !== undefined && this.timer.atMs === next) return;
+    if (this.timer !== undefined) this.clock.clearTimeout(this.timer.handle);
+    this.timer = undefined;
+    if (next === Infinity) return;
+    const delay = Math.min(MAX_TIMER_MS, Math.max(1, next - this.clock.now()));
+    this.timer = { atMs: next, handle: this.clock.setTimeout(() => { this.timer = undefined; this.tick(); }, delay) };
+  }
+}

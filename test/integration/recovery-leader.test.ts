@@ -1,0 +1,57 @@
+/**
+ * gRPC and leadership (controllers/grpc.controller.ts): only the leader listens on the Recover port;
+ * after a handover the new leader restores the registered jobs' FSMs from the state store, so a
+ * TaskD that reconnects (or a report sent to it) is served without starting over.
+ */
+import { Client, credentials } from '@grpc/grpc-js';
+import type { Manager } from '../../controllers/manager.ts';
+import { unaryCall } from '../../grpc/testing.ts';
+import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
+import { cleanUp, createJob, fakeNodes, rand, startAgent, startManager } from './recovery-fixtures.ts';
+
+describe('gRPC on the leader only, FSMs restored on handover', () => {
+  const client = adminClient();
+
+  it('the standby does not listen; the new leader restores registrations', async () => {
+    const leaseNs = await newNamespace(client, 'rle');
+    const args = ['--leader-elect', `--leader-election-namespace=${leaseNs}`, '--lease-duration-seconds=5'];
+    const managers: Manager[] = [];
+    const nodes = await fakeNodes(client, `rle-${rand()}`, 2);
+    const job = await createJob(client, { ns: await newNamespace(client, 'rle'), nodes, labels: { 'process-recover-enable': 'on', framework: 'pytorch' }, annotations: { 'recover-strategy': 'retry,recover' } });
+    try {
+      const a = (await startManager(client, args, { standby: true })).manager;
+      managers.push(a);
+      await eventually(() => a.isLeader, 15_000);
+      const b = (await startManager(client, args, { standby: true })).manager;
+      managers.push(b);
+      const aServer = await a.grpc.ready();
+      expect(aServer).toBeDefined();
+      await new Promise((r) => setTimeout(r, 1_000));
+      expect(b.isLeader).toBe(false);
+      expect(b.grpc.server).toBeUndefined();
+
+      await eventually(() => a.recovery.lookup(job.uid) !== undefined);
+      const agent = startAgent(`127.0.0.1:${aServer!.port}`, job.uid, {});
+      await agent.waitFor(() => (agent.subscribed && a.recovery.isRegistered(job.uid) ? true : undefined), 15_000, 'registration');
+      agent.stop();
+      await a.recovery.store.flush();
+
+      const t0 = Date.now();
+      await a.stop(); // releases the Lease
+      await eventually(() => b.isLeader && b.grpc.port !== undefined, 15_000, 50);
+      process.stdout.write(`gRPC served by the new leader ${Date.now() - t0} ms after the old one stopped\n`);
+      expect(b.recovery.isRegistered(job.uid)).toBe(true);
+      const c = new Client(`127.0.0.1:${b.grpc.port!}`, credentials.createInsecure());
+      try {
+        // Registered before the handover: Register is a no-op and reports are taken (not 400).
+        expect(await unaryCall(c, 'recover', 'Register', { jobId: job.uid, role: 'taskd' })).toEqual({ code: 0, info: 'register success' });
+        expect((await unaryCall<{ code: number }>(c, 'recover', 'ReportProcessFault', { jobId: job.uid, faultRanks: [] })).code).toBe(0);
+      } finally {
+        c.close();
+      }
+    } finally {
+      for (const m of managers) await m.stop();
+      await cleanUp(client, job, nodes);
+    }
+  }, 90_000);
+});
