@@ -36,6 +36,8 @@ import type { Pod, PodGroup, Sources } from './sources/sources.ts';
 export const MINDIE_SERVER_APP = 'mindie-ms-server';
 /** An open-ended hide (step retry absorbed, stress test) is looked at again after this long. */
 export const OPEN_ENDED_RECHECK_MS = 30_000;
+/** Job facts are rebuilt at least this often. */
+const JOB_CACHE_MS = 1_000;
 /** Timers fire this long after a window's end, so the re-evaluation is past it. */
 const SLACK_MS = 20;
 /** PodGroup metadata the filters read; a change re-renders the job's nodes. */
@@ -84,8 +86,9 @@ export class FaultFiltersController {
   /** node -> fault instance -> last verdict tag (for transition logs). */
   private readonly tags = new Map<string, Map<string, string>>();
   private readonly timers = new Map<string, { readonly atMs: number; readonly handle: unknown }>();
-  /** Job facts by key, dropped on every pod or PodGroup event. */
+  /** Job facts by key, dropped on every pod or PodGroup event and after JOB_CACHE_MS (fault subscriptions change too). */
   private readonly jobs = new Map<string, FilterJob | undefined>();
+  private jobsSinceMs = 0;
   private readonly rules = new Map<string, { readonly sig: string; readonly rules: CustomFilterRules }>();
   private sub: Subscription | undefined;
 
@@ -191,6 +194,11 @@ export class FaultFiltersController {
   }
 
   private jobsOn(node: string): FilterJob[] {
+    const now = this.clock.now();
+    if (now - this.jobsSinceMs > JOB_CACHE_MS || now < this.jobsSinceMs) {
+      this.jobs.clear();
+      this.jobsSinceMs = now;
+    }
     const out: FilterJob[] = [];
     for (const key of this.index.jobKeysOnNodes([node])) {
       if (!this.jobs.has(key)) this.jobs.set(key, this.jobOf(key));

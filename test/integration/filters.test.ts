@@ -181,8 +181,8 @@ describe('fault filters and relation faults on the real control plane', () => {
 
     const reason = await eventually(() => rescheduleReasonOf(client, key));
     expect(reason.RescheduleRecords?.[0]?.ReasonOfTask).toContainEqual({ RescheduleReason: 'RelationFaultSeparate', PodName: r1.metadata!.name!, NodeName: nodeA, NodeRankIndex: '1' });
-    const ev = (await podGroupEvents(client, world.ns, `relf-${uid}`)).find((e) => e.reason === 'FaultRescheduling');
-    expect(ev?.message).toContain('RelationFaultSeparate');
+    const ev = await eventually(async () => (await podGroupEvents(client, world.ns, `relf-${uid}`)).find((e) => e.reason === 'FaultRescheduling'));
+    expect(ev.message).toContain('RelationFaultSeparate');
     expect((await metrics.relationDecisions.get()).values.find((v) => v.labels.strategy === 'Separate')?.value).toBeGreaterThanOrEqual(1);
 
     // persisted with the escalation state; the new pods are not labelled (no second restart)

@@ -108,6 +108,7 @@ describe('HA: the leader is killed mid-burst, the standby finishes the work', ()
     const held = new Set<string>();
     const hold = (action: ExecAction, ctx: { readonly jobKey: string; readonly signal: AbortSignal }): Promise<void> => {
       if (action.type !== 'forceDeletePods' && action.type !== 'evictPods') return Promise.resolve();
+      if (!ctx.jobKey.startsWith(`${ns}/`)) return Promise.resolve(); // another test's leftovers: not ours to hold
       if (passed.has(ctx.jobKey) || (passed.size < 2 && !held.has(ctx.jobKey))) { passed.add(ctx.jobKey); return Promise.resolve(); }
       held.add(ctx.jobKey);
       return new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(new Error('killed')), { once: true }));
@@ -144,6 +145,7 @@ describe('HA: the leader is killed mid-burst, the standby finishes the work', ()
     // Kill A mid-burst; a fifth job's fault arrives while no replica can act.
     aClient.sever();
     const killAt = Date.now();
+    const leaseAtKill = await admin.get<Lease>(paths.lease(leaseNs, LEADER_LEASE_NAME)); // A's last renewal
     const late = before.get('j4')![1]!;
     await world.dp.injectChipFault({ node: late.spec!.nodeName!, npu: npusOf(late)[0]!, code: '80E18402', level: 'SeparateNPU' });
 
@@ -154,16 +156,21 @@ describe('HA: the leader is killed mid-burst, the standby finishes the work', ()
     }, LEASE_MS * 3, 10);
     if (aStoodDownAt === 0 && !a.manager.isLeader) aStoodDownAt = Date.now();
     const takeoverMs = takeoverAt - killAt;
-    const lastRenewMs = Date.parse(leaseBefore.spec.renewTime ?? '');
+    const lastRenewAt = Date.parse(leaseAtKill.spec.renewTime ?? '');
     const leaseAfter = await admin.get<Lease>(paths.lease(leaseNs, LEADER_LEASE_NAME));
     process.stdout.write(`[ops-failover] leader killed mid-burst (jobs ${done.join(',')} done, ${inFlight.join(',')} persisted and in flight, j4 faulted after the kill): `
       + `old leader stood down after ${aStoodDownAt - killAt} ms, standby took over ${takeoverMs} ms after the kill `
-      + `(lease ${LEASE_MS} ms, retry ${RETRY_MS} ms; the lease's renewTime before the kill was ${Number.isNaN(lastRenewMs) ? '?' : `${killAt - lastRenewMs} ms`} old)\n`);
-    // Within one lease period as the standby observes it (client-go semantics: the lease must look
-    // unrenewed for a full duration on the standby's own clock, polled every retry period).
-    expect(takeoverMs).toBeLessThanOrEqual(LEASE_MS + 2 * RETRY_MS);
+      + `and ${takeoverAt - lastRenewAt} ms after the dead leader's last renewal (lease ${LEASE_MS} ms, retry period ${RETRY_MS} ms)\n`);
+    // Within one lease period as the standby observes it (client-go semantics: the Lease must stay
+    // unrenewed for a full duration on the standby's own clock, which polls every retry period and
+    // sees a renewal up to one retry period late), plus request latency.
+    expect(Number.isNaN(lastRenewAt)).toBe(false);
+    expect(lastRenewAt).toBeLessThanOrEqual(killAt);
+    expect(takeoverAt - lastRenewAt).toBeLessThanOrEqual(LEASE_MS + 2 * RETRY_MS + 250);
+    expect(takeoverMs).toBeGreaterThan(0);
     expect(aStoodDownAt).toBeGreaterThan(0);
     expect(aStoodDownAt).toBeLessThan(takeoverAt); // never two acting replicas
+    expect(leaseAtKill.spec.holderIdentity).toBe(leaseBefore.spec.holderIdentity);
     expect(leaseAfter.spec.holderIdentity).not.toBe(leaseBefore.spec.holderIdentity);
     expect(leaseAfter.spec.leaseTransitions).toBe((leaseBefore.spec.leaseTransitions ?? 0) + 1);
 
