@@ -163,10 +163,10 @@ describe('HA: the leader is killed mid-burst, the standby finishes the work', ()
       + `and ${takeoverAt - lastRenewAt} ms after the dead leader's last renewal (lease ${LEASE_MS} ms, retry period ${RETRY_MS} ms)\n`);
     // Within one lease period as the standby observes it (client-go semantics: the Lease must stay
     // unrenewed for a full duration on the standby's own clock, which polls every retry period and
-    // sees a renewal up to one retry period late), plus request latency.
+    // sees a renewal up to one retry period late), plus request latency and timer slack (500 ms).
     expect(Number.isNaN(lastRenewAt)).toBe(false);
     expect(lastRenewAt).toBeLessThanOrEqual(killAt);
-    expect(takeoverAt - lastRenewAt).toBeLessThanOrEqual(LEASE_MS + 2 * RETRY_MS + 250);
+    expect(takeoverAt - lastRenewAt).toBeLessThanOrEqual(LEASE_MS + 2 * RETRY_MS + 500);
     expect(takeoverMs).toBeGreaterThan(0);
     expect(aStoodDownAt).toBeGreaterThan(0);
     expect(aStoodDownAt).toBeLessThan(takeoverAt); // never two acting replicas
