@@ -95,10 +95,13 @@ describe('jobs: job- and pod-level rescheduling', () => {
     report(`pod-level -> job-level escalation after the replacement was pending: ${Date.now() - t0} ms after it was seen pending (threshold 5 s)`);
     const reason = await rescheduleReasonOf(client, jobKey);
     expect(reason?.TotalRescheduleTimes).toBe(2);
-    const state = await jobState(client, job.metadata!.uid!);
-    expect(state?.state.active?.scope).toBe('job');
-    expect(state?.pending).toBeUndefined();
-    const events = await podGroupEvents(client, ns, `gpt-${job.metadata!.uid!}`);
-    expect(events.some((e) => e.message?.includes('escalate to job level'))).toBe(true);
+    // The controller clears `pending` after its deletions return, which can be a moment after the
+    // pods are gone: wait for it rather than racing it.
+    const state = await eventually(async () => {
+      const s = await jobState(client, job.metadata!.uid!);
+      return s !== undefined && s.pending === undefined ? s : undefined;
+    }, 10_000);
+    expect(state.state.active?.scope).toBe('job');
+    await eventually(async () => (await podGroupEvents(client, ns, `gpt-${job.metadata!.uid!}`)).some((e) => e.message?.includes('escalate to job level')), 10_000);
   }, 120_000);
 });
