@@ -71,7 +71,15 @@ export interface ClusterInfoDeps {
   readonly writer: ConfigMapWriter;
   /** Rewrite at least this often even without changes (Volcano restarts its informer on data older than 60 s). */
   readonly refreshMs: number;
+  /**
+   * At most one pass per this many ms (ClusterD: at most 5 writes a second). A pass renders every
+   * node, so a burst of intake notifications must not cost one pass each: later ones wait and
+   * coalesce into the next pass.
+   */
+  readonly minIntervalMs?: number;
 }
+
+export const CLUSTER_INFO_MIN_INTERVAL_MS = 200;
 
 /** Every shard's desired value, including blanks for surplus shards already in the cluster. */
 export function desiredShards(view: ClusterInfoView, existing: readonly string[]): Map<string, string> {
@@ -92,10 +100,15 @@ export function desiredShards(view: ClusterInfoView, existing: readonly string[]
 
 export function clusterInfoReconciler(deps: ClusterInfoDeps): Reconciler {
   let lastFullWriteMs = 0;
+  let lastPassMs = -Infinity;
+  const minInterval = deps.minIntervalMs ?? CLUSTER_INFO_MIN_INTERVAL_MS;
   return {
     name: 'cluster_info',
     async reconcile(_key: string, ctx: ReconcileContext): Promise<Outcome> {
       const now = ctx.now();
+      const wait = lastPassMs + minInterval - now;
+      if (wait > 0) return { requeueAfterMs: wait };
+      lastPassMs = now;
       const refresh = deps.refreshMs > 0 && now - lastFullWriteMs >= deps.refreshMs;
       const shards = desiredShards(deps.render(), deps.actualNames());
       let written = 0;

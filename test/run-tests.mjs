@@ -11,6 +11,16 @@ const args = process.argv.slice(2);
 const summaryFile = join(tmpdir(), `clusterd-ts-jest-${process.pid}.json`);
 const step = (name) => process.stdout.write(`\n==> ${name}\n`);
 
+/** Control-plane binaries running now (`pid args` lines). */
+function controlPlaneProcesses() {
+  try {
+    return execSync('ps -eo pid=,args=', { encoding: 'utf8' }).split('\n').map((l) => l.trim())
+      .filter((l) => /clusterd-ts\/bin\/.*\/(kube-apiserver|etcd|kwok|kube-scheduler) /.test(l) && !l.includes('ps -eo'));
+  } catch { return []; } // no ps
+}
+// Processes that were already running (e.g. `make cluster-up`) are not this run's.
+const before = new Set(controlPlaneProcesses().map((l) => l.split(' ')[0]));
+
 step('type check (tsc --noEmit)');
 const tsc = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json', '--noEmit'], { stdio: 'inherit' });
 if (tsc.status !== 0) { process.stdout.write('\ntests: 0 passed, 1 failed, 0 skipped\n'); process.exit(1); }
@@ -19,13 +29,8 @@ step('jest (unit, integration, e2e)');
 const jest = spawnSync(process.execPath, ['--experimental-vm-modules', 'node_modules/jest/bin/jest.js', '--ci', '--json', `--outputFile=${summaryFile}`, ...args], { stdio: 'inherit', env: { ...process.env, NODE_NO_WARNINGS: '1' } });
 
 step('no control-plane process left behind');
-let stray = '';
-try {
-  stray = execSync('ps -eo pid=,args=', { encoding: 'utf8' }).split('\n')
-    .filter((l) => /clusterd-ts\/bin\/.*\/(kube-apiserver|etcd|kwok|kube-scheduler) /.test(l) && !l.includes('ps -eo'))
-    .join('\n').trim();
-} catch { /* ps missing */ }
-if (stray !== '') process.stdout.write(`stray processes:\n${stray}\n`); else process.stdout.write('none\n');
+const stray = controlPlaneProcesses().filter((l) => !before.has(l.split(' ')[0]));
+if (stray.length > 0) process.stdout.write(`stray processes:\n${stray.join('\n')}\n`); else process.stdout.write('none\n');
 
 let passed = 0, failed = 0, skipped = 0;
 if (existsSync(summaryFile)) {
@@ -33,6 +38,6 @@ if (existsSync(summaryFile)) {
   passed = r.numPassedTests; failed = r.numFailedTests + (r.numRuntimeErrorTestSuites ?? 0); skipped = r.numPendingTests + r.numTodoTests;
   rmSync(summaryFile, { force: true });
 } else failed = 1;
-if (stray !== '') failed += 1;
+if (stray.length > 0) failed += 1;
 process.stdout.write(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped\n`);
 process.exit(jest.status === 0 && failed === 0 ? 0 : 1);
