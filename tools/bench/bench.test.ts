@@ -34,7 +34,7 @@ describe('bench helpers', () => {
 
   it('parses flags with defaults and rejects bad ones', () => {
     const o = parseBenchArgs([], new Date('2026-01-02T03:04:05.678Z'));
-    expect(o.scenarios).toEqual(['scale', 'single', 'storm', 'steady', 'cold']);
+    expect(o.scenarios).toEqual(['scale', 'single', 'steady', 'storm', 'cold']);
     expect([o.nodes, o.npus, o.faults, o.stormNodes, o.steadyMinutes]).toEqual([1000, 8, 200, 100, 10]);
     expect(o.scaleSizes).toEqual([1000, 4000, 16000]);
     expect(o.out).toMatch(/bench-results\/2026-01-02T03-04-05-678Z\.json$/);

@@ -71,10 +71,16 @@ export function runScale(nodes: number, npus: number, updateSeconds: number): Sc
   const podsPerJob = 16;
   const jobs: JobSpec[] = planJobs(names, podsPerJob, npus);
   // The "initial list": what the informers would hand over after their first list.
-  const states = names.map((name) => newNodeState({ name, npus }));
+  // Only the simulator state of the update pool is kept: the rest is the device plugin's, not ours.
+  const pool: NpuNodeState[] = [];
   const cmCache = new Map<string, ConfigMap>();
   let rv = 1;
-  for (const s of states) { const cm = deviceInfoCm(s, rv++, now); cmCache.set(objectKey(cm), cm); }
+  for (const name of names) {
+    const s = newNodeState({ name, npus });
+    if (pool.length < 1000) pool.push(s);
+    const cm = deviceInfoCm(s, rv++, now);
+    cmCache.set(objectKey(cm), cm);
+  }
   const nodeCache = new Map<string, Node>();
   for (const name of names) {
     const n = fakeNode({ name, npus }) as Node;
@@ -127,7 +133,6 @@ export function runScale(nodes: number, npus: number, updateSeconds: number): Sc
   // are encoded beforehand (that is the device plugin's work, not ours). Each update is parsed and
   // applied like a watch event; cluster-info is rendered once per second of updates (ClusterD's 1 s
   // processing cycle; a burst of node changes costs one pass in our reconciler too).
-  const pool = states.slice(0, Math.min(states.length, 1000));
   const variants = pool.map((s) => {
     addChipCode(s, 'Ascend910-1', 'card', '80E18402', 'SeparateNPU', now);
     const faulty = deviceInfoCm(s, 0, now);
