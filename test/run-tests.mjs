@@ -11,12 +11,22 @@ const args = process.argv.slice(2);
 const summaryFile = join(tmpdir(), `clusterd-ts-jest-${process.pid}.json`);
 const step = (name) => process.stdout.write(`\n==> ${name}\n`);
 
-/** Control-plane binaries running now (`pid args` lines). */
+/**
+ * This checkout's control-plane processes running now (`pid args` lines): the supervisors started
+ * from this repo's tools/control-plane, their children, and orphaned control-plane binaries. Other
+ * checkouts' runs on the same machine are not ours.
+ */
 function controlPlaneProcesses() {
+  const repo = process.cwd();
+  let rows = [];
   try {
-    return execSync('ps -eo pid=,args=', { encoding: 'utf8' }).split('\n').map((l) => l.trim())
-      .filter((l) => /clusterd-ts\/bin\/.*\/(kube-apiserver|etcd|kwok|kube-scheduler) /.test(l) && !l.includes('ps -eo'));
+    rows = execSync('ps -eo pid=,ppid=,args=', { encoding: 'utf8' }).split('\n').map((l) => l.trim().match(/^(\d+)\s+(\d+)\s+(.*)$/)).filter(Boolean);
   } catch { return []; } // no ps
+  const supervisors = new Set(rows.filter((r) => r[3].includes(`${repo}/tools/control-plane/supervise.mjs`)).map((r) => r[1]));
+  const binary = (args) => /clusterd-ts\/bin\/.*\/(kube-apiserver|etcd|kwok|kube-scheduler) /.test(args) && !args.includes('supervise.mjs') && !args.includes('ps -eo');
+  return rows
+    .filter((r) => supervisors.has(r[1]) || (binary(r[3]) && (supervisors.has(r[2]) || r[2] === '1')))
+    .map((r) => `${r[1]} ${r[3]}`);
 }
 // Processes that were already running (e.g. `make cluster-up`) are not this run's.
 const before = new Set(controlPlaneProcesses().map((l) => l.split(' ')[0]));
