@@ -20,7 +20,7 @@
  *   only while this FSM is idle (recoveryIdle).
  */
 import { chooseAgain, HANDLERS, RecoveryHandlerError } from './recovery-handlers.ts';
-import { cancelTimersExcept, newCtx, result, settle, takeTimer, type StepResult } from './recovery-kit.ts';
+import { cancelTimersExcept, idleRecoveryFields, newCtx, result, settle, takeTimer, type StepResult } from './recovery-kit.ts';
 import { CONTINUATIONS, consumeReport, observe, resetRecovery } from './recovery-progress.ts';
 import { RECOVERY_RULES } from './recovery-rules.ts';
 import { cmd, timer, type Ctx } from './recovery-facts.ts';
@@ -81,19 +81,7 @@ export function initialRecoveryState(init: RecoveryInit): RecoveryState {
     originalPodUids: Object.fromEntries(pods.map((p) => [String(p.podRank), p.uid])),
     jobHealth: 'Healthy',
     lastFeed: [],
-    faults: [],
-    preExitRanks: [],
-    agentStrategies: null,
-    retryPath: false,
-    retryHeld: [],
-    inPlace: null,
-    replacementRequested: [],
-    current: '',
-    scaleInWaitDone: false,
-    scaleInRunning: false,
-    schedule: 'idle',
-    lastStatus: null,
-    reports: { stopComplete: null, recoverStrategy: null, recoverStatus: null },
+    ...idleRecoveryFields(),
   };
 }
 

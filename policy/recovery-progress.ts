@@ -23,7 +23,7 @@ import {
   timer,
   waitFor,
 } from './recovery-facts.ts';
-import { cancelTimer, cancelTimersExcept, makeUuid } from './recovery-kit.ts';
+import { cancelTimer, cancelTimersExcept, idleRecoveryFields, makeUuid } from './recovery-kit.ts';
 import {
   CHANGE_STRATEGY,
   EXTRA_PARAMS,
@@ -328,19 +328,7 @@ export function resetRecovery(ctx: Ctx, closeStream: boolean, why: string): void
   Object.assign(s, {
     phase: 'INIT',
     step: '',
-    faults: [],
-    preExitRanks: [],
-    agentStrategies: null,
-    retryPath: false,
-    retryHeld: [],
-    inPlace: null,
-    replacementRequested: [],
-    current: '',
-    scaleInWaitDone: false,
-    scaleInRunning: false,
-    schedule: 'idle',
-    lastStatus: null,
-    reports: { stopComplete: null, recoverStrategy: null, recoverStatus: null },
+    ...idleRecoveryFields(),
     originalPodUids: Object.fromEntries(s.pods.map((p) => [String(p.podRank), p.uid])),
   } satisfies Partial<RecoveryState>);
   ctx.why.push(`reset (${why})`);
