@@ -86,6 +86,22 @@ describe('FaultFiltersController', () => {
     expect(s.c.state().uceAccompany).toEqual({ 'n9/Ascend910-0/npu/80CB8009@1': 'drop' });
   });
 
+  it('withheld: what the last evaluation of a node hid or dropped, for cluster-info to leave out', () => {
+    const s = setup({ annotations: { 'huawei.com/schedule.filter.faultCode': '80E18402:5' } });
+    s.records.set('n1', [rec('n1', 'Ascend910-1', '80E18402', 'SeparateNPU', s.t0)]);
+    s.records.set('n3', [rec('n3', 'Ascend910-2', '80E01801', 'RestartBusiness', s.t0), rec('n3', 'Ascend910-2', '80C98009', 'RestartRequest', s.t0 + S)]);
+    expect(s.c.withheld('n1')).toEqual([]); // not evaluated yet
+    s.view('n1');
+    s.view('n3');
+    expect(s.c.withheld('n1').map((r) => `${r.device}/${r.code}`)).toEqual(['Ascend910-1/80E18402']);
+    expect(s.c.withheld('n3').map((r) => `${r.device}/${r.code}`)).toEqual(['Ascend910-2/80C98009']); // dropped for good
+    s.clock.advance(6 * S); // the window ends; the timer re-evaluates n1
+    expect(s.c.withheld('n1')).toEqual([]);
+    s.records.set('n3', []);
+    s.view('n3');
+    expect(s.c.withheld('n3')).toEqual([]);
+  });
+
   it('an AIC error with no UCE is hidden 5 s, then the timer re-evaluates, reports it and re-announces the node', () => {
     const s = setup();
     s.records.set('n4', [rec('n4', 'Ascend910-6', '80C98009', 'RestartRequest', s.t0)]);

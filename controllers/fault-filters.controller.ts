@@ -14,6 +14,9 @@
  * - when a window ends (custom filter, UCE-accompany 5 s, step retry 10 s, recover-in-place 60 s) a
  *   timer re-evaluates the node and `notify`s it: cluster-info is re-rendered and the job re-decided,
  *   so a fault still present at the end of its window restarts the job then;
+ * - cluster-info leaves out what the last evaluation of a node hid or dropped (`withheld`): chips
+ *   whose only non-normal faults are withheld leave the device plugin's unhealthy lists, withheld
+ *   UB switch codes leave the switch entry (behavior.md E.6);
  * - the UCE-accompany memory is persisted with the escalation state (`state()` / `restore()`).
  * Every change of a fault's verdict is logged once with its reason chain and counted.
  */
@@ -90,6 +93,8 @@ export class FaultFiltersController {
   private readonly jobs = new Map<string, FilterJob | undefined>();
   private jobsSinceMs = 0;
   private readonly rules = new Map<string, { readonly sig: string; readonly rules: CustomFilterRules }>();
+  /** node -> what its last evaluation hid or dropped (nodes with none are absent). */
+  private readonly lastWithheld = new Map<string, readonly FaultRecord[]>();
   private sub: Subscription | undefined;
 
   constructor(d: FaultFiltersDeps) {
@@ -139,6 +144,15 @@ export class FaultFiltersController {
     return this.evaluate(node, records, nowMs).visible;
   }
 
+  /**
+   * What the node's last evaluation hid or dropped: the faults cluster-info must leave out of the
+   * lists Volcano reads (reconcilers/cluster-info.reconciler.ts). Read it right after the node's
+   * scheduler view, which is that evaluation.
+   */
+  withheld(node: string): readonly FaultRecord[] {
+    return this.lastWithheld.get(node) ?? [];
+  }
+
   /** For the jobs pipeline: visible and hidden faults of these nodes, and the hide windows (faultKey -> window). */
   jobSnapshot(nodes: readonly string[], nowMs: number = this.clock.now()): { faults: FaultRecord[]; hidden: Map<string, HiddenFault> } {
     const faults: FaultRecord[] = [];
@@ -156,9 +170,15 @@ export class FaultFiltersController {
 
   /** Runs the chain for one node and records what changed. */
   evaluate(node: string, records: readonly FaultRecord[], nowMs: number): NodeFilterResult {
-    if (records.length === 0 && !this.uce.has(node) && !this.tags.has(node)) return { ...EMPTY, visible: records };
+    if (records.length === 0 && !this.uce.has(node) && !this.tags.has(node)) {
+      this.lastWithheld.delete(node);
+      return { ...EMPTY, visible: records };
+    }
     const result = this.run(node, records, nowMs, true);
     this.commit(node, records, result, nowMs);
+    const withheld = [...result.hidden, ...result.dropped].map((o) => o.record);
+    if (withheld.length === 0) this.lastWithheld.delete(node);
+    else this.lastWithheld.set(node, withheld);
     return result;
   }
 

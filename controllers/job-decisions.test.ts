@@ -3,7 +3,7 @@ import type { ReconcileContext } from '../runtime/reconciler.ts';
 import { silentLogger } from '../telemetry/logger.ts';
 import { Metrics } from '../telemetry/metrics.ts';
 import { chipFault } from '../policy/job-fixtures.ts';
-import type { FaultRecord } from '../policy/fault-types.ts';
+import { faultKey, type FaultRecord } from '../policy/fault-types.ts';
 import { JOB_STATE_KEY, parseJobState, type PendingDecision } from '../schemas/job-state/job-state.ts';
 import type { JobActionExecutor, JobTarget } from '../actions/job-action-executor.ts';
 import { FakeConfigMaps, FakeStore, podGroupOf, podOf } from './job-fakes.ts';
@@ -19,7 +19,7 @@ const UID = 'u1';
 const KEY = `${NS}/llama-${UID}`;
 const NPUS = ['Ascend910-0', 'Ascend910-1'];
 
-function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string> } = {}) {
+function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string>; hiddenUntilMs?: number; visibleOn3?: boolean } = {}) {
   const pods = new FakeStore<KubeObject>();
   const groups = new FakeStore<KubeObject>();
   groups.put(podGroupOf(NS, 'llama', UID, opts.labels ?? { 'fault-scheduling': 'force' }));
@@ -33,25 +33,37 @@ function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string> }
     writer, client: cms.client(), dryRun: false,
   });
   const faults: Record<string, FaultRecord[]> = { 'node-2': [chipFault('node-2', 'Ascend910-0', 'SeparateNPU', '80E18402')] };
+  const visible: Record<string, FaultRecord[]> = opts.visibleOn3 === true ? { 'node-3': [chipFault('node-3', 'Ascend910-1', 'SeparateNPU', '80E18401')] } : {};
   const log: string[] = [];
+  const chains: string[] = [];
   let runs = 0;
   const executor = {
     async run(job: JobTarget, p: PendingDecision, o: { replay: boolean }) {
       runs++;
+      chains.push(p.chain);
       const stored = parseJobState(cms.get('mindx-dl', `clusterd-ts-job-state-${UID}`)?.data?.[JOB_STATE_KEY]);
       log.push(`run ${job.key} ${p.actions.map((a) => a.type).join('+')} replay=${o.replay} persisted=${stored.ok && stored.value.pending?.decisionId === p.decisionId}`);
       if (opts.failFirstRun === true && runs === 1) throw new Error('crash after persisting');
       return { deleted: [], alreadyGone: [], annotated: 0, recorded: true };
     },
   } as unknown as JobActionExecutor;
+  // With a hide window, the scheduler view leaves the fault out and the filters' snapshot marks it hidden.
+  const until = opts.hiddenUntilMs;
+  const filtered = until === undefined ? {} : {
+    filtered: (nodes: readonly string[]) => {
+      const hidden = nodes.flatMap((n) => faults[n] ?? []);
+      return { faults: [...hidden, ...nodes.flatMap((n) => visible[n] ?? [])], hidden: new Map(hidden.map((f) => [faultKey(f), { by: 'custom-filter', untilMs: until }])) };
+    },
+  };
+  let nowMs = 1_000_000;
   const r = jobDecisionsReconciler({
-    index, faultsOf: (n) => faults[n] ?? [], states, executor,
+    index, faultsOf: (n) => (until === undefined ? faults[n] ?? [] : visible[n] ?? []), ...filtered, states, executor,
     reporter: new DecisionReporter({ log: silentLogger, metrics: new Metrics({ processMetrics: false }) }),
     resetConfig: { cached: () => undefined, writer }, config: {}, dryRun: false,
     onStateChanged: () => undefined, onGone: () => undefined,
   });
-  const ctx: ReconcileContext = { log: silentLogger, signal: new AbortController().signal, now: () => 1_000_000 };
-  return { r, ctx, cms, log, states, pods, groups };
+  const ctx: ReconcileContext = { log: silentLogger, signal: new AbortController().signal, now: () => nowMs };
+  return { r, ctx, cms, log, chains, states, pods, groups, advance: (ms: number) => { nowMs += ms; } };
 }
 
 describe('job decisions reconcile', () => {
@@ -97,6 +109,24 @@ describe('job decisions reconcile', () => {
     await r.reconcile(KEY, ctx);
     expect(log).toEqual([]);
     expect(cms.writes).toEqual([]);
+  });
+
+  it('a fault hidden by a filter (the pipeline snapshot) is B6 row 2: nothing until its window ends, then the job restarts', async () => {
+    const { r, ctx, log, advance } = setup({ hiddenUntilMs: 1_005_000 });
+    const out = await r.reconcile(KEY, ctx);
+    expect(log).toEqual([]);
+    expect(out.requeueAfterMs).toBe(5_000); // wakes at the window's end without new intake
+    advance(5_000);
+    await r.reconcile(KEY, ctx);
+    expect(log).toEqual([`run ${KEY} forceDeletePods+recordRescheduleReason replay=false persisted=true`]);
+  });
+
+  it('a decision on a visible fault names and times only it, not a fault still hidden on another rank', async () => {
+    const { r, ctx, log, chains } = setup({ hiddenUntilMs: 1_005_000, visibleOn3: true });
+    await r.reconcile(KEY, ctx);
+    expect(log).toHaveLength(1);
+    expect(chains[0]).toContain('80E18401@node-3/Ascend910-1');
+    expect(chains[0]).not.toContain('80E18402');
   });
 
   it('deletes the state of a job whose PodGroup is gone', async () => {

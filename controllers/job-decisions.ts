@@ -3,7 +3,8 @@
  *
  * For a job key (`<ns>/<podGroupName>`), on every burst of its faults or pod changes and on its timers:
  * 1. a pending decision left by a crash or a failed pass is carried out first (replay, idempotent);
- * 2. the job is aggregated from the caches (policy/job-aggregation) and decided (policy/job-restart
+ * 2. the job is aggregated from the caches, with the same snapshot as the aggregation pipeline (hidden
+ *    faults marked, B6 row 2; policy/job-aggregation), and decided (policy/job-restart
  *    `decideJob`, B6 + B4) against the persisted state;
  * 3. a decision with actions not yet acted on is persisted WITH its resolved actions before anything
  *    is done, then carried out, then the pending mark is cleared. A restart between 3a and 3c finds
@@ -13,7 +14,7 @@
  *    computed from persisted timestamps.
  * A job whose PodGroup is gone has its state deleted.
  */
-import { aggregateJob, type JobFaultAggregate } from '../policy/job-aggregation.ts';
+import { aggregateJob, type FaultCause, type HiddenFault, type JobFaultAggregate, type JobFaultSnapshot } from '../policy/job-aggregation.ts';
 import { alreadyActed, markActed } from '../policy/job-decision-id.ts';
 import { decideJob } from '../policy/job-restart.ts';
 import { faultKey, type FaultRecord } from '../policy/fault-types.ts';
@@ -28,7 +29,14 @@ import { chainOf, faultSummary, type DecisionReporter, type ReporterJob } from '
 
 export interface JobDecisionsDeps {
   readonly index: JobIndex;
+  /** The scheduler view of a node (hidden faults left out). */
   readonly faultsOf: (node: string) => readonly FaultRecord[];
+  /**
+   * The snapshot the aggregation pipeline uses (fault-filters.controller.ts jobSnapshot): visible plus
+   * hidden faults of these nodes and the hide windows, so a hidden cause is B6 row 2 (wait for its
+   * window, then re-decide) rather than no fault at all. Default: `faultsOf`, nothing hidden.
+   */
+  readonly filtered?: JobFaultsFiltered;
   readonly states: JobStateStore;
   readonly executor: JobActionExecutor;
   readonly reporter: DecisionReporter;
@@ -50,15 +58,35 @@ const reporterJob = (e: JobEntry): ReporterJob => ({
   ...(e.podGroup.metadata?.uid ? { podGroupUid: e.podGroup.metadata.uid } : {}),
 });
 
-/** The job's aggregate from the caches (pure apart from the reads). */
-export function aggregateFromCache(entry: JobEntry, faultsOf: (node: string) => readonly FaultRecord[]): JobFaultAggregate {
+/** Visible plus hidden faults of some nodes and the hide windows (faultKey -> window). */
+export type JobFaultsFiltered = (nodes: readonly string[]) => { readonly faults: readonly FaultRecord[]; readonly hidden: ReadonlyMap<string, HiddenFault> };
+
+/** The job's fault snapshot from the caches: the pipeline's (`filtered`) when given, else the scheduler view. */
+export function snapshotFromCache(entry: JobEntry, faultsOf: (node: string) => readonly FaultRecord[], filtered?: JobFaultsFiltered): JobFaultSnapshot {
   const nodes = [...new Set(entry.view.pods.flatMap((p) => (p.node === undefined ? [] : [p.node])))];
-  return aggregateJob({ job: entry.view, faults: nodes.flatMap((n) => faultsOf(n)) });
+  const f = filtered?.(nodes);
+  return f === undefined ? { job: entry.view, faults: nodes.flatMap((n) => faultsOf(n)) } : { job: entry.view, faults: f.faults, hidden: f.hidden };
+}
+
+/** The job's aggregate from the caches (pure apart from the reads). */
+export function aggregateFromCache(entry: JobEntry, faultsOf: (node: string) => readonly FaultRecord[], filtered?: JobFaultsFiltered): JobFaultAggregate {
+  return aggregateJob(snapshotFromCache(entry, faultsOf, filtered));
+}
+
+/**
+ * The causes a decision acts on: those not inside a hide window (job-fault-tasks.ts counts them the
+ * same way). Heads the Event message and times fault -> action, so a fault Volcano would not see yet
+ * is neither named nor timed. Only `causes` are filtered; ranks left with none are dropped.
+ */
+export function withoutHidden(agg: JobFaultAggregate, nowMs: number): JobFaultAggregate {
+  const live = (c: FaultCause): boolean => c.hidden === undefined || c.hidden.untilMs <= nowMs;
+  if (agg.ranks.every((r) => r.causes.every(live))) return agg;
+  return { ...agg, ranks: agg.ranks.flatMap((r) => { const causes = r.causes.filter(live); return causes.length === 0 ? [] : [{ ...r, causes }]; }) };
 }
 
 /** Earliest first-seen time of the hardware faults behind the aggregate; 0 when none (failed pods). */
-export function faultSinceMs(agg: JobFaultAggregate, faultsOf: (node: string) => readonly FaultRecord[]): number {
-  const byKey = new Map(agg.ranks.flatMap((r) => (r.node === undefined ? [] : faultsOf(r.node))).map((f) => [faultKey(f), f.firstSeenMs]));
+export function faultSinceMs(agg: JobFaultAggregate, faults: readonly FaultRecord[]): number {
+  const byKey = new Map(faults.map((f) => [faultKey(f), f.firstSeenMs]));
   const times = agg.ranks.flatMap((r) => r.causes.flatMap((c) => (byKey.has(c.key) ? [byKey.get(c.key)!] : [])));
   return times.length === 0 ? 0 : Math.min(...times);
 }
@@ -112,11 +140,13 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
       }
 
       const nowMs = ctx.now();
-      const aggregate = aggregateFromCache(entry, d.faultsOf);
+      const snapshot = snapshotFromCache(entry, d.faultsOf, d.filtered);
+      const aggregate = aggregateJob(snapshot);
       const out = decideJob({
         aggregate, knobs: entry.knobsInput, state, nowMs, config: d.config, registered: d.registered?.(uid) ?? false,
       });
       const dec = out.decision;
+      const shown = withoutHidden(aggregate, nowMs);
       const acting = dec.actions.length > 0 && !alreadyActed(state, dec);
       const next = acting ? markActed(out.state, dec) : out.state;
       const outcome = !acting ? (dec.actions.length > 0 ? 'already_acted' : 'no_action') : d.dryRun ? 'dry_run' : 'acted';
@@ -125,7 +155,7 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
       if (acting && !d.dryRun) {
         const p: PendingDecision = {
           decisionId: dec.decisionId, atMs: nowMs, kind: dec.kind, phase: dec.phase, ...(dec.row === undefined ? {} : { row: dec.row }),
-          chain: faultSummary(aggregate) + chainOf(dec.reasons), faultSinceMs: faultSinceMs(aggregate, d.faultsOf), actions: resolve(entry, dec, nowMs),
+          chain: faultSummary(shown) + chainOf(dec.reasons), faultSinceMs: faultSinceMs(shown, snapshot.faults), actions: resolve(entry, dec, nowMs),
         };
         await d.states.put(key, next, p); // BEFORE acting
         d.afterPersist?.(key, p);
@@ -134,7 +164,7 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
       } else {
         if (acting) ctx.log.info('dry run: decision not carried out', { job: key, decisionId: dec.decisionId });
         await d.states.put(key, next);
-        if (reported && !d.dryRun) await d.reporter.event(reporterJob(entry), dec, faultSummary(aggregate) + chainOf(dec.reasons), nowMs);
+        if (reported && !d.dryRun) await d.reporter.event(reporterJob(entry), dec, faultSummary(shown) + chainOf(dec.reasons), nowMs);
       }
       state = next;
       if (budgetBefore !== state.retry?.times) d.onStateChanged();

@@ -37,7 +37,7 @@ import { JobIndex } from './job-index.ts';
 import { jobAggregates$ } from './job-pipeline.ts';
 import { JobStateStore } from './job-state-store.ts';
 import { DecisionReporter } from './job-report.ts';
-import { aggregateFromCache, jobDecisionsReconciler } from './job-decisions.ts';
+import { aggregateFromCache, jobDecisionsReconciler, snapshotFromCache } from './job-decisions.ts';
 import { nodeIsolationReconciler } from './job-isolation.ts';
 
 export interface JobsControllerDeps {
@@ -102,6 +102,8 @@ export class JobsController {
     });
     const resetConfig: ResetConfigDeps = { cached: (ns, name) => s.resetConfigs.get(`${ns}/${name}`), writer };
     const executor = new JobActionExecutor({ client, log, metrics, now: this.now, reasons: reasonStore, resetConfig, hooks: d.hooks, handOff: d.handOff });
+    // --dry-run posts no Events: it writes nothing to the cluster, so the chart's dry-run ClusterRole
+    // grants no events verbs (docs/rbac.md); decisions are explained in the logs and decisions_total.
     const reporter = new DecisionReporter({ log: log.child({ controller: 'job_decisions' }), metrics, ...(options.dryRun ? {} : { events: client }) });
     const vcjobFaultNpu = loop(vcjobFaultNpuReconciler({
       nodes: () => d.deviceFaults.store.nodeNames(), faultsOf,
@@ -111,7 +113,7 @@ export class JobsController {
     const reasons = loop(rescheduleReasonReconciler(reasonStore));
     this.loops = {
       decisions: loop(jobDecisionsReconciler({
-        index: this.index, faultsOf, states: this.states, executor, reporter, resetConfig, dryRun: options.dryRun,
+        index: this.index, faultsOf, ...(d.filtered === undefined ? {} : { filtered: d.filtered }), states: this.states, executor, reporter, resetConfig, dryRun: options.dryRun,
         config: { graceOverTimeMs: options.graceOverTimeSeconds * 1000, pendingEscalationMs: options.pendingEscalationSeconds * 1000 },
         registered: d.registered, afterPersist: d.afterPersist,
         onStateChanged: () => vcjobFaultNpu.queue.add(VCJOB_FAULT_NPU_KEY),
@@ -140,10 +142,7 @@ export class JobsController {
       jobKeysOnNodes: (nodes) => this.index.jobKeysOnNodes(nodes),
       snapshotOf: (key) => {
         const e = this.index.job(key);
-        if (e === undefined) return undefined;
-        const nodes = [...new Set(e.view.pods.flatMap((p) => (p.node === undefined ? [] : [p.node])))];
-        const f = this.d.filtered?.(nodes);
-        return f === undefined ? { job: e.view, faults: nodes.flatMap((n) => deviceFaults.effective(n)) } : { job: e.view, faults: f.faults, hidden: f.hidden };
+        return e === undefined ? undefined : snapshotFromCache(e, (n) => deviceFaults.effective(n), this.d.filtered);
       },
     }, { windowMs: options.burstWindowMs, idleMs: DEFAULT_JOB_GROUP_IDLE_MS }, this.d.scheduler ?? asyncScheduler);
     const work$ = merge(
@@ -208,7 +207,7 @@ export class JobsController {
   /** The job's aggregate now, from the caches (for consumers that cannot wait for a burst). */
   aggregateNow(key: string): JobFaultAggregate | undefined {
     const e = this.index.job(key);
-    return e === undefined ? undefined : aggregateFromCache(e, (n) => this.d.deviceFaults.effective(n));
+    return e === undefined ? undefined : aggregateFromCache(e, (n) => this.d.deviceFaults.effective(n), this.d.filtered);
   }
 
   private retryJobs() {

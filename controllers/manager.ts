@@ -7,7 +7,8 @@ import { map } from 'rxjs';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import { startHttpServer, type HealthSource } from '../telemetry/http-server.ts';
+import { startHttpServer, type HealthSource, type Leadership } from '../telemetry/http-server.ts';
+import { LeaderLabeler, type PodRef } from '../actions/leader-label.action.ts';
 import type { Options } from './options.ts';
 import { createSources, sourcesHealth, startSources, stopSources, waitForSync, type Sources } from './sources/sources.ts';
 import { ControllerLoop } from '../runtime/controller-loop.ts';
@@ -47,6 +48,12 @@ export interface ManagerDeps {
   /** Process-recovery extras: FSM timing overrides (tests), scheduler; gRPC transport limit overrides. */
   readonly recovery?: RecoveryTuning;
   readonly grpcLimits?: Partial<GrpcLimits>;
+  /**
+   * This replica's pod (default: env POD_NAME / POD_NAMESPACE from the downward API). With leader
+   * election, the leader labels it so the gRPC Service routes to it (actions/leader-label.action.ts);
+   * without a pod the label is not managed. Its name is also the leader-election identity.
+   */
+  readonly pod?: PodRef;
 }
 
 /** The Lease replicas compete for (in --leader-election-namespace). */
@@ -71,6 +78,8 @@ export class Manager implements HealthSource {
   readonly relations: RelationFaultsController;
   private server: Server | undefined;
   private elector: LeaderElector | undefined;
+  private leaderLabel: LeaderLabeler | undefined;
+  private identity = '';
   private acting = false;
   private healthTimer: NodeJS.Timeout | undefined;
   private readonly deps: ManagerDeps;
@@ -84,7 +93,8 @@ export class Manager implements HealthSource {
     const { options, log, metrics } = deps;
     this.writer = new ConfigMapWriter(deps.client, { metrics, dryRun: options.dryRun, log });
     this.clusterInfo = new ControllerLoop(clusterInfoReconciler({
-      render: () => this.faultPolicy.adjustView(renderClusterInfo(this.deviceFaults.store, (n) => this.deviceFaults.effective(n), this.now())),
+      // The scheduler view, minus what its filters withheld from the device plugin's lists (E.6).
+      render: () => this.faultPolicy.adjustView(renderClusterInfo(this.deviceFaults.store, (n) => this.deviceFaults.effective(n), this.now(), (n) => this.filters.withheld(n))),
       actual: (name) => this.sources.mindxDlConfigMaps.get(`${CLUSTER_INFO_NAMESPACE}/${name}`),
       actualNames: () => [...this.sources.mindxDlConfigMaps.store.values()].map((c) => c.metadata?.name ?? ''),
       writer: this.writer,
@@ -160,14 +170,35 @@ export class Manager implements HealthSource {
       .map((h) => `informer ${h.name}: no contact with the apiserver for ${Math.round((now - h.lastContactMs) / 1000)} s`);
   }
 
+  /**
+   * Caches synced, on the standby too: leadership is not a readiness condition (a standby that is
+   * never Ready would block the PDB and rolling updates). The gRPC Service follows the leader label.
+   */
   readiness(): string[] {
     return sourcesHealth(this.sources).filter((h) => !h.synced).map((h) => `informer ${h.name}: not synced`);
+  }
+
+  leadership(): Leadership {
+    const pod = this.pod();
+    return {
+      leaderElection: this.deps.options.leaderElect, leader: this.acting, identity: this.identity,
+      holder: this.elector?.leader ?? (this.acting ? this.identity : ''),
+      ...(pod === undefined ? {} : { pod: `${pod.namespace}/${pod.name}` }),
+      podLabel: this.leaderLabel?.ownLabel ?? 'unmanaged',
+    };
+  }
+
+  private pod(): PodRef | undefined {
+    if (this.deps.pod !== undefined) return this.deps.pod;
+    const name = process.env.POD_NAME;
+    const namespace = process.env.POD_NAMESPACE;
+    return name && namespace ? { name, namespace } : undefined;
   }
 
   async start(): Promise<void> {
     const { options, log, metrics } = this.deps;
     this.server = await startHttpServer(options.httpPort, options.httpHost, metrics, this);
-    log.info('http server listening', { port: options.httpPort, paths: ['/healthz', '/readyz', '/metrics'] });
+    log.info('http server listening', { port: options.httpPort, paths: ['/healthz', '/readyz', '/metrics', '/leaderz'] });
     this.deviceFaults.start();
     this.filters.start();
     this.relations.start();
@@ -184,14 +215,26 @@ export class Manager implements HealthSource {
     this.relations.restore(this.faultPolicy.engine.sideState.relation);
     // Reconcilers start only on synced caches, so a restart never acts on a partial view, and only
     // on the leader: a standby keeps its caches warm and takes over within one lease duration.
+    const pod = this.pod();
+    this.identity = pod?.name ?? process.env.POD_NAME ?? `${hostname()}-${randomBytes(3).toString('hex')}`;
     if (!options.leaderElect) {
       this.startActing();
       return;
     }
     metrics.leader.set(0);
+    if (pod !== undefined) {
+      this.leaderLabel = new LeaderLabeler({
+        client: this.deps.client, pod, log: log.child({ component: 'leader_label' }), metrics,
+        resyncMs: options.leaseDurationSeconds * 1000,
+      });
+      // A container restarted in place keeps its pod's labels: a standby must not carry it.
+      this.leaderLabel.release();
+    } else {
+      log.info('no POD_NAME / POD_NAMESPACE: the leader pod label (gRPC Service routing) is not managed');
+    }
     this.elector = new LeaderElector(this.deps.client, {
       namespace: options.leaderElectionNamespace, name: LEADER_LEASE_NAME,
-      identity: process.env.POD_NAME ?? `${hostname()}-${randomBytes(3).toString('hex')}`,
+      identity: this.identity,
       leaseDurationMs: options.leaseDurationSeconds * 1000,
       renewDeadlineMs: Math.floor(options.leaseDurationSeconds * 1000 * 2 / 3),
       retryPeriodMs: Math.max(500, Math.floor(options.leaseDurationSeconds * 1000 / 7.5)),
@@ -209,6 +252,12 @@ export class Manager implements HealthSource {
 
   get isLeader(): boolean { return this.acting; }
 
+  /** The port /healthz, /readyz, /leaderz and /metrics listen on (after start). */
+  get httpPort(): number | undefined {
+    const a = this.server?.address();
+    return a !== null && typeof a === 'object' ? a.port : undefined;
+  }
+
   /** Starts every reconciler and action loop (leader only). */
   private startActing(): void {
     if (this.acting) return;
@@ -221,12 +270,17 @@ export class Manager implements HealthSource {
     this.relations.startActing();
     // gRPC (Recover, Fault, PubFault) runs on the leader only: see controllers/grpc.controller.ts.
     this.recovery.startActing();
-    void this.grpc.start();
+    // The gRPC Service selects the leader label: claim it once the server has tried to listen.
+    void this.grpc.start().finally(() => { if (this.acting) this.leaderLabel?.claim(); });
   }
 
   private async stopActing(): Promise<void> {
     if (!this.acting) return;
     this.acting = false;
+    this.deps.metrics.leader.set(0);
+    // First, so the gRPC Service stops routing here while the loops drain (not awaited: a leader
+    // cut off from the apiserver must stand down without waiting for it).
+    this.leaderLabel?.release();
     await this.clusterInfo.stop();
     await Promise.all([this.escalationState.stop(), this.manualInfo.stop()]);
     await this.jobs.stopLoops();
@@ -244,6 +298,8 @@ export class Manager implements HealthSource {
     await this.jobs.stop();
     await this.relations.stop();
     await this.recovery.stop();
+    // The label goes before the Lease: the next leader finds no stale label of ours to clear.
+    await this.leaderLabel?.stop();
     await this.elector?.stop();
     stopSources(this.sources);
     await new Promise<void>((resolve) => (this.server === undefined ? resolve() : this.server.close(() => resolve())));

@@ -7,6 +7,7 @@
 import { CLUSTER_INFO_DEVICE_PREFIX, CLUSTER_INFO_LABELS, CLUSTER_INFO_NAMESPACE, CLUSTER_INFO_NODE_CM, CLUSTER_INFO_SWITCH_PREFIX, encodeClusterInfo, type ClusterInfoEntry, type DeviceInfoEntry, type NodeInfoEntry, type SwitchInfoEntry } from '../schemas/cluster-info/cluster-info.ts';
 import { mergeDeviceFaults, recomputeDeviceList } from '../schemas/cluster-info/device-list.ts';
 import { shardClusterInfo } from '../schemas/cluster-info/shard.ts';
+import { withholdSwitchFaults } from '../schemas/cluster-info/switch-view.ts';
 import { deviceInfoCmName } from '../schemas/device-info/device-info.ts';
 import { switchInfoCmName } from '../schemas/device-info/switch-info.ts';
 import { nodeInfoCmName } from '../schemas/node-info/node-info.ts';
@@ -30,26 +31,42 @@ export interface ClusterInfoView {
  * Builds the entries Volcano reads from the store and the records after policy. Device entries are
  * recomputed by ClusterD's rules from the device plugin's lists plus every effective chip fault
  * (including public faults and policy escalations).
+ *
+ * `effective` is the scheduler view (after the per-job filters, behavior.md A.3 #20-#25, E.6);
+ * `withheld` gives what those filters hid or dropped on the node, read right after `effective(node)`.
+ * A withheld fault leaves every list Volcano reads: its chip leaves the device plugin's
+ * `-Unhealthy` / `-NetworkUnhealthy` unless a visible non-normal fault keeps it there (ClusterD
+ * DelFaultAndFix), and a withheld UB switch code leaves the switch entry, whose level is recomputed.
+ * The device plugin's `ManuallySeparateNPU` chips stay where it put them.
  */
-export function renderClusterInfo(store: FaultStore, effective: (node: string) => readonly FaultRecord[], nowMs: number): ClusterInfoView {
+export function renderClusterInfo(
+  store: FaultStore,
+  effective: (node: string) => readonly FaultRecord[],
+  nowMs: number,
+  withheld: (node: string) => readonly FaultRecord[] = () => [],
+): ClusterInfoView {
   const view: ClusterInfoView = { device: {}, node: {}, switch: {} };
   for (const node of store.nodeNames().sort()) {
     const s = store.nodeState(node)!;
     const records = effective(node);
+    const hidden = withheld(node);
     if (s.device !== undefined) {
       const { cfg, lists } = s.device.data;
       const DeviceList = recomputeDeviceList({
         prefix: lists.prefix, available: lists.available, unhealthy: lists.unhealthy,
         networkUnhealthy: lists.networkUnhealthy, recovering: lists.recovering,
         faults: mergeDeviceFaults(records),
+        ...(hidden.length === 0 ? {} : { withheld: mergeDeviceFaults(hidden), pinned: s.device.data.manuallySeparateNpu }),
       });
       view.device[deviceInfoCmName(node)] = {
         DeviceList, UpdateTime: cfg.DeviceInfo.UpdateTime, CmName: deviceInfoCmName(node),
         SuperPodID: cfg.SuperPodID, RackID: cfg.RackID ?? 0, ServerIndex: cfg.ServerIndex,
       };
       const sw = s.device.data.switchInfo;
-      if (sw?.ok === true && (sw.value.info.FaultLevel !== '' || (sw.value.info.FaultCode?.length ?? 0) > 0)) {
-        view.switch[switchInfoCmName(node)] = { ...sw.value.info, CmName: switchInfoCmName(node) };
+      if (sw?.ok === true) {
+        const codes = new Set(hidden.filter((r) => r.source === 'switch').map((r) => r.code));
+        const info = codes.size === 0 ? sw.value.info : withholdSwitchFaults(sw.value.info, codes, sw.value.events);
+        if (info.FaultLevel !== '' || (info.FaultCode?.length ?? 0) > 0) view.switch[switchInfoCmName(node)] = { ...info, CmName: switchInfoCmName(node) };
       }
     }
     if (s.nodeInfo !== undefined) {

@@ -50,6 +50,7 @@ export class ConfigMapWriter {
   fresher(namespace: string, name: string, cached: ConfigMap | undefined): ConfigMap | undefined {
     const mine = this.lastWritten.get(`${namespace}/${name}`);
     if (mine === undefined) return cached;
+    if (cached === mine) return mine; // a caller handing back our own copy is not the informer catching up
     const rv = (o: ConfigMap | undefined): number => Number(o?.metadata?.resourceVersion ?? -1);
     if (cached !== undefined && rv(cached) >= rv(mine)) { this.lastWritten.delete(`${namespace}/${name}`); return cached; }
     return mine;

@@ -32,6 +32,7 @@ export class Metrics {
   readonly reconcileDuration = new Histogram({ name: `${PREFIX}reconcile_duration_seconds`, help: 'Duration of reconcile passes.', labelNames: ['controller'], buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5], registers: [this.registry] });
   readonly queueDepth = new Gauge({ name: `${PREFIX}workqueue_depth`, help: 'Keys waiting in a controller work queue.', labelNames: ['controller'], registers: [this.registry] });
   readonly leader = new Gauge({ name: `${PREFIX}leader`, help: '1 while this replica holds the leader lease.', registers: [this.registry] });
+  readonly leaderLabelChanges = new Counter({ name: `${PREFIX}leader_label_changes_total`, help: 'Writes of the leader pod label clusterd-ts.io/leader (the gRPC Service selects it), by change (set: own pod, remove: own pod, clear: another pod) and result (success, conflict, gone, error).', labelNames: ['change', 'result'], registers: [this.registry] });
   readonly recoveryJobs = new Gauge({ name: `${PREFIX}recovery_jobs`, help: 'Jobs in the process-recovery state machine, by state.', labelNames: ['state'], registers: [this.registry] });
   readonly grpcRequests = new Counter({ name: `${PREFIX}grpc_requests_total`, help: 'gRPC requests by method and ClusterD status code.', labelNames: ['method', 'code'], registers: [this.registry] });
 

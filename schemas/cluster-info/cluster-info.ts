@@ -5,7 +5,7 @@
  */
 import { Ajv, type ValidateFunction } from 'ajv';
 import { goJson, goMap } from '../go-json.ts';
-import { ok, rejected, type Parsed } from '../parsed.ts';
+import { ok, parseValidated, type Parsed } from '../parsed.ts';
 import { deviceInfoWire } from '../device-info/device-info.ts';
 import { switchInfoFields, type SwitchFaultInfo } from '../device-info/switch-info.ts';
 import { nodeInfoWire, type FaultDev } from '../node-info/node-info.ts';
@@ -109,15 +109,9 @@ function pickEntry(kind: ClusterInfoKind, x: ClusterInfoEntry): ClusterInfoEntry
 /** Parses one cluster-info value (`""` = no entries); for tests and for reading back our own writes. */
 export function parseClusterInfo(kind: ClusterInfoKind, text: string): Parsed<Record<string, ClusterInfoEntry>> {
   if (text === '') return ok({});
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (e) {
-    return rejected(`cluster-info ${kind}: malformed JSON: ${(e as Error).message}`);
-  }
-  const validate = validators[kind] as ValidateFunction<Record<string, ClusterInfoEntry>>;
-  if (!validate(raw)) return rejected(`cluster-info ${kind}: ${(validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'invalid'}`).join('; ')}`);
+  const p = parseValidated(`cluster-info ${kind}`, text, validators[kind] as ValidateFunction<Record<string, ClusterInfoEntry>>);
+  if (!p.ok) return p;
   const out: Record<string, ClusterInfoEntry> = {};
-  for (const [k, e] of Object.entries(raw)) out[k] = pickEntry(kind, e);
+  for (const [k, e] of Object.entries(p.value)) out[k] = pickEntry(kind, e);
   return ok(out);
 }

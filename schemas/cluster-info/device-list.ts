@@ -19,20 +19,36 @@ export interface DeviceListInput {
   readonly recovering?: readonly string[];
   /** The merged list that goes into `<P>-Fault` (see mergeDeviceFaults). */
   readonly faults: readonly DeviceFault[];
+  /**
+   * Faults the scheduler-view filters hide or drop (merged like `faults`): removed from the chip
+   * lists before `faults` are applied (ClusterD DelFaultAndFix), so a chip the device plugin lists
+   * because of them alone leaves `-Unhealthy` / `-NetworkUnhealthy`.
+   */
+  readonly withheld?: readonly DeviceFault[];
+  /** Chips a withheld fault never releases (the device plugin's `ManuallySeparateNPU` key). */
+  readonly pinned?: readonly string[];
 }
 
 const csv = (names: Iterable<string>): string => [...new Set(names)].sort(compareUtf8).join(',');
 
 /**
- * Applies AddFaultAndFix for every fault: a level outside NORMAL_DEVICE_LEVELS removes the chip from
- * `<P>` and adds it to `-Unhealthy` (CardUnhealthy, PublicFault) or `-NetworkUnhealthy`
- * (CardNetworkUnhealthy). Always returns the five keys; lists sorted; `""` when empty. (A removed
- * fault never puts the chip back into `<P>`: callers keep `available` from their previous output.)
+ * Applies DelFaultAndFix for every withheld fault, then AddFaultAndFix for every fault: a level
+ * outside NORMAL_DEVICE_LEVELS removes the chip from `<P>` and adds it to `-Unhealthy` (CardUnhealthy,
+ * PublicFault) or `-NetworkUnhealthy` (CardNetworkUnhealthy). So a chip leaves a list only when no
+ * non-normal fault of that list's kind remains visible. Always returns the five keys; lists sorted;
+ * `""` when empty. (A removed fault never puts the chip back into `<P>`: a job may be using it.)
  */
 export function recomputeDeviceList(input: DeviceListInput): Record<string, string> {
   const available = new Set(input.available);
   const unhealthy = new Set(input.unhealthy ?? []);
   const network = new Set(input.networkUnhealthy ?? []);
+  const pinned = new Set(input.pinned ?? []);
+  for (const f of input.withheld ?? []) {
+    // A manual separation is never hidden from the scheduler (ClusterD applies it after the filters).
+    if (NORMAL_DEVICE_LEVELS.has(f.fault_level) || f.fault_level === MANUALLY_SEPARATE_NPU || pinned.has(f.npu_name)) continue;
+    if (f.fault_type === FAULT_TYPES.card || f.fault_type === FAULT_TYPES.public) unhealthy.delete(f.npu_name);
+    else if (f.fault_type === FAULT_TYPES.network) network.delete(f.npu_name);
+  }
   for (const f of input.faults) {
     if (NORMAL_DEVICE_LEVELS.has(f.fault_level)) continue;
     available.delete(f.npu_name);

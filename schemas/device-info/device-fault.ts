@@ -3,9 +3,9 @@
  * node-side device-info CM and ClusterD's `cluster-info-device-N`.
  */
 import { goJson, goMap } from '../go-json.ts';
-import { ok, rejected, type Parsed } from '../parsed.ts';
+import { ok, parseValidated, rejected, type Parsed } from '../parsed.ts';
 import { NPU_LEVELS_BY_SEVERITY } from '../../policy/fault-types.ts';
-import { ajvReason, parseJsonText, validateDeviceFaultList } from './device-info-ajv.ts';
+import { validateDeviceFaultList } from './device-info-ajv.ts';
 
 export const FAULT_TYPES = {
   card: 'CardUnhealthy',
@@ -92,11 +92,9 @@ export function checkDeviceFaults(faults: readonly DeviceFault[], nowMs: number,
 /** Parses a `<P>-Fault` string (a JSON array of DeviceFault). `""` counts as no faults. */
 export function parseDeviceFaultList(text: string, nowMs: number, where = 'Fault'): Parsed<WithWarnings<DeviceFault[]>> {
   if (text === '') return ok({ value: [], warnings: [] });
-  const json = parseJsonText(text, where);
+  const json = parseValidated(where, text, validateDeviceFaultList);
   if (!json.ok) return json;
-  const raw = json.value;
-  if (!validateDeviceFaultList(raw)) return rejected(`${where}: ${ajvReason(validateDeviceFaultList.errors)}`);
-  return checkDeviceFaults(raw, nowMs, where);
+  return checkDeviceFaults(json.value, nowMs, where);
 }
 
 /** The Go-ordered model of one DeviceFault (map as a Go map). */

@@ -18,16 +18,3 @@ export const validateDeviceInfoCfg = def<DeviceInfoCfg>('DeviceInfoCfg');
 export const validateSwitchFaultInfo = def<SwitchFaultInfo>('SwitchFaultInfo');
 export const validateSwitchFaultEvent = def<SwitchFaultEvent>('SwitchFaultEvent');
 export const validateUpgradeFaultReason = def<Record<string, UpgradeReason[] | null> | null>('UpgradeFaultReason');
-
-/** One line from ajv's errors, e.g. `/DeviceInfo/UpdateTime must be integer`. */
-export const ajvReason = (errors: ReadonlyArray<{ instancePath: string; message?: string }> | null | undefined): string =>
-  (errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'invalid'}`).join('; ');
-
-/** JSON.parse that reports instead of throwing. */
-export function parseJsonText(text: string, where: string): { ok: true; value: unknown } | { ok: false; reason: string } {
-  try {
-    return { ok: true, value: JSON.parse(text) as unknown };
-  } catch (e) {
-    return { ok: false, reason: `${where}: malformed JSON: ${(e as Error).message}` };
-  }
-}

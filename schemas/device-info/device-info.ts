@@ -4,9 +4,9 @@
  */
 import { checkCode } from '../check-code.ts';
 import { goJson, goMap } from '../go-json.ts';
-import { ok, rejected, type Parsed } from '../parsed.ts';
+import { ajvErrors, ok, parseJson, parseValidated, rejected, type Parsed } from '../parsed.ts';
 import { type DeviceFault, parseDeviceFaultList, parseNpuCsv, isNpuName, type WithWarnings } from './device-fault.ts';
-import { ajvReason, parseJsonText, validateDeviceInfoCfg, validateUpgradeFaultReason } from './device-info-ajv.ts';
+import { validateDeviceInfoCfg, validateUpgradeFaultReason } from './device-info-ajv.ts';
 import { parseSwitchInfo, type SwitchInfoView } from './switch-info.ts';
 
 export const DEVICE_INFO_NAMESPACE = 'kube-system';
@@ -110,14 +110,15 @@ export const encodeDeviceInfoCfg = (cfg: DeviceInfoCfg): string =>
 
 /** Parses and verifies a `DeviceInfoCfg` string: rejects a missing, empty or wrong CheckCode. */
 export function parseDeviceInfoCfg(text: string): Parsed<DeviceInfoCfg> {
-  const json = parseJsonText(text, DEVICE_INFO_KEYS.deviceInfo);
+  const json = parseJson(DEVICE_INFO_KEYS.deviceInfo, text);
   if (!json.ok) return json;
   const raw = json.value;
+  // Before the schema check, so that a missing CheckCode gets its own reason (not "must have required").
   if (raw !== null && typeof raw === 'object' && !Array.isArray(raw)) {
     const code = (raw as Record<string, unknown>)['CheckCode'];
     if (code === undefined || code === '') return rejected(`${DEVICE_INFO_KEYS.deviceInfo}: CheckCode is missing or empty`);
   }
-  if (!validateDeviceInfoCfg(raw)) return rejected(`${DEVICE_INFO_KEYS.deviceInfo}: ${ajvReason(validateDeviceInfoCfg.errors)}`);
+  if (!validateDeviceInfoCfg(raw)) return rejected(`${DEVICE_INFO_KEYS.deviceInfo}: ${ajvErrors(validateDeviceInfoCfg)}`);
   const info: DeviceInfo = { DeviceList: { ...raw.DeviceInfo.DeviceList }, UpdateTime: raw.DeviceInfo.UpdateTime };
   const want = deviceInfoCheckCode(info);
   if (raw.CheckCode !== want) {
@@ -174,10 +175,9 @@ export function parseDeviceList(list: Readonly<Record<string, string>>, nowMs: n
 export function parseUpgradeFaultReason(text: string): Parsed<Record<string, readonly UpgradeReason[]>> {
   if (text === '') return ok({});
   const where = DEVICE_INFO_KEYS.upgradeFaultReason;
-  const json = parseJsonText(text, where);
+  const json = parseValidated(where, text, validateUpgradeFaultReason);
   if (!json.ok) return json;
   const raw = json.value;
-  if (!validateUpgradeFaultReason(raw)) return rejected(`${where}: ${ajvReason(validateUpgradeFaultReason.errors)}`);
   const out: Record<string, readonly UpgradeReason[]> = {};
   for (const [chip, reasons] of Object.entries(raw ?? {})) {
     if (!isNpuName(chip)) return rejected(`${where}: bad NPU name ${JSON.stringify(chip)}`);

@@ -4,10 +4,10 @@
  * as the map key in `cluster-info-switch-N`.
  */
 import { goJson, goMap } from '../go-json.ts';
-import { ok, rejected, type Parsed } from '../parsed.ts';
+import { ok, parseValidated, rejected, type Parsed } from '../parsed.ts';
 import { severityRank, type FaultRecord, type NpuFaultLevel } from '../../policy/fault-types.ts';
 import type { FaultTimeAndLevel } from './device-fault.ts';
-import { ajvReason, parseJsonText, validateSwitchFaultEvent, validateSwitchFaultInfo } from './device-info-ajv.ts';
+import { validateSwitchFaultEvent, validateSwitchFaultInfo } from './device-info-ajv.ts';
 
 /** ClusterD's internal name for a node's switch info; the key in cluster-info-switch-N. */
 export const SWITCH_INFO_CM_PREFIX = 'mindx-dl-switchinfo-';
@@ -108,11 +108,9 @@ export function checkSwitchInfo(info: SwitchFaultInfo, nowMs: number, where: str
   }
   const events: SwitchFaultEvent[] = [];
   for (const [i, s] of (info.FaultCode ?? []).entries()) {
-    const json = parseJsonText(s, `${where} FaultCode[${i}]`);
-    if (!json.ok) return json;
-    const e = json.value;
-    if (!validateSwitchFaultEvent(e)) return rejected(`${where} FaultCode[${i}]: ${ajvReason(validateSwitchFaultEvent.errors)}`);
-    events.push(e);
+    const e = parseValidated(`${where} FaultCode[${i}]`, s, validateSwitchFaultEvent);
+    if (!e.ok) return e;
+    events.push(e.value);
   }
   for (const [key, tl] of Object.entries(info.FaultTimeAndLevelMap ?? {})) {
     if (!PORT_KEY_RE.test(key)) return rejected(`${where}: bad FaultTimeAndLevelMap key ${JSON.stringify(key)} (want <code>_<chip>_<port>)`);
@@ -126,10 +124,9 @@ export function checkSwitchInfo(info: SwitchFaultInfo, nowMs: number, where: str
 /** Parses a `SwitchInfoCfg` string. */
 export function parseSwitchInfo(text: string, nowMs: number): Parsed<SwitchInfoView> {
   const where = 'SwitchInfoCfg';
-  const json = parseJsonText(text, where);
+  const json = parseValidated(where, text, validateSwitchFaultInfo);
   if (!json.ok) return json;
   const raw = json.value;
-  if (!validateSwitchFaultInfo(raw)) return rejected(`${where}: ${ajvReason(validateSwitchFaultInfo.errors)}`);
   const info: SwitchFaultInfo = {
     FaultCode: raw.FaultCode === null ? null : [...raw.FaultCode],
     FaultLevel: raw.FaultLevel,

@@ -8,7 +8,7 @@
 import schema from './escalation-state.schema.json' with { type: 'json' };
 import { Ajv } from 'ajv';
 import { goJson, goMap } from '../go-json.ts';
-import { ok, rejected, type Parsed } from '../parsed.ts';
+import { parseValidated, type Parsed } from '../parsed.ts';
 
 export const ESCALATION_STATE_CM_NAMESPACE = 'cluster-system';
 export const ESCALATION_STATE_CM_NAME = 'clusterd-ts-escalation-state';
@@ -148,17 +148,7 @@ const validate = ajv.compile<EscalationStateDoc>(schema);
 
 /** Parses the ConfigMap value. Rejects anything not exactly this version's shape (start fresh then). */
 export function parseEscalationState(text: string): Parsed<EscalationStateDoc> {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text) as unknown;
-  } catch (e) {
-    return rejected(`${ESCALATION_STATE_KEY}: malformed JSON: ${(e as Error).message}`);
-  }
-  if (!validate(raw)) {
-    const reason = (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'invalid'}`).join('; ');
-    return rejected(`${ESCALATION_STATE_KEY}: ${reason}`);
-  }
-  return ok(raw);
+  return parseValidated(ESCALATION_STATE_KEY, text, validate);
 }
 
 /** Go-JSON form: records become sorted Go maps, so equal states encode to equal bytes (no spurious writes). */

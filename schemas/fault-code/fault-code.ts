@@ -6,7 +6,7 @@
 import { Ajv } from 'ajv';
 import schema from './fault-code.schema.json' with { type: 'json' };
 import { goJson } from '../go-json.ts';
-import { ok, rejected, type Parsed } from '../parsed.ts';
+import { ok, parseValidated, type Parsed } from '../parsed.ts';
 import { severityRank, type NpuFaultLevel } from '../../policy/fault-types.ts';
 
 /** Chip lists, in the order the default file declares them, with the level each emits. */
@@ -51,16 +51,9 @@ const validate = ajv.compile<Record<string, unknown>>(schema);
 
 /** Parses faultCode.json text. Unknown keys are ignored; a wrong type or a non-hex code rejects the file. */
 export function parseFaultCode(text: string): Parsed<FaultCodeConfig> {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text) as unknown;
-  } catch (e) {
-    return rejected(`faultCode.json: malformed JSON: ${(e as Error).message}`);
-  }
-  if (!validate(raw)) {
-    const reason = (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'invalid'}`).join('; ');
-    return rejected(`faultCode.json: ${reason}`);
-  }
+  const p = parseValidated('faultCode.json', text, validate);
+  if (!p.ok) return p;
+  const raw = p.value;
   const list = (k: string): readonly string[] | undefined => {
     const v = raw[k];
     return Array.isArray(v) ? (v as string[]) : undefined;

@@ -4,7 +4,7 @@
  * brackets). As in the device plugin, a malformed entry is ignored (with a warning), `ResetFaultCodes`
  * count as Separate, and a wrongly typed list rejects the file.
  */
-import { ok, rejected, type Parsed } from '../parsed.ts';
+import { ok, parseJson, rejected, type Parsed } from '../parsed.ts';
 import { severityRank, type NpuFaultLevel } from '../../policy/fault-types.ts';
 
 /** File key -> switch level (switch vocabulary) and the NPU level it stands for. */
@@ -31,12 +31,9 @@ export const isValidSwitchFaultCode = (code: string): boolean =>
   code.length <= MAX_SWITCH_FAULT_CODE_LENGTH && code.startsWith('[') && code.endsWith(']') && code.split(',').length === 4;
 
 export function parseSwitchFaultCode(text: string): Parsed<SwitchFaultCodeParse> {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text) as unknown;
-  } catch (e) {
-    return rejected(`SwitchFaultCode.json: malformed JSON: ${(e as Error).message}`);
-  }
+  const json = parseJson('SwitchFaultCode.json', text);
+  if (!json.ok) return json;
+  const raw = json.value;
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return rejected('SwitchFaultCode.json: not a JSON object');
   const src = raw as Record<string, unknown>;
   const warnings: string[] = [];

@@ -7,7 +7,7 @@
 import { Ajv } from 'ajv';
 import { checkCode } from '../check-code.ts';
 import { goJson } from '../go-json.ts';
-import { ok, rejected, type Parsed } from '../parsed.ts';
+import { ok, parseValidated, rejected, type Parsed } from '../parsed.ts';
 import schema from './fault-config-job.schema.json' with { type: 'json' };
 
 export const FAULT_CONFIG_NAME_PREFIX = 'fault-config-';
@@ -40,18 +40,9 @@ const inGoOrder = (i: TaskFaultInfo): TaskFaultInfo => ({
 
 /** Parses the `fault-npus` text. Never throws. */
 export function parseTaskFaultInfo(text: string): Parsed<TaskFaultInfo> {
-  if (typeof text !== 'string') return rejected('fault-npus: not a string');
-  if (text.length > MAX_FAULT_NPUS_CHARS) return rejected(`fault-npus: oversized (${text.length} chars)`);
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (e) {
-    return rejected(`fault-npus: malformed JSON: ${(e as Error).message.slice(0, 200)}`);
-  }
-  if (!validate(raw)) {
-    return rejected(`fault-npus: ${validate.errors?.map((e) => `${e.instancePath || '/'} ${e.message ?? ''}`).join('; ')}`);
-  }
-  const r = raw as RawInfo;
+  const p = parseValidated(FAULT_NPUS_KEY, text, validate, { maxChars: MAX_FAULT_NPUS_CHARS });
+  if (!p.ok) return p;
+  const r = p.value;
   return ok({
     FaultRank: r.FaultRank === undefined || r.FaultRank === null ? null : [...(r.FaultRank as number[])],
     UpdateTime: (r.UpdateTime as number | undefined) ?? 0,

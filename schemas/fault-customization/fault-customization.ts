@@ -12,6 +12,7 @@
  */
 import schema from './fault-customization.schema.json' with { type: 'json' };
 import { goJson } from '../go-json.ts';
+import { parseJson } from '../parsed.ts';
 import { NPU_LEVELS_BY_SEVERITY, type NpuFaultLevel } from '../../policy/fault-types.ts';
 
 export interface GraceTolerance {
@@ -266,12 +267,9 @@ function section<T>(name: string, parse: (local: string[]) => T, fallback: T, wa
  */
 export function parseFaultCustomization(text: string): FaultCustomizationResult {
   const warnings: string[] = [];
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text) as unknown;
-  } catch (e) {
-    return { config: DEFAULT_FAULT_CUSTOMIZATION, warnings: [`faultCustomization.json: malformed JSON (${(e as Error).message}); defaults used`] };
-  }
+  const json = parseJson('faultCustomization.json', text);
+  if (!json.ok) return { config: DEFAULT_FAULT_CUSTOMIZATION, warnings: [`${json.reason}; defaults used`] };
+  const raw = json.value;
   if (!isObject(raw)) {
     return { config: DEFAULT_FAULT_CUSTOMIZATION, warnings: ['faultCustomization.json: not a JSON object; defaults used'] };
   }

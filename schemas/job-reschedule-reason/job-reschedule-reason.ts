@@ -10,7 +10,7 @@
  */
 import { Ajv } from 'ajv';
 import { goJson } from '../go-json.ts';
-import { ok, rejected, type Parsed } from '../parsed.ts';
+import { ok, parseValidated, type Parsed } from '../parsed.ts';
 import schema from './job-reschedule-reason.schema.json' with { type: 'json' };
 
 export const JOB_RESCHEDULE_REASON_CM_NAME = 'job-reschedule-reason';
@@ -101,20 +101,10 @@ const reason = (r: RescheduleReason | Raw): RescheduleReason => {
 
 /** Parses the `recent-reschedule-records` value; `""` and `null` give an empty history. Never throws. */
 export function parseRescheduleHistory(text: string): Parsed<RescheduleHistory> {
-  const what = RECENT_RESCHEDULE_RECORDS_KEY;
-  if (typeof text !== 'string') return rejected(`${what}: not a string`);
   if (text === '') return ok(new Map());
-  if (text.length > MAX_RESCHEDULE_RECORDS_CHARS) return rejected(`${what}: oversized (${text.length} chars)`);
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (e) {
-    return rejected(`${what}: malformed JSON: ${(e as Error).message.slice(0, 200)}`);
-  }
-  if (!validate(raw)) {
-    return rejected(`${what}: ${(validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? ''}`).join('; ')}`);
-  }
-  return ok(new Map(Object.entries((raw ?? {}) as Record<string, Raw>).map(([k, v]) => [k, reason(v)] as const)));
+  const p = parseValidated(RECENT_RESCHEDULE_RECORDS_KEY, text, validate, { maxChars: MAX_RESCHEDULE_RECORDS_CHARS });
+  if (!p.ok) return p;
+  return ok(new Map(Object.entries((p.value ?? {}) as Record<string, Raw>).map(([k, v]) => [k, reason(v)] as const)));
 }
 
 /** The `recent-reschedule-records` value: `""` when empty, else the Go map JSON (keys sorted). */

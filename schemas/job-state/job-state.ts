@@ -14,7 +14,7 @@
  */
 import { Ajv } from 'ajv';
 import { goJson } from '../go-json.ts';
-import { ok, rejected, type Parsed } from '../parsed.ts';
+import { ok, parseValidated, rejected, type Parsed } from '../parsed.ts';
 import schema from './job-state.schema.json' with { type: 'json' };
 import type {
   ActiveRestart, B6Row, DecisionKind, DecisionPhase, EvictionReason, JobAction, JobRescheduleState, RescheduleTaskReason,
@@ -133,17 +133,9 @@ const validate = new Ajv({ allErrors: false, allowUnionTypes: true }).compile(sc
 /** Parses `job-state.json`. Never throws. */
 export function parseJobState(text: string | undefined): Parsed<JobStateRecord> {
   if (typeof text !== 'string') return rejected(`${JOB_STATE_KEY}: missing`);
-  if (text.length > MAX_JOB_STATE_CHARS) return rejected(`${JOB_STATE_KEY}: oversized (${text.length} chars)`);
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (e) {
-    return rejected(`${JOB_STATE_KEY}: malformed JSON: ${(e as Error).message.slice(0, 200)}`);
-  }
-  if (!validate(raw)) {
-    return rejected(`${JOB_STATE_KEY}: ${(validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? ''}`).join('; ')}`);
-  }
-  const r = raw as unknown as JobStateRecord;
+  const p = parseValidated(JOB_STATE_KEY, text, validate, { maxChars: MAX_JOB_STATE_CHARS });
+  if (!p.ok) return p;
+  const r = p.value as unknown as JobStateRecord;
   if (r.version !== JOB_STATE_VERSION) return rejected(`${JOB_STATE_KEY}: unsupported version ${String(r.version)}`);
   if (r.state.jobUid !== r.jobUid) return rejected(`${JOB_STATE_KEY}: state belongs to ${r.state.jobUid}, not ${r.jobUid}`);
   return ok({ ...r, state: canonicalState(r.state), ...(r.pending === undefined ? {} : { pending: canonicalPending(r.pending) }) });

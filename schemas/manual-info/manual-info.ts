@@ -4,7 +4,7 @@
  */
 import { Ajv } from 'ajv';
 import { compareUtf8, goJson, goMap } from '../go-json.ts';
-import { ok, rejected, type Parsed } from '../parsed.ts';
+import { ok, parseValidated, rejected, type Parsed } from '../parsed.ts';
 import { isNpuName } from '../device-info/device-fault.ts';
 import schema from './manual-info.schema.json' with { type: 'json' };
 
@@ -40,13 +40,9 @@ export const encodeManualInfo = (v: ManualInfo): string =>
 
 /** Parses one node's value; chip names are checked. */
 export function parseManualInfo(text: string): Parsed<ManualInfo> {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (e) {
-    return rejected(`manual-info: malformed JSON: ${(e as Error).message}`);
-  }
-  if (!validate(raw)) return rejected(`manual-info: ${(validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'invalid'}`).join('; ')}`);
+  const p = parseValidated('manual-info', text, validate);
+  if (!p.ok) return p;
+  const raw = p.value;
   const bad = [...(raw.Total ?? []), ...Object.keys(raw.Detail ?? {})].find((c) => !isNpuName(c));
   if (bad !== undefined) return rejected(`manual-info: bad NPU name ${JSON.stringify(bad)}`);
   const detail = raw.Detail === null ? null : Object.fromEntries(Object.entries(raw.Detail).map(([chip, ds]) => [

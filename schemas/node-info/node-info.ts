@@ -5,7 +5,7 @@
 import { Ajv } from 'ajv';
 import { checkCode } from '../check-code.ts';
 import { goJson } from '../go-json.ts';
-import { ok, rejected, type Parsed } from '../parsed.ts';
+import { ajvErrors, ok, parseJson, rejected, type Parsed } from '../parsed.ts';
 import { severityRank, type FaultRecord, type NpuFaultLevel } from '../../policy/fault-types.ts';
 import schema from './node-info.schema.json' with { type: 'json' };
 
@@ -73,7 +73,6 @@ export interface WithWarningsCm {
 
 const ajv = new Ajv({ allErrors: false, strict: true, allowUnionTypes: true });
 const validate = ajv.compile<NodeInfoCm>(schema);
-const reason = (): string => (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'invalid'}`).join('; ');
 const CODE_RE = /^[0-9A-Fa-f]{1,16}$/;
 const RFC3339_RE = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 
@@ -100,17 +99,15 @@ export function nodeStatusOf(devs: readonly Pick<FaultDev, 'FaultLevel'>[] | nul
 /** Parses and verifies the `NodeInfo` data value. */
 export function parseNodeInfoCm(text: string): Parsed<WithWarningsCm> {
   const where = NODE_INFO_KEYS.nodeInfo;
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (e) {
-    return rejected(`${where}: malformed JSON: ${(e as Error).message}`);
-  }
+  const json = parseJson(where, text);
+  if (!json.ok) return json;
+  const raw = json.value;
+  // Before the schema check, so that a missing CheckCode gets its own reason (not "must have required").
   if (raw !== null && typeof raw === 'object' && !Array.isArray(raw)) {
     const code = (raw as Record<string, unknown>)['CheckCode'];
     if (code === undefined || code === '') return rejected(`${where}: CheckCode is missing or empty`);
   }
-  if (!validate(raw)) return rejected(`${where}: ${reason()}`);
+  if (!validate(raw)) return rejected(`${where}: ${ajvErrors(validate)}`);
   const warnings: string[] = [];
   // Rebuild from known fields only (ClusterD re-marshals its own struct before hashing).
   const info: NodeInfo = {

@@ -19,14 +19,3 @@ const def = <T>(name: string): ValidateFunction<T> => {
 /** Types only; the value rules are in public-fault.ts. */
 export const validatePubFaultInfo = def<object>('PubFaultInfo');
 export const validatePublicFaultConfiguration = def<RawPubFaultConfig>('PublicFaultConfiguration');
-
-export const ajvReason = (errors: ReadonlyArray<{ instancePath: string; message?: string }> | null | undefined): string =>
-  (errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'invalid'}`).join('; ');
-
-export function parseJson(text: string, where: string): { ok: true; value: unknown } | { ok: false; reason: string } {
-  try {
-    return { ok: true, value: JSON.parse(text) as unknown };
-  } catch (e) {
-    return { ok: false, reason: `${where}: malformed JSON: ${(e as Error).message}` };
-  }
-}

@@ -4,8 +4,8 @@
  * allowed senders.
  */
 import { mostSerious, type NpuFaultLevel } from '../../policy/fault-types.ts';
-import { ok, rejected, type Parsed } from '../parsed.ts';
-import { ajvReason, parseJson, validatePublicFaultConfiguration } from './public-fault-ajv.ts';
+import { ok, parseValidated, rejected, type Parsed } from '../parsed.ts';
+import { validatePublicFaultConfiguration } from './public-fault-ajv.ts';
 
 export const PUBLIC_FAULT_CONFIG_PATH = '/home/hwMindX/publicFaultConfiguration.json';
 export const PUBLIC_FAULT_CUSTOMIZATION_PATH = '/user1/mindx-dl/clusterd/publicCustomization.json';
@@ -54,10 +54,9 @@ const CODE_RE = /^[0-9]{9}$/;
 /** Parses a publicFaultConfiguration.json / publicCustomization.json text. */
 export function parsePublicFaultConfig(text: string): Parsed<PublicFaultConfig> {
   const where = 'publicFaultConfiguration';
-  const json = parseJson(text, where);
+  const json = parseValidated(where, text, validatePublicFaultConfiguration);
   if (!json.ok) return json;
   const raw = json.value;
-  if (!validatePublicFaultConfiguration(raw)) return rejected(`${where}: ${ajvReason(validatePublicFaultConfiguration.errors)}`);
   const codes: Partial<Record<PublicCodeListKey, readonly string[]>> = {};
   for (const key of Object.keys(PUBLIC_CODE_LISTS) as PublicCodeListKey[]) {
     const list = raw.publicFaultCode[key];

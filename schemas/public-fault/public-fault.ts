@@ -5,9 +5,9 @@
  * bucket, cluster-wide cap of 50,000 faults, assertion timing) are not here.
  */
 import { goJson, goMap } from '../go-json.ts';
-import { ok, rejected, type Parsed } from '../parsed.ts';
+import { ajvErrors, ok, parseJson, rejected, type Parsed } from '../parsed.ts';
 import { DEFAULT_PUBLIC_FAULT_CONFIG, publicFaultLevel, type PublicFaultConfig } from './public-fault-config.ts';
-import { ajvReason, parseJson, validatePubFaultInfo } from './public-fault-ajv.ts';
+import { validatePubFaultInfo } from './public-fault-ajv.ts';
 
 export const PUBLIC_FAULT_LABEL_KEY = 'mc-consumer-publicfault';
 export const PUBLIC_FAULT_LABELS = { [PUBLIC_FAULT_LABEL_KEY]: 'true' } as const;
@@ -104,7 +104,7 @@ function checkFault(f: RawFault, at: string, cfg: PublicFaultConfig): Parsed<Pub
  */
 export function validatePublicFault(raw: unknown, config: PublicFaultConfig = DEFAULT_PUBLIC_FAULT_CONFIG): Parsed<PubFaultInfo> {
   if (raw === null || raw === undefined) return rejected('request: empty public fault');
-  if (!validatePubFaultInfo(raw)) return rejected(`schema: ${ajvReason(validatePubFaultInfo.errors)}`);
+  if (!validatePubFaultInfo(raw)) return rejected(`schema: ${ajvErrors(validatePubFaultInfo)}`);
   const v = raw as unknown as RawInfo;
   if (!ID_RE.test(v.id)) return rejected(`id: must be 8-128 characters of [A-Za-z0-9._-], got ${JSON.stringify(v.id)}`);
   if (!isMsTime(v.timestamp)) return rejected(`timestamp: must be a 13-digit ms time not before 2025-01-01, got ${v.timestamp}`);
@@ -126,7 +126,7 @@ export function validatePublicFault(raw: unknown, config: PublicFaultConfig = DE
 export function parsePublicFault(text: string, config: PublicFaultConfig = DEFAULT_PUBLIC_FAULT_CONFIG): Parsed<PubFaultInfo> {
   const bytes = Buffer.byteLength(text, 'utf8');
   if (bytes > PUBLIC_FAULT_MAX_BYTES) return rejected(`size: ${bytes} bytes is over the ${PUBLIC_FAULT_MAX_BYTES}-byte limit`);
-  const json = parseJson(text, PUBLIC_FAULT_DATA_KEY);
+  const json = parseJson(PUBLIC_FAULT_DATA_KEY, text);
   if (!json.ok) return json;
   return validatePublicFault(json.value, config);
 }

@@ -12,7 +12,7 @@
 import { Ajv } from 'ajv';
 import { checkCode } from '../check-code.ts';
 import { goJson } from '../go-json.ts';
-import { ok, rejected, type Parsed } from '../parsed.ts';
+import { ok, parseValidated, rejected, type Parsed } from '../parsed.ts';
 import schema from './reset-config.schema.json' with { type: 'json' };
 
 export const RESET_CONFIG_NAME_PREFIX = 'reset-config-';
@@ -91,18 +91,9 @@ const canonicalRank = (r: RawRank): TaskDevInfo => ({
 
 /** Parses the `reset.json` text. Never throws. */
 export function parseTaskResetInfo(text: string): Parsed<TaskResetInfo> {
-  if (typeof text !== 'string') return rejected('reset.json: not a string');
-  if (text.length > MAX_RESET_JSON_CHARS) return rejected(`reset.json: oversized (${text.length} chars)`);
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (e) {
-    return rejected(`reset.json: malformed JSON: ${(e as Error).message.slice(0, 200)}`);
-  }
-  if (!validate(raw)) {
-    return rejected(`reset.json: ${validate.errors?.map((e) => `${e.instancePath || '/'} ${e.message ?? ''}`).join('; ')}`);
-  }
-  const r = raw as RawInfo;
+  const p = parseValidated(RESET_JSON_KEY, text, validate, { maxChars: MAX_RESET_JSON_CHARS });
+  if (!p.ok) return p;
+  const r = p.value;
   return ok({
     RankList: r.RankList === undefined || r.RankList === null ? null : (r.RankList as RawRank[]).map(canonicalRank),
     UpdateTime: (r.UpdateTime as number | undefined) ?? 0,

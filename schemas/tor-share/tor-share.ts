@@ -9,7 +9,7 @@
  */
 import { Ajv } from 'ajv';
 import { goJson } from '../go-json.ts';
-import { ok, rejected, type Parsed } from '../parsed.ts';
+import { ok, parseValidated, type Parsed } from '../parsed.ts';
 import schema from './tor-share.schema.json' with { type: 'json' };
 
 export const TOR_SHARE_CM_NAME = 'tor-share-cm';
@@ -66,20 +66,10 @@ const torShare = (t: TorShare | Raw): TorShare => {
 
 /** Parses the `global-tor-info` value; `""` and `null` give an empty map. Never throws. */
 export function parseGlobalTorInfo(text: string): Parsed<GlobalTorInfo> {
-  const what = GLOBAL_TOR_INFO_KEY;
-  if (typeof text !== 'string') return rejected(`${what}: not a string`);
   if (text === '') return ok(new Map());
-  if (text.length > MAX_GLOBAL_TOR_INFO_CHARS) return rejected(`${what}: oversized (${text.length} chars)`);
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (e) {
-    return rejected(`${what}: malformed JSON: ${(e as Error).message.slice(0, 200)}`);
-  }
-  if (!validate(raw)) {
-    return rejected(`${what}: ${(validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? ''}`).join('; ')}`);
-  }
-  return ok(new Map(Object.entries((raw ?? {}) as Record<string, Raw>).map(([k, v]) => [k, torShare(v)] as const)));
+  const p = parseValidated(GLOBAL_TOR_INFO_KEY, text, validate, { maxChars: MAX_GLOBAL_TOR_INFO_CHARS });
+  if (!p.ok) return p;
+  return ok(new Map(Object.entries((p.value ?? {}) as Record<string, Raw>).map(([k, v]) => [k, torShare(v)] as const)));
 }
 
 /** The `global-tor-info` value as Go writes it: map keys sorted, `{}` when empty. */

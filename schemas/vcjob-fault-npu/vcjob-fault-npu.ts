@@ -9,9 +9,9 @@
  * The update is incremental: keys we do not write (legacy keys, anyone else's) are kept.
  * Parsing follows Go `json.Unmarshal` (absent or null scalars are zero, unknown keys dropped).
  */
-import { Ajv } from 'ajv';
+import { Ajv, type ValidateFunction } from 'ajv';
 import { goJson } from '../go-json.ts';
-import { ok, rejected, type Parsed } from '../parsed.ts';
+import { ok, parseValidated, type Parsed } from '../parsed.ts';
 import schema from './vcjob-fault-npu.schema.json' with { type: 'json' };
 
 export const VCJOB_FAULT_NPU_CM_NAME = 'vcjob-fault-npu-cm';
@@ -63,10 +63,10 @@ export type RemainRetryTimesMap = ReadonlyMap<string, RemainRetryTimes>;
 type Raw = Record<string, unknown>;
 const ajv = new Ajv({ allErrors: false, allowUnionTypes: true });
 ajv.addSchema(schema);
-const getValidator = (def: string) => {
+const getValidator = (def: string): ValidateFunction => {
   const v = ajv.getSchema(`vcjob-fault-npu#/definitions/${def}`);
   if (v === undefined) throw new Error(`vcjob-fault-npu.schema.json: definition ${def} missing`); // build error
-  return v;
+  return v as ValidateFunction; // the schema has no $async, so validation is synchronous
 };
 const validateFaultNodes = getValidator('faultNodes');
 const validateRemainRetryTimes = getValidator('remainRetryTimes');
@@ -96,25 +96,13 @@ const faultNode = (n: FaultNode | Raw): FaultNode => {
   };
 };
 
-function parseJson(what: string, text: string): Parsed<unknown> {
-  if (typeof text !== 'string') return rejected(`${what}: not a string`);
-  if (text.length > MAX_VCJOB_FAULT_NPU_VALUE_CHARS) return rejected(`${what}: oversized (${text.length} chars)`);
-  try {
-    return ok(JSON.parse(text) as unknown);
-  } catch (e) {
-    return rejected(`${what}: malformed JSON: ${(e as Error).message.slice(0, 200)}`);
-  }
-}
-
-const schemaErrors = (what: string, errors: typeof validateFaultNodes.errors): string =>
-  `${what}: ${(errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? ''}`).join('; ')}`;
+const LIMITS = { maxChars: MAX_VCJOB_FAULT_NPU_VALUE_CHARS };
 
 /** Parses the `fault-node` value; `""` (no fault nodes) and `null` give `[]`. Never throws. */
 export function parseFaultNodes(text: string): Parsed<readonly FaultNode[]> {
   if (text === '') return ok([]);
-  const json = parseJson(FAULT_NODE_KEY, text);
+  const json = parseValidated(FAULT_NODE_KEY, text, validateFaultNodes, LIMITS);
   if (!json.ok) return json;
-  if (!validateFaultNodes(json.value)) return rejected(schemaErrors(FAULT_NODE_KEY, validateFaultNodes.errors));
   if (json.value === null) return ok([]);
   return ok((json.value as Raw[]).map(faultNode));
 }
@@ -131,11 +119,8 @@ export function encodeFaultNodes(nodes: readonly FaultNode[]): string {
 /** Parses the `remain-retry-times` value; `""` and `null` give an empty map. Never throws. */
 export function parseRemainRetryTimes(text: string): Parsed<RemainRetryTimesMap> {
   if (text === '') return ok(new Map());
-  const json = parseJson(REMAIN_RETRY_TIMES_KEY, text);
+  const json = parseValidated(REMAIN_RETRY_TIMES_KEY, text, validateRemainRetryTimes, LIMITS);
   if (!json.ok) return json;
-  if (!validateRemainRetryTimes(json.value)) {
-    return rejected(schemaErrors(REMAIN_RETRY_TIMES_KEY, validateRemainRetryTimes.errors));
-  }
   const out = new Map<string, RemainRetryTimes>();
   for (const [k, v] of Object.entries((json.value ?? {}) as Record<string, Raw>)) {
     out.set(k, { UUID: str(v.UUID), Times: num(v.Times) });

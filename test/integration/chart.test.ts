@@ -15,6 +15,7 @@ import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { ApiError, paths, type KubeObject } from '../../runtime/kube-client.ts';
 import { FLAGS, parseOptions } from '../../controllers/options.ts';
 import { LEADER_LEASE_NAME } from '../../controllers/manager.ts';
+import { LEADER_LABEL, LEADER_LABEL_VALUE } from '../../actions/leader-label.action.ts';
 import { createSources, sourcesHealth, startSources, stopSources, waitForSync } from '../../controllers/sources/sources.ts';
 import { RECOVERY_STATE_NAMESPACE } from '../../controllers/recovery-state-store.ts';
 import { JOB_STATE_NAMESPACE } from '../../schemas/job-state/job-state.ts';
@@ -196,7 +197,12 @@ const LEASE_RULES: Rule[] = [
   { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: [LEADER_LEASE_NAME], verbs: ['get', 'update'] },
 ];
 const STATE_RULES: Rule[] = [{ apiGroups: [''], resources: ['configmaps'], verbs: ['delete'] }];
-const readOnly = (rules: Rule[]): Rule[] => rules.map((r) => ({ ...r, verbs: r.verbs.filter((v) => ['get', 'list', 'watch'].includes(v) || r.resources[0] === 'events') }));
+/** The leader label on the controller's own pods (release namespace), which the gRPC Service selects. */
+const LEADER_LABEL_RULES: Rule[] = [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'patch'] }];
+/** --dry-run: reads only, no Events either (the controller posts none: ops-leader-routing.test.ts). */
+const readOnly = (rules: Rule[]): Rule[] => rules
+  .map((r) => ({ ...r, verbs: r.verbs.filter((v) => ['get', 'list', 'watch'].includes(v)) }))
+  .filter((r) => r.verbs.length > 0);
 
 afterAll(() => rmSync(helmHome, { recursive: true, force: true }));
 
@@ -251,6 +257,7 @@ describe('helm chart charts/clusterd-ts: lint and schema', () => {
     ['httpPort: 0 (probes need a fixed port)', ['--set', 'controller.httpPort=0'], "'/controller/httpPort': minimum"],
     ['the same port twice', ['--set', 'controller.httpPort=8899'], 'controller.httpPort and controller.grpcPort must differ'],
     ['2 replicas without leader election', ['--set', 'controller.leaderElect=false'], 'replicas > 1 requires controller.leaderElect=true'],
+    ['the leader label in podLabels', ['--set-string', `podLabels.${LEADER_LABEL.replace(/\./g, '\\.')}=true`], `podLabels must not set ${LEADER_LABEL}`],
   ];
   it.each(REJECTED)('rejects %s', async (_name, args, message) => {
     const r = await helm(['template', 'x', CHART, ...args]);
@@ -286,7 +293,7 @@ describe('helm chart charts/clusterd-ts: lint and schema', () => {
 describe('helm chart charts/clusterd-ts: rendering', () => {
   it('renders ClusterD\'s deployment with defaults: 2 replicas, leader election, probes, non-root, read-only root', async () => {
     const out = await render('mindx-dl', [], 'clusterd-ts');
-    expect(out.kinds()).toEqual(['ClusterRole', 'ClusterRoleBinding', 'Deployment', 'PodDisruptionBudget', 'Role', 'Role', 'RoleBinding', 'RoleBinding', 'Service', 'ServiceAccount']);
+    expect(out.kinds()).toEqual(['ClusterRole', 'ClusterRoleBinding', 'Deployment', 'PodDisruptionBudget', 'Role', 'Role', 'Role', 'RoleBinding', 'RoleBinding', 'RoleBinding', 'Service', 'Service', 'ServiceAccount']);
     for (const d of out.docs) if (!d.kind.startsWith('Cluster')) expect({ kind: d.kind, ns: d.metadata.namespace }).toEqual({ kind: d.kind, ns: 'mindx-dl' });
 
     const dep = out.deployment;
@@ -310,15 +317,22 @@ describe('helm chart charts/clusterd-ts: rendering', () => {
     Object.assign(expected, { leaderElect: true, leaderElectionNamespace: 'mindx-dl', grpcHost: FIELD_STUBS['status.podIP'], nodeName: FIELD_STUBS['spec.nodeName'] });
     expect(parseOptions(c.args, resolveEnv(c, 'mindx-dl'))).toEqual(expected);
 
-    const svc = out.one<Service>('Service');
-    expect(svc.metadata.name).toBe('clusterd-grpc-svc');
-    expect(svc.spec.ports.map((p) => [p.name, p.port, p.targetPort])).toEqual([['grpc', 8899, 'grpc'], ['http-metrics', 11253, 'http']]);
-    expect(svc.spec.selector).toEqual(dep.spec.selector.matchLabels);
+    // gRPC listens on the leader only: its Service selects the label the leader puts on its own pod
+    // (never in the pod template); the metrics Service selects every replica.
+    const svc = named<Service>(out, 'Service', 'clusterd-grpc-svc');
+    expect(svc.spec.ports.map((p) => [p.name, p.port, p.targetPort])).toEqual([['grpc', 8899, 'grpc']]);
+    expect(svc.spec.selector).toEqual({ ...dep.spec.selector.matchLabels, [LEADER_LABEL]: LEADER_LABEL_VALUE });
+    expect(dep.spec.template.metadata.labels).not.toHaveProperty([LEADER_LABEL]);
+    const metricsSvc = named<Service>(out, 'Service', 'clusterd-ts-metrics');
+    expect(metricsSvc.spec.ports.map((p) => [p.name, p.port, p.targetPort])).toEqual([['http-metrics', 11253, 'http']]);
+    expect(metricsSvc.spec.selector).toEqual(dep.spec.selector.matchLabels);
     expect(out.one<Doc & { spec: { minAvailable: number } }>('PodDisruptionBudget').spec.minAvailable).toBe(1);
     expect(out.one('ServiceAccount').metadata.name).toBe('clusterd');
 
     expect(sortRules(out.one<RbacRole>('ClusterRole').rules)).toEqual(sortRules(DEFAULT_RULES));
     expect(named<RbacRole>(out, 'Role', 'clusterd-ts-leader-election').rules).toEqual(LEASE_RULES);
+    const labelRole = named<RbacRole>(out, 'Role', 'clusterd-ts-leader-label');
+    expect([labelRole.metadata.namespace, labelRole.rules]).toEqual(['mindx-dl', LEADER_LABEL_RULES]);
     const state = named<RbacRole>(out, 'Role', 'clusterd-ts-state');
     expect(state.rules).toEqual(STATE_RULES);
     expect([state.metadata.namespace, state.metadata.namespace]).toEqual([JOB_STATE_NAMESPACE, RECOVERY_STATE_NAMESPACE]);
@@ -327,22 +341,26 @@ describe('helm chart charts/clusterd-ts: rendering', () => {
     }
   });
 
-  it('follows the flags: read only in --dry-run, pods/delete only with --rescheduling, pods/create only with --hot-switch-backup-pods, the Lease Role only with --leader-elect', async () => {
+  it('follows the flags: read only in --dry-run, pods/delete only with --rescheduling, pods/create only with --hot-switch-backup-pods, the Lease and leader-label Roles only with --leader-elect', async () => {
     const podVerbs = (r: Rendered): string[] => r.one<RbacRole>('ClusterRole').rules.find((x) => x.resources.includes('pods'))!.verbs;
     const dry = await render('mindx-dl', ['--set', 'controller.dryRun=true,controller.hotSwitchBackupPods=true']);
     expect(sortRules(dry.one<RbacRole>('ClusterRole').rules)).toEqual(sortRules(readOnly(DEFAULT_RULES)));
-    expect(dry.all('Role').map((r) => r.metadata.name)).toEqual(['clusterd-ts-leader-election']);
+    expect(dry.one<RbacRole>('ClusterRole').rules.some((r) => r.resources.includes('events'))).toBe(false);
+    expect(dry.all('Role').map((r) => r.metadata.name)).toEqual(['clusterd-ts-leader-election', 'clusterd-ts-leader-label']);
     expect(podVerbs(await render('mindx-dl', ['--set', 'controller.rescheduling=false']))).toEqual(['get', 'list', 'watch', 'patch']);
     expect(podVerbs(await render('mindx-dl', ['--set', 'controller.hotSwitchBackupPods=true']))).toEqual(['get', 'list', 'watch', 'patch', 'delete', 'create']);
     const single = await render('mindx-dl', ['--set', 'replicas=1,controller.leaderElect=false']);
     expect(single.all('Role').map((r) => r.metadata.name)).toEqual(['clusterd-ts-state']);
     expect(single.container.args).toContain('--leader-elect=false');
+    // One replica without election always acts and nobody sets the leader label.
+    expect(named<Service>(single, 'Service', 'clusterd-grpc-svc').spec.selector).toEqual(single.deployment.spec.selector.matchLabels);
   });
 
   it('renders every optional feature, and every controller flag is reachable from values', async () => {
     const ns = 'ns-under-test';
+    const FULL_ALL = 'clusterd-ts'; // release name clusterd-ts (render's default)
     const out = await render(ns, ['-f', valuesFile(allFeatureValues(ns, 'lease-ns'))]);
-    expect(out.kinds()).toEqual(['ClusterRole', 'ClusterRoleBinding', 'ConfigMap', 'Deployment', 'Namespace', 'Namespace', 'Namespace', 'PodDisruptionBudget', 'Role', 'RoleBinding', 'Service', 'ServiceAccount', 'ServiceMonitor']);
+    expect(out.kinds()).toEqual(['ClusterRole', 'ClusterRoleBinding', 'ConfigMap', 'Deployment', 'Namespace', 'Namespace', 'Namespace', 'PodDisruptionBudget', 'Role', 'Role', 'RoleBinding', 'RoleBinding', 'Service', 'Service', 'ServiceAccount', 'ServiceMonitor']);
     const c = out.container;
     const pod = out.deployment.spec.template.spec;
 
@@ -370,17 +388,20 @@ describe('helm chart charts/clusterd-ts: rendering', () => {
     expect(pod.affinity).toHaveProperty('nodeAffinity');
     expect(pod.priorityClassName).toBe('system-cluster-critical');
 
-    // Lease Role follows --leader-election-namespace; the extra namespaces skip the release one.
-    expect(out.one<RbacRole>('Role').metadata.namespace).toBe('lease-ns');
-    expect(out.one<Binding>('RoleBinding').subjects[0]!.namespace).toBe(ns);
+    // Lease Role follows --leader-election-namespace, the leader-label Role stays with the pods; the
+    // extra namespaces skip the release one.
+    expect(named<RbacRole>(out, 'Role', `${FULL_ALL}-leader-election`).metadata.namespace).toBe('lease-ns');
+    expect(named<RbacRole>(out, 'Role', `${FULL_ALL}-leader-label`).metadata.namespace).toBe(ns);
+    for (const b of out.all('RoleBinding') as Binding[]) expect(b.subjects[0]!.namespace).toBe(ns);
     expect(out.all('Namespace').map((n) => [n.metadata.name, n.metadata.annotations?.['helm.sh/resource-policy']])).toEqual([[`${ns}-a`, 'keep'], [`${ns}-b`, 'keep'], [`${ns}-cs`, 'keep']]);
 
-    // ServiceMonitor scrapes the Service's http-metrics port.
+    // ServiceMonitor scrapes the metrics Service's http-metrics port (every replica), not the gRPC one.
     const sm = out.one<Doc & { spec: { selector: { matchLabels: Record<string, string> }; endpoints: Array<{ port: string; path: string; interval: string }> } }>('ServiceMonitor');
-    const svc = out.one<Service>('Service');
+    const matches = (d: Doc): boolean => Object.entries(sm.spec.selector.matchLabels).every(([k, v]) => d.metadata.labels?.[k] === v);
+    expect(out.all('Service').filter(matches).map((d) => d.metadata.name)).toEqual([`${FULL_ALL}-metrics`]);
+    const svc = named<Service>(out, 'Service', `${FULL_ALL}-metrics`);
     expect(sm.apiVersion).toBe('monitoring.coreos.com/v1');
     expect(sm.metadata.labels).toEqual(expect.objectContaining({ release: 'prometheus' }));
-    for (const [k, v] of Object.entries(sm.spec.selector.matchLabels)) expect(svc.metadata.labels?.[k]).toBe(v);
     expect(svc.spec.ports.map((p) => p.name)).toContain(sm.spec.endpoints[0]!.port);
     expect(sm.spec.endpoints[0]).toEqual(expect.objectContaining({ path: '/metrics', interval: '15s' }));
 
@@ -389,6 +410,21 @@ describe('helm chart charts/clusterd-ts: rendering', () => {
     expect(dash.metadata.labels).toEqual(expect.objectContaining({ grafana_dashboard: '1' }));
     expect(dash.metadata.annotations).toEqual({ grafana_folder: 'MindCluster' });
     expect(JSON.parse(dash.data['clusterd-ts.json']!)).toEqual(expect.objectContaining({ uid: 'clusterd-ts' }));
+  });
+
+  it('--dry-run posts no Events, and the flag help, docs/rbac.md, both READMEs and the dry-run ClusterRole say so', async () => {
+    // The code side is ops-leader-routing.test.ts: a dry-run decision under this ClusterRole, no Event, no 403.
+    const dry = await render('mindx-dl', ['--set', 'controller.dryRun=true']);
+    expect(dry.one<RbacRole>('ClusterRole').rules.filter((r) => r.resources.includes('events'))).toEqual([]);
+    expect(FLAGS['dry-run'].help).toContain('post Events for nothing');
+    const rbacDoc = readFileSync(join(REPO, 'docs', 'rbac.md'), 'utf8');
+    const eventsRow = rbacDoc.split('\n').find((l) => l.startsWith('| `""`, `events.k8s.io` | events |'));
+    expect(eventsRow).toContain('Not with `controller.dryRun=true`');
+    expect(rbacDoc).toContain('With `controller.dryRun=true` the ClusterRole keeps only the read verbs (no Events)');
+    const chartReadme = readFileSync(join(CHART, 'README.md'), 'utf8').split('\n').find((l) => l.startsWith('| `controller.dryRun` |'));
+    expect(chartReadme).toContain('drops every write verb, Events included');
+    const readme = readFileSync(join(REPO, 'README.md'), 'utf8').split('\n').find((l) => l.startsWith('| `controller.dryRun` |'));
+    expect(readme).toContain('no Events');
   });
 
   it('ships a Grafana dashboard that charts every metric of telemetry/metrics.ts and no metric that does not exist', async () => {
@@ -444,7 +480,7 @@ describe('helm chart charts/clusterd-ts on the real apiserver', () => {
     await ensureNamespace(admin, JOB_STATE_NAMESPACE);
     // --dry-run off here, so the write-side objects (the state Role in mindx-dl) are checked too.
     const out = await render(dryNs, ['-f', valuesFile(allFeatureValues(dryNs, leaseNs)), '--set', 'controller.dryRun=false'], `dry-${suffix}`);
-    expect(out.all('Role').map((r) => r.metadata.namespace).sort()).toEqual([leaseNs, JOB_STATE_NAMESPACE].sort());
+    expect(out.all('Role').map((r) => r.metadata.namespace).sort()).toEqual([leaseNs, JOB_STATE_NAMESPACE, dryNs].sort());
     const checked: string[] = [];
     for (const d of out.docs) {
       if (d.kind === 'ServiceMonitor') continue; // no Prometheus Operator CRD on the test control plane
@@ -464,7 +500,12 @@ describe('helm chart charts/clusterd-ts on the real apiserver', () => {
     expect(dep.spec.template.spec.containers[0]!.args).toContain('--leader-elect=true');
     expect(dep.spec.template.spec.containers[0]!.args).toContain(`--leader-election-namespace=${ns}`);
     const svc = await admin.get<Service>(`/api/v1/namespaces/${ns}/services/clusterd-grpc-svc`);
-    expect(svc.spec.ports.map((p) => p.port)).toEqual([8899, 11253]);
+    expect(svc.spec.ports.map((p) => p.port)).toEqual([8899]);
+    expect(svc.spec.selector).toEqual({ ...dep.spec.selector.matchLabels, [LEADER_LABEL]: LEADER_LABEL_VALUE });
+    const metricsSvc = await admin.get<Service>(`/api/v1/namespaces/${ns}/services/${FULLNAME}-metrics`);
+    expect(metricsSvc.spec.ports.map((p) => p.port)).toEqual([11253]);
+    expect(metricsSvc.spec.selector).toEqual(dep.spec.selector.matchLabels);
+    await expect(admin.get(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles/${FULLNAME}-leader-label`)).resolves.toBeDefined();
     await expect(admin.get(`/api/v1/namespaces/${ns}/serviceaccounts/clusterd`)).resolves.toBeDefined();
     await expect(admin.get(`/apis/policy/v1/namespaces/${ns}/poddisruptionbudgets/${FULLNAME}`)).resolves.toBeDefined();
     const cr = await admin.get<RbacRole>(`/apis/rbac.authorization.k8s.io/v1/clusterroles/${FULLNAME}`);
@@ -510,6 +551,9 @@ describe('helm chart charts/clusterd-ts on the real apiserver', () => {
     [true, 'create', 'coordination.k8s.io', 'leases', RELEASE_NS],
     [true, 'get', 'coordination.k8s.io', 'leases', RELEASE_NS, undefined, LEASE],
     [true, 'update', 'coordination.k8s.io', 'leases', RELEASE_NS, undefined, LEASE],
+    [true, 'get', '', 'pods', RELEASE_NS],
+    [true, 'list', '', 'pods', RELEASE_NS],
+    [true, 'patch', '', 'pods', RELEASE_NS],
     // and nothing more
     [false, 'get', '', 'secrets', RELEASE_NS],
     [false, 'list', '', 'secrets', ''],

@@ -6,6 +6,8 @@
  *   5 s (hidden from the scheduler, still in the job view the fault gRPC service reads), then the job
  *   restarts because the fault is still there;
  * - a `faultLevel` filter holds its level only: a SeparateNPU on the same job restarts it at once;
+ * - while hidden, a fault the device plugin lists in `-Unhealthy` is in neither `-Unhealthy` nor
+ *   `-Fault` of cluster-info-device-*; when the window ends it is in both (E.6);
  * - UCE-accompany: 80C98009 within 5 s after 80E01801 on the same NPU never reaches cluster-info,
  *   an 80C98009 alone reaches it after 5 s;
  * - relation fault: 81078603 + 8C1F860B on one job -> the pod on the link-down node is labelled
@@ -20,7 +22,7 @@ import { Metrics } from '../../telemetry/metrics.ts';
 import { recordingLogger, type LogLine } from '../../controllers/fault-policy-test-kit.ts';
 import type { ConfigMap } from '../../controllers/sources/sources.ts';
 import { parseClusterInfo, type DeviceInfoEntry } from '../../schemas/cluster-info/cluster-info.ts';
-import { deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
+import { deviceInfoCmName, parseDeviceInfoData } from '../../schemas/device-info/device-info.ts';
 import { ESCALATION_STATE_CM_NAME, ESCALATION_STATE_KEY, parseEscalationState } from '../../schemas/escalation-state/escalation-state.ts';
 import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
 import { jobPods, runningWithNpus, startWorld, vcJob, type PodObj, type World } from '../../tools/job-peer/world.ts';
@@ -85,7 +87,8 @@ describe('fault filters and relation faults on the real control plane', () => {
     // scheduler view without it, job view (recovery FSM, fault gRPC service) with it
     expect(manager.deviceFaults.effective(node).some((r) => r.code === '80E18402')).toBe(false);
     expect(manager.recovery.jobView(node).some((r) => r.code === '80E18402' && r.device === npu)).toBe(true);
-    expect(manager.jobs.aggregateNow(key)?.ranks).toEqual([]);
+    // the decision path sees it as the pipeline does: a cause hidden by the filter (B6 row 2)
+    expect(manager.jobs.aggregateNow(key)?.ranks.flatMap((r) => r.causes.map((c) => `${c.code}:${c.hidden?.by}`))).toEqual(['80E18402:custom-filter']);
     await sleep(Math.max(0, tf + 4_000 - Date.now()));
     expect(gone(pods)).toEqual([]); // not restarted inside the window
 
@@ -136,6 +139,47 @@ describe('fault filters and relation faults on the real control plane', () => {
     const faults = JSON.parse(e?.DeviceList[`${P}-Fault`] ?? '[]') as Array<{ npu_name: string; fault_code: string }>;
     return faults.filter((f) => f.npu_name === chip).flatMap((f) => f.fault_code.split(','));
   };
+
+  it('a custom-filtered fault the device plugin lists in -Unhealthy is out of cluster-info-device-* while hidden, and in it after the window', async () => {
+    const windowMs = 8_000;
+    const { pods } = await runningJob('hidecm', {}, { 'huawei.com/schedule.filter.faultCode': `80E18402:${windowMs / 1000}` }); // no fault-scheduling: nothing restarts
+    const node = pods[0]!.spec!.nodeName!;
+    const npu = npusOf(pods[0]!)[0]!;
+    // A marker: the same code on a chip no job holds (on this node when it has one free, else on
+    // another node), written after the hidden fault. It is not filtered; once it is in cluster-info,
+    // the render has seen the hidden fault too (one watch stream delivers both in write order).
+    const pods_ = (await client.list<KubeObject>(paths.pods())).items as PodObj[];
+    const freeOn = (n: string): string | undefined => {
+      const used = new Set(pods_.flatMap((p) => (p.spec?.nodeName === n ? npusOf(p) : [])));
+      return Array.from({ length: 8 }, (_, i) => `Ascend910-${i}`).reverse().find((c) => !used.has(c));
+    };
+    const markerNode = [node, ...world.nodes.filter((n) => n !== node)].find((n) => freeOn(n) !== undefined)!;
+    const free = freeOn(markerNode)!;
+    const tf = Date.now();
+    await world.dp.injectChipFault({ node, npu, code: '80E18402', level: 'SeparateNPU', timeMs: tf });
+    await world.dp.injectChipFault({ node: markerNode, npu: free, code: '80E18402', level: 'SeparateNPU' });
+    const dp = await client.get<ConfigMap>(paths.configMap('kube-system', deviceInfoCmName(node)));
+    const parsed = parseDeviceInfoData(dp.data, Date.now());
+    expect(parsed.ok && parsed.value.lists.unhealthy.includes(npu)).toBe(true); // the device plugin lists it
+
+    const unhealthy = (e: DeviceInfoEntry | undefined): string[] => (e?.DeviceList[`${P}-Unhealthy`] ?? '').split(',').filter(Boolean);
+    await eventually(async () => unhealthy(await deviceEntry(markerNode)).includes(free));
+    const during = await deviceEntry(node);
+    expect(Date.now()).toBeLessThan(tf + windowMs); // still inside the window: the checks below are about the hidden state
+    expect(unhealthy(during)).toEqual(markerNode === node ? [free] : []);
+    expect(codesIn(during, npu)).toEqual([]);
+    expect(codesIn(await deviceEntry(markerNode), free)).toEqual(['80E18402']);
+    expect(lines.find((l) => l.msg === 'fault hidden from the scheduler by a filter' && l.node === node && l.npu === npu)).toMatchObject({ code: '80E18402', filter: 'custom-filter' });
+
+    const seen = await eventually(async () => { const e = await deviceEntry(node); return unhealthy(e).includes(npu) ? { e, at: Date.now() } : undefined; }, 20_000);
+    report(`custom filter 80E18402:${windowMs / 1000}: chip back in cluster-info -Unhealthy ${seen.at - tf} ms after fault_time (window ${windowMs} ms)`);
+    expect(seen.at - tf).toBeGreaterThanOrEqual(windowMs);
+    expect(unhealthy(seen.e).sort()).toEqual((markerNode === node ? [npu, free] : [npu]).sort());
+    expect(codesIn(seen.e, npu)).toEqual(['80E18402']);
+    await world.dp.recoverChipFault({ node });
+    if (markerNode !== node) await world.dp.recoverChipFault({ node: markerNode });
+    await eventually(async () => unhealthy(await deviceEntry(node)).length === 0 && unhealthy(await deviceEntry(markerNode)).length === 0);
+  }, 60_000);
 
   it('UCE-accompany: 80C98009 within 5 s after 80E01801 on the same NPU is suppressed; alone it is reported after 5 s', async () => {
     const used = new Set((await client.list<KubeObject>(paths.pods(world.ns))).items.flatMap((p) => npusOf(p as PodObj).map((n) => `${(p as PodObj).spec?.nodeName}/${n}`)));

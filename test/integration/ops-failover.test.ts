@@ -21,7 +21,8 @@ import { KubeClient, paths, type KubeObject, type RequestOptions } from '../../r
 import { LEADER_LEASE_NAME, Manager, type ManagerDeps } from '../../controllers/manager.ts';
 import { FLAGS, parseOptions } from '../../controllers/options.ts';
 import type { ExecAction } from '../../schemas/job-state/job-state.ts';
-import { createLogger, silentLogger } from '../../telemetry/logger.ts';
+import { Writable } from 'node:stream';
+import { createLogger } from '../../telemetry/logger.ts';
 import { Metrics } from '../../telemetry/metrics.ts';
 import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
 import { jobPods, runningWithNpus, startWorld, vcJob, type PodObj, type World } from '../../tools/job-peer/world.ts';
@@ -65,6 +66,16 @@ describe('HA: the leader is killed mid-burst, the standby finishes the work', ()
   const admin = adminClient();
   let world: World | undefined;
   const managers: Manager[] = [];
+  const logLines: string[] = [];
+  /** Waits like `eventually`, and on a timeout says what the replicas logged and what the hook saw. */
+  const waitFor = async <T,>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs: number, state: () => object = () => ({}), intervalMs?: number): Promise<T> => {
+    try {
+      return await eventually(check, timeoutMs, intervalMs);
+    } catch (e) {
+      const tail = logLines.slice(-150).join('\n');
+      throw new Error(`${what}: ${(e as Error).message}\nstate: ${JSON.stringify(state())}\nlast replica log lines:\n${tail}`);
+    }
+  };
 
   afterAll(async () => {
     for (const m of managers.splice(0).reverse()) await m.stop().catch(() => undefined);
@@ -73,7 +84,9 @@ describe('HA: the leader is killed mid-burst, the standby finishes the work', ()
 
   async function startReplica(client: KubeClient, leaseNs: string, name: string, jobs?: ManagerDeps['jobs']): Promise<{ manager: Manager; metrics: Metrics }> {
     const metrics = new Metrics({ processMetrics: false });
-    const log = process.env.OPS_TEST_LOG === '1' ? createLogger('info', process.stderr).child({ replica: name }) : silentLogger;
+    // Always recorded (printed when the test fails); OPS_TEST_LOG=1 streams it live as well.
+    const sink = new Writable({ write(chunk: Buffer, _enc, done) { logLines.push(chunk.toString().trimEnd()); if (process.env.OPS_TEST_LOG === '1') process.stderr.write(chunk); done(); } });
+    const log = createLogger('info', sink).child({ replica: name });
     const options = parseOptions([
       '--http-port=0', '--http-host=127.0.0.1', '--grpc-port=0', '--grpc-host=127.0.0.1',
       '--cluster-info-refresh-seconds=0', '--burst-window-ms=200',
@@ -106,7 +119,9 @@ describe('HA: the leader is killed mid-burst, the standby finishes the work', ()
     // the others: they are persisted and "in flight" when A dies.
     const passed = new Set<string>();
     const held = new Set<string>();
+    const seen: string[] = [];
     const hold = (action: ExecAction, ctx: { readonly jobKey: string; readonly signal: AbortSignal }): Promise<void> => {
+      seen.push(`${ctx.jobKey} ${action.type}`);
       if (action.type !== 'forceDeletePods' && action.type !== 'evictPods') return Promise.resolve();
       if (!ctx.jobKey.startsWith(`${ns}/`)) return Promise.resolve(); // another test's leftovers: not ours to hold
       if (passed.has(ctx.jobKey) || (passed.size < 2 && !held.has(ctx.jobKey))) { passed.add(ctx.jobKey); return Promise.resolve(); }
@@ -128,12 +143,13 @@ describe('HA: the leader is killed mid-burst, the standby finishes the work', ()
       return world!.dp.injectChipFault({ node: p.spec!.nodeName!, npu: npusOf(p)[0]!, code: '80E18402', level: 'SeparateNPU' });
     }));
     // A finished two jobs (pods deleted, pending decision cleared) and holds the other two.
-    await eventually(() => passed.size === 2 && held.size === 2, 20_000);
+    await waitFor('A passes two jobs and holds two', () => passed.size === 2 && held.size === 2, 20_000,
+      () => ({ passed: [...passed], held: [...held], seen: [...seen] }));
     const done = [...passed].map((k) => nameOf.get(k)!);
     const inFlight = [...held].map((k) => nameOf.get(k)!);
     for (const name of done) {
-      await eventually(() => world!.peer.statsOf(name).deletedUids.size === 2, 15_000);
-      await eventually(async () => { const s = await jobState(admin, uids.get(name)!); return s !== undefined && s.pending === undefined; }, 15_000);
+      await waitFor("A deleted the done jobs' pods", () => world!.peer.statsOf(name).deletedUids.size === 2, 15_000);
+      await waitFor("done jobs' pending decisions cleared", async () => { const s = await jobState(admin, uids.get(name)!); return s !== undefined && s.pending === undefined; }, 15_000);
     }
     for (const name of inFlight) {
       expect((await jobState(admin, uids.get(name)!))?.pending?.actions.map((x) => x.type)).toEqual(['forceDeletePods', 'recordRescheduleReason']);
@@ -150,10 +166,10 @@ describe('HA: the leader is killed mid-burst, the standby finishes the work', ()
     await world.dp.injectChipFault({ node: late.spec!.nodeName!, npu: npusOf(late)[0]!, code: '80E18402', level: 'SeparateNPU' });
 
     let aStoodDownAt = 0;
-    const takeoverAt = await eventually(() => {
+    const takeoverAt = await waitFor('standby takes over', () => {
       if (aStoodDownAt === 0 && !a.manager.isLeader) aStoodDownAt = Date.now();
       return b.manager.isLeader ? Date.now() : undefined;
-    }, LEASE_MS * 3, 10);
+    }, LEASE_MS * 3, () => ({}), 10);
     if (aStoodDownAt === 0 && !a.manager.isLeader) aStoodDownAt = Date.now();
     const takeoverMs = takeoverAt - killAt;
     const lastRenewAt = Date.parse(leaseAtKill.spec.renewTime ?? '');
@@ -177,8 +193,8 @@ describe('HA: the leader is killed mid-burst, the standby finishes the work', ()
     // B finishes the work: the two persisted decisions (replayed) and j4 (decided by B).
     for (const name of NAMES) {
       const old = new Set(before.get(name)!.map(uidOf));
-      await eventually(async () => { const ps = await jobPods(admin, ns, name); return ps.length === 2 && ps.every((p) => !old.has(uidOf(p)) && runningWithNpus(p)); }, 30_000);
-      await eventually(async () => (await jobState(admin, uids.get(name)!))?.pending === undefined, 15_000);
+      await waitFor('every job runs on new pods', async () => { const ps = await jobPods(admin, ns, name); return ps.length === 2 && ps.every((p) => !old.has(uidOf(p)) && runningWithNpus(p)); }, 30_000);
+      await waitFor('pending decisions cleared after takeover', async () => (await jobState(admin, uids.get(name)!))?.pending === undefined, 15_000);
     }
     await sleep(2_000); // room for a duplicate to show
     await world.peer.idle();

@@ -49,6 +49,14 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- default .Release.Namespace .Values.controller.leaderElectionNamespace -}}
 {{- end -}}
 
+{{/* The label the leader puts on its own pod: LEADER_LABEL in actions/leader-label.action.ts. */}}
+{{- define "clusterd-ts.leaderLabel" -}}clusterd-ts.io/leader{{- end -}}
+
+{{/* The Service in front of every replica's http port (metrics and probes). */}}
+{{- define "clusterd-ts.metricsServiceName" -}}
+{{- printf "%s-metrics" (include "clusterd-ts.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
 {{/* The Lease the replicas compete for: LEADER_LEASE_NAME in controllers/manager.ts. */}}
 {{- define "clusterd-ts.leaseName" -}}clusterd-ts-leader{{- end -}}
 
@@ -112,6 +120,9 @@ downward API provides (--grpc-host <- POD_IP, --node-name <- NODE_NAME) are only
 {{- end -}}
 {{- if eq (int .Values.controller.httpPort) (int .Values.controller.grpcPort) -}}
 {{- fail "controller.httpPort and controller.grpcPort must differ" -}}
+{{- end -}}
+{{- if hasKey .Values.podLabels (include "clusterd-ts.leaderLabel" .) -}}
+{{- fail "podLabels must not set clusterd-ts.io/leader: the leader sets it on its own pod (the gRPC Service selects it)" -}}
 {{- end -}}
 {{- if and .Values.grpc.tls.enabled (not .Values.grpc.tls.secretName) -}}
 {{- fail "grpc.tls.enabled=true requires grpc.tls.secretName" -}}

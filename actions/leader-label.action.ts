@@ -1,0 +1,199 @@
+/**
+ * The leader's pod carries the label `clusterd-ts.io/leader=true`. The chart's gRPC Service
+ * (`clusterd-grpc-svc`) selects it, so TaskD, the Elastic Agent and public-fault senders reach the
+ * one replica that serves gRPC (it listens on the Lease holder only); the metrics Service selects
+ * every replica.
+ *
+ * Why a label and not leadership in the readiness probe: a standby that is never Ready would hold
+ * the PodDisruptionBudget (minAvailable 1) at zero allowed disruptions for the leader and stall a
+ * rolling update (maxUnavailable 0) waiting for a new pod that can never become Ready. Readiness
+ * stays "caches synced" and the label steers the traffic.
+ *
+ * Who writes what:
+ * - the leader labels its own pod first (so the Service never goes empty because of us), then
+ *   clears the label from the other pods of its release (same `app.kubernetes.io/name` and
+ *   `/instance`) that still carry it: a leader that crashed or lost the apiserver cannot remove its
+ *   own label;
+ * - a replica standing down removes the label from its own pod, and so does every replica at start
+ *   (a container restarted in place keeps its pod's labels).
+ * Every write is a JSON merge patch carrying the resourceVersion it was based on (409: read again),
+ * so a decision taken on a stale read never lands. Failures are logged, counted and retried with
+ * backoff; nothing here throws into the caller. While leading, the state is checked again every
+ * resync period (a label removed by hand, a late write from a deposed leader).
+ */
+import { isConflict, isNotFound, paths, type KubeClient, type KubeObject } from '../runtime/kube-client.ts';
+import type { Logger } from '../telemetry/logger.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
+
+export const LEADER_LABEL = 'clusterd-ts.io/leader';
+export const LEADER_LABEL_VALUE = 'true';
+/** Labels that tell the pods of one release apart: the chart's selector labels. */
+export const RELEASE_LABELS = ['app.kubernetes.io/name', 'app.kubernetes.io/instance'] as const;
+
+export interface PodRef {
+  readonly name: string;
+  readonly namespace: string;
+}
+
+export type LabelChange = 'set' | 'remove' | 'clear';
+export type LabelResult = 'success' | 'conflict' | 'gone' | 'error';
+/** The own pod's label as last read or written; `unknown` before the first read or after errors. */
+export type OwnLabelState = 'set' | 'absent' | 'unknown';
+
+export interface LeaderLabelDeps {
+  readonly client: KubeClient;
+  readonly pod: PodRef;
+  readonly log: Logger;
+  readonly metrics: Metrics;
+  /** While leading, check the labels again this often. */
+  readonly resyncMs: number;
+  readonly retryMinMs?: number;
+  readonly retryMaxMs?: number;
+}
+
+type Outcome = 'converged' | 'conflict';
+
+export class LeaderLabeler {
+  private readonly d: LeaderLabelDeps;
+  private readonly retryMinMs: number;
+  private readonly retryMaxMs: number;
+  private desired: boolean | undefined;
+  private running = false;
+  private again = false;
+  private stopped = false;
+  private backoffMs: number;
+  private timer: NodeJS.Timeout | undefined;
+  private current: Promise<void> = Promise.resolve();
+  private warnedMissing = false;
+  private own: OwnLabelState = 'unknown';
+
+  constructor(d: LeaderLabelDeps) {
+    this.d = d;
+    this.retryMinMs = d.retryMinMs ?? 1_000;
+    this.retryMaxMs = d.retryMaxMs ?? 30_000;
+    this.backoffMs = this.retryMinMs;
+  }
+
+  get ownLabel(): OwnLabelState { return this.own; }
+
+  /** This replica holds the Lease: label its pod, clear the label from the release's other pods. */
+  claim(): void { this.want(true); }
+
+  /** This replica stands by: its pod must not carry the label. */
+  release(): void { this.want(false); }
+
+  /** No more retries or resyncs; waits (at most `waitMs`) for the write in flight, e.g. a release. */
+  async stop(waitMs = 5_000): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    let t: NodeJS.Timeout | undefined;
+    await Promise.race([this.current, new Promise<void>((r) => { t = setTimeout(r, waitMs); t.unref(); })]);
+    clearTimeout(t);
+  }
+
+  private want(leading: boolean): void {
+    if (this.stopped) return;
+    this.desired = leading;
+    this.backoffMs = this.retryMinMs;
+    this.kick();
+  }
+
+  private kick(): void {
+    if (this.timer !== undefined) { clearTimeout(this.timer); this.timer = undefined; }
+    if (this.running) { this.again = true; return; }
+    this.running = true;
+    this.current = this.run();
+  }
+
+  /** Passes one at a time; a change of mind during a pass runs another pass right after it. */
+  private async run(): Promise<void> {
+    let next: number | undefined;
+    do {
+      this.again = false;
+      const leading = this.desired;
+      if (leading === undefined) break;
+      try {
+        const out = await this.pass(leading);
+        if (out === 'conflict') {
+          next = this.retryMinMs; // someone wrote the pod meanwhile: read again soon
+        } else {
+          this.backoffMs = this.retryMinMs;
+          next = leading ? this.d.resyncMs : undefined;
+        }
+      } catch (e) {
+        this.own = 'unknown';
+        this.d.log.warn('leader label: pod read or write failed; retrying', { pod: this.ownKey(), leading, retryInMs: this.backoffMs, err: String(e) });
+        next = this.backoffMs;
+        this.backoffMs = Math.min(this.retryMaxMs, this.backoffMs * 2);
+      }
+    } while (this.again);
+    this.running = false;
+    if (next !== undefined && !this.stopped) {
+      this.timer = setTimeout(() => { this.timer = undefined; this.kick(); }, next);
+      this.timer.unref();
+    }
+  }
+
+  private async pass(leading: boolean): Promise<Outcome> {
+    const { client, pod } = this.d;
+    const self = await client.getOrUndefined<KubeObject>(paths.pod(pod.namespace, pod.name));
+    if (self === undefined) {
+      this.own = 'unknown';
+      if (!this.warnedMissing) this.d.log.warn('leader label: own pod not found (POD_NAME / POD_NAMESPACE?); the gRPC Service cannot select this replica', { pod: this.ownKey() });
+      this.warnedMissing = true;
+      return 'converged';
+    }
+    this.warnedMissing = false;
+    const has = self.metadata?.labels?.[LEADER_LABEL] === LEADER_LABEL_VALUE;
+    if (!leading) {
+      if (!has) { this.own = 'absent'; return 'converged'; }
+      const r = await this.write(self, null, 'remove');
+      if (r === 'success') this.own = 'absent';
+      return r === 'conflict' ? 'conflict' : 'converged';
+    }
+    if (!has) {
+      const r = await this.write(self, LEADER_LABEL_VALUE, 'set');
+      if (r !== 'success') return r === 'conflict' ? 'conflict' : 'converged';
+    }
+    this.own = 'set';
+    // Other pods of this release still labelled: a former leader that could not remove its own.
+    const selector = [`${LEADER_LABEL}=${LEADER_LABEL_VALUE}`,
+      ...RELEASE_LABELS.flatMap((k) => { const v = self.metadata?.labels?.[k]; return v === undefined ? [] : [`${k}=${v}`]; })].join(',');
+    const stale = (await client.list<KubeObject>(paths.pods(pod.namespace), { labelSelector: selector })).items
+      .filter((p) => p.metadata?.name !== pod.name);
+    let outcome: Outcome = 'converged';
+    for (const p of stale) {
+      if (this.desired !== true) break; // stood down meanwhile: leave the rest to the next leader
+      if ((await this.write(p, null, 'clear')) === 'conflict') outcome = 'conflict';
+    }
+    return outcome;
+  }
+
+  /** One merge patch of the label, conditional on the resourceVersion read; counts and logs it. */
+  private async write(target: KubeObject, value: string | null, change: LabelChange): Promise<LabelResult> {
+    const name = target.metadata?.name ?? '';
+    const { client, pod, metrics, log } = this.d;
+    let result: LabelResult;
+    try {
+      await client.patch(paths.pod(pod.namespace, name), {
+        metadata: { resourceVersion: target.metadata?.resourceVersion, labels: { [LEADER_LABEL]: value } },
+      }, 'merge');
+      result = 'success';
+    } catch (e) {
+      result = isNotFound(e) ? 'gone' : isConflict(e) ? 'conflict' : 'error';
+      metrics.leaderLabelChanges.inc({ change, result });
+      metrics.apiWrites.inc({ kind: 'pod_leader_label', result });
+      if (result === 'conflict') metrics.apiConflicts.inc({ kind: 'pod_leader_label' });
+      if (result === 'error') throw e;
+      log.info('leader label: pod changed meanwhile', { pod: `${pod.namespace}/${name}`, change, result });
+      return result;
+    }
+    metrics.leaderLabelChanges.inc({ change, result });
+    metrics.apiWrites.inc({ kind: 'pod_leader_label', result });
+    const what = { set: 'leader label set on own pod', remove: 'leader label removed from own pod', clear: 'leader label cleared from a former leader\'s pod' }[change];
+    log.info(what, { pod: `${pod.namespace}/${name}`, label: LEADER_LABEL });
+    return result;
+  }
+
+  private ownKey(): string { return `${this.d.pod.namespace}/${this.d.pod.name}`; }
+}
