@@ -1,8 +1,8 @@
 import { Metrics } from '../telemetry/metrics.ts';
 import type { FaultRecord } from '../policy/fault-types.ts';
-import { ManualClock, recordingLogger, type LogLine } from './fault-policy-test-kit.ts';
+import { ManualClock, recordingLogger, type LogLine } from '../test/support/fault-policy-test-kit.ts';
 import { FaultFiltersController } from './fault-filters.controller.ts';
-import { fakeSources, pod, podGroup, rec } from './fault-filters-fakes.ts';
+import { fakeSources, pod, podGroup, rec } from '../test/support/fault-filters-fakes.ts';
 
 const S = 1000;
 const NS = 'team-a';

@@ -60,7 +60,10 @@ export interface FaultFiltersDeps {
   readonly stepRetry?: (node: string, records: readonly FaultRecord[], nowMs: number) => readonly FaultRecord[];
   /** #21: the job's controller subscribed to the fault gRPC service (by job UID). */
   readonly faultSubscribed?: (jobUid: string) => boolean;
-  /** #24: when the job reported a pod rank as having to exit (recovery FSM). */
+  /**
+   * #24: when the job reported a pod rank as having to exit (the recovery FSM's recover-in-place
+   * plan, RecoveryController.mustExitReportedMs); a new report re-announces the job's nodes.
+   */
   readonly mustExitReportedMs?: (jobUid: string, podRank: number) => number | undefined;
   /** #22: UCEs the business plane reported on a node (device, time). */
   readonly businessUce?: (node: string) => ReadonlyArray<{ readonly device: string; readonly atMs: number }>;

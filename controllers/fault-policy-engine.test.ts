@@ -1,7 +1,7 @@
 import { FaultPolicyEngine } from './fault-policy-engine.ts';
 import { PolicyConfigTracker } from './fault-policy-config.ts';
 import type { NpuUsage } from './fault-policy-pods.ts';
-import { ManualClock, rec, recordingLogger, settle, type LogLine } from './fault-policy-test-kit.ts';
+import { ManualClock, rec, recordingLogger, settle, type LogLine } from '../test/support/fault-policy-test-kit.ts';
 import { Metrics } from '../telemetry/metrics.ts';
 import type { FaultRecord } from '../policy/fault-types.ts';
 import { encodeFaultCode, DEFAULT_FAULT_CODE_CONFIG } from '../schemas/fault-code/fault-code.ts';

@@ -1,6 +1,6 @@
 import { applyPreSeparate, effectiveRecords, inUsePreSeparated } from './fault-policy-view.ts';
 import { NpuUsageIndex } from './fault-policy-pods.ts';
-import { rec } from './fault-policy-test-kit.ts';
+import { rec } from '../test/support/fault-policy-test-kit.ts';
 import type { LeveledFault } from '../policy/fault-level.ts';
 import type { Escalation } from '../policy/escalation.ts';
 import type { FaultRecord } from '../policy/fault-types.ts';

@@ -6,7 +6,7 @@
 import { FaultStore } from './fault-store.ts';
 import { FaultPolicyEngine } from './fault-policy-engine.ts';
 import { PolicyConfigTracker } from './fault-policy-config.ts';
-import { ManualClock, settle } from './fault-policy-test-kit.ts';
+import { ManualClock, settle } from '../test/support/fault-policy-test-kit.ts';
 import { silentLogger } from '../telemetry/logger.ts';
 import { Metrics } from '../telemetry/metrics.ts';
 import { encodeDeviceInfoData, makeDeviceFault } from '../schemas/device-info/device-info-encode.ts';

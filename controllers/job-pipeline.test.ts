@@ -1,6 +1,6 @@
 import { TestScheduler } from 'rxjs/testing';
 import { map, NEVER } from 'rxjs';
-import { chipFault, fourPodJob, jobOf, podOf } from '../policy/job-fixtures.ts';
+import { chipFault, fourPodJob, jobOf, podOf } from '../test/support/job-fixtures.ts';
 import type { JobFaultSnapshot } from '../policy/job-aggregation.ts';
 import { jobAggregates$ } from './job-pipeline.ts';
 

@@ -28,6 +28,7 @@ import { ESCALATION_STATE_RECONCILE_KEY, escalationStateReconciler } from '../re
 import { MANUAL_INFO_RECONCILE_KEY, manualInfoReconciler } from '../reconcilers/manual-info.reconciler.ts';
 import { FaultFiltersController } from './fault-filters.controller.ts';
 import { RelationFaultsController } from './relation-faults.controller.ts';
+import { recoverInPlacePeers } from './fault-filters-peers.ts';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 
@@ -92,14 +93,17 @@ export class Manager implements HealthSource {
     this.sources = createSources(deps.client, { log: deps.log.child({ component: 'sources' }), clusterSystemNamespace: deps.options.clusterSystemNamespace });
     const { options, log, metrics } = deps;
     this.writer = new ConfigMapWriter(deps.client, { metrics, dryRun: options.dryRun, log });
-    this.clusterInfo = new ControllerLoop(clusterInfoReconciler({
+    const clusterInfo = clusterInfoReconciler({
       // The scheduler view, minus what its filters withheld from the device plugin's lists (E.6).
-      render: () => this.faultPolicy.adjustView(renderClusterInfo(this.deviceFaults.store, (n) => this.deviceFaults.effective(n), this.now(), (n) => this.filters.withheld(n))),
+      nodes: () => this.deviceFaults.store.nodeNames(),
+      renderNode: (node, nowMs) => this.faultPolicy.adjustView(renderClusterInfo(this.deviceFaults.store, (n) => this.deviceFaults.effective(n), nowMs, (n) => this.filters.withheld(n), [node])),
+      peers: (nodes) => recoverInPlacePeers(this.filters.index, nodes),
       actual: (name) => this.sources.mindxDlConfigMaps.get(`${CLUSTER_INFO_NAMESPACE}/${name}`),
       actualNames: () => [...this.sources.mindxDlConfigMaps.store.values()].map((c) => c.metadata?.name ?? ''),
       writer: this.writer,
       refreshMs: options.clusterInfoRefreshSeconds * 1000,
-    }), { log, metrics, now: this.now });
+    });
+    this.clusterInfo = new ControllerLoop(clusterInfo, { log, metrics, now: this.now });
     const csNs = options.clusterSystemNamespace;
     this.faultPolicy = new FaultPolicyController({
       sources: this.sources, namespace: csNs, log: log.child({ controller: 'fault_policy' }), metrics, now: this.now,
@@ -126,13 +130,14 @@ export class Manager implements HealthSource {
       stepRetry: (n, r, t) => this.recovery.schedulerView(n, r, t),
       faultSubscribed: (uid) => this.grpc.faults.subscribed(uid),
       businessUce: (n) => this.recovery.businessUce(n),
+      mustExitReportedMs: (uid, podRank) => this.recovery.mustExitReportedMs(uid, podRank),
       notify: (nodes) => this.deviceFaults.notify(nodes),
       onStateChange: () => persistSide(),
     });
     this.deviceFaults = new DeviceFaultsController({
       sources: this.sources, log: log.child({ controller: 'device_faults' }), metrics, now: this.now,
       policy: { effective: (n, r, t) => this.filters.schedulerView(n, basePolicy.effective(n, r, t), t) },
-      onChange: (c) => { this.faultPolicy.observe(c.nodes); this.clusterInfo.queue.add(CLUSTER_INFO_KEY); },
+      onChange: (c) => { this.faultPolicy.observe(c.nodes); clusterInfo.markDirty(c.nodes); this.clusterInfo.queue.add(CLUSTER_INFO_KEY); },
     });
     this.recovery = new RecoveryController({
       ...deps.recovery, client: deps.client, sources: this.sources, deviceFaults: this.deviceFaults, writer: this.writer,

@@ -49,6 +49,8 @@ export interface JobFsmDeps {
   readonly scheduler?: SchedulerLike;
   /** After every step (metrics). */
   readonly onStep?: (job: JobFsm, machine: Machine, r: StepResult<unknown, unknown>) => void;
+  /** The recovery FSM reported pods as must exit (recover-in-place): the scheduler view of their faults changed. */
+  readonly mustExitChanged?: (job: JobFsm, podRanks: readonly number[]) => void;
 }
 
 interface Queued { readonly input: JobInput; readonly resolve: (o: InputOutcome) => void }
@@ -80,6 +82,11 @@ export class JobFsm {
 
   get stopped(): boolean {
     return this.abort.signal.aborted;
+  }
+
+  /** When the recovery FSM last reported the pod at `podRank` as must exit (recover-in-place plan), if ever. */
+  mustExitReportedMs(podRank: number): number | undefined {
+    return this.recovery.mustExitAtMs[String(podRank)];
   }
 
   /** The uuid keep-alives carry: the hot switch's while it runs, else the recovery's. */
@@ -141,9 +148,12 @@ export class JobFsm {
     } else routed = input;
     const now = this.scheduler.now();
     if (routed.machine === 'recovery') {
+      const before = this.recovery.mustExitAtMs;
       const r = recoveryStep(this.recovery, routed.event, now);
       this.recovery = r.state;
       this.after('recovery', routed.event.type, r, r.commands.map((cmd) => ({ machine: 'recovery' as const, cmd, streamId: this.stream?.id })));
+      const stamped = Object.entries(this.recovery.mustExitAtMs).filter(([k, t]) => before[k] !== t).map(([k]) => Number(k));
+      if (stamped.length > 0) this.d.mustExitChanged?.(this, stamped);
       return { accepted: r.accepted, machine: 'recovery', uuid: this.recovery.uuid };
     }
     const r = hotSwitchStep(this.hotSwitch, routed.event, now);

@@ -53,7 +53,12 @@ export function parseRecoveryRecord(text: string | undefined): RecordParse {
   if (typeof r.jobId !== 'string' || typeof r.jobKey !== 'string') return { ok: false, reason: 'jobId/jobKey missing' };
   if (r.recovery?.kind !== 'recovery' || r.hotSwitch?.kind !== 'hotSwitch') return { ok: false, reason: 'FSM states missing' };
   if (!Array.isArray(r.recovery.timers) || !Array.isArray(r.hotSwitch.timers) || typeof r.recovery.phase !== 'string') return { ok: false, reason: 'FSM states malformed' };
-  return { ok: true, value: { ...(r as RecoveryRecord), recovery: { ...r.recovery, pods: [] }, hotSwitch: { ...r.hotSwitch, pods: [] } } };
+  // States stored before `mustExitAtMs` existed lack it: no pod was reported as must exit then.
+  const stored: unknown = (r.recovery as Partial<RecoveryState>).mustExitAtMs;
+  const mustExitAtMs = typeof stored === 'object' && stored !== null && !Array.isArray(stored)
+    ? Object.fromEntries(Object.entries(stored).filter((e): e is [string, number] => typeof e[1] === 'number'))
+    : {};
+  return { ok: true, value: { ...(r as RecoveryRecord), recovery: { ...r.recovery, pods: [], mustExitAtMs }, hotSwitch: { ...r.hotSwitch, pods: [] } } };
 }
 
 /** The stored text: states without pod lists (restored from the cache). */

@@ -10,6 +10,9 @@
  *   `podsObserved`, `configChanged`, `subHealthFault` (SubHealthy jobs) to the hot-switch FSM;
  * - gRPC (controllers/grpc-handlers.ts) -> register, subscribe / stream close, the four reports;
  * - FSM timers fire from the state (recovery-job.ts).
+ * What it feeds back: the step-retry stage of the scheduler view (`schedulerView`), business-plane
+ * UCEs (`businessUce`) and the pods the recover-in-place plan sends away (`mustExitReportedMs`) for
+ * the scheduler-view filters; a new must-exit pod re-announces the job's nodes to the intake.
  * Only the leader acts: states are restored from the state store in startActing and every FSM
  * stops in stopActing. A PodGroup that goes away drops its FSMs and stored state.
  */
@@ -140,6 +143,15 @@ export class RecoveryController {
     });
   }
 
+  /**
+   * When the job's recovery FSM reported the pod at `podRank` as must exit (its recover-in-place plan
+   * sends the pod away instead of restarting it in place): the recover-in-place filter's input
+   * (A.3 #24), so the pod's L2/L3 faults reach the scheduler from then on.
+   */
+  mustExitReportedMs(jobId: string, podRank: number): number | undefined {
+    return this.jobs.get(jobId)?.mustExitReportedMs(podRank);
+  }
+
   isRegistered(jobId: string): boolean { return this.jobs.has(jobId); }
   job(jobId: string): JobFsm | undefined { return this.jobs.get(jobId); }
   registeredJobIds(): string[] { return [...this.jobs.keys()]; }
@@ -233,6 +245,11 @@ export class RecoveryController {
     }
   }
 
+  /** The nodes the job's pods run on. */
+  private nodesOf(key: string): string[] {
+    return [...new Set((this.index.job(key)?.view.pods ?? []).flatMap((p) => (p.node === undefined ? [] : [p.node])))];
+  }
+
   private rawPods(key: string): Pod[] {
     const entry = this.index.job(key);
     const ns = entry?.view.namespace ?? '';
@@ -305,6 +322,10 @@ export class RecoveryController {
         log: this.d.log,
         scheduler: this.scheduler,
         onStep: (j) => this.observeGauge(j),
+        mustExitChanged: (j, podRanks) => {
+          this.d.log.info('recover-in-place: pods reported as must exit; their faults reach the scheduler', { job: j.target.key, podRanks });
+          this.d.deviceFaults.notify(this.nodesOf(j.target.key));
+        },
       });
     this.jobs.set(jobId, job);
     job.start();

@@ -3,9 +3,9 @@ import type { KubeClient } from '../runtime/kube-client.ts';
 import { Metrics } from '../telemetry/metrics.ts';
 import type { FaultRecord } from '../policy/fault-types.ts';
 import { SWITCH_LINK_DOWN } from '../policy/relation-fault-config.ts';
-import { ManualClock, recordingLogger, settle, type LogLine } from './fault-policy-test-kit.ts';
+import { ManualClock, recordingLogger, settle, type LogLine } from '../test/support/fault-policy-test-kit.ts';
 import { RelationFaultsController } from './relation-faults.controller.ts';
-import { fakeSources, pod, podGroup, rec } from './fault-filters-fakes.ts';
+import { fakeSources, pod, podGroup, rec } from '../test/support/fault-filters-fakes.ts';
 
 const S = 1000;
 const NS = 'team-a';

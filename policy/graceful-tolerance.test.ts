@@ -12,7 +12,7 @@ import {
   type GraceEvent,
   type GraceState,
 } from './graceful-tolerance.ts';
-import { Harness } from './recovery-fixtures.ts';
+import { Harness } from '../test/support/recovery-fixtures.ts';
 
 const dev = (policy: GraceDevice['policy'], errorCodes: number[] = [0x80e01801], logicId = 3): GraceDevice => ({ logicId, rankId: 11, policy, errorCodes });
 const harness = () => new Harness<GraceState, GraceEvent, GraceCommand>(initialGraceState('llama'), graceStep);

@@ -15,7 +15,7 @@ import {
   type HotSwitchPod,
   type HotSwitchState,
 } from './hot-switch-fsm.ts';
-import { Harness } from './recovery-fixtures.ts';
+import { Harness } from '../test/support/recovery-fixtures.ts';
 import type { StepResult } from './recovery-kit.ts';
 
 const NOW = 1_700_000_000_000;

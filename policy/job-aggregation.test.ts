@@ -1,5 +1,5 @@
 import { HEARTBEAT_TIMEOUT_CODE, aggregateJob } from './job-aggregation.ts';
-import { chipFault, fourPodJob, jobOf, mapPods, nodeNotReady, podOf } from './job-fixtures.ts';
+import { chipFault, fourPodJob, jobOf, mapPods, nodeNotReady, podOf } from '../test/support/job-fixtures.ts';
 import { parseAscendReal, parseRankIndex, podViewFromMeta } from './job-view.ts';
 
 describe('aggregateJob', () => {

@@ -1,7 +1,7 @@
 import { parseJobKnobs } from '../schemas/job-knobs/job-knobs.ts';
 import { faultKey } from './fault-types.ts';
 import type { JobAction } from './job-decision-types.ts';
-import { allNames, chipFault, decide, fourPodJob, mapPods, nodeNotReady } from './job-fixtures.ts';
+import { allNames, chipFault, decide, fourPodJob, mapPods, nodeNotReady } from '../test/support/job-fixtures.ts';
 import type { JobKnobsInput } from './job-view.ts';
 
 const sep2 = chipFault('node-2', 'Ascend910-2', 'SeparateNPU');

@@ -2,7 +2,7 @@ import { map } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import type { JobFaultSnapshot } from './job-aggregation.ts';
 import { decideJob } from './job-restart.ts';
-import { chipFault, fourPodJob } from './job-fixtures.ts';
+import { chipFault, fourPodJob } from '../test/support/job-fixtures.ts';
 import { aggregateJobFaults, aggregateJobFaultsWith } from './job-fault-stream.ts';
 
 const jobA = fourPodJob('uid-a');

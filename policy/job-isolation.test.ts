@@ -1,4 +1,4 @@
-import { chipFault, nodeNotReady } from './job-fixtures.ts';
+import { chipFault, nodeNotReady } from '../test/support/job-fixtures.ts';
 import { CLUSTERD_FAULT_TAINT_KEY, desiredNodeTaints, planNodeTaint, unusableNpus } from './job-isolation.ts';
 
 describe('node taints', () => {

@@ -1,7 +1,7 @@
 import type { FaultRecord } from './fault-types.ts';
 import { alreadyActed, markActed } from './job-decision-id.ts';
 import type { JobAction, JobRescheduleState } from './job-decision-types.ts';
-import { allNames, chipFault, decide, fourPodJob, mapPods, nodeNotReady, replaced, terminating } from './job-fixtures.ts';
+import { allNames, chipFault, decide, fourPodJob, mapPods, nodeNotReady, replaced, terminating } from '../test/support/job-fixtures.ts';
 import type { JobKnobsInput, JobView } from './job-view.ts';
 
 const sep2 = chipFault('node-2', 'Ascend910-2', 'SeparateNPU');

@@ -7,7 +7,7 @@ import { EMPTY, merge, of, map, timer, type Observable, type ObservableInput } f
 import { TestScheduler } from 'rxjs/testing';
 import { graceToleranceTimings, initialGraceState, type GraceEvent } from './graceful-tolerance.ts';
 import { initialHotSwitchState, type HotSwitchEvent, type HotSwitchPod } from './hot-switch-fsm.ts';
-import { jobConfig, podsOf } from './recovery-fixtures.ts';
+import { jobConfig, podsOf } from '../test/support/recovery-fixtures.ts';
 import { runFsm$ } from './recovery-driver.ts';
 import { initialRecoveryState } from './recovery-fsm.ts';
 import type { CommandMeta, EffectResult } from './recovery-kit.ts';

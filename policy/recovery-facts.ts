@@ -99,6 +99,20 @@ export function planInPlace(s: RecoveryState): { restartPods: number[]; exitPods
   return { restartPods, exitPods: pods.filter((p) => !restartPods.includes(p)) };
 }
 
+/**
+ * Adopts a recover-in-place plan; pods new on its exit list are stamped in `mustExitAtMs` (the
+ * job's "must exit" report the recover-in-place filter reads, A.3 #24).
+ */
+export function setInPlacePlan(ctx: Ctx, plan: { restartPods: number[]; exitPods: number[] } | null): void {
+  const s = ctx.s;
+  const before = s.inPlace?.exitPods ?? [];
+  s.inPlace = plan;
+  const added = (plan?.exitPods ?? []).filter((p) => !before.includes(p));
+  if (added.length === 0) return;
+  s.mustExitAtMs = { ...s.mustExitAtMs, ...Object.fromEntries(added.map((p) => [String(p), ctx.now])) };
+  ctx.why.push(`recover-in-place: pods ${added.join(',')} must exit`);
+}
+
 /** Hardware in-place ranks still present in the latest fault feed. */
 export function lingeringInPlaceRanks(s: RecoveryState): number[] {
   const restart = s.inPlace?.restartPods ?? [];

@@ -2,7 +2,7 @@
  * Further B1 paths with explicit time: recover-in-place, dump, elastic training, kill-master paths,
  * and the A.9 #68/#69 input rules.
  */
-import { podsOf, recoveryHarness, resetOps, signalsOf, signalTypes, type RecoveryHarness } from './recovery-fixtures.ts';
+import { podsOf, recoveryHarness, resetOps, signalsOf, signalTypes, type RecoveryHarness } from '../test/support/recovery-fixtures.ts';
 import type { ObservedFaultRank } from './recovery-types.ts';
 
 const feed = (h: RecoveryHarness, ranks: ObservedFaultRank[], jobHealth: 'Healthy' | 'SubHealthy' | 'UnHealthy' = 'UnHealthy') =>
@@ -33,6 +33,29 @@ describe('recover-in-place (A.9 #73)', () => {
     expect(resetOps(h).at(-1)).toBe('clear');
     h.feed({ type: 'recoverStatusReported', code: 0, strategy: 'recover' });
     expect(h.commands('setPodGroupAnnotations').at(-1)).toMatchObject({ annotations: { ProcessRecoverStatus: 'recover-success' } });
+    expect(h.state.mustExitAtMs).toEqual({}); // restarted in place: never reported as must exit
+  });
+
+  it('the plan stamps when each pod goes on its exit list: a non-qualifying pod at once, a lingering one after the check', () => {
+    const h = recoveryHarness(inPlace);
+    // pod 1: L2/L3 (in place); pod 2: a fault that cannot restart in place
+    feed(h, [{ rankId: 3, faultType: '1', restartInPlace: true }, { rankId: 5, faultType: '1' }]);
+    report(h);
+    h.feed({ type: 'stopCompleteReported', code: 0 });
+    h.advance(11_000);
+    expect(h.state).toMatchObject({ step: 'inPlaceCheck', inPlace: { restartPods: [1], exitPods: [2] } });
+    const planned = h.state.mustExitAtMs['2'];
+    expect(planned).toBeGreaterThan(0);
+    expect(planned).toBeLessThanOrEqual(h.now);
+    expect(h.state.mustExitAtMs['1']).toBeUndefined();
+    const checkDue = h.state.timers.find((t) => t.id === 'inPlaceCheck')!.dueAtMs;
+    h.advance(15_000);
+    expect(h.state.inPlace).toEqual({ restartPods: [], exitPods: [1, 2] });
+    expect(h.state.mustExitAtMs).toEqual({ 1: checkDue, 2: planned });
+    // kept across a reset: the filter compares it with the fault time, so it cannot touch a later fault
+    h.feed({ type: 'streamClosed' });
+    expect(h.state.phase).toBe('INIT');
+    expect(h.state.mustExitAtMs).toEqual({ 1: checkDue, 2: planned });
   });
 
   it('fault still present after 15 s: that pod exits and is replaced instead', () => {
@@ -42,6 +65,7 @@ describe('recover-in-place (A.9 #73)', () => {
     h.feed({ type: 'stopCompleteReported', code: 0 });
     h.advance(11_000 + 15_000);
     expect(h.reasons).toContain('recover-in-place: faults remain on pods 1; they exit instead');
+    expect(h.reasons).toContain('recover-in-place: pods 1 must exit');
     expect(h.commands('writeResetConfig').at(-1)).toMatchObject({ rankIds: [2, 3], restartFaultProcess: false });
     expect(h.commands('replaceFaultPods')).toMatchObject([{ podRanks: [1] }]);
     h.feed({ type: 'recoverStrategyReported', strategies: ['recover'] });

@@ -2,7 +2,7 @@
  * End-to-end scenarios of the process-level recovery FSM (behavior.md B1, grpc.md 9.4) with explicit
  * time: a harness steps the pure transition function and acknowledges awaited commands.
  */
-import { podsOf, recoveryHarness, resetOps, signalsOf, signalTypes, type RecoveryHarness } from './recovery-fixtures.ts';
+import { podsOf, recoveryHarness, resetOps, signalsOf, signalTypes, type RecoveryHarness } from '../test/support/recovery-fixtures.ts';
 import type { RecoveryState } from './recovery-types.ts';
 
 const fault = (rankId: number, faultType: '0' | '1' | '2' = '1', jobHealth: RecoveryState['jobHealth'] = 'UnHealthy') =>

@@ -2,7 +2,7 @@
  * B1 transition table (behavior.md B1): one case per rule, from a crafted source state, at an
  * explicit nowMs. Checks the edge taken and what the handler does first.
  */
-import { jobConfig, podsOf } from './recovery-fixtures.ts';
+import { jobConfig, podsOf } from '../test/support/recovery-fixtures.ts';
 import { initialRecoveryState, step, trigger } from './recovery-fsm.ts';
 import { recoveryEdges } from './recovery-rules.ts';
 import type { RecoveryCommand, RecoveryFsmEvent, RecoveryPhase, RecoveryState } from './recovery-types.ts';

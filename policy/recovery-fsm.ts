@@ -81,6 +81,7 @@ export function initialRecoveryState(init: RecoveryInit): RecoveryState {
     originalPodUids: Object.fromEntries(pods.map((p) => [String(p.podRank), p.uid])),
     jobHealth: 'Healthy',
     lastFeed: [],
+    mustExitAtMs: {},
     ...idleRecoveryFields(),
   };
 }

@@ -20,6 +20,7 @@ import {
   rescheduled,
   retryFaults,
   send,
+  setInPlacePlan,
   timer,
   waitFor,
 } from './recovery-facts.ts';
@@ -181,7 +182,7 @@ const sendPreExit: Step = (ctx) => {
 
 const afterForceRelease: Step = (ctx) => {
   const s = ctx.s;
-  s.inPlace = planInPlace(s);
+  setInPlacePlan(ctx, planInPlace(s));
   if (s.inPlace !== null && lingeringInPlaceRanks(s).length > 0) {
     s.step = 'inPlaceCheck';
     timer(ctx, 'inPlaceCheck', s.timings.inPlaceCheckMs);
@@ -195,10 +196,10 @@ const afterInPlaceCheck: Step = (ctx) => {
   const lingering = lingeringInPlaceRanks(s);
   if (s.inPlace !== null && lingering.length > 0) {
     const stuck = podsOf(lingering, s.config.ranksPerPod);
-    s.inPlace = {
+    setInPlacePlan(ctx, {
       restartPods: s.inPlace.restartPods.filter((p) => !stuck.includes(p)),
       exitPods: [...new Set([...s.inPlace.exitPods, ...stuck])].sort((a, b) => a - b),
-    };
+    });
     ctx.why.push(`recover-in-place: faults remain on pods ${stuck.join(',')}; they exit instead`);
   }
   return CONTINUATIONS.notifyGlobal(ctx);

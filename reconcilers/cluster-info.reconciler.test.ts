@@ -5,8 +5,8 @@
  */
 import { FaultStore } from '../controllers/fault-store.ts';
 import { FaultFiltersController } from '../controllers/fault-filters.controller.ts';
-import { fakeSources, pod, podGroup } from '../controllers/fault-filters-fakes.ts';
-import { ManualClock } from '../controllers/fault-policy-test-kit.ts';
+import { fakeSources, pod, podGroup } from '../test/support/fault-filters-fakes.ts';
+import { ManualClock } from '../test/support/fault-policy-test-kit.ts';
 import { silentLogger } from '../telemetry/logger.ts';
 import { encodeDeviceInfoData, makeDeviceFault } from '../schemas/device-info/device-info-encode.ts';
 import { DEVICE_INFO_LABELS, deviceInfoCmName } from '../schemas/device-info/device-info.ts';

@@ -3,10 +3,17 @@
  * mx-consumer-volcano=true, data key = CM name) match the fault view: the contract with Volcano's
  * ascend plugin (formats.md 3.1). One key, `cluster-info`, so a burst of node changes costs one
  * pass. Shards are cut at 800 KiB; surplus shards from a larger past are blanked, never deleted.
+ *
+ * A pass costs what changed, not the cluster's size: each node's entries are kept encoded
+ * (ClusterInfoCache), the intake's change notifications mark nodes dirty (`markDirty`), a pass
+ * re-renders only those and builds the shards by joining the cached strings. The periodic refresh
+ * renders every node again and warns about any node whose cached entry was stale (a change that
+ * reached the view without a notification).
  */
-import { CLUSTER_INFO_DEVICE_PREFIX, CLUSTER_INFO_LABELS, CLUSTER_INFO_NAMESPACE, CLUSTER_INFO_NODE_CM, CLUSTER_INFO_SWITCH_PREFIX, encodeClusterInfo, type ClusterInfoEntry, type DeviceInfoEntry, type NodeInfoEntry, type SwitchInfoEntry } from '../schemas/cluster-info/cluster-info.ts';
+import { CLUSTER_INFO_DEVICE_PREFIX, CLUSTER_INFO_LABELS, CLUSTER_INFO_MAX_SHARD_BYTES, CLUSTER_INFO_NAMESPACE, CLUSTER_INFO_NODE_CM, CLUSTER_INFO_SWITCH_PREFIX, encodeClusterInfo, type ClusterInfoEntry, type DeviceInfoEntry, type NodeInfoEntry, type SwitchInfoEntry } from '../schemas/cluster-info/cluster-info.ts';
 import { mergeDeviceFaults, recomputeDeviceList } from '../schemas/cluster-info/device-list.ts';
-import { shardClusterInfo } from '../schemas/cluster-info/shard.ts';
+import { encodeEntry, joinRange, shardClusterInfo, shardRanges, type EncodedEntry } from '../schemas/cluster-info/shard.ts';
+import { compareUtf8 } from '../schemas/go-json.ts';
 import { withholdSwitchFaults } from '../schemas/cluster-info/switch-view.ts';
 import { deviceInfoCmName } from '../schemas/device-info/device-info.ts';
 import { switchInfoCmName } from '../schemas/device-info/switch-info.ts';
@@ -38,16 +45,21 @@ export interface ClusterInfoView {
  * `-Unhealthy` / `-NetworkUnhealthy` unless a visible non-normal fault keeps it there (ClusterD
  * DelFaultAndFix), and a withheld UB switch code leaves the switch entry, whose level is recomputed.
  * The device plugin's `ManuallySeparateNPU` chips stay where it put them.
+ *
+ * `nodes` limits the view to those nodes (one node's entries for the reconciler's cache); a node the
+ * store does not know has no entries. `nowMs` is the UpdateTime of a node-info without `updateTime`.
  */
 export function renderClusterInfo(
   store: FaultStore,
   effective: (node: string) => readonly FaultRecord[],
   nowMs: number,
   withheld: (node: string) => readonly FaultRecord[] = () => [],
+  nodes?: Iterable<string>,
 ): ClusterInfoView {
   const view: ClusterInfoView = { device: {}, node: {}, switch: {} };
-  for (const node of store.nodeNames().sort()) {
-    const s = store.nodeState(node)!;
+  for (const node of nodes ?? store.nodeNames().sort()) {
+    const s = store.nodeState(node);
+    if (s === undefined) continue;
     const records = effective(node);
     const hidden = withheld(node);
     if (s.device !== undefined) {
@@ -81,53 +93,251 @@ export function renderClusterInfo(
 }
 
 export interface ClusterInfoDeps {
-  readonly render: () => ClusterInfoView;
+  /** Every node that can have entries (what a full render covers). */
+  readonly nodes: () => Iterable<string>;
+  /**
+   * One node's entries as Volcano must read them (every policy step applied), an empty view when it
+   * has none. `nowMs`: UpdateTime of a node-info without its own (renderClusterInfo).
+   */
+  readonly renderNode: (node: string, nowMs: number) => ClusterInfoView;
+  /** Nodes whose entries read these nodes' faults, re-rendered with them (default: none). */
+  readonly peers?: (nodes: readonly string[]) => Iterable<string>;
   /** Cached ConfigMaps of mindx-dl (our own writes come back through the informer). */
   readonly actual: (name: string) => ConfigMap | undefined;
   readonly actualNames: () => readonly string[];
   readonly writer: ConfigMapWriter;
-  /** Rewrite at least this often even without changes (Volcano restarts its informer on data older than 60 s). */
+  /**
+   * Rewrite at least this often even without changes (Volcano restarts its informer on data older
+   * than 60 s); each of these passes also renders every node again to check the cache.
+   */
   readonly refreshMs: number;
   /**
-   * At most one pass per this many ms (ClusterD: at most 5 writes a second). A pass renders every
-   * node, so a burst of intake notifications must not cost one pass each: later ones wait and
-   * coalesce into the next pass.
+   * At most one pass per this many ms (ClusterD: at most 5 writes a second): a burst of intake
+   * notifications must not cost one pass each; later ones wait and coalesce into the next pass.
    */
   readonly minIntervalMs?: number;
 }
 
 export const CLUSTER_INFO_MIN_INTERVAL_MS = 200;
+/** Stale entries found by one refresh that are logged by node name (the rest are counted). */
+const MAX_STALE_NAMED = 20;
 
-/** Every shard's desired value, including blanks for surplus shards already in the cluster. */
-export function desiredShards(view: ClusterInfoView, existing: readonly string[]): Map<string, string> {
+/** Every shard's value from the encoded shards, plus blanks for surplus shards already in the cluster. */
+function assembleShards(device: readonly string[], sw: readonly string[], node: string, existing: readonly string[]): Map<string, string> {
   const out = new Map<string, string>();
-  const put = (prefix: string, entries: Record<string, ClusterInfoEntry>): void => {
-    const shards = shardClusterInfo(entries);
+  const put = (prefix: string, shards: readonly string[]): void => {
     shards.forEach((v, i) => out.set(`${prefix}${i}`, v));
     for (const name of existing) {
       if (!name.startsWith(prefix) || out.has(name)) continue;
       if (/^\d+$/.test(name.slice(prefix.length))) out.set(name, '');
     }
   };
-  put(CLUSTER_INFO_DEVICE_PREFIX, view.device);
-  put(CLUSTER_INFO_SWITCH_PREFIX, view.switch);
-  out.set(CLUSTER_INFO_NODE_CM, encodeClusterInfo(view.node));
+  put(CLUSTER_INFO_DEVICE_PREFIX, device);
+  put(CLUSTER_INFO_SWITCH_PREFIX, sw);
+  out.set(CLUSTER_INFO_NODE_CM, node);
   return out;
 }
 
-export function clusterInfoReconciler(deps: ClusterInfoDeps): Reconciler {
+/** Every shard's desired value, including blanks for surplus shards already in the cluster. */
+export function desiredShards(view: ClusterInfoView, existing: readonly string[], maxBytes: number = CLUSTER_INFO_MAX_SHARD_BYTES): Map<string, string> {
+  return assembleShards(shardClusterInfo(view.device, maxBytes), shardClusterInfo(view.switch, maxBytes), encodeClusterInfo(view.node), existing);
+}
+
+const KINDS = ['device', 'switch', 'node'] as const;
+type Kind = typeof KINDS[number];
+interface CachedEntry { readonly kind: Kind; readonly entry: EncodedEntry }
+interface NodeSlot { readonly entries: readonly CachedEntry[]; readonly atMs: number }
+interface BuiltShard { readonly start: number; readonly end: number; readonly value: string }
+
+/**
+ * Each node's encoded cluster-info entries; shards are joined from them, so their bytes are exactly
+ * `desiredShards` of the full view (same entry encoding, same Go key order, same 800 KiB cut). A
+ * shard whose entries and cut did not move since the last `shards` is reused as is (the same string,
+ * so the writer's comparison with what it wrote last is cheap too).
+ */
+export class ClusterInfoCache {
+  private readonly byNode = new Map<string, NodeSlot>();
+  private readonly byKind: Record<Kind, Map<string, EncodedEntry>> = { device: new Map(), switch: new Map(), node: new Map() };
+  /** Entries in Go key order per kind, updated in place; rebuilt when the key set changes (rare). */
+  private readonly ordered: Partial<Record<Kind, { readonly entries: EncodedEntry[]; readonly index: ReadonlyMap<string, number> }>> = {};
+  /** Keys whose encoded entry changed since the last `shards`. */
+  private readonly changed: Record<Kind, Set<string>> = { device: new Set(), switch: new Set(), node: new Set() };
+  /** The last shards per kind; dropped with `ordered` (their index ranges no longer name the same keys). */
+  private readonly built: Partial<Record<Kind, readonly BuiltShard[]>> = {};
+  private readonly maxBytes: number;
+
+  constructor(maxBytes: number = CLUSTER_INFO_MAX_SHARD_BYTES) {
+    this.maxBytes = maxBytes;
+  }
+
+  get nodeCount(): number { return this.byNode.size; }
+  nodes(): IterableIterator<string> { return this.byNode.keys(); }
+  /** When the node's entries were rendered (the UpdateTime of a node-info without one). */
+  renderedAt(node: string): number | undefined { return this.byNode.get(node)?.atMs; }
+
+  /** Replaces one node's entries by `view` (that node's entries only). True when any encoded byte changed. */
+  put(node: string, view: ClusterInfoView, atMs: number): boolean {
+    const fresh: CachedEntry[] = [];
+    for (const kind of KINDS) {
+      const entries: Readonly<Record<string, ClusterInfoEntry>> = view[kind];
+      for (const key of Object.keys(entries)) fresh.push({ kind, entry: encodeEntry(key, entries[key]!) });
+    }
+    const old = this.byNode.get(node)?.entries ?? [];
+    let changed = old.length !== fresh.length;
+    for (const o of old) {
+      if (fresh.some((f) => f.kind === o.kind && f.entry.key === o.entry.key)) continue;
+      this.byKind[o.kind].delete(o.entry.key);
+      this.keySetChanged(o.kind);
+      changed = true;
+    }
+    for (const f of fresh) {
+      const m = this.byKind[f.kind];
+      const prev = m.get(f.entry.key);
+      if (prev?.text === f.entry.text) continue;
+      m.set(f.entry.key, f.entry);
+      changed = true;
+      const o = this.ordered[f.kind];
+      if (prev === undefined || o === undefined) { this.keySetChanged(f.kind); continue; }
+      o.entries[o.index.get(f.entry.key)!] = f.entry;
+      this.changed[f.kind].add(f.entry.key);
+    }
+    if (fresh.length === 0) this.byNode.delete(node);
+    else this.byNode.set(node, { entries: fresh, atMs });
+    return changed;
+  }
+
+  clear(): void {
+    this.byNode.clear();
+    for (const kind of KINDS) { this.byKind[kind].clear(); this.keySetChanged(kind); }
+  }
+
+  private keySetChanged(kind: Kind): void {
+    delete this.ordered[kind];
+    delete this.built[kind];
+    this.changed[kind].clear();
+  }
+
+  private kindShards(kind: Kind, maxBytes: number): string[] {
+    const changed = this.changed[kind];
+    let built = this.built[kind];
+    if (built === undefined || changed.size > 0) {
+      let o = this.ordered[kind];
+      if (o === undefined) {
+        const m = this.byKind[kind];
+        const keys = [...m.keys()].sort(compareUtf8);
+        o = { entries: keys.map((k) => m.get(k)!), index: new Map(keys.map((k, i) => [k, i])) };
+        this.ordered[kind] = o;
+      }
+      const { entries } = o;
+      const touched = [...changed].map((k) => o.index.get(k)!).sort((a, b) => a - b);
+      const prev = built;
+      let j = 0;
+      // A shard is joined again when one of its entries changed or its cut moved (a size change
+      // shifts every later cut); the others are the strings of the last pass.
+      built = shardRanges(entries, maxBytes).map(([start, end], i): BuiltShard => {
+        while (j < touched.length && touched[j]! < start) j++;
+        const p = prev?.[i];
+        if (p !== undefined && p.start === start && p.end === end && !(j < touched.length && touched[j]! < end)) return p;
+        return { start, end, value: joinRange(entries, start, end) };
+      });
+      this.built[kind] = built;
+      changed.clear();
+    }
+    return built.length === 0 ? [''] : built.map((b) => b.value);
+  }
+
+  /** What `desiredShards` gives for the cached view. */
+  shards(existing: readonly string[]): Map<string, string> {
+    const node = this.kindShards('node', Infinity)[0]!; // never sharded
+    return assembleShards(this.kindShards('device', this.maxBytes), this.kindShards('switch', this.maxBytes), node, existing);
+  }
+}
+
+export interface ClusterInfoStats {
+  /** Passes that rendered every node (the first one, refreshes, after an error). */
+  fullRenders: number;
+  /** Node renders, full and incremental. */
+  nodesRendered: number;
+  /** Nodes a refresh found stale although no notification named them (missed invalidations). */
+  staleEntries: number;
+}
+
+export interface ClusterInfoReconciler extends Reconciler {
+  /** These nodes' entries may have changed: the next pass renders them again. */
+  markDirty(nodes: Iterable<string>): void;
+  readonly stats: Readonly<ClusterInfoStats>;
+}
+
+export function clusterInfoReconciler(deps: ClusterInfoDeps): ClusterInfoReconciler {
   let lastFullWriteMs = 0;
   let lastPassMs = -Infinity;
   const minInterval = deps.minIntervalMs ?? CLUSTER_INFO_MIN_INTERVAL_MS;
+  const cache = new ClusterInfoCache();
+  let primed = false;
+  let dirty = new Set<string>();
+  const stats: ClusterInfoStats = { fullRenders: 0, nodesRendered: 0, staleEntries: 0 };
+
+  const render = (node: string, atMs: number): boolean => {
+    stats.nodesRendered++;
+    return cache.put(node, deps.renderNode(node, atMs), atMs);
+  };
+
+  /**
+   * Renders every node; returns the nodes whose cached entries were stale without being dirty. A
+   * clean node keeps its render time, so a node-info without `updateTime` keeps its UpdateTime.
+   */
+  const renderAll = (now: number, pending: ReadonlySet<string>): string[] => {
+    stats.fullRenders++;
+    const stale: string[] = [];
+    const seen = new Set<string>();
+    for (const node of deps.nodes()) {
+      seen.add(node);
+      const atMs = pending.has(node) ? now : (cache.renderedAt(node) ?? now);
+      if (render(node, atMs) && !pending.has(node)) stale.push(node);
+    }
+    for (const node of [...cache.nodes()]) {
+      if (seen.has(node)) continue;
+      if (cache.put(node, { device: {}, node: {}, switch: {} }, now) && !pending.has(node)) stale.push(node);
+    }
+    return stale;
+  };
+
   return {
     name: 'cluster_info',
+    get stats() { return stats; },
+    markDirty(nodes: Iterable<string>): void {
+      for (const n of nodes) dirty.add(n);
+    },
     async reconcile(_key: string, ctx: ReconcileContext): Promise<Outcome> {
       const now = ctx.now();
       const wait = lastPassMs + minInterval - now;
       if (wait > 0) return { requeueAfterMs: wait };
       lastPassMs = now;
       const refresh = deps.refreshMs > 0 && now - lastFullWriteMs >= deps.refreshMs;
-      const shards = desiredShards(deps.render(), deps.actualNames());
+      const pending = dirty;
+      dirty = new Set();
+      try {
+        if (!primed) {
+          cache.clear();
+          renderAll(now, pending);
+          primed = true;
+        } else if (refresh) {
+          const stale = renderAll(now, pending);
+          if (stale.length > 0) {
+            stats.staleEntries += stale.length;
+            for (const node of stale.slice(0, MAX_STALE_NAMED)) ctx.log.warn('cluster-info entry was stale: its view changed without a change notification (missed invalidation); rewritten', { node });
+            if (stale.length > MAX_STALE_NAMED) ctx.log.warn('more stale cluster-info entries', { count: stale.length, named: MAX_STALE_NAMED });
+          }
+        } else {
+          const nodes = [...pending];
+          for (const peer of deps.peers?.(nodes) ?? []) pending.add(peer);
+          for (const node of pending) render(node, now);
+        }
+      } catch (e) {
+        primed = false; // some dirty nodes may not have been rendered: render all next time
+        throw e;
+      }
+      const shards = cache.shards(deps.actualNames());
       let written = 0;
       const stamp = new Date(now).toISOString();
       for (const [name, value] of shards) {

@@ -1,6 +1,6 @@
 import { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import { silentLogger } from '../telemetry/logger.ts';
-import { FakeConfigMaps } from '../controllers/job-fakes.ts';
+import { FakeConfigMaps } from '../test/support/job-fakes.ts';
 import { parseRescheduleHistory } from '../schemas/job-reschedule-reason/job-reschedule-reason.ts';
 import { RescheduleReasonStore } from './job-reschedule-reason.reconciler.ts';
 

@@ -1,5 +1,5 @@
 import { manualInfoReconciler } from './manual-info.reconciler.ts';
-import { fakeConfigMaps as fakeCluster } from '../controllers/fault-policy-test-kit.ts';
+import { fakeConfigMaps as fakeCluster } from '../test/support/fault-policy-test-kit.ts';
 import type { ReconcileContext } from '../runtime/reconciler.ts';
 import { silentLogger } from '../telemetry/logger.ts';
 import type { ManualInfoNode } from '../policy/manual-separation.ts';

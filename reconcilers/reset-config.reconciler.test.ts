@@ -1,5 +1,5 @@
 import { ConfigMapWriter } from '../runtime/configmap-writer.ts';
-import { FakeConfigMaps } from '../controllers/job-fakes.ts';
+import { FakeConfigMaps } from '../test/support/job-fakes.ts';
 import { encodeResetConfigData, parseResetConfigData, type TaskResetInfo } from '../schemas/reset-config/reset-config.ts';
 import { reconcileResetConfig } from './reset-config.reconciler.ts';
 

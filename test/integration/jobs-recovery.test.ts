@@ -10,7 +10,7 @@ import { adminClient, eventually } from '../support/cluster.ts';
 import { jobPods, loseNode, runningWithNpus, startWorld, vcJob, type PodObj, type World } from '../../tools/job-peer/world.ts';
 import { NodeDSimulator } from '../../tools/simulator/noded.ts';
 import type { Node } from '../../controllers/sources/sources.ts';
-import { jobState, podGroupEvents, report, rescheduleReasonOf, sleep, startManager, vcjobFaultNpu } from './jobs-support.ts';
+import { jobState, podGroupEvents, report, rescheduleReasonOf, rescheduleReasonAfter, sleep, startManager, vcjobFaultNpu } from './jobs-support.ts';
 
 const uidOf = (p: PodObj): string => p.metadata?.uid ?? '';
 const npusOf = (p: PodObj): string[] => (p.metadata?.annotations?.['huawei.com/AscendReal'] ?? '').split(',').filter(Boolean);
@@ -43,7 +43,7 @@ describe('jobs: node loss and controller restarts', () => {
     const after = await eventually(async () => { const ps = await jobPods(client, ns, 'mix'); return ps.length === 2 && ps.every(runningWithNpus) ? ps : undefined; }, 30_000);
     expect(after.map((p) => p.spec?.nodeName)).not.toContain(lost);
 
-    const reason = await rescheduleReasonOf(client, `${ns}/mix-${uid}`);
+    const reason = await rescheduleReasonAfter(client, `${ns}/mix-${uid}`, 1);
     expect(reason?.RescheduleRecords?.[0]?.ReasonOfTask).toEqual([{ RescheduleReason: 'NodeUnhealthy', PodName: before[1]!.metadata!.name!, NodeName: lost, NodeRankIndex: '1' }]);
     const entry = (await vcjobFaultNpu(client)).faultNodes.find((n) => n.NodeName === lost);
     expect(entry?.NodeHealthState).toBe('NodeUnhealthy');
@@ -68,7 +68,7 @@ describe('jobs: node loss and controller restarts', () => {
     const gone = before.map((p) => world!.peer.goneAtMs(uidOf(p))! - ack.atMs);
     report(`force job-level, NodeD SeparateFault on ${bad}: node-info write ack -> pod deletion ${Math.min(...gone)}..${Math.max(...gone)} ms (2 pods)`);
     expect(after.map((p) => p.spec?.nodeName)).not.toContain(bad);
-    const reason = await rescheduleReasonOf(client, `${ns}/iso-${uid}`);
+    const reason = await rescheduleReasonAfter(client, `${ns}/iso-${uid}`, 1);
     expect(reason?.RescheduleRecords?.[0]?.ReasonOfTask?.map((t) => t.RescheduleReason)).toEqual(['NodeUnhealthy']);
   }, 120_000);
 
@@ -110,7 +110,7 @@ describe('jobs: node loss and controller restarts', () => {
     await sleep(2_000);
     expect(world.peer.statsOf('ckpt').deletedUids.size).toBe(4);
     expect(world.peer.statsOf('ckpt').restarts).toBe(4);
-    const reason = await rescheduleReasonOf(client, jobKey);
+    const reason = await rescheduleReasonAfter(client, jobKey, 1);
     expect(reason?.TotalRescheduleTimes).toBe(1);
     // B carried out the persisted decision (a replay) and made no new one.
     const replayed = (await b.metrics.decisions.get()).values.find((v) => v.labels.outcome === 'replayed');

@@ -7,7 +7,7 @@ import { paths } from '../../runtime/kube-client.ts';
 import type { Manager } from '../../controllers/manager.ts';
 import { adminClient, eventually } from '../support/cluster.ts';
 import { jobPods, runningWithNpus, startWorld, vcJob, type PodObj, type World } from '../../tools/job-peer/world.ts';
-import { jobState, podGroupEvents, report, rescheduleReasonOf, sleep, startManager, vcjobFaultNpu } from './jobs-support.ts';
+import { jobState, podGroupEvents, report, rescheduleReasonAfter, sleep, startManager, vcjobFaultNpu } from './jobs-support.ts';
 
 const npusOf = (p: PodObj): string[] => (p.metadata?.annotations?.['huawei.com/AscendReal'] ?? '').split(',').filter(Boolean);
 const uidOf = (p: PodObj): string => p.metadata?.uid ?? '';
@@ -56,7 +56,7 @@ describe('jobs: job- and pod-level rescheduling', () => {
     expect(entry?.UnhealthyNPU).toEqual([npu]);
     expect((await vcjobFaultNpu(client)).remainRetryTimes.get(jobKey)).toEqual({ UUID: job.metadata!.uid!, Times: 2 });
 
-    const reason = await rescheduleReasonOf(client, jobKey);
+    const reason = await rescheduleReasonAfter(client, jobKey, 1);
     expect(reason?.TotalRescheduleTimes).toBe(1);
     expect(reason?.RescheduleRecords).toHaveLength(1);
     expect(reason?.RescheduleRecords?.[0]?.ReasonOfTask).toEqual([{ RescheduleReason: 'CardUnhealthy', PodName: rank2.metadata!.name!, NodeName: node, NodeRankIndex: '2' }]);
@@ -85,7 +85,7 @@ describe('jobs: job- and pod-level rescheduling', () => {
     }, 20_000);
     report(`grace pod-level, SeparateNPU on ${node}: fault write ack -> rank-2 pod terminating ${world.peer.goneAtMs(uidOf(rank2))! - ack.atMs} ms`);
     for (const i of [0, 1, 3]) expect(uidOf(pending[i]!)).toBe(uidOf(before[i]!));
-    const first = await rescheduleReasonOf(client, jobKey);
+    const first = await rescheduleReasonAfter(client, jobKey, 1);
     expect(first?.RescheduleRecords?.[0]?.ReasonOfTask?.map((t) => t.NodeRankIndex)).toEqual(['2']);
 
     // Escalation: after 5 s pending, every pod is deleted (job level).
@@ -93,8 +93,9 @@ describe('jobs: job- and pod-level rescheduling', () => {
     const others = [0, 1, 3].map((i) => uidOf(before[i]!));
     await eventually(async () => (await jobPods(client, ns, 'gpt')).every((p) => !others.includes(uidOf(p))), 30_000);
     report(`pod-level -> job-level escalation after the replacement was pending: ${Date.now() - t0} ms after it was seen pending (threshold 5 s)`);
-    const reason = await rescheduleReasonOf(client, jobKey);
-    expect(reason?.TotalRescheduleTimes).toBe(2);
+    // The reason record is the decision's last action, after the deletions: wait for it.
+    const reason = await rescheduleReasonAfter(client, jobKey, 2);
+    expect(reason.TotalRescheduleTimes).toBe(2);
     // The controller clears `pending` after its deletions return, which can be a moment after the
     // pods are gone: wait for it rather than racing it.
     const state = await eventually(async () => {

@@ -11,7 +11,7 @@ import {
   encodeRescheduleHistory, parseRescheduleHistory, type RescheduleReason, type RescheduleRecord,
 } from '../../schemas/job-reschedule-reason/job-reschedule-reason.ts';
 import type { ConfigMap } from '../../controllers/sources/sources.ts';
-import { jobState, podGroupEvents, readCm, report, rescheduleReasonOf, sleep, startManager, vcjobFaultNpu } from './jobs-support.ts';
+import { jobState, podGroupEvents, readCm, report, rescheduleReasonAfter, sleep, startManager, vcjobFaultNpu } from './jobs-support.ts';
 
 const uidOf = (p: PodObj): string => p.metadata?.uid ?? '';
 
@@ -64,7 +64,7 @@ describe('jobs: retry budget and reschedule history', () => {
     expect(now[1]?.status?.phase).toBe('Failed');
     expect(world.peer.statsOf('bert').restarts).toBe(4);
     expect((await vcjobFaultNpu(client)).remainRetryTimes.get(jobKey)).toEqual({ UUID: uid, Times: 0 });
-    const reason = await rescheduleReasonOf(client, jobKey);
+    const reason = await rescheduleReasonAfter(client, jobKey, 2);
     expect(reason?.TotalRescheduleTimes).toBe(2);
     expect(reason?.RescheduleRecords?.every((r) => r.ReasonOfTask?.[0]?.RescheduleReason === 'pod-failed')).toBe(true);
   }, 120_000);
@@ -84,7 +84,7 @@ describe('jobs: retry budget and reschedule history', () => {
       await failAndWait(ns, 'rec', uid, 0, 1);
     }
     report(`12 pod-failed restarts of a 1-pod job in ${Date.now() - t0} ms`);
-    const reason = (await rescheduleReasonOf(client, jobKey))!;
+    const reason = await rescheduleReasonAfter(client, jobKey, 12);
     expect(reason.TotalRescheduleTimes).toBe(12);
     const stamps = (reason.RescheduleRecords ?? []).map((r) => r.RescheduleTimeStamp);
     expect(stamps).toHaveLength(10);

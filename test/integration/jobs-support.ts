@@ -10,6 +10,7 @@ import type { ConfigMap } from '../../controllers/sources/sources.ts';
 import { parseRescheduleHistory, type RescheduleReason } from '../../schemas/job-reschedule-reason/job-reschedule-reason.ts';
 import { parseVcjobFaultNpuData, type VcjobFaultNpuContent } from '../../schemas/vcjob-fault-npu/vcjob-fault-npu.ts';
 import { JOB_STATE_KEY, JOB_STATE_NAMESPACE, jobStateCmName, parseJobState, type JobStateRecord } from '../../schemas/job-state/job-state.ts';
+import { eventually } from '../support/cluster.ts';
 
 export const BASE_ARGS = ['--http-port=0', '--cluster-info-refresh-seconds=0', '--burst-window-ms=200'];
 
@@ -30,6 +31,14 @@ export async function rescheduleReasonOf(client: KubeClient, jobKey: string): Pr
   const parsed = parseRescheduleHistory(cm?.data?.['recent-reschedule-records'] ?? '');
   if (!parsed.ok) throw new Error(parsed.reason);
   return parsed.value.get(jobKey);
+}
+
+/**
+ * The job's reason record once it counts at least `times` reschedules. A decision writes its record
+ * after its pod deletions, so a test that saw the pods go must wait for the record, not race it.
+ */
+export async function rescheduleReasonAfter(client: KubeClient, jobKey: string, times: number, timeoutMs = 10_000): Promise<RescheduleReason> {
+  return eventually(async () => { const r = await rescheduleReasonOf(client, jobKey); return (r?.TotalRescheduleTimes ?? 0) >= times ? r : undefined; }, timeoutMs);
 }
 
 export async function vcjobFaultNpu(client: KubeClient): Promise<VcjobFaultNpuContent> {

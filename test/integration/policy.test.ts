@@ -11,7 +11,7 @@ import { paths, type KubeClient } from '../../runtime/kube-client.ts';
 import { Manager } from '../../controllers/manager.ts';
 import { parseOptions } from '../../controllers/options.ts';
 import { Metrics } from '../../telemetry/metrics.ts';
-import { recordingLogger, type LogLine } from '../../controllers/fault-policy-test-kit.ts';
+import { recordingLogger, type LogLine } from '../support/fault-policy-test-kit.ts';
 import { encodeDeviceInfoData, makeDeviceFault, type CodeAtLevel } from '../../schemas/device-info/device-info-encode.ts';
 import { DEVICE_INFO_LABELS, deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
 import type { DeviceFaultType } from '../../schemas/device-info/device-fault.ts';

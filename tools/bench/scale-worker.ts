@@ -4,19 +4,24 @@
  * JSON line with the measurements. No apiserver: the objects an informer would hold (device-info
  * ConfigMaps from the device plugin simulator's own encoder, Running pods, PodGroups) are built in
  * memory and fed straight into the controller's FaultStore, JobIndex and cluster-info rendering.
+ * The cluster-info reconciler itself runs on in-memory ConfigMaps (its per-node cache, one pass per
+ * batch of dirty nodes), next to a full render for comparison.
  */
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { FaultStore } from '../../controllers/fault-store.ts';
 import { JobIndex } from '../../controllers/job-index.ts';
 import type { ConfigMap, Node, Pod, PodGroup, Sources } from '../../controllers/sources/sources.ts';
-import { desiredShards, renderClusterInfo } from '../../reconcilers/cluster-info.reconciler.ts';
+import { CLUSTER_INFO_KEY, clusterInfoReconciler, desiredShards, renderClusterInfo } from '../../reconcilers/cluster-info.reconciler.ts';
+import type { ConfigMapTarget, ConfigMapWriter } from '../../runtime/configmap-writer.ts';
+import type { Logger } from '../../telemetry/logger.ts';
+import type { FaultRecord } from '../../policy/fault-types.ts';
 import { encodeDeviceInfoData } from '../../schemas/device-info/device-info-encode.ts';
 import { DEVICE_INFO_LABELS, DEVICE_INFO_NAMESPACE, deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
 import { objectKey } from '../../runtime/reflector.ts';
 import { addChipCode, deviceInfoInput, newNodeState, removeChipCodes, type NpuNodeState } from '../simulator/npu-state.ts';
 import { fakeNode, nodeNames } from '../simulator/nodes.ts';
-import { planJobs, podGroupObject, runningPodObject, type JobSpec } from './fixtures.ts';
+import { percentile, planJobs, podGroupObject, runningPodObject, type JobSpec } from './fixtures.ts';
 
 export interface ScaleResult {
   readonly nodes: number;
@@ -33,6 +38,14 @@ export interface ScaleResult {
   readonly shards: number;
   readonly shardBytes: number;
   readonly renderMs: number;
+  /** The reconciler's first pass: every node rendered into its cache, shards joined and written. */
+  readonly firstPassMs: number;
+  /** Median reconciler pass after one node's device-info changed (render it, join, compare, write). */
+  readonly incrementalPassMs: number;
+  /** Median reconciler pass after 100 nodes' device-infos changed. */
+  readonly incremental100PassMs: number;
+  /** Heap the reconciler keeps after its first pass (encoded entries, joined shards; after GC). */
+  readonly clusterInfoCacheMiB: number;
   readonly updates: number;
   readonly updateSeconds: number;
   readonly updatesPerSecond: number;
@@ -55,13 +68,52 @@ function deviceInfoCm(state: NpuNodeState, rv: number, nowMs: number): ConfigMap
   };
 }
 
+/**
+ * The cluster-info reconciler as the manager wires it (minus the fault policy and filters, which
+ * the scale run does not build), writing to an in-memory ConfigMap map with ConfigMapWriter's
+ * "equal data, no write" rule. No throttle and no refresh: each `pass` is one reconcile.
+ */
+function memoryClusterInfo(store: FaultStore, effective: (n: string) => readonly FaultRecord[]) {
+  const cms = new Map<string, ConfigMap>();
+  const writer = {
+    ensure: async (_kind: string, t: ConfigMapTarget, actual: ConfigMap | undefined) => {
+      if (actual !== undefined && actual.data?.[t.name] === t.data[t.name]) return { written: false, obj: actual };
+      const obj: ConfigMap = { metadata: { name: t.name, namespace: t.namespace, labels: t.labels, annotations: t.annotations }, data: t.data };
+      cms.set(t.name, obj);
+      return { written: true, obj };
+    },
+  } as unknown as ConfigMapWriter;
+  const reconciler = clusterInfoReconciler({
+    nodes: () => store.nodeNames(),
+    renderNode: (node, nowMs) => renderClusterInfo(store, effective, nowMs, undefined, [node]),
+    actual: (name) => cms.get(name), actualNames: () => [...cms.keys()], writer, refreshMs: 0, minIntervalMs: 0,
+  });
+  // A local silent logger: importing telemetry/logger.ts would load winston and change the RSS figures.
+  const log: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined, child: () => log };
+  const ctx = { log, signal: new AbortController().signal, now: () => Date.now() };
+  /** One pass over the nodes the store changed since the last drain; returns its wall time in ms. */
+  const pass = async (): Promise<number> => {
+    const t = performance.now();
+    reconciler.markDirty(store.drainDirty());
+    await reconciler.reconcile(CLUSTER_INFO_KEY, ctx);
+    return performance.now() - t;
+  };
+  /** The ConfigMaps written through the cache hold exactly what a full render gives. */
+  const checkAgainstFullRender = (nowMs: number): void => {
+    for (const [name, value] of desiredShards(renderClusterInfo(store, effective, nowMs), [...cms.keys()])) {
+      if (cms.get(name)?.data?.[name] !== value) throw new Error(`cached cluster-info differs from the full render in ${name}`);
+    }
+  };
+  return { pass, cms, checkAgainstFullRender };
+}
+
 /** The two caches JobIndex reads, as plain maps (the informers are not started in-process). */
 function cacheSources(pods: Map<string, Pod>, podGroups: Map<string, PodGroup>): Pick<Sources, 'pods' | 'podGroups'> {
   const view = <T>(m: Map<string, T>) => ({ store: m as ReadonlyMap<string, T>, get: (k: string) => m.get(k) });
   return { pods: view(pods), podGroups: view(podGroups) } as unknown as Pick<Sources, 'pods' | 'podGroups'>;
 }
 
-export function runScale(nodes: number, npus: number, updateSeconds: number): ScaleResult {
+export async function runScale(nodes: number, npus: number, updateSeconds: number): Promise<ScaleResult> {
   gc();
   const baselineRss = process.memoryUsage().rss;
   let peakRss = baselineRss;
@@ -128,11 +180,19 @@ export function runScale(nodes: number, npus: number, updateSeconds: number): Sc
   const r0 = performance.now();
   desiredShards(renderClusterInfo(store, effective, now), [...shards.keys()]);
   const renderMs = performance.now() - r0;
+  gc();
+  const heapBeforeCache = process.memoryUsage().heapUsed;
+  const clusterInfo = memoryClusterInfo(store, effective);
+  const firstPassMs = await clusterInfo.pass();
+  gc();
+  const cacheHeap = process.memoryUsage().heapUsed - heapBeforeCache;
+  clusterInfo.checkAgainstFullRender(now);
 
   // Sustained updates: a pool of nodes flip between one SeparateNPU chip fault and healthy; the CMs
   // are encoded beforehand (that is the device plugin's work, not ours). Each update is parsed and
-  // applied like a watch event; cluster-info is rendered once per second of updates (ClusterD's 1 s
-  // processing cycle; a burst of node changes costs one pass in our reconciler too).
+  // applied like a watch event; the cluster-info reconciler makes one pass per second of updates
+  // over the nodes changed in that second (ClusterD's 1 s processing cycle; our reconciler
+  // coalesces a burst of node changes into one pass too).
   const variants = pool.map((s) => {
     addChipCode(s, 'Ascend910-1', 'card', '80E18402', 'SeparateNPU', now);
     const faulty = deviceInfoCm(s, 0, now);
@@ -140,6 +200,22 @@ export function runScale(nodes: number, npus: number, updateSeconds: number): Sc
     const healthy = deviceInfoCm(s, 0, now);
     return [faulty, healthy] as const;
   });
+  // Incremental passes: one node (then 100) flips to the other variant, applied like a watch event
+  // (not timed), then one reconciler pass renders just those nodes and rejoins the shards.
+  let flip = 0;
+  const applyNext = (): void => {
+    const pair = variants[flip % variants.length]!;
+    const src = pair[Math.floor(flip / variants.length) % 2]!;
+    flip++;
+    store.applyDeviceInfo({ ...src, metadata: { ...src.metadata, resourceVersion: String(rv++) } }, Date.now());
+  };
+  const onePass: number[] = [];
+  for (let i = 0; i < 50; i++) { applyNext(); onePass.push(await clusterInfo.pass()); }
+  const hundredPass: number[] = [];
+  for (let i = 0; i < 10; i++) { for (let k = 0; k < 100; k++) applyNext(); hundredPass.push(await clusterInfo.pass()); }
+  clusterInfo.checkAgainstFullRender(Date.now());
+  sample();
+
   let updates = 0;
   let renders = 0;
   const u0 = performance.now();
@@ -153,8 +229,7 @@ export function runScale(nodes: number, npus: number, updateSeconds: number): Sc
     store.applyDeviceInfo(cm, Date.now());
     updates++;
     if ((i & 63) === 0 && performance.now() >= nextRender) {
-      store.drainDirty();
-      desiredShards(renderClusterInfo(store, effective, Date.now()), [...shards.keys()]);
+      await clusterInfo.pass();
       renders++;
       sample();
       nextRender = performance.now() + 1000;
@@ -168,13 +243,15 @@ export function runScale(nodes: number, npus: number, updateSeconds: number): Sc
     baselineRssMiB: mib(baselineRss), rssMiB: mib(rssAfterList), heapUsedMiB: mib(mem.heapUsed), externalMiB: mib(mem.external),
     intakeMs: Math.round(t1 - t0), firstRenderMs: Math.round(t2 - t1), firstClusterInfoMs: Math.round(t2 - t0),
     shards: shardValues.length, shardBytes: shardValues.reduce((a, v) => a + Buffer.byteLength(v), 0),
-    renderMs: Math.round(renderMs), updates, updateSeconds: Math.round(elapsed * 100) / 100,
+    renderMs: Math.round(renderMs), firstPassMs: Math.round(firstPassMs),
+    incrementalPassMs: Math.round(percentile(onePass, 50) * 100) / 100, incremental100PassMs: Math.round(percentile(hundredPass, 50) * 100) / 100,
+    clusterInfoCacheMiB: mib(cacheHeap), updates, updateSeconds: Math.round(elapsed * 100) / 100,
     updatesPerSecond: Math.round(updates / elapsed), rendersDuringUpdates: renders, peakRssMiB: mib(peakRss),
   };
 }
 
 if (process.argv[1]?.endsWith('scale-worker.ts')) {
   const { values } = parseArgs({ options: { nodes: { type: 'string' }, npus: { type: 'string', default: '16' }, 'update-seconds': { type: 'string', default: '10' } } });
-  const result = runScale(Number(values.nodes), Number(values.npus), Number(values['update-seconds']));
+  const result = await runScale(Number(values.nodes), Number(values.npus), Number(values['update-seconds']));
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }

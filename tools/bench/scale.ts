@@ -4,7 +4,8 @@
  * (Nodes, device-info ConfigMaps, one pod per node in 16-pod jobs, PodGroups), feeds it into the
  * FaultStore and job index, renders cluster-info, then applies device-info updates for
  * `updateSeconds`. Figures per size: RSS and heap after the initial list, time to the first
- * cluster-info, time of one full render, sustained device-info updates per second.
+ * cluster-info, time of one full render, the cluster-info reconciler's first (full) pass and its
+ * incremental passes after 1 and 100 nodes changed, sustained device-info updates per second.
  */
 import { spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
@@ -49,6 +50,10 @@ export async function runScaleScenario(o: ScaleOptions, figures: Figures): Promi
     figures.add('scale', `heap_mib_${nodes}_nodes`, r.heapUsedMiB, 'MiB');
     figures.add('scale', `scale_first_cluster_info_ms_${nodes}_nodes`, r.firstClusterInfoMs, 'ms');
     figures.add('scale', `scale_render_ms_${nodes}_nodes`, r.renderMs, 'ms');
+    figures.add('scale', `scale_cluster_info_first_pass_ms_${nodes}_nodes`, r.firstPassMs, 'ms');
+    figures.add('scale', `scale_cluster_info_pass_1_dirty_ms_${nodes}_nodes`, r.incrementalPassMs, 'ms');
+    figures.add('scale', `scale_cluster_info_pass_100_dirty_ms_${nodes}_nodes`, r.incremental100PassMs, 'ms');
+    figures.add('scale', `scale_cluster_info_cache_mib_${nodes}_nodes`, r.clusterInfoCacheMiB, 'MiB');
     figures.add('scale', `scale_updates_per_s_${nodes}_nodes`, r.updatesPerSecond, 'updates/s');
   }
   figures.details.scale = results;

@@ -3,10 +3,10 @@
  * harness that steps events with explicit time, executes nothing but acknowledges awaited commands
  * (optionally failing some), and fires due timers when time advances.
  */
-import { dueTimers, type CommandMeta, type StepResult } from './recovery-kit.ts';
-import { initialRecoveryState, step } from './recovery-fsm.ts';
-import type { ProcessManageSignal } from './recovery-signals.ts';
-import type { PodObservation, RecoveryCommand, RecoveryEvent, RecoveryJobConfig, RecoveryState, RecoveryTimings } from './recovery-types.ts';
+import { dueTimers, type CommandMeta, type StepResult } from '../../policy/recovery-kit.ts';
+import { initialRecoveryState, step } from '../../policy/recovery-fsm.ts';
+import type { ProcessManageSignal } from '../../policy/recovery-signals.ts';
+import type { PodObservation, RecoveryCommand, RecoveryEvent, RecoveryJobConfig, RecoveryState, RecoveryTimings } from '../../policy/recovery-types.ts';
 
 export const JOB_ID = 'job-uid-1';
 

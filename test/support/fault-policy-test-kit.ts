@@ -2,12 +2,12 @@
  * Test helpers for the fault-policy unit tests: a manual clock (QueueClock) whose timers fire only
  * when the test advances time, a logger that records structured lines, and record builders.
  */
-import type { QueueClock } from '../runtime/work-queue.ts';
-import { ConfigMapWriter } from '../runtime/configmap-writer.ts';
-import type { KubeClient, KubeObject } from '../runtime/kube-client.ts';
-import type { ConfigMap } from './sources/sources.ts';
-import type { Logger } from '../telemetry/logger.ts';
-import type { FaultRecord, FaultSource, NpuFaultLevel } from '../policy/fault-types.ts';
+import type { QueueClock } from '../../runtime/work-queue.ts';
+import { ConfigMapWriter } from '../../runtime/configmap-writer.ts';
+import type { KubeClient, KubeObject } from '../../runtime/kube-client.ts';
+import type { ConfigMap } from '../../controllers/sources/sources.ts';
+import type { Logger } from '../../telemetry/logger.ts';
+import type { FaultRecord, FaultSource, NpuFaultLevel } from '../../policy/fault-types.ts';
 
 export class ManualClock implements QueueClock {
   private t: number;

@@ -3,14 +3,14 @@
  * sources that emit events, and job builders.
  */
 import { Subject } from 'rxjs';
-import type { KubeObject } from '../runtime/kube-client.ts';
-import type { WatchEvent } from '../runtime/reflector.ts';
-import type { FaultRecord, FaultSource, NpuFaultLevel } from '../policy/fault-types.ts';
-import type { JobPodView } from '../policy/job-view.ts';
-import { NO_FILTER_RULES } from '../policy/custom-filter.ts';
-import type { FilterJob } from './fault-filters.ts';
+import type { KubeObject } from '../../runtime/kube-client.ts';
+import type { WatchEvent } from '../../runtime/reflector.ts';
+import type { FaultRecord, FaultSource, NpuFaultLevel } from '../../policy/fault-types.ts';
+import type { JobPodView } from '../../policy/job-view.ts';
+import { NO_FILTER_RULES } from '../../policy/custom-filter.ts';
+import type { FilterJob } from '../../controllers/fault-filters.ts';
 import { podGroupOf, podOf } from './job-fakes.ts';
-import type { Sources } from './sources/sources.ts';
+import type { Sources } from '../../controllers/sources/sources.ts';
 
 /** A reflector's store and event stream. */
 export class FakeSource<T extends KubeObject> {

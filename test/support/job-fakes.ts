@@ -2,8 +2,8 @@
  * In-memory stand-ins for the jobs unit tests (no apiserver, no jest.mock): a ConfigMap "apiserver"
  * that keeps resourceVersions and answers 409 on a stale write, and reflector-like stores.
  */
-import { ApiError, type KubeClient, type KubeObject } from '../runtime/kube-client.ts';
-import type { ConfigMap } from './sources/sources.ts';
+import { ApiError, type KubeClient, type KubeObject } from '../../runtime/kube-client.ts';
+import type { ConfigMap } from '../../controllers/sources/sources.ts';
 
 export interface FakeWrite {
   readonly verb: 'create' | 'replace' | 'delete';

@@ -1,0 +1,291 @@
+/**
+ * The cluster-info reconciler's per-node cache: a pass renders only the nodes it was told about, and
+ * what it writes is byte for byte the full render's `desiredShards`, through random changes, node
+ * removals and shard cuts. The refresh renders everything and names nodes whose entry was stale.
+ */
+import type { ConfigMap } from '../controllers/sources/sources.ts';
+import type { ConfigMapWriter, ConfigMapTarget } from '../runtime/configmap-writer.ts';
+import type { Logger } from '../telemetry/logger.ts';
+import { RandomEntries } from '../test/support/cluster-info-test-kit.ts';
+import type { DeviceInfoEntry, NodeInfoEntry, SwitchInfoEntry } from '../schemas/cluster-info/cluster-info.ts';
+import { ClusterInfoCache, clusterInfoReconciler, desiredShards, REFRESHED_AT_ANNOTATION, type ClusterInfoDeps, type ClusterInfoView } from './cluster-info.reconciler.ts';
+
+interface NodeTruth {
+  device?: DeviceInfoEntry;
+  switch?: SwitchInfoEntry;
+  node?: NodeInfoEntry;
+  /** A node-info without `updateTime`: its UpdateTime is the render time. */
+  nodeInfoWithoutTime?: boolean;
+}
+
+/** The cluster's "real" view, which renderNode reads like the manager reads the store. */
+class World {
+  readonly nodes = new Map<string, NodeTruth>();
+  readonly rendered: string[] = [];
+
+  view(node: string, nowMs: number): ClusterInfoView {
+    const t = this.nodes.get(node);
+    const v: { device: Record<string, DeviceInfoEntry>; switch: Record<string, SwitchInfoEntry>; node: Record<string, NodeInfoEntry> } = { device: {}, switch: {}, node: {} };
+    if (t?.device) v.device[t.device.CmName] = t.device;
+    if (t?.switch) v.switch[t.switch.CmName] = t.switch;
+    if (t?.node) v.node[t.node.CmName] = t.nodeInfoWithoutTime ? { ...t.node, UpdateTime: nowMs } : t.node;
+    return v;
+  }
+
+  full(nowMs: (node: string) => number): ClusterInfoView {
+    const out: ClusterInfoView = { device: {}, switch: {}, node: {} };
+    for (const n of this.nodes.keys()) {
+      const v = this.view(n, nowMs(n));
+      Object.assign(out.device, v.device);
+      Object.assign(out.switch, v.switch);
+      Object.assign(out.node, v.node);
+    }
+    return out;
+  }
+
+  randomNode(r: RandomEntries, node: string, pad: number): NodeTruth {
+    return {
+      ...(r.rand() < 0.9 ? { device: r.device(node, pad) } : {}),
+      ...(r.rand() < 0.3 ? { switch: r.switch(node) } : {}),
+      ...(r.rand() < 0.3 ? { node: r.nodeInfo(node) } : {}),
+    };
+  }
+}
+
+/** ConfigMaps as the apiserver (and the informer cache) would hold them; counts real writes. */
+function fakeCluster() {
+  const cms = new Map<string, ConfigMap>();
+  let writes = 0;
+  const writer = {
+    ensure: async (_kind: string, t: ConfigMapTarget, actual: ConfigMap | undefined) => {
+      const same = actual !== undefined && actual.data?.[t.name] === t.data[t.name]
+        && actual.metadata?.annotations?.[REFRESHED_AT_ANNOTATION] === t.annotations?.[REFRESHED_AT_ANNOTATION];
+      if (same) return { written: false, obj: actual };
+      const obj: ConfigMap = { metadata: { name: t.name, namespace: t.namespace, labels: t.labels, annotations: t.annotations }, data: t.data };
+      cms.set(t.name, obj);
+      writes++;
+      return { written: true, obj };
+    },
+  } as unknown as ConfigMapWriter;
+  const data = (): Map<string, string> => new Map([...cms].map(([k, cm]) => [k, cm.data![k]!]));
+  return { cms, writer, data, writes: () => writes };
+}
+
+function captureLog() {
+  const warnings: Array<{ msg: string; fields?: object }> = [];
+  const log: Logger = {
+    debug: () => undefined, info: () => undefined, error: () => undefined,
+    warn: (msg, fields) => { warnings.push({ msg, fields }); },
+    child: () => log,
+  };
+  return { log, warnings };
+}
+
+const T0 = 1_732_182_160_000;
+
+function setup(opts: { refreshMs?: number; minIntervalMs?: number; peers?: ClusterInfoDeps['peers']; renderNode?: ClusterInfoDeps['renderNode'] } = {}) {
+  const world = new World();
+  const cluster = fakeCluster();
+  const { log, warnings } = captureLog();
+  let now = T0;
+  const reconciler = clusterInfoReconciler({
+    nodes: () => world.nodes.keys(),
+    renderNode: opts.renderNode ?? ((node, nowMs) => { world.rendered.push(node); return world.view(node, nowMs); }),
+    ...(opts.peers === undefined ? {} : { peers: opts.peers }),
+    actual: (name) => cluster.cms.get(name),
+    actualNames: () => [...cluster.cms.keys()],
+    writer: cluster.writer,
+    refreshMs: opts.refreshMs ?? 30_000,
+    minIntervalMs: opts.minIntervalMs ?? 200,
+  });
+  const ctx = { log, signal: new AbortController().signal, now: () => now };
+  const pass = async (advanceMs = 1000) => { now += advanceMs; world.rendered.length = 0; return reconciler.reconcile('cluster-info', ctx); };
+  return { world, cluster, reconciler, warnings, pass, now: () => now };
+}
+
+describe('ClusterInfoCache', () => {
+  it.each([11, 12, 13, 14])('shards equal desiredShards of the full view through random changes (seed %i)', (seed) => {
+    const r = new RandomEntries(seed);
+    const world = new World();
+    const max = 1500 + r.int(3000);
+    const cache = new ClusterInfoCache(max);
+    const existing = new Set<string>();
+    for (let i = 0; i < 80; i++) { const n = r.nodeName(); world.nodes.set(n, world.randomNode(r, n, r.int(400))); }
+    for (const n of world.nodes.keys()) cache.put(n, world.view(n, T0), T0);
+    for (let round = 0; round < 40; round++) {
+      const touched = new Set<string>();
+      for (let k = r.int(6); k >= 0; k--) {
+        const names = [...world.nodes.keys()];
+        const op = r.rand();
+        const node = op < 0.3 || names.length === 0 ? r.nodeName() : r.pick(names);
+        if (op < 0.3) world.nodes.set(node, world.randomNode(r, node, r.int(400))); // new node (or replaced)
+        else if (op < 0.45) world.nodes.delete(node); // gone: its entries must leave
+        else world.nodes.set(node, world.randomNode(r, node, r.rand() < 0.2 ? 2000 : r.int(400))); // changed, size may jump
+        touched.add(node);
+      }
+      for (const n of touched) cache.put(n, world.view(n, T0), T0);
+      const shards = cache.shards([...existing]);
+      expect(shards).toEqual(desiredShards(world.full(() => T0), [...existing], max));
+      for (const k of shards.keys()) existing.add(k); // high-water: surplus shards come back blank
+    }
+  });
+
+  it('put reports whether any encoded byte changed', () => {
+    const r = new RandomEntries(3);
+    const cache = new ClusterInfoCache();
+    const v = { device: { 'mindx-dl-deviceinfo-a': r.device('a', 5) }, switch: {}, node: {} };
+    expect(cache.put('a', v, T0)).toBe(true);
+    expect(cache.put('a', { device: { ...v.device }, switch: {}, node: {} }, T0 + 5)).toBe(false);
+    expect(cache.put('a', { device: {}, switch: {}, node: {} }, T0)).toBe(true);
+    expect(cache.nodeCount).toBe(0);
+    expect(cache.shards([])).toEqual(new Map([['cluster-info-device-0', ''], ['cluster-info-switch-0', ''], ['cluster-info-node-cm', '']]));
+  });
+});
+
+describe('clusterInfoReconciler with the per-node cache', () => {
+  it.each([21, 22, 23])('writes exactly the full render, rendering only dirty nodes (seed %i)', async (seed) => {
+    const r = new RandomEntries(seed);
+    const s = setup({ refreshMs: 0 });
+    // Big entries so the device map needs several 800 KiB shards and changes move the cuts.
+    for (let i = 0; i < 300; i++) { const n = `node-${i}`; s.world.nodes.set(n, s.world.randomNode(r, n, 8000)); }
+    await s.pass();
+    expect(s.world.rendered).toHaveLength(300);
+    const full = () => desiredShards(s.world.full(() => T0 + 1000), [...s.cluster.cms.keys()]);
+    expect(s.cluster.data()).toEqual(full());
+    expect(s.cluster.cms.has('cluster-info-device-1')).toBe(true);
+    for (let round = 0; round < 15; round++) {
+      const touched = new Set<string>();
+      for (let k = 1 + r.int(4); k > 0; k--) {
+        const names = [...s.world.nodes.keys()];
+        const op = r.rand();
+        const node = op < 0.2 ? `node-new-${round}-${k}` : r.pick(names);
+        if (op < 0.35 && op >= 0.2) s.world.nodes.delete(node);
+        else s.world.nodes.set(node, s.world.randomNode(r, node, r.rand() < 0.3 ? 16_000 : 8000));
+        touched.add(node);
+      }
+      s.reconciler.markDirty(touched);
+      await s.pass();
+      expect(new Set(s.world.rendered)).toEqual(touched);
+      // node-info entries here carry their own UpdateTime, so the full render is time independent.
+      expect(s.cluster.data()).toEqual(full());
+    }
+    expect(s.reconciler.stats.fullRenders).toBe(1);
+  });
+
+  it('writes nothing when nothing changed, and nothing when a dirty node renders the same', async () => {
+    const r = new RandomEntries(5);
+    const s = setup({ refreshMs: 0 });
+    for (const n of ['a', 'b', 'c']) s.world.nodes.set(n, { device: r.device(n, 10), node: r.nodeInfo(n) });
+    await s.pass();
+    const first = s.cluster.writes();
+    expect(first).toBe(3); // device-0, switch-0 (blank), node-cm
+    await s.pass();
+    s.reconciler.markDirty(['b']);
+    await s.pass();
+    expect(s.world.rendered).toEqual(['b']);
+    expect(s.cluster.writes()).toBe(first);
+  });
+
+  it('a deleted node leaves the view', async () => {
+    const r = new RandomEntries(6);
+    const s = setup({ refreshMs: 0 });
+    for (const n of ['a', 'b']) s.world.nodes.set(n, { device: r.device(n, 10), switch: r.switch(n), node: r.nodeInfo(n) });
+    await s.pass();
+    expect(s.cluster.data().get('cluster-info-switch-0')).toContain('mindx-dl-switchinfo-a');
+    s.world.nodes.delete('a');
+    s.reconciler.markDirty(['a']);
+    await s.pass();
+    for (const v of s.cluster.data().values()) expect(v).not.toMatch(/-a"/);
+    expect(s.cluster.data()).toEqual(desiredShards(s.world.full(() => T0), [...s.cluster.cms.keys()]));
+  });
+
+  it('the refresh renders every node and names a node whose entry changed without a notification', async () => {
+    const r = new RandomEntries(7);
+    const s = setup({ refreshMs: 30_000 });
+    for (const n of ['a', 'b', 'c']) s.world.nodes.set(n, { device: r.device(n, 10) });
+    await s.pass();
+    s.world.nodes.set('b', { device: r.device('b', 10) }); // no markDirty: a missed invalidation
+    s.world.nodes.set('c', { device: r.device('c', 10) });
+    s.reconciler.markDirty(['c']);
+    await s.pass();
+    expect(s.world.rendered).toEqual(['c']);
+    expect(s.cluster.data().get('cluster-info-device-0')).not.toBe(desiredShards(s.world.full(() => T0), []).get('cluster-info-device-0'));
+    s.world.nodes.set('a', { device: r.device('a', 10) }); // pending when the refresh comes: not stale
+    s.reconciler.markDirty(['a']);
+    await s.pass(30_000);
+    expect(s.world.rendered.sort()).toEqual(['a', 'b', 'c']);
+    expect(s.reconciler.stats).toMatchObject({ fullRenders: 2, staleEntries: 1 });
+    expect(s.warnings).toHaveLength(1);
+    expect(s.warnings[0]!.fields).toEqual({ node: 'b' });
+    expect(s.cluster.data().get('cluster-info-device-0')).toBe(desiredShards(s.world.full(() => T0), []).get('cluster-info-device-0'));
+  });
+
+  it('a removal the refresh finds is stale too', async () => {
+    const r = new RandomEntries(8);
+    const s = setup({ refreshMs: 30_000 });
+    for (const n of ['a', 'b']) s.world.nodes.set(n, { device: r.device(n, 10) });
+    await s.pass();
+    s.world.nodes.delete('a');
+    await s.pass(30_000);
+    expect(s.warnings.map((w) => w.fields)).toEqual([{ node: 'a' }]);
+    expect(s.cluster.data().get('cluster-info-device-0')).not.toContain('deviceinfo-a"');
+  });
+
+  it('a node-info without updateTime keeps the UpdateTime of its last change through refreshes', async () => {
+    const r = new RandomEntries(9);
+    const s = setup({ refreshMs: 30_000 });
+    s.world.nodes.set('a', { node: r.nodeInfo('a'), nodeInfoWithoutTime: true });
+    await s.pass();
+    const first = s.now();
+    const updateTime = () => (JSON.parse(s.cluster.data().get('cluster-info-node-cm')!) as Record<string, NodeInfoEntry>)['mindx-dl-nodeinfo-a']!.UpdateTime;
+    expect(updateTime()).toBe(first);
+    await s.pass(30_000);
+    expect(s.reconciler.stats.staleEntries).toBe(0);
+    expect(updateTime()).toBe(first);
+    s.reconciler.markDirty(['a']);
+    await s.pass();
+    expect(updateTime()).toBe(s.now());
+  });
+
+  it('keeps the throttle: a pass too soon renders nothing and the dirty node waits for the next one', async () => {
+    const r = new RandomEntries(10);
+    const s = setup({ refreshMs: 0, minIntervalMs: 200 });
+    s.world.nodes.set('a', { device: r.device('a', 10) });
+    await s.pass();
+    s.reconciler.markDirty(['a']);
+    expect(await s.pass(50)).toEqual({ requeueAfterMs: 150 });
+    expect(s.world.rendered).toEqual([]);
+    await s.pass(150);
+    expect(s.world.rendered).toEqual(['a']);
+  });
+
+  it('re-renders the peers of dirty nodes', async () => {
+    const r = new RandomEntries(11);
+    const s = setup({ refreshMs: 0, peers: (nodes) => (nodes.includes('a') ? ['b'] : []) });
+    for (const n of ['a', 'b', 'c']) s.world.nodes.set(n, { device: r.device(n, 10) });
+    await s.pass();
+    s.reconciler.markDirty(['a']);
+    await s.pass();
+    expect(s.world.rendered.sort()).toEqual(['a', 'b']);
+  });
+
+  it('after a render error the next pass renders every node', async () => {
+    const r = new RandomEntries(12);
+    let fail = false;
+    const world = new World();
+    const s = setup({ refreshMs: 0, renderNode: (n, t) => { if (fail && n === 'a') throw new Error('boom'); world.rendered.push(n); return world.view(n, t); } });
+    for (const n of ['a', 'b']) world.nodes.set(n, { device: r.device(n, 10) });
+    s.world.nodes.set('a', {}); // nodes() comes from s.world
+    s.world.nodes.set('b', {});
+    await s.pass();
+    world.nodes.set('b', { device: r.device('b', 10) });
+    fail = true;
+    s.reconciler.markDirty(['a', 'b']);
+    await expect(s.pass()).rejects.toThrow('boom');
+    fail = false;
+    world.rendered.length = 0;
+    await s.pass();
+    expect(world.rendered.sort()).toEqual(['a', 'b']);
+    expect(s.cluster.data()).toEqual(desiredShards(world.full(() => T0), [...s.cluster.cms.keys()]));
+  });
+});
