@@ -71,6 +71,23 @@ describe('FaultFiltersController', () => {
     expect(s.notified).toHaveLength(1);
   });
 
+  it('a pod or PodGroup change re-announces only nodes that withhold a fault (no intake change needed)', () => {
+    const s = setup({ annotations: { 'huawei.com/schedule.filter.faultCode': '80E18402:600' } });
+    s.records.set('n1', [rec('n1', 'Ascend910-1', '80E18402', 'SeparateNPU', s.t0)]);
+    expect(s.view('n1')).toEqual([]); // hidden: n1 withholds a fault
+    expect(s.view('n2')).toEqual([]); // nothing on n2
+    // rank 1's pod (n2) changes: n2 withholds nothing, no announcement
+    s.pods.put({ ...pod(NS, 'llama', 'u1', 1, 'n2', ['Ascend910-0']), metadata: { ...pod(NS, 'llama', 'u1', 1, 'n2', ['Ascend910-0']).metadata, deletionTimestamp: '2026-11-21T00:00:00Z' } });
+    expect(s.notified).toEqual([]);
+    // rank 0's pod (n1) starts terminating: n1 is looked at again
+    const p0 = pod(NS, 'llama', 'u1', 0, 'n1', ['Ascend910-0', 'Ascend910-1']);
+    s.pods.put({ ...p0, metadata: { ...p0.metadata, deletionTimestamp: '2026-11-21T00:00:00Z' } });
+    expect(s.notified).toEqual([['n1']]);
+    // the PodGroup (and its filter annotations) goes: every withholding node is looked at again
+    s.podGroups.remove(podGroup(NS, 'llama', 'u1', { annotations: {} }));
+    expect(s.notified).toEqual([['n1'], ['n1']]);
+  });
+
   it('UCE-accompany: the drop decision is persisted state; restore adopts decisions without overriding newer ones', () => {
     const s = setup();
     s.records.set('n3', [rec('n3', 'Ascend910-2', '80E01801', 'RestartBusiness', s.t0), rec('n3', 'Ascend910-2', '80C98009', 'RestartRequest', s.t0 + S)]);

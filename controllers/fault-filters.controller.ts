@@ -201,19 +201,33 @@ export class FaultFiltersController {
   private apply(input: Input): void {
     this.jobs.clear();
     if (input.kind === 'pod') {
-      this.index.apply(input.ev);
+      const ev = input.ev;
+      this.index.apply(ev);
+      // A pod change can end a hide (the pod terminating, its rank or group changing) without any
+      // intake change: look at its nodes again, but only where something is withheld now.
+      const nodes = [ev.obj.spec?.nodeName, ev.type === 'update' ? ev.old.spec?.nodeName : undefined];
+      this.notifyWithheld(nodes.filter((n): n is string => n !== undefined && n !== ''));
       return;
     }
     const ev = input.ev;
     const key = objectKey(ev.obj);
     if (ev.type === 'delete') {
       this.rules.delete(key);
+      // Its filter annotations are gone with it; the cache no longer says which nodes it had, and
+      // PodGroup deletions are rare: look again at every node that withholds something.
+      this.notifyWithheld([...this.lastWithheld.keys()]);
       return;
     }
     const before = ev.type === 'update' ? filterMeta(ev.old) : filterMeta(undefined);
     if (filterMeta(ev.obj) === before) return;
     const nodes = [...new Set((this.index.job(key)?.view.pods ?? []).flatMap((p) => (p.node === undefined ? [] : [p.node])))];
     if (nodes.length > 0) this.d.notify(nodes);
+  }
+
+  /** `notify` the nodes among these whose last evaluation withheld a fault (the rest cannot change). */
+  private notifyWithheld(nodes: readonly string[]): void {
+    const hit = [...new Set(nodes)].filter((n) => this.lastWithheld.has(n));
+    if (hit.length > 0) this.d.notify(hit);
   }
 
   private jobsOn(node: string): FilterJob[] {
