@@ -36,8 +36,12 @@ describe('jobs: modes that act on nothing', () => {
     const before = await eventually(async () => { const ps = await jobPods(client, ns, 'quiet'); return ps.length === 2 && ps.every(runningWithNpus) ? ps : undefined; }, 30_000);
     const node = before[1]!.spec!.nodeName!;
     await world.dp.injectChipFault({ node, npu: npusOf(before[1]!)[0]!, code: '80E18402', level: 'SeparateNPU' });
+    // First the controller must have the fault (else "nothing happened" proves nothing), then room to act.
     if (flag === '--dry-run') {
       await eventually(async () => (await started.metrics.decisions.get()).values.some((v) => v.labels.outcome === 'dry_run' && v.value === 1), 10_000);
+    } else {
+      // The ClusterD half still aggregates the job's faults for its other consumers.
+      await eventually(() => manager!.jobs.aggregateNow(`${ns}/quiet-${uid}`)?.ranks.some((r) => r.faultType === 'CardUnhealthy'), 10_000);
     }
     await sleep(2_000);
     expect((await jobPods(client, ns, 'quiet')).map(uidOf)).toEqual(before.map(uidOf));
