@@ -15,13 +15,14 @@
  *   is persisted with the escalation state.
  */
 import type { Subscription } from 'rxjs';
+import { codesIn, deviceEntry as readDeviceEntry } from '../support/cluster-info-read.ts';
 import { paths, type KubeObject } from '../../runtime/kube-client.ts';
 import { Manager } from '../../controllers/manager.ts';
 import { parseOptions } from '../../controllers/options.ts';
 import { Metrics } from '../../telemetry/metrics.ts';
 import { recordingLogger, type LogLine } from '../support/fault-policy-test-kit.ts';
 import type { ConfigMap } from '../../controllers/sources/sources.ts';
-import { parseClusterInfo, type DeviceInfoEntry } from '../../schemas/cluster-info/cluster-info.ts';
+import type { DeviceInfoEntry } from '../../schemas/cluster-info/cluster-info.ts';
 import { deviceInfoCmName, parseDeviceInfoData } from '../../schemas/device-info/device-info.ts';
 import { ESCALATION_STATE_CM_NAME, ESCALATION_STATE_KEY, parseEscalationState } from '../../schemas/escalation-state/escalation-state.ts';
 import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
@@ -124,21 +125,8 @@ describe('fault filters and relation faults on the real control plane', () => {
     await world.dp.recoverChipFault({ node: r1.spec!.nodeName! });
   }, 120_000);
 
-  /** The node's entry of cluster-info-device-N as Volcano parses it. */
-  async function deviceEntry(node: string): Promise<DeviceInfoEntry | undefined> {
-    const list = await client.list<ConfigMap>(paths.configMaps('mindx-dl'), { labelSelector: 'mx-consumer-volcano=true' });
-    for (const cm of list.items) {
-      const name = cm.metadata!.name!;
-      if (!name.startsWith('cluster-info-device-') || (cm.data?.[name] ?? '') === '') continue;
-      const parsed = parseClusterInfo('device', cm.data![name]!);
-      if (parsed.ok && parsed.value[deviceInfoCmName(node)] !== undefined) return parsed.value[deviceInfoCmName(node)] as DeviceInfoEntry;
-    }
-    return undefined;
-  }
-  const codesIn = (e: DeviceInfoEntry | undefined, chip: string): string[] => {
-    const faults = JSON.parse(e?.DeviceList[`${P}-Fault`] ?? '[]') as Array<{ npu_name: string; fault_code: string }>;
-    return faults.filter((f) => f.npu_name === chip).flatMap((f) => f.fault_code.split(','));
-  };
+
+  const deviceEntry = (node: string) => readDeviceEntry(client, node);
 
   it('a custom-filtered fault the device plugin lists in -Unhealthy is out of cluster-info-device-* while hidden, and in it after the window', async () => {
     const windowMs = 8_000;

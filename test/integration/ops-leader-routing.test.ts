@@ -20,10 +20,7 @@
  * 4. The old pod's container restarts (a fresh Manager for the same pod) as a standby; the leader
  *    stops gracefully: it removes its own label and releases the Lease, the standby takes over.
  */
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { KubeClient, paths, type KubeObject, type RequestOptions } from '../../runtime/kube-client.ts';
@@ -32,6 +29,7 @@ import { FLAGS, parseOptions } from '../../controllers/options.ts';
 import { LEADER_LABEL, LEADER_LABEL_VALUE } from '../../actions/leader-label.action.ts';
 import { createLogger, silentLogger } from '../../telemetry/logger.ts';
 import { Metrics } from '../../telemetry/metrics.ts';
+import { helmRunner } from '../support/helm.ts';
 import { adminClient, controlPlaneInfo, eventually, serviceAccountClient } from '../support/cluster.ts';
 import { jobPods, runningWithNpus, startWorld, vcJob, type PodObj, type World } from '../../tools/job-peer/world.ts';
 import { podGroupEvents, sleep } from './jobs-support.ts';
@@ -42,19 +40,8 @@ const RELEASE = `ldr-${suffix}`;
 const FULLNAME = `${RELEASE}-clusterd-ts`;
 const LEASE_S = FLAGS['lease-duration-seconds'].min;
 
-const helmHome = mkdtempSync(join(tmpdir(), 'clusterd-ts-ldr-helm-'));
-function helm(args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const binDir = process.env.CLUSTERD_TS_BIN_DIR;
-  if (binDir === undefined) throw new Error('CLUSTERD_TS_BIN_DIR unset: run through jest --selectProjects integration');
-  const env: NodeJS.ProcessEnv = { ...process.env, HELM_CACHE_HOME: join(helmHome, 'cache'), HELM_CONFIG_HOME: join(helmHome, 'config'), HELM_DATA_HOME: join(helmHome, 'data') };
-  delete env.KUBECONFIG;
-  return new Promise((resolve) => {
-    execFile(join(binDir, 'helm'), [...args], { env, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
-      const code = err === null ? 0 : typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const helmRun = helmRunner('ldr');
+const helm = (args: readonly string[]) => helmRun.run(args);
 
 /** A client whose connection can be cut: afterwards every request fails with no answer (a crash). */
 class SeverableClient extends KubeClient {
@@ -113,7 +100,7 @@ describe('HA routing: the gRPC Service selects the leader\'s pod only', () => {
     for (const r of replicas.splice(0).reverse()) await r.manager.stop().catch(() => undefined);
     await world?.stop().catch(() => undefined);
     if (installed) await helm(['uninstall', RELEASE, '-n', ns, '--kubeconfig', info.kubeconfig, '--timeout', '60s']);
-    rmSync(helmHome, { recursive: true, force: true });
+    helmRun.dispose();
   }, 90_000);
 
   const routed = async (selector: string): Promise<string[]> =>

@@ -12,10 +12,7 @@
  * the device plugin simulator, the NPU allocator, the job peer standing in for Volcano's job
  * controller) uses the admin client, as those are other components with their own RBAC.
  */
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
@@ -25,6 +22,7 @@ import { parseOptions } from '../../controllers/options.ts';
 import { JOB_STATE_NAMESPACE, jobStateCmName } from '../../schemas/job-state/job-state.ts';
 import { createLogger } from '../../telemetry/logger.ts';
 import { Metrics } from '../../telemetry/metrics.ts';
+import { helmRunner } from '../support/helm.ts';
 import { adminClient, controlPlaneInfo, ensureNamespace, eventually, serviceAccountClient } from '../support/cluster.ts';
 import { jobPods, runningWithNpus, startWorld, vcJob, type PodObj, type World } from '../../tools/job-peer/world.ts';
 import { podGroupEvents, readCm, rescheduleReasonOf, vcjobFaultNpu } from './jobs-support.ts';
@@ -37,20 +35,8 @@ const SA = 'clusterd';
 
 // ---- helm ---------------------------------------------------------------------------------------
 
-const helmHome = mkdtempSync(join(tmpdir(), 'clusterd-ts-ops-helm-'));
-
-function helm(args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const binDir = process.env.CLUSTERD_TS_BIN_DIR;
-  if (binDir === undefined) throw new Error('CLUSTERD_TS_BIN_DIR unset: run through jest --selectProjects integration');
-  const env: NodeJS.ProcessEnv = { ...process.env, HELM_CACHE_HOME: join(helmHome, 'cache'), HELM_CONFIG_HOME: join(helmHome, 'config'), HELM_DATA_HOME: join(helmHome, 'data') };
-  delete env.KUBECONFIG;
-  return new Promise((resolve) => {
-    execFile(join(binDir, 'helm'), [...args], { env, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
-      const code = err === null ? 0 : typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const helmRun = helmRunner('ops');
+const helm = (args: readonly string[]) => helmRun.run(args);
 
 // ---- a client that remembers every answer ---------------------------------------------------------
 
@@ -108,7 +94,7 @@ describe('RBAC: the controller under the chart\'s ServiceAccount through a fault
     await manager?.stop().catch(() => undefined);
     await world?.stop().catch(() => undefined);
     if (installed) await helm(['uninstall', RELEASE, '-n', releaseNs, '--kubeconfig', info.kubeconfig, '--timeout', '60s']);
-    rmSync(helmHome, { recursive: true, force: true });
+    helmRun.dispose();
   }, 90_000);
 
   it('reschedules a job with no 403, and the token is denied what the controller does not need', async () => {

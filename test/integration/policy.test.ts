@@ -6,6 +6,7 @@
  * escalation counters survive a Manager restart. Each file gets its own cluster-system namespace
  * (--cluster-system-namespace) and unique node names: the control plane is shared.
  */
+import { deviceEntry } from '../support/cluster-info-read.ts';
 import { randomBytes } from 'node:crypto';
 import { paths, type KubeClient } from '../../runtime/kube-client.ts';
 import { Manager } from '../../controllers/manager.ts';
@@ -15,7 +16,7 @@ import { recordingLogger, type LogLine } from '../support/fault-policy-test-kit.
 import { encodeDeviceInfoData, makeDeviceFault, type CodeAtLevel } from '../../schemas/device-info/device-info-encode.ts';
 import { DEVICE_INFO_LABELS, deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
 import type { DeviceFaultType } from '../../schemas/device-info/device-fault.ts';
-import { parseClusterInfo, type DeviceInfoEntry } from '../../schemas/cluster-info/cluster-info.ts';
+import type { DeviceInfoEntry } from '../../schemas/cluster-info/cluster-info.ts';
 import { DEFAULT_FAULT_CODE_CONFIG, encodeFaultCode } from '../../schemas/fault-code/fault-code.ts';
 import { DEFAULT_FAULT_CUSTOMIZATION, encodeFaultCustomization } from '../../schemas/fault-customization/fault-customization.ts';
 import { ESCALATION_STATE_CM_NAME, ESCALATION_STATE_KEY, parseEscalationState } from '../../schemas/escalation-state/escalation-state.ts';
@@ -43,19 +44,6 @@ async function deviceInfo(client: KubeClient, node: string, faults: Array<{ type
   }), DEVICE_INFO_LABELS);
 }
 
-/** The node's entry of cluster-info-device-N as Volcano parses it. */
-async function deviceEntry(client: KubeClient, node: string): Promise<DeviceInfoEntry | undefined> {
-  const list = await client.list<ConfigMap>(paths.configMaps('mindx-dl'), { labelSelector: 'mx-consumer-volcano=true' });
-  for (const cm of list.items) {
-    const name = cm.metadata!.name!;
-    if (!name.startsWith('cluster-info-device-') || (cm.data?.[name] ?? '') === '') continue;
-    const parsed = parseClusterInfo('device', cm.data![name]!);
-    if (!parsed.ok) throw new Error(`${name} does not parse: ${parsed.reason}`);
-    const e = parsed.value[deviceInfoCmName(node)];
-    if (e !== undefined) return e as DeviceInfoEntry;
-  }
-  return undefined;
-}
 
 /** Level of `code` on `chip` in the entry's `-Fault` list (undefined: not listed). */
 function levelIn(e: DeviceInfoEntry | undefined, chip: string, code: string): string | undefined {

@@ -8,35 +8,18 @@
  * visible (Volcano reschedules the pod in ClusterD's setup).
  */
 import type { Manager } from '../../controllers/manager.ts';
-import type { ConfigMap } from '../../controllers/sources/sources.ts';
+import { codesIn, deviceEntry } from '../support/cluster-info-read.ts';
 import { RECOVER_IN_PLACE_MAX_AGE_MS } from '../../policy/recover-in-place-filter.ts';
-import { paths, type KubeClient } from '../../runtime/kube-client.ts';
-import { parseClusterInfo, type DeviceInfoEntry } from '../../schemas/cluster-info/cluster-info.ts';
+import { paths } from '../../runtime/kube-client.ts';
 import { encodeDeviceInfoData, makeDeviceFault } from '../../schemas/device-info/device-info-encode.ts';
 import { DEVICE_INFO_LABELS, deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
 import type { Metrics } from '../../telemetry/metrics.ts';
 import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
 import { cleanUp, createJob, fakeNodes, podUid, rand, startAgent, startManager } from './recovery-fixtures.ts';
 
-const P = 'huawei.com/Ascend910';
 const CHECK_MS = 8_000;
 
-/** The node's entry of cluster-info-device-N as Volcano parses it. */
-async function deviceEntry(client: KubeClient, node: string): Promise<DeviceInfoEntry | undefined> {
-  const list = await client.list<ConfigMap>(paths.configMaps('mindx-dl'), { labelSelector: 'mx-consumer-volcano=true' });
-  for (const cm of list.items) {
-    const name = cm.metadata!.name!;
-    if (!name.startsWith('cluster-info-device-') || (cm.data?.[name] ?? '') === '') continue;
-    const parsed = parseClusterInfo('device', cm.data![name]!);
-    if (parsed.ok && parsed.value[deviceInfoCmName(node)] !== undefined) return parsed.value[deviceInfoCmName(node)] as DeviceInfoEntry;
-  }
-  return undefined;
-}
 
-const codesIn = (e: DeviceInfoEntry | undefined, chip: string): string[] => {
-  const faults = JSON.parse(e?.DeviceList[`${P}-Fault`] ?? '[]') as Array<{ npu_name: string; fault_code: string }>;
-  return faults.filter((f) => f.npu_name === chip).flatMap((f) => f.fault_code.split(','));
-};
 
 describe('recover-in-place: the filter follows the recovery FSM', () => {
   const client = adminClient();
