@@ -17,8 +17,9 @@ import { PUBLIC_FAULT_DATA_KEY, validatePublicFault } from '../../schemas/public
 import { kubeconfigYaml } from '../../tools/control-plane/control-plane.ts';
 import { runCli } from '../../tools/simulator/cli.ts';
 import { FaultInjector } from '../../tools/simulator/injector.ts';
+import { ASCEND_REAL_ANNOTATION, NpuAllocator } from '../../tools/simulator/allocator.ts';
 import { KWOK_ANNOTATION, NPU_RESOURCE, createFakeNodes } from '../../tools/simulator/nodes.ts';
-import { adminClient, controlPlaneInfo, eventually } from '../support/cluster.ts';
+import { adminClient, controlPlaneInfo, eventually, newNamespace } from '../support/cluster.ts';
 
 type CM = KubeObject & { data?: Record<string, string> };
 type NodeObj = KubeObject & { status?: { capacity?: Record<string, string>; allocatable?: Record<string, string>; conditions?: Array<{ type: string; status: string; reason?: string }> } };
@@ -237,6 +238,31 @@ describe('device plugin / NodeD simulator on a real apiserver', () => {
       err.length = 0;
       expect(await runCli(bad, io)).toBe(2);
       expect(err.join('\n')).toMatch(/^error: .*\n\nusage: /s);
+    }
+  });
+  it('allocator: pods bound to one node at the same moment get disjoint chips, never an unhealthy one', async () => {
+    // A real device plugin never hands one chip to two pods; the tests map faults to ranks through
+    // these annotations, so a double allocation would blame the wrong rank.
+    const ns = await newNamespace(client, 'alloc');
+    const node = uniq('alloc');
+    const allocator = new NpuAllocator(client, { namespace: ns, unhealthy: (n) => (n === node ? ['Ascend910-0'] : []) });
+    await allocator.start();
+    try {
+      const pod = (i: number): KubeObject => ({
+        apiVersion: 'v1', kind: 'Pod', metadata: { name: `p${i}`, namespace: ns },
+        spec: { nodeName: node, containers: [{ name: 'c', image: 'busybox', resources: { limits: { [NPU_RESOURCE]: '2' }, requests: { [NPU_RESOURCE]: '2' } } }] },
+      });
+      await Promise.all([0, 1, 2].map((i) => client.create(paths.pods(ns), pod(i))));
+      const chips = await eventually(async () => {
+        const list = await client.get<{ items: KubeObject[] }>(paths.pods(ns));
+        const got = list.items.map((p) => p.metadata?.annotations?.[ASCEND_REAL_ANNOTATION]);
+        return got.length === 3 && got.every((g) => g !== undefined) ? got.flatMap((g) => g!.split(',')) : undefined;
+      });
+      expect(chips).toHaveLength(6);
+      expect(new Set(chips).size).toBe(6);
+      expect(chips).not.toContain('Ascend910-0');
+    } finally {
+      allocator.stop();
     }
   });
 });

@@ -21,13 +21,24 @@ export class NpuAllocator {
   /** Chips the allocator must not hand out (unhealthy), by node. */
   private readonly unhealthy: (node: string) => readonly string[];
   private busy = Promise.resolve();
+  /**
+   * Chips this allocator handed out, by pod uid: the watch may not have delivered our own patch yet
+   * when the next pod on the same node is allocated, and the store alone would then hand the same
+   * chips out twice.
+   */
+  private readonly assigned = new Map<string, { node: string; chips: readonly string[] }>();
 
   constructor(client: KubeClient, opts: { namespace?: string; npusPerNode?: number; unhealthy?: (node: string) => readonly string[] } = {}) {
     this.client = client;
     this.npusPerNode = opts.npusPerNode ?? 8;
     this.unhealthy = opts.unhealthy ?? (() => []);
     this.pods = new Reflector<Pod>(client, { name: 'allocator_pods', path: paths.pods(opts.namespace) });
-    this.pods.events$.subscribe({ next: (ev) => { if (ev.type !== 'delete') this.busy = this.busy.then(() => this.allocate(ev.obj)).catch(() => undefined); } });
+    this.pods.events$.subscribe({
+      next: (ev) => {
+        if (ev.type === 'delete') this.assigned.delete(ev.obj.metadata?.uid ?? '');
+        else this.busy = this.busy.then(() => this.allocate(ev.obj)).catch(() => undefined);
+      },
+    });
   }
 
   start(): Promise<void> {
@@ -40,16 +51,22 @@ export class NpuAllocator {
   private async allocate(pod: Pod): Promise<void> {
     const node = pod.spec?.nodeName;
     const want = requested(pod);
-    if (node === undefined || want === 0 || pod.metadata?.annotations?.[ASCEND_REAL_ANNOTATION] !== undefined || pod.metadata?.deletionTimestamp !== undefined) return;
+    const uid = pod.metadata?.uid ?? '';
+    if (node === undefined || want === 0 || pod.metadata?.deletionTimestamp !== undefined) return;
+    if (pod.metadata?.annotations?.[ASCEND_REAL_ANNOTATION] !== undefined || this.assigned.has(uid)) return;
     const used = new Set<string>(this.unhealthy(node));
     for (const other of this.pods.store.values()) {
-      if (other.spec?.nodeName !== node || other.metadata?.uid === pod.metadata?.uid || other.metadata?.deletionTimestamp !== undefined) continue;
-      for (const chip of (other.metadata?.annotations?.[ASCEND_REAL_ANNOTATION] ?? '').split(',')) if (chip !== '') used.add(chip);
+      const otherUid = other.metadata?.uid ?? '';
+      if (other.spec?.nodeName !== node || otherUid === uid || other.metadata?.deletionTimestamp !== undefined) continue;
+      const chips = [...(other.metadata?.annotations?.[ASCEND_REAL_ANNOTATION] ?? '').split(','), ...(this.assigned.get(otherUid)?.chips ?? [])];
+      for (const chip of chips) if (chip !== '') used.add(chip);
     }
     const free = Array.from({ length: this.npusPerNode }, (_, i) => `Ascend910-${i}`).filter((c) => !used.has(c));
     if (free.length < want) return; // the scheduler over-committed; leave it unannotated
+    const chips = free.slice(0, want);
     await this.client.patch(paths.pod(pod.metadata!.namespace!, pod.metadata!.name!), {
-      metadata: { annotations: { [ASCEND_REAL_ANNOTATION]: free.slice(0, want).join(',') } },
+      metadata: { annotations: { [ASCEND_REAL_ANNOTATION]: chips.join(',') } },
     });
+    this.assigned.set(uid, { node, chips });
   }
 }
