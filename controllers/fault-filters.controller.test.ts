@@ -7,7 +7,7 @@ import { fakeSources, pod, podGroup, rec } from '../test/support/fault-filters-f
 const S = 1000;
 const NS = 'team-a';
 
-function setup(opts: { annotations?: Record<string, string>; podLabels?: Record<string, string>; subscribed?: boolean } = {}) {
+function setup(opts: { annotations?: Record<string, string>; podLabels?: Record<string, string>; subscribed?: () => boolean } = {}) {
   const clock = new ManualClock();
   const t0 = clock.now();
   const { pods, podGroups, sources } = fakeSources();
@@ -21,7 +21,7 @@ function setup(opts: { annotations?: Record<string, string>; podLabels?: Record<
     jobView: (n) => records.get(n) ?? [],
     notify: (nodes) => notified.push([...nodes]),
     onStateChange: () => { stateChanges++; },
-    faultSubscribed: () => opts.subscribed ?? false,
+    faultSubscribed: () => opts.subscribed?.() ?? false,
   });
   c.start();
   podGroups.put(podGroup(NS, 'llama', 'u1', { annotations: opts.annotations ?? {} }));
@@ -131,12 +131,26 @@ describe('FaultFiltersController', () => {
 
   it('MindIE server pods of a subscribed job get the 60 s RestartRequest hold', () => {
     const labels = { jobID: 'mindie-1', app: 'mindie-ms-server' };
-    const on = setup({ podLabels: labels, subscribed: true });
+    const on = setup({ podLabels: labels, subscribed: () => true });
     on.records.set('n1', [rec('n1', 'Ascend910-0', '80C98008', 'RestartRequest', on.t0)]);
     expect(on.view('n1')).toEqual([]);
     expect(on.lines[0]).toMatchObject({ filter: 'custom-filter', reasons: expect.stringContaining('mindie-restart-request-hold') });
-    const off = setup({ podLabels: labels, subscribed: false });
+    const off = setup({ podLabels: labels, subscribed: () => false });
     off.records.set('n1', [rec('n1', 'Ascend910-0', '80C98008', 'RestartRequest', off.t0)]);
     expect(off.view('n1')).toEqual(['Ascend910-0/80C98008']);
+  });
+  it('a MindIE job subscribing or leaving changes its nodes\' view at once (job facts re-read, nodes announced)', () => {
+    let subscribed = false;
+    const s = setup({ podLabels: { jobID: 'mindie-1', app: 'mindie-ms-server' }, subscribed: () => subscribed });
+    s.records.set('n1', [rec('n1', 'Ascend910-0', '80C98008', 'RestartRequest', s.t0)]);
+    expect(s.view('n1')).toEqual(['Ascend910-0/80C98008']);
+    subscribed = true;
+    expect(s.view('n1')).toEqual(['Ascend910-0/80C98008']); // job facts are cached for up to 1 s
+    s.c.jobFactsChanged('u1', ['n1', 'n2', 'n1']);
+    expect(s.notified).toEqual([['n1', 'n2']]);
+    expect(s.view('n1')).toEqual([]);
+    subscribed = false;
+    s.c.jobFactsChanged('u1', ['n1', 'n2']);
+    expect(s.view('n1')).toEqual(['Ascend910-0/80C98008']);
   });
 });

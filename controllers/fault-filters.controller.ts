@@ -224,6 +224,17 @@ export class FaultFiltersController {
     if (nodes.length > 0) this.d.notify(nodes);
   }
 
+  /**
+   * A fact about a job that the filters read from outside the informers changed (its fault gRPC
+   * subscription, the MindIE hold of #21): forget the cached job facts and look at its nodes again.
+   */
+  jobFactsChanged(jobId: string, nodes: readonly string[]): void {
+    this.jobs.clear();
+    const hit = [...new Set(nodes)];
+    this.d.log.debug('job facts changed; its nodes are evaluated again', { jobId, nodes: hit });
+    if (hit.length > 0) this.d.notify(hit);
+  }
+
   /** `notify` the nodes among these whose last evaluation withheld a fault (the rest cannot change). */
   private notifyWithheld(nodes: readonly string[]): void {
     const hit = [...new Set(nodes)].filter((n) => this.lastWithheld.has(n));

@@ -50,4 +50,28 @@ describe('fault.Fault picture (grpc.md §2.3)', () => {
     expect(sent.map((m) => [m.signalType, m.nodeFaultInfo.length])).toEqual([['fault', 1], ['normal', 0]]);
     expect(p.query('job-uid-1')).toBeNull();
   });
+  it('announces a job\'s nodes when its first subscriber arrives and when its last one leaves (the MindIE hold follows it)', () => {
+    const announced: Array<[string, string[]]> = [];
+    const streamOf = (id: number, jobId: string): SignalStream<FaultMsgSignal> => ({
+      id, client: { jobId, role: 'mindie' }, closed: false, signal: new AbortController().signal,
+      send: async () => true, end: () => undefined,
+    });
+    const p = new FaultPublisher({
+      sources: { nodes: { get: (): Node | undefined => undefined } } as never,
+      faultsOf: () => [], faultNodes: () => ['n1', 'n2', 'n9'], jobNodes: (j) => (j === 'job-a' ? ['n1', 'n2'] : undefined), log: silentLogger,
+      subscriptionChanged: (jobId, nodes) => announced.push([jobId, [...nodes]]),
+    });
+    const a1 = p.subscribe(streamOf(1, 'job-a'));
+    const a2 = p.subscribe(streamOf(2, 'job-a'));
+    const all = p.subscribe(streamOf(3, '-1')); // the cluster-wide subscription holds nothing back
+    expect(announced).toEqual([['job-a', ['n1', 'n2']]]);
+    expect(p.subscribed('job-a')).toBe(true);
+    a1.onClose('client-cancelled');
+    a1.onClose('client-cancelled'); // a second close of the same stream changes nothing
+    expect(announced).toHaveLength(1);
+    a2.onClose('client-cancelled');
+    all.onClose('server-ended');
+    expect(announced).toEqual([['job-a', ['n1', 'n2']], ['job-a', ['n1', 'n2']]]);
+    expect(p.subscribed('job-a')).toBe(false);
+  });
 });

@@ -60,6 +60,11 @@ export interface FaultPublisherDeps {
   readonly faultNodes: () => Iterable<string>;
   /** The nodes of a job's pods; undefined when the job is unknown. */
   readonly jobNodes: (jobId: string) => readonly string[] | undefined;
+  /**
+   * A job gained its first or lost its last subscriber. The MindIE hold (A.3 #21) depends on it, so
+   * the scheduler view of the job's nodes may change with no new fault.
+   */
+  readonly subscriptionChanged?: (jobId: string, nodes: readonly string[]) => void;
   readonly log: Logger;
 }
 
@@ -92,9 +97,21 @@ export class FaultPublisher {
 
   subscribe(stream: SignalStream<FaultMsgSignal>): StreamSubscription {
     const sub: Subscriber = { stream, last: '', faulty: false };
+    const jobId = stream.client.jobId;
+    const first = !this.subscribed(jobId);
     this.subscribers.set(stream.id, sub);
+    if (first) this.announce(jobId);
     this.push(sub);
-    return { onClose: () => void this.subscribers.delete(stream.id) };
+    return {
+      onClose: () => {
+        if (this.subscribers.delete(stream.id) && !this.subscribed(jobId)) this.announce(jobId);
+      },
+    };
+  }
+
+  private announce(jobId: string): void {
+    if (jobId === CLUSTER_JOB || this.d.subscriptionChanged === undefined) return;
+    this.d.subscriptionChanged(jobId, this.d.jobNodes(jobId) ?? []);
   }
 
   /** A client of this job (not the cluster-wide `-1`) holds a subscription (the MindIE hold, A.3 #21). */

@@ -33,6 +33,8 @@ export interface GrpcControllerDeps {
   /** Transport limit overrides (tests: a small QPS bucket). */
   readonly limits?: Partial<GrpcLimits>;
   readonly now?: () => number;
+  /** A job's fault subscription started or ended (FaultPublisherDeps.subscriptionChanged). */
+  readonly onFaultSubscription?: (jobId: string, nodes: readonly string[]) => void;
 }
 
 export class GrpcController {
@@ -52,6 +54,7 @@ export class GrpcController {
         const found = d.recovery.lookup(jobId);
         return found === undefined ? undefined : found.entry.view.pods.flatMap((p) => (p.node === undefined ? [] : [p.node]));
       },
+      ...(d.onFaultSubscription === undefined ? {} : { subscriptionChanged: d.onFaultSubscription }),
       log: d.log,
     });
   }

@@ -149,6 +149,7 @@ export class Manager implements HealthSource {
     this.grpc = new GrpcController({
       options, sources: this.sources, deviceFaults: this.deviceFaults, recovery: this.recovery,
       log: log.child({ component: 'grpc' }), metrics, now: this.now, ...(deps.grpcLimits ? { limits: deps.grpcLimits } : {}),
+      onFaultSubscription: (jobId, nodes) => this.filters.jobFactsChanged(jobId, nodes),
     });
     this.relations = new RelationFaultsController({
       sources: this.sources, faultsOf: (n) => this.deviceFaults.effective(n), faultNodes$: this.deviceFaults.changes$.pipe(map((c) => c.nodes)),

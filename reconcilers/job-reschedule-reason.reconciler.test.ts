@@ -48,4 +48,29 @@ describe('job-reschedule-reason store', () => {
     ]);
     expect([...history().keys()].sort()).toEqual(['ns/a-u1', 'ns/b-u2']);
   });
+  it('groups records that arrive together into one write, each record in it', async () => {
+    const jobs = ['a', 'b', 'c', 'd', 'e'];
+    const { cms, store, history } = setup(jobs.map((j, i) => `ns/${j}-u${i}`));
+    const results = await Promise.all(jobs.map((j, i) => store.add({ jobKey: `ns/${j}-u${i}`, jobUid: `u${i}`, atMs: 1_000 + i, tasks: [task], replay: false })));
+    expect(results).toEqual([true, true, true, true, true]);
+    expect(cms.writes).toHaveLength(1);
+    expect([...history().keys()].sort()).toEqual(jobs.map((j, i) => `ns/${j}-u${i}`));
+    // a record added after that write goes out in a write of its own, on top of the first
+    expect(await store.add({ jobKey: 'ns/a-u0', jobUid: 'u0', atMs: 9_000, tasks: [task], replay: false })).toBe(true);
+    expect(cms.writes).toHaveLength(2);
+    expect(history().get('ns/a-u0')?.TotalRescheduleTimes).toBe(2);
+  });
+
+  it('a failed write rejects every record of its group; the next add starts a fresh group', async () => {
+    const { cms, store, history } = setup(['ns/a-u1', 'ns/b-u2']);
+    cms.failWrites = new Error('apiserver down');
+    const both = [
+      store.add({ jobKey: 'ns/a-u1', jobUid: 'u1', atMs: 1_000, tasks: [task], replay: false }),
+      store.add({ jobKey: 'ns/b-u2', jobUid: 'u2', atMs: 2_000, tasks: [task], replay: false }),
+    ];
+    for (const p of both) await expect(p).rejects.toThrow('apiserver down');
+    cms.failWrites = undefined;
+    expect(await store.add({ jobKey: 'ns/b-u2', jobUid: 'u2', atMs: 2_000, tasks: [task], replay: false })).toBe(true);
+    expect([...history().keys()]).toEqual(['ns/b-u2']);
+  });
 });

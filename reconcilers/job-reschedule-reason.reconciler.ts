@@ -4,10 +4,12 @@
  * drops the oldest record of every job with more than one (up to 10 rounds, never the newest);
  * entries of jobs no longer in the session (no PodGroup) are dropped.
  *
- * Two entry points share one rendering: `add` (a restart's record, called by the action executor,
- * serialized in-process so concurrent job workers do not race each other into 409s) and the
- * reconciler (prune + trim only, on start and when a job goes away). Both start from the newer of the
- * cache and our own last write, write only on a difference, with the resourceVersion (409 -> queue).
+ * Two entry points share one rendering: `add` (a restart's record, called by the action executor)
+ * and the reconciler (prune + trim only, on start and when a job goes away). Both start from the newer
+ * of the cache and our own last write, write only on a difference, with the resourceVersion (409 ->
+ * queue). Writes are serialized in-process, so concurrent job workers do not race each other into
+ * 409s, and grouped: records that arrive while a write is in flight go out together in the next one
+ * (a storm of restarts costs a few writes of this one ConfigMap, not one per job, and no added wait).
  *
  * Replays: a decision carried out again after a crash passes `replay: true`; its record is added only
  * if the job's newest record is not already that record (same time stamp and tasks).
@@ -45,22 +47,48 @@ export interface PendingRecord {
 const sameRecord = (a: RescheduleRecord | undefined, b: RescheduleRecord): boolean =>
   a !== undefined && a.RescheduleTimeStamp === b.RescheduleTimeStamp && JSON.stringify(a.ReasonOfTask ?? []) === JSON.stringify(b.ReasonOfTask ?? []);
 
+interface Queued {
+  readonly rec: PendingRecord;
+  readonly resolve: (recorded: boolean) => void;
+  readonly reject: (e: unknown) => void;
+}
+
 export class RescheduleReasonStore {
   private readonly d: RescheduleReasonDeps;
   private chain: Promise<unknown> = Promise.resolve();
+  /** Records waiting for the next write; a flush is scheduled whenever this turns non-empty. */
+  private queued: Queued[] = [];
 
   constructor(d: RescheduleReasonDeps) {
     this.d = d;
   }
 
-  /** Adds a restart's record (see the file comment for replays). */
+  /**
+   * Adds a restart's record (see the file comment for replays and grouping). Resolves true when the
+   * record is in a write that landed; false when it was a replay already present (or dry run).
+   */
   add(rec: PendingRecord): Promise<boolean> {
-    return this.serial(() => this.write(rec));
+    return new Promise<boolean>((resolve, reject) => {
+      this.queued.push({ rec, resolve, reject });
+      if (this.queued.length === 1) void this.serial(() => this.flush());
+    });
   }
 
   /** Prune + trim only. */
   sync(): Promise<boolean> {
-    return this.serial(() => this.write(undefined));
+    return this.serial(async () => (await this.write([])).written);
+  }
+
+  private async flush(): Promise<void> {
+    const batch = this.queued;
+    this.queued = [];
+    try {
+      const { written, added } = await this.write(batch.map((q) => q.rec));
+      if (batch.length > 1) this.d.log.debug('job-reschedule-reason: records written together', { records: batch.length, written });
+      batch.forEach((q, i) => q.resolve(written && added[i] === true));
+    } catch (e) {
+      for (const q of batch) q.reject(e);
+    }
   }
 
   private serial<T>(f: () => Promise<T>): Promise<T> {
@@ -77,29 +105,30 @@ export class RescheduleReasonStore {
     return { actual, history: new Map() };
   }
 
-  private async write(rec: PendingRecord | undefined): Promise<boolean> {
+  /** One write of the history with `recs` added in order; `added[i]`: whether recs[i] was new. */
+  private async write(recs: readonly PendingRecord[]): Promise<{ written: boolean; added: boolean[] }> {
     const { actual, history: before } = this.current();
     let history = before;
     const live = new Set(this.d.liveJobKeys());
-    if (rec !== undefined) {
+    const added = recs.map((rec) => {
       live.add(rec.jobKey);
       const record = newRescheduleRecord(rec.tasks, Math.floor(rec.atMs / 1000), this.d.timeZone ?? 'UTC');
       const newest = history.get(rec.jobKey)?.RescheduleRecords?.[0];
-      if (!(rec.replay && sameRecord(newest, record))) {
-        const jobId = rec.jobKey.endsWith(`-${rec.jobUid}`) ? rec.jobKey.slice(0, -(rec.jobUid.length + 1)) : rec.jobKey;
-        history = addRecord(history, jobId, rec.jobUid, record);
-      }
-    }
+      if (rec.replay && sameRecord(newest, record)) return false;
+      const jobId = rec.jobKey.endsWith(`-${rec.jobUid}`) ? rec.jobKey.slice(0, -(rec.jobUid.length + 1)) : rec.jobKey;
+      history = addRecord(history, jobId, rec.jobUid, record);
+      return true;
+    });
     history = retainJobs(history, live);
     const t = trimToSize(history);
     if (t.rounds > 0) {
       this.d.log.info('job-reschedule-reason above 950 KB: oldest records dropped', { rounds: t.rounds, dropped: t.dropped.length, bytes: t.bytes, fits: t.fits });
     }
     if (!t.fits) this.d.log.warn('job-reschedule-reason still above 950 KB after trimming', { bytes: t.bytes });
-    if (actual === undefined && t.encoded === '') return false;
+    if (actual === undefined && t.encoded === '') return { written: false, added };
     const data = { ...actual?.data, [RECENT_RESCHEDULE_RECORDS_KEY]: t.encoded };
     const res = await this.d.writer.ensure('job_reschedule_reason', { namespace: JOB_RESCHEDULE_REASON_NAMESPACE, name: JOB_RESCHEDULE_REASON_CM_NAME, data }, this.d.cached());
-    return res.written;
+    return { written: res.written, added };
   }
 }
 

@@ -15,6 +15,8 @@ export interface FakeWrite {
 export class FakeConfigMaps {
   readonly objects = new Map<string, ConfigMap>();
   readonly writes: FakeWrite[] = [];
+  /** When set, every create/replace throws it (an apiserver that is down). */
+  failWrites: Error | undefined;
   private rv = 100;
 
   private static key(path: string, obj?: KubeObject): string {
@@ -32,6 +34,7 @@ export class FakeConfigMaps {
     const self = this;
     const fake = {
       async create<T extends KubeObject>(path: string, obj: T): Promise<T> {
+        if (self.failWrites !== undefined) throw self.failWrites;
         const key = FakeConfigMaps.key(path, obj);
         if (self.objects.has(key)) throw new ApiError('POST', path, 409, { reason: 'AlreadyExists' });
         const saved = { ...obj, metadata: { ...obj.metadata, uid: `uid-${key}`, resourceVersion: String(++self.rv) } } as T;
@@ -40,6 +43,7 @@ export class FakeConfigMaps {
         return saved;
       },
       async replace<T extends KubeObject>(path: string, obj: T): Promise<T> {
+        if (self.failWrites !== undefined) throw self.failWrites;
         const key = FakeConfigMaps.key(path);
         const cur = self.objects.get(key);
         if (cur === undefined) throw new ApiError('PUT', path, 404, { reason: 'NotFound' });
