@@ -130,13 +130,17 @@ describe('ClusterInfoCache', () => {
     }
   });
 
-  it('put reports whether any encoded byte changed', () => {
+  it('put reports what changed: nothing, only UpdateTime values, or content', () => {
     const r = new RandomEntries(3);
     const cache = new ClusterInfoCache();
     const v = { device: { 'mindx-dl-deviceinfo-a': r.device('a', 5) }, switch: {}, node: {} };
-    expect(cache.put('a', v, T0)).toBe(true);
-    expect(cache.put('a', { device: { ...v.device }, switch: {}, node: {} }, T0 + 5)).toBe(false);
-    expect(cache.put('a', { device: {}, switch: {}, node: {} }, T0)).toBe(true);
+    expect(cache.put('a', v, T0)).toBe('content');
+    expect(cache.put('a', { device: { ...v.device }, switch: {}, node: {} }, T0 + 5)).toBe('none');
+    const dev = v.device['mindx-dl-deviceinfo-a'];
+    const later = { ...dev, UpdateTime: dev.UpdateTime + 300 };
+    expect(cache.put('a', { device: { 'mindx-dl-deviceinfo-a': later }, switch: {}, node: {} }, T0)).toBe('timestamps');
+    expect(cache.put('a', { device: { 'mindx-dl-deviceinfo-a': { ...later, RackID: later.RackID + 1 } }, switch: {}, node: {} }, T0)).toBe('content');
+    expect(cache.put('a', { device: {}, switch: {}, node: {} }, T0)).toBe('content');
     expect(cache.nodeCount).toBe(0);
     expect(cache.shards([])).toEqual(new Map([['cluster-info-device-0', ''], ['cluster-info-switch-0', ''], ['cluster-info-node-cm', '']]));
   });
@@ -242,9 +246,50 @@ describe('clusterInfoReconciler with the per-node cache', () => {
     await s.pass(30_000);
     expect(s.reconciler.stats.staleEntries).toBe(0);
     expect(updateTime()).toBe(first);
+    // NodeD rewrote it unchanged: only its UpdateTime (the render time) moves, which waits for the refresh
     s.reconciler.markDirty(['a']);
     await s.pass();
-    expect(updateTime()).toBe(s.now());
+    const rewrittenAt = s.now();
+    expect(updateTime()).toBe(first);
+    await s.pass(30_000);
+    expect(updateTime()).toBe(rewrittenAt);
+  });
+
+  it('a pass that changes only UpdateTime values writes nothing; the next real change or the refresh carries them', async () => {
+    const r = new RandomEntries(13);
+    const s = setup({ refreshMs: 30_000 });
+    for (const n of ['a', 'b']) s.world.nodes.set(n, { device: r.device(n, 10), node: r.nodeInfo(n) });
+    await s.pass();
+    const writes = s.cluster.writes();
+    const bump = (n: string, by: number): void => {
+      const t = s.world.nodes.get(n)!;
+      s.world.nodes.set(n, { device: { ...t.device!, UpdateTime: t.device!.UpdateTime + by }, node: { ...t.node!, UpdateTime: t.node!.UpdateTime + by * 1000 } });
+    };
+    bump('a', 300); // the device plugin's and NodeD's periodic rewrites
+    s.reconciler.markDirty(['a']);
+    await s.pass();
+    expect(s.world.rendered).toEqual(['a']);
+    expect(s.cluster.writes()).toBe(writes);
+    expect(s.reconciler.stats.timestampOnlyPasses).toBe(1);
+    expect(s.cluster.data()).not.toEqual(desiredShards(s.world.full(() => T0), [...s.cluster.cms.keys()]));
+    // someone deletes a shard meanwhile: put back as last written
+    const before = s.cluster.data().get('cluster-info-device-0');
+    s.cluster.cms.delete('cluster-info-device-0');
+    await s.pass();
+    expect(s.cluster.data().get('cluster-info-device-0')).toBe(before);
+    // a real change on b goes out with a's newer UpdateTime
+    s.world.nodes.set('b', { ...s.world.nodes.get('b')!, device: r.device('b', 10) });
+    s.reconciler.markDirty(['b']);
+    await s.pass();
+    expect(s.cluster.data()).toEqual(desiredShards(s.world.full(() => T0), [...s.cluster.cms.keys()]));
+    // and the refresh carries a later bump that nothing else did
+    bump('b', 300);
+    s.reconciler.markDirty(['b']);
+    await s.pass();
+    expect(s.cluster.data()).not.toEqual(desiredShards(s.world.full(() => T0), [...s.cluster.cms.keys()]));
+    await s.pass(30_000);
+    expect(s.cluster.data()).toEqual(desiredShards(s.world.full(() => T0), [...s.cluster.cms.keys()]));
+    expect(s.reconciler.stats.staleEntries).toBe(0);
   });
 
   it('keeps the throttle: a pass too soon renders nothing and the dirty node waits for the next one', async () => {

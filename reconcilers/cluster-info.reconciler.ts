@@ -9,6 +9,10 @@
  * re-renders only those and builds the shards by joining the cached strings. The periodic refresh
  * renders every node again and warns about any node whose cached entry was stale (a change that
  * reached the view without a notification).
+ *
+ * Change detection ignores `UpdateTime`, as ClusterD's does (behavior.md E.3): a pass whose only
+ * changes are newer `UpdateTime`s (the device plugin's and NodeD's periodic rewrites) writes nothing;
+ * the new times go out with the next real change or the periodic refresh.
  */
 import { CLUSTER_INFO_DEVICE_PREFIX, CLUSTER_INFO_LABELS, CLUSTER_INFO_MAX_SHARD_BYTES, CLUSTER_INFO_NAMESPACE, CLUSTER_INFO_NODE_CM, CLUSTER_INFO_SWITCH_PREFIX, encodeClusterInfo, type ClusterInfoEntry, type DeviceInfoEntry, type NodeInfoEntry, type SwitchInfoEntry } from '../schemas/cluster-info/cluster-info.ts';
 import { mergeDeviceFaults, recomputeDeviceList } from '../schemas/cluster-info/device-list.ts';
@@ -149,6 +153,15 @@ interface CachedEntry { readonly kind: Kind; readonly entry: EncodedEntry }
 interface NodeSlot { readonly entries: readonly CachedEntry[]; readonly atMs: number }
 interface BuiltShard { readonly start: number; readonly end: number; readonly value: string }
 
+/** What `ClusterInfoCache.put` changed: nothing, only `UpdateTime` values, or what Volcano acts on. */
+export type EntryChange = 'none' | 'timestamps' | 'content';
+
+/**
+ * An encoded entry with its `UpdateTime` values zeroed. Inside string values every quote is escaped,
+ * so an unescaped `"UpdateTime":` is always one of the entry's own keys.
+ */
+const withoutUpdateTime = (text: string): string => text.replace(/"UpdateTime":-?\d+/g, '"UpdateTime":0');
+
 /**
  * Each node's encoded cluster-info entries; shards are joined from them, so their bytes are exactly
  * `desiredShards` of the full view (same entry encoding, same Go key order, same 800 KiB cut). A
@@ -175,27 +188,28 @@ export class ClusterInfoCache {
   /** When the node's entries were rendered (the UpdateTime of a node-info without one). */
   renderedAt(node: string): number | undefined { return this.byNode.get(node)?.atMs; }
 
-  /** Replaces one node's entries by `view` (that node's entries only). True when any encoded byte changed. */
-  put(node: string, view: ClusterInfoView, atMs: number): boolean {
+  /** Replaces one node's entries by `view` (that node's entries only); says what changed. */
+  put(node: string, view: ClusterInfoView, atMs: number): EntryChange {
     const fresh: CachedEntry[] = [];
     for (const kind of KINDS) {
       const entries: Readonly<Record<string, ClusterInfoEntry>> = view[kind];
       for (const key of Object.keys(entries)) fresh.push({ kind, entry: encodeEntry(key, entries[key]!) });
     }
     const old = this.byNode.get(node)?.entries ?? [];
-    let changed = old.length !== fresh.length;
+    let change: EntryChange = old.length !== fresh.length ? 'content' : 'none';
     for (const o of old) {
       if (fresh.some((f) => f.kind === o.kind && f.entry.key === o.entry.key)) continue;
       this.byKind[o.kind].delete(o.entry.key);
       this.keySetChanged(o.kind);
-      changed = true;
+      change = 'content';
     }
     for (const f of fresh) {
       const m = this.byKind[f.kind];
       const prev = m.get(f.entry.key);
       if (prev?.text === f.entry.text) continue;
       m.set(f.entry.key, f.entry);
-      changed = true;
+      if (prev === undefined || withoutUpdateTime(prev.text) !== withoutUpdateTime(f.entry.text)) change = 'content';
+      else if (change === 'none') change = 'timestamps';
       const o = this.ordered[f.kind];
       if (prev === undefined || o === undefined) { this.keySetChanged(f.kind); continue; }
       o.entries[o.index.get(f.entry.key)!] = f.entry;
@@ -203,7 +217,7 @@ export class ClusterInfoCache {
     }
     if (fresh.length === 0) this.byNode.delete(node);
     else this.byNode.set(node, { entries: fresh, atMs });
-    return changed;
+    return change;
   }
 
   clear(): void {
@@ -260,6 +274,8 @@ export interface ClusterInfoStats {
   nodesRendered: number;
   /** Nodes a refresh found stale although no notification named them (missed invalidations). */
   staleEntries: number;
+  /** Passes that changed only `UpdateTime` values and so wrote nothing. */
+  timestampOnlyPasses: number;
 }
 
 export interface ClusterInfoReconciler extends Reconciler {
@@ -275,11 +291,17 @@ export function clusterInfoReconciler(deps: ClusterInfoDeps): ClusterInfoReconci
   const cache = new ClusterInfoCache();
   let primed = false;
   let dirty = new Set<string>();
-  const stats: ClusterInfoStats = { fullRenders: 0, nodesRendered: 0, staleEntries: 0 };
+  const stats: ClusterInfoStats = { fullRenders: 0, nodesRendered: 0, staleEntries: 0, timestampOnlyPasses: 0 };
+  /** A change Volcano acts on is in the cache but not yet written (set on render, cleared by a full write). */
+  let unwritten = false;
+  /** The shards of the last pass that wrote from the cache. */
+  let lastShards: Map<string, string> | undefined;
 
-  const render = (node: string, atMs: number): boolean => {
+  const render = (node: string, atMs: number): EntryChange => {
     stats.nodesRendered++;
-    return cache.put(node, deps.renderNode(node, atMs), atMs);
+    const change = cache.put(node, deps.renderNode(node, atMs), atMs);
+    if (change === 'content') unwritten = true;
+    return change;
   };
 
   /**
@@ -293,11 +315,12 @@ export function clusterInfoReconciler(deps: ClusterInfoDeps): ClusterInfoReconci
     for (const node of deps.nodes()) {
       seen.add(node);
       const atMs = pending.has(node) ? now : (cache.renderedAt(node) ?? now);
-      if (render(node, atMs) && !pending.has(node)) stale.push(node);
+      if (render(node, atMs) !== 'none' && !pending.has(node)) stale.push(node);
     }
     for (const node of [...cache.nodes()]) {
       if (seen.has(node)) continue;
-      if (cache.put(node, { device: {}, node: {}, switch: {} }, now) && !pending.has(node)) stale.push(node);
+      if (cache.put(node, { device: {}, node: {}, switch: {} }, now) !== 'none' && !pending.has(node)) stale.push(node);
+      unwritten = true;
     }
     return stale;
   };
@@ -331,13 +354,20 @@ export function clusterInfoReconciler(deps: ClusterInfoDeps): ClusterInfoReconci
         } else {
           const nodes = [...pending];
           for (const peer of deps.peers?.(nodes) ?? []) pending.add(peer);
-          for (const node of pending) render(node, now);
+          let timestamps = false;
+          for (const node of pending) timestamps = render(node, now) === 'timestamps' || timestamps;
+          if (timestamps && !unwritten) {
+            stats.timestampOnlyPasses++;
+            ctx.log.debug('cluster-info: only UpdateTime values changed; they go out with the next change or refresh', { nodes: pending.size });
+          }
         }
       } catch (e) {
         primed = false; // some dirty nodes may not have been rendered: render all next time
         throw e;
       }
-      const shards = cache.shards(deps.actualNames());
+      // Nothing Volcano acts on changed since the last write: keep what was written (a ConfigMap
+      // deleted or edited by someone else is still put back), newer UpdateTimes wait.
+      const shards = unwritten || refresh || lastShards === undefined ? cache.shards(deps.actualNames()) : lastShards;
       let written = 0;
       const stamp = new Date(now).toISOString();
       for (const [name, value] of shards) {
@@ -348,6 +378,8 @@ export function clusterInfoReconciler(deps: ClusterInfoDeps): ClusterInfoReconci
         const res = await deps.writer.ensure('cluster_info', target, actual);
         if (res.written) written++;
       }
+      unwritten = false;
+      lastShards = shards;
       if (refresh) lastFullWriteMs = now;
       if (written > 0) ctx.log.info('cluster-info written', { shards: written, names: [...shards.keys()] });
       return deps.refreshMs > 0 ? { requeueAfterMs: Math.max(1000, deps.refreshMs - (now - lastFullWriteMs)) } : {};
