@@ -29,8 +29,10 @@ describe('B6 decision table', () => {
     const hidden = new Map([[faultKey(sep2), { by: 'step-retry', untilMs: 11_000 }]]);
     const d = decide({ job: fourPodJob(), faults: [sep2], hidden, knobs: { faultScheduling: 'force' }, nowMs: 1_000 }).decision;
     expect(d).toMatchObject({ kind: 'none', row: 2, actions: [], requeueAfterMs: 10_000 });
+    expect(d.reasons[0]?.detail).toContain(`[hidden from the scheduler by step-retry until ${new Date(11_000).toISOString()}]`);
     const later = decide({ job: fourPodJob(), faults: [sep2], hidden, knobs: { faultScheduling: 'force' }, nowMs: 11_000 }).decision;
     expect(later).toMatchObject({ kind: 'job', row: 11 });
+    expect(later.reasons.map((r) => r.detail).join(' -> ')).not.toContain('hidden from the scheduler');
   });
 
   it('row 3: fault-scheduling off or absent never deletes', () => {

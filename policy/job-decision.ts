@@ -20,7 +20,7 @@
  *  10 pod-rescheduling=on -> delete only fault pods (escalation: job-pending-escalation.ts)
  *  11 grace/force -> job level
  */
-import type { JobFaultAggregate, RescheduleFaultType } from './job-aggregation.ts';
+import type { FaultCause, JobFaultAggregate, RescheduleFaultType } from './job-aggregation.ts';
 import type { B6Row, DecisionKind, EscalationBlock, JobAction, ReasonStep, RestartMode, RestartScope } from './job-decision-types.ts';
 import { effectiveSubHealthyStrategy, jobReasonOf, masterTask, selectFaultTasks, subHealthOnly, type FaultTask } from './job-fault-tasks.ts';
 import { firstRecoverStrategy, hotSwitchVerdict, processHandOff } from './job-handoffs.ts';
@@ -68,9 +68,11 @@ export interface FaultPlan {
 }
 
 /** Reason-chain steps for the fault and level links (first 10 tasks, then a count). */
-export function faultSteps(tasks: readonly FaultTask[]): ReasonStep[] {
+export function faultSteps(tasks: readonly FaultTask[], nowMs: number): ReasonStep[] {
+  const note = (c: FaultCause): string =>
+    c.hidden === undefined || c.hidden.untilMs <= nowMs ? c.note : `${c.note} [hidden from the scheduler by ${c.hidden.by} until ${new Date(c.hidden.untilMs).toISOString()}]`;
   const steps: ReasonStep[] = tasks.slice(0, 10).flatMap((t): ReasonStep[] => [
-    { stage: 'fault', detail: t.causes.map((c) => c.note).join('; ') },
+    { stage: 'fault', detail: t.causes.map(note).join('; ') },
     { stage: 'level', detail: `rank ${t.pod.rank ?? '?'} pod ${t.pod.name}: ${t.rank.worstLevel ?? 'no level'} -> ${t.faultType}${t.hidden ? ' (hidden)' : ''}` },
   ]);
   if (tasks.length > 10) steps.push({ stage: 'fault', detail: `... and ${tasks.length - 10} more fault pods` });
@@ -159,7 +161,7 @@ export function planJobFaults(input: PlanInput): FaultPlan {
   const proc = processHandOff(agg, knobs, input.registered);
   const hotSwitchCase = strategy === 'hotSwitch' && agg.healthState === 'SubHealthy' && subHealthPods.length > 0;
   const notes: ReasonStep[] = all.notes.slice(0, 10).map((n) => ({ stage: 'fault', detail: n }));
-  const chain = [...faultSteps(visible.length > 0 ? visible : tasks)];
+  const chain = [...faultSteps(visible.length > 0 ? visible : tasks, nowMs)];
 
   // Rows 1 and 7(ignore): nothing counts.
   if (tasks.length === 0 && !hotSwitchCase) {
