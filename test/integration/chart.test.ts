@@ -5,10 +5,8 @@
  * `helm install` into a fresh namespace, and least-privilege RBAC checked with SubjectAccessReviews,
  * the ServiceAccount's own token, and the controller's informers running under that token.
  */
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
@@ -22,6 +20,7 @@ import { JOB_STATE_NAMESPACE } from '../../schemas/job-state/job-state.ts';
 import { LeaderElector } from '../../runtime/leader-election.ts';
 import { silentLogger } from '../../telemetry/logger.ts';
 import { Metrics } from '../../telemetry/metrics.ts';
+import { helmRunner, type HelmRun } from '../support/helm.ts';
 import { adminClient, controlPlaneInfo, ensureNamespace, eventually, newNamespace, serviceAccountClient } from '../support/cluster.ts';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
@@ -29,27 +28,9 @@ const CHART = join(REPO, 'charts', 'clusterd-ts');
 
 // ---- helm -------------------------------------------------------------------------------------
 
-interface Run { readonly code: number; readonly stdout: string; readonly stderr: string }
-
-const helmHome = mkdtempSync(join(tmpdir(), 'clusterd-ts-helm-'));
-
-function helm(args: readonly string[]): Promise<Run> {
-  const binDir = process.env.CLUSTERD_TS_BIN_DIR;
-  if (binDir === undefined) throw new Error('CLUSTERD_TS_BIN_DIR unset: run through jest --selectProjects integration');
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    HELM_CACHE_HOME: join(helmHome, 'cache'),
-    HELM_CONFIG_HOME: join(helmHome, 'config'),
-    HELM_DATA_HOME: join(helmHome, 'data'),
-  };
-  delete env.KUBECONFIG;
-  return new Promise((resolve) => {
-    execFile(join(binDir, 'helm'), [...args], { env, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
-      const code = err === null ? 0 : typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const helmBin = helmRunner('chart');
+const helm = (args: readonly string[]): Promise<HelmRun> => helmBin.run(args);
+const helmHome = helmBin.home;
 
 let valuesSeq = 0;
 function valuesFile(values: unknown): string {
@@ -204,7 +185,7 @@ const readOnly = (rules: Rule[]): Rule[] => rules
   .map((r) => ({ ...r, verbs: r.verbs.filter((v) => ['get', 'list', 'watch'].includes(v)) }))
   .filter((r) => r.verbs.length > 0);
 
-afterAll(() => rmSync(helmHome, { recursive: true, force: true }));
+afterAll(() => helmBin.dispose());
 
 describe('helm chart charts/clusterd-ts: lint and schema', () => {
   it('passes helm lint, also with --strict, with defaults and with every optional feature on', async () => {
@@ -467,7 +448,7 @@ describe('helm chart charts/clusterd-ts on the real apiserver', () => {
   const admin = adminClient();
   const info = controlPlaneInfo();
   const ns = `clusterd-chart-${suffix}`;
-  let installed: Run | undefined;
+  let installed: HelmRun | undefined;
 
   beforeAll(async () => {
     await ensureNamespace(admin, JOB_STATE_NAMESPACE); // the state Role lives there

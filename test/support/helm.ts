@@ -10,6 +10,8 @@ import { join } from 'node:path';
 export interface HelmRun { readonly code: number; readonly stdout: string; readonly stderr: string }
 
 export interface Helm {
+  /** The runner's own folder (helm's homes live under it; tests may put values files there). */
+  readonly home: string;
   run(args: readonly string[]): Promise<HelmRun>;
   dispose(): void;
 }
@@ -17,13 +19,14 @@ export interface Helm {
 export function helmRunner(prefix: string): Helm {
   const home = mkdtempSync(join(tmpdir(), `clusterd-ts-${prefix}-helm-`));
   return {
+    home,
     run(args) {
       const binDir = process.env.CLUSTERD_TS_BIN_DIR;
       if (binDir === undefined) throw new Error('CLUSTERD_TS_BIN_DIR unset: run through jest --selectProjects integration');
       const env: NodeJS.ProcessEnv = { ...process.env, HELM_CACHE_HOME: join(home, 'cache'), HELM_CONFIG_HOME: join(home, 'config'), HELM_DATA_HOME: join(home, 'data') };
       delete env.KUBECONFIG;
       return new Promise((resolve) => {
-        execFile(join(binDir, 'helm'), [...args], { env, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
+        execFile(join(binDir, 'helm'), [...args], { env, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
           const code = err === null ? 0 : typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1;
           resolve({ code, stdout, stderr });
         });

@@ -7,7 +7,7 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ControlPlane } from '../control-plane/control-plane.ts';
-import { KubeClient, paths, type KubeList } from '../../runtime/kube-client.ts';
+import { KubeClient, paths } from '../../runtime/kube-client.ts';
 import type { Node } from '../../controllers/sources/sources.ts';
 import { DevicePluginSimulator } from '../simulator/device-plugin.ts';
 import { createFakeNodes, nodeNames } from '../simulator/nodes.ts';
