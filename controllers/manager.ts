@@ -222,7 +222,8 @@ export class Manager implements HealthSource {
     // Reconcilers start only on synced caches, so a restart never acts on a partial view, and only
     // on the leader: a standby keeps its caches warm and takes over within one lease duration.
     const pod = this.pod();
-    this.identity = pod?.name ?? process.env.POD_NAME ?? `${hostname()}-${randomBytes(3).toString('hex')}`;
+    // POD_NAME without POD_NAMESPACE still names the replica; an empty one does not.
+    this.identity = pod?.name || process.env.POD_NAME || `${hostname()}-${randomBytes(3).toString('hex')}`;
     if (!options.leaderElect) {
       this.startActing();
       return;
