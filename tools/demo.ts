@@ -148,7 +148,8 @@ async function main(): Promise<void> {
 
   step('The job ConfigMaps');
   for (const [ns, name] of [['volcano-system', 'vcjob-fault-npu-cm'], ['mindx-dl', 'job-reschedule-reason']] as const) {
-    const cm = await client.getOrUndefined<KubeObject & { data?: Record<string, string> }>(paths.configMap(ns, name));
+    // The decision is logged before it is carried out; the reason record follows the pod deletions.
+    const cm = await until(name, () => client.getOrUndefined<KubeObject & { data?: Record<string, string> }>(paths.configMap(ns, name)), 15_000).catch(() => undefined);
     say(`${ns}/${name}: ${cm === undefined ? '(not written)' : JSON.stringify(cm.data).slice(0, 500)}`);
     cmd(`kubectl --kubeconfig .cluster/kubeconfig -n ${ns} get cm ${name} -o yaml`);
   }
