@@ -68,16 +68,18 @@ export interface JobSpec {
   readonly npusPerPod?: number;
   readonly labels?: Record<string, string>;
   readonly annotations?: Record<string, string>;
+  /** Extra pod labels (e.g. a MindIE server's `jobID` and `app=mindie-ms-server`). */
+  readonly podLabels?: Record<string, string>;
   readonly resetConfig?: boolean;
   /** Pin every pod to its node with a nodeSelector (a copy of its spec fits no other node). */
   readonly pinned?: boolean;
 }
 
-function podObject(job: TestJob, rank: number, node: string, chipList: readonly string[], pinned = false): KubeObject {
+function podObject(job: TestJob, rank: number, node: string, chipList: readonly string[], pinned = false, podLabels: Record<string, string> = {}): KubeObject {
   return {
     apiVersion: 'v1', kind: 'Pod',
     metadata: {
-      name: `${job.name}-worker-${rank}`, namespace: job.ns, ownerReferences: [job.owner], labels: { app: job.name },
+      name: `${job.name}-worker-${rank}`, namespace: job.ns, ownerReferences: [job.owner], labels: { app: job.name, ...podLabels },
       annotations: { 'hccl/rankIndex': String(rank), 'scheduling.k8s.io/group-name': job.pgName, 'huawei.com/AscendReal': chipList.join(',') },
     },
     spec: {
@@ -106,7 +108,7 @@ export async function createJob(client: KubeClient, spec: JobSpec): Promise<Test
     spec: { minMember: spec.nodes.length }, status: { phase: 'Running' },
   });
   const job: TestJob = { ns: spec.ns, name, uid, pgName, key: `${spec.ns}/${pgName}`, npusPerPod: per, owner, podNames: spec.nodes.map((_, i) => `${name}-worker-${i}`) };
-  for (const [rank, node] of spec.nodes.entries()) await client.create(paths.pods(spec.ns), podObject(job, rank, node, chips(per), spec.pinned === true));
+  for (const [rank, node] of spec.nodes.entries()) await client.create(paths.pods(spec.ns), podObject(job, rank, node, chips(per), spec.pinned === true, spec.podLabels));
   if (spec.resetConfig !== false) {
     const empty: TaskResetInfo = { RankList: [], UpdateTime: 0, RetryTime: 0, FaultFlushing: false, GracefulExit: 0, RestartFaultProcess: false };
     await client.create(paths.configMaps(spec.ns), { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `reset-config-${name}`, namespace: spec.ns, labels: { reset: 'true' } }, data: encodeResetConfigData(empty) });

@@ -9,6 +9,7 @@ import type { Manager } from '../../controllers/manager.ts';
 import type { FaultMsgSignal, FaultQueryResult } from '../../grpc/messages.ts';
 import { openStream, unaryCall, unaryError } from '../../grpc/testing.ts';
 import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
+import { codesIn, deviceEntry } from '../support/cluster-info-read.ts';
 import { cleanUp, createJob, fakeNodes, rand, reportChipFault, startAgent, startManager, watchResetConfig } from './recovery-fixtures.ts';
 
 type Status = { code: number; info: string };
@@ -129,6 +130,39 @@ describe('Recover, Fault and PubFault services of the controller', () => {
       expect(cleared.faultSignal ?? null).toBeNull();
     } finally {
       s.cancel();
+      await cleanUp(admin, job, nodes);
+    }
+  }, 60_000);
+
+  it('MindIE hold (#21): a RestartRequest reaches the scheduler until the job subscribes, is held while it stays subscribed, and is back when it leaves', async () => {
+    const nodes = await fakeNodes(admin, `rgm-${rand()}`, 1);
+    const job = await createJob(admin, {
+      ns: await newNamespace(admin, 'rgm'), nodes, labels: { 'fault-scheduling': 'off' },
+      podLabels: { jobID: `mindie-${rand()}`, app: 'mindie-ms-server' },
+    });
+    const node = nodes[0]!;
+    // the scheduler view (cluster-info, vcjob-fault-npu-cm, decisions) of the job's chip
+    const scheduled = (): boolean => manager.deviceFaults.effective(node).some((r) => r.code === '80C98008' && r.device === 'Ascend910-0');
+    let s: ReturnType<typeof openStream<FaultMsgSignal>> | undefined;
+    try {
+      await eventually(() => manager.recovery.lookup(job.uid) !== undefined);
+      await reportChipFault(admin, node, 'Ascend910-0', '80C98008', 'RestartRequest');
+      await eventually(scheduled, 10_000); // not subscribed: reported at once
+      expect(await unaryCall<Status>(c, 'fault', 'Register', { jobId: job.uid, role: 'mindie' })).toEqual({ code: 0, info: 'register success' });
+      const t0 = Date.now();
+      s = openStream<FaultMsgSignal>(c, 'fault', 'SubscribeFaultMsgSignal', { jobId: job.uid, role: 'mindie' });
+      await eventually(() => !scheduled(), 5_000);
+      const held = Date.now() - t0;
+      await eventually(async () => !codesIn(await deviceEntry(admin, node), 'Ascend910-0').includes('80C98008'), 5_000);
+      // the job view (the fault service) still has it
+      expect(manager.recovery.jobView(node).some((r) => r.code === '80C98008')).toBe(true);
+      s.cancel();
+      const t1 = Date.now();
+      await eventually(scheduled, 5_000);
+      await eventually(async () => codesIn(await deviceEntry(admin, node), 'Ascend910-0').includes('80C98008'), 5_000);
+      console.log(`MindIE hold: scheduler view followed the subscription in ${held} ms, the unsubscription in ${Date.now() - t1} ms`);
+    } finally {
+      s?.cancel();
       await cleanUp(admin, job, nodes);
     }
   }, 60_000);
