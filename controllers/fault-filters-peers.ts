@@ -6,6 +6,7 @@
  * the nodes the intake names (its cache would otherwise keep their old entries).
  */
 import type { JobIndex } from './job-index.ts';
+import { jobNodes } from '../policy/job-view.ts';
 
 /** Every node of the recover-in-place jobs (the same knobs as fault-filters.controller.ts) with a pod on `nodes`. */
 export function recoverInPlacePeers(index: Pick<JobIndex, 'jobKeysOnNodes' | 'job'>, nodes: readonly string[]): Set<string> {
@@ -13,7 +14,7 @@ export function recoverInPlacePeers(index: Pick<JobIndex, 'jobKeysOnNodes' | 'jo
   for (const key of index.jobKeysOnNodes(nodes)) {
     const e = index.job(key);
     if (e === undefined || e.knobs.processRecoverEnable !== 'on' || !e.knobs.recoverStrategies.includes('recover-in-place')) continue;
-    for (const p of e.view.pods) if (p.node !== undefined) out.add(p.node);
+    for (const n of jobNodes(e.view)) out.add(n);
   }
   return out;
 }

@@ -34,6 +34,7 @@ import type { FilterState } from '../schemas/escalation-state/escalation-state.t
 import { filterNode, type FilterJob, type FilterOutcome, type NodeFilterResult } from './fault-filters.ts';
 import { JobIndex, type JobEntry } from './job-index.ts';
 import type { Pod, PodGroup, Sources } from './sources/sources.ts';
+import { jobNodes } from '../policy/job-view.ts';
 
 /** MindIE server pods (behavior.md A.3 #21): label `jobID` set and `app=mindie-ms-server`. */
 export const MINDIE_SERVER_APP = 'mindie-ms-server';
@@ -220,7 +221,8 @@ export class FaultFiltersController {
     }
     const before = ev.type === 'update' ? filterMeta(ev.old) : filterMeta(undefined);
     if (filterMeta(ev.obj) === before) return;
-    const nodes = [...new Set((this.index.job(key)?.view.pods ?? []).flatMap((p) => (p.node === undefined ? [] : [p.node])))];
+    const e = this.index.job(key);
+    const nodes = e === undefined ? [] : jobNodes(e.view);
     if (nodes.length > 0) this.d.notify(nodes);
   }
 

@@ -22,6 +22,7 @@ import { grpcHandlers } from './grpc-handlers.ts';
 import type { Options } from './options.ts';
 import type { RecoveryController } from './recovery.controller.ts';
 import type { Sources } from './sources/sources.ts';
+import { jobNodes } from '../policy/job-view.ts';
 
 export interface GrpcControllerDeps {
   readonly options: Options;
@@ -52,7 +53,7 @@ export class GrpcController {
       faultNodes: () => d.deviceFaults.store.nodeNames(),
       jobNodes: (jobId) => {
         const found = d.recovery.lookup(jobId);
-        return found === undefined ? undefined : found.entry.view.pods.flatMap((p) => (p.node === undefined ? [] : [p.node]));
+        return found === undefined ? undefined : jobNodes(found.entry.view);
       },
       ...(d.onFaultSubscription === undefined ? {} : { subscriptionChanged: d.onFaultSubscription }),
       log: d.log,

@@ -26,6 +26,7 @@ import type { JobActionExecutor } from '../actions/job-action-executor.ts';
 import type { JobEntry, JobIndex } from './job-index.ts';
 import type { JobStateStore } from './job-state-store.ts';
 import { chainOf, faultSummary, type DecisionReporter, type ReporterJob } from './job-report.ts';
+import { jobNodes } from '../policy/job-view.ts';
 
 export interface JobDecisionsDeps {
   readonly index: JobIndex;
@@ -63,7 +64,7 @@ export type JobFaultsFiltered = (nodes: readonly string[]) => { readonly faults:
 
 /** The job's fault snapshot from the caches: the pipeline's (`filtered`) when given, else the scheduler view. */
 export function snapshotFromCache(entry: JobEntry, faultsOf: (node: string) => readonly FaultRecord[], filtered?: JobFaultsFiltered): JobFaultSnapshot {
-  const nodes = [...new Set(entry.view.pods.flatMap((p) => (p.node === undefined ? [] : [p.node])))];
+  const nodes = jobNodes(entry.view);
   const f = filtered?.(nodes);
   return f === undefined ? { job: entry.view, faults: nodes.flatMap((n) => faultsOf(n)) } : { job: entry.view, faults: f.faults, hidden: f.hidden };
 }

@@ -18,7 +18,7 @@
 import { aggregateJob, type JobHealthState } from '../policy/job-aggregation.ts';
 import type { FaultRecord } from '../policy/fault-types.ts';
 import type { FaultyPod, HotSwitchConfig, HotSwitchPod } from '../policy/hot-switch-types.ts';
-import { npuId, rankPods, type JobPodView } from '../policy/job-view.ts';
+import { jobNodes, npuId, rankPods, type JobPodView } from '../policy/job-view.ts';
 import { strategyMenu } from '../policy/recovery-choice.ts';
 import type { FaultType } from '../policy/recovery-signals.ts';
 import type { ObservedFaultRank, PodObservation, RecoveryJobConfig } from '../policy/recovery-types.ts';
@@ -123,7 +123,7 @@ export function recoveryFeed(i: FeedInput): RecoveryFeed {
   const raw = (name: string): Pod | undefined => i.pod(`${view.namespace}/${name}`);
   const live = rankPods(view).filter((p) => p.rank !== undefined && p.terminating !== true);
   const per = ranksPerPodOf(live, raw);
-  const nodes = [...new Set(view.pods.flatMap((p) => (p.node === undefined ? [] : [p.node])))];
+  const nodes = jobNodes(view);
   const records = new Map(nodes.map((n) => [n, i.faultsOf(n)]));
   const acc = new Map<number, RankAcc>();
   for (const p of live) {

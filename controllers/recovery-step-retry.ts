@@ -16,7 +16,7 @@ import type { FaultRecord } from '../policy/fault-types.ts';
 import {
   isStepRetryJob, RETRY_FAULT_TYPES, STEP_RETRY_COMPLETE_WINDOW_MS, STEP_RETRY_FAULT_WINDOW_MS, stepRetryVerdict, type StepRetryJob,
 } from '../policy/step-retry-filter.ts';
-import { npuId } from '../policy/job-view.ts';
+import { jobNodes, npuId } from '../policy/job-view.ts';
 import type { JobIndex } from './job-index.ts';
 
 export interface StepRetryViewDeps {
@@ -57,7 +57,8 @@ export class StepRetryView {
   }
 
   private nodesOf(key: string): string[] {
-    return [...new Set((this.d.index.job(key)?.view.pods ?? []).flatMap((p) => (p.node === undefined ? [] : [p.node])))];
+    const e = this.d.index.job(key);
+    return e === undefined ? [] : jobNodes(e.view);
   }
 
   private nudgeAt(key: string, atMs: number): void {

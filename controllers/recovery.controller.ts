@@ -41,6 +41,7 @@ import { RECOVERY_STATE_NAMESPACE, RecoveryStateStore, type RecoveryRecord } fro
 import type { Pod, Sources } from './sources/sources.ts';
 import { StepRetryView } from './recovery-step-retry.ts';
 import type { FaultRecord } from '../policy/fault-types.ts';
+import { jobNodes } from '../policy/job-view.ts';
 
 /** Test and tuning overrides beside the flags. */
 export interface RecoveryTuning {
@@ -247,7 +248,8 @@ export class RecoveryController {
 
   /** The nodes the job's pods run on. */
   private nodesOf(key: string): string[] {
-    return [...new Set((this.index.job(key)?.view.pods ?? []).flatMap((p) => (p.node === undefined ? [] : [p.node])))];
+    const e = this.index.job(key);
+    return e === undefined ? [] : jobNodes(e.view);
   }
 
   private rawPods(key: string): Pod[] {

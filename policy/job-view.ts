@@ -160,6 +160,9 @@ export function podViewFromMeta(m: PodMetaInput): JobPodView {
 /** Pods that hold ranks: not hot-switch backups. */
 export const rankPods = (job: JobView): readonly JobPodView[] => job.pods.filter((p) => p.backup !== true);
 
+/** The nodes the job's pods run on, each once (backups included: their node's faults are the job's too). */
+export const jobNodes = (job: Pick<JobView, 'pods'>): string[] => [...new Set(job.pods.flatMap((p) => (p.node === undefined ? [] : [p.node])))];
+
 /** The job uses NPUs (the rank-0 rule only applies to NPU jobs, A.6 #49). */
 export const jobUsesNpu = (job: JobView): boolean => job.pods.some((p) => p.npus.length > 0);
 
