@@ -203,7 +203,7 @@ export class Manager implements HealthSource {
 
   async start(): Promise<void> {
     const { options, log, metrics } = this.deps;
-    this.server = await startHttpServer(options.httpPort, options.httpHost, metrics, this);
+    this.server = await startHttpServer(options.httpPort, options.httpHost, metrics, this, log.child({ component: 'http' }));
     log.info('http server listening', { port: options.httpPort, paths: ['/healthz', '/readyz', '/metrics', '/leaderz'] });
     this.deviceFaults.start();
     this.filters.start();

@@ -9,8 +9,9 @@
  * label instead (actions/leader-label.action.ts). `?verbose` on `/readyz`, `/healthz` and `/livez`
  * lists the checks and, on `/readyz`, this replica's leadership as information.
  */
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Metrics } from './metrics.ts';
+import type { Logger } from './logger.ts';
 
 /** What `/leaderz` reports. */
 export interface Leadership {
@@ -43,9 +44,63 @@ function leadershipLine(l: Leadership): string {
   return `leadership: ${role} (identity ${l.identity}, lease holder ${l.holder === '' ? 'unknown' : l.holder}, pod label ${l.podLabel}); not a readiness condition`;
 }
 
-export function startHttpServer(port: number, host: string, metrics: Metrics, health: HealthSource): Promise<Server> {
+/**
+ * The request target as a path and query, or undefined when it is not an origin-form target
+ * (`/path?query`). `new URL` would read `//host:port` as an authority and throw on a bad port, so
+ * only the origin form, the one every probe and scraper sends, is parsed.
+ */
+export function parseTarget(target: string | undefined): URL | undefined {
+  if (target === undefined || !target.startsWith('/') || target.startsWith('//')) return undefined;
+  try { return new URL(target, 'http://localhost'); } catch { return undefined; }
+}
+
+/** Slow or idle clients are cut off: probes and scrapes answer in milliseconds. */
+const REQUEST_TIMEOUT_MS = 10_000;
+const HEADERS_TIMEOUT_MS = 5_000;
+
+/** At most one log line per window for refused requests (a flood must not flood the log); the metric counts all. */
+const REFUSED_LOG_WINDOW_MS = 10_000;
+
+export function startHttpServer(port: number, host: string, metrics: Metrics, health: HealthSource, log: Logger): Promise<Server> {
+  let lastLogged = -Infinity;
+  let suppressed = 0;
+  const refused = (reason: string, detail: string): void => {
+    metrics.invalidHttpRequests.inc({ reason });
+    const now = Date.now();
+    if (now - lastLogged < REFUSED_LOG_WINDOW_MS) { suppressed += 1; return; }
+    log.warn('http request refused', { reason, detail: detail.slice(0, 200), suppressedSinceLastLine: suppressed });
+    lastLogged = now;
+    suppressed = 0;
+  };
+  const badRequest = (res: ServerResponse, target: string | undefined): void => {
+    refused('target', `request target ${JSON.stringify(target ?? '')}`);
+    if (!res.headersSent) res.writeHead(400, { 'content-type': 'text/plain', connection: 'close' });
+    res.end('bad request\n');
+  };
   const server = createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
+    // No exception in a handler may reach the process: one bad request must not stop fault handling.
+    try {
+      handle(req, res);
+    } catch (err) {
+      refused('handler_error', String(err));
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain', connection: 'close' });
+      res.end();
+    }
+  });
+  server.requestTimeout = REQUEST_TIMEOUT_MS;
+  server.headersTimeout = HEADERS_TIMEOUT_MS;
+  // Malformed HTTP (bad request line, oversized headers) answers 400 and closes the socket; a socket
+  // error never escapes as an uncaught 'error' event.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    // A reset or timed-out socket is not a bad request; only parse errors are counted.
+    if (err.code !== 'ECONNRESET' && err.code !== 'ERR_HTTP_REQUEST_TIMEOUT') refused('malformed_http', `${err.code ?? ''} ${err.message}`);
+    if (socket.writable && !socket.destroyed) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+    else socket.destroy();
+  });
+  const handle = (req: IncomingMessage, res: ServerResponse): void => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') { refused('method', String(req.method)); res.writeHead(405, { allow: 'GET, HEAD' }); res.end(); return; }
+    const url = parseTarget(req.url);
+    if (url === undefined) { badRequest(res, req.url); return; }
     const path = url.pathname;
     const verbose = url.searchParams.has('verbose');
     const reply = (what: string, okLine: string, problems: string[], info: string[] = []): void => {
@@ -73,9 +128,14 @@ export function startHttpServer(port: number, host: string, metrics: Metrics, he
       res.writeHead(404);
       res.end();
     }
-  });
+  };
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, host, () => resolve(server));
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      // After listen, a server error (e.g. EMFILE on accept) is logged by the caller, never thrown.
+      server.on('error', (err) => log.error('http server error', { err: String(err) }));
+      resolve(server);
+    });
   });
 }

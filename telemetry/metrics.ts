@@ -34,6 +34,7 @@ export class Metrics {
   readonly leader = new Gauge({ name: `${PREFIX}leader`, help: '1 while this replica holds the leader lease.', registers: [this.registry] });
   readonly leaderLabelChanges = new Counter({ name: `${PREFIX}leader_label_changes_total`, help: 'Writes of the leader pod label clusterd-ts.io/leader (the gRPC Service selects it), by change (set: own pod, remove: own pod, clear: another pod) and result (success, conflict, gone, error).', labelNames: ['change', 'result'], registers: [this.registry] });
   readonly recoveryJobs = new Gauge({ name: `${PREFIX}recovery_jobs`, help: 'Jobs in the process-recovery state machine, by state.', labelNames: ['state'], registers: [this.registry] });
+  readonly invalidHttpRequests = new Counter({ name: `${PREFIX}http_bad_requests_total`, help: 'HTTP requests on the probe/metrics port that were refused (target: not an origin-form path, method: not GET/HEAD, malformed_http: unparsable request, handler_error: an exception inside a handler, answered 500).', labelNames: ['reason'], registers: [this.registry] });
   readonly grpcRequests = new Counter({ name: `${PREFIX}grpc_requests_total`, help: 'gRPC requests by method and ClusterD status code.', labelNames: ['method', 'code'], registers: [this.registry] });
 
   constructor(opts: { processMetrics?: boolean } = {}) {
