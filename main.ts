@@ -23,7 +23,7 @@ async function main(): Promise<void> {
   const log = createLogger(options.logLevel as 'info');
   const client = options.kubeconfig !== '' ? KubeClient.fromFile(options.kubeconfig) : KubeClient.fromDefault();
   const manager = new Manager({
-    client, options, log, metrics: new Metrics(),
+    client, options, log, metrics: new Metrics({ maxSeriesPerMetric: options.maxSeriesPerMetric }),
     // A replica that lost the lease exits so it can never act beside the new leader; its
     // Deployment restarts it as a standby.
     onLostLeadership: () => { log.error('lost leadership; exiting'); process.exit(1); },

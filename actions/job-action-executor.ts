@@ -98,7 +98,7 @@ export class JobActionExecutor {
     if (deleted.length > 0) {
       const action = p.actions.some((a) => a.type === 'forceDeletePods') ? 'force_delete_pods' : 'evict_pods';
       if (p.faultSinceMs > 0) this.d.metrics.faultToAction.observe({ action }, Math.max(0, this.d.now() - p.faultSinceMs) / 1000);
-      this.d.metrics.reschedules.inc({ namespace: job.namespace, reason: reason || 'unknown' });
+      this.d.metrics.countReschedule(job.namespace, reason || 'unknown');
     }
     return { deleted, alreadyGone, annotated, recorded };
   }

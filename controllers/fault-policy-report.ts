@@ -12,6 +12,7 @@ import { formatChain } from '../policy/reasons.ts';
 import type { FaultRecord } from '../policy/fault-types.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
+import { OVERFLOW_LABEL } from '../telemetry/series-cap.ts';
 
 /** Metric `rule` label of an escalation. */
 export type EscalationRuleLabel = 'frequency' | 'duration' | 'parameter_plane' | 'manual_separation';
@@ -56,10 +57,16 @@ export function reportManualSeparation(log: Logger, metrics: Metrics | undefined
   }
 }
 
-/** `clusterd_faults{source,level,code}` from the published records, kept per node. */
+/**
+ * `clusterd_faults{source,level,code}` from the published records, kept per node. Past the metric's
+ * series cap (telemetry/series-cap.ts) a new code is added to `{source,level,code="other"}` and stays
+ * there until its count is back to zero.
+ */
 export class FaultGauge {
   private readonly perNode = new Map<string, ReadonlyMap<string, number>>();
   private readonly totals = new Map<string, number>();
+  /** `source\0level` -> the sum of the codes aggregated into `other`. */
+  private readonly overflow = new Map<string, number>();
   private readonly metrics: Metrics | undefined;
 
   constructor(metrics: Metrics | undefined) {
@@ -77,13 +84,28 @@ export class FaultGauge {
     for (const k of new Set([...prev.keys(), ...next.keys()])) {
       const delta = (next.get(k) ?? 0) - (prev.get(k) ?? 0);
       if (delta === 0) continue;
-      const total = (this.totals.get(k) ?? 0) + delta;
-      this.totals.set(k, total);
-      const [source, level, code] = k.split('\u0000') as [string, string, string];
-      if (total === 0) { this.totals.delete(k); this.metrics.faults.remove({ source, level, code }); }
-      else this.metrics.faults.set({ source, level, code }, total);
+      const before = this.totals.get(k) ?? 0;
+      const total = before + delta;
+      if (total === 0) this.totals.delete(k);
+      else this.totals.set(k, total);
+      this.publish(k, before, total, delta);
     }
     if (next.size === 0) this.perNode.delete(node);
     else this.perNode.set(node, next);
+  }
+
+  private publish(k: string, before: number, total: number, delta: number): void {
+    const gauge = this.metrics!.faults;
+    const cap = this.metrics!.faultSeries;
+    const [source, level, code] = k.split('\u0000') as [string, string, string];
+    if (cap.has(k) || (before === 0 && cap.admit(k))) {
+      if (total === 0) { gauge.remove({ source, level, code }); cap.release(k); }
+      else gauge.set({ source, level, code }, total);
+      return;
+    }
+    const ok = `${source}\u0000${level}`;
+    const sum = (this.overflow.get(ok) ?? 0) + delta;
+    if (sum === 0) { this.overflow.delete(ok); gauge.remove({ source, level, code: OVERFLOW_LABEL }); }
+    else { this.overflow.set(ok, sum); gauge.set({ source, level, code: OVERFLOW_LABEL }, sum); }
   }
 }

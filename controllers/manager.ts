@@ -92,6 +92,7 @@ export class Manager implements HealthSource {
     deps.client.onRequest = (method, status) => deps.metrics.apiRequests.inc({ method, code: String(status) });
     this.sources = createSources(deps.client, { log: deps.log.child({ component: 'sources' }), clusterSystemNamespace: deps.options.clusterSystemNamespace });
     const { options, log, metrics } = deps;
+    metrics.bounds.setLogger(log.child({ component: 'bounds' }));
     this.writer = new ConfigMapWriter(deps.client, { metrics, dryRun: options.dryRun, log });
     const clusterInfo = clusterInfoReconciler({
       // The scheduler view, minus what its filters withheld from the device plugin's lists (E.6).

@@ -4,6 +4,8 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ReflectorHealth } from '../runtime/reflector.ts';
+import { BoundReporter } from './bounds.ts';
+import { DEFAULT_MAX_SERIES_PER_METRIC, OVERFLOW_LABEL, SeriesCap } from './series-cap.ts';
 
 export const PREFIX = 'clusterd_';
 
@@ -36,8 +38,18 @@ export class Metrics {
   readonly recoveryJobs = new Gauge({ name: `${PREFIX}recovery_jobs`, help: 'Jobs in the process-recovery state machine, by state.', labelNames: ['state'], registers: [this.registry] });
   readonly invalidHttpRequests = new Counter({ name: `${PREFIX}http_bad_requests_total`, help: 'HTTP requests on the probe/metrics port that were refused (target: not an origin-form path, method: not GET/HEAD, malformed_http: unparsable request, handler_error: an exception inside a handler, answered 500).', labelNames: ['reason'], registers: [this.registry] });
   readonly grpcRequests = new Counter({ name: `${PREFIX}grpc_requests_total`, help: 'gRPC requests by method and ClusterD status code.', labelNames: ['method', 'code'], registers: [this.registry] });
+  readonly boundHits = new Counter({ name: `${PREFIX}bound_hits_total`, help: 'Inputs refused, dropped or aggregated because a resource bound was reached, by bound (public_faults, metric_series, grpc_connections, grpc_connections_per_ip, last_good_bytes); README "Reliability and resource bounds".', labelNames: ['bound'], registers: [this.registry] });
 
-  constructor(opts: { processMetrics?: boolean } = {}) {
+  /** Every bound reports through here: counter above plus a rate-limited log line. */
+  readonly bounds = new BoundReporter(this.boundHits);
+  /** Series caps of the metrics whose label values come from input (fault codes, job namespaces). */
+  readonly faultSeries: SeriesCap;
+  readonly rescheduleSeries: SeriesCap;
+
+  constructor(opts: { processMetrics?: boolean; maxSeriesPerMetric?: number } = {}) {
+    const maxSeries = opts.maxSeriesPerMetric ?? DEFAULT_MAX_SERIES_PER_METRIC;
+    this.faultSeries = new SeriesCap(`${PREFIX}faults`, maxSeries, this.bounds);
+    this.rescheduleSeries = new SeriesCap(`${PREFIX}job_reschedules_total`, maxSeries, this.bounds);
     if (opts.processMetrics !== false) {
       collectDefaultMetrics({ register: this.registry, prefix: PREFIX });
       // prom-client names these gauges `_total`, which Prometheus reserves for counters (promtool
@@ -46,6 +58,12 @@ export class Metrics {
         this.registry.removeSingleMetric(`${PREFIX}${n}`);
       }
     }
+  }
+
+  /** `clusterd_job_reschedules_total`, past the series cap under `namespace="other"`. */
+  countReschedule(namespace: string, reason: string): void {
+    const own = this.rescheduleSeries.admit(`${namespace}\u0000${reason}`);
+    this.reschedules.inc(own ? { namespace, reason } : { namespace: OVERFLOW_LABEL, reason: OVERFLOW_LABEL });
   }
 
   observeWatchHealth(health: readonly ReflectorHealth[], nowMs: number): void {

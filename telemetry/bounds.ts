@@ -1,0 +1,49 @@
+/**
+ * What happens when a resource bound bites (README "Reliability and resource bounds"): every bound
+ * counts each refusal/drop/aggregation in `clusterd_bound_hits_total{bound}` and logs it, at most one
+ * line per bound a minute (a flood of refused input must not become a flood of log lines); the line
+ * carries how many hits it stands for.
+ */
+import type { Counter } from 'prom-client';
+import type { Logger } from './logger.ts';
+
+/** Every bound, as it appears in the `bound` label. */
+export const BOUNDS = {
+  /** Public faults held cluster-wide (ClusterD: 50,000): new ones refused. */
+  publicFaults: 'public_faults',
+  /** Distinct label sets of one metric: further values aggregated into `other`. */
+  metricSeries: 'metric_series',
+  /** gRPC connections in total / from one IP: the connection is closed at accept. */
+  grpcConnections: 'grpc_connections',
+  grpcConnectionsPerIp: 'grpc_connections_per_ip',
+  /** Bytes of the persisted last good device-info state: nodes that do not fit are not persisted. */
+  lastGoodBytes: 'last_good_bytes',
+} as const;
+export type Bound = (typeof BOUNDS)[keyof typeof BOUNDS];
+
+const LOG_INTERVAL_MS = 60_000;
+
+export class BoundReporter {
+  private log: Logger | undefined;
+  private readonly lastLog = new Map<Bound, { atMs: number; suppressed: number }>();
+  private readonly counter: Counter<'bound'>;
+  private readonly now: () => number;
+
+  constructor(counter: Counter<'bound'>, now: () => number = Date.now) {
+    this.counter = counter;
+    this.now = now;
+  }
+
+  /** Where the log lines go (the metrics object exists before the logger is wired). */
+  setLogger(log: Logger): void { this.log = log; }
+
+  /** One hit (or `n`) of `bound`; `fields` say what was refused and the bound's value. */
+  hit(bound: Bound, msg: string, fields: object = {}, n = 1): void {
+    this.counter.inc({ bound }, n);
+    const now = this.now();
+    const last = this.lastLog.get(bound);
+    if (last !== undefined && now - last.atMs < LOG_INTERVAL_MS) { last.suppressed += n; return; }
+    this.log?.warn(msg, { bound, ...fields, hits: n, ...(last !== undefined && last.suppressed > 0 ? { suppressedSinceLastLine: last.suppressed } : {}) });
+    this.lastLog.set(bound, { atMs: now, suppressed: 0 });
+  }
+}
