@@ -38,10 +38,12 @@ export interface DeviceFaultsDeps {
   readonly now?: () => number;
   /** Called whenever the cluster view may have changed (enqueue the cluster-info key). */
   readonly onChange: (change: FaultChange) => void;
+  /** Cluster-wide cap of public faults (`--max-public-faults`, ClusterD: 50,000). */
+  readonly maxPublicFaults?: number;
 }
 
 export class DeviceFaultsController {
-  readonly store = new FaultStore();
+  readonly store: FaultStore;
   private readonly changes = new Subject<FaultChange>();
   /** Every change of node faults, for the job pipeline. */
   readonly changes$: Observable<FaultChange> = this.changes.asObservable();
@@ -53,6 +55,7 @@ export class DeviceFaultsController {
 
   constructor(deps: DeviceFaultsDeps) {
     this.deps = deps;
+    this.store = new FaultStore({ publicFaults: { maxFaults: deps.maxPublicFaults, bounds: deps.metrics.bounds } });
     this.now = deps.now ?? Date.now;
     this.policy = deps.policy ?? trustReportedLevels;
   }

@@ -13,11 +13,11 @@ import { parsePublicFaultData } from '../schemas/public-fault/public-fault.ts';
 import { publicFaultRecords } from '../schemas/public-fault/public-fault-records.ts';
 import type { FaultRecord } from '../policy/fault-types.ts';
 import type { ConfigMap, Node } from './sources/sources.ts';
+import { PublicFaultStore, type PublicFaultStoreOptions } from './public-fault-store.ts';
 
 /** Pseudo-code of a node whose Ready condition is not True, or that was deleted (VC's reason word). */
 export const NODE_NOT_READY_CODE = 'heartbeatTimeOut';
-/** A public fault with assertion `once` clears itself after this long. */
-export const PUBLIC_FAULT_ONCE_MS = 10_000;
+export { PUBLIC_FAULT_ONCE_MS } from './public-fault-store.ts';
 
 export type Rejection = { readonly format: string; readonly object: string; readonly reason: string };
 
@@ -28,16 +28,18 @@ export interface NodeFaultState {
   notReadySinceMs?: number;
 }
 
-interface PublicFault { readonly record: FaultRecord; readonly expiresAtMs?: number; readonly source: string }
-
 export class FaultStore {
   private readonly nodes = new Map<string, NodeFaultState>();
-  /** key: `<cm ns/name>|<faultId>|<node>|<device>` */
-  private readonly publicFaults = new Map<string, PublicFault>();
+  /** Public faults (CMs and gRPC), capped cluster-wide as ClusterD caps them. */
+  readonly publicFaults: PublicFaultStore;
   private readonly serialToNode = new Map<string, string>();
 
   /** Nodes whose faults changed since the last drain (what to re-decide). */
   private readonly dirty = new Set<string>();
+
+  constructor(opts: { readonly publicFaults?: PublicFaultStoreOptions } = {}) {
+    this.publicFaults = new PublicFaultStore(opts.publicFaults);
+  }
 
   nodeState(node: string): NodeFaultState | undefined { return this.nodes.get(node); }
   nodeNames(): string[] { return [...this.nodes.keys()]; }
@@ -132,36 +134,27 @@ export class FaultStore {
     const parsed = parsePublicFaultData(cm.data);
     if (!parsed.ok) return { format: 'public-fault', object: obj, reason: parsed.reason };
     const out = publicFaultRecords(parsed.value, { nodeBySn: (sn) => this.serialToNode.get(sn) });
-    for (const pf of out.records) {
-      const key = `${obj}|${pf.faultId}|${pf.record.node}|${pf.record.device ?? '-'}`;
-      if (pf.assertion === 'recover') this.publicFaults.delete(key);
-      else this.publicFaults.set(key, { record: pf.record, source: obj, expiresAtMs: pf.assertion === 'once' ? nowMs + PUBLIC_FAULT_ONCE_MS : undefined });
-      this.dirty.add(pf.record.node);
-    }
+    for (const node of this.publicFaults.apply(obj, out.records, nowMs)) this.dirty.add(node);
     if (out.unresolved.length > 0) return { format: 'public-fault', object: obj, reason: `unknown nodeSN in ${out.unresolved.length} influence(s)` };
     return undefined;
   }
 
   /** Drops expired `once` public faults; returns true when something changed. */
   expirePublicFaults(nowMs: number): boolean {
-    let changed = false;
-    for (const [k, f] of this.publicFaults) {
-      if (f.expiresAtMs !== undefined && f.expiresAtMs <= nowMs) { this.publicFaults.delete(k); this.dirty.add(f.record.node); changed = true; }
-    }
-    return changed;
+    const nodes = this.publicFaults.expire(nowMs);
+    for (const node of nodes) this.dirty.add(node);
+    return nodes.size > 0;
   }
 
   nextPublicFaultExpiry(): number | undefined {
-    let next: number | undefined;
-    for (const f of this.publicFaults.values()) if (f.expiresAtMs !== undefined && (next === undefined || f.expiresAtMs < next)) next = f.expiresAtMs;
-    return next;
+    return this.publicFaults.nextExpiry();
   }
 
   /** Every fault record the agents report for one node (before policy). */
   records(node: string): FaultRecord[] {
     const s = this.nodes.get(node);
     const out: FaultRecord[] = [...(s?.device?.records ?? []), ...(s?.nodeInfo?.records ?? [])];
-    for (const f of this.publicFaults.values()) if (f.record.node === node) out.push(f.record);
+    out.push(...this.publicFaults.records(node));
     if (s?.notReadySinceMs !== undefined) {
       out.push({ node, source: 'node-ready', code: NODE_NOT_READY_CODE, level: 'SeparateNPU', reportedLevel: 'NotReady', firstSeenMs: s.notReadySinceMs, detail: 'Node Ready condition is not True' });
     }

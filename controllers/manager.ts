@@ -136,7 +136,7 @@ export class Manager implements HealthSource {
       onStateChange: () => persistSide(),
     });
     this.deviceFaults = new DeviceFaultsController({
-      sources: this.sources, log: log.child({ controller: 'device_faults' }), metrics, now: this.now,
+      sources: this.sources, log: log.child({ controller: 'device_faults' }), metrics, now: this.now, maxPublicFaults: options.maxPublicFaults,
       policy: { effective: (n, r, t) => this.filters.schedulerView(n, basePolicy.effective(n, r, t), t) },
       onChange: (c) => { this.faultPolicy.observe(c.nodes); clusterInfo.markDirty(c.nodes); this.clusterInfo.queue.add(CLUSTER_INFO_KEY); },
     });
