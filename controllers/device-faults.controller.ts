@@ -9,6 +9,8 @@ import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { WatchEvent } from '../runtime/reflector.ts';
 import { FaultStore, type Rejection } from './fault-store.ts';
+import { DeviceInfoLastGood } from './device-info-last-good.ts';
+import { nodeNameOfDeviceInfoCm } from '../schemas/device-info/device-info.ts';
 import type { ConfigMap, Node, Sources } from './sources/sources.ts';
 
 /** Re-levels and escalates a node's records (policy/); identity = trust what the agents wrote. */
@@ -40,10 +42,14 @@ export interface DeviceFaultsDeps {
   readonly onChange: (change: FaultChange) => void;
   /** Cluster-wide cap of public faults (`--max-public-faults`, ClusterD: 50,000). */
   readonly maxPublicFaults?: number;
+  /** The set of nodes held on their last good device-info changed (persist it). */
+  readonly onLastGoodChange?: () => void;
 }
 
 export class DeviceFaultsController {
   readonly store: FaultStore;
+  /** Last good device-info of nodes whose current one is rejected (persisted by the leader). */
+  readonly lastGood: DeviceInfoLastGood;
   private readonly changes = new Subject<FaultChange>();
   /** Every change of node faults, for the job pipeline. */
   readonly changes$: Observable<FaultChange> = this.changes.asObservable();
@@ -56,6 +62,7 @@ export class DeviceFaultsController {
   constructor(deps: DeviceFaultsDeps) {
     this.deps = deps;
     this.store = new FaultStore({ publicFaults: { maxFaults: deps.maxPublicFaults, bounds: deps.metrics.bounds } });
+    this.lastGood = new DeviceInfoLastGood({ bounds: deps.metrics.bounds });
     this.now = deps.now ?? Date.now;
     this.policy = deps.policy ?? trustReportedLevels;
   }
@@ -105,8 +112,12 @@ export class DeviceFaultsController {
       case 'device':
         if (ev.type === 'delete') {
           const node = this.store.deleteDeviceInfo(ev.obj as ConfigMap);
-          this.deps.log.warn('device-info ConfigMap deleted; keeping its last good faults', { node, name: ev.obj.metadata?.name });
-        } else rejection = this.store.applyDeviceInfo(ev.obj as ConfigMap, now);
+          if (node !== undefined && this.lastGood.remove(node)) this.deps.onLastGoodChange?.();
+          this.deps.log.warn('device-info ConfigMap deleted; the node\'s device faults are removed (as ClusterD does)', { node, name: ev.obj.metadata?.name });
+        } else {
+          rejection = this.store.applyDeviceInfo(ev.obj as ConfigMap, now);
+          this.trackLastGood(ev.obj as ConfigMap, rejection === undefined);
+        }
         break;
       case 'nodeinfo':
         if (ev.type === 'delete') this.store.deleteNodeInfo(ev.obj as ConfigMap);
@@ -122,9 +133,50 @@ export class DeviceFaultsController {
     }
     if (rejection !== undefined) {
       this.deps.metrics.invalidInput.inc({ format: rejection.format, reason: reasonClass(rejection.reason) });
-      this.deps.log.warn('input rejected; last good state kept', { format: rejection.format, object: rejection.object, reason: rejection.reason, resourceVersion: ev.obj.metadata?.resourceVersion });
+      const fields = { format: rejection.format, object: rejection.object, reason: rejection.reason, resourceVersion: ev.obj.metadata?.resourceVersion };
+      if (input.kind === 'device' && !this.lastGood.isHeld(this.deviceNode(ev.obj as ConfigMap) ?? '')) this.deps.log.warn('input rejected; the node has no earlier good device-info, so no device faults are known for it', fields);
+      else this.deps.log.warn('input rejected; last good state kept', fields);
     }
     this.flush();
+  }
+
+  private deviceNode(cm: ConfigMap): string | undefined {
+    return nodeNameOfDeviceInfoCm(cm.metadata?.namespace ?? '', cm.metadata?.name ?? '');
+  }
+
+  private trackLastGood(cm: ConfigMap, accepted: boolean): void {
+    const node = this.deviceNode(cm);
+    if (node === undefined) return;
+    const changed = accepted ? this.lastGood.accept(node, cm.metadata?.name ?? '', cm.data ?? {}) : this.lastGood.reject(node);
+    if (changed) this.deps.onLastGoodChange?.();
+  }
+
+  /**
+   * After the caches synced: a node whose device-info is still rejected and that has no state yet
+   * gets the last good device-info the previous leader persisted (`persisted`: CM name -> raw data),
+   * through the same parser and CheckCode check as a live update.
+   */
+  restoreLastGood(persisted: ReadonlyMap<string, Record<string, string>>): void {
+    if (persisted.size === 0) return;
+    const now = this.now();
+    let restored = 0;
+    for (const cm of this.deps.sources.deviceInfo.store.values()) {
+      const node = this.deviceNode(cm);
+      const name = cm.metadata?.name ?? '';
+      const data = persisted.get(name);
+      if (node === undefined || data === undefined || this.store.nodeState(node)?.device !== undefined) continue;
+      const saved: ConfigMap = { ...cm, data };
+      const rejection = this.store.applyDeviceInfo(saved, now);
+      if (rejection !== undefined) {
+        this.deps.log.warn('persisted last good device-info does not parse; nothing restored for the node', { node, reason: rejection.reason });
+        continue;
+      }
+      this.lastGood.accept(node, name, data);
+      this.lastGood.reject(node);
+      restored++;
+      this.deps.log.warn('device-info still invalid at start; its last good state restored from the persisted copy', { node, name });
+    }
+    if (restored > 0) this.flush();
   }
 
   /** Nodes whose effective faults changed without new intake (policy timers, configuration, manual separation). */

@@ -75,11 +75,14 @@ export class FaultStore {
   }
 
   /**
-   * A device-info CM was deleted. The device plugin deletes nothing in normal operation, so we keep
-   * the last good state (its faults stay active) until the node itself goes away.
+   * A device-info CM was deleted: the node's device faults go, as in ClusterD (its informer's
+   * DeleteFunc removes the node's device entry). Returns the node.
    */
   deleteDeviceInfo(cm: ConfigMap): string | undefined {
-    return nodeNameOfDeviceInfoCm(cm.metadata?.namespace ?? '', cm.metadata?.name ?? '');
+    const node = nodeNameOfDeviceInfoCm(cm.metadata?.namespace ?? '', cm.metadata?.name ?? '');
+    const s = node === undefined ? undefined : this.nodes.get(node);
+    if (s?.device !== undefined) { delete s.device; this.dirty.add(s.node); }
+    return node;
   }
 
   applyNodeInfo(cm: ConfigMap, nowMs: number): Rejection | undefined {

@@ -29,6 +29,8 @@ import { MANUAL_INFO_RECONCILE_KEY, manualInfoReconciler } from '../reconcilers/
 import { FaultFiltersController } from './fault-filters.controller.ts';
 import { RelationFaultsController } from './relation-faults.controller.ts';
 import { recoverInPlacePeers } from './fault-filters-peers.ts';
+import { LAST_GOOD_CM_NAME, parseLastGood } from './device-info-last-good.ts';
+import { LAST_GOOD_RECONCILE_KEY, lastGoodReconciler } from '../reconcilers/device-info-last-good.reconciler.ts';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 
@@ -73,6 +75,8 @@ export class Manager implements HealthSource {
   readonly faultPolicy: FaultPolicyController;
   readonly escalationState: ControllerLoop;
   readonly manualInfo: ControllerLoop;
+  /** Persists the last good device-info of nodes whose current one is rejected (survives restarts). */
+  readonly lastGood: ControllerLoop;
   /** Scheduler-view filters (custom filter, MindIE hold, UCE-accompany, step retry, recover-in-place). */
   readonly filters: FaultFiltersController;
   /** Relation faults -> pod label fault-type=Separate|SubHealth. */
@@ -137,9 +141,14 @@ export class Manager implements HealthSource {
     });
     this.deviceFaults = new DeviceFaultsController({
       sources: this.sources, log: log.child({ controller: 'device_faults' }), metrics, now: this.now, maxPublicFaults: options.maxPublicFaults,
+      onLastGoodChange: () => this.lastGood.queue.add(LAST_GOOD_RECONCILE_KEY),
       policy: { effective: (n, r, t) => this.filters.schedulerView(n, basePolicy.effective(n, r, t), t) },
       onChange: (c) => { this.faultPolicy.observe(c.nodes); clusterInfo.markDirty(c.nodes); this.clusterInfo.queue.add(CLUSTER_INFO_KEY); },
     });
+    this.lastGood = new ControllerLoop(lastGoodReconciler({
+      desired: () => this.deviceFaults.lastGood.desired(), writer: this.writer, namespace: CLUSTER_INFO_NAMESPACE,
+      actual: () => this.sources.mindxDlConfigMaps.get(`${CLUSTER_INFO_NAMESPACE}/${LAST_GOOD_CM_NAME}`),
+    }), { log, metrics, now: this.now });
     this.recovery = new RecoveryController({
       ...deps.recovery, client: deps.client, sources: this.sources, deviceFaults: this.deviceFaults, writer: this.writer,
       options, log: log.child({ controller: 'recovery' }), metrics, now: this.now,
@@ -217,6 +226,8 @@ export class Manager implements HealthSource {
     await waitForSync(this.sources);
     metrics.observeWatchHealth(sourcesHealth(this.sources), this.now());
     log.info('caches synced', { objects: Object.fromEntries(sourcesHealth(this.sources).map((h) => [h.name, h.objects])) });
+    // Before any decision: nodes whose device-info is still invalid get the last good one persisted before the restart.
+    this.deviceFaults.restoreLastGood(parseLastGood(this.sources.mindxDlConfigMaps.get(`${CLUSTER_INFO_NAMESPACE}/${LAST_GOOD_CM_NAME}`)));
     this.faultPolicy.start(); // restores the persisted escalation state before any decision is published
     this.filters.restore(this.faultPolicy.engine.sideState.filters);
     this.relations.restore(this.faultPolicy.engine.sideState.relation);
@@ -273,7 +284,7 @@ export class Manager implements HealthSource {
     this.deps.metrics.leader.set(1);
     this.clusterInfo.start();
     this.clusterInfo.queue.add(CLUSTER_INFO_KEY);
-    for (const [loop, key] of [[this.escalationState, ESCALATION_STATE_RECONCILE_KEY], [this.manualInfo, MANUAL_INFO_RECONCILE_KEY]] as const) { loop.start(); loop.queue.add(key); }
+    for (const [loop, key] of [[this.escalationState, ESCALATION_STATE_RECONCILE_KEY], [this.manualInfo, MANUAL_INFO_RECONCILE_KEY], [this.lastGood, LAST_GOOD_RECONCILE_KEY]] as const) { loop.start(); loop.queue.add(key); }
     this.jobs.startLoops();
     this.relations.startActing();
     // gRPC (Recover, Fault, PubFault) runs on the leader only: see controllers/grpc.controller.ts.
@@ -290,7 +301,7 @@ export class Manager implements HealthSource {
     // cut off from the apiserver must stand down without waiting for it).
     this.leaderLabel?.release();
     await this.clusterInfo.stop();
-    await Promise.all([this.escalationState.stop(), this.manualInfo.stop()]);
+    await Promise.all([this.escalationState.stop(), this.manualInfo.stop(), this.lastGood.stop()]);
     await this.jobs.stopLoops();
     await this.relations.stopActing();
     await this.grpc.stop();

@@ -102,7 +102,7 @@ describe('fault intake to cluster-info', () => {
     expect(entry.FaultDevList?.[0]?.FaultCode).toEqual(['00000011']);
   });
 
-  it('keeps the last good faults when a device-info ConfigMap is deleted while faults are active', async () => {
+  it('removes the node\'s device entry when its device-info ConfigMap is deleted, as ClusterD does', async () => {
     const gone = `${node}-del`;
     const now = Date.now();
     const fault = makeDeviceFault('CardUnhealthy', 'Ascend910-1', [{ code: '80E18402', level: 'SeparateNPU', timeMs: now }]);
@@ -114,7 +114,7 @@ describe('fault intake to cluster-info', () => {
     await eventually(() => manager.sources.deviceInfo.get(`kube-system/${deviceInfoCmName(gone)}`) === undefined);
     manager.clusterInfo.queue.add('cluster-info');
     await manager.clusterInfo.idle();
-    expect((await deviceEntries(client))[deviceInfoCmName(gone)]?.DeviceList['huawei.com/Ascend910-Unhealthy']).toBe('Ascend910-1');
+    expect((await deviceEntries(client))[deviceInfoCmName(gone)]).toBeUndefined();
   });
 
   it('writes nothing when nothing changed (resync, replayed events)', async () => {

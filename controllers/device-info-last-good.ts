@@ -1,0 +1,98 @@
+/**
+ * Durable "last good state" of device-info (issue 10 finding 5). When a node's device-info turns
+ * invalid, the controller keeps the faults of its last accepted version; so that a restart or a
+ * failover keeps them too, the leader persists that version's raw ConfigMap data, for held nodes
+ * only, in `mindx-dl/clusterd-ts-device-info-last-good` (key: the device-info CM name, value: Go
+ * JSON of the CM's data). At start, a node whose device-info is still invalid is restored from it
+ * through the same parser and CheckCode check as a live update.
+ *
+ * Why not read back cluster-info-device-*: what we wrote there is the view after policy
+ * (escalated levels, public faults, manual separation merged in, filtered faults withheld); fed back
+ * as the device plugin's input it would apply policy twice and pin public faults and escalations
+ * that have since cleared. ClusterD itself keeps nothing: after its restart an invalid device-info
+ * is not parsed and the node is missing from cluster-info-device until a valid update.
+ *
+ * A deleted device-info is not held: ClusterD removes the node's device entry on delete
+ * (informer DeleteFunc -> DeviceInfoCollector, isAdd=false), and so do we.
+ */
+import { goJson, goMap } from '../schemas/go-json.ts';
+import { BOUNDS, type BoundReporter } from '../telemetry/bounds.ts';
+import type { ConfigMap } from './sources/sources.ts';
+
+export const LAST_GOOD_CM_NAME = 'clusterd-ts-device-info-last-good';
+/** Room for the raw device-info of held nodes; sorted by CM name, those past it are not persisted. */
+export const LAST_GOOD_MAX_BYTES = 900 * 1024;
+
+export interface LastGood {
+  readonly cmName: string;
+  readonly data: Readonly<Record<string, string>>;
+}
+
+export class DeviceInfoLastGood {
+  /** node -> the raw data of its last accepted device-info (shared with the informer's copy while current). */
+  private readonly accepted = new Map<string, LastGood>();
+  /** Nodes whose current device-info is rejected while their last good state is kept. */
+  private readonly held = new Set<string>();
+  private readonly maxBytes: number;
+  private readonly bounds: BoundReporter | undefined;
+
+  constructor(opts: { maxBytes?: number; bounds?: BoundReporter } = {}) {
+    this.maxBytes = opts.maxBytes ?? LAST_GOOD_MAX_BYTES;
+    this.bounds = opts.bounds;
+  }
+
+  /** The node's device-info was accepted. Returns true when the held set changed. */
+  accept(node: string, cmName: string, data: Readonly<Record<string, string>>): boolean {
+    this.accepted.set(node, { cmName, data });
+    return this.held.delete(node);
+  }
+
+  /** The node's device-info was rejected: hold its last good state if it has one. Returns true when the held set changed. */
+  reject(node: string): boolean {
+    if (!this.accepted.has(node) || this.held.has(node)) return false;
+    this.held.add(node);
+    return true;
+  }
+
+  /** The device-info was deleted: nothing is kept. Returns true when the held set changed. */
+  remove(node: string): boolean {
+    this.accepted.delete(node);
+    return this.held.delete(node);
+  }
+
+  isHeld(node: string): boolean { return this.held.has(node); }
+  get heldCount(): number { return this.held.size; }
+
+  /** The state ConfigMap's data: the held nodes' raw device-info, within the byte bound. */
+  desired(): Record<string, string> {
+    const entries = [...this.held].map((n) => this.accepted.get(n)!).sort((a, b) => (a.cmName < b.cmName ? -1 : a.cmName > b.cmName ? 1 : 0));
+    const out: Record<string, string> = {};
+    let bytes = 0;
+    const left: string[] = [];
+    for (const e of entries) {
+      const text = goJson(goMap({ ...e.data }));
+      const size = Buffer.byteLength(text, 'utf8') + e.cmName.length;
+      if (bytes + size > this.maxBytes) { left.push(e.cmName); continue; }
+      bytes += size;
+      out[e.cmName] = text;
+    }
+    if (left.length > 0) {
+      this.bounds?.hit(BOUNDS.lastGoodBytes, 'last good device-info state over its size bound; these nodes would lose it on a restart', { maxBytes: this.maxBytes, notPersisted: left.length, first: left.slice(0, 5) }, left.length);
+    }
+    return out;
+  }
+}
+
+/** The persisted entries (CM name -> raw data); entries that are not a JSON object of strings are skipped. */
+export function parseLastGood(cm: ConfigMap | undefined): Map<string, Record<string, string>> {
+  const out = new Map<string, Record<string, string>>();
+  for (const [name, text] of Object.entries(cm?.data ?? {})) {
+    try {
+      const v: unknown = JSON.parse(text);
+      if (v !== null && typeof v === 'object' && !Array.isArray(v) && Object.values(v).every((x) => typeof x === 'string')) out.set(name, v as Record<string, string>);
+    } catch {
+      // not ours or damaged: the node simply has nothing to restore
+    }
+  }
+  return out;
+}

@@ -1,0 +1,96 @@
+/**
+ * Issue 10 finding 5 on the real apiserver: a node whose device-info turned invalid keeps its last
+ * good faults in cluster-info across a controller restart (the leader persists the raw last good
+ * device-info in mindx-dl/clusterd-ts-device-info-last-good and the next process restores it); a
+ * deleted device-info removes the node's device entry, as ClusterD does, and the log says so.
+ */
+import { randomBytes } from 'node:crypto';
+import { paths, type KubeClient } from '../../runtime/kube-client.ts';
+import { Manager } from '../../controllers/manager.ts';
+import { parseOptions } from '../../controllers/options.ts';
+import { Metrics } from '../../telemetry/metrics.ts';
+import { encodeDeviceInfoData, makeDeviceFault } from '../../schemas/device-info/device-info-encode.ts';
+import { DEVICE_INFO_LABELS, deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
+import { parseClusterInfo, type DeviceInfoEntry } from '../../schemas/cluster-info/cluster-info.ts';
+import { LAST_GOOD_CM_NAME } from '../../controllers/device-info-last-good.ts';
+import type { ConfigMap } from '../../controllers/sources/sources.ts';
+import { recordingLogger, type LogLine } from '../support/fault-policy-test-kit.ts';
+import { adminClient, ensureNamespace, eventually } from '../support/cluster.ts';
+
+const chips = (n: number): string[] => Array.from({ length: n }, (_, i) => `Ascend910-${i}`);
+const UNHEALTHY = 'huawei.com/Ascend910-Unhealthy';
+
+async function putCm(client: KubeClient, name: string, data: Record<string, string>): Promise<void> {
+  const existing = await client.getOrUndefined<ConfigMap>(paths.configMap('kube-system', name));
+  if (existing === undefined) await client.create(paths.configMaps('kube-system'), { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'kube-system', labels: { ...DEVICE_INFO_LABELS } }, data });
+  else await client.replace(paths.configMap('kube-system', name), { ...existing, data });
+}
+
+async function deviceEntries(client: KubeClient): Promise<Record<string, DeviceInfoEntry>> {
+  const list = await client.list<ConfigMap>(paths.configMaps('mindx-dl'), { labelSelector: 'mx-consumer-volcano=true' });
+  const out: Record<string, DeviceInfoEntry> = {};
+  for (const cm of list.items) {
+    const name = cm.metadata!.name!;
+    if (!name.startsWith('cluster-info-device-') || (cm.data?.[name] ?? '') === '') continue;
+    const parsed = parseClusterInfo('device', cm.data![name]!);
+    if (!parsed.ok) throw new Error(`${name} does not parse: ${parsed.reason}`);
+    Object.assign(out, parsed.value);
+  }
+  return out;
+}
+
+describe('last good device-info across a restart', () => {
+  const client = adminClient();
+  const lines: LogLine[] = [];
+  let manager: Manager | undefined;
+  const node = `lastgood-${randomBytes(3).toString('hex')}`;
+  const cmName = deviceInfoCmName(node);
+  const start = async (): Promise<Manager> => {
+    const m = new Manager({ client, log: recordingLogger(lines), metrics: new Metrics({ processMetrics: false }), options: parseOptions(['--http-port=0', '--grpc-port=0', '--cluster-info-refresh-seconds=0'], {}) });
+    await m.start();
+    return m;
+  };
+  const persisted = async (): Promise<Record<string, string>> => (await client.getOrUndefined<ConfigMap>(paths.configMap('mindx-dl', LAST_GOOD_CM_NAME)))?.data ?? {};
+
+  beforeAll(async () => {
+    for (const ns of ['mindx-dl', 'kube-system']) await ensureNamespace(client, ns);
+  });
+  afterAll(async () => {
+    await manager?.stop();
+    await client.delete(paths.configMap('kube-system', cmName)).catch(() => undefined);
+  });
+
+  it('keeps the fault of a node whose device-info is invalid after the controller restarts', async () => {
+    manager = await start();
+    const now = Date.now();
+    const fault = makeDeviceFault('CardUnhealthy', 'Ascend910-3', [{ code: '80E18402', level: 'SeparateNPU', timeMs: now }]);
+    await putCm(client, cmName, encodeDeviceInfoData({ available: chips(8).filter((c) => c !== 'Ascend910-3'), unhealthy: ['Ascend910-3'], faults: [fault], updateTimeS: Math.floor(now / 1000) }));
+    await eventually(async () => (await deviceEntries(client))[cmName]?.DeviceList[UNHEALTHY] === 'Ascend910-3');
+
+    // The device plugin's next write is broken (wrong CheckCode): the last good state is kept and persisted.
+    const next = encodeDeviceInfoData({ available: chips(8), updateTimeS: Math.floor(Date.now() / 1000) });
+    await putCm(client, cmName, { ...next, DeviceInfoCfg: next.DeviceInfoCfg!.replace(/"CheckCode":"[0-9a-f]+"/, `"CheckCode":"${'0'.repeat(64)}"`) });
+    await eventually(async () => (await persisted())[cmName] !== undefined);
+
+    await manager.stop();
+    manager = await start();
+    await eventually(() => manager!.isLeader);
+    await manager.clusterInfo.idle();
+    const entry = (await deviceEntries(client))[cmName];
+    expect(entry?.DeviceList[UNHEALTHY]).toBe('Ascend910-3');
+    expect(manager.deviceFaults.store.records(node).map((r) => r.code)).toContain('80E18402');
+    expect(lines.some((l) => l.msg.startsWith('device-info still invalid at start; its last good state restored') && l.node === node)).toBe(true);
+  }, 90_000);
+
+  it('forgets the persisted copy once the device plugin writes a valid device-info again', async () => {
+    await putCm(client, cmName, encodeDeviceInfoData({ available: chips(8), updateTimeS: Math.floor(Date.now() / 1000) }));
+    await eventually(async () => (await deviceEntries(client))[cmName]?.DeviceList[UNHEALTHY] === '');
+    await eventually(async () => (await persisted())[cmName] === undefined);
+  }, 30_000);
+
+  it('removes the node\'s device entry when its device-info is deleted, as ClusterD, and logs it', async () => {
+    await client.delete(paths.configMap('kube-system', cmName));
+    await eventually(async () => (await deviceEntries(client))[cmName] === undefined);
+    expect(lines.some((l) => l.msg === 'device-info ConfigMap deleted; the node\'s device faults are removed (as ClusterD does)' && l.node === node)).toBe(true);
+  }, 30_000);
+});
