@@ -93,6 +93,7 @@ export class GrpcController {
       jobExists: (jobId) => recovery.lookup(jobId) !== undefined,
       logger: log,
       countRequest: (r) => metrics.grpcRequests.inc({ method: r.method, code: r.code !== undefined ? String(r.code) : r.grpcCode }),
+      onConnectionRefused: (cap) => metrics.boundHits.inc({ bound: cap }),
     }, grpcHandlers({ recovery, deviceFaults: this.d.deviceFaults, faults: this.faults, log, now: this.d.now ?? Date.now }));
     this.handle = handle;
     recovery.onJobGone = (jobId) => handle.forgetJob(jobId);

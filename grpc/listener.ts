@@ -12,6 +12,9 @@ export interface ConnectionLimits {
   readonly maxConnectionsPerIp: number;
 }
 
+/** Which connection cap refused a connection. */
+export type ConnectionRefusal = 'grpc_connections' | 'grpc_connections_per_ip';
+
 export interface Listener {
   readonly host: string;
   readonly port: number;
@@ -21,7 +24,7 @@ export interface Listener {
   close(): Promise<void>;
 }
 
-export function listen(host: string, port: number, injector: ConnectionInjector, limits: ConnectionLimits, log: GrpcLogger): Promise<Listener> {
+export function listen(host: string, port: number, injector: ConnectionInjector, limits: ConnectionLimits, log: GrpcLogger, onRefused: (cap: ConnectionRefusal) => void = () => {}): Promise<Listener> {
   const perIp = new Map<string, number>();
   let total = 0;
   const server: Server = createServer((socket: Socket) => {
@@ -29,6 +32,7 @@ export function listen(host: string, port: number, injector: ConnectionInjector,
     const n = perIp.get(ip) ?? 0;
     if (total >= limits.maxConnections || n >= limits.maxConnectionsPerIp) {
       log.warn('grpc connection refused: listener cap', { ip, total, perIp: n });
+      onRefused(total >= limits.maxConnections ? 'grpc_connections' : 'grpc_connections_per_ip');
       socket.destroy();
       return;
     }

@@ -67,13 +67,16 @@ describe('gRPC transport (grpc.md §0)', () => {
   });
 
   it('listener cap: connections above the per-IP limit are refused', async () => {
-    t = await startStubServer({ limits: { maxConnectionsPerIp: 1 } });
+    const refused: string[] = [];
+    t = await startStubServer({ limits: { maxConnectionsPerIp: 1 }, onConnectionRefused: (cap) => refused.push(cap) });
     const first = t.client();
     expect((await unaryCall<{ code: number }>(first, 'recover', 'HealthCheck', who)).code).toBe(0);
     expect(t.server.connections('127.0.0.1')).toBe(1);
     const second = t.client();
     expect((await unaryError(second, 'recover', 'HealthCheck', who)).code).toBe(GrpcStatus.UNAVAILABLE);
     expect(t.logs.some((l) => l.msg === 'grpc connection refused: listener cap')).toBe(true);
+    expect(refused.length).toBeGreaterThan(0);
+    expect(new Set(refused)).toEqual(new Set(['grpc_connections_per_ip']));
     first.close();
     await eventually(() => (t?.server.connections() === 0 ? true : undefined));
     expect((await unaryCall<{ code: number }>(t.client(), 'recover', 'HealthCheck', who)).code).toBe(0);

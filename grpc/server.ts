@@ -14,7 +14,7 @@ import {
 import { UnaryRateLimiter, grpcCodeName, type CallContext } from './call-context.ts';
 import { faultService } from './fault.service.ts';
 import { silentLogger, type Awaitable, type CountRequest, type GrpcHandlers, type GrpcLogger } from './handlers.ts';
-import { listen, type Listener } from './listener.ts';
+import { listen, type ConnectionRefusal, type Listener } from './listener.ts';
 import { loadClusterdServices } from './protos.ts';
 import { pubFaultService } from './pubfault.service.ts';
 import { KeyedBuckets, QueuedLimiter } from './rate-limit.ts';
@@ -79,6 +79,8 @@ export interface GrpcServerOptions {
   readonly publicFaultResources?: readonly string[];
   readonly logger?: GrpcLogger;
   readonly countRequest?: CountRequest;
+  /** A connection was refused at a listener cap (counted in clusterd_bound_hits_total). */
+  readonly onConnectionRefused?: (cap: ConnectionRefusal) => void;
   /** Clock of the token buckets (ms). */
   readonly now?: () => number;
   readonly protoDir?: string;
@@ -150,7 +152,7 @@ export async function startGrpcServer(opts: GrpcServerOptions, handlers: GrpcHan
   const injector = server.createConnectionInjector(credentials);
   let listener: Listener;
   try {
-    listener = await listen(opts.host ?? '0.0.0.0', opts.port ?? GRPC_PORT, injector, limits, log);
+    listener = await listen(opts.host ?? '0.0.0.0', opts.port ?? GRPC_PORT, injector, limits, log, opts.onConnectionRefused);
   } catch (err) {
     injector.destroy();
     server.forceShutdown();

@@ -140,7 +140,12 @@ function allFeatureValues(ns: string, leaseNs: string): Record<string, unknown> 
       recoveryReportTimeoutSeconds: 600, hotSwitchNewPodTimeoutSeconds: 120, hotSwitchBackupPods: true,
       rescheduling: false, dryRun: true, leaderElect: true, leaderElectionNamespace: leaseNs, leaseDurationSeconds: 30,
       graceOverTimeSeconds: 1200, pendingEscalationSeconds: 120, clusterInfoRefreshSeconds: 20, burstWindowMs: 500,
-      clusterSystemNamespace: `${ns}-cs`, kubeconfig: '/etc/clusterd-ts/kubeconfig/config', extraArgs: ['--log-level=warn'],
+      clusterSystemNamespace: `${ns}-cs`, maxPublicFaults: 1000, maxSeriesPerMetric: 200, kubeconfig: '/etc/clusterd-ts/kubeconfig/config', extraArgs: ['--log-level=warn'],
+    },
+    networkPolicy: {
+      enabled: true,
+      grpc: { from: [{ namespaceSelector: { matchLabels: { 'ascend.training': 'true' } } }] },
+      prometheus: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'observability' } }, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus', shard: '0' } } },
     },
     grpc: { tls: { enabled: true, secretName: 'clusterd-grpc-tls', certKey: 'server.pem', keyKey: 'server-key.pem', mountPath: '/etc/clusterd-ts/tls' } },
     serviceAccount: { create: true, name: 'clusterd', annotations: { 'example.com/owner': 'ascend' }, automountServiceAccountToken: true },
@@ -341,7 +346,7 @@ describe('helm chart charts/clusterd-ts: rendering', () => {
     const ns = 'ns-under-test';
     const FULL_ALL = 'clusterd-ts'; // release name clusterd-ts (render's default)
     const out = await render(ns, ['-f', valuesFile(allFeatureValues(ns, 'lease-ns'))]);
-    expect(out.kinds()).toEqual(['ClusterRole', 'ClusterRoleBinding', 'ConfigMap', 'Deployment', 'Namespace', 'Namespace', 'Namespace', 'PodDisruptionBudget', 'Role', 'Role', 'RoleBinding', 'RoleBinding', 'Service', 'Service', 'ServiceAccount', 'ServiceMonitor']);
+    expect(out.kinds()).toEqual(['ClusterRole', 'ClusterRoleBinding', 'ConfigMap', 'Deployment', 'Namespace', 'Namespace', 'Namespace', 'NetworkPolicy', 'PodDisruptionBudget', 'Role', 'Role', 'RoleBinding', 'RoleBinding', 'Service', 'Service', 'ServiceAccount', 'ServiceMonitor']);
     const c = out.container;
     const pod = out.deployment.spec.template.spec;
 
@@ -353,7 +358,7 @@ describe('helm chart charts/clusterd-ts: rendering', () => {
       recoveryReportTimeoutSeconds: 600, hotSwitchNewPodTimeoutSeconds: 120, hotSwitchBackupPods: true,
       rescheduling: false, dryRun: true, leaderElect: true, leaderElectionNamespace: 'lease-ns', leaseDurationSeconds: 30,
       graceOverTimeSeconds: 1200, pendingEscalationSeconds: 120, clusterInfoRefreshSeconds: 20, burstWindowMs: 500,
-      clusterSystemNamespace: `${ns}-cs`, nodeName: 'node-a',
+      clusterSystemNamespace: `${ns}-cs`, maxPublicFaults: 1000, maxSeriesPerMetric: 200, nodeName: 'node-a',
     };
     expect(Object.keys(want).sort()).toEqual(FLAG_LIST.map(([f]) => camel(f)).sort());
     expect(opts).toEqual(want);
@@ -385,6 +390,18 @@ describe('helm chart charts/clusterd-ts: rendering', () => {
     expect(sm.metadata.labels).toEqual(expect.objectContaining({ release: 'prometheus' }));
     expect(svc.spec.ports.map((p) => p.name)).toContain(sm.spec.endpoints[0]!.port);
     expect(sm.spec.endpoints[0]).toEqual(expect.objectContaining({ path: '/metrics', interval: '15s' }));
+
+    // NetworkPolicy: the controller's pods, ingress only; gRPC from the configured peers, the http port
+    // from the configured Prometheus only (namespace AND pod selector in one peer), nothing else.
+    type Peer = { namespaceSelector?: unknown; podSelector?: unknown };
+    const np = out.one<Doc & { spec: { podSelector: { matchLabels: Record<string, string> }; policyTypes: string[]; ingress: Array<{ ports: Array<{ protocol: string; port: number }>; from?: Peer[] }> } }>('NetworkPolicy');
+    expect(np.metadata.namespace).toBe(ns);
+    expect(np.spec.podSelector.matchLabels).toEqual(out.deployment.spec.selector.matchLabels);
+    expect(np.spec.policyTypes).toEqual(['Ingress']);
+    expect(np.spec.ingress).toEqual([
+      { ports: [{ protocol: 'TCP', port: 18899 }], from: [{ namespaceSelector: { matchLabels: { 'ascend.training': 'true' } } }] },
+      { ports: [{ protocol: 'TCP', port: 12253 }], from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'observability' } }, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus', shard: '0' } } }] },
+    ]);
 
     // The dashboard ConfigMap carries Grafana's sidecar label and valid JSON.
     const dash = out.one<Doc & { data: Record<string, string> }>('ConfigMap');

@@ -105,6 +105,8 @@ downward API provides (--grpc-host <- POD_IP, --node-name <- NODE_NAME) are only
 - {{ printf "--cluster-info-refresh-seconds=%d" (int64 $c.clusterInfoRefreshSeconds) | quote }}
 - {{ printf "--burst-window-ms=%d" (int64 $c.burstWindowMs) | quote }}
 - {{ printf "--cluster-system-namespace=%s" $c.clusterSystemNamespace | quote }}
+- {{ printf "--max-public-faults=%d" (int64 $c.maxPublicFaults) | quote }}
+- {{ printf "--max-series-per-metric=%d" (int64 $c.maxSeriesPerMetric) | quote }}
 {{- if $c.kubeconfig }}
 - {{ printf "--kubeconfig=%s" $c.kubeconfig | quote }}
 {{- end }}
