@@ -50,18 +50,18 @@ describe('public-fault cap', () => {
     await manager.stop();
   });
 
-  it('holds at most 50,000 by default: three ConfigMaps of 25,000 each leave 25,001 refused, counted and logged', async () => {
+  it('holds at most 50,000 by default: four ConfigMaps of 15,000 each leave 10,001 refused, counted and logged', async () => {
     await put('pf-first', payload('first-0001', [fault('f-first-01', ['pf-node-a'])]));
     const store = manager.deviceFaults.store.publicFaults;
     await eventually(() => store.size === 1);
-    // 100 faults x 250 nodes = 25,000 faults per ConfigMap (about 530 KB each).
-    const nodes = Array.from({ length: 250 }, (_, i) => `flood-${String(i).padStart(3, '0')}`);
-    for (const c of ['a', 'b', 'c']) {
+    // 100 faults x 150 nodes = 15,000 faults per ConfigMap (about 780 KB each).
+    const nodes = Array.from({ length: 150 }, (_, i) => `flood-${String(i).padStart(3, '0')}`);
+    for (const c of ['a', 'b', 'c', 'd']) {
       await put(`pf-flood-${c}`, payload(`flood-${c}-0001`, Array.from({ length: 100 }, (_, i) => fault(`f-${c}-${String(i).padStart(6, '0')}`, nodes))));
     }
-    await eventually(async () => (await hits()) >= 25_001, 60_000);
+    await eventually(async () => (await hits()) >= 10_001, 60_000);
     expect(store.size).toBe(50_000);
-    expect(await hits()).toBe(25_001);
+    expect(await hits()).toBe(10_001);
     const line = lines.find((l) => l.msg.startsWith('public faults refused'));
     expect(line).toMatchObject({ level: 'warn', bound: 'public_faults', maxPublicFaults: 50_000 });
     // The first fault is kept and, at the cap, still recovers (ClusterD deletes without a check).
