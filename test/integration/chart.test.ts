@@ -694,6 +694,7 @@ function collectionPath(d: Doc): string {
     RoleBinding: `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`,
     Deployment: `/apis/apps/v1/namespaces/${ns}/deployments`,
     PodDisruptionBudget: `/apis/policy/v1/namespaces/${ns}/poddisruptionbudgets`,
+    NetworkPolicy: `/apis/networking.k8s.io/v1/namespaces/${ns}/networkpolicies`,
   };
   const p = table[d.kind];
   if (p === undefined) throw new Error(`no REST path for kind ${d.kind}`);
