@@ -15,7 +15,7 @@ import { parseClusterInfo, type DeviceInfoEntry } from '../../schemas/cluster-in
 import { LAST_GOOD_CM_NAME } from '../../controllers/device-info-last-good.ts';
 import type { ConfigMap } from '../../controllers/sources/sources.ts';
 import { recordingLogger, type LogLine } from '../support/fault-policy-test-kit.ts';
-import { adminClient, ensureNamespace, eventually } from '../support/cluster.ts';
+import { adminClient, ensureNamespace, eventually, newNamespace } from '../support/cluster.ts';
 
 const chips = (n: number): string[] => Array.from({ length: n }, (_, i) => `Ascend910-${i}`);
 const UNHEALTHY = 'huawei.com/Ascend910-Unhealthy';
@@ -80,6 +80,41 @@ describe('last good device-info across a restart', () => {
     expect(entry?.DeviceList[UNHEALTHY]).toBe('Ascend910-3');
     expect(manager.deviceFaults.store.records(node).map((r) => r.code)).toContain('80E18402');
     expect(lines.some((l) => l.msg.startsWith('device-info still invalid at start; its last good state restored') && l.node === node)).toBe(true);
+  }, 90_000);
+
+  it('keeps it across a failover: a standby started while the device-info is invalid takes over with the fault', async () => {
+    await manager?.stop();
+    manager = undefined;
+    const node2 = `${node}-fo`;
+    const cm2 = deviceInfoCmName(node2);
+    const leaseNs = await newNamespace(client, 'lastgood');
+    const elect = (log: LogLine[]): Manager => new Manager({
+      client, log: recordingLogger(log), metrics: new Metrics({ processMetrics: false }),
+      options: parseOptions(['--http-port=0', '--grpc-port=0', '--cluster-info-refresh-seconds=0', '--leader-elect', `--leader-election-namespace=${leaseNs}`, '--lease-duration-seconds=5'], {}),
+    });
+    const a = elect(lines);
+    try {
+      await a.start();
+      await eventually(() => a.isLeader);
+      const now = Date.now();
+      const fault = makeDeviceFault('CardUnhealthy', 'Ascend910-5', [{ code: '80E18402', level: 'SeparateNPU', timeMs: now }]);
+      await putCm(client, cm2, encodeDeviceInfoData({ available: chips(8).filter((c) => c !== 'Ascend910-5'), unhealthy: ['Ascend910-5'], faults: [fault], updateTimeS: Math.floor(now / 1000) }));
+      await eventually(async () => (await deviceEntries(client))[cm2]?.DeviceList[UNHEALTHY] === 'Ascend910-5');
+      await putCm(client, cm2, { DeviceInfoCfg: '{"DeviceInfo":', ManuallySeparateNPU: '' });
+      await eventually(async () => (await persisted())[cm2] !== undefined);
+      manager = elect(lines);
+      await manager.start();
+      expect(manager.isLeader).toBe(false);
+      expect(lines.some((l) => l.msg.startsWith('device-info still invalid at start; its last good state restored') && l.node === node2)).toBe(true);
+    } finally {
+      await a.stop(); // releases the Lease
+    }
+    await eventually(() => manager!.isLeader, 10_000);
+    manager.clusterInfo.queue.add('cluster-info');
+    await manager.clusterInfo.idle();
+    expect((await deviceEntries(client))[cm2]?.DeviceList[UNHEALTHY]).toBe('Ascend910-5');
+    await client.delete(paths.configMap('kube-system', cm2));
+    await eventually(async () => (await persisted())[cm2] === undefined);
   }, 90_000);
 
   it('forgets the persisted copy once the device plugin writes a valid device-info again', async () => {
