@@ -110,6 +110,7 @@ export class Manager implements HealthSource {
       records: (n) => this.deviceFaults.store.records(n), nodes: () => this.deviceFaults.store.nodeNames(),
       reportedUnhealthy: (n) => this.deviceFaults.store.nodeState(n)?.device?.data.lists.unhealthy ?? [],
       onViewChange: (nodes) => this.deviceFaults.notify(nodes),
+      deviceRules: options.devicePluginRules,
       onStateChange: () => { this.escalationState.queue.addAfter(ESCALATION_STATE_RECONCILE_KEY, 200); this.manualInfo.queue.add(MANUAL_INFO_RECONCILE_KEY); },
     });
     this.escalationState = new ControllerLoop(escalationStateReconciler({

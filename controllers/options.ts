@@ -37,6 +37,7 @@ export const FLAGS = {
   'pending-escalation-seconds': { type: 'number', default: 15, min: 5, max: 3600, help: 'pod-level rescheduling escalates to job level when a replacement pod stays Pending this long (time-based equivalent of Volcano\'s 12 pending sessions at 1 s, see policy/job-pending-escalation.ts)' },
   'cluster-info-refresh-seconds': { type: 'number', default: 30, min: 0, max: 55, help: 'rewrite cluster-info-* at least this often (Volcano restarts its informer on data older than 60 s); 0 = only on change' },
   'burst-window-ms': { type: 'number', default: 200, min: 0, max: 10_000, help: 'coalesce fault events of one job within this window into one decision' },
+  'device-plugin-rules': { type: 'boolean', default: false, help: 'extension: also apply the device plugin\'s detection rules centrally (re-level codes from kube-system/mindx-dl-fault-config, FaultFrequency/FaultDuration escalation such as 81078603 held > 20 s -> PreSeparateNPU); off = ClusterD: the level the device plugin wrote is kept (it applies these rules itself)' },
   'cluster-system-namespace': { type: 'string', default: 'cluster-system', help: 'namespace of clusterd-config-cm, clusterd-manual-info-cm and the persisted escalation state (ClusterD: cluster-system)' },
   'node-name': { type: 'string', default: '', env: 'NODE_NAME', help: 'node this replica runs on (logs only)' },
 } as const satisfies Record<string, FlagSpec>;
