@@ -102,6 +102,7 @@ export class Manager implements HealthSource {
       actualNames: () => [...this.sources.mindxDlConfigMaps.store.values()].map((c) => c.metadata?.name ?? ''),
       writer: this.writer,
       refreshMs: options.clusterInfoRefreshSeconds * 1000,
+      refreshAnnotation: options.clusterInfoRefreshAnnotation,
     });
     this.clusterInfo = new ControllerLoop(clusterInfo, { log, metrics, now: this.now });
     const csNs = options.clusterSystemNamespace;
