@@ -12,6 +12,7 @@ import { parseNodeInfoData, nodeNameOfNodeInfoCm, splitNodeFaults, type NodeInfo
 import { parsePublicFaultData } from '../schemas/public-fault/public-fault.ts';
 import { publicFaultRecords } from '../schemas/public-fault/public-fault-records.ts';
 import type { FaultRecord } from '../policy/fault-types.ts';
+import type { StatisticNodeFault } from '../schemas/statistic-fault/statistic-fault.ts';
 import type { ConfigMap, Node } from './sources/sources.ts';
 
 /** Pseudo-code of a node whose Ready condition is not True, or that was deleted (VC's reason word). */
@@ -28,7 +29,15 @@ export interface NodeFaultState {
   notReadySinceMs?: number;
 }
 
-interface PublicFault { readonly record: FaultRecord; readonly expiresAtMs?: number; readonly source: string }
+interface PublicFault {
+  readonly record: FaultRecord;
+  readonly expiresAtMs?: number;
+  readonly source: string;
+  /** For statistic-fault-info: ClusterD's fault key is resource + faultId per node. */
+  readonly resource: string;
+  readonly faultId: string;
+  readonly faultType: string;
+}
 
 export class FaultStore {
   private readonly nodes = new Map<string, NodeFaultState>();
@@ -135,7 +144,7 @@ export class FaultStore {
     for (const pf of out.records) {
       const key = `${obj}|${pf.faultId}|${pf.record.node}|${pf.record.device ?? '-'}`;
       if (pf.assertion === 'recover') this.publicFaults.delete(key);
-      else this.publicFaults.set(key, { record: pf.record, source: obj, expiresAtMs: pf.assertion === 'once' ? nowMs + PUBLIC_FAULT_ONCE_MS : undefined });
+      else this.publicFaults.set(key, { record: pf.record, source: obj, expiresAtMs: pf.assertion === 'once' ? nowMs + PUBLIC_FAULT_ONCE_MS : undefined, resource: pf.resource, faultId: pf.faultId, faultType: pf.faultType });
       this.dirty.add(pf.record.node);
     }
     if (out.unresolved.length > 0) return { format: 'public-fault', object: obj, reason: `unknown nodeSN in ${out.unresolved.length} influence(s)` };
@@ -155,6 +164,29 @@ export class FaultStore {
     let next: number | undefined;
     for (const f of this.publicFaults.values()) if (f.expiresAtMs !== undefined && (next === undefined || f.expiresAtMs < next)) next = f.expiresAtMs;
     return next;
+  }
+
+  /**
+   * The public faults in force, per node, as ClusterD's statistic-fault-info lists them: one entry
+   * per node and resource + faultId, with the device ids of its chips (none: node-wide).
+   */
+  publicFaultStatistics(): Map<string, StatisticNodeFault[]> {
+    const byNode = new Map<string, Map<string, { f: StatisticNodeFault; devIds: number[] }>>();
+    for (const p of this.publicFaults.values()) {
+      const node = p.record.node;
+      const faults = byNode.get(node) ?? new Map<string, { f: StatisticNodeFault; devIds: number[] }>();
+      byNode.set(node, faults);
+      const key = p.resource + p.faultId;
+      let e = faults.get(key);
+      if (e === undefined) {
+        const devIds: number[] = [];
+        e = { devIds, f: { resource: p.resource, devIds, faultId: p.faultId, type: p.faultType, faultCode: p.record.code, level: p.record.level, faultTime: Math.floor(p.record.firstSeenMs / 1000) } };
+        faults.set(key, e);
+      }
+      const id = /-(\d+)$/.exec(p.record.device ?? '')?.[1];
+      if (id !== undefined && !e.devIds.includes(Number(id))) e.devIds.push(Number(id));
+    }
+    return new Map([...byNode].map(([node, faults]) => [node, [...faults.values()].map((e) => e.f)]));
   }
 
   /** Every fault record the agents report for one node (before policy). */
