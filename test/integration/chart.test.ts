@@ -140,6 +140,7 @@ function allFeatureValues(ns: string, leaseNs: string): Record<string, unknown> 
       recoveryReportTimeoutSeconds: 600, hotSwitchNewPodTimeoutSeconds: 120, hotSwitchBackupPods: true,
       rescheduling: false, dryRun: true, leaderElect: true, leaderElectionNamespace: leaseNs, leaseDurationSeconds: 30,
       graceOverTimeSeconds: 1200, pendingEscalationSeconds: 120, clusterInfoRefreshSeconds: 20, burstWindowMs: 500,
+      clusterInfoRefreshAnnotation: true, nodeTaints: true, nodeTaintHoldSeconds: 30, devicePluginRules: true,
       clusterSystemNamespace: `${ns}-cs`, kubeconfig: '/etc/clusterd-ts/kubeconfig/config', extraArgs: ['--log-level=warn'],
     },
     grpc: { tls: { enabled: true, secretName: 'clusterd-grpc-tls', certKey: 'server.pem', keyKey: 'server-key.pem', mountPath: '/etc/clusterd-ts/tls' } },
@@ -353,6 +354,7 @@ describe('helm chart charts/clusterd-ts: rendering', () => {
       recoveryReportTimeoutSeconds: 600, hotSwitchNewPodTimeoutSeconds: 120, hotSwitchBackupPods: true,
       rescheduling: false, dryRun: true, leaderElect: true, leaderElectionNamespace: 'lease-ns', leaseDurationSeconds: 30,
       graceOverTimeSeconds: 1200, pendingEscalationSeconds: 120, clusterInfoRefreshSeconds: 20, burstWindowMs: 500,
+      clusterInfoRefreshAnnotation: true, nodeTaints: true, nodeTaintHoldSeconds: 30, devicePluginRules: true,
       clusterSystemNamespace: `${ns}-cs`, nodeName: 'node-a',
     };
     expect(Object.keys(want).sort()).toEqual(FLAG_LIST.map(([f]) => camel(f)).sort());
