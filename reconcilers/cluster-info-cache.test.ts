@@ -145,7 +145,10 @@ describe('ClusterInfoCache', () => {
     expect(cache.put('a', { device: { 'mindx-dl-deviceinfo-a': { ...later, RackID: later.RackID + 1 } }, switch: {}, node: {} }, T0)).toBe('content');
     expect(cache.put('a', { device: {}, switch: {}, node: {} }, T0)).toBe('content');
     expect(cache.nodeCount).toBe(0);
-    expect(cache.shards([])).toEqual(new Map([['cluster-info-device-0', ''], ['cluster-info-switch-0', ''], ['cluster-info-node-cm', '']]));
+    // ClusterD (resource/report.go) creates no device or switch shard for an empty map, only the node CM;
+    // a shard that exists is blanked.
+    expect(cache.shards([])).toEqual(new Map([['cluster-info-node-cm', '']]));
+    expect(cache.shards(['cluster-info-device-0'])).toEqual(new Map([['cluster-info-device-0', ''], ['cluster-info-node-cm', '']]));
   });
 });
 
@@ -185,7 +188,7 @@ describe('clusterInfoReconciler with the per-node cache', () => {
     for (const n of ['a', 'b', 'c']) s.world.nodes.set(n, { device: r.device(n, 10), node: r.nodeInfo(n) });
     await s.pass();
     const first = s.cluster.writes();
-    expect(first).toBe(3); // device-0, switch-0 (blank), node-cm
+    expect(first).toBe(2); // device-0 and node-cm; no switch entry, so no switch-0 (as ClusterD)
     await s.pass();
     s.reconciler.markDirty(['b']);
     await s.pass();
@@ -324,7 +327,7 @@ describe('clusterInfoReconciler with the per-node cache', () => {
     await s.pass();
     const writes = s.cluster.writes();
     await s.pass(30_000);
-    expect(s.cluster.writes()).toBe(writes + 3); // device, switch and node shards, data unchanged
+    expect(s.cluster.writes()).toBe(writes + 2); // device and node shards (no switch entry: no switch shard), data unchanged
     expect(s.cluster.cms.get('cluster-info-node-cm')?.metadata?.annotations?.[REFRESHED_AT_ANNOTATION]).toBe(new Date(s.now()).toISOString());
   });
 

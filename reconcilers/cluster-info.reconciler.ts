@@ -149,6 +149,9 @@ const MAX_STALE_NAMED = 20;
 function assembleShards(device: readonly string[], sw: readonly string[], node: string, existing: readonly string[]): Map<string, string> {
   const out = new Map<string, string>();
   const put = (prefix: string, shards: readonly string[]): void => {
+    // No entry of this kind: ClusterD creates no shard (SplitMapToSafeChunks gives none); one that
+    // exists is blanked below like any surplus shard.
+    if (shards.length === 1 && shards[0] === '') shards = [];
     shards.forEach((v, i) => out.set(`${prefix}${i}`, v));
     for (const name of existing) {
       if (!name.startsWith(prefix) || out.has(name)) continue;
