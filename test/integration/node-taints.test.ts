@@ -22,7 +22,8 @@ describe('node taints', () => {
   const noded = new NodeDSimulator(client);
   let manager: Manager | undefined;
 
-  const taintsOf = async (node: string): Promise<Taint[]> => ((await client.get<Node>(paths.node(node))).spec?.taints ?? []) as Taint[];
+  /** The node's taints but the node lifecycle controller's own (node.kubernetes.io/*: kwok nodes come and go NotReady). */
+  const taintsOf = async (node: string): Promise<Taint[]> => (((await client.get<Node>(paths.node(node))).spec?.taints ?? []) as Taint[]).filter((t) => !t.key.startsWith('node.kubernetes.io/'));
   const ours = async (node: string): Promise<Taint | undefined> => (await taintsOf(node)).find((t) => t.key === CLUSTERD_FAULT_TAINT_KEY);
   const setTaints = async (node: string, taints: Taint[]): Promise<void> => { await client.patch(paths.node(node), { spec: { taints } }, 'merge'); };
 
