@@ -43,7 +43,7 @@ describe('cluster-system reports as ClusterD writes them', () => {
     expect(report.data).toBeUndefined();
     expect(report.metadata?.labels).toBeUndefined();
     expect(report.metadata?.annotations).toBeUndefined();
-  });
+  }, 30_000);
 
   it('statistic-fault-info follows a public fault: label, FaultNum, the node\'s entry in bytes; no rewrite when unchanged; the entry leaves on recovery', async () => {
     const before = await cm(STATISTIC_FAULT_CM_NAME);
