@@ -11,7 +11,8 @@ const S = 1000;
 const H = 3_600_000;
 const LINK_DOWN = '81078603';
 
-function setup(opts: { usage?: NpuUsage; clock?: ManualClock } = {}) {
+/** `deviceRules` defaults to on here: most of these tests are about the --device-plugin-rules extension. */
+function setup(opts: { usage?: NpuUsage; clock?: ManualClock; deviceRules?: boolean } = {}) {
   const clock = opts.clock ?? new ManualClock();
   const lines: LogLine[] = [];
   const metrics = new Metrics({ processMetrics: false });
@@ -26,6 +27,7 @@ function setup(opts: { usage?: NpuUsage; clock?: ManualClock } = {}) {
     usage: opts.usage ?? { jobOf: () => undefined, inUse: () => false, nodeHasNpuPods: () => false },
     records: (n) => store.get(n) ?? [], nodes: () => store.keys(),
     onViewChange: (nodes) => viewChanges.push([...nodes]), onStateChange: () => { stateChanges++; },
+    deviceRules: opts.deviceRules ?? true,
   }, tracker.current);
   const put = (node: string, records: FaultRecord[]): void => { store.set(node, records); engine.observe([node], clock.now()); };
   const levelOf = (node: string, device: string, code: string): string | undefined =>
@@ -33,7 +35,41 @@ function setup(opts: { usage?: NpuUsage; clock?: ManualClock } = {}) {
   return { clock, lines, metrics, store, engine, tracker, put, levelOf, viewChanges, stateChanges: () => stateChanges };
 }
 
-describe('fault policy engine: parameter plane 20 s rule', () => {
+describe('fault policy engine: default, as ClusterD (no --device-plugin-rules)', () => {
+  // ClusterD never reads mindx-dl-fault-config nor applies FaultFrequency / FaultDuration: the device
+  // plugin does (its faultCustomization.json), before it writes device-info. ClusterD keeps that level
+  // (faultdomain.splitDeviceFault takes fault_time_and_level_map's level as written).
+  it('81078603 held 30 s keeps the device plugin\'s NotHandleFault: no timer, no escalation, no state', async () => {
+    const t = setup({ deviceRules: false });
+    t.engine.restore(undefined, undefined, t.clock.now());
+    t.put('n1', [rec('n1', 'Ascend910-2', LINK_DOWN, 'NotHandleFault', t.clock.now(), 'network')]);
+    expect(t.clock.pending).toBe(0);
+    t.clock.advance(30 * S);
+    await settle();
+    expect(t.levelOf('n1', 'Ascend910-2', LINK_DOWN)).toBe('NotHandleFault');
+    expect(t.lines.filter((l) => l.msg === 'fault escalated')).toEqual([]);
+    expect(t.engine.persistedState(t.clock.now())?.escalation.tracks).toEqual({});
+  });
+
+  it('a FaultFrequency code 3 times in 24 h is not escalated, and mindx-dl-fault-config re-levels nothing', () => {
+    const t = setup({ deviceRules: false });
+    t.engine.restore(undefined, undefined, t.clock.now());
+    for (let i = 0; i < 3; i++) {
+      t.put('n1', [rec('n1', 'Ascend910-0', '80E18005', 'RestartNPU', t.clock.now())]);
+      t.clock.advance(H);
+      t.put('n1', []);
+      t.clock.advance(H);
+    }
+    expect(t.engine.effective('n1', [], t.clock.now())).toEqual([]);
+    const faultCode = encodeFaultCode({ ...DEFAULT_FAULT_CODE_CONFIG, NotHandleFaultCodes: DEFAULT_FAULT_CODE_CONFIG.NotHandleFaultCodes.filter((c) => c !== '80E21007'), SeparateNPUCodes: [...DEFAULT_FAULT_CODE_CONFIG.SeparateNPUCodes, '80E21007'] });
+    const u = t.tracker.updateFaultConfig({ metadata: { name: 'mindx-dl-fault-config', namespace: 'kube-system', uid: 'u', resourceVersion: '1' }, data: { 'faultCode.json': faultCode } });
+    t.engine.setConfig(t.tracker.current, u, t.clock.now());
+    t.put('n1', [rec('n1', 'Ascend910-0', '80E21007', 'RestartNPU', t.clock.now())]);
+    expect(t.levelOf('n1', 'Ascend910-0', '80E21007')).toBe('RestartNPU');
+  });
+});
+
+describe('fault policy engine (--device-plugin-rules): parameter plane 20 s rule', () => {
   it('escalates 81078603 held > 20 s to PreSeparateNPU from its timer, with no new input, logged and counted', async () => {
     const t = setup();
     t.engine.restore(undefined, undefined, t.clock.now());

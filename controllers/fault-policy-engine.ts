@@ -49,6 +49,25 @@ export interface FaultPolicyEngineDeps {
   readonly onViewChange: (nodes: readonly string[]) => void;
   /** The persisted state or the desired clusterd-manual-info-cm may have changed. */
   readonly onStateChange: () => void;
+  /**
+   * Apply the device plugin's detection-side rules here as well (--device-plugin-rules): re-level
+   * codes from mindx-dl-fault-config's faultCode.json / SwitchFaultCode.json, and FaultFrequency /
+   * FaultDuration escalation (the 20 s parameter-plane rule among them). Off by default: ClusterD
+   * does neither (it never reads mindx-dl-fault-config; the device plugin applies these rules before
+   * it writes device-info), so the level the device plugin wrote is kept.
+   */
+  readonly deviceRules?: boolean;
+}
+
+/** The customization with no FaultFrequency / FaultDuration rule (memoized per config object). */
+const noEscalationRules = new WeakMap<FaultCustomization, FaultCustomization>();
+function withoutEscalationRules(c: FaultCustomization): FaultCustomization {
+  let out = noEscalationRules.get(c);
+  if (out === undefined) {
+    out = { ...c, FaultFrequency: [], FaultDuration: [] };
+    noEscalationRules.set(c, out);
+  }
+  return out;
 }
 
 interface NodeEval {
@@ -92,6 +111,16 @@ export class FaultPolicyEngine implements FaultPolicy {
   get isReady(): boolean { return this.ready; }
   get config(): PolicyConfig { return this.cfg; }
 
+  /** The FaultFrequency / FaultDuration rules in force (none unless deviceRules). */
+  private get customization(): FaultCustomization {
+    return this.deps.deviceRules === true ? this.cfg.fault.customization : withoutEscalationRules(this.cfg.fault.customization);
+  }
+
+  /** Central code tables in force (none unless deviceRules: the reported level is kept). */
+  private get tables(): PolicyConfig['tables'] {
+    return this.deps.deviceRules === true ? this.cfg.tables : undefined;
+  }
+
   /** FaultPolicy: the node's records after policy. Before `restore`, the records as reported. */
   effective(node: string, records: readonly FaultRecord[], nowMs: number): readonly FaultRecord[] {
     if (!this.ready) return records;
@@ -121,7 +150,7 @@ export class FaultPolicyEngine implements FaultPolicy {
    */
   restore(doc: EscalationStateDoc | undefined, manualInfo: Readonly<Record<string, ManualInfoNode>> | undefined, nowMs: number): void {
     if (doc !== undefined) {
-      const p = pruneEscalationState(doc, nowMs, { customization: this.cfg.fault.customization, relation: DEFAULT_RELATION_FAULT_CONFIG });
+      const p = pruneEscalationState(doc, nowMs, { customization: this.customization, relation: DEFAULT_RELATION_FAULT_CONFIG });
       for (const [k, t] of Object.entries(p.escalation.tracks)) {
         this.esc.set(t.node, { tracks: { ...this.esc.get(t.node)?.tracks, [k]: t } });
       }
@@ -149,7 +178,7 @@ export class FaultPolicyEngine implements FaultPolicy {
     this.cfg = config;
     if (!this.ready) return;
     if (update.customizationChanged) {
-      const input: ConfigChange<FaultCustomization> = { type: 'config', config: config.fault.customization };
+      const input: ConfigChange<FaultCustomization> = { type: 'config', config: this.customization };
       for (const [node, state] of [...this.esc]) this.stepEscalation(node, state, input, nowMs);
     }
     if (update.manualChanged) this.stepManual({ type: 'config', config: config.manual } satisfies ConfigChange<ManualSeparatePolicy>, nowMs);
@@ -197,7 +226,7 @@ export class FaultPolicyEngine implements FaultPolicy {
     const lastSeen: Record<string, number> = {};
     for (const s of this.lastSeen.values()) Object.assign(lastSeen, s);
     const doc = composeEscalationState({ escalation: { tracks }, manualSeparation: { lastSeen, ...this.manual }, ...this.passthrough }, nowMs);
-    return pruneEscalationState(doc, nowMs, { customization: this.cfg.fault.customization, relation: DEFAULT_RELATION_FAULT_CONFIG });
+    return pruneEscalationState(doc, nowMs, { customization: this.customization, relation: DEFAULT_RELATION_FAULT_CONFIG });
   }
 
   /** Desired clusterd-manual-info-cm content (node -> Total/Detail); undefined before `restore`. */
@@ -229,7 +258,7 @@ export class FaultPolicyEngine implements FaultPolicy {
     let leveled = prev?.leveled ?? [];
     let dpManual = prev?.dpManual ?? new Set<string>();
     if (records !== undefined) {
-      leveled = records.map((r) => resolveFaultLevel(r, this.cfg.tables));
+      leveled = records.map((r) => resolveFaultLevel(r, this.tables));
       dpManual = new Set(records.flatMap((r) => (r.code === MANUALLY_SEPARATE_PSEUDO_CODE && r.device !== undefined ? [r.device] : [])));
       // An operator removed the chip from the device plugin's ManuallySeparateNPU key: release our upgrade too.
       for (const d of prev?.dpManual ?? []) if (!dpManual.has(d)) state = this.stepEscalation(node, state, { type: 'release', node, device: d }, nowMs);
@@ -237,7 +266,7 @@ export class FaultPolicyEngine implements FaultPolicy {
     } else {
       state = this.stepEscalation(node, state, TICK, nowMs);
     }
-    const escalations = activeEscalations(state, this.cfg.fault.customization);
+    const escalations = activeEscalations(state, this.customization);
     this.stepManual({ type: 'observe', node, faults: manualObservations(node, leveled, escalations, this.deps.usage) }, nowMs, node);
     const inputSig = sig ?? prev?.inputSig ?? (records === undefined ? '' : recordsSignature(records));
     this.publish(node, { inputSig, configGen: this.configGen, leveled, dpManual, escalations }, notify);
@@ -269,7 +298,7 @@ export class FaultPolicyEngine implements FaultPolicy {
   }
 
   private stepEscalation(node: string, state: EscalationState, input: EscalationInput | Tick | ConfigChange<FaultCustomization>, nowMs: number): EscalationState {
-    const step = escalationPolicy(state, input, nowMs, this.cfg.fault.customization);
+    const step = escalationPolicy(state, input, nowMs, this.customization);
     for (const o of step.outputs) reportEscalation(this.deps.log, this.deps.metrics, o);
     if (step.outputs.length > 0 || JSON.stringify(step.state.tracks) !== JSON.stringify(state.tracks)) this.stateChanged = true;
     if (Object.keys(step.state.tracks).length === 0) this.esc.delete(node);

@@ -45,6 +45,8 @@ export interface FaultPolicyControllerDeps {
   readonly reportedUnhealthy: (node: string) => readonly string[];
   readonly onViewChange: (nodes: readonly string[]) => void;
   readonly onStateChange: () => void;
+  /** --device-plugin-rules (FaultPolicyEngineDeps.deviceRules); default off, as ClusterD. */
+  readonly deviceRules?: boolean;
 }
 
 type Input =
@@ -69,6 +71,7 @@ export class FaultPolicyController implements FaultPolicy {
     this.engine = new FaultPolicyEngine({
       log: deps.log, metrics: deps.metrics, clock: this.clock, usage: this.usage,
       records: deps.records, nodes: deps.nodes, onViewChange: deps.onViewChange, onStateChange: deps.onStateChange,
+      deviceRules: deps.deviceRules === true,
     }, this.config.current);
   }
 
@@ -106,7 +109,7 @@ export class FaultPolicyController implements FaultPolicy {
     const total = this.readManualInfo()?.total;
     if (total !== undefined) this.engine.manualInfoChanged(total, now);
     this.log.info('fault policy started', {
-      central: this.engine.config.fault.central, manualSeparation: this.engine.config.manual.enabled,
+      central: this.engine.config.fault.central, devicePluginRules: this.deps.deviceRules === true, manualSeparation: this.engine.config.manual.enabled,
       restoredTracks: Object.keys(this.engine.persistedState(now)?.escalation.tracks ?? {}).length,
     });
     const inputs$ = merge(

@@ -43,6 +43,7 @@ describe('16,000 nodes of device-info at once', () => {
       usage: { jobOf: () => undefined, inUse: () => false, nodeHasNpuPods: () => false },
       records: (n) => store.records(n), nodes: () => store.nodeNames(),
       onViewChange: (nodes) => { for (const n of nodes) changed.add(n); }, onStateChange: () => undefined,
+      deviceRules: true, // the 81078603 20 s rule below is the --device-plugin-rules extension
     }, tracker.current);
     engine.restore(undefined, undefined, clock.now());
 

@@ -12,6 +12,7 @@ import { parseNodeInfoData, nodeNameOfNodeInfoCm, splitNodeFaults, type NodeInfo
 import { parsePublicFaultData } from '../schemas/public-fault/public-fault.ts';
 import { publicFaultRecords } from '../schemas/public-fault/public-fault-records.ts';
 import type { FaultRecord } from '../policy/fault-types.ts';
+import type { StatisticNodeFault } from '../schemas/statistic-fault/statistic-fault.ts';
 import type { ConfigMap, Node } from './sources/sources.ts';
 import { PublicFaultStore, type PublicFaultStoreOptions } from './public-fault-store.ts';
 
@@ -152,6 +153,31 @@ export class FaultStore {
   nextPublicFaultExpiry(): number | undefined {
     return this.publicFaults.nextExpiry();
   }
+
+  /**
+   * The public faults in force, per node, as ClusterD's statistic-fault-info lists them: one entry
+   * per node and resource + faultId, with the device ids of its chips (none: node-wide).
+   */
+  publicFaultStatistics(): Map<string, StatisticNodeFault[]> {
+    const byNode = new Map<string, Map<string, StatisticNodeFault & { devIds: number[] }>>();
+    for (const p of this.publicFaults.entries()) {
+      const node = p.record.node;
+      const faults = byNode.get(node) ?? new Map<string, StatisticNodeFault & { devIds: number[] }>();
+      byNode.set(node, faults);
+      const key = p.resource + p.faultId;
+      let f = faults.get(key);
+      if (f === undefined) {
+        f = { resource: p.resource, devIds: [], faultId: p.faultId, type: p.faultType, faultCode: p.record.code, level: p.record.level, faultTime: Math.floor(p.record.firstSeenMs / 1000) };
+        faults.set(key, f);
+      }
+      for (const device of p.devices ?? []) {
+        const id = /-(\d+)$/.exec(device)?.[1];
+        if (id !== undefined && !f.devIds.includes(Number(id))) f.devIds.push(Number(id));
+      }
+    }
+    return new Map([...byNode].map(([node, faults]) => [node, [...faults.values()]]));
+  }
+
 
   /** Every fault record the agents report for one node (before policy). */
   records(node: string): FaultRecord[] {

@@ -3,7 +3,7 @@
  *
  * - Node-wide faults (NodeD UnHealthy/PreSeparate, UB switch, node-wide public faults): one taint with
  *   our own key, `huawei.com/clusterd-fault=<level>:NoSchedule` (PreferNoSchedule for sub-health),
- *   lifted after 60 s without a qualifying fault (policy/job-isolation.ts has the rules and why we
+ *   lifted once the node has had no qualifying fault for --node-taint-hold-seconds (60 s) (policy/job-isolation.ts has the rules and why we
  *   taint instead of cordoning: `spec.unschedulable` belongs to humans and drain tooling).
  * - NotReady nodes: the node lifecycle controller's own not-ready/unreachable taints do it.
  * - Chip faults: never a taint (the node's other NPUs stay usable); the device plugin takes the chip
@@ -27,6 +27,10 @@ export interface IsolationDeps {
   readonly client: KubeClient;
   readonly metrics: Metrics;
   readonly dryRun: boolean;
+  /** --node-taints: false = never taint, lift any taint of ours at once. */
+  readonly enabled: boolean;
+  /** --node-taint-hold-seconds in ms: continuous health before the taint is lifted. */
+  readonly holdMs: number;
 }
 
 export function nodeIsolationReconciler(d: IsolationDeps): Reconciler {
@@ -37,8 +41,8 @@ export function nodeIsolationReconciler(d: IsolationDeps): Reconciler {
       const node = d.node(name);
       if (node === undefined) { holds.delete(name); return {}; }
       const current = (node.spec?.taints ?? []).map((t): NodeTaint => ({ key: t.key, value: t.value ?? '', effect: t.effect as NodeTaint['effect'] }));
-      const wish = desiredNodeTaints(d.faultsOf(name)).get(name);
-      const plan = planNodeTaint(current, wish, holds.get(name) ?? {}, ctx.now());
+      const wish = d.enabled ? desiredNodeTaints(d.faultsOf(name)).get(name) : undefined;
+      const plan = planNodeTaint(current, wish, holds.get(name) ?? {}, ctx.now(), d.enabled ? d.holdMs : 0);
       holds.set(name, plan.state);
       if (plan.remove.length > 0 || plan.add !== undefined) {
         if (d.dryRun) ctx.log.info('dry run: would change node taint', { node: name, add: plan.add, remove: plan.remove, reason: plan.reason });

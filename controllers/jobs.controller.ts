@@ -125,7 +125,10 @@ export class JobsController {
         client, nodeByIp: () => this.nodeByIp(), torJobs: () => this.torJobs(),
         cached: () => s.volcanoConfigMaps.get(`${TOR_SHARE_NAMESPACE}/${TOR_SHARE_CM_NAME}`), writer,
       })),
-      isolation: loop(nodeIsolationReconciler({ node: (n) => s.nodes.get(n), faultsOf, client, metrics, dryRun: options.dryRun }), 2),
+      isolation: loop(nodeIsolationReconciler({
+        node: (n) => s.nodes.get(n), faultsOf, client, metrics, dryRun: options.dryRun,
+        enabled: options.nodeTaints, holdMs: options.nodeTaintHoldSeconds * 1000,
+      }), 2),
     };
   }
 

@@ -26,6 +26,10 @@ import { ESCALATION_STATE_CM_NAME } from '../schemas/escalation-state/escalation
 import { MANUAL_INFO_CM_NAME } from '../schemas/manual-info/manual-info.ts';
 import { ESCALATION_STATE_RECONCILE_KEY, escalationStateReconciler } from '../reconcilers/escalation-state.reconciler.ts';
 import { MANUAL_INFO_RECONCILE_KEY, manualInfoReconciler } from '../reconcilers/manual-info.reconciler.ts';
+import { STATISTIC_FAULT_RECONCILE_KEY, statisticFaultReconciler } from '../reconcilers/statistic-fault.reconciler.ts';
+import { STATISTIC_FAULT_CM_NAME } from '../schemas/statistic-fault/statistic-fault.ts';
+import { SCHEDULING_EXCEPTION_RECONCILE_KEY, schedulingExceptionReconciler } from '../reconcilers/scheduling-exception.reconciler.ts';
+import { SCHEDULING_EXCEPTION_CM_NAME } from '../schemas/scheduling-exception/scheduling-exception.ts';
 import { FaultFiltersController } from './fault-filters.controller.ts';
 import { RelationFaultsController } from './relation-faults.controller.ts';
 import { recoverInPlacePeers } from './fault-filters-peers.ts';
@@ -77,6 +81,10 @@ export class Manager implements HealthSource {
   readonly manualInfo: ControllerLoop;
   /** Persists the last good device-info of nodes whose current one is rejected (survives restarts). */
   readonly lastGood: ControllerLoop;
+  /** ClusterD's cluster-system/statistic-fault-info (public faults in force). */
+  readonly statisticFault: ControllerLoop;
+  /** ClusterD's cluster-system/scheduling-exception-report (created at start). */
+  readonly schedulingException: ControllerLoop;
   /** Scheduler-view filters (custom filter, MindIE hold, UCE-accompany, step retry, recover-in-place). */
   readonly filters: FaultFiltersController;
   /** Relation faults -> pod label fault-type=Separate|SubHealth. */
@@ -107,6 +115,7 @@ export class Manager implements HealthSource {
       actualNames: () => [...this.sources.mindxDlConfigMaps.store.values()].map((c) => c.metadata?.name ?? ''),
       writer: this.writer,
       refreshMs: options.clusterInfoRefreshSeconds * 1000,
+      refreshAnnotation: options.clusterInfoRefreshAnnotation,
     });
     this.clusterInfo = new ControllerLoop(clusterInfo, { log, metrics, now: this.now });
     const csNs = options.clusterSystemNamespace;
@@ -115,6 +124,7 @@ export class Manager implements HealthSource {
       records: (n) => this.deviceFaults.store.records(n), nodes: () => this.deviceFaults.store.nodeNames(),
       reportedUnhealthy: (n) => this.deviceFaults.store.nodeState(n)?.device?.data.lists.unhealthy ?? [],
       onViewChange: (nodes) => this.deviceFaults.notify(nodes),
+      deviceRules: options.devicePluginRules,
       onStateChange: () => { this.escalationState.queue.addAfter(ESCALATION_STATE_RECONCILE_KEY, 200); this.manualInfo.queue.add(MANUAL_INFO_RECONCILE_KEY); },
     });
     this.escalationState = new ControllerLoop(escalationStateReconciler({
@@ -124,6 +134,13 @@ export class Manager implements HealthSource {
     this.manualInfo = new ControllerLoop(manualInfoReconciler({
       desired: () => this.faultPolicy.manualInfo(), writer: this.writer, namespace: csNs,
       actual: () => this.sources.clusterSystemConfigMaps.get(`${csNs}/${MANUAL_INFO_CM_NAME}`),
+    }), { log, metrics, now: this.now });
+    this.statisticFault = new ControllerLoop(statisticFaultReconciler({
+      faults: () => this.deviceFaults.store.publicFaultStatistics(), writer: this.writer, namespace: csNs,
+      actual: () => this.sources.clusterSystemConfigMaps.get(`${csNs}/${STATISTIC_FAULT_CM_NAME}`),
+    }), { log, metrics, now: this.now });
+    this.schedulingException = new ControllerLoop(schedulingExceptionReconciler({
+      writer: this.writer, namespace: csNs, actual: () => this.sources.clusterSystemConfigMaps.get(`${csNs}/${SCHEDULING_EXCEPTION_CM_NAME}`),
     }), { log, metrics, now: this.now });
     // The rescheduler's view hides filtered faults (fault-filters.controller.ts, with the step-retry
     // stage of recovery-step-retry.ts in its place in the chain); the FSMs and gRPC see the job view.
@@ -143,7 +160,7 @@ export class Manager implements HealthSource {
       sources: this.sources, log: log.child({ controller: 'device_faults' }), metrics, now: this.now, maxPublicFaults: options.maxPublicFaults,
       onLastGoodChange: () => this.lastGood.queue.add(LAST_GOOD_RECONCILE_KEY),
       policy: { effective: (n, r, t) => this.filters.schedulerView(n, basePolicy.effective(n, r, t), t) },
-      onChange: (c) => { this.faultPolicy.observe(c.nodes); clusterInfo.markDirty(c.nodes); this.clusterInfo.queue.add(CLUSTER_INFO_KEY); },
+      onChange: (c) => { this.faultPolicy.observe(c.nodes); clusterInfo.markDirty(c.nodes); this.clusterInfo.queue.add(CLUSTER_INFO_KEY); this.statisticFault.queue.add(STATISTIC_FAULT_RECONCILE_KEY); },
     });
     this.lastGood = new ControllerLoop(lastGoodReconciler({
       desired: () => this.deviceFaults.lastGood.desired(), writer: this.writer, namespace: CLUSTER_INFO_NAMESPACE,
@@ -284,7 +301,7 @@ export class Manager implements HealthSource {
     this.deps.metrics.leader.set(1);
     this.clusterInfo.start();
     this.clusterInfo.queue.add(CLUSTER_INFO_KEY);
-    for (const [loop, key] of [[this.escalationState, ESCALATION_STATE_RECONCILE_KEY], [this.manualInfo, MANUAL_INFO_RECONCILE_KEY], [this.lastGood, LAST_GOOD_RECONCILE_KEY]] as const) { loop.start(); loop.queue.add(key); }
+    for (const [loop, key] of [[this.escalationState, ESCALATION_STATE_RECONCILE_KEY], [this.manualInfo, MANUAL_INFO_RECONCILE_KEY], [this.lastGood, LAST_GOOD_RECONCILE_KEY], [this.statisticFault, STATISTIC_FAULT_RECONCILE_KEY], [this.schedulingException, SCHEDULING_EXCEPTION_RECONCILE_KEY]] as const) { loop.start(); loop.queue.add(key); }
     this.jobs.startLoops();
     this.relations.startActing();
     // gRPC (Recover, Fault, PubFault) runs on the leader only: see controllers/grpc.controller.ts.
@@ -301,7 +318,7 @@ export class Manager implements HealthSource {
     // cut off from the apiserver must stand down without waiting for it).
     this.leaderLabel?.release();
     await this.clusterInfo.stop();
-    await Promise.all([this.escalationState.stop(), this.manualInfo.stop(), this.lastGood.stop()]);
+    await Promise.all([this.escalationState.stop(), this.manualInfo.stop(), this.lastGood.stop(), this.statisticFault.stop(), this.schedulingException.stop()]);
     await this.jobs.stopLoops();
     await this.relations.stopActing();
     await this.grpc.stop();

@@ -21,6 +21,19 @@ interface Entry {
   /** Chips named by the influence; undefined = the fault is node-wide. */
   readonly devices: readonly string[] | undefined;
   readonly expiresAtMs: number | undefined;
+  /** ClusterD's statistic-fault-info keys a fault by resource + faultId and names its type. */
+  readonly resource: string;
+  readonly faultId: string;
+  readonly faultType: string;
+}
+
+/** One held public fault, for readers that need more than the node's records (statistic-fault-info). */
+export interface PublicFaultEntry {
+  readonly record: FaultRecord;
+  readonly devices: readonly string[] | undefined;
+  readonly resource: string;
+  readonly faultId: string;
+  readonly faultType: string;
 }
 
 export interface PublicFaultStoreOptions {
@@ -79,7 +92,7 @@ export class PublicFaultStore {
       const m = onNode ?? new Map<string, Entry>();
       if (onNode === undefined) this.byNode.set(node, m);
       if (existing === undefined) this.count++;
-      m.set(key, { record: nodeWide, devices: devices === undefined ? undefined : [...new Set(devices)], expiresAtMs });
+      m.set(key, { record: nodeWide, devices: devices === undefined ? undefined : [...new Set(devices)], expiresAtMs, resource: pf.resource, faultId: pf.faultId, faultType: pf.faultType });
       if (expiresAtMs === undefined) this.expiring.delete(key);
       else this.expiring.add(key);
       changed.add(node);
@@ -118,6 +131,11 @@ export class PublicFaultStore {
       if (t !== undefined && (next === undefined || t < next)) next = t;
     }
     return next;
+  }
+
+  /** Every held entry (node-wide record, its chips). */
+  *entries(): IterableIterator<PublicFaultEntry> {
+    for (const m of this.byNode.values()) yield* m.values();
   }
 
   /** The node's public faults, one record per chip (or one node-wide record). */

@@ -55,12 +55,14 @@ class World {
 /** ConfigMaps as the apiserver (and the informer cache) would hold them; counts real writes. */
 function fakeCluster() {
   const cms = new Map<string, ConfigMap>();
+  const targets: ConfigMapTarget[] = [];
   let writes = 0;
   const writer = {
     ensure: async (_kind: string, t: ConfigMapTarget, actual: ConfigMap | undefined) => {
       const same = actual !== undefined && actual.data?.[t.name] === t.data[t.name]
         && actual.metadata?.annotations?.[REFRESHED_AT_ANNOTATION] === t.annotations?.[REFRESHED_AT_ANNOTATION];
       if (same) return { written: false, obj: actual };
+      targets.push(t);
       const obj: ConfigMap = { metadata: { name: t.name, namespace: t.namespace, labels: t.labels, annotations: t.annotations }, data: t.data };
       cms.set(t.name, obj);
       writes++;
@@ -68,7 +70,7 @@ function fakeCluster() {
     },
   } as unknown as ConfigMapWriter;
   const data = (): Map<string, string> => new Map([...cms].map(([k, cm]) => [k, cm.data![k]!]));
-  return { cms, writer, data, writes: () => writes };
+  return { cms, writer, data, targets, writes: () => writes };
 }
 
 function captureLog() {
@@ -83,7 +85,7 @@ function captureLog() {
 
 const T0 = 1_732_182_160_000;
 
-function setup(opts: { refreshMs?: number; minIntervalMs?: number; peers?: ClusterInfoDeps['peers']; renderNode?: ClusterInfoDeps['renderNode'] } = {}) {
+function setup(opts: { refreshMs?: number; minIntervalMs?: number; refreshAnnotation?: boolean; peers?: ClusterInfoDeps['peers']; renderNode?: ClusterInfoDeps['renderNode'] } = {}) {
   const world = new World();
   const cluster = fakeCluster();
   const { log, warnings } = captureLog();
@@ -97,6 +99,7 @@ function setup(opts: { refreshMs?: number; minIntervalMs?: number; peers?: Clust
     writer: cluster.writer,
     refreshMs: opts.refreshMs ?? 30_000,
     minIntervalMs: opts.minIntervalMs ?? 200,
+    ...(opts.refreshAnnotation === undefined ? {} : { refreshAnnotation: opts.refreshAnnotation }),
   });
   const ctx = { log, signal: new AbortController().signal, now: () => now };
   const pass = async (advanceMs = 1000) => { now += advanceMs; world.rendered.length = 0; return reconciler.reconcile('cluster-info', ctx); };
@@ -142,7 +145,10 @@ describe('ClusterInfoCache', () => {
     expect(cache.put('a', { device: { 'mindx-dl-deviceinfo-a': { ...later, RackID: later.RackID + 1 } }, switch: {}, node: {} }, T0)).toBe('content');
     expect(cache.put('a', { device: {}, switch: {}, node: {} }, T0)).toBe('content');
     expect(cache.nodeCount).toBe(0);
-    expect(cache.shards([])).toEqual(new Map([['cluster-info-device-0', ''], ['cluster-info-switch-0', ''], ['cluster-info-node-cm', '']]));
+    // ClusterD (resource/report.go) creates no device or switch shard for an empty map, only the node CM;
+    // a shard that exists is blanked.
+    expect(cache.shards([])).toEqual(new Map([['cluster-info-node-cm', '']]));
+    expect(cache.shards(['cluster-info-device-0'])).toEqual(new Map([['cluster-info-device-0', ''], ['cluster-info-node-cm', '']]));
   });
 });
 
@@ -182,7 +188,7 @@ describe('clusterInfoReconciler with the per-node cache', () => {
     for (const n of ['a', 'b', 'c']) s.world.nodes.set(n, { device: r.device(n, 10), node: r.nodeInfo(n) });
     await s.pass();
     const first = s.cluster.writes();
-    expect(first).toBe(3); // device-0, switch-0 (blank), node-cm
+    expect(first).toBe(2); // device-0 and node-cm; no switch entry, so no switch-0 (as ClusterD)
     await s.pass();
     s.reconciler.markDirty(['b']);
     await s.pass();
@@ -290,6 +296,39 @@ describe('clusterInfoReconciler with the per-node cache', () => {
     await s.pass(30_000);
     expect(s.cluster.data()).toEqual(desiredShards(s.world.full(() => T0), [...s.cluster.cms.keys()]));
     expect(s.reconciler.stats.staleEntries).toBe(0);
+  });
+
+  it('default refresh (ClusterD, 5 s): no annotation, an idle refresh writes nothing, UpdateTime-only changes go out within 5 s without a full render', async () => {
+    const r = new RandomEntries(21);
+    const s = setup({ refreshMs: 5_000 });
+    for (const n of ['a', 'b']) s.world.nodes.set(n, { device: r.device(n, 10) });
+    await s.pass();
+    expect(s.cluster.targets.every((t) => t.annotations === undefined && t.removeAnnotations?.includes(REFRESHED_AT_ANNOTATION))).toBe(true);
+    const writes = s.cluster.writes();
+    for (let i = 0; i < 12; i++) await s.pass(5_000); // one idle minute of refreshes
+    expect(s.cluster.writes()).toBe(writes);
+    const t = s.world.nodes.get('a')!;
+    s.world.nodes.set('a', { device: { ...t.device!, UpdateTime: t.device!.UpdateTime + 300 } }); // the device plugin's periodic rewrite
+    s.reconciler.markDirty(['a']);
+    await s.pass(1_000);
+    expect(s.cluster.writes()).toBe(writes); // waits for the refresh
+    const full = s.reconciler.stats.fullRenders;
+    await s.pass(5_000);
+    expect(s.world.rendered).toEqual([]);
+    expect(s.reconciler.stats.fullRenders).toBe(full);
+    expect(s.cluster.writes()).toBe(writes + 1);
+    expect(s.cluster.data()).toEqual(desiredShards(s.world.full(() => T0), [...s.cluster.cms.keys()]));
+  });
+
+  it('with refreshAnnotation (extension) every full render bumps clusterd-ts.io/refreshed-at', async () => {
+    const r = new RandomEntries(22);
+    const s = setup({ refreshMs: 30_000, refreshAnnotation: true });
+    s.world.nodes.set('a', { device: r.device('a', 10) });
+    await s.pass();
+    const writes = s.cluster.writes();
+    await s.pass(30_000);
+    expect(s.cluster.writes()).toBe(writes + 2); // device and node shards (no switch entry: no switch shard), data unchanged
+    expect(s.cluster.cms.get('cluster-info-node-cm')?.metadata?.annotations?.[REFRESHED_AT_ANNOTATION]).toBe(new Date(s.now()).toISOString());
   });
 
   it('keeps the throttle: a pass too soon renders nothing and the dirty node waits for the next one', async () => {

@@ -13,6 +13,16 @@
  * Change detection ignores `UpdateTime`, as ClusterD's does (behavior.md E.3): a pass whose only
  * changes are newer `UpdateTime`s (the device plugin's and NodeD's periodic rewrites) writes nothing;
  * the new times go out with the next real change or the periodic refresh.
+ *
+ * Refresh, as ClusterD (application/resource/report.go cycleReport: the current content rewritten at
+ * least every 5 s; an unchanged rewrite is a no-op for the apiserver, so no watch event): every
+ * `refreshMs` the current content is written if it differs from what was written (we skip the
+ * identical PUT altogether), no annotation. Volcano's staleness guard (ascend-for-volcano
+ * common/k8s/cmmgr.go setNeedRestartInformer) looks at the time its informer last delivered an
+ * event for a node (CacheUpdateTime) and restarts the informer, at most every 10 min, after 60 s
+ * without one; with ClusterD that happens on an idle cluster too. The `clusterd-ts.io/refreshed-at`
+ * annotation (bumped every full render, so Volcano always sees events) is an extension behind
+ * `refreshAnnotation`; without it the annotation is removed from ConfigMaps that still carry it.
  */
 import { CLUSTER_INFO_DEVICE_PREFIX, CLUSTER_INFO_LABELS, CLUSTER_INFO_MAX_SHARD_BYTES, CLUSTER_INFO_NAMESPACE, CLUSTER_INFO_NODE_CM, CLUSTER_INFO_SWITCH_PREFIX, encodeClusterInfo, type ClusterInfoEntry, type DeviceInfoEntry, type NodeInfoEntry, type SwitchInfoEntry } from '../schemas/cluster-info/cluster-info.ts';
 import { mergeDeviceFaults, recomputeDeviceList } from '../schemas/cluster-info/device-list.ts';
@@ -25,11 +35,12 @@ import { nodeInfoCmName } from '../schemas/node-info/node-info.ts';
 import type { FaultRecord } from '../policy/fault-types.ts';
 import type { FaultStore } from '../controllers/fault-store.ts';
 import type { ConfigMap } from '../controllers/sources/sources.ts';
-import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
+import type { ConfigMapTarget, ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { Outcome, ReconcileContext, Reconciler } from '../runtime/reconciler.ts';
 
 export const CLUSTER_INFO_KEY = 'cluster-info';
 /** Bumped on each periodic refresh so Volcano's informer sees fresh data (an identical PUT is a no-op). */
+/** Extension (refreshAnnotation): bumped on each full render so Volcano's informer gets an event. */
 export const REFRESHED_AT_ANNOTATION = 'clusterd-ts.io/refreshed-at';
 
 export interface ClusterInfoView {
@@ -111,10 +122,16 @@ export interface ClusterInfoDeps {
   readonly actualNames: () => readonly string[];
   readonly writer: ConfigMapWriter;
   /**
-   * Rewrite at least this often even without changes (Volcano restarts its informer on data older
-   * than 60 s); each of these passes also renders every node again to check the cache.
+   * Write the current content (newer `UpdateTime`s included) at least this often (ClusterD: 5 s);
+   * 0 = only on change. Every `max(refreshMs, AUDIT_INTERVAL_MS)` a pass also renders every node
+   * again to check the cache.
    */
   readonly refreshMs: number;
+  /**
+   * Extension (--cluster-info-refresh-annotation, default off): bump `clusterd-ts.io/refreshed-at`
+   * on every full render, so each one is a watch event for Volcano's informers.
+   */
+  readonly refreshAnnotation?: boolean;
   /**
    * At most one pass per this many ms (ClusterD: at most 5 writes a second): a burst of intake
    * notifications must not cost one pass each; later ones wait and coalesce into the next pass.
@@ -123,6 +140,8 @@ export interface ClusterInfoDeps {
 }
 
 export const CLUSTER_INFO_MIN_INTERVAL_MS = 200;
+/** Shortest interval between full renders (the cache check), whatever the refresh interval. */
+export const AUDIT_INTERVAL_MS = 30_000;
 /** Stale entries found by one refresh that are logged by node name (the rest are counted). */
 const MAX_STALE_NAMED = 20;
 
@@ -130,6 +149,9 @@ const MAX_STALE_NAMED = 20;
 function assembleShards(device: readonly string[], sw: readonly string[], node: string, existing: readonly string[]): Map<string, string> {
   const out = new Map<string, string>();
   const put = (prefix: string, shards: readonly string[]): void => {
+    // No entry of this kind: ClusterD creates no shard (SplitMapToSafeChunks gives none); one that
+    // exists is blanked below like any surplus shard.
+    if (shards.length === 1 && shards[0] === '') shards = [];
     shards.forEach((v, i) => out.set(`${prefix}${i}`, v));
     for (const name of existing) {
       if (!name.startsWith(prefix) || out.has(name)) continue;
@@ -286,6 +308,8 @@ export interface ClusterInfoReconciler extends Reconciler {
 
 export function clusterInfoReconciler(deps: ClusterInfoDeps): ClusterInfoReconciler {
   let lastFullWriteMs = 0;
+  let lastAuditMs = 0;
+  const auditMs = Math.max(deps.refreshMs, AUDIT_INTERVAL_MS);
   let lastPassMs = -Infinity;
   const minInterval = deps.minIntervalMs ?? CLUSTER_INFO_MIN_INTERVAL_MS;
   const cache = new ClusterInfoCache();
@@ -325,6 +349,13 @@ export function clusterInfoReconciler(deps: ClusterInfoDeps): ClusterInfoReconci
     return stale;
   };
 
+  /** The annotation part of a shard's target: bumped on full renders (extension), else removed if left over. */
+  const refreshAnnotation = (actual: ConfigMap | undefined, audit: boolean, stamp: string): Pick<ConfigMapTarget, 'annotations' | 'removeAnnotations'> => {
+    if (deps.refreshAnnotation !== true) return { removeAnnotations: [REFRESHED_AT_ANNOTATION] };
+    const keep = actual?.metadata?.annotations?.[REFRESHED_AT_ANNOTATION];
+    return { annotations: { [REFRESHED_AT_ANNOTATION]: audit || keep === undefined ? stamp : keep } };
+  };
+
   return {
     name: 'cluster_info',
     get stats() { return stats; },
@@ -337,6 +368,7 @@ export function clusterInfoReconciler(deps: ClusterInfoDeps): ClusterInfoReconci
       if (wait > 0) return { requeueAfterMs: wait };
       lastPassMs = now;
       const refresh = deps.refreshMs > 0 && now - lastFullWriteMs >= deps.refreshMs;
+      const audit = refresh && now - lastAuditMs >= auditMs;
       const pending = dirty;
       dirty = new Set();
       try {
@@ -344,7 +376,9 @@ export function clusterInfoReconciler(deps: ClusterInfoDeps): ClusterInfoReconci
           cache.clear();
           renderAll(now, pending);
           primed = true;
-        } else if (refresh) {
+          lastAuditMs = now;
+        } else if (audit) {
+          lastAuditMs = now;
           const stale = renderAll(now, pending);
           if (stale.length > 0) {
             stats.staleEntries += stale.length;
@@ -372,9 +406,7 @@ export function clusterInfoReconciler(deps: ClusterInfoDeps): ClusterInfoReconci
       const stamp = new Date(now).toISOString();
       for (const [name, value] of shards) {
         const actual = deps.actual(name);
-        const keep = actual?.metadata?.annotations?.[REFRESHED_AT_ANNOTATION];
-        const annotations = { [REFRESHED_AT_ANNOTATION]: refresh || keep === undefined ? stamp : keep };
-        const target = { namespace: CLUSTER_INFO_NAMESPACE, name, labels: { ...CLUSTER_INFO_LABELS }, annotations, data: { [name]: value } };
+        const target: ConfigMapTarget = { namespace: CLUSTER_INFO_NAMESPACE, name, labels: { ...CLUSTER_INFO_LABELS }, data: { [name]: value }, ...refreshAnnotation(actual, audit, stamp) };
         const res = await deps.writer.ensure('cluster_info', target, actual);
         if (res.written) written++;
       }

@@ -19,6 +19,8 @@ export interface ConfigMapTarget {
   readonly labels?: Record<string, string>;
   /** Annotations we set (others on the object are kept). */
   readonly annotations?: Record<string, string>;
+  /** Annotations of ours that must not be there (e.g. left by an older version); removed if present. */
+  readonly removeAnnotations?: readonly string[];
   /** The full desired data map (callers merge keys they do not own from `actual` first). */
   readonly data: Record<string, string>;
 }
@@ -31,7 +33,15 @@ const sameData = (a: Record<string, string> | undefined, b: Record<string, strin
 
 const labelsMissing = (actual: ConfigMap, t: ConfigMapTarget): boolean =>
   Object.entries(t.labels ?? {}).some(([k, v]) => actual.metadata?.labels?.[k] !== v) ||
-  Object.entries(t.annotations ?? {}).some(([k, v]) => actual.metadata?.annotations?.[k] !== v);
+  Object.entries(t.annotations ?? {}).some(([k, v]) => actual.metadata?.annotations?.[k] !== v) ||
+  (t.removeAnnotations ?? []).some((k) => actual.metadata?.annotations?.[k] !== undefined);
+
+/** The object's annotations with ours set and the unwanted ones removed (undefined when none remain). */
+function mergedAnnotations(actual: ConfigMap, t: ConfigMapTarget): Record<string, string> | undefined {
+  const out: Record<string, string> = { ...actual.metadata?.annotations, ...t.annotations };
+  for (const k of t.removeAnnotations ?? []) delete out[k];
+  return Object.keys(out).length === 0 ? undefined : out;
+}
 
 export class ConfigMapWriter {
   private readonly client: KubeClient;
@@ -82,7 +92,7 @@ export class ConfigMapWriter {
       } else {
         obj = await this.client.replace<ConfigMap>(paths.configMap(target.namespace, target.name), {
           ...actual,
-          metadata: { ...actual.metadata, labels: { ...actual.metadata?.labels, ...target.labels }, annotations: { ...actual.metadata?.annotations, ...target.annotations } },
+          metadata: { ...actual.metadata, labels: { ...actual.metadata?.labels, ...target.labels }, annotations: mergedAnnotations(actual, target) },
           data: target.data,
         });
       }

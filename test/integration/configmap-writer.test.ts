@@ -48,4 +48,19 @@ describe('ConfigMapWriter', () => {
     await expect(w.ensure('t', { namespace: ns, name: 'y', data: { k: '1' } }, first)).rejects.toMatchObject({ statusCode: 409 });
     expect(w.writes.get('t')).toBeUndefined();
   });
+
+  it('removes an annotation named in removeAnnotations (left by an older version), keeps the others, then writes nothing', async () => {
+    const ns = await newNamespace(admin, 'cmw');
+    const w = new ConfigMapWriter(admin);
+    const old = await admin.create<ConfigMap>(paths.configMaps(ns), {
+      apiVersion: 'v1', kind: 'ConfigMap', data: { k: 'v' },
+      metadata: { name: 'z', namespace: ns, annotations: { 'clusterd-ts.io/refreshed-at': '2026-01-01T00:00:00.000Z', keep: 'me' } },
+    });
+    const target = { namespace: ns, name: 'z', data: { k: 'v' }, removeAnnotations: ['clusterd-ts.io/refreshed-at'] };
+    const res = await w.ensure('t', target, old);
+    expect(res.written).toBe(true);
+    const live = await admin.get<ConfigMap>(paths.configMap(ns, 'z'));
+    expect(live.metadata?.annotations).toEqual({ keep: 'me' });
+    expect((await w.ensure('t', target, live)).written).toBe(false);
+  });
 });

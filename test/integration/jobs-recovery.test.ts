@@ -52,9 +52,9 @@ describe('jobs: node loss and controller restarts', () => {
     expect(events.find((e) => e.reason === 'FaultRescheduling')?.message).toContain(`heartbeatTimeOut@${lost}`);
   }, 120_000);
 
-  it('a NodeD SeparateFault taints its node NoSchedule and the restarted job lands elsewhere', async () => {
+  it('with --node-taints a NodeD SeparateFault taints its node NoSchedule and the restarted job lands elsewhere', async () => {
     world = await startWorld(client, { nodes: 3, prefix: 'jn3' });
-    managers.push((await startManager(client)).manager);
+    managers.push((await startManager(client, ['--node-taints'])).manager); // ClusterD taints nothing: an extension
     const { ns } = world;
     const job = await client.create(paths.vcJobs(ns), vcJob(ns, { nodeSelector: world.nodeSelector, name: 'iso', replicas: 2, npus: 8, labels: { 'fault-scheduling': 'force' } }));
     const uid = job.metadata!.uid!;

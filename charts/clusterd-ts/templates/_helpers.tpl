@@ -103,6 +103,10 @@ downward API provides (--grpc-host <- POD_IP, --node-name <- NODE_NAME) are only
 - {{ printf "--grace-over-time-seconds=%d" (int64 $c.graceOverTimeSeconds) | quote }}
 - {{ printf "--pending-escalation-seconds=%d" (int64 $c.pendingEscalationSeconds) | quote }}
 - {{ printf "--cluster-info-refresh-seconds=%d" (int64 $c.clusterInfoRefreshSeconds) | quote }}
+- {{ printf "--cluster-info-refresh-annotation=%t" $c.clusterInfoRefreshAnnotation | quote }}
+- {{ printf "--node-taints=%t" $c.nodeTaints | quote }}
+- {{ printf "--node-taint-hold-seconds=%d" (int64 $c.nodeTaintHoldSeconds) | quote }}
+- {{ printf "--device-plugin-rules=%t" $c.devicePluginRules | quote }}
 - {{ printf "--burst-window-ms=%d" (int64 $c.burstWindowMs) | quote }}
 - {{ printf "--cluster-system-namespace=%s" $c.clusterSystemNamespace | quote }}
 - {{ printf "--max-public-faults=%d" (int64 $c.maxPublicFaults) | quote }}
