@@ -20,6 +20,24 @@ function toGlobalFault(h: RecoveryHarness, faultType: '0' | '1' = '1'): void {
 }
 
 describe('recover: hardware fault on rank 3', () => {
+  it('every preExitProcess carries its own fresh uuid and leaves the recovery uuid alone (TaskD acts only on a new one)', () => {
+    const h = recoveryHarness({ ranksPerPod: 2 });
+    h.feed(fault(3));
+    h.advance(10_000);
+    expect(h.state.uuid).toBe(''); // keep-alives in INIT carry "" as ClusterD's do
+    h.feed(fault(5));
+    h.advance(10_000);
+    const [a, b] = signalsOf(h);
+    expect([a?.signalType, b?.signalType]).toEqual(['preExitProcess', 'preExitProcess']);
+    expect(a!.uuid).not.toBe('');
+    expect(b!.uuid).not.toBe('');
+    expect(a!.uuid).not.toBe(b!.uuid);
+    h.feed({ type: 'processFaultReported', faultRanks: [{ rankId: '3', faultType: '1' }] });
+    h.feed({ type: 'stopCompleteReported', code: 0 });
+    const stop = signalsOf(h).find((s) => s.signalType === 'stopTrain');
+    expect([a!.uuid, b!.uuid]).not.toContain(stop!.uuid);
+  });
+
   it('stopTrain -> globalFault -> changeStrategy recover -> pod replaced -> recover-success', () => {
     const h = recoveryHarness({ ranksPerPod: 2 });
     toGlobalFault(h);

@@ -26,6 +26,7 @@ import {
 } from './recovery-facts.ts';
 import { cancelTimer, cancelTimersExcept, idleRecoveryFields, makeUuid } from './recovery-kit.ts';
 import {
+  buildSignal,
   CHANGE_STRATEGY,
   EXTRA_PARAMS,
   SIGNAL_ACTION,
@@ -171,12 +172,13 @@ const sendPreExit: Step = (ctx) => {
     ctx.why.push('preExitProcess skipped: the fault pods are no longer the original pods');
     return undefined;
   }
-  if (s.phase === 'INIT') {
-    s.uuidSeq += 1;
-    s.uuid = makeUuid(ctx.now, s.config.jobId, s.uuidSeq);
-  }
+  // Its own fresh event id (ClusterD: common.NewEventId per preExit signal); the recovery's uuid is
+  // left alone (keep-alives and stopTrain carry that). TaskD acts on a preExit only when its uuid
+  // differs from the last one it saw, which starts as "" (taskd prerecover.go).
+  s.uuidSeq += 1;
+  const uuid = makeUuid(ctx.now, s.config.jobId, s.uuidSeq);
   const faults = s.faults.filter((f) => ranks.includes(f.rankId));
-  send(ctx, SIGNAL_TYPE.preExitProcess, { actions: [SIGNAL_ACTION.preExitProcess], faultRanks: toWire(faults), nodeRankIds: strList(pods) });
+  cmd(ctx, { type: 'sendSignal', signal: buildSignal(s.config.jobId, uuid, SIGNAL_TYPE.preExitProcess, { actions: [SIGNAL_ACTION.preExitProcess], faultRanks: toWire(faults), nodeRankIds: strList(pods) }) });
   return undefined;
 };
 
