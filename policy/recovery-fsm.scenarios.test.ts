@@ -64,6 +64,9 @@ describe('recover: hardware fault on rank 3', () => {
 
     h.now += 40_000;
     h.feed({ type: 'podsObserved', pods: podsOf(4, 1, [1]) });
+    // Only the poller's looks count (ClusterD: at its start, then every 5 s): the fault list stays up until the next one.
+    expect(resetOps(h)).toEqual([]);
+    h.advance(5_000);
     expect(resetOps(h)).toEqual(['clear']);
     expect(h.state.step).toBe('cleared');
 
@@ -235,7 +238,8 @@ describe('behavior.md F: clear failure while waiting for the recover status', ()
     toGlobalFault(h);
     h.feed({ type: 'recoverStrategyReported', strategies: ['recover'] });
     h.clearLog();
-    h.feed({ type: 'podsObserved', pods: podsOf(4, 1, [1]) }); // rescheduled -> clear -> fails
+    h.feed({ type: 'podsObserved', pods: podsOf(4, 1, [1]) });
+    h.advance(5_000); // the poller's next look: rescheduled -> clear -> fails
     expect(h.reasons).toContain('WaitReportProcessRecoverStatusState -(clearFail)-> FaultRetryState [B1 row 28]');
     expect(h.commands('setPodGroupLabel')).toMatchObject([{ value: 'pause' }, { value: 'on' }]);
     expect(signalsOf(h)).toMatchObject([{ changeStrategy: 'exit', extraParams: 'dump_exit' }]);
