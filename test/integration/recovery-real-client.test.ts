@@ -148,11 +148,12 @@ describeGo('process-level recovery with the real TaskD client (Go, MindCluster s
     const stop = await a.waitForSignal((s) => s.signalType === 'stopTrain', 40_000, 'stopTrain');
     await a.waitFor((e) => e.event === 'report' && e.rpc === 'ReportStopComplete', 10_000, 'ReportStopComplete');
     // Killed inside the 10 s force-release wait, before globalFault.
-    await c.kill();
     const before = a.events.length;
+    await c.kill();
     const c2 = new ControllerProcess(c.grpcPort, [], join(logDir, 'restart-2.log')).start();
     controller = c2;
     await a.waitFor((e) => e.event === 'stream-end', 10_000, 'stream end', before);
+    await c2.ready(); // node's start alone can take 25 s on the shared machine; TaskD retries Init every 1 s meanwhile
     await subscribed(a, before);
     // ClusterD resets a job's controller on (re)subscription: no globalFault of the old recovery, reset-config cleared.
     await eventually(() => { const l = poll.seen.at(-1)?.info; return l !== undefined && (l.RankList ?? []).length === 0 && !l.FaultFlushing; }, 15_000);
