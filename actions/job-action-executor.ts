@@ -5,7 +5,8 @@
  * written. The controller persists the decision before calling `run`, and calls it again after a
  * crash (`replay: true`), so a decision is carried out at least once and its effects exactly once.
  *
- * Hand-offs to the process-level and hot-switch FSMs go to an injected sink (owned elsewhere).
+ * Hand-offs to the process-level and hot-switch FSMs go to the recovery controller's sink, awaited:
+ * a fault pod is deleted only after its FSM sent (or skipped) the preExitProcess.
  * `hooks.beforeAction` lets a test make an action fail or hang (e.g. "killed between decision and
  * deletion"); it gets the reconcile's abort signal.
  */
@@ -23,7 +24,11 @@ export interface JobActionHooks {
   beforeAction?(action: ExecAction, ctx: { readonly jobKey: string; readonly signal: AbortSignal }): Promise<void>;
 }
 
-export type HandOffSink = (jobKey: string, action: Extract<ExecAction, { type: 'handOffProcessRecovery' | 'handOffHotSwitch' }>) => void;
+/**
+ * Takes a decision's hand-off to the job's FSMs. Resolves once the FSM did what must precede the
+ * decision's next actions (the preExitProcess to the original fault pods before they are deleted).
+ */
+export type HandOffSink = (jobKey: string, action: Extract<ExecAction, { type: 'handOffProcessRecovery' | 'handOffHotSwitch' }>, signal: AbortSignal) => Promise<void>;
 
 export interface JobTarget {
   readonly key: string;
@@ -41,7 +46,7 @@ export interface ExecutorDeps {
   readonly reasons: RescheduleReasonStore;
   readonly resetConfig: ResetConfigDeps;
   readonly hooks?: JobActionHooks;
-  readonly handOff?: HandOffSink;
+  readonly handOff: HandOffSink;
 }
 
 export interface ExecSummary {
@@ -90,8 +95,7 @@ export class JobActionExecutor {
           break;
         case 'handOffProcessRecovery':
         case 'handOffHotSwitch':
-          if (this.d.handOff !== undefined) this.d.handOff(job.key, a);
-          else this.d.log.info('no FSM registered for hand-off; skipped', { job: job.key, action: a.type });
+          await this.d.handOff(job.key, a, opts.signal);
           break;
       }
     }

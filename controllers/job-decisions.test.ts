@@ -60,7 +60,7 @@ function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string>; 
     index, faultsOf: (n) => (until === undefined ? faults[n] ?? [] : visible[n] ?? []), ...filtered, states, executor,
     reporter: new DecisionReporter({ log: silentLogger, metrics: new Metrics({ processMetrics: false }) }),
     resetConfig: { cached: () => undefined, writer }, config: {}, dryRun: false,
-    onStateChanged: () => undefined, onGone: () => undefined,
+    registered: () => false, onStateChanged: () => undefined, onGone: () => undefined,
   });
   const ctx: ReconcileContext = { log: silentLogger, signal: new AbortController().signal, now: () => nowMs };
   return { r, ctx, cms, log, chains, states, pods, groups, advance: (ms: number) => { nowMs += ms; } };

@@ -45,7 +45,7 @@ export interface JobDecisionsDeps {
   readonly config: Partial<JobDecisionConfig>;
   readonly dryRun: boolean;
   /** TaskD/MindIO registered the job with the Recover service (B6 rows 6, 8); owned elsewhere. */
-  readonly registered?: (jobUid: string) => boolean;
+  readonly registered: (jobUid: string) => boolean;
   /** The job's retry budget or state changed (vcjob-fault-npu-cm). */
   readonly onStateChanged: () => void;
   /** A job went away (prune job-reschedule-reason). */
@@ -144,7 +144,7 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
       const snapshot = snapshotFromCache(entry, d.faultsOf, d.filtered);
       const aggregate = aggregateJob(snapshot);
       const out = decideJob({
-        aggregate, knobs: entry.knobsInput, state, nowMs, config: d.config, registered: d.registered?.(uid) ?? false,
+        aggregate, knobs: entry.knobsInput, state, nowMs, config: d.config, registered: d.registered(uid),
       });
       const dec = out.decision;
       const shown = withoutHidden(aggregate, nowMs);

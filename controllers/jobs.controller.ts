@@ -53,8 +53,10 @@ export interface JobsControllerDeps {
   /** Test hooks around action execution (make an action fail or hang). */
   readonly hooks?: JobActionHooks;
   readonly afterPersist?: (key: string, pending: PendingDecision) => void;
-  readonly registered?: (jobUid: string) => boolean;
-  readonly handOff?: HandOffSink;
+  /** TaskD/MindIO registered the job with the Recover service (the recovery controller knows). */
+  readonly registered: (jobUid: string) => boolean;
+  /** The process-level / hot-switch FSMs take the decision's hand-off (required: no silent skip). */
+  readonly handOff: HandOffSink;
   /**
    * The scheduler-view filters (fault-filters.controller.ts): visible plus hidden faults of these nodes
    * and the hide windows, so aggregates mark hidden causes (B6 row 2). Default: the filtered view only.

@@ -18,9 +18,8 @@ import { CLUSTER_INFO_KEY, clusterInfoReconciler, renderClusterInfo } from '../r
 import { CLUSTER_INFO_NAMESPACE } from '../schemas/cluster-info/cluster-info.ts';
 import { LeaderElector } from '../runtime/leader-election.ts';
 import { JobsController, type JobsControllerDeps } from './jobs.controller.ts';
-import { RecoveryController, type RecoveryTuning } from './recovery.controller.ts';
+import { RecoveryController } from './recovery.controller.ts';
 import { GrpcController } from './grpc.controller.ts';
-import type { GrpcLimits } from '../grpc/index.ts';
 import { FaultPolicyController } from './fault-policy.controller.ts';
 import { ESCALATION_STATE_CM_NAME } from '../schemas/escalation-state/escalation-state.ts';
 import { MANUAL_INFO_CM_NAME } from '../schemas/manual-info/manual-info.ts';
@@ -50,11 +49,11 @@ export interface ManagerDeps {
   readonly policy?: FaultPolicy;
   /** Called when this replica loses the lease: it must stop acting at once (main.ts exits). */
   readonly onLostLeadership?: () => void;
-  /** Jobs flow extras: test hooks around actions, burst scheduler, FSM hand-off sink. */
-  readonly jobs?: Pick<JobsControllerDeps, 'hooks' | 'afterPersist' | 'scheduler' | 'registered' | 'handOff'>;
-  /** Process-recovery extras: FSM timing overrides (tests), scheduler; gRPC transport limit overrides. */
-  readonly recovery?: RecoveryTuning;
-  readonly grpcLimits?: Partial<GrpcLimits>;
+  /**
+   * Fault injection around the jobs flow's actions (make one fail or hang: "killed between decision
+   * and deletion"). It cannot change the wiring: timings and limits are flags (options.ts).
+   */
+  readonly jobs?: Pick<JobsControllerDeps, 'hooks'>;
   /**
    * This replica's pod (default: env POD_NAME / POD_NAMESPACE from the downward API). With leader
    * election, the leader labels it so the gRPC Service routes to it (actions/leader-label.action.ts);
@@ -167,7 +166,7 @@ export class Manager implements HealthSource {
       actual: () => this.sources.mindxDlConfigMaps.get(`${CLUSTER_INFO_NAMESPACE}/${LAST_GOOD_CM_NAME}`),
     }), { log, metrics, now: this.now });
     this.recovery = new RecoveryController({
-      ...deps.recovery, client: deps.client, sources: this.sources, deviceFaults: this.deviceFaults, writer: this.writer,
+      client: deps.client, sources: this.sources, deviceFaults: this.deviceFaults, writer: this.writer,
       options, log: log.child({ controller: 'recovery' }), metrics, now: this.now,
       jobView: (n) => basePolicy.effective(n, this.deviceFaults.store.records(n), this.now()),
       // With our jobs pipeline acting, label `pause` makes it re-decide the job (B6 row 9 -> 10/11).
@@ -175,7 +174,7 @@ export class Manager implements HealthSource {
     });
     this.grpc = new GrpcController({
       options, sources: this.sources, deviceFaults: this.deviceFaults, recovery: this.recovery,
-      log: log.child({ component: 'grpc' }), metrics, now: this.now, ...(deps.grpcLimits ? { limits: deps.grpcLimits } : {}),
+      log: log.child({ component: 'grpc' }), metrics, now: this.now, limits: { unaryQps: options.grpcUnaryQps },
       onFaultSubscription: (jobId, nodes) => this.filters.jobFactsChanged(jobId, nodes),
     });
     this.relations = new RelationFaultsController({
@@ -186,8 +185,11 @@ export class Manager implements HealthSource {
     });
     this.jobs = new JobsController({
       registered: (uid) => this.recovery.isRegistered(uid),
+      // B6 rows 6/8: the decision's hand-off starts the job's FSM now (preExitProcess before the
+      // fault pods are deleted, as ClusterD's order has it); see RecoveryController.handOff.
+      handOff: (key, action, signal) => this.recovery.handOff(key, action, signal),
       filtered: (nodes) => this.filters.jobSnapshot(nodes, this.now()),
-      ...deps.jobs, client: deps.client, sources: this.sources, deviceFaults: this.deviceFaults, writer: this.writer,
+      ...(deps.jobs?.hooks === undefined ? {} : { hooks: deps.jobs.hooks }), client: deps.client, sources: this.sources, deviceFaults: this.deviceFaults, writer: this.writer,
       options, log: log.child({ controller: 'jobs' }), metrics, now: this.now,
     });
   }

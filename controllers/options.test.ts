@@ -1,3 +1,4 @@
+import { parseRecoveryTimings } from './recovery-timings.ts';
 import { parseOptions, OptionsError, usage } from './options.ts';
 
 describe('controller options', () => {
@@ -25,9 +26,17 @@ describe('controller options', () => {
     [['--http-port=abc'], /not an integer/],
     [['--log-level=loud'], /not one of/],
     [['--dry-run=maybe'], /not true\/false/],
+    [['--recovery-timings=preExit=5'], /--recovery-timings: "preExit=5" is not valid/],
+    [['--recovery-timings=flush=-1'], /not valid/],
+    [['--recovery-timings=flush=1,'], /not valid/],
   ])('rejects %j with a clear message', (argv, msg) => {
     expect(() => parseOptions(argv, {})).toThrow(msg);
     expect(() => parseOptions(argv, {})).toThrow(OptionsError);
+  });
+
+  it('--recovery-timings overrides the named FSM waits only', () => {
+    expect(parseRecoveryTimings(parseOptions(['--recovery-timings=preExitWait=1000,forceRelease=0'], {}).recoveryTimings)).toEqual({ preExitWaitMs: 1000, forceReleaseMs: 0 });
+    expect(parseRecoveryTimings(parseOptions([], {}).recoveryTimings)).toEqual({});
   });
 
   it('rejects unknown flags', () => {

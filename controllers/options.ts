@@ -4,6 +4,7 @@
  * Out-of-range values are rejected at start with a clear message (never silently clamped).
  */
 import { parseArgs } from 'node:util';
+import { RECOVERY_TIMING_KEYS, RECOVERY_TIMINGS_PATTERN } from './recovery-timings.ts';
 
 interface FlagSpec {
   readonly type: 'string' | 'boolean' | 'number';
@@ -13,6 +14,8 @@ interface FlagSpec {
   readonly min?: number;
   readonly max?: number;
   readonly choices?: readonly string[];
+  /** A string value must match this (checked at start, like min/max). */
+  readonly pattern?: RegExp;
 }
 
 export const FLAGS = {
@@ -24,8 +27,11 @@ export const FLAGS = {
   'grpc-host': { type: 'string', default: '0.0.0.0', env: 'POD_IP', help: 'address for the gRPC server' },
   'grpc-tls-cert': { type: 'string', default: '', help: 'PEM server certificate file; empty = plaintext (ClusterD default)' },
   'grpc-tls-key': { type: 'string', default: '', help: 'PEM private key file for --grpc-tls-cert' },
+  'grpc-unary-qps': { type: 'number', default: 1_000, min: 1, max: 100_000, help: 'gRPC: requests per second of every unary method but HealthCheck, shared token bucket (rate = burst)' },
   'max-served-jobs': { type: 'number', default: 10_000, min: 1, max: 100_000, help: 'gRPC: jobs served at once (ClusterD: 10,000)' },
   'recovery-report-timeout-seconds': { type: 'number', default: 900, min: 1, max: 3600, help: 'process-level recovery and hot switch: wait this long for each agent report (ClusterD: 15 min)' },
+  'recovery-timings': { type: 'string', default: '', pattern: RECOVERY_TIMINGS_PATTERN, help: 'process-level recovery: override FSM waits in ms, e.g. preExitWait=1000,forceRelease=0,flush=200 (keys: ' + RECOVERY_TIMING_KEYS.join(', ') + '); empty = ClusterD\'s waits. For tests and tuning' },
+  'recovery-feed-window-ms': { type: 'number', default: 100, min: 0, max: 5_000, help: 'process-level recovery: coalesce a job\'s pod/fault changes within this window before feeding its FSMs' },
   'hot-switch-new-pod-timeout-seconds': { type: 'number', default: 60, min: 1, max: 600, help: 'hot switch: the backup pod must be Running within this time (ClusterD: 1 min)' },
   'hot-switch-backup-pods': { type: 'boolean', default: false, help: 'hot switch without the Ascend Operator (Volcano jobs): create and delete backup pods from the faulty pod\'s spec on needOperatorOpe' },
   rescheduling: { type: 'boolean', default: true, help: 'act as the rescheduling half of Volcano\'s ascend plugin (delete pods, write vcjob-fault-npu-cm, job-reschedule-reason, tor-share-cm); false = ClusterD role only, beside the real plugin' },
@@ -86,6 +92,7 @@ export function parseOptions(argv: readonly string[], env: NodeJS.ProcessEnv = p
         v = raw === 'true' || raw === '1';
       } else {
         if (spec.choices !== undefined && !spec.choices.includes(raw)) throw new OptionsError(`--${name}: "${raw}" is not one of ${spec.choices.join(', ')}`);
+        if (spec.pattern !== undefined && !spec.pattern.test(raw)) throw new OptionsError(`--${name}: "${raw}" is not valid (see --help)`);
         v = raw;
       }
     }

@@ -67,6 +67,8 @@ export class JobFsm {
   private chain: Promise<void> = Promise.resolve();
   private readonly abort = new AbortController();
   private readonly armed: Record<Machine, { due: number; sub: Subscription } | undefined> = { recovery: undefined, hotSwitch: undefined };
+  /** Checked after every drain and at stop (preExitSettled). */
+  private readonly waiters = new Set<() => void>();
 
   constructor(target: RecoveryJobTarget, recovery: RecoveryState, hotSwitch: HotSwitchState, d: JobFsmDeps) {
     this.target = target;
@@ -105,6 +107,27 @@ export class JobFsm {
     this.abort.abort();
     for (const m of ['recovery', 'hotSwitch'] as const) this.armed[m]?.sub.unsubscribe();
     this.queue.splice(0).forEach((q) => q.resolve({ accepted: false, machine: 'recovery', uuid: this.recovery.uuid }));
+    for (const w of [...this.waiters]) w();
+  }
+
+  /**
+   * Resolves once no preExitProcess is pending (it was sent: its send command has run; or skipped)
+   * — true — or after `capMs`, on abort or stop — false.
+   */
+  async preExitSettled(capMs: number, signal?: AbortSignal): Promise<boolean> {
+    const pending = (): boolean => this.recovery.preExitRanks.length > 0 && !this.stopped;
+    if (pending()) {
+      await new Promise<void>((resolve) => {
+        const finish = (): void => { clearTimeout(timer); signal?.removeEventListener('abort', finish); this.waiters.delete(check); resolve(); };
+        const check = (): void => { if (!pending()) finish(); };
+        const timer = setTimeout(finish, capMs);
+        signal?.addEventListener('abort', finish);
+        this.waiters.add(check);
+      });
+    }
+    if (pending() || this.stopped || signal?.aborted === true) return false;
+    await this.chain;
+    return true;
   }
 
   /** Resolves after every command queued so far has run (tests, shutdown). */
@@ -139,6 +162,7 @@ export class JobFsm {
     }
     this.arm('recovery');
     this.arm('hotSwitch');
+    for (const w of [...this.waiters]) w();
   }
 
   private apply(input: JobInput): InputOutcome {

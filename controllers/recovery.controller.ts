@@ -19,9 +19,11 @@
 import { asyncScheduler, filter, map, merge, type SchedulerLike, type Subscription } from 'rxjs';
 import type { SignalStream, StreamCloseReason } from '../grpc/handlers.ts';
 import type { ProcessManageSignal as WireSignal } from '../grpc/messages.ts';
-import { initialHotSwitchState, type HotSwitchTimings } from '../policy/hot-switch-fsm.ts';
+import { initialHotSwitchState } from '../policy/hot-switch-fsm.ts';
 import { initialRecoveryState } from '../policy/recovery-fsm.ts';
-import type { RecoveryEvent, RecoveryTimings } from '../policy/recovery-types.ts';
+import type { RecoveryEvent } from '../policy/recovery-types.ts';
+import type { HandOffSink } from '../actions/job-action-executor.ts';
+import { parseRecoveryTimings } from './recovery-timings.ts';
 import { objectKey } from '../runtime/reflector.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
@@ -43,16 +45,7 @@ import { StepRetryView } from './recovery-step-retry.ts';
 import type { FaultRecord } from '../policy/fault-types.ts';
 import { jobNodes } from '../policy/job-view.ts';
 
-/** Test and tuning overrides beside the flags. */
-export interface RecoveryTuning {
-  readonly recoveryTimings?: Partial<RecoveryTimings>;
-  readonly hotSwitchTimings?: Partial<HotSwitchTimings>;
-  readonly scheduler?: SchedulerLike;
-  /** Coalescing window of a job's inputs (ms). */
-  readonly feedWindowMs?: number;
-}
-
-export interface RecoveryControllerDeps extends RecoveryTuning {
+export interface RecoveryControllerDeps {
   readonly client: KubeClient;
   readonly sources: Sources;
   readonly deviceFaults: DeviceFaultsController;
@@ -61,6 +54,8 @@ export interface RecoveryControllerDeps extends RecoveryTuning {
   readonly log: Logger;
   readonly metrics: Metrics;
   readonly now?: () => number;
+  /** Virtual time in unit tests; timings come from the flags (--recovery-timings). */
+  readonly scheduler?: SchedulerLike;
   /** A jobs controller re-decides the job once the label is `pause` (else we reschedule ourselves). */
   readonly handover?: (jobKey: string, level: 'pod' | 'job') => boolean;
   /**
@@ -71,6 +66,9 @@ export interface RecoveryControllerDeps extends RecoveryTuning {
 }
 
 export const PROCESS_RECOVER_ENABLE_LABEL = 'process-recover-enable';
+
+/** A hand-off waits at most the preExit wait plus this (signal tries: 1 s + 2 s of back-off). */
+const PRE_EXIT_SLACK_MS = 5_000;
 
 export class RecoveryController {
   readonly index: JobIndex;
@@ -233,7 +231,7 @@ export class RecoveryController {
     this.flushSub = this.scheduler.schedule(() => {
       this.flushSub = undefined;
       this.flush();
-    }, this.d.feedWindowMs ?? 100);
+    }, this.d.options.recoveryFeedWindowMs);
   }
 
   private flush(): void {
@@ -310,8 +308,8 @@ export class RecoveryController {
     const opts = this.d.options;
     const downgraded = stored?.hotSwitch.downgraded ?? false;
     const f = this.feedOf(jobId, found.entry, downgraded);
-    const recoveryTimings = { reportMs: opts.recoveryReportTimeoutSeconds * 1000, ...this.d.recoveryTimings };
-    const hotSwitchTimings = { reportMs: opts.recoveryReportTimeoutSeconds * 1000, newPodRunningMs: opts.hotSwitchNewPodTimeoutSeconds * 1000, ...this.d.hotSwitchTimings };
+    const recoveryTimings = { reportMs: opts.recoveryReportTimeoutSeconds * 1000, ...parseRecoveryTimings(opts.recoveryTimings) };
+    const hotSwitchTimings = { reportMs: opts.recoveryReportTimeoutSeconds * 1000, newPodRunningMs: opts.hotSwitchNewPodTimeoutSeconds * 1000 };
     const recovery = stored?.recovery ?? initialRecoveryState({ config: f.config, timings: recoveryTimings, pods: f.pods, podGroup: f.podGroup });
     const hotSwitch = stored?.hotSwitch ?? initialHotSwitchState(f.hotSwitchConfig, { timings: hotSwitchTimings, downgraded });
     const job = new JobFsm(this.target(jobId, found.key, found.entry), { ...recovery, timings: { ...recovery.timings, ...recoveryTimings } },
@@ -391,6 +389,27 @@ export class RecoveryController {
       },
     };
   }
+
+  /**
+   * The jobs decision's hand-off (B6 rows 6, 8). ClusterD's fault handler sends preExitProcess to
+   * the fault pods that are still the original ones, after waiting up to 10 s for the FSM to leave
+   * INIT (fault_recover_service.go notifyFaultInfoForJob, sleepForStateChange, sendPreExitSignal);
+   * the signal lets the training processes exit so MindIO reports the fault (#69). Deleting the fault
+   * pods first would skip it ("no longer the original pods"), so the FSM sees the faults now and the
+   * decision's deletions wait until its preExitProcess is sent or skipped. A hot switch needs no wait.
+   */
+  readonly handOff: HandOffSink = async (jobKey, action, signal) => {
+    const job = [...this.jobs.values()].find((j) => j.target.key === jobKey);
+    if (job === undefined || !this.acting) {
+      this.d.log.info('hand-off: no FSM for the job (not registered, or not leading); pod-level handling only', { job: jobKey, action: action.type });
+      return;
+    }
+    this.feedJob(job);
+    if (action.type !== 'handOffProcessRecovery') return;
+    const t0 = this.now();
+    const sent = await job.preExitSettled(job.recovery.timings.preExitWaitMs + PRE_EXIT_SLACK_MS, signal);
+    this.d.log.info('hand-off: preExitProcess settled; the decision goes on', { job: jobKey, waitedMs: this.now() - t0, settled: sent });
+  };
 
   /** A report or fault from the agent; undefined when the job has no FSM (not registered). */
   feedReport(jobId: string, input: JobInput): Promise<InputOutcome> | undefined {

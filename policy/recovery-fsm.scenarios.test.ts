@@ -20,6 +20,24 @@ function toGlobalFault(h: RecoveryHarness, faultType: '0' | '1' = '1'): void {
 }
 
 describe('recover: hardware fault on rank 3', () => {
+  it('every preExitProcess carries its own fresh uuid and leaves the recovery uuid alone (TaskD acts only on a new one)', () => {
+    const h = recoveryHarness({ ranksPerPod: 2 });
+    h.feed(fault(3));
+    h.advance(10_000);
+    expect(h.state.uuid).toBe(''); // keep-alives in INIT carry "" as ClusterD's do
+    h.feed(fault(5));
+    h.advance(10_000);
+    const [a, b] = signalsOf(h);
+    expect([a?.signalType, b?.signalType]).toEqual(['preExitProcess', 'preExitProcess']);
+    expect(a!.uuid).not.toBe('');
+    expect(b!.uuid).not.toBe('');
+    expect(a!.uuid).not.toBe(b!.uuid);
+    h.feed({ type: 'processFaultReported', faultRanks: [{ rankId: '3', faultType: '1' }] });
+    h.feed({ type: 'stopCompleteReported', code: 0 });
+    const stop = signalsOf(h).find((s) => s.signalType === 'stopTrain');
+    expect([a!.uuid, b!.uuid]).not.toContain(stop!.uuid);
+  });
+
   it('stopTrain -> globalFault -> changeStrategy recover -> pod replaced -> recover-success', () => {
     const h = recoveryHarness({ ranksPerPod: 2 });
     toGlobalFault(h);
@@ -46,6 +64,9 @@ describe('recover: hardware fault on rank 3', () => {
 
     h.now += 40_000;
     h.feed({ type: 'podsObserved', pods: podsOf(4, 1, [1]) });
+    // Only the poller's looks count (ClusterD: at its start, then every 5 s): the fault list stays up until the next one.
+    expect(resetOps(h)).toEqual([]);
+    h.advance(5_000);
     expect(resetOps(h)).toEqual(['clear']);
     expect(h.state.step).toBe('cleared');
 
@@ -217,7 +238,8 @@ describe('behavior.md F: clear failure while waiting for the recover status', ()
     toGlobalFault(h);
     h.feed({ type: 'recoverStrategyReported', strategies: ['recover'] });
     h.clearLog();
-    h.feed({ type: 'podsObserved', pods: podsOf(4, 1, [1]) }); // rescheduled -> clear -> fails
+    h.feed({ type: 'podsObserved', pods: podsOf(4, 1, [1]) });
+    h.advance(5_000); // the poller's next look: rescheduled -> clear -> fails
     expect(h.reasons).toContain('WaitReportProcessRecoverStatusState -(clearFail)-> FaultRetryState [B1 row 28]');
     expect(h.commands('setPodGroupLabel')).toMatchObject([{ value: 'pause' }, { value: 'on' }]);
     expect(signalsOf(h)).toMatchObject([{ changeStrategy: 'exit', extraParams: 'dump_exit' }]);

@@ -45,12 +45,12 @@ const ROWS: Row[] = [
     expect(types(r)).toEqual(['publishFaultJobInfo']);
     expect(timers(r)).toEqual({ forceRelease: 10_000 });
   }],
-  ['14', 'NotifyGlobalFaultState', 'notifySuccess', 'WaitReportRecoverStrategyState', (r) => expect(timers(r)).toEqual({ schedule: 270_000, report: 900_000 })],
+  ['14', 'NotifyGlobalFaultState', 'notifySuccess', 'WaitReportRecoverStrategyState', (r) => expect(timers(r)).toEqual({ schedule: 270_000, schedulePoll: 5_000, report: 900_000 })],
   ['15', 'NotifyGlobalFaultState', 'notifyFail', 'NotifyKillJobState', (r) => expect(signals(r)).toEqual(['killMaster'])],
   ['17', 'WaitReportRecoverStrategyState', 'receiveReport', 'NotifyDecidedStrategyState', (r) => expect(signals(r)).toEqual(['changeStrategy:recover'])],
   ['18', 'WaitReportRecoverStrategyState', 'receiveTimeout', 'FaultClearState', (r) => expect(ops(r)).toEqual(['clear'])],
   ['19', 'NotifyDecidedStrategyState', 'notifyRetryStrategySuccess', 'WaitReportStepRetryStatusState', (r) => expect(timers(r)).toEqual({ report: 900_000 })],
-  ['20', 'NotifyDecidedStrategyState', 'notifyRecoverStrategySuccess', 'WaitReportProcessRecoverStatusState', (r) => expect(timers(r)).toEqual({ report: 900_000, schedule: 270_000 })],
+  ['20', 'NotifyDecidedStrategyState', 'notifyRecoverStrategySuccess', 'WaitReportProcessRecoverStatusState', (r) => expect(timers(r)).toEqual({ report: 900_000, schedule: 270_000, schedulePoll: 5_000 })],
   ['21', 'NotifyDecidedStrategyState', 'notifyDumpStrategySuccess', 'WaitReportDumpStatusState', (r) => expect(timers(r)).toEqual({ report: 900_000 })],
   ['22', 'NotifyDecidedStrategyState', 'notifyExitStrategySuccess', 'CheckRecoverResultState', (r) => {
     expect(r.commands.find((c) => c.type === 'setPodGroupAnnotations')).toMatchObject({ annotations: { ProcessRecoverStatus: 'exit-completed' } });

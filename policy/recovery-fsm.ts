@@ -20,8 +20,8 @@
  *   only while this FSM is idle (recoveryIdle).
  */
 import { chooseAgain, HANDLERS, RecoveryHandlerError } from './recovery-handlers.ts';
-import { cancelTimersExcept, idleRecoveryFields, newCtx, result, settle, takeTimer, type StepResult } from './recovery-kit.ts';
-import { CONTINUATIONS, consumeReport, observe, resetRecovery } from './recovery-progress.ts';
+import { cancelTimer, cancelTimersExcept, idleRecoveryFields, newCtx, result, settle, takeTimer, type StepResult } from './recovery-kit.ts';
+import { CONTINUATIONS, consumeReport, observe, pollSchedule, resetRecovery } from './recovery-progress.ts';
 import { RECOVERY_RULES } from './recovery-rules.ts';
 import { cmd, timer, type Ctx } from './recovery-facts.ts';
 import { buildSignal, fromWire, isRetryType, podsOf, SIGNAL_TYPE, type ProcessManageSignal } from './recovery-signals.ts';
@@ -92,7 +92,7 @@ export const recoveryIdle = (s: RecoveryState): boolean => s.phase === 'INIT';
 export const keepAliveSignal = (s: RecoveryState): ProcessManageSignal => buildSignal(s.config.jobId, s.uuid, SIGNAL_TYPE.keepAlive);
 
 /** Timers that outlive a state change: the schedule poller (rows 14-20) and the preExit wait. */
-const CROSS_STATE_TIMERS = [RECOVERY_TIMER.schedule, RECOVERY_TIMER.preExit];
+const CROSS_STATE_TIMERS = [RECOVERY_TIMER.schedule, RECOVERY_TIMER.schedulePoll, RECOVERY_TIMER.preExit];
 const MAX_CHAIN = 64;
 
 /** Runs an FSM event or continuation and whatever they chain to. False if the first event was refused. */
@@ -223,8 +223,12 @@ function onTimer(ctx: Ctx, id: string): boolean {
     case T.scheduleCheck: return run(ctx, { ev: 'scheduleTimeout' });
     case T.restartAll: return run(ctx, { ev: 'restartFinish' });
     case T.retryRunning: return run(ctx, { ev: 'scheduleTimeout' });
+    case T.schedulePoll:
+      pollSchedule(ctx);
+      return runIf(ctx, observe(ctx));
     case T.schedule:
       if (s.schedule === 'pending') {
+        cancelTimer(ctx, T.schedulePoll);
         s.schedule = 'timeout';
         ctx.why.push(`fault pods not rescheduled within ${s.config.waitRescheduleTimeoutS} s`);
       }

@@ -26,6 +26,7 @@ import {
 } from './recovery-facts.ts';
 import { cancelTimer, cancelTimersExcept, idleRecoveryFields, makeUuid } from './recovery-kit.ts';
 import {
+  buildSignal,
   CHANGE_STRATEGY,
   EXTRA_PARAMS,
   SIGNAL_ACTION,
@@ -37,6 +38,9 @@ import {
 import type { RecoveryContinuation, RecoveryFsmEvent, RecoveryState } from './recovery-types.ts';
 
 type Step = (ctx: Ctx) => RecoveryFsmEvent | undefined;
+
+/** ClusterD's listenScheduleResult sleeps 5 s between looks (constant.SleepSecondBeforeCheckPGRunning). */
+export const SCHEDULE_POLL_MS = 5_000;
 
 const STATUS_WAITS: readonly string[] = [
   'WaitReportStepRetryStatusState',
@@ -78,14 +82,23 @@ export function schedulePoll(ctx: Ctx, restart: boolean): void {
   if (!wanted || s.scaleInRunning || (!restart && s.schedule !== 'idle')) return;
   s.schedule = 'pending';
   timer(ctx, 'schedule', s.config.waitRescheduleTimeoutS * 1000);
-  checkSchedule(ctx);
+  pollSchedule(ctx);
 }
 
-function checkSchedule(ctx: Ctx): void {
-  if (ctx.s.schedule === 'pending' && rescheduled(ctx.s, exitPods(ctx.s))) {
+/**
+ * One look of ClusterD's listenScheduleResult poller: at its start, then every 5 s
+ * (SleepSecondBeforeCheckPGRunning) until the fault pods are replaced and the PodGroup is Running.
+ * Only these looks count, so the reset-config fault list stays up as long as ClusterD's does.
+ */
+export function pollSchedule(ctx: Ctx): void {
+  if (ctx.s.schedule !== 'pending') return;
+  if (rescheduled(ctx.s, exitPods(ctx.s))) {
     ctx.s.schedule = 'ok';
     cancelTimer(ctx, 'schedule');
+    cancelTimer(ctx, 'schedulePoll');
     ctx.why.push('fault pods rescheduled and PodGroup Running');
+  } else {
+    timer(ctx, 'schedulePoll', SCHEDULE_POLL_MS);
   }
 }
 
@@ -96,7 +109,6 @@ const canScaleIn = (s: RecoveryState): boolean =>
 export const scheduleProgress: Step = (ctx) => {
   const s = ctx.s;
   if (s.phase !== 'WaitReportProcessRecoverStatusState') return undefined;
-  checkSchedule(ctx);
   if (s.schedule === 'ok' && s.step === '') {
     if ((s.inPlace?.restartPods.length ?? 0) > 0) {
       s.step = 'inPlaceClear';
@@ -139,7 +151,6 @@ export const scaleWatch: Step = (ctx) => {
 /** After a pod or PodGroup observation (or a new fault feed): advance whatever waits on them. */
 export const observe: Step = (ctx) => {
   const s = ctx.s;
-  checkSchedule(ctx);
   switch (s.phase) {
     case 'WaitReportProcessRecoverStatusState':
       return scheduleProgress(ctx);
@@ -171,12 +182,13 @@ const sendPreExit: Step = (ctx) => {
     ctx.why.push('preExitProcess skipped: the fault pods are no longer the original pods');
     return undefined;
   }
-  if (s.phase === 'INIT') {
-    s.uuidSeq += 1;
-    s.uuid = makeUuid(ctx.now, s.config.jobId, s.uuidSeq);
-  }
+  // Its own fresh event id (ClusterD: common.NewEventId per preExit signal); the recovery's uuid is
+  // left alone (keep-alives and stopTrain carry that). TaskD acts on a preExit only when its uuid
+  // differs from the last one it saw, which starts as "" (taskd prerecover.go).
+  s.uuidSeq += 1;
+  const uuid = makeUuid(ctx.now, s.config.jobId, s.uuidSeq);
   const faults = s.faults.filter((f) => ranks.includes(f.rankId));
-  send(ctx, SIGNAL_TYPE.preExitProcess, { actions: [SIGNAL_ACTION.preExitProcess], faultRanks: toWire(faults), nodeRankIds: strList(pods) });
+  cmd(ctx, { type: 'sendSignal', signal: buildSignal(s.config.jobId, uuid, SIGNAL_TYPE.preExitProcess, { actions: [SIGNAL_ACTION.preExitProcess], faultRanks: toWire(faults), nodeRankIds: strList(pods) }) });
   return undefined;
 };
 

@@ -101,6 +101,7 @@ export const RECOVERY_TIMER = {
   hcclWait: 'hcclWait', // 3 s HCCL routing convergence
   scaleInWait: 'scaleInWait', // MINDIO_WAIT_MINDX_TIME - 10 s before a scale-in decision
   schedule: 'schedule', // wait-reschedule-timeout (30-270 s) for rescheduled pods
+  schedulePoll: 'schedulePoll', // 5 s between two looks of the schedule poller
   inPlaceClear: 'inPlaceClear', // 5 s before clearing reset-config after an in-place restart
   scheduleCheck: 'scheduleCheck', // 4 x 5 s after exit/dump
   restartAll: 'restartAll', // 1 min after RetryTime+1

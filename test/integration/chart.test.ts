@@ -136,8 +136,8 @@ function allFeatureValues(ns: string, leaseNs: string): Record<string, unknown> 
     image: { repository: 'registry.example.com/mindx/clusterd-ts', tag: '9.9.9', digest: '', pullPolicy: 'Always' },
     imagePullSecrets: [{ name: 'regcred' }],
     controller: {
-      logLevel: 'debug', httpPort: 12253, httpHost: '::', grpcPort: 18899, grpcHost: '::', maxServedJobs: 500,
-      recoveryReportTimeoutSeconds: 600, hotSwitchNewPodTimeoutSeconds: 120, hotSwitchBackupPods: true,
+      logLevel: 'debug', httpPort: 12253, httpHost: '::', grpcPort: 18899, grpcHost: '::', maxServedJobs: 500, grpcUnaryQps: 200,
+      recoveryReportTimeoutSeconds: 600, recoveryTimings: 'preExitWait=5000,flush=500', recoveryFeedWindowMs: 50, hotSwitchNewPodTimeoutSeconds: 120, hotSwitchBackupPods: true,
       rescheduling: false, dryRun: true, leaderElect: true, leaderElectionNamespace: leaseNs, leaseDurationSeconds: 30,
       graceOverTimeSeconds: 1200, pendingEscalationSeconds: 120, clusterInfoRefreshSeconds: 20, burstWindowMs: 500,
       clusterInfoRefreshAnnotation: true, nodeTaints: true, nodeTaintHoldSeconds: 30, devicePluginRules: true,
@@ -355,8 +355,8 @@ describe('helm chart charts/clusterd-ts: rendering', () => {
     const opts = parseOptions(c.args, resolveEnv(c, ns)) as unknown as Record<string, unknown>;
     const want: Record<string, unknown> = {
       kubeconfig: '/etc/clusterd-ts/kubeconfig/config', logLevel: 'warn', httpPort: 12253, httpHost: '::', grpcPort: 18899, grpcHost: '::',
-      grpcTlsCert: '/etc/clusterd-ts/tls/server.pem', grpcTlsKey: '/etc/clusterd-ts/tls/server-key.pem', maxServedJobs: 500,
-      recoveryReportTimeoutSeconds: 600, hotSwitchNewPodTimeoutSeconds: 120, hotSwitchBackupPods: true,
+      grpcTlsCert: '/etc/clusterd-ts/tls/server.pem', grpcTlsKey: '/etc/clusterd-ts/tls/server-key.pem', maxServedJobs: 500, grpcUnaryQps: 200,
+      recoveryReportTimeoutSeconds: 600, recoveryTimings: 'preExitWait=5000,flush=500', recoveryFeedWindowMs: 50, hotSwitchNewPodTimeoutSeconds: 120, hotSwitchBackupPods: true,
       rescheduling: false, dryRun: true, leaderElect: true, leaderElectionNamespace: 'lease-ns', leaseDurationSeconds: 30,
       graceOverTimeSeconds: 1200, pendingEscalationSeconds: 120, clusterInfoRefreshSeconds: 20, burstWindowMs: 500,
       clusterInfoRefreshAnnotation: true, nodeTaints: true, nodeTaintHoldSeconds: 30, devicePluginRules: true,

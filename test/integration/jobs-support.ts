@@ -14,6 +14,7 @@ import { eventually } from '../support/cluster.ts';
 
 export const BASE_ARGS = ['--http-port=0', '--cluster-info-refresh-seconds=0', '--burst-window-ms=200'];
 
+/** A Manager built as main.ts builds it (flags), plus at most an action fault-injection hook. */
 export async function startManager(client: KubeClient, args: readonly string[] = [], jobs?: ManagerDeps['jobs']): Promise<{ manager: Manager; metrics: Metrics }> {
   const metrics = new Metrics({ processMetrics: false });
   const log = process.env.JOBS_TEST_LOG === '1' ? createLogger('info', process.stderr) : silentLogger;

@@ -9,8 +9,6 @@ import { randomBytes } from 'node:crypto';
 import { Manager } from '../../controllers/manager.ts';
 import { parseOptions } from '../../controllers/options.ts';
 import type { ConfigMap, Pod } from '../../controllers/sources/sources.ts';
-import type { RecoveryTuning } from '../../controllers/recovery.controller.ts';
-import type { GrpcLimits } from '../../grpc/index.ts';
 import { Reflector } from '../../runtime/reflector.ts';
 import { paths, type KubeClient, type KubeObject } from '../../runtime/kube-client.ts';
 import { encodeDeviceInfoData, makeDeviceFault } from '../../schemas/device-info/device-info-encode.ts';
@@ -27,9 +25,15 @@ import { eventually } from '../support/cluster.ts';
 export const rand = (): string => randomBytes(3).toString('hex');
 const chips = (n: number, from = 0): string[] => Array.from({ length: n }, (_, i) => `Ascend910-${from + i}`);
 
-/** A Manager in process on the shared control plane: HTTP and gRPC on free ports. */
+/**
+ * The tests' waits (ms), as `--recovery-timings` (ClusterD's are 10 s / 10 s / 1 s / 15 s): short, so
+ * a case takes seconds. A later flag of the same name in `args` wins.
+ */
+export const TEST_TIMINGS = ['--recovery-timings=preExitWait=1000,forceRelease=0,flush=200,inPlaceCheck=1000', '--recovery-feed-window-ms=50'];
+
+/** A Manager in process on the shared control plane, built as main.ts builds it (flags only): HTTP and gRPC on free ports. */
 export async function startManager(
-  client: KubeClient, args: readonly string[] = [], tuning: { recovery?: RecoveryTuning; grpcLimits?: Partial<GrpcLimits>; standby?: boolean } = {},
+  client: KubeClient, args: readonly string[] = [], tuning: { standby?: boolean } = {},
 ): Promise<{ manager: Manager; target: string; metrics: Metrics }> {
   for (const ns of ['mindx-dl', 'kube-system', 'cluster-system', 'volcano-system']) {
     if ((await client.getOrUndefined(`/api/v1/namespaces/${ns}`)) === undefined) {
@@ -40,9 +44,7 @@ export async function startManager(
   const log = process.env.RECOVERY_TEST_LOG === '1' ? createLogger('debug', process.stderr) : silentLogger;
   const manager = new Manager({
     client, metrics, log,
-    options: parseOptions(['--http-port=0', '--grpc-port=0', '--grpc-host=127.0.0.1', '--cluster-info-refresh-seconds=0', ...args], {}),
-    recovery: { recoveryTimings: { preExitWaitMs: 1_000, forceReleaseMs: 0, flushMs: 200, inPlaceCheckMs: 1_000 }, feedWindowMs: 50, ...tuning.recovery },
-    ...(tuning.grpcLimits ? { grpcLimits: tuning.grpcLimits } : {}),
+    options: parseOptions(['--http-port=0', '--grpc-port=0', '--grpc-host=127.0.0.1', '--cluster-info-refresh-seconds=0', ...TEST_TIMINGS, ...args], {}),
   });
   await manager.start();
   if (tuning.standby === true) return { manager, target: '', metrics };

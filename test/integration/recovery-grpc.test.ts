@@ -21,7 +21,7 @@ describe('Recover, Fault and PubFault services of the controller', () => {
   let c: Client;
 
   beforeAll(async () => {
-    ({ manager, target } = await startManager(admin, [], { grpcLimits: { unaryQps: 40 } }));
+    ({ manager, target } = await startManager(admin, ['--grpc-unary-qps=40']));
     c = new Client(target, credentials.createInsecure());
   }, 60_000);
   afterAll(async () => {

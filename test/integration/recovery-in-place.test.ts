@@ -29,9 +29,7 @@ describe('recover-in-place: the filter follows the recovery FSM', () => {
   const cleanups: Array<() => void | Promise<void>> = [];
 
   beforeAll(async () => {
-    ({ manager, target, metrics } = await startManager(client, ['--rescheduling=false'], {
-      recovery: { recoveryTimings: { preExitWaitMs: 1_000, forceReleaseMs: 0, flushMs: 200, inPlaceCheckMs: CHECK_MS }, feedWindowMs: 50 },
-    }));
+    ({ manager, target, metrics } = await startManager(client, ['--rescheduling=false', `--recovery-timings=preExitWait=1000,forceRelease=0,flush=200,inPlaceCheck=${CHECK_MS}`]));
   }, 60_000);
 
   afterEach(async () => { for (const c of cleanups.splice(0)) await c(); });

@@ -91,8 +91,13 @@ downward API provides (--grpc-host <- POD_IP, --node-name <- NODE_NAME) are only
 - {{ printf "--grpc-tls-cert=%s/%s" (trimSuffix "/" .Values.grpc.tls.mountPath) .Values.grpc.tls.certKey | quote }}
 - {{ printf "--grpc-tls-key=%s/%s" (trimSuffix "/" .Values.grpc.tls.mountPath) .Values.grpc.tls.keyKey | quote }}
 {{- end }}
+- {{ printf "--grpc-unary-qps=%d" (int64 $c.grpcUnaryQps) | quote }}
 - {{ printf "--max-served-jobs=%d" (int64 $c.maxServedJobs) | quote }}
 - {{ printf "--recovery-report-timeout-seconds=%d" (int64 $c.recoveryReportTimeoutSeconds) | quote }}
+{{- if $c.recoveryTimings }}
+- {{ printf "--recovery-timings=%s" $c.recoveryTimings | quote }}
+{{- end }}
+- {{ printf "--recovery-feed-window-ms=%d" (int64 $c.recoveryFeedWindowMs) | quote }}
 - {{ printf "--hot-switch-new-pod-timeout-seconds=%d" (int64 $c.hotSwitchNewPodTimeoutSeconds) | quote }}
 - {{ printf "--hot-switch-backup-pods=%t" $c.hotSwitchBackupPods | quote }}
 - {{ printf "--rescheduling=%t" $c.rescheduling | quote }}

@@ -1,0 +1,193 @@
+/**
+ * Process-level recovery and hot switch driven by a real TaskD client (issue 14): a Go client built
+ * from MindCluster's generated Recover stubs, following TaskD's Init / Register / Subscribe loop and
+ * report calls (tools/taskd-client), against the shipped controller as a child process (`node
+ * main.ts`, default flags unless a case needs one). Asserts the signal order, the uuids (fresh,
+ * non-empty, TaskD-acceptable), what a 0.5 s poller of reset-config-<job> sees, and the PodGroup's
+ * final ProcessRecoverStatus; prints the fault -> signal timeline.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { paths, type KubeObject } from '../../runtime/kube-client.ts';
+import type { Pod } from '../../controllers/sources/sources.ts';
+import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
+import { cleanUp, createJob, fakeNodes, podGroup, podPeer, podUid, rand, replacedPod, reportChipFault, type TestJob } from './recovery-fixtures.ts';
+import { buildTaskdClient, ControllerProcess, freePort, GoTaskdClient, haveGo, pollResetConfig, timeline } from './recovery-real-client.ts';
+
+const UUID = /^[0-9A-F]+-[0-9a-f]{32}$/;
+const annotation = async (client: ReturnType<typeof adminClient>, job: TestJob, key: string): Promise<string | undefined> =>
+  (await podGroup(client, job)).metadata?.annotations?.[key];
+
+if (!haveGo()) process.stdout.write('recovery-real-client: SKIPPED, no Go toolchain on PATH (needed to build tools/taskd-client)\n');
+const describeGo = haveGo() ? describe : describe.skip;
+
+describeGo('process-level recovery with the real TaskD client (Go, MindCluster stubs)', () => {
+  const client = adminClient();
+  const logDir = mkdtempSync(join(tmpdir(), 'real-client-'));
+  let bin = '';
+  let controller: ControllerProcess | undefined;
+  const cleanups: Array<() => void | Promise<void>> = [];
+
+  beforeAll(async () => {
+    bin = buildTaskdClient();
+    for (const ns of ['mindx-dl', 'kube-system', 'cluster-system', 'volcano-system']) {
+      if ((await client.getOrUndefined(`/api/v1/namespaces/${ns}`)) === undefined) {
+        await client.create(paths.namespaces(), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }).catch(() => undefined);
+      }
+    }
+  }, 20 * 60_000);
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+    await controller?.stop();
+    controller = undefined;
+  }, 30_000);
+
+  async function startController(name: string, args: readonly string[] = []): Promise<ControllerProcess> {
+    const c = new ControllerProcess(await freePort(), args, join(logDir, `${name}.log`)).start();
+    controller = c;
+    process.stdout.write(`controller log: ${join(logDir, `${name}.log`)}\n`);
+    return c.ready();
+  }
+
+  /** 4 rank pods (2 NPUs each: pod r holds ranks 2r, 2r+1) on 4 nodes, 2 spares, Volcano's job controller stand-in. */
+  async function setUp(labels: Record<string, string>, strategies: string, peer = true): Promise<{ job: TestJob; nodes: string[] }> {
+    const nodes = await fakeNodes(client, `rc-${rand()}`, 6);
+    const job = await createJob(client, { ns: await newNamespace(client, 'rc'), nodes: nodes.slice(0, 4), labels: { framework: 'pytorch', ...labels }, annotations: { 'recover-strategy': strategies } });
+    cleanups.push(() => cleanUp(client, job, nodes));
+    if (peer) {
+      const p = podPeer(client, job, nodes.slice(4));
+      cleanups.push(() => p.stop());
+    }
+    return { job, nodes };
+  }
+
+  function agent(target: string, job: TestJob, flags: readonly string[] = []): GoTaskdClient {
+    const a = new GoTaskdClient(bin, target, job.uid, flags);
+    cleanups.push(() => a.stop());
+    return a;
+  }
+
+  const subscribed = (a: GoTaskdClient, after = 0) => a.waitFor((e) => e.event === 'subscribe', 30_000, 'subscription', after);
+
+  it('chip fault, strategy recover (default flags): preExitProcess with a fresh uuid, then stopTrain ... recover-success', async () => {
+    const c = await startController('recover');
+    const { job, nodes } = await setUp({ 'process-recover-enable': 'on' }, 'retry,recover,dump,exit');
+    const a = agent(c.target, job);
+    await subscribed(a);
+    const oldUid = (await podUid(client, job, 1))!;
+    const poll = pollResetConfig(client, job, 500);
+    cleanups.push(() => poll.stop());
+    const t0 = Date.now();
+    await reportChipFault(client, nodes[1]!, 'Ascend910-1', '80E18402', 'SeparateNPU', true);
+
+    const pre = await a.waitForSignal((s) => s.signalType === 'preExitProcess', 30_000, 'preExitProcess');
+    expect(pre.actions).toEqual(['pre exit process']);
+    expect(pre.nodeRankIds).toEqual(['1']);
+    expect(pre.faultRanks).toContainEqual({ rankId: '3', faultType: '1' });
+    expect(pre.uuid).toMatch(UUID);
+    // The fault pod is still the original one when the signal goes (deleted after it).
+    await a.waitFor((e) => e.event === 'report' && e.rpc === 'ReportProcessFault', 10_000, 'ReportProcessFault');
+    await replacedPod(client, job, 1, oldUid, 30_000);
+    await eventually(async () => (await annotation(client, job, 'ProcessRecoverStatus')) === 'recover-success', 60_000);
+    const [p, stop, global, change] = a.signals;
+    expect(a.summary.slice(0, 4)).toEqual(['preExitProcess[pre exit process]', 'stopTrain[stop_train]', 'globalFault[on_global_rank|fault_nodes_exit]', 'changeStrategy:recover[change_strategy]']);
+    expect(stop!.uuid).toMatch(UUID);
+    expect(stop!.uuid).not.toBe(p!.uuid);
+    expect([global!.uuid, change!.uuid]).toEqual([stop!.uuid, stop!.uuid]);
+    expect(a.events.filter((e) => e.event === 'report').map((e) => `${e.rpc}:${e.code}`).slice(0, 4))
+      .toEqual(['ReportProcessFault:0', 'ReportStopComplete:0', 'ReportRecoverStrategy:0', 'ReportRecoverStatus:0']);
+    // What an Elastic Agent polling every 0.5 s sees: the flush mark, then the cleared file.
+    await eventually(() => { const l = poll.seen.at(-1)?.info; return l !== undefined && (l.RankList ?? []).length === 0 && !l.FaultFlushing; }, 10_000);
+    expect(poll.seen.some((v) => v.info.FaultFlushing)).toBe(true);
+    const withRanks = poll.seen.filter((v) => (v.info.RankList ?? []).length > 0);
+    process.stdout.write(`[real-client] recover timeline (ms from fault): ${timeline(a, t0)}; ` +
+      `recover-success after ${Date.now() - t0} ms; 0.5 s poller saw ${poll.seen.length} versions, ${withRanks.length} with a RankList\n`);
+  }, 180_000);
+
+  it('memory UCE, strategy retry: globalFault / changeStrategy retry with the UCE rank only, no preExit, retry-success', async () => {
+    const c = await startController('retry');
+    const { job, nodes } = await setUp({ 'process-recover-enable': 'on' }, 'retry,recover');
+    const a = agent(c.target, job);
+    await subscribed(a);
+    const uids = await Promise.all([0, 1, 2, 3].map((r) => podUid(client, job, r)));
+    const t0 = Date.now();
+    await reportChipFault(client, nodes[1]!, 'Ascend910-1', '80E01801', 'RestartBusiness');
+    await eventually(async () => (await annotation(client, job, 'ProcessRecoverStatus')) === 'retry-success', 60_000);
+    expect(a.summary.slice(0, 3)).toEqual(['stopTrain[stop_train]', 'globalFault[on_global_rank]', 'changeStrategy:retry[change_strategy]']);
+    const [stop, global, change] = a.signals;
+    expect(stop!.uuid).toMatch(UUID);
+    expect([global!.uuid, change!.uuid]).toEqual([stop!.uuid, stop!.uuid]);
+    expect(global!.faultRanks).toEqual([{ rankId: '3', faultType: '0' }]);
+    expect(await Promise.all([0, 1, 2, 3].map((r) => podUid(client, job, r)))).toEqual(uids);
+    process.stdout.write(`[real-client] UCE retry timeline (ms from fault): ${timeline(a, t0)}\n`);
+  }, 120_000);
+
+  it('fault on a job whose agent never registered: pod-level rescheduling only, no recovery status', async () => {
+    await startController('unregistered');
+    const { job, nodes } = await setUp({ 'process-recover-enable': 'on', 'pod-rescheduling': 'on' }, 'retry,recover');
+    await eventually(async () => (await client.list<Pod>(paths.pods(job.ns))).items.length === 4);
+    const oldUid = (await podUid(client, job, 1))!;
+    const t0 = Date.now();
+    await reportChipFault(client, nodes[1]!, 'Ascend910-1', '80E18402', 'SeparateNPU', true);
+    await replacedPod(client, job, 1, oldUid, 30_000);
+    const ms = Date.now() - t0;
+    for (const r of [0, 2, 3]) expect(await podUid(client, job, r)).toBeDefined();
+    expect(await annotation(client, job, 'ProcessRecoverStatus')).toBeUndefined();
+    process.stdout.write(`[real-client] unregistered job: fault pod replaced after ${ms} ms\n`);
+  }, 90_000);
+
+  it('controller killed mid-recovery: the agent re-subscribes, the half-done recovery is reset, the next fault recovers', async () => {
+    const c = await startController('restart-1');
+    const { job, nodes } = await setUp({ 'process-recover-enable': 'on' }, 'retry,recover');
+    const a = agent(c.target, job);
+    await subscribed(a);
+    const poll = pollResetConfig(client, job, 500);
+    cleanups.push(() => poll.stop());
+    await reportChipFault(client, nodes[1]!, 'Ascend910-1', '80E18402', 'SeparateNPU', true);
+    const stop = await a.waitForSignal((s) => s.signalType === 'stopTrain', 40_000, 'stopTrain');
+    await a.waitFor((e) => e.event === 'report' && e.rpc === 'ReportStopComplete', 10_000, 'ReportStopComplete');
+    // Killed inside the 10 s force-release wait, before globalFault.
+    const before = a.events.length;
+    await c.kill();
+    const c2 = new ControllerProcess(c.grpcPort, [], join(logDir, 'restart-2.log')).start();
+    controller = c2;
+    await a.waitFor((e) => e.event === 'stream-end', 10_000, 'stream end', before);
+    await c2.ready(); // node's start alone can take 25 s on the shared machine; TaskD retries Init every 1 s meanwhile
+    await subscribed(a, before);
+    // ClusterD resets a job's controller on (re)subscription: no globalFault of the old recovery, reset-config cleared.
+    await eventually(() => { const l = poll.seen.at(-1)?.info; return l !== undefined && (l.RankList ?? []).length === 0 && !l.FaultFlushing; }, 15_000);
+    await new Promise((r) => setTimeout(r, 12_000)); // past the old force-release wait
+    expect(a.signals.some((s) => s.signalType === 'globalFault' && s.uuid === stop.uuid)).toBe(false);
+
+    await reportChipFault(client, nodes[2]!, 'Ascend910-0', '80E01801', 'RestartBusiness');
+    await eventually(async () => (await annotation(client, job, 'ProcessRecoverStatus')) === 'retry-success', 60_000);
+    const after = a.signals.filter((s) => s.t > stop.t);
+    expect(after.map((s) => s.signalType)).toEqual(['stopTrain', 'globalFault', 'changeStrategy']);
+    expect(after[0]!.uuid).toMatch(UUID);
+    expect(after[0]!.uuid).not.toBe(stop.uuid);
+  }, 180_000);
+
+  it('hot switch with the backup pod: hot switch, new pod running, migration, one uuid; old pod replaced by the backup', async () => {
+    const c = await startController('hot-switch', ['--hot-switch-backup-pods']);
+    const { job, nodes } = await setUp({ 'process-recover-enable': 'on', subHealthyStrategy: 'hotSwitch' }, 'recover', false);
+    const a = agent(c.target, job);
+    await subscribed(a);
+    const oldUid = (await podUid(client, job, 1))!;
+    const t0 = Date.now();
+    await reportChipFault(client, nodes[1]!, 'Ascend910-0', '81A3880C', 'SubHealthFault');
+    await a.waitForSignal((s) => s.signalType === 'changeStrategy' && s.changeStrategy === 'migration', 60_000, 'migration');
+    expect(a.summary.slice(0, 3)).toEqual(['hot-switch[hot switch]', 'hot-switch[new pod running]', 'changeStrategy:migration[change_strategy]']);
+    const [hs, running, migration] = a.signals;
+    expect(hs!.uuid).toMatch(UUID);
+    expect([running!.uuid, migration!.uuid]).toEqual([hs!.uuid, hs!.uuid]);
+    expect(hs!.nodeRankIds).toEqual(['1']);
+    const backup = await eventually(async () => (await client.list<Pod>(paths.pods(job.ns))).items
+      .find((p) => p.metadata?.name?.startsWith(`${job.name}-worker-1-hot-`) && p.metadata?.annotations?.podType === undefined), 20_000);
+    expect(backup.metadata?.annotations?.['hccl/rankIndex']).toBe('1');
+    await eventually(async () => (await client.getOrUndefined<KubeObject>(paths.pod(job.ns, `${job.name}-worker-1`)))?.metadata?.uid !== oldUid, 20_000);
+    // ClusterD writes ProcessRecoverStatus only from the recovery FSM's CheckRecoverResult (updateFixResult), never for a hot switch.
+    expect(await annotation(client, job, 'ProcessRecoverStatus')).toBeUndefined();
+    process.stdout.write(`[real-client] hot switch timeline (ms from fault): ${timeline(a, t0)}\n`);
+  }, 120_000);
+});

@@ -1,0 +1,192 @@
+/**
+ * Harness of the real-client test (not a test file): the shipped controller as a child process
+ * (`node main.ts`, flags only, reached through the apiserver and its gRPC port) and the Go TaskD
+ * client of tools/taskd-client (MindCluster's generated Recover stubs, built by its build.sh into
+ * the cache outside the repository), which prints one JSON line per event.
+ */
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
+import { connect, createServer } from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { paths, type KubeClient } from '../../runtime/kube-client.ts';
+import type { ConfigMap } from '../../controllers/sources/sources.ts';
+import { parseResetConfigData, type TaskResetInfo } from '../../schemas/reset-config/reset-config.ts';
+import { controlPlaneInfo } from '../support/cluster.ts';
+import type { TestJob } from './recovery-fixtures.ts';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** True when a Go toolchain is on PATH (always on CI and here: the control plane is built with it). */
+export const haveGo = (): boolean => spawnSync('go', ['version'], { stdio: 'ignore' }).status === 0;
+
+/** Builds (or finds in the cache) the Go TaskD client; returns the binary's path. */
+export function buildTaskdClient(): string {
+  const out = execFileSync(join(ROOT, 'tools/taskd-client/build.sh'), { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 20 * 60_000 });
+  return out.trim().split('\n').at(-1)!;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const a = s.address();
+      s.close(() => resolve(typeof a === 'object' && a !== null ? a.port : 0));
+    });
+  });
+}
+
+/** `node main.ts` against the test control plane; its JSON log goes to `logFile`. */
+export class ControllerProcess {
+  readonly grpcPort: number;
+  private child: ChildProcess | undefined;
+  private readonly args: readonly string[];
+  private readonly logFile: string;
+
+  constructor(grpcPort: number, args: readonly string[], logFile: string) {
+    this.grpcPort = grpcPort;
+    this.args = args;
+    this.logFile = logFile;
+  }
+
+  get target(): string { return `127.0.0.1:${this.grpcPort}`; }
+
+  start(): this {
+    const log = createWriteStream(this.logFile, { flags: 'a' });
+    // REAL_CLIENT_CONTROLLER_ROOT: another checkout's main.ts (before/after measurements).
+    const root = process.env.REAL_CLIENT_CONTROLLER_ROOT ?? ROOT;
+    const child = spawn(process.execPath, [join(root, 'main.ts'),
+      `--kubeconfig=${controlPlaneInfo().kubeconfig}`, '--http-port=0', '--http-host=127.0.0.1',
+      `--grpc-port=${this.grpcPort}`, '--grpc-host=127.0.0.1', '--cluster-info-refresh-seconds=0', ...this.args], {
+      cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1', POD_NAME: '', POD_NAMESPACE: '' },
+    });
+    child.stdout!.pipe(log);
+    child.stderr!.pipe(log);
+    this.child = child;
+    return this;
+  }
+
+  /**
+   * Resolves once the gRPC port accepts connections: the caches are synced and the controller acts
+   * (it serves gRPC as the leader only). Node's start on a loaded machine can take many seconds.
+   */
+  async ready(timeoutMs = 90_000): Promise<this> {
+    const end = Date.now() + timeoutMs;
+    for (;;) {
+      const ok = await new Promise<boolean>((resolve) => {
+        const s = connect(this.grpcPort, '127.0.0.1');
+        s.once('connect', () => { s.destroy(); resolve(true); });
+        s.once('error', () => resolve(false));
+      });
+      if (ok) return this;
+      if (Date.now() > end) throw new Error(`controller not serving gRPC on ${this.grpcPort} after ${timeoutMs} ms (log: ${this.logFile})`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  /** SIGKILL: no shutdown path runs (a crash or an OOM kill). */
+  async kill(): Promise<void> {
+    const c = this.child;
+    this.child = undefined;
+    if (c === undefined || c.exitCode !== null) return;
+    await new Promise<void>((resolve) => { c.once('exit', () => resolve()); c.kill('SIGKILL'); });
+  }
+
+  async stop(): Promise<void> {
+    const c = this.child;
+    this.child = undefined;
+    if (c === undefined || c.exitCode !== null) return;
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(() => c.kill('SIGKILL'), 10_000);
+      c.once('exit', () => { clearTimeout(t); resolve(); });
+      c.kill('SIGTERM');
+    });
+  }
+}
+
+/** One line of the Go client's output. */
+export interface ClientEvent {
+  readonly t: number;
+  readonly event: 'init' | 'register' | 'subscribe' | 'signal' | 'keepalive' | 'report' | 'stream-end';
+  readonly signalType?: string;
+  readonly uuid?: string;
+  readonly actions?: string[];
+  readonly changeStrategy?: string;
+  readonly faultRanks?: Array<{ rankId: string; faultType: string }>;
+  readonly nodeRankIds?: string[];
+  readonly rpc?: string;
+  readonly code?: number;
+  readonly error?: string;
+}
+
+/** The Go client for one job, running. */
+export class GoTaskdClient {
+  readonly events: ClientEvent[] = [];
+  private readonly child: ChildProcess;
+
+  constructor(bin: string, target: string, jobId: string, flags: readonly string[] = []) {
+    this.child = spawn(bin, [`-addr=${target}`, `-job=${jobId}`, ...flags], { stdio: ['pipe', 'pipe', 'inherit'] });
+    let buf = '';
+    this.child.stdout!.on('data', (d: Buffer) => {
+      buf += d.toString();
+      for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        if (line.trim() !== '') this.events.push(JSON.parse(line) as ClientEvent);
+      }
+    });
+  }
+
+  get signals(): ClientEvent[] { return this.events.filter((e) => e.event === 'signal'); }
+
+  /** `signalType[:changeStrategy][actions]` of every signal, in order. */
+  get summary(): string[] {
+    return this.signals.map((s) => `${s.signalType}${s.changeStrategy ? `:${s.changeStrategy}` : ''}[${(s.actions ?? []).join('|')}]`);
+  }
+
+  async waitFor(pred: (e: ClientEvent) => boolean, timeoutMs: number, what: string, after = 0): Promise<ClientEvent> {
+    const end = Date.now() + timeoutMs;
+    for (;;) {
+      const hit = this.events.slice(after).find(pred);
+      if (hit !== undefined) return hit;
+      if (Date.now() > end) throw new Error(`Go TaskD client: timed out waiting for ${what}; events: ${JSON.stringify(this.events.filter((e) => e.event !== 'keepalive'))}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  waitForSignal(pred: (e: ClientEvent) => boolean, timeoutMs: number, what: string): Promise<ClientEvent> {
+    return this.waitFor((e) => e.event === 'signal' && pred(e), timeoutMs, what);
+  }
+
+  async stop(): Promise<void> {
+    if (this.child.exitCode !== null) return;
+    await new Promise<void>((resolve) => { this.child.once('exit', () => resolve()); this.child.stdin!.end(); setTimeout(() => this.child.kill('SIGKILL'), 3_000).unref(); });
+  }
+}
+
+/** A version of reset-config-<job> as a poller of the given period sees it. */
+export interface SeenVersion { readonly atMs: number; readonly resourceVersion: string; readonly info: TaskResetInfo }
+
+/** Reads reset-config-<job> every `periodMs` (an Elastic Agent polling its mounted file) and keeps each new version. */
+export function pollResetConfig(client: KubeClient, job: TestJob, periodMs = 500): { seen: SeenVersion[]; stop(): void } {
+  const seen: SeenVersion[] = [];
+  let stopped = false;
+  const tick = async (): Promise<void> => {
+    while (!stopped) {
+      const cm = await client.getOrUndefined<ConfigMap>(paths.configMap(job.ns, `reset-config-${job.name}`)).catch(() => undefined);
+      const rv = cm?.metadata?.resourceVersion ?? '';
+      if (cm !== undefined && seen.at(-1)?.resourceVersion !== rv) {
+        const p = parseResetConfigData(cm.data);
+        if (p.ok) seen.push({ atMs: Date.now(), resourceVersion: rv, info: p.value.info });
+      }
+      await new Promise((r) => setTimeout(r, periodMs));
+    }
+  };
+  void tick();
+  return { seen, stop: () => { stopped = true; } };
+}
+
+/** ms from `t0` to each signal, as `signal@ms`. */
+export const timeline = (c: GoTaskdClient, t0: number): string =>
+  c.signals.map((s) => `${s.signalType}${s.changeStrategy ? `:${s.changeStrategy}` : ''}@${s.t - t0}`).join(' ');

@@ -1,0 +1,237 @@
+// taskd-client: a TaskD (role "taskd") built on MindCluster's own generated Recover stubs
+// (clusterd/pkg/interface/grpc/recover), following TaskD's manager.go: Init, Register,
+// SubscribeProcessManageSignal on one channel, and after any failure or end of stream the same again
+// 1 s later (subscribeProcessManageSignal / startSubscribe); every report on a fresh connection with
+// up to MaxSendTimes+1 tries (ReportControllerInfoToClusterd). The MindIO behind it answers signals:
+// preExitProcess -> its processes exit -> ReportProcessFault; stopTrain -> ReportStopComplete;
+// globalFault / hot switch -> ReportRecoverStrategy; changeStrategy -> ReportRecoverStatus.
+// Like TaskD's pre-recover plugin (prerecover.go) it acts on a preExitProcess / globalFault only
+// when its uuid differs from the last one it saw (starting from "").
+//
+// It prints one JSON line per event on stdout (t = Unix ms): init, register, subscribe, signal,
+// keepalive, report, stream-end. Built by build.sh from a scratch copy of the snapshot; never part
+// of the product.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	pb "clusterd/pkg/interface/grpc/recover"
+)
+
+const maxSendTimes = 3 // taskd/common/constant MaxSendTimes: tries = MaxSendTimes + 1
+
+var (
+	addr         = flag.String("addr", "127.0.0.1:8899", "ClusterD (or clusterd-ts) gRPC address host:port")
+	jobID        = flag.String("job", "", "job id (the job's UID, MINDX_TASK_ID)")
+	role         = flag.String("role", "taskd", "ClientInfo.role")
+	stopCode     = flag.Int("stop-code", 0, "ReportStopComplete code after stopTrain")
+	strategies   = flag.String("strategies", "retry,recover", "ReportRecoverStrategy after globalFault")
+	hotSwitch    = flag.String("hot-switch-strategies", "migration", "ReportRecoverStrategy after the hot switch signal")
+	statusCode   = flag.Int("status-code", 0, "ReportRecoverStatus code after changeStrategy")
+	statusDelay  = flag.Duration("status-delay", 0, "wait this long before ReportRecoverStatus (the new processes joining)")
+	processFault = flag.Bool("process-fault", true, "ReportProcessFault after preExitProcess (MindIO, when its processes exit)")
+	duration     = flag.Duration("duration", 10*time.Minute, "exit after this long")
+)
+
+var out = struct {
+	sync.Mutex
+	enc *json.Encoder
+}{enc: json.NewEncoder(os.Stdout)}
+
+func emit(event string, fields map[string]any) {
+	if fields == nil {
+		fields = map[string]any{}
+	}
+	fields["t"] = time.Now().UnixMilli()
+	fields["event"] = event
+	out.Lock()
+	defer out.Unlock()
+	_ = out.enc.Encode(fields)
+}
+
+func ranks(rs []*pb.FaultRank) []map[string]string {
+	list := make([]map[string]string, 0, len(rs))
+	for _, r := range rs {
+		list = append(list, map[string]string{"rankId": r.RankId, "faultType": r.FaultType})
+	}
+	return list
+}
+
+// TaskD rebuilds fault ranks from a map rank -> type (utils.GetFaultRanksMapByList), so the order
+// it reports in is the map's; sorted here for stable output.
+func copyRanks(rs []*pb.FaultRank) []*pb.FaultRank {
+	list := make([]*pb.FaultRank, 0, len(rs))
+	for _, r := range rs {
+		list = append(list, &pb.FaultRank{RankId: r.RankId, FaultType: r.FaultType})
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].RankId < list[j].RankId })
+	return list
+}
+
+// report sends one report as ReportControllerInfoToClusterd does: a fresh connection, tries until
+// one call returns without a transport error (the reply code is not looked at).
+func report(ctx context.Context, rpc string, call func(pb.RecoverClient) (*pb.Status, error)) {
+	conn, err := grpc.Dial(*addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		emit("report", map[string]any{"rpc": rpc, "error": err.Error()})
+		return
+	}
+	defer conn.Close()
+	client := pb.NewRecoverClient(conn)
+	for try := 1; try <= maxSendTimes+1; try++ {
+		st, err := call(client)
+		if err == nil {
+			emit("report", map[string]any{"rpc": rpc, "code": st.GetCode(), "info": st.GetInfo(), "tries": try})
+			return
+		}
+		if try == maxSendTimes+1 {
+			emit("report", map[string]any{"rpc": rpc, "error": err.Error(), "tries": try})
+		}
+	}
+}
+
+type agent struct {
+	ctx      context.Context
+	lastUUID string // prerecover.go: acts when Uuid != lastUuid, lastUuid starts ""
+	mu       sync.Mutex
+}
+
+func (a *agent) fresh(s *pb.ProcessManageSignal) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if s.Uuid == a.lastUUID {
+		return false
+	}
+	a.lastUUID = s.Uuid
+	return true
+}
+
+func (a *agent) onSignal(s *pb.ProcessManageSignal) {
+	ctx := a.ctx
+	switch s.SignalType {
+	case "preExitProcess":
+		if !a.fresh(s) || !*processFault {
+			return
+		}
+		report(ctx, "ReportProcessFault", func(c pb.RecoverClient) (*pb.Status, error) {
+			return c.ReportProcessFault(ctx, &pb.ProcessFaultRequest{JobId: *jobID, FaultRanks: copyRanks(s.FaultRanks)})
+		})
+	case "stopTrain":
+		report(ctx, "ReportStopComplete", func(c pb.RecoverClient) (*pb.Status, error) {
+			return c.ReportStopComplete(ctx, &pb.StopCompleteRequest{JobId: *jobID, Status: &pb.Status{Code: int32(*stopCode), Info: "stop"}, FaultRanks: copyRanks(s.FaultRanks)})
+		})
+	case "globalFault":
+		if !a.fresh(s) {
+			return
+		}
+		report(ctx, "ReportRecoverStrategy", func(c pb.RecoverClient) (*pb.Status, error) {
+			return c.ReportRecoverStrategy(ctx, &pb.RecoverStrategyRequest{JobId: *jobID, Strategies: strings.Split(*strategies, ","), FaultRanks: copyRanks(s.FaultRanks)})
+		})
+	case "hot-switch":
+		for _, act := range s.Actions {
+			if act == "hot switch" {
+				report(ctx, "ReportRecoverStrategy", func(c pb.RecoverClient) (*pb.Status, error) {
+					return c.ReportRecoverStrategy(ctx, &pb.RecoverStrategyRequest{JobId: *jobID, Strategies: strings.Split(*hotSwitch, ","), FaultRanks: copyRanks(s.FaultRanks)})
+				})
+			}
+		}
+	case "changeStrategy":
+		switch s.ChangeStrategy {
+		case "retry", "recover", "dump", "downgrade", "upgrade", "migration":
+			time.Sleep(*statusDelay)
+			report(ctx, "ReportRecoverStatus", func(c pb.RecoverClient) (*pb.Status, error) {
+				return c.ReportRecoverStatus(ctx, &pb.RecoverStatusRequest{JobId: *jobID, Status: &pb.Status{Code: int32(*statusCode), Info: ""}, Strategy: s.ChangeStrategy})
+			})
+		}
+	}
+}
+
+// startSubscribe: manager.go's, returning when the stream ends.
+func (a *agent) startSubscribe(client pb.RecoverClient, info *pb.ClientInfo) {
+	st, err := client.Init(a.ctx, info)
+	emit("init", map[string]any{"code": st.GetCode(), "info": st.GetInfo(), "error": errString(err)})
+	if err != nil || st.GetCode() != 0 {
+		return
+	}
+	st, err = client.Register(a.ctx, info)
+	emit("register", map[string]any{"code": st.GetCode(), "info": st.GetInfo(), "error": errString(err)})
+	if err != nil || st.GetCode() != 0 {
+		return
+	}
+	stream, err := client.SubscribeProcessManageSignal(a.ctx, info)
+	if err != nil {
+		emit("stream-end", map[string]any{"error": err.Error()})
+		return
+	}
+	emit("subscribe", nil)
+	for {
+		s, err := stream.Recv()
+		if err == io.EOF {
+			emit("stream-end", map[string]any{"eof": true})
+			return
+		}
+		if err != nil {
+			emit("stream-end", map[string]any{"error": err.Error()})
+			return
+		}
+		if s.SignalType == "keep-alive" {
+			emit("keepalive", map[string]any{"uuid": s.Uuid})
+			continue
+		}
+		emit("signal", map[string]any{
+			"uuid": s.Uuid, "jobId": s.JobId, "signalType": s.SignalType, "actions": s.Actions, "changeStrategy": s.ChangeStrategy,
+			"faultRanks": ranks(s.FaultRanks), "nodeRankIds": s.NodeRankIds, "extraParams": s.ExtraParams, "timeout": s.Timeout,
+		})
+		go a.onSignal(s)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func main() {
+	flag.Parse()
+	if *jobID == "" {
+		fmt.Fprintln(os.Stderr, "-job is required")
+		os.Exit(2)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *duration)
+	defer cancel()
+	conn, err := grpc.Dial(*addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer conn.Close()
+	a := &agent{ctx: ctx}
+	client := pb.NewRecoverClient(conn)
+	info := &pb.ClientInfo{JobId: *jobID, Role: *role}
+	go func() { // stdin closed = the test is done with us
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		cancel()
+	}()
+	for ctx.Err() == nil {
+		a.startSubscribe(client, info)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
