@@ -4,12 +4,13 @@
 # The stubs are test input: copied into a scratch module outside the repository, next to a copy of
 # main.go, built there with `go build -mod=mod`, and the binary cached outside the repo keyed by the
 # snapshot's commit and a hash of this folder. Nothing of the snapshot enters this repository.
-# Honours MINDCLUSTER_SRC (default /work/shared/mindcluster) and CLUSTERD_TS_CACHE.
+# Honours MINDCLUSTER_SRC (default ../shared/mindcluster beside the repository, as CI lays it out) and
+# CLUSTERD_TS_CACHE.
 # Prints the binary's path on its last line of stdout.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-SRC=${MINDCLUSTER_SRC:-/work/shared/mindcluster}
+SRC=${MINDCLUSTER_SRC:-$(cd "$HERE/../../.." && pwd)/shared/mindcluster}
 CACHE_ROOT=${CLUSTERD_TS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/clusterd-ts}
 log() { echo "[taskd-client] $*" >&2; }
 
