@@ -13,8 +13,11 @@ import { World, inputTimes, type NodeSpec, type Write } from './world.ts';
 export type Step =
   | { readonly name: string; readonly writes: (w: World, nowMs: number) => Write[] }
   | { readonly name: string; readonly restart: true }
-  /** Waits until `ms` after the named step's writes went out (the settle time counts). */
-  | { readonly name: string; readonly waitSince: string; readonly ms: number };
+  /**
+   * Nothing is written for `ms` (or until `ms` after the named step's writes went out); the
+   * ConfigMaps each side rewrote meanwhile are compared too (ClusterD's 5 s rewrites are no-ops).
+   */
+  | { readonly name: string; readonly waitSince?: string; readonly ms: number };
 
 export interface Scenario {
   readonly name: string;
@@ -53,6 +56,19 @@ export const DEFAULT_SETTLE: SettleOptions = { quietMs: 3000, minMs: 2000, maxMs
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+async function configMapVersions(s: Side): Promise<Map<string, string>> {
+  const list = await s.admin.list<{ metadata?: { namespace?: string; name?: string; resourceVersion?: string } }>('/api/v1/configmaps');
+  return new Map(list.items.map((c) => [`${c.metadata?.namespace}/${c.metadata?.name}`, c.metadata?.resourceVersion ?? '']));
+}
+
+/** Pseudo-object `Writes while waiting` with one field per ConfigMap whose resourceVersion moved. */
+function rewritten(before: Map<string, string>, after: Map<string, string>): Snapshot {
+  const f: Record<string, string> = {};
+  for (const [k, rv] of after) if (before.get(k) !== rv) f[`ConfigMap ${k}`] = before.has(k) ? 'updated' : 'created';
+  for (const k of before.keys()) if (!after.has(k)) f[`ConfigMap ${k}`] = 'deleted';
+  return new Map(Object.keys(f).length === 0 ? [] : [['Writes while waiting', f]]);
+}
+
 export async function runScenario(scenario: Scenario, opts: Partial<SideOptions> & { settle?: SettleOptions; log?: (line: string) => void } = {}): Promise<ScenarioResult> {
   const log = opts.log ?? (() => undefined);
   const settle = opts.settle ?? DEFAULT_SETTLE;
@@ -89,8 +105,11 @@ export async function runScenario(scenario: Scenario, opts: Partial<SideOptions>
     }
   };
 
-  const check = async (step: string): Promise<void> => {
+  /** ConfigMaps each side wrote while nothing happened (a wait step): a no-op update is no write. */
+  let quietWrites: [Snapshot, Snapshot] | undefined;
+  const check = async (step: string, writes?: [Snapshot, Snapshot]): Promise<void> => {
     const { snaps, ms, quiet } = await settleBoth();
+    if (writes !== undefined) for (const i of [0, 1]) for (const [k, v] of writes[i]!) snaps[i]!.set(k, v);
     const differences = compare(snaps[0], snaps[1]);
     results.push({ step, differences, settleMs: ms, quiet });
     log(`[${scenario.name}] ${step}: ${differences.length} difference(s), settled after ${ms} ms${quiet ? '' : ' (still changing)'}`);
@@ -113,11 +132,15 @@ export async function runScenario(scenario: Scenario, opts: Partial<SideOptions>
         timings[`clusterd_restart_ms`] = a!;
         timings[`ours_restart_ms`] = b!;
       } else {
-        const since = sentAt.get(step.waitSince);
+        const since = step.waitSince === undefined ? Date.now() : sentAt.get(step.waitSince);
         if (since === undefined) throw new Error(`step ${step.name}: no step ${step.waitSince} before it`);
+        const before = await Promise.all(both.map((s) => configMapVersions(s)));
         await sleep(Math.max(0, since + step.ms - Date.now()));
+        const after = await Promise.all(both.map((s) => configMapVersions(s)));
+        quietWrites = [rewritten(before[0]!, after[0]!), rewritten(before[1]!, after[1]!)];
       }
-      await check(step.name);
+      await check(step.name, quietWrites);
+      quietWrites = undefined;
       timings[`step ${step.name} ms`] = Date.now() - ts;
     }
     timings.total_ms = Date.now() - t0;

@@ -52,9 +52,9 @@ export const AGENT_FAULTS: Scenario = {
   ],
   setup: (w, now) => [...w.specs.keys()].flatMap((n) => [...w.createNode(n, now), w.deviceInfo(n, now)]),
   steps: [
+    { name: 'parameter-plane 81078603 on node-a chip 5', writes: (w, now) => [networkFault(w, 'node-a', 5, '81078603', now)] },
     { name: 'chip fault 80E18402 on node-a (Ascend910)', writes: (w, now) => [chipFault(w, 'node-a', 3, '80E18402', now)] },
     { name: 'chip fault 80E18402 on node-b (npu prefix)', writes: (w, now) => [chipFault(w, 'node-b', 2, '80E18402', now)] },
-    { name: 'parameter-plane 81078603 on node-a chip 5', writes: (w, now) => [networkFault(w, 'node-a', 5, '81078603', now)] },
     {
       name: 'switch fault on node-d (A3)', writes: (w, now) => {
         addSwitchFault(w.node('node-d').switch, { code: SWITCH_CODE, level: switchLevel(SWITCH_CODE), timeMs: now });
@@ -64,8 +64,10 @@ export const AGENT_FAULTS: Scenario = {
     { name: 'NodeD fault 2C000031 on node-b', writes: (w, now) => [w.nodeInfo('node-b', [{ DeviceType: 'CPU', DeviceId: 0, FaultCode: ['2C000031'], FaultLevel: 'SeparateFault' }], now)] },
     { name: 'public fault 220001001 on node-c chips 0,1', writes: (_w, now) => [publicFault('node-c', [0, 1], 'occur', now)] },
     { name: 'node-c NotReady', writes: (_w, now) => [readyPatch('node-c', 'False', now)] },
+    // 35 s without input: covers 81078603 held past 30 s, and shows which side rewrites what while
+    // nothing happens (ClusterD's 5 s rewrites are no-ops; our 30 s refresh is not).
+    { name: 'nothing written for 35 s', ms: 35_000 },
     { name: 'restart both controllers', restart: true },
-    { name: '81078603 held 30 s', waitSince: 'parameter-plane 81078603 on node-a chip 5', ms: 31_000 },
     { name: 'recover 81078603 on node-a chip 5', writes: (w, now) => [recoverChip(w, 'node-a', 5, 'network', now)] },
     { name: 'recover chip fault on node-a', writes: (w, now) => [recoverChip(w, 'node-a', 3, 'card', now)] },
     { name: 'recover chip fault on node-b', writes: (w, now) => [recoverChip(w, 'node-b', 2, 'card', now)] },

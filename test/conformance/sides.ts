@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { ControlPlane, ensureBinaries } from '../../tools/control-plane/control-plane.ts';
 import { ClusterdPeer, ensureClusterdBinary, installClusterdPrerequisites } from '../../tools/clusterd-peer/clusterd-peer.ts';
 import { ControllerProcess } from '../../tools/bench/controller-process.ts';
-import { KubeClient, isNotFound, type KubeObject } from '../../runtime/kube-client.ts';
+import { KubeClient, isNotFound, paths, type KubeObject } from '../../runtime/kube-client.ts';
 import type { Write } from './world.ts';
 
 export type SideName = 'clusterd' | 'ours';
@@ -33,10 +33,14 @@ export interface SideOptions {
   readonly workRoot: string;
 }
 
+/** Volcano is installed wherever ClusterD runs (it checks the PodGroup CRD at start): its namespace too. */
+const VOLCANO_NAMESPACE = 'volcano-system';
+
 async function startControlPlane(workDir: string): Promise<{ cp: ControlPlane; admin: KubeClient }> {
   const cp = await ControlPlane.start({ binDir: ensureBinaries(), workDir });
   const admin = KubeClient.fromFile(cp.kubeconfigPath);
   await installClusterdPrerequisites(admin);
+  await admin.create(paths.namespaces(), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: VOLCANO_NAMESPACE } });
   return { cp, admin };
 }
 
