@@ -9,6 +9,10 @@ import { defaultChipLevel, defaultNetworkLevel, switchLevel } from '../../tools/
 import { encodePublicFault } from '../../schemas/public-fault/public-fault.ts';
 import { PUBLIC_FAULT_LABELS } from '../../schemas/public-fault/public-fault.ts';
 import { publicFaultPayload } from '../../tools/simulator/public-fault.ts';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { MINDCLUSTER_SRC } from '../../tools/clusterd-peer/clusterd-peer.ts';
+import { paths } from '../../runtime/kube-client.ts';
 import type { Scenario } from './runner.ts';
 import { configMap, readyPatch, type World, type Write } from './world.ts';
 
@@ -37,10 +41,23 @@ const publicFault = (node: string, npus: number[], assertion: 'occur' | 'recover
   }, { ...PUBLIC_FAULT_LABELS });
 
 /**
+ * `kube-system/mindx-dl-fault-config` as a user writes it to re-level 80E18402 from SeparateNPU to
+ * NotHandleFault: the device plugin's shipped faultCode.json with that one code moved. The device
+ * plugin applies it when it next polls (default every 300 s); until then device-info still carries
+ * SeparateNPU. ClusterD does not read this ConfigMap.
+ */
+function faultConfigRelevel(): Write {
+  const table = JSON.parse(readFileSync(join(MINDCLUSTER_SRC, 'component', 'ascend-device-plugin', 'build', 'faultCode.json'), 'utf8')) as Record<string, string[]>;
+  table.SeparateNPUCodes = (table.SeparateNPUCodes ?? []).filter((c) => c !== '80E18402');
+  table.NotHandleFaultCodes = [...(table.NotHandleFaultCodes ?? []), '80E18402'];
+  return configMap('kube-system', 'mindx-dl-fault-config', { 'faultCode.json': JSON.stringify(table, null, 2) });
+}
+
+/**
  * The inputs ClusterD reads from the node agents, one kind per node: chip faults under both
  * resource prefixes, a parameter-plane code held 30 s, A3 switch faults (the empty default
- * SwitchInfoCfg, a fault, its recovery), NodeD faults, a public fault, Node NotReady, and a restart
- * of the controller while faults are active.
+ * SwitchInfoCfg, a fault, its recovery), NodeD faults, a public fault, Node NotReady, a
+ * mindx-dl-fault-config override, and a restart of the controller while faults are active.
  */
 export const AGENT_FAULTS: Scenario = {
   name: 'agent-faults',
@@ -64,10 +81,12 @@ export const AGENT_FAULTS: Scenario = {
     { name: 'NodeD fault 2C000031 on node-b', writes: (w, now) => [w.nodeInfo('node-b', [{ DeviceType: 'CPU', DeviceId: 0, FaultCode: ['2C000031'], FaultLevel: 'SeparateFault' }], now)] },
     { name: 'public fault 220001001 on node-c chips 0,1', writes: (_w, now) => [publicFault('node-c', [0, 1], 'occur', now)] },
     { name: 'node-c NotReady', writes: (_w, now) => [readyPatch('node-c', 'False', now)] },
+    { name: 'mindx-dl-fault-config re-levels 80E18402 (device plugin not yet reloaded)', writes: () => [faultConfigRelevel()] },
     // 35 s without input: covers 81078603 held past 30 s, and shows which side rewrites what while
     // nothing happens (ClusterD's 5 s rewrites are no-ops; our 30 s refresh is not).
     { name: 'nothing written for 35 s', ms: 35_000 },
     { name: 'restart both controllers', restart: true },
+    { name: 'mindx-dl-fault-config deleted', writes: () => [{ op: 'delete', path: paths.configMap('kube-system', 'mindx-dl-fault-config') }] },
     { name: 'recover 81078603 on node-a chip 5', writes: (w, now) => [recoverChip(w, 'node-a', 5, 'network', now)] },
     { name: 'recover chip fault on node-a', writes: (w, now) => [recoverChip(w, 'node-a', 3, 'card', now)] },
     { name: 'recover chip fault on node-b', writes: (w, now) => [recoverChip(w, 'node-b', 2, 'card', now)] },
