@@ -34,13 +34,15 @@ export interface Allowed {
   readonly field: RegExp;
   /** Extra condition on the two values (default: any). */
   readonly when?: (d: Difference) => boolean;
+  /** Only after these steps (default: every step). */
+  readonly steps?: RegExp;
   /** The clusterd-ts flag that turns the extension off (`--flag=value`), or `none yet` with a TODO. */
   readonly flag: string;
   readonly why: string;
 }
 
-export function allowedBy(d: Difference, list: readonly Allowed[]): Allowed | undefined {
-  return list.find((a) => a.object.test(d.object) && a.field.test(d.field) && (a.when === undefined || a.when(d)));
+export function allowedBy(d: Difference, list: readonly Allowed[], step = ''): Allowed | undefined {
+  return list.find((a) => a.object.test(d.object) && a.field.test(d.field) && (a.when === undefined || a.when(d)) && (a.steps === undefined || a.steps.test(step)));
 }
 
 const show = (v: string | undefined): string => (v === undefined ? '(absent)' : JSON.stringify(v));

@@ -13,7 +13,7 @@ export interface Verdict {
 }
 
 export function verdicts(r: ScenarioResult, list: readonly Allowed[] = ALLOW_LIST): Verdict[] {
-  return r.steps.flatMap((s) => s.differences.map((d) => ({ step: s.step, difference: d, allowed: allowedBy(d, list) })));
+  return r.steps.flatMap((s) => s.differences.map((d) => ({ step: s.step, difference: d, allowed: allowedBy(d, list, s.step) })));
 }
 
 export function formatResult(r: ScenarioResult, list: readonly Allowed[] = ALLOW_LIST): string {
@@ -21,7 +21,7 @@ export function formatResult(r: ScenarioResult, list: readonly Allowed[] = ALLOW
   for (const s of r.steps) {
     out.push(`\n== step: ${s.step} (settled after ${s.settleMs} ms${s.quiet ? '' : ', still changing'}; ${s.differences.length} difference(s))`);
     for (const d of s.differences) {
-      const a = allowedBy(d, list);
+      const a = allowedBy(d, list, s.step);
       out.push(`${a === undefined ? 'DIVERGENCE' : `allowed [${a.id}] (${a.flag})`}: ${formatDifference(d)}`);
     }
   }

@@ -205,6 +205,16 @@ export class ClusterdPeer {
     try { return readFileSync(this.runLog, 'utf8').split('clusterd starts to serve').length - 1; } catch { return 0; }
   }
 
+  /** ClusterD's pid (the supervisor's child: unshare and bash exec into it). */
+  pid(): number | undefined {
+    try {
+      const kids = readFileSync(`/proc/${this.supervisorPid}/task/${this.supervisorPid}/children`, 'utf8').trim().split(/\s+/).filter((x) => x !== '');
+      return kids.length > 0 ? Number(kids[0]) : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
   tail(lines = 30): string {
     const read = (f: string) => { try { return readFileSync(f, 'utf8').split('\n').slice(-lines).join('\n'); } catch { return ''; } };
     return `${read(this.stdoutLog)}\n--- ${this.runLog}\n${read(this.runLog)}`;
