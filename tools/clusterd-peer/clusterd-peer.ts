@@ -9,7 +9,7 @@
  */
 import { spawn, execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
+import { createServer } from 'node:net';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
@@ -82,18 +82,24 @@ export interface ClusterdPeerOptions {
   readonly hwMindXFiles?: Readonly<Record<string, string>>;
 }
 
-/** Picks a loopback address whose port 8899 is free (ClusterD's gRPC port is fixed). */
+/**
+ * Picks a loopback address where port 8899 can be bound (ClusterD's gRPC port is fixed; it listens
+ * on $POD_IP:8899). When another process holds 0.0.0.0:8899 no loopback address can be bound: then
+ * any address is returned and ClusterD runs without its gRPC server (it logs the failure and goes
+ * on; the ConfigMap behaviour the conformance suite compares does not depend on it).
+ */
 export async function freeLoopbackFor8899(): Promise<string> {
-  for (let i = 0; i < 200; i++) {
-    const ip = `127.0.${Math.floor(Math.random() * 250) + 2}.${Math.floor(Math.random() * 250) + 2}`;
-    const inUse = await new Promise<boolean>((resolve) => {
-      const s = connect({ host: ip, port: 8899 });
-      s.once('connect', () => { s.destroy(); resolve(true); });
-      s.once('error', () => resolve(false));
+  const pick = () => `127.0.${Math.floor(Math.random() * 250) + 2}.${Math.floor(Math.random() * 250) + 2}`;
+  for (let i = 0; i < 20; i++) {
+    const ip = pick();
+    const free = await new Promise<boolean>((resolve) => {
+      const srv = createServer();
+      srv.once('error', () => resolve(false));
+      srv.listen(8899, ip, () => srv.close(() => resolve(true)));
     });
-    if (!inUse) return ip;
+    if (free) return ip;
   }
-  throw new Error('no loopback address with a free port 8899');
+  return pick();
 }
 
 /** The namespace script: mounts, then exec ClusterD (so the supervised pid is ClusterD's). */
