@@ -25,7 +25,8 @@ describe.each(SCENARIOS)('conformance with the real ClusterD: $name', (scenario)
     }
     const file = join(process.env.CONFORMANCE_REPORT_DIR ?? tmpdir(), `clusterd-ts-conformance-${scenario.name}.txt`);
     writeFileSync(file, formatResult(result));
-    process.stdout.write(`conformance ${scenario.name}: report in ${file}; ${Object.entries(result.timings).map(([k, v]) => `${k}=${v}`).join(', ')}\n`);
+    writeFileSync(file.replace(/\.txt$/, '.json'), JSON.stringify(result, null, 2));
+    process.stdout.write(`conformance ${scenario.name}: report in ${file} (and .json); ${Object.entries(result.timings).map(([k, v]) => `${k}=${v}`).join(', ')}\n`);
   }, 20 * 60_000);
 
   test('the scenario ran on both sides', () => {
