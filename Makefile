@@ -71,8 +71,9 @@ run: deps
 demo: deps control-plane
 	$(NODE) tools/demo.ts
 
-bench: deps control-plane
-	$(NODE) tools/bench.ts $(ARGS)
+# PEER=clusterd also runs the real ClusterD beside clusterd-ts and prints <figure>_vs_clusterd ratios.
+bench: deps control-plane $(if $(PEER),clusterd-peer,)
+	$(NODE) tools/bench.ts $(ARGS) $(if $(PEER),--peer $(PEER),)
 
 clean:
 	rm -rf dist coverage .cluster
