@@ -36,8 +36,8 @@ export interface SideOptions {
 /** Volcano is installed wherever ClusterD runs (it checks the PodGroup CRD at start): its namespace too. */
 const VOLCANO_NAMESPACE = 'volcano-system';
 
-async function startControlPlane(workDir: string): Promise<{ cp: ControlPlane; admin: KubeClient }> {
-  const cp = await ControlPlane.start({ binDir: ensureBinaries(), workDir });
+async function startControlPlane(binDir: string, workDir: string): Promise<{ cp: ControlPlane; admin: KubeClient }> {
+  const cp = await ControlPlane.start({ binDir, workDir });
   const admin = KubeClient.fromFile(cp.kubeconfigPath);
   await installClusterdPrerequisites(admin);
   await admin.create(paths.namespaces(), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: VOLCANO_NAMESPACE } });
@@ -99,9 +99,11 @@ class OurSide implements Side {
 /** Both control planes, started side by side (the controllers are started by the runner). */
 export async function startSides(opts: SideOptions): Promise<{ clusterd: Side; ours: Side }> {
   ensureClusterdBinary(); // fail before any process starts when ClusterD cannot be built
+  // Once, not once per side: two build.sh runs at the same time race on the shared cache.
+  const binDir = ensureBinaries();
   const id = randomBytes(3).toString('hex');
   const root = join(opts.workRoot, `conformance-${process.pid}-${id}`);
-  const [a, b] = await Promise.allSettled([startControlPlane(join(root, 'clusterd')), startControlPlane(join(root, 'ours'))]);
+  const [a, b] = await Promise.allSettled([startControlPlane(binDir, join(root, 'clusterd')), startControlPlane(binDir, join(root, 'ours'))]);
   if (a.status === 'rejected' || b.status === 'rejected') {
     if (a.status === 'fulfilled') await a.value.cp.stop();
     if (b.status === 'fulfilled') await b.value.cp.stop();
