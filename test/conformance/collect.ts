@@ -3,7 +3,9 @@
  * Every ConfigMap in every namespace (data, labels, annotations), every Namespace, Node (labels,
  * annotations, taints, unschedulable, conditions, capacity/allocatable), Pod (labels, annotations,
  * phase, being deleted) and Event. Input objects are collected too: a controller that changes or
- * deletes one shows up as a difference.
+ * deletes one shows up as a difference. Left out: what the apiserver itself writes on one side or
+ * the other at its own pace (the `kubernetes.io/metadata.name` label, Events of its repair
+ * controllers such as `ipallocator-repair-controller` on Service default/kubernetes).
  */
 import type { KubeClient, KubeObject } from '../../runtime/kube-client.ts';
 
@@ -14,6 +16,8 @@ interface Meta { metadata?: { labels?: Record<string, string>; annotations?: Rec
 
 /** Set by the apiserver on both sides alike; not a controller's write. */
 const APISERVER_LABELS = new Set(['kubernetes.io/metadata.name']);
+/** Event sources inside kube-apiserver (no controller of ours or ClusterD's). */
+const APISERVER_EVENT_SOURCE = /^(kube-apiserver|[a-z]+allocator-repair-controller)$/;
 
 function metaFields(o: Meta, out: Fields): void {
   for (const [k, v] of Object.entries(o.metadata?.labels ?? {})) if (!APISERVER_LABELS.has(k)) out[`label ${k}`] = v;
@@ -69,6 +73,7 @@ export async function collect(client: KubeClient): Promise<Snapshot> {
   // Events: one key per (object, reason); the count of such Events and the last message.
   for (const e of events.items) {
     const io = e.involvedObject ?? {};
+    if (APISERVER_EVENT_SOURCE.test(e.source?.component ?? e.reportingComponent ?? '')) continue;
     const key = `Event ${io.kind ?? ''} ${io.namespace ?? ''}/${io.name ?? ''} ${e.reason ?? ''}`;
     const f = snap.get(key) ?? { events: '0' };
     f.events = String(Number(f.events) + 1);
