@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 NODE := $(CURDIR)/node_modules/.bin/node
 KUBECONFIG ?= $(CURDIR)/.cluster/kubeconfig
 
-.PHONY: all deps control-plane promtool test test-unit test-integration typecheck build cluster-up cluster-down run demo bench lint clean
+.PHONY: all deps control-plane clusterd-peer conformance promtool test test-unit test-integration typecheck build cluster-up cluster-down run demo bench lint clean
 
 all: test
 
@@ -25,6 +25,15 @@ deps: node_modules/.installed
 control-plane:
 	@bash tools/k8s-bins/build.sh >/dev/null
 
+# The real ClusterD, built from the MindCluster snapshot (../shared/mindcluster, or $MINDCLUSTER_SRC) in
+# a scratch copy and cached in ~/.cache/clusterd-ts keyed by the snapshot's commit (~5 min cold).
+clusterd-peer:
+	@bash tools/clusterd-peer/build.sh >/dev/null
+
+# The differential suite alone: every scenario on the real ClusterD and on clusterd-ts, compared.
+conformance: deps control-plane clusterd-peer
+	$(NODE) --experimental-vm-modules node_modules/jest/bin/jest.js --selectProjects conformance
+
 # promtool (Debian's prometheus package) checks metric names in the tests.
 promtool:
 	@command -v promtool >/dev/null || { echo "==> apt-get install prometheus (for promtool)"; \
@@ -37,8 +46,9 @@ typecheck: deps
 build: deps
 	$(NODE) node_modules/typescript/bin/tsc -p tsconfig.build.json
 
-# The README's test command: type check, unit + integration + e2e on a real apiserver.
-test: deps control-plane promtool
+# The README's test command: type check, unit + integration + e2e on a real apiserver, conformance
+# against the real ClusterD.
+test: deps control-plane clusterd-peer promtool
 	$(NODE) test/run-tests.mjs
 
 test-unit: deps
@@ -61,8 +71,9 @@ run: deps
 demo: deps control-plane
 	$(NODE) tools/demo.ts
 
-bench: deps control-plane
-	$(NODE) tools/bench.ts $(ARGS)
+# PEER=clusterd also runs the real ClusterD beside clusterd-ts and prints <figure>_vs_clusterd ratios.
+bench: deps control-plane $(if $(PEER),clusterd-peer,)
+	$(NODE) tools/bench.ts $(ARGS) $(if $(PEER),--peer $(PEER),)
 
 clean:
 	rm -rf dist coverage .cluster

@@ -1,5 +1,7 @@
-// Three projects, selected by path (style.md 2.8): unit tests sit next to their code and need no
-// apiserver; integration and e2e tests share one real kube-apiserver + etcd started by globalSetup.
+// Four projects, selected by path (style.md 2.8): unit tests sit next to their code and need no
+// apiserver; integration and e2e tests share one real kube-apiserver + etcd started by globalSetup;
+// conformance tests start their own pair of control planes (the real ClusterD on one, clusterd-ts
+// on the other), so they need no globalSetup.
 const transform = {
   '^.+\\.ts$': ['@swc/jest', {
     jsc: { parser: { syntax: 'typescript' }, target: 'es2022', experimental: { keepImportAttributes: true } },
@@ -14,7 +16,7 @@ export default {
   reporters: ['default'],
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/**/*.test.ts'],
-      testPathIgnorePatterns: [...ignore, '<rootDir>/test/integration/', '<rootDir>/test/e2e/'] },
+      testPathIgnorePatterns: [...ignore, '<rootDir>/test/integration/', '<rootDir>/test/e2e/', '<rootDir>/test/conformance/'] },
     { ...common, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
       testPathIgnorePatterns: ignore,
       globalSetup: '<rootDir>/test/support/global-setup.ts',
@@ -23,5 +25,7 @@ export default {
       testPathIgnorePatterns: ignore,
       globalSetup: '<rootDir>/test/support/global-setup.ts',
       globalTeardown: '<rootDir>/test/support/global-teardown.ts' },
+    { ...common, displayName: 'conformance', testMatch: ['<rootDir>/test/conformance/**/*.test.ts'],
+      testPathIgnorePatterns: ignore },
   ],
 };

@@ -23,24 +23,32 @@ function controlPlaneProcesses() {
     rows = execSync('ps -eo pid=,ppid=,args=', { encoding: 'utf8' }).split('\n').map((l) => l.trim().match(/^(\d+)\s+(\d+)\s+(.*)$/)).filter(Boolean);
   } catch { return []; } // no ps
   const supervisors = new Set(rows.filter((r) => r[3].includes(`${repo}/tools/control-plane/supervise.mjs`)).map((r) => r[1]));
-  const binary = (args) => /clusterd-ts\/bin\/.*\/(kube-apiserver|etcd|kwok|kube-scheduler) /.test(args) && !args.includes('supervise.mjs') && !args.includes('ps -eo');
+  const binary = (args) => /clusterd-ts\/bin\/.*\/(kube-apiserver|etcd|kwok|kube-scheduler|clusterd) /.test(args) && !args.includes('supervise.mjs') && !args.includes('ps -eo');
   return rows
     .filter((r) => supervisors.has(r[1]) || (binary(r[3]) && (supervisors.has(r[2]) || r[2] === '1')))
     .map((r) => `${r[1]} ${r[3]}`);
 }
 // Processes that were already running (e.g. `make cluster-up`) are not this run's.
 const before = new Set(controlPlaneProcesses().map((l) => l.split(' ')[0]));
+// The real ClusterD (conformance suite) sees these paths only inside its own mount namespace; on the
+// host they must not appear.
+const CLUSTERD_PATHS = ['/var/run/secrets/kubernetes.io/serviceaccount', '/home/hwMindX', '/var/log/mindx-dl'];
+const hostPathsBefore = new Set(CLUSTERD_PATHS.filter((p) => existsSync(p)));
 
 step('type check (tsc --noEmit)');
 const tsc = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json', '--noEmit'], { stdio: 'inherit' });
 if (tsc.status !== 0) { process.stdout.write('\ntests: 0 passed, 1 failed, 0 skipped\n'); process.exit(1); }
 
-step('jest (unit, integration, e2e)');
+step('jest (unit, integration, e2e, conformance)');
 const jest = spawnSync(process.execPath, ['--experimental-vm-modules', 'node_modules/jest/bin/jest.js', '--ci', '--json', `--outputFile=${summaryFile}`, ...args], { stdio: 'inherit', env: { ...process.env, NODE_NO_WARNINGS: '1' } });
 
 step('no control-plane process left behind');
 const stray = controlPlaneProcesses().filter((l) => !before.has(l.split(' ')[0]));
 if (stray.length > 0) process.stdout.write(`stray processes:\n${stray.join('\n')}\n`); else process.stdout.write('none\n');
+
+step('nothing of ClusterD left on the host');
+const leaked = CLUSTERD_PATHS.filter((p) => existsSync(p) && !hostPathsBefore.has(p));
+process.stdout.write(leaked.length > 0 ? `created on the host: ${leaked.join(', ')}\n` : 'none\n');
 
 let passed = 0, failed = 0, skipped = 0;
 if (existsSync(summaryFile)) {
@@ -49,5 +57,6 @@ if (existsSync(summaryFile)) {
   rmSync(summaryFile, { force: true });
 } else failed = 1;
 if (stray.length > 0) failed += 1;
+if (leaked.length > 0) failed += 1;
 process.stdout.write(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped\n`);
 process.exit(jest.status === 0 && failed === 0 ? 0 : 1);

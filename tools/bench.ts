@@ -17,6 +17,7 @@ import { runScaleScenario } from './bench/scale.ts';
 import { runSingle } from './bench/single.ts';
 import { runSteady } from './bench/steady.ts';
 import { runStorm } from './bench/storm.ts';
+import { runPeer } from './bench/peer.ts';
 
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..');
 /**
@@ -44,6 +45,10 @@ const FLAGS = {
   out: { default: '', help: 'JSON report path (default bench-results/<ISO timestamp>.json)' },
   'controller-args': { default: '', help: 'extra controller flags, space-separated; write it --controller-args="--burst-window-ms=0 --log-level=warn"' },
   'cpu-prof': { default: '', help: 'write V8 CPU profiles of the controller process into this folder (node --cpu-prof)' },
+  peer: { default: '', help: 'clusterd: also run the real ClusterD (tools/clusterd-peer) beside clusterd-ts on the same inputs and print <figure>_vs_clusterd ratios (use --scenario none for the comparison alone)' },
+  'peer-nodes': { default: '100', help: 'peer: nodes (x 8 NPUs) on each of the two control planes' },
+  'peer-faults': { default: '20', help: 'peer: chip faults, one at a time, for fault -> cluster-info' },
+  'peer-idle-seconds': { default: '30', help: 'peer: idle window for RSS and CPU' },
 } as const;
 
 export interface BenchOptions {
@@ -63,6 +68,10 @@ export interface BenchOptions {
   readonly out: string;
   readonly controllerArgs: readonly string[];
   readonly cpuProfDir: string;
+  readonly peer: '' | 'clusterd';
+  readonly peerNodes: number;
+  readonly peerFaults: number;
+  readonly peerIdleSeconds: number;
 }
 
 export function usage(): string {
@@ -79,7 +88,7 @@ export function parseBenchArgs(argv: readonly string[], now = new Date()): Bench
     return n;
   };
   const list = v('scenario').split(',').map((s) => s.trim()).filter((s) => s !== '');
-  const scenarios = list.includes('all') ? [...SCENARIOS] : list.map((s) => {
+  const scenarios = list.includes('all') ? [...SCENARIOS] : list.filter((s) => s !== 'none').map((s) => {
     if (!(SCENARIOS as readonly string[]).includes(s)) throw new Error(`--scenario: ${JSON.stringify(s)} is not one of ${SCENARIOS.join(', ')}, all`);
     return s as Scenario;
   });
@@ -99,6 +108,11 @@ export function parseBenchArgs(argv: readonly string[], now = new Date()): Bench
     out: v('out') === '' ? join(REPO, 'bench-results', `${stamp}.json`) : v('out'),
     controllerArgs: v('controller-args').split(' ').filter((a) => a !== ''),
     cpuProfDir: v('cpu-prof'),
+    peer: ((): '' | 'clusterd' => {
+      if (v('peer') !== '' && v('peer') !== 'clusterd') throw new Error(`--peer: ${JSON.stringify(v('peer'))} is not clusterd`);
+      return v('peer') as '' | 'clusterd';
+    })(),
+    peerNodes: num('peer-nodes', 1), peerFaults: num('peer-faults', 1), peerIdleSeconds: num('peer-idle-seconds', 1),
   };
 }
 
@@ -108,7 +122,7 @@ export async function runBench(o: BenchOptions, print: (line: string) => void = 
   const figures = new Figures(print);
   const failed: string[] = [];
   const needsCluster = o.scenarios.some((s) => s !== 'scale');
-  const binDir = needsCluster ? ensureBinaries() : undefined;
+  const binDir = needsCluster || o.peer !== '' ? ensureBinaries() : undefined;
   const vers = versions(binDir);
   const machineAtStart = machine();
   print(`# clusterd-ts benchmark: ${o.scenarios.join(', ')} | node ${process.version} | ${String(machineAtStart.cores)} cores, ${String(machineAtStart.memoryMiB)} MiB, load ${String(machineAtStart.loadAverage1m)}`);
@@ -154,6 +168,12 @@ export async function runBench(o: BenchOptions, print: (line: string) => void = 
     }
   } finally {
     await cluster?.stop();
+  }
+  if (o.peer === 'clusterd') {
+    await attempt('peer', () => runPeer({
+      binDir: binDir!, nodes: o.peerNodes, faults: o.peerFaults, idleSeconds: o.peerIdleSeconds, timeoutMs: o.timeoutMs,
+      controllerArgs: o.controllerArgs, log: print,
+    }, figures));
   }
   const wallSeconds = (Date.now() - t0) / 1000;
   figures.add('bench', 'bench_wall_s', wallSeconds, 's');

@@ -41,6 +41,10 @@ describe('bench helpers', () => {
     expect(parseBenchArgs(['--scenario', 'cold,single', '--steady-minutes', '0.5']).scenarios).toEqual(['single', 'cold']);
     expect(() => parseBenchArgs(['--scenario', 'fast'])).toThrow(/not one of/);
     expect(() => parseBenchArgs(['--nodes', '1.5'])).toThrow(/integer/);
+    expect(o.peer).toBe('');
+    const p = parseBenchArgs(['--peer', 'clusterd', '--scenario', 'none', '--peer-nodes', '20']);
+    expect([p.peer, p.scenarios, p.peerNodes, p.peerFaults]).toEqual(['clusterd', [], 20, 20]);
+    expect(() => parseBenchArgs(['--peer', 'volcano'])).toThrow(/not clusterd/);
   });
 
   it('prints `name: value unit` and n/a with a note', () => {

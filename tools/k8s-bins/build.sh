@@ -17,7 +17,10 @@ mkdir -p "$OUT" "$WORK"
 log() { echo "[control-plane] $*" >&2; }
 
 have_version() { # binary, expected substring of `--version`
-  [[ -x "$OUT/$1" ]] && "$OUT/$1" --version 2>/dev/null | grep -q -- "$2"
+  # Not `| grep -q`: with pipefail, grep exiting at the first line SIGPIPEs a binary that prints
+  # more (etcd: 4 lines), and the check then fails at random (7 of 30 runs) and rebuilds everything.
+  local v
+  [[ -x "$OUT/$1" ]] && v=$("$OUT/$1" --version 2>/dev/null) && [[ "$v" == *"$2"* ]]
 }
 
 if [[ -n "${KUBEBUILDER_ASSETS:-}" && -x "$KUBEBUILDER_ASSETS/kube-apiserver" && -x "$KUBEBUILDER_ASSETS/etcd" ]]; then

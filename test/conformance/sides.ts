@@ -1,0 +1,138 @@
+/**
+ * The two sides of a conformance run. Each side is a fresh control plane of its own (etcd +
+ * kube-apiserver with the repo's CRDs, no scheduler, no kwok: the scenario writes every Node itself)
+ * with one controller on it: the real ClusterD (tools/clusterd-peer) or clusterd-ts as production
+ * runs it (`node main.ts`, the bench's ControllerProcess). Both sides get the same prerequisites
+ * (clusterd.yaml's namespaces, clusterd-config-cm, ServiceAccount and RBAC).
+ */
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { ControlPlane, ensureBinaries } from '../../tools/control-plane/control-plane.ts';
+import { ClusterdPeer, ensureClusterdBinary, installClusterdPrerequisites } from '../../tools/clusterd-peer/clusterd-peer.ts';
+import { ControllerProcess } from '../../tools/bench/controller-process.ts';
+import { KubeClient, isNotFound, paths, type KubeObject } from '../../runtime/kube-client.ts';
+import type { Write } from './world.ts';
+
+export type SideName = 'clusterd' | 'ours';
+
+export interface Side {
+  readonly name: SideName;
+  readonly cp: ControlPlane;
+  readonly admin: KubeClient;
+  /** Starts the controller; resolves when it serves (ClusterD: "clusterd starts to serve"; ours: /readyz). */
+  startController(): Promise<number>;
+  restartController(): Promise<number>;
+  stop(): Promise<void>;
+  logTail(): string;
+}
+
+export interface SideOptions {
+  /** Extra clusterd-ts flags (a scenario's configuration; the allow-list names flags too). */
+  readonly ourFlags?: readonly string[];
+  readonly workRoot: string;
+}
+
+/** Volcano is installed wherever ClusterD runs (it checks the PodGroup CRD at start): its namespace too. */
+const VOLCANO_NAMESPACE = 'volcano-system';
+
+async function startControlPlane(binDir: string, workDir: string): Promise<{ cp: ControlPlane; admin: KubeClient }> {
+  const cp = await ControlPlane.start({ binDir, workDir });
+  const admin = KubeClient.fromFile(cp.kubeconfigPath);
+  await installClusterdPrerequisites(admin);
+  await admin.create(paths.namespaces(), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: VOLCANO_NAMESPACE } });
+  return { cp, admin };
+}
+
+class ClusterdSide implements Side {
+  readonly name = 'clusterd' as const;
+  readonly cp: ControlPlane;
+  readonly admin: KubeClient;
+  private peer: ClusterdPeer | undefined;
+  private readonly workDir: string;
+  constructor(cp: ControlPlane, admin: KubeClient, workDir: string) { this.cp = cp; this.admin = admin; this.workDir = workDir; }
+  async startController(): Promise<number> {
+    const t = Date.now();
+    this.peer = await ClusterdPeer.start(this.admin, { controlPlane: this.cp.info(), workDir: join(this.workDir, 'clusterd') });
+    return Date.now() - t;
+  }
+  async restartController(): Promise<number> {
+    const t = Date.now();
+    await this.peer!.restart('SIGTERM');
+    return Date.now() - t;
+  }
+  async stop(): Promise<void> {
+    await this.peer?.stop();
+    await this.cp.stop();
+  }
+  logTail(): string { return this.peer?.tail(40) ?? ''; }
+}
+
+class OurSide implements Side {
+  readonly name = 'ours' as const;
+  readonly cp: ControlPlane;
+  readonly admin: KubeClient;
+  private proc: ControllerProcess | undefined;
+  private readonly flags: readonly string[];
+  private readonly workDir: string;
+  constructor(cp: ControlPlane, admin: KubeClient, workDir: string, flags: readonly string[]) { this.cp = cp; this.admin = admin; this.workDir = workDir; this.flags = flags; }
+  async startController(): Promise<number> {
+    const t = Date.now();
+    const { proc } = await ControllerProcess.start(this.cp.kubeconfigPath, this.workDir, this.flags);
+    this.proc = proc;
+    await proc.waitReady(120_000);
+    return Date.now() - t;
+  }
+  async restartController(): Promise<number> {
+    const t = Date.now();
+    await this.proc!.restart();
+    await this.proc!.waitReady(120_000);
+    return Date.now() - t;
+  }
+  async stop(): Promise<void> {
+    await this.proc?.stop();
+    await this.cp.stop();
+  }
+  logTail(): string { return this.proc?.logTail(40) ?? ''; }
+}
+
+/** Both control planes, started side by side (the controllers are started by the runner). */
+export async function startSides(opts: SideOptions): Promise<{ clusterd: Side; ours: Side }> {
+  ensureClusterdBinary(); // fail before any process starts when ClusterD cannot be built
+  // Once, not once per side: two build.sh runs at the same time race on the shared cache.
+  const binDir = ensureBinaries();
+  const id = randomBytes(3).toString('hex');
+  const root = join(opts.workRoot, `conformance-${process.pid}-${id}`);
+  const [a, b] = await Promise.allSettled([startControlPlane(binDir, join(root, 'clusterd')), startControlPlane(binDir, join(root, 'ours'))]);
+  if (a.status === 'rejected' || b.status === 'rejected') {
+    if (a.status === 'fulfilled') await a.value.cp.stop();
+    if (b.status === 'fulfilled') await b.value.cp.stop();
+    throw (a.status === 'rejected' ? a.reason : (b as PromiseRejectedResult).reason) as Error;
+  }
+  return {
+    clusterd: new ClusterdSide(a.value.cp, a.value.admin, join(root, 'clusterd')),
+    ours: new OurSide(b.value.cp, b.value.admin, join(root, 'ours'), opts.ourFlags ?? []),
+  };
+}
+
+export const defaultWorkRoot = (): string => tmpdir();
+
+/** Sends one input request (the same object for both sides). */
+export async function send(client: KubeClient, w: Write): Promise<void> {
+  switch (w.op) {
+    case 'put': {
+      const path = `${w.collection}/${w.body.metadata!.name}`;
+      try {
+        await client.replace(path, structuredClone(w.body));
+      } catch (e) {
+        if (!isNotFound(e)) throw e;
+        await client.create<KubeObject>(w.collection, structuredClone(w.body));
+      }
+      return;
+    }
+    case 'patch': await client.patch(w.path, w.body, w.type); return;
+    case 'delete':
+      try { await client.delete(w.path); } catch (e) { if (!isNotFound(e)) throw e; }
+      return;
+  }
+}

@@ -1,0 +1,174 @@
+/**
+ * `make bench ARGS="--peer clusterd"`: the same figures for clusterd-ts and the real ClusterD
+ * (tools/clusterd-peer), each controller alone on a control plane of its own, fed the same
+ * device-info at the same moments. Printed as `<figure>` (ours), `clusterd_<figure>` (theirs) and
+ * `<figure>_vs_clusterd` (ours / theirs):
+ *   - cold start: spawn to the first cluster-info that lists every node (started one after the
+ *     other, so neither competes with the other for CPU);
+ *   - idle: RSS and CPU over an idle window with both running;
+ *   - fault -> cluster-info: a chip fault written to both clusters at once, until each side's
+ *     cluster-info-device-* lists the chip unhealthy (p50/p99).
+ */
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
+import { ControlPlane } from '../control-plane/control-plane.ts';
+import { ClusterdPeer, installClusterdPrerequisites } from '../clusterd-peer/clusterd-peer.ts';
+import { KubeClient, isNotFound, paths, type KubeObject } from '../../runtime/kube-client.ts';
+import { DEVICE_INFO_LABELS, DEVICE_INFO_NAMESPACE, deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
+import { encodeDeviceInfoData } from '../../schemas/device-info/device-info-encode.ts';
+import { addChipCode, deviceInfoInput, newNodeState, removeChipCodes, type NpuNodeState } from '../simulator/npu-state.ts';
+import { ControllerProcess } from './controller-process.ts';
+import { percentile } from './fixtures.ts';
+import type { Figures } from './report.ts';
+
+export interface PeerOptions {
+  readonly binDir: string;
+  readonly nodes: number;
+  readonly faults: number;
+  readonly idleSeconds: number;
+  readonly timeoutMs: number;
+  readonly controllerArgs: readonly string[];
+  readonly log: (line: string) => void;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const PREFIX = 'huawei.com/Ascend910';
+
+interface Side {
+  readonly name: 'ours' | 'clusterd';
+  readonly cp: ControlPlane;
+  readonly admin: KubeClient;
+  pid(): number | undefined;
+}
+
+function deviceInfoCm(s: NpuNodeState, nowMs: number): KubeObject {
+  return {
+    apiVersion: 'v1', kind: 'ConfigMap',
+    metadata: { name: deviceInfoCmName(s.name), namespace: DEVICE_INFO_NAMESPACE, labels: { ...DEVICE_INFO_LABELS } },
+    data: encodeDeviceInfoData(deviceInfoInput(s, Math.floor(nowMs / 1000))),
+  } as KubeObject;
+}
+
+async function put(client: KubeClient, cm: KubeObject): Promise<void> {
+  const path = paths.configMap(DEVICE_INFO_NAMESPACE, cm.metadata!.name!);
+  try { await client.replace(path, cm); } catch (e) {
+    if (!isNotFound(e)) throw e;
+    await client.create(`/api/v1/namespaces/${DEVICE_INFO_NAMESPACE}/configmaps`, cm);
+  }
+}
+
+/** Every node's cluster-info entry, by node name: its unhealthy chip list. */
+async function clusterInfoUnhealthy(client: KubeClient): Promise<Map<string, string>> {
+  const list = await client.list<KubeObject & { data?: Record<string, string> }>(`/api/v1/namespaces/mindx-dl/configmaps`);
+  const out = new Map<string, string>();
+  for (const cm of list.items) {
+    if (!(cm.metadata?.name ?? '').startsWith('cluster-info-device-')) continue;
+    for (const v of Object.values(cm.data ?? {})) {
+      let parsed: Record<string, { DeviceList?: Record<string, string> }>;
+      try { parsed = JSON.parse(v) as typeof parsed; } catch { continue; }
+      for (const [k, e] of Object.entries(parsed)) out.set(k.replace('mindx-dl-deviceinfo-', ''), e.DeviceList?.[`${PREFIX}-Unhealthy`] ?? '');
+    }
+  }
+  return out;
+}
+
+async function waitUntil<T>(probe: () => Promise<T | undefined>, timeoutMs: number, everyMs = 25): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms`);
+    await sleep(everyMs);
+  }
+}
+
+const cpuSeconds = (pid: number | undefined): number => {
+  if (pid === undefined) return Number.NaN;
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) / 100;
+};
+const rssMiB = (pid: number | undefined): number => {
+  if (pid === undefined) return Number.NaN;
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m === null ? Number.NaN : Number(m[1]) / 1024;
+};
+
+export async function runPeer(o: PeerOptions, figures: Figures): Promise<void> {
+  const root = join(tmpdir(), `clusterd-ts-bench-peer-${process.pid}`);
+  const cps = await Promise.all(['clusterd', 'ours'].map((n) => ControlPlane.start({ binDir: o.binDir, workDir: join(root, n), benchmark: true })));
+  let peer: ClusterdPeer | undefined;
+  let ours: ControllerProcess | undefined;
+  try {
+    const admins = cps.map((cp) => KubeClient.fromFile(cp.kubeconfigPath));
+    const nodes = Array.from({ length: o.nodes }, (_, i) => newNodeState({ name: `node-${String(i).padStart(4, '0')}`, switchMode: 'absent' }));
+    o.log(`# peer: ${o.nodes} nodes x 8 NPUs on two control planes (ClusterD alone on one, clusterd-ts alone on the other)`);
+    for (const admin of admins) {
+      await installClusterdPrerequisites(admin);
+      await admin.create(paths.namespaces(), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'volcano-system' } });
+    }
+    const now = Date.now();
+    for (let i = 0; i < nodes.length; i += 16) {
+      await Promise.all(nodes.slice(i, i + 16).flatMap((s) => admins.map(async (a) => {
+        await a.create(paths.nodes(), { apiVersion: 'v1', kind: 'Node', metadata: { name: s.name }, status: { capacity: { [PREFIX]: '8' }, allocatable: { [PREFIX]: '8' } } } as KubeObject);
+        await put(a, deviceInfoCm(s, now));
+      })));
+    }
+    const [cdAdmin, ourAdmin] = admins as [KubeClient, KubeClient];
+    const allListed = (client: KubeClient) => async () => ((await clusterInfoUnhealthy(client)).size >= o.nodes ? Date.now() : undefined);
+
+    // Cold start, one after the other.
+    let t = Date.now();
+    peer = await ClusterdPeer.start(cdAdmin, { controlPlane: cps[0]!.info(), workDir: join(root, 'clusterd-peer') });
+    const cdCold = (await waitUntil(allListed(cdAdmin), o.timeoutMs)) - t;
+    t = Date.now();
+    ours = (await ControllerProcess.start(cps[1]!.kubeconfigPath, join(root, 'ours'), ['--log-level=warn', ...o.controllerArgs])).proc;
+    const ourCold = (await waitUntil(allListed(ourAdmin), o.timeoutMs)) - t;
+    const sides: Side[] = [
+      { name: 'clusterd', cp: cps[0]!, admin: cdAdmin, pid: () => peer?.pid() },
+      { name: 'ours', cp: cps[1]!, admin: ourAdmin, pid: () => ours?.pid() },
+    ];
+
+    // Idle, both running.
+    await sleep(5000);
+    const cpu0 = sides.map((s) => cpuSeconds(s.pid()));
+    await sleep(o.idleSeconds * 1000);
+    const cpuIdle = sides.map((s, i) => ((cpuSeconds(s.pid()) - cpu0[i]!) / o.idleSeconds) * 1000);
+    const rssIdle = sides.map((s) => rssMiB(s.pid()));
+
+    // Faults, one at a time, the same bytes to both sides at once.
+    const lat: Record<'clusterd' | 'ours', number[]> = { clusterd: [], ours: [] };
+    for (let k = 0; k < o.faults; k++) {
+      const s = nodes[(k * 7) % nodes.length]!;
+      const chip = `Ascend910-${k % 8}`;
+      addChipCode(s, chip, 'card', '80E18402', 'SeparateNPU', Date.now());
+      const cm = deviceInfoCm(s, Date.now());
+      const acks = await Promise.all(sides.map(async (side) => { await put(side.admin, structuredClone(cm)); return Date.now(); }));
+      await Promise.all(sides.map(async (side, i) => {
+        const seen = await waitUntil(async () => ((await clusterInfoUnhealthy(side.admin)).get(s.name) ?? '').split(',').includes(chip) ? Date.now() : undefined, o.timeoutMs);
+        lat[side.name].push(seen - acks[i]!);
+      }));
+      removeChipCodes(s, chip, 'card');
+      const back = deviceInfoCm(s, Date.now());
+      await Promise.all(sides.map((side) => put(side.admin, structuredClone(back))));
+      await Promise.all(sides.map((side) => waitUntil(async () => (((await clusterInfoUnhealthy(side.admin)).get(s.name) ?? '') === '' ? true : undefined), o.timeoutMs)));
+    }
+
+    const pair = (name: string, oursV: number, theirs: number, unit: string): void => {
+      figures.add('peer', name, oursV, unit);
+      figures.add('peer', `clusterd_${name}`, theirs, unit);
+      figures.add('peer', `${name}_vs_clusterd`, theirs > 0 ? oursV / theirs : null, 'ratio');
+    };
+    figures.add('peer', 'peer_nodes', o.nodes, 'nodes');
+    pair('peer_cold_start_to_cluster_info_s', ourCold / 1000, cdCold / 1000, 's');
+    pair('peer_idle_rss_mib', rssIdle[1]!, rssIdle[0]!, 'MiB');
+    pair('peer_idle_cpu_ms_per_s', cpuIdle[1]!, cpuIdle[0]!, 'ms/s');
+    for (const p of [50, 99] as const) pair(`peer_fault_to_cluster_info_p${p}_ms`, percentile(lat.ours, p), percentile(lat.clusterd, p), 'ms');
+    figures.details.peer = { latenciesMs: lat, coldMs: { ours: ourCold, clusterd: cdCold } };
+  } finally {
+    await ours?.stop();
+    await peer?.stop();
+    await Promise.all(cps.map((cp) => cp.stop()));
+  }
+}
