@@ -4,11 +4,13 @@
 # repository (`go build -mod=mod` rewrites go.mod/go.sum in place, and the snapshot stays
 # untouched), built there, and cached outside the repo keyed by the snapshot's commit, like the
 # control-plane binaries. Nothing of it enters this repository or the product.
-# Honours MINDCLUSTER_SRC (default /work/shared/mindcluster) and CLUSTERD_TS_CACHE.
+# Honours MINDCLUSTER_SRC (default ../shared/mindcluster beside the repository, as CI lays it out)
+# and CLUSTERD_TS_CACHE.
 # Prints the binary's path on its last line of stdout.
 set -euo pipefail
 
-SRC=${MINDCLUSTER_SRC:-/work/shared/mindcluster}
+HERE=$(cd "$(dirname "$0")" && pwd)
+SRC=${MINDCLUSTER_SRC:-$(cd "$HERE/../../.." && pwd)/shared/mindcluster}
 CACHE_ROOT=${CLUSTERD_TS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/clusterd-ts}
 log() { echo "[clusterd-peer] $*" >&2; }
 
@@ -35,9 +37,9 @@ for c in clusterd ascend-common ascend-faultdiag-online; do
   cp -a "$SRC/component/$c" "$WORK/component/"
 done
 cd "$WORK/component/clusterd"
-# cgo: go-sqlite3 (through ascend-faultdiag-online). -p 1 keeps one compile at a time on a shared
-# machine. The ldflags are those of ClusterD's own build script.
-CGO_ENABLED=1 GOTOOLCHAIN=local GOFLAGS="${GOFLAGS:--p=1}" go build -mod=mod -trimpath \
+# cgo: go-sqlite3 (through ascend-faultdiag-online). The ldflags are those of ClusterD's own build
+# script. GOFLAGS=-p=1 keeps one compile at a time on a machine shared with other builds.
+CGO_ENABLED=1 GOTOOLCHAIN=local go build -mod=mod -trimpath \
   -ldflags "-s -w -X main.BuildName=clusterd -X main.BuildVersion=v26.1.0_linux-x86_64" \
   -o "$BIN.tmp" . >&2
 mv "$BIN.tmp" "$BIN"

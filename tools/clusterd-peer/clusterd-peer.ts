@@ -19,7 +19,8 @@ import { freePort, kubeconfigYaml, type ControlPlaneInfo } from '../control-plan
 const HERE = dirname(fileURLToPath(import.meta.url));
 const SUPERVISE = join(HERE, '..', 'control-plane', 'supervise.mjs');
 /** The snapshot (test input, never written to). */
-export const MINDCLUSTER_SRC = process.env.MINDCLUSTER_SRC ?? '/work/shared/mindcluster';
+/** The snapshot beside the repository (`../shared/mindcluster`, as CI lays it out) unless MINDCLUSTER_SRC names one. */
+export const MINDCLUSTER_SRC = process.env.MINDCLUSTER_SRC ?? fileURLToPath(new URL('../../../shared/mindcluster', import.meta.url));
 const CLUSTERD_BUILD = () => join(MINDCLUSTER_SRC, 'component', 'clusterd', 'build');
 /** The namespace and ServiceAccount of clusterd.yaml's Deployment. */
 export const CLUSTERD_NAMESPACE = 'mindx-dl';
