@@ -25,8 +25,10 @@ import { deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
 import { nodeInfoCmName } from '../../schemas/node-info/node-info.ts';
 import { switchInfoCmName } from '../../schemas/device-info/switch-info.ts';
 import type { ConfigMap } from '../../controllers/sources/sources.ts';
-import { eventually } from '../support/cluster.ts';
-import { jobState, rescheduleReasonOf, sleep, vcjobFaultNpu } from './jobs-support.ts';
+import { adminClient, eventually } from '../support/cluster.ts';
+import type { Manager } from '../../controllers/manager.ts';
+import type { ExecAction } from '../../schemas/job-state/job-state.ts';
+import { jobState, rescheduleReasonAfter, rescheduleReasonOf, sleep, startManager, vcjobFaultNpu } from './jobs-support.ts';
 
 const uidOf = (p: PodObj): string => p.metadata?.uid ?? '';
 const npusOf = (p: PodObj): string[] => (p.metadata?.annotations?.['huawei.com/AscendReal'] ?? '').split(',').filter(Boolean);
@@ -118,6 +120,7 @@ describe('chaos: apiserver frozen, crashed and restarted, controller restarted, 
     await noded.inject({ node: b0.spec!.nodeName!, code: '2C000031', level: 'SeparateFault' });
     await loseNode(admin, b1.spec!.nodeName!);
     const pub = await new PublicFaultSender(admin).send({ code: '220001001', targets: [{ node: pubNode, npus: [3] }] });
+    noded.close();
     await sleep(3_000);
     cp.resumeApiserver(1);
     phase('apiserver 1 resumed');
@@ -205,4 +208,41 @@ describe('chaos: apiserver frozen, crashed and restarted, controller restarted, 
       + `(controller down ${Date.now() - stopAt} ms incl. convergence), converged + checked ${Date.now() - tChaos} ms; public fault ${pub.faultId}; `
       + `decisions ${JSON.stringify({ before: sumOf(metricsBefore, 'clusterd_decisions_total'), after: sumOf(metricsAfter, 'clusterd_decisions_total') })}\n`);
   }, 180_000);
+});
+
+describe('chaos, in miniature: the apiserver dies between the pod deletions and the reason record', () => {
+  const client = adminClient();
+  let world: World | undefined;
+  let manager: Manager | undefined;
+
+  afterEach(async () => {
+    await manager?.stop();
+    await world?.stop();
+  });
+
+  // What the chaos run above met: the deletions went through, the apiserver crashed before the
+  // attempt could finish, and the replay found the pods gone. The restart must still be counted once.
+  it('the replay that finishes the restart counts it once in clusterd_job_reschedules_total', async () => {
+    world = await startWorld(client, { nodes: 3, prefix: 'chr' });
+    const { ns } = world;
+    let failed = 0;
+    const crashAfterDeletion = (action: ExecAction): Promise<void> => {
+      if (action.type !== 'recordRescheduleReason' || failed > 0) return Promise.resolve();
+      failed++;
+      return Promise.reject(new Error('fetch failed (apiserver gone)'));
+    };
+    const started = await startManager(client, [], { hooks: { beforeAction: crashAfterDeletion } });
+    manager = started.manager;
+    const job = await client.create(paths.vcJobs(ns), vcJob(ns, { nodeSelector: world.nodeSelector, name: 'rc', replicas: 2, npus: 8, labels: { 'fault-scheduling': 'force' } }));
+    const before = await eventually(async () => { const ps = await jobPods(client, ns, 'rc'); return ps.length === 2 && ps.every(runningWithNpus) ? ps : undefined; }, 30_000);
+    await world.dp.injectChipFault({ node: before[1]!.spec!.nodeName!, npu: npusOf(before[1]!)[0]!, code: '80E18402', level: 'SeparateNPU' });
+    const reason = await rescheduleReasonAfter(client, `${ns}/rc-${job.metadata!.uid!}`, 1, 20_000);
+    await eventually(async () => (await jobState(client, job.metadata!.uid!))?.pending === undefined, 15_000);
+    await sleep(1_000);
+    expect(failed).toBe(1);
+    expect(reason.TotalRescheduleTimes).toBe(1);
+    expect(world.peer.statsOf('rc').deletedUids).toEqual(new Set(before.map(uidOf)));
+    const counted = (await started.metrics.reschedules.get()).values.filter((v) => v.labels.namespace === ns).reduce((n, v) => n + v.value, 0);
+    expect(counted).toBe(1);
+  }, 120_000);
 });
