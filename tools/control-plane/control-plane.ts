@@ -204,8 +204,9 @@ export class ControlPlane {
         '--disable-admission-plugins=ServiceAccount', '--allow-privileged=true', '--endpoint-reconciler-type=none',
         ...(this.opts.benchmark === true ? ['--max-requests-inflight=0', '--max-mutating-requests-inflight=0', '--enable-priority-and-fairness=false'] : []),
       ]);
-      await this.startApiserver(i);
     }
+    // In parallel: each takes seconds to become ready, and they only share etcd.
+    await Promise.all(this.apiserverArgs.map((_, i) => this.startApiserver(i)));
     writeFileSync(this.kubeconfigPath, kubeconfigYaml(this.servers[0]!, this.adminToken));
     await this.installCrds();
     if (this.opts.scheduler === true) await this.startScheduler();
