@@ -7,7 +7,6 @@
  *
  * Seeds are printed; replay one with GRPC_FUZZ_SEED=<seed>.
  */
-import { readFileSync, readdirSync } from 'node:fs';
 import { connect as tcpConnect } from 'node:net';
 import { connect as h2Connect, constants as H2 } from 'node:http2';
 import { Client, status as GrpcStatus, type MethodDefinition } from '@grpc/grpc-js';
@@ -15,61 +14,11 @@ import fc from 'fast-check';
 import { eventually } from './stub-handlers.ts';
 import { startStubServer, unaryCall, unaryError, type StubServer } from './testing.ts';
 import { SERVICE_NAMES, type ServiceKey } from './protos.ts';
-import { DEFAULT_PUBLIC_FAULT_RESOURCES } from './validate.ts';
+import { PREFACE, frame, fuzzSeed, grpcMessage, messageObject, protoBytes, varint } from './fuzz-kit.ts';
 
 const JOB = '0a0b0c0d-1234-5678-9abc-def012345678';
 const who = { jobId: JOB, role: 'taskd' };
-const SEED = Number(process.env.GRPC_FUZZ_SEED ?? Date.now() % 2 ** 31);
-const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
-
-/** Every field name in our .proto files: the keys of the structured random payloads. */
-const FIELD_NAMES = [...new Set(readdirSync(new URL('./protos/', import.meta.url)).flatMap((f) =>
-  [...readFileSync(new URL(`./protos/${f}`, import.meta.url), 'utf8').matchAll(/^\s*(?:repeated\s+)?[\w.<>, ]+\s+(\w+)\s*=\s*\d+\s*;/gm)].map((m) => m[1]!)))];
-
-/** One HTTP/2 frame: 24-bit length, type, flags, 31-bit stream id, payload. */
-function frame(type: number, flags: number, streamId: number, payload: Uint8Array): Buffer {
-  const h = Buffer.alloc(9);
-  h.writeUIntBE(payload.length, 0, 3);
-  h[3] = type;
-  h[4] = flags;
-  h.writeUInt32BE(streamId & 0x7fffffff, 5);
-  return Buffer.concat([h, payload]);
-}
-
-/** A gRPC length-prefixed message: compressed flag, 32-bit length (may lie), body. */
-function grpcMessage(body: Uint8Array, opts: { compressed?: number; declared?: number } = {}): Buffer {
-  const h = Buffer.alloc(5);
-  h[0] = opts.compressed ?? 0;
-  h.writeUInt32BE((opts.declared ?? body.length) >>> 0, 1);
-  return Buffer.concat([h, body]);
-}
-
-/** Protobuf wire encoding of random fields: valid framing, arbitrary field numbers, wire types and values. */
-const varint = (n: bigint): number[] => {
-  const out: number[] = [];
-  let v = BigInt.asUintN(64, n);
-  do { let b = Number(v & 0x7fn); v >>= 7n; if (v > 0n) b |= 0x80; out.push(b); } while (v > 0n);
-  return out;
-};
-const protoField = fc.tuple(fc.integer({ min: 1, max: 12 }), fc.constantFrom(0, 1, 2, 5), fc.bigInt({ min: -(2n ** 63n), max: 2n ** 64n - 1n }), fc.uint8Array({ maxLength: 40 }))
-  .map(([field, wire, n, bytes]) => {
-    const key = varint(BigInt((field << 3) | wire));
-    if (wire === 0) return [...key, ...varint(n)];
-    if (wire === 1) return [...key, ...Buffer.alloc(8, Number(n & 0xffn))];
-    if (wire === 5) return [...key, ...Buffer.alloc(4, Number(n & 0xffn))];
-    return [...key, ...varint(BigInt(bytes.length)), ...bytes];
-  });
-const protoBytes = fc.array(protoField, { maxLength: 12 }).map((fs) => Uint8Array.from(fs.flat()));
-
-/** Objects shaped like our messages (known field names, random values and nesting). */
-const { value: fieldValue } = fc.letrec<{ value: unknown }>((tie) => ({
-  value: fc.oneof({ depthSize: 'small', withCrossShrink: true },
-    fc.string({ maxLength: 30 }), fc.integer(), fc.double(), fc.boolean(), fc.constant(null),
-    fc.constantFrom(JOB, ...DEFAULT_PUBLIC_FAULT_RESOURCES, '-1', 'taskd', '80E18402', '2025-01-01'),
-    fc.array(tie('value'), { maxLength: 4 }),
-    fc.dictionary(fc.constantFrom(...FIELD_NAMES), tie('value'), { maxKeys: 6 })),
-}));
-const messageObject = fc.dictionary(fc.constantFrom(...FIELD_NAMES), fieldValue, { maxKeys: 8 });
+const SEED = fuzzSeed();
 
 interface Method { readonly path: string; readonly def: MethodDefinition<unknown, unknown> }
 
@@ -186,7 +135,7 @@ describe(`gRPC endpoint fuzz (seed ${SEED})`, () => {
   it('random protobuf payloads to every method of every service', async () => {
     const payload = fc.oneof(
       protoBytes.map((b) => ({ bytes: Buffer.from(b) })),
-      messageObject.map((o) => ({ object: o })),
+      messageObject([JOB]).map((o) => ({ object: o })),
       fc.uint8Array({ maxLength: 200 }).map((b) => ({ bytes: Buffer.from(b) })),
     );
     await fc.assert(fc.asyncProperty(fc.constantFrom(...methods), payload, async (m, p) => {
