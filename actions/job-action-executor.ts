@@ -99,9 +99,13 @@ export class JobActionExecutor {
           break;
       }
     }
-    if (deleted.length > 0) {
+    // A replay that finds the pods gone and writes the reason record finishes a restart whose
+    // deletions went through in an attempt that died before it could count them (its apiserver
+    // crashed mid-request): that restart is counted here, once, with its record.
+    const restarted = deleted.length > 0 || (opts.replay && recorded && alreadyGone.length > 0);
+    if (restarted) {
       const action = p.actions.some((a) => a.type === 'forceDeletePods') ? 'force_delete_pods' : 'evict_pods';
-      if (p.faultSinceMs > 0) this.d.metrics.faultToAction.observe({ action }, Math.max(0, this.d.now() - p.faultSinceMs) / 1000);
+      if (p.faultSinceMs > 0 && deleted.length > 0) this.d.metrics.faultToAction.observe({ action }, Math.max(0, this.d.now() - p.faultSinceMs) / 1000);
       this.d.metrics.countReschedule(job.namespace, reason || 'unknown');
     }
     return { deleted, alreadyGone, annotated, recorded };

@@ -10,6 +10,35 @@ import type { GrpcLogger } from './handlers.ts';
 export interface ConnectionLimits {
   readonly maxConnections: number;
   readonly maxConnectionsPerIp: number;
+  /** A connection that has not sent its first bytes (HTTP/2 preface and SETTINGS, or a TLS ClientHello) by then is closed. */
+  readonly handshakeTimeoutMs: number;
+}
+
+/** The HTTP/2 client preface (24 bytes) and the header of the SETTINGS frame that must follow it. */
+const HANDSHAKE_BYTES = 24 + 9;
+
+/**
+ * Holds a new socket until it has sent `need` bytes (true), or closes it after `timeoutMs` (false).
+ * What was read is pushed back, so grpc-js reads the stream from its first byte.
+ */
+function firstBytes(socket: Socket, need: number, timeoutMs: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let got = 0;
+    const finish = (ok: boolean): void => {
+      clearTimeout(timer);
+      socket.off('data', onData);
+      socket.off('close', onClose);
+      socket.pause();
+      if (got > 0) socket.unshift(Buffer.concat(chunks));
+      resolve(ok);
+    };
+    const onData = (d: Buffer): void => { chunks.push(d); got += d.length; if (got >= need) finish(true); };
+    const onClose = (): void => finish(false);
+    const timer = setTimeout(() => finish(false), timeoutMs);
+    socket.on('data', onData);
+    socket.once('close', onClose);
+  });
 }
 
 /** Which connection cap refused a connection. */
@@ -45,7 +74,15 @@ export function listen(host: string, port: number, injector: ConnectionInjector,
       else perIp.set(ip, left);
     });
     socket.on('error', (err) => log.debug('grpc socket error', { ip, err: err.message }));
-    injector.injectConnection(socket);
+    // grpc-go (ClusterD) closes a connection whose handshake is not done within its
+    // ConnectionTimeout (120 s); grpc-js has no such limit, so silent sockets would hold the
+    // listener's slots for ever and, at the cap, lock every client out. The socket is ours until
+    // its first bytes arrive (a socket handed to grpc-js cannot be closed from here).
+    void firstBytes(socket, HANDSHAKE_BYTES, limits.handshakeTimeoutMs).then((ok) => {
+      if (ok) { injector.injectConnection(socket); return; }
+      if (!socket.destroyed) log.warn('grpc connection closed: no HTTP/2 handshake', { ip, afterMs: limits.handshakeTimeoutMs, bytes: socket.bytesRead });
+      socket.destroy();
+    });
   });
   return new Promise<Listener>((resolve, reject) => {
     server.once('error', reject);

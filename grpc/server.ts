@@ -31,6 +31,8 @@ export interface GrpcLimits {
   readonly maxConcurrentStreams: number;
   readonly maxConnections: number;
   readonly maxConnectionsPerIp: number;
+  /** A connection without the HTTP/2 client preface and SETTINGS after this long is closed (grpc-go's ConnectionTimeout). */
+  readonly handshakeTimeoutMs: number;
   /** HTTP/2 pings after this idle time, and the wait for their ack. */
   readonly keepAliveTimeMs: number;
   readonly keepAliveTimeoutMs: number;
@@ -53,6 +55,7 @@ export const DEFAULT_LIMITS: GrpcLimits = {
   maxConcurrentStreams: 64,
   maxConnections: 1_024,
   maxConnectionsPerIp: 512,
+  handshakeTimeoutMs: 120_000,
   keepAliveTimeMs: 60_000,
   keepAliveTimeoutMs: 5_000,
   unaryQps: 1_000,

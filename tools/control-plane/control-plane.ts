@@ -157,6 +157,7 @@ export class ControlPlane {
     if (p === undefined) return;
     this.procs.delete(name);
     try { process.kill(-p.pid, signal); } catch { return; }
+    try { process.kill(-p.pid, 'SIGCONT'); } catch { /* gone */ } // a paused process only takes the signal once resumed
     const dead = await Promise.race([p.exited.then(() => true), sleep(10_000).then(() => false)]);
     if (!dead) { try { process.kill(-p.pid, 'SIGKILL'); } catch { /* gone */ } await p.exited; }
   }
@@ -203,8 +204,9 @@ export class ControlPlane {
         '--disable-admission-plugins=ServiceAccount', '--allow-privileged=true', '--endpoint-reconciler-type=none',
         ...(this.opts.benchmark === true ? ['--max-requests-inflight=0', '--max-mutating-requests-inflight=0', '--enable-priority-and-fairness=false'] : []),
       ]);
-      await this.startApiserver(i);
     }
+    // In parallel: each takes seconds to become ready, and they only share etcd.
+    await Promise.all(this.apiserverArgs.map((_, i) => this.startApiserver(i)));
     writeFileSync(this.kubeconfigPath, kubeconfigYaml(this.servers[0]!, this.adminToken));
     await this.installCrds();
     if (this.opts.scheduler === true) await this.startScheduler();
@@ -232,6 +234,30 @@ export class ControlPlane {
   /** Kills apiserver i (SIGKILL by default: a crash, not a graceful shutdown). */
   async stopApiserver(i = 0, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
     await this.killProc(`kube-apiserver-${i}`, signal);
+  }
+
+  /**
+   * Freezes apiserver i (SIGSTOP to its process group): the port stays open and connections stay up,
+   * but nothing is answered, as when the process hangs or its node stalls. resumeApiserver undoes it.
+   */
+  pauseApiserver(i = 0): void {
+    this.signalGroup(`kube-apiserver-${i}`, 'SIGSTOP');
+  }
+
+  resumeApiserver(i = 0): void {
+    this.signalGroup(`kube-apiserver-${i}`, 'SIGCONT');
+  }
+
+  /** Kills apiserver i (SIGKILL: a crash) and starts it again on the same port and etcd; resolves once ready. */
+  async restartApiserver(i = 0): Promise<void> {
+    await this.stopApiserver(i);
+    await this.startApiserver(i);
+  }
+
+  private signalGroup(name: string, signal: NodeJS.Signals): void {
+    const p = this.procs.get(name);
+    if (p === undefined) throw new Error(`${name} is not running`);
+    process.kill(-p.pid, signal);
   }
 
   /** Compacts etcd at its current revision (physically), forcing 410 Gone on older watches. */
