@@ -14,7 +14,9 @@
  *   |x| < 1e-6 or |x| >= 1e21, exponent as `e-7` / `e+21` (encoding/json trims strconv's `e-07`);
  *   -0 encodes as `0`; NaN/Infinity throw;
  * - bigint as an integer; Uint8Array as base64 (Go []byte);
- * - strings escaped as Go >= 1.22 does with HTML escaping on.
+ * - strings escaped as Go >= 1.22 does with HTML escaping on; a lone surrogate (only JSON.parse of a
+ *   `\udXXX` escape makes one) is written as a raw U+FFFD, as Go's Unmarshal-then-Marshal does, so a
+ *   re-encode is a fixpoint (the fuzz suite found the escaped `\ufffd` form was not).
  */
 
 /** A Go map value: encoded with its keys sorted byte-wise. Build with `goMap` / `goMapOf`. */
@@ -70,7 +72,7 @@ const ASCII_ESCAPES: ReadonlyArray<string | undefined> = (() => {
   return t;
 })();
 
-/** Go's quoted JSON string, HTML-escaped; lone surrogates (invalid UTF-8 in Go) become \ufffd. */
+/** Go's quoted JSON string, HTML-escaped; lone surrogates become U+FFFD (what Go decodes them to). */
 export function goQuote(s: string): string {
   let out = '"';
   let start = 0;
@@ -89,9 +91,9 @@ export function goQuote(s: string): string {
         i++; // valid pair: emitted verbatim
         continue;
       }
-      rep = '\\ufffd';
+      rep = '\ufffd';
     } else if (c >= 0xdc00 && c <= 0xdfff) {
-      rep = '\\ufffd';
+      rep = '\ufffd';
     }
     if (rep !== undefined) {
       out += s.slice(start, i) + rep;
