@@ -23,6 +23,7 @@ import { parseClusterInfo, type DeviceInfoEntry, type SwitchInfoEntry } from '..
 import type { ConfigMap } from '../../controllers/sources/sources.ts';
 import { adminClient, ensureNamespace, eventually } from '../support/cluster.ts';
 import { recordingLogger, type LogLine } from '../support/fault-policy-test-kit.ts';
+import { goDecodeError, goDecoder } from '../support/go-decode.ts';
 
 const P = 'huawei.com/Ascend910';
 const chips = (n: number): string[] => Array.from({ length: n }, (_, i) => `Ascend910-${i}`);
@@ -40,12 +41,20 @@ async function shards(client: KubeClient, kind: 'device' | 'switch'): Promise<st
   return list.items.filter((cm) => cm.metadata!.name!.startsWith(`cluster-info-${kind}-`)).map((cm) => cm.data?.[cm.metadata!.name!] ?? '');
 }
 
-/** The entry of `key` in the shards; every shard must obey the Go rules and parse strictly. */
+/** Built in beforeAll: Go's encoding/json with the consumers' types (tools/go-decode). */
+let goBin = '';
+
+/**
+ * The entry of `key` in the shards; every shard must decode with Go's encoding/json into the
+ * consumers' types, obey the Go rules and parse strictly.
+ */
 async function entry<T>(client: KubeClient, kind: 'device' | 'switch', key: string): Promise<T | undefined> {
   for (const text of await shards(client, kind)) {
     if (text === '') continue;
+    const goError = goDecodeError(goBin, kind, text);
+    if (goError !== undefined) throw new Error(`a cluster-info-${kind} shard Go cannot decode: ${goError}`);
     const bad = goRuleViolation(text);
-    if (bad !== undefined) throw new Error(`a cluster-info-${kind} shard Go cannot decode: ${bad}`);
+    if (bad !== undefined) throw new Error(`a cluster-info-${kind} shard breaks the Go rules: ${bad}`);
     const p = parseClusterInfo(kind, text);
     if (!p.ok) throw new Error(`a cluster-info-${kind} shard does not parse: ${p.reason}`);
     if (p.value[key] !== undefined) return p.value[key] as T;
@@ -64,10 +73,11 @@ describe('intake hardening (issue 10)', () => {
   const tag = randomBytes(3).toString('hex');
 
   beforeAll(async () => {
+    goBin = goDecoder();
     for (const ns of ['mindx-dl', 'kube-system']) await ensureNamespace(client, ns);
     manager = new Manager({ client, options: parseOptions(['--http-port=0', '--cluster-info-refresh-seconds=0'], {}), log: recordingLogger(lines), metrics });
     await manager.start();
-  }, 60_000);
+  }, 300_000);
 
   afterAll(async () => { await manager.stop(); });
 
@@ -91,7 +101,10 @@ describe('intake hardening (issue 10)', () => {
     manager.clusterInfo.queue.add('cluster-info');
     await manager.clusterInfo.idle();
     expect(await entry<DeviceInfoEntry>(client, 'device', deviceInfoCmName(node))).toEqual(before);
-    for (const text of await shards(client, 'device')) expect(text).not.toContain('e+');
+    for (const text of await shards(client, 'device')) {
+      expect(text).not.toContain('e+');
+      expect(goDecodeError(goBin, 'device', text)).toBeUndefined();
+    }
   });
 
   it('finding 2: a malformed SwitchInfoCfg keeps the node\'s Separate switch fault in cluster-info-switch, takes the device part, says why', async () => {
