@@ -3,7 +3,7 @@
  * policy -> the cluster-info reconciler and the job pipeline. This file holds the flow's only
  * subscribe (style.md 2.1). Bad input is logged with its reason, counted, and changes nothing.
  */
-import { Subject, merge, map, type Observable, type Subscription } from 'rxjs';
+import { Subject, filter, merge, map, take, type Observable, type Subscription } from 'rxjs';
 import type { FaultRecord } from '../policy/fault-types.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
@@ -11,6 +11,7 @@ import type { WatchEvent } from '../runtime/reflector.ts';
 import { FaultStore, type Rejection } from './fault-store.ts';
 import { DeviceInfoLastGood } from './device-info-last-good.ts';
 import { nodeNameOfDeviceInfoCm } from '../schemas/device-info/device-info.ts';
+import { nodeNameOfNodeInfoCm } from '../schemas/node-info/node-info.ts';
 import type { ConfigMap, Node, Sources } from './sources/sources.ts';
 
 /** Re-levels and escalates a node's records (policy/); identity = trust what the agents wrote. */
@@ -27,6 +28,7 @@ export interface FaultChange {
 }
 
 type Input =
+  | { kind: 'nodes-synced' }
   | { kind: 'device'; ev: WatchEvent<ConfigMap> }
   | { kind: 'nodeinfo'; ev: WatchEvent<ConfigMap> }
   | { kind: 'public'; ev: WatchEvent<ConfigMap> }
@@ -58,6 +60,8 @@ export class DeviceFaultsController {
   private readonly deps: DeviceFaultsDeps;
   private readonly now: () => number;
   private readonly policy: FaultPolicy;
+  /** Nodes named by device-info / node-info without a Node object, logged once until the Node appears. */
+  private readonly warnedUnknown = new Set<string>();
 
   constructor(deps: DeviceFaultsDeps) {
     this.deps = deps;
@@ -79,6 +83,7 @@ export class DeviceFaultsController {
       s.nodeInfo.events$.pipe(map((ev): Input => ({ kind: 'nodeinfo', ev }))),
       s.publicFaults.events$.pipe(map((ev): Input => ({ kind: 'public', ev }))),
       s.nodes.events$.pipe(map((ev): Input => ({ kind: 'node', ev }))),
+      s.nodes.synced$.pipe(filter(Boolean), take(1), map((): Input => ({ kind: 'nodes-synced' }))),
     );
     this.sub = inputs$.subscribe({
       next: (input) => this.apply(input),
@@ -105,6 +110,10 @@ export class DeviceFaultsController {
   }
 
   private apply(input: Input): void {
+    if (input.kind === 'nodes-synced') {
+      this.checkAllNodesKnown();
+      return;
+    }
     const now = this.now();
     let rejection: Rejection | undefined;
     const { ev } = input;
@@ -117,25 +126,37 @@ export class DeviceFaultsController {
         } else {
           rejection = this.store.applyDeviceInfo(ev.obj as ConfigMap, now);
           this.trackLastGood(ev.obj as ConfigMap, rejection === undefined);
+          if (rejection === undefined) this.checkNodeKnown('device-info', nodeNameOfDeviceInfoCm(ev.obj.metadata?.namespace ?? '', ev.obj.metadata?.name ?? ''));
         }
         break;
       case 'nodeinfo':
         if (ev.type === 'delete') this.store.deleteNodeInfo(ev.obj as ConfigMap);
-        else rejection = this.store.applyNodeInfo(ev.obj as ConfigMap, now);
+        else {
+          rejection = this.store.applyNodeInfo(ev.obj as ConfigMap, now);
+          if (rejection === undefined) this.checkNodeKnown('node-info', nodeNameOfNodeInfoCm(ev.obj.metadata?.namespace ?? '', ev.obj.metadata?.name ?? ''));
+        }
         break;
       case 'public':
         if (ev.type !== 'delete') rejection = this.store.applyPublicFault(ev.obj as ConfigMap, now);
         break;
       case 'node':
         if (ev.type === 'delete') this.store.deleteNode(ev.obj as Node, now);
-        else this.store.applyNode(ev.obj as Node, now);
+        else {
+          this.store.applyNode(ev.obj as Node, now);
+          this.warnedUnknown.delete(ev.obj.metadata?.name ?? '');
+        }
         break;
     }
+    const resourceVersion = ev.obj.metadata?.resourceVersion;
     if (rejection !== undefined) {
-      this.deps.metrics.invalidInput.inc({ format: rejection.format, reason: reasonClass(rejection.reason) });
-      const fields = { format: rejection.format, object: rejection.object, reason: rejection.reason, resourceVersion: ev.obj.metadata?.resourceVersion };
+      this.deps.metrics.invalidInput.inc({ format: rejection.format, reason: rejection.kind });
+      const fields = { format: rejection.format, object: rejection.object, reason: rejection.reason, kind: rejection.kind, resourceVersion };
       if (input.kind === 'device' && !this.lastGood.isHeld(this.deviceNode(ev.obj as ConfigMap) ?? '')) this.deps.log.warn('input rejected; the node has no earlier good device-info, so no device faults are known for it', fields);
       else this.deps.log.warn('input rejected; last good state kept', fields);
+    }
+    for (const part of this.store.drainPartial()) {
+      this.deps.metrics.invalidInput.inc({ format: part.format, reason: part.kind });
+      this.deps.log.warn('part of an input rejected; kept in force: ' + (part.kept ?? 'the rest'), { format: part.format, object: part.object, reason: part.reason, kind: part.kind, resourceVersion });
     }
     this.flush();
   }
@@ -179,6 +200,27 @@ export class DeviceFaultsController {
     if (restored > 0) this.flush();
   }
 
+  /**
+   * ClusterD takes device-info and node-info whatever node they name (no Node lookup), and so do we:
+   * the faults still reach cluster-info. But a name without a Node is usually a typo or a stale
+   * ConfigMap, so it is counted every time and logged once until the Node appears. Checked only once
+   * the Node informer has synced (its first list), then for everything known at that moment.
+   */
+  private checkNodeKnown(format: 'device-info' | 'node-info', node: string | undefined): void {
+    const nodes = this.deps.sources.nodes;
+    if (node === undefined || !nodes.health().synced || nodes.get(node) !== undefined) return;
+    this.deps.metrics.unknownNodeInputs.inc({ format });
+    if (this.warnedUnknown.has(node)) return;
+    this.warnedUnknown.add(node);
+    this.deps.log.warn('input names a node that has no Node object; accepted as ClusterD does', { format, node });
+  }
+
+  private checkAllNodesKnown(): void {
+    const s = this.deps.sources;
+    for (const cm of s.deviceInfo.store.values()) this.checkNodeKnown('device-info', nodeNameOfDeviceInfoCm(cm.metadata?.namespace ?? '', cm.metadata?.name ?? ''));
+    for (const cm of s.nodeInfo.store.values()) this.checkNodeKnown('node-info', nodeNameOfNodeInfoCm(cm.metadata?.namespace ?? '', cm.metadata?.name ?? ''));
+  }
+
   /** Nodes whose effective faults changed without new intake (policy timers, configuration, manual separation). */
   notify(nodes: readonly string[]): void {
     if (nodes.length === 0) return;
@@ -194,16 +236,4 @@ export class DeviceFaultsController {
     this.deps.onChange(change);
     this.changes.next(change);
   }
-}
-
-/** A bounded label value for metrics from a free-text reason. */
-function reasonClass(reason: string): string {
-  const r = reason.toLowerCase();
-  if (r.includes('checkcode')) return 'check_code';
-  if (r.includes('json')) return 'malformed_json';
-  if (r.includes('prefix')) return 'unknown_prefix';
-  if (r.includes('npu name') || r.includes('chip name')) return 'bad_npu_name';
-  if (r.includes('missing')) return 'missing_key';
-  if (r.includes('nodesn')) return 'unknown_node';
-  return 'invalid';
 }

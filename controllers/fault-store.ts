@@ -11,6 +11,7 @@ import { nodeNameOfDeviceInfoCm } from '../schemas/device-info/device-info.ts';
 import { parseNodeInfoData, nodeNameOfNodeInfoCm, splitNodeFaults, type NodeInfoData } from '../schemas/node-info/node-info.ts';
 import { parsePublicFaultData } from '../schemas/public-fault/public-fault.ts';
 import { publicFaultRecords } from '../schemas/public-fault/public-fault-records.ts';
+import { kindOf, type RejectKind } from '../schemas/parsed.ts';
 import type { FaultRecord } from '../policy/fault-types.ts';
 import type { StatisticNodeFault } from '../schemas/statistic-fault/statistic-fault.ts';
 import type { ConfigMap, Node } from './sources/sources.ts';
@@ -20,7 +21,8 @@ import { PublicFaultStore, type PublicFaultStoreOptions } from './public-fault-s
 export const NODE_NOT_READY_CODE = 'heartbeatTimeOut';
 export { PUBLIC_FAULT_ONCE_MS } from './public-fault-store.ts';
 
-export type Rejection = { readonly format: string; readonly object: string; readonly reason: string };
+/** A refused input (or part of one: `kept` then says what stays in force). `kind` is the metric reason. */
+export type Rejection = { readonly format: string; readonly object: string; readonly reason: string; readonly kind: RejectKind; readonly kept?: string };
 
 export interface NodeFaultState {
   readonly node: string;
@@ -37,6 +39,8 @@ export class FaultStore {
 
   /** Nodes whose faults changed since the last drain (what to re-decide). */
   private readonly dirty = new Set<string>();
+  /** Parts of accepted inputs that were left out since the last drain (to log and count). */
+  private readonly partial: Rejection[] = [];
 
   constructor(opts: { readonly publicFaults?: PublicFaultStoreOptions } = {}) {
     this.publicFaults = new PublicFaultStore(opts.publicFaults);
@@ -44,6 +48,10 @@ export class FaultStore {
 
   nodeState(node: string): NodeFaultState | undefined { return this.nodes.get(node); }
   nodeNames(): string[] { return [...this.nodes.keys()]; }
+
+  drainPartial(): Rejection[] {
+    return this.partial.splice(0);
+  }
 
   drainDirty(): string[] {
     const out = [...this.dirty];
@@ -61,18 +69,36 @@ export class FaultStore {
   applyDeviceInfo(cm: ConfigMap, nowMs: number): Rejection | undefined {
     const name = cm.metadata?.name ?? '';
     const node = nodeNameOfDeviceInfoCm(cm.metadata?.namespace ?? '', name);
-    if (node === undefined) return { format: 'device-info', object: name, reason: 'not a device-info ConfigMap name' };
+    if (node === undefined) return { format: 'device-info', object: name, reason: 'not a device-info ConfigMap name', kind: 'bad_name' };
     const parsed = parseDeviceInfoData(cm.data, nowMs);
-    if (!parsed.ok) return { format: 'device-info', object: name, reason: parsed.reason };
+    if (!parsed.ok) return { format: 'device-info', object: name, reason: parsed.reason, kind: kindOf(parsed) };
+    const last = this.nodes.get(node)?.device;
+    const data = this.withLastGoodSwitch(name, parsed.value, last?.data);
+    for (const d of data.dropped) this.partial.push({ format: 'device-info', object: name, reason: d.reason, kind: d.kind, kept: 'the rest of the ConfigMap' });
     // Keep each record's first-seen time across updates that repeat the same fault.
-    const prev = new Map((this.nodes.get(node)?.device?.records ?? []).map((r) => [`${r.device}/${r.source}/${r.code}`, r]));
-    const records = deviceInfoRecords(node, parsed.value, nowMs).map((r) => {
+    const prev = new Map((last?.records ?? []).map((r) => [`${r.device}/${r.source}/${r.code}`, r]));
+    const records = deviceInfoRecords(node, data, nowMs).map((r) => {
       const p = prev.get(`${r.device}/${r.source}/${r.code}`);
       return p !== undefined && p.firstSeenMs < r.firstSeenMs ? { ...r, firstSeenMs: p.firstSeenMs } : r;
     });
-    this.state(node).device = { data: parsed.value, records, cmName: name };
+    this.state(node).device = { data, records, cmName: name };
     this.dirty.add(node);
     return undefined;
+  }
+
+  /**
+   * SwitchInfoCfg is quarantined on its own, as ClusterD parses it on its own: a bad one (or a missing
+   * key, which ClusterD ignores) leaves the node's last good switch state in force, the rest of the
+   * device-info is taken.
+   */
+  private withLastGoodSwitch(name: string, data: DeviceInfoData, last: DeviceInfoData | undefined): DeviceInfoData {
+    const sw = data.switchInfo;
+    if (sw?.ok === true) return data;
+    const kept = last?.switchInfo?.ok === true ? last.switchInfo : undefined;
+    if (sw !== undefined && !sw.ok) {
+      this.partial.push({ format: 'device-info', object: name, reason: sw.reason, kind: kindOf(sw), kept: kept === undefined ? 'the rest of the ConfigMap (no switch state accepted yet)' : 'the last good SwitchInfoCfg and the rest of the ConfigMap' });
+    }
+    return { ...data, switchInfo: kept };
   }
 
   /**
@@ -89,9 +115,9 @@ export class FaultStore {
   applyNodeInfo(cm: ConfigMap, nowMs: number): Rejection | undefined {
     const name = cm.metadata?.name ?? '';
     const node = nodeNameOfNodeInfoCm(cm.metadata?.namespace ?? '', name);
-    if (node === undefined) return { format: 'node-info', object: name, reason: 'not a node-info ConfigMap name' };
+    if (node === undefined) return { format: 'node-info', object: name, reason: 'not a node-info ConfigMap name', kind: 'bad_name' };
     const parsed = parseNodeInfoData(cm.data);
-    if (!parsed.ok) return { format: 'node-info', object: name, reason: parsed.reason };
+    if (!parsed.ok) return { format: 'node-info', object: name, reason: parsed.reason, kind: kindOf(parsed) };
     this.state(node).nodeInfo = { data: parsed.value, records: splitNodeFaults(node, parsed.value, nowMs), cmName: name };
     this.dirty.add(node);
     return undefined;
@@ -136,10 +162,10 @@ export class FaultStore {
   applyPublicFault(cm: ConfigMap, nowMs: number): Rejection | undefined {
     const obj = `${cm.metadata?.namespace}/${cm.metadata?.name}`;
     const parsed = parsePublicFaultData(cm.data);
-    if (!parsed.ok) return { format: 'public-fault', object: obj, reason: parsed.reason };
+    if (!parsed.ok) return { format: 'public-fault', object: obj, reason: parsed.reason, kind: kindOf(parsed) };
     const out = publicFaultRecords(parsed.value, { nodeBySn: (sn) => this.serialToNode.get(sn) });
     for (const node of this.publicFaults.apply(obj, out.records, nowMs)) this.dirty.add(node);
-    if (out.unresolved.length > 0) return { format: 'public-fault', object: obj, reason: `unknown nodeSN in ${out.unresolved.length} influence(s)` };
+    if (out.unresolved.length > 0) return { format: 'public-fault', object: obj, reason: `unknown nodeSN in ${out.unresolved.length} influence(s)`, kind: 'unknown_node' };
     return undefined;
   }
 

@@ -28,7 +28,7 @@ import { CLUSTER_INFO_DEVICE_PREFIX, CLUSTER_INFO_LABELS, CLUSTER_INFO_MAX_SHARD
 import { mergeDeviceFaults, recomputeDeviceList } from '../schemas/cluster-info/device-list.ts';
 import { encodeEntry, joinRange, shardClusterInfo, shardRanges, type EncodedEntry } from '../schemas/cluster-info/shard.ts';
 import { compareUtf8 } from '../schemas/go-json.ts';
-import { withholdSwitchFaults } from '../schemas/cluster-info/switch-view.ts';
+import { switchEntryInfo, withholdSwitchFaults } from '../schemas/cluster-info/switch-view.ts';
 import { deviceInfoCmName } from '../schemas/device-info/device-info.ts';
 import { switchInfoCmName } from '../schemas/device-info/switch-info.ts';
 import { nodeInfoCmName } from '../schemas/node-info/node-info.ts';
@@ -89,11 +89,13 @@ export function renderClusterInfo(
         DeviceList, UpdateTime: cfg.DeviceInfo.UpdateTime, CmName: deviceInfoCmName(node),
         SuperPodID: cfg.SuperPodID, RackID: cfg.RackID ?? 0, ServerIndex: cfg.ServerIndex,
       };
+      // ClusterD writes one switch entry per device-info that carries SwitchInfoCfg, the empty default too.
       const sw = s.device.data.switchInfo;
       if (sw?.ok === true) {
         const codes = new Set(hidden.filter((r) => r.source === 'switch').map((r) => r.code));
-        const info = codes.size === 0 ? sw.value.info : withholdSwitchFaults(sw.value.info, codes, sw.value.events);
-        if (info.FaultLevel !== '' || (info.FaultCode?.length ?? 0) > 0) view.switch[switchInfoCmName(node)] = { ...info, CmName: switchInfoCmName(node) };
+        const entry = switchEntryInfo(sw.value);
+        const info = codes.size === 0 ? entry : withholdSwitchFaults(entry, codes, sw.value);
+        view.switch[switchInfoCmName(node)] = { ...info, CmName: switchInfoCmName(node) };
       }
     }
     if (s.nodeInfo !== undefined) {

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { compareUtf8, goJson, GoJsonError, goMap, goMapOf, goNumber, goQuote } from './go-json.ts';
+import { compareUtf8, GoFloat, goFloat, goJson, GoJsonError, goMap, goMapOf, goNumber, goQuote } from './go-json.ts';
 
 describe('goQuote (Go >= 1.22 encoding/json string escaping, HTML-safe)', () => {
   it('escapes every ASCII character exactly as Go 1.26 json.Marshal does', () => {
@@ -23,9 +23,10 @@ describe('goQuote (Go >= 1.22 encoding/json string escaping, HTML-safe)', () => 
     ['<a href="x">&</a>', '"\\u003ca href=\\"x\\"\\u003e\\u0026\\u003c/a\\u003e"'],
     ['\u2028\u2029', '"\\u2028\\u2029"'],
     ['é中😀', '"é中😀"'],
-    ['\ud800', '"\\ufffd"'],
-    ['a\udc00b', '"a\\ufffdb"'],
-    ['\ud83d\ude00\ud83d', '"😀\\ufffd"'],
+    // Lone surrogates: what Go's json.Unmarshal makes of a `\ud800` escape, a valid U+FFFD, written raw.
+    ['\ud800', '"\ufffd"'],
+    ['a\udc00b', '"a\ufffdb"'],
+    ['\ud83d\ude00\ud83d', '"😀\ufffd"'],
     ['', '""'],
   ])('quotes %j as %s', (input, expected) => {
     expect(goQuote(input)).toBe(expected);
@@ -110,6 +111,19 @@ describe('goJson structure', () => {
     expect(() => goJson(cyc)).toThrow(GoJsonError);
   });
 
+  it('writes a plain number only as an integer Go can read into int64: a fraction, 1e21 or 2^53 throws (issue 10 finding 4)', () => {
+    expect(goJson({ t: 9007199254740991, u: -9007199254740991, z: -0 })).toBe('{"t":9007199254740991,"u":-9007199254740991,"z":0}');
+    for (const bad of [1e21, 1.5, 2 ** 53, -(2 ** 53), Number.NaN, Number.POSITIVE_INFINITY]) {
+      expect(() => goJson({ UpdateTime: bad })).toThrow(GoJsonError);
+    }
+    expect(goJson({ big: 2n ** 63n - 1n })).toBe('{"big":9223372036854775807}');
+  });
+
+  it('writes a goFloat as Go formats a float64', () => {
+    expect(goJson({ a: goFloat(1.5), b: goFloat(1e21), c: goFloat(1e-7), d: goFloat(-0) })).toBe('{"a":1.5,"b":1e+21,"c":1e-7,"d":0}');
+    expect(() => goJson(goFloat(Number.NaN))).toThrow(GoJsonError);
+  });
+
   it('allows the same object twice when it is not a cycle', () => {
     const shared = { a: 1 };
     expect(goJson([shared, shared])).toBe('[{"a":1},{"a":1}]');
@@ -121,8 +135,9 @@ describe('goJson property: parses back with JSON.parse to an equal value', () =>
   // mapped to U+FFFD on the way back), nested structs, arrays and maps.
   const leaf = fc.oneof(
     fc.string({ unit: 'binary' }),
-    fc.double({ noNaN: true, noDefaultInfinity: true }).map((d) => (Object.is(d, -0) ? 0 : d)),
+    fc.double({ noNaN: true, noDefaultInfinity: true }).map((d) => goFloat(Object.is(d, -0) ? 0 : d)),
     fc.integer(),
+    fc.maxSafeInteger(),
     fc.boolean(),
     fc.constant(null),
   );
@@ -132,6 +147,7 @@ describe('goJson property: parses back with JSON.parse to an equal value', () =>
     object: fc.dictionary(fc.string({ unit: 'binary' }), tie('value'), { maxKeys: 5 }),
   }));
   const wellFormed = (x: unknown): unknown => {
+    if (x instanceof GoFloat) return x.value;
     if (typeof x === 'string') return x.replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\ufffd');
     if (Array.isArray(x)) return x.map(wellFormed);
     if (x !== null && typeof x === 'object') {

@@ -6,11 +6,17 @@
  *   are omitted (omitempty / absent field);
  * - `goMap(record)`, `goMapOf(entries)` or a JS `Map` is a Go map: keys sorted byte-wise (UTF-8);
  * - `null` is a nil slice/map/pointer; arrays encode as arrays (`[]` for an empty slice);
- * - numbers: integers as integers, floats as Go formats float64 (shortest round-trip; e-notation when
- *   |x| < 1e-6 or |x| >= 1e21, exponent as `e-7` / `e+21`: encoding/json trims strconv's `e-07`);
- *   -0 encodes as `0` (a TS number cannot tell an int field from a float one); NaN/Infinity throw;
+ * - numbers: every wire number we write is a Go integer field (int32/int64/uint...), so a plain number
+ *   must be an integer in JS's exact range, |n| <= 2^53-1, and encodes in plain digits; anything else
+ *   (a fraction, 1e21, NaN) throws rather than emit what Go's json.Unmarshal into an integer refuses.
+ *   Parsers enforce the same range per field in the JSON Schemas, so accepted input always re-encodes.
+ *   A Go float64 field is written through `goFloat(x)`: shortest round-trip, e-notation when
+ *   |x| < 1e-6 or |x| >= 1e21, exponent as `e-7` / `e+21` (encoding/json trims strconv's `e-07`);
+ *   -0 encodes as `0`; NaN/Infinity throw;
  * - bigint as an integer; Uint8Array as base64 (Go []byte);
- * - strings escaped as Go >= 1.22 does with HTML escaping on.
+ * - strings escaped as Go >= 1.22 does with HTML escaping on; a lone surrogate (only JSON.parse of a
+ *   `\udXXX` escape makes one) is written as a raw U+FFFD, as Go's Unmarshal-then-Marshal does, so a
+ *   re-encode is a fixpoint (the fuzz suite found the escaped `\ufffd` form was not).
  */
 
 /** A Go map value: encoded with its keys sorted byte-wise. Build with `goMap` / `goMapOf`. */
@@ -30,6 +36,15 @@ export const goMap = <V>(record: Readonly<Record<string, V>>): GoMap<V> => new G
 
 /** A Go map from entries; a repeated key keeps its last value (as a Go map would). */
 export const goMapOf = <V>(entries: Iterable<readonly [string, V]>): GoMap<V> => new GoMap(new Map(entries));
+
+/** A Go float64 field's value (plain numbers are integers, see the header). */
+export class GoFloat {
+  readonly value: number;
+  constructor(value: number) {
+    this.value = value;
+  }
+}
+export const goFloat = (x: number): GoFloat => new GoFloat(x);
 
 /** Thrown for values Go's encoder would refuse (NaN, Infinity) or that have no Go model. */
 export class GoJsonError extends Error {
@@ -57,7 +72,7 @@ const ASCII_ESCAPES: ReadonlyArray<string | undefined> = (() => {
   return t;
 })();
 
-/** Go's quoted JSON string, HTML-escaped; lone surrogates (invalid UTF-8 in Go) become \ufffd. */
+/** Go's quoted JSON string, HTML-escaped; lone surrogates become U+FFFD (what Go decodes them to). */
 export function goQuote(s: string): string {
   let out = '"';
   let start = 0;
@@ -76,9 +91,9 @@ export function goQuote(s: string): string {
         i++; // valid pair: emitted verbatim
         continue;
       }
-      rep = '\\ufffd';
+      rep = '\ufffd';
     } else if (c >= 0xdc00 && c <= 0xdfff) {
-      rep = '\\ufffd';
+      rep = '\ufffd';
     }
     if (rep !== undefined) {
       out += s.slice(start, i) + rep;
@@ -88,7 +103,13 @@ export function goQuote(s: string): string {
   return out + s.slice(start) + '"';
 }
 
-/** Go's float64/int formatting as encoding/json writes it. */
+/** An integer field: plain digits, only in the exact range (a Go int64 reader gets exactly this value). */
+export function goInteger(n: number): string {
+  if (!Number.isSafeInteger(n)) throw new GoJsonError(`json: ${String(n)} is not an integer in [-(2^53-1), 2^53-1]: it has no exact Go integer encoding (use goFloat for a float64 field)`);
+  return n === 0 ? '0' : String(n);
+}
+
+/** Go's float64 formatting as encoding/json writes it. */
 export function goNumber(n: number): string {
   if (!Number.isFinite(n)) throw new GoJsonError(`json: unsupported value: ${n}`);
   if (n === 0) return '0';
@@ -128,7 +149,7 @@ function encode(v: unknown, seen: Set<object>): string {
     case 'string':
       return goQuote(v);
     case 'number':
-      return goNumber(v);
+      return goInteger(v);
     case 'bigint':
       return v.toString();
     case 'boolean':
@@ -149,6 +170,7 @@ function encode(v: unknown, seen: Set<object>): string {
       }).join(',')}]`;
     }
     if (v instanceof GoMap) return encodeMap(v.entries(), seen);
+    if (v instanceof GoFloat) return goNumber(v.value);
     if (v instanceof Map) return encodeMap(v.entries(), seen);
     if (v instanceof Uint8Array) return `"${Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64')}"`;
     const proto: unknown = Object.getPrototypeOf(v);

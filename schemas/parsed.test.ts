@@ -117,3 +117,22 @@ describe('parseValidated', () => {
     expect(calls).toBe(1);
   });
 });
+
+describe('rejection kinds (the reason label of clusterd_invalid_input_total)', () => {
+  it('README lists every kind', async () => {
+    const { readFileSync } = await import('node:fs');
+    const { REJECT_KINDS } = await import('./parsed.ts');
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    for (const kind of Object.keys(REJECT_KINDS)) expect({ kind, listed: readme.includes(`| \`${kind}\` |`) }).toEqual({ kind, listed: true });
+  });
+
+  it('parseJson and parseValidated say malformed_json, oversized, schema or out_of_range', () => {
+    const kind = (p: Parsed<unknown>): string | undefined => (p.ok ? undefined : p.kind);
+    expect(kind(parseJson('doc', '{'))).toBe('malformed_json');
+    expect(kind(parseJson('doc', '[1]', { maxChars: 1 }))).toBe('oversized');
+    const ranged = new Ajv().compile({ type: 'object', properties: { t: { type: 'integer', minimum: 0, maximum: 9007199254740991 } } });
+    expect(kind(parseValidated('doc', '{"t":1e21}', ranged))).toBe('out_of_range');
+    expect(kind(parseValidated('doc', '{"t":1.5}', ranged))).toBe('out_of_range');
+    expect(kind(parseValidated('doc', '{"t":"1"}', ranged))).toBe('schema');
+  });
+});

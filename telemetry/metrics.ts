@@ -22,7 +22,8 @@ export class Metrics {
   readonly apiWrites = new Counter({ name: `${PREFIX}api_writes_total`, help: 'Writes made by reconcilers and actions, by object kind and result.', labelNames: ['kind', 'result'], registers: [this.registry] });
   readonly apiConflicts = new Counter({ name: `${PREFIX}api_conflicts_total`, help: 'Optimistic-concurrency conflicts (HTTP 409) on writes, by object kind.', labelNames: ['kind'], registers: [this.registry] });
 
-  readonly invalidInput = new Counter({ name: `${PREFIX}invalid_input_total`, help: 'Inputs rejected and quarantined (last good state kept), by format and reason.', labelNames: ['format', 'reason'], registers: [this.registry] });
+  readonly invalidInput = new Counter({ name: `${PREFIX}invalid_input_total`, help: 'Inputs, or parts of inputs, rejected and quarantined (last good state kept), by format and reason (README: Bad input).', labelNames: ['format', 'reason'], registers: [this.registry] });
+  readonly unknownNodeInputs = new Counter({ name: `${PREFIX}unknown_node_inputs_total`, help: 'Device-info and node-info ConfigMaps accepted for a node that has no Node object (ClusterD accepts them too), by format.', labelNames: ['format'], registers: [this.registry] });
   readonly faults = new Gauge({ name: `${PREFIX}faults`, help: 'Active faults by source, level and code.', labelNames: ['source', 'level', 'code'], registers: [this.registry] });
   readonly escalations = new Counter({ name: `${PREFIX}escalations_total`, help: 'Fault level escalations by rule (frequency, duration, manual_separation, parameter_plane, relation).', labelNames: ['rule', 'level'], registers: [this.registry] });
   readonly filterVerdicts = new Counter({ name: `${PREFIX}fault_filter_verdicts_total`, help: 'Fault filter verdict changes (custom-filter, uce-accompany, step-retry, recover-in-place, stress-test) by verdict (hide, drop, relevel, report).', labelNames: ['filter', 'verdict'], registers: [this.registry] });

@@ -5,7 +5,10 @@
  */
 import { Ajv, type ValidateFunction } from 'ajv';
 import { goJson, goMap } from '../go-json.ts';
-import { ok, parseValidated, type Parsed } from '../parsed.ts';
+import { ok, parseValidated, rejected, type Parsed } from '../parsed.ts';
+import { encodeDeviceFaultList, parseDeviceFaultList } from '../device-info/device-fault.ts';
+import { encodeSwitchFaultEvent } from '../device-info/switch-info.ts';
+import { validateSwitchFaultEvent } from '../device-info/device-info-ajv.ts';
 import { deviceInfoWire } from '../device-info/device-info.ts';
 import { switchInfoFields, type SwitchFaultInfo } from '../device-info/switch-info.ts';
 import { nodeInfoWire, type FaultDev } from '../node-info/node-info.ts';
@@ -106,12 +109,48 @@ function pickEntry(kind: ClusterInfoKind, x: ClusterInfoEntry): ClusterInfoEntry
   }
 }
 
-/** Parses one cluster-info value (`""` = no entries); for tests and for reading back our own writes. */
+/**
+ * The JSON payloads nested in an entry, checked as Volcano decodes them (`<P>-Fault` lists, switch
+ * FaultCode events) and re-encoded; the reason when one does not decode.
+ */
+function checkNested(kind: ClusterInfoKind, key: string, e: ClusterInfoEntry): { entry: ClusterInfoEntry } | { reason: string } {
+  if (kind === 'device') {
+    const d = e as DeviceInfoEntry;
+    const list: Record<string, string> = {};
+    for (const [k, v] of Object.entries(d.DeviceList)) {
+      if (!k.endsWith('-Fault') || v === '') { list[k] = v; continue; }
+      const f = parseDeviceFaultList(v, Number.MAX_SAFE_INTEGER, `${key} ${k}`);
+      if (!f.ok) return { reason: f.reason };
+      list[k] = encodeDeviceFaultList(f.value.value);
+    }
+    return { entry: { ...d, DeviceList: list } };
+  }
+  if (kind === 'switch') {
+    const sw = e as SwitchInfoEntry;
+    const codes: string[] = [];
+    for (const [i, c] of (sw.FaultCode ?? []).entries()) {
+      const ev = parseValidated(`${key} FaultCode[${i}]`, c, validateSwitchFaultEvent);
+      if (!ev.ok) return { reason: ev.reason };
+      codes.push(encodeSwitchFaultEvent(ev.value));
+    }
+    return { entry: { ...sw, FaultCode: sw.FaultCode === null ? null : codes } };
+  }
+  return { entry: e };
+}
+
+/**
+ * Parses one cluster-info value (`""` = no entries), strictly: numbers in range, nested payloads
+ * decodable; for tests and for reading back our own writes.
+ */
 export function parseClusterInfo(kind: ClusterInfoKind, text: string): Parsed<Record<string, ClusterInfoEntry>> {
   if (text === '') return ok({});
   const p = parseValidated(`cluster-info ${kind}`, text, validators[kind] as ValidateFunction<Record<string, ClusterInfoEntry>>);
   if (!p.ok) return p;
   const out: Record<string, ClusterInfoEntry> = {};
-  for (const [k, e] of Object.entries(p.value)) out[k] = pickEntry(kind, e);
+  for (const [k, e] of Object.entries(p.value)) {
+    const n = checkNested(kind, k, pickEntry(kind, e));
+    if ('reason' in n) return rejected(`cluster-info ${kind}: ${n.reason}`, 'schema');
+    out[k] = n.entry;
+  }
   return ok(out);
 }

@@ -4,9 +4,9 @@
  * entry.
  */
 import type { FaultRecord, FaultSource, NpuFaultLevel } from '../../policy/fault-types.ts';
-import { parseSwitchInfo, type SwitchFaultInfo } from '../device-info/switch-info.ts';
+import { parseSwitchInfo, type SwitchFaultInfo, type SwitchInfoView } from '../device-info/switch-info.ts';
 import { mergeDeviceFaults, recomputeDeviceList, type DeviceListInput } from './device-list.ts';
-import { withholdSwitchFaults } from './switch-view.ts';
+import { switchEntryInfo, withholdSwitchFaults } from './switch-view.ts';
 
 const P = 'huawei.com/Ascend910';
 const rec = (device: string, code: string, level: NpuFaultLevel, source: FaultSource = 'npu'): FaultRecord =>
@@ -82,32 +82,51 @@ const ev = (code: string, chip: number, port: number, time: number): string =>
 const SEP = '[0x00f103b0,155904,na,na]';
 const SUB = '[0x08520003,na,L2,na]';
 
-function switchView(): { info: SwitchFaultInfo; events: Parameters<typeof withholdSwitchFaults>[2] } {
+function switchView(extra: string[] = []): { info: SwitchFaultInfo; view: SwitchInfoView } {
   const text = JSON.stringify({
-    FaultCode: [ev(SEP, 0, 7, 1000), ev(SUB, 1, 2, 2000)], FaultLevel: 'Separate', UpdateTime: 10, NodeStatus: 'UnHealthy',
+    FaultCode: [ev(SEP, 0, 7, 1000), ev(SUB, 1, 2, 2000), ...extra], FaultLevel: 'Separate', UpdateTime: 10, NodeStatus: 'UnHealthy',
     FaultTimeAndLevelMap: { [`${SEP}_0_7`]: { fault_time: 1000, fault_level: 'Separate' }, [`${SUB}_1_2`]: { fault_time: 2000, fault_level: 'SubHealthFault' } },
   });
   const p = parseSwitchInfo(text, 10_000);
   if (!p.ok) throw new Error(p.reason);
-  return { info: p.value.info, events: p.value.events };
+  return { info: switchEntryInfo(p.value), view: p.value };
 }
+
+describe('switchEntryInfo', () => {
+  it('re-encodes every event in Go field order and never writes a null FaultCode (ClusterD getReportSwitchInfo)', () => {
+    const p = parseSwitchInfo('{"FaultCode":null,"FaultLevel":"","UpdateTime":0,"NodeStatus":"","FaultTimeAndLevelMap":null}', 10_000);
+    if (!p.ok) throw new Error(p.reason);
+    expect(switchEntryInfo(p.value)).toEqual({ FaultCode: [], FaultLevel: '', UpdateTime: 0, NodeStatus: '', FaultTimeAndLevelMap: null });
+    const reordered = '{"Assertion":1,"EventType":11,"AssembledFaultCode":"[0x1,na,na,na]","PeerPortDevice":1,"PeerPortId":3,"SwitchChipId":0,"SwitchPortId":7,"Severity":2,"AlarmRaisedTime":5,"Extra":true}';
+    const q = parseSwitchInfo(JSON.stringify({ FaultCode: [reordered], FaultLevel: 'Separate', UpdateTime: 1, NodeStatus: 'UnHealthy', FaultTimeAndLevelMap: null }), 10_000);
+    if (!q.ok) throw new Error(q.reason);
+    expect(switchEntryInfo(q.value).FaultCode).toEqual(['{"EventType":11,"AssembledFaultCode":"[0x1,na,na,na]","PeerPortDevice":1,"PeerPortId":3,"SwitchChipId":0,"SwitchPortId":7,"Severity":2,"Assertion":1,"AlarmRaisedTime":5}']);
+  });
+});
 
 describe('withholdSwitchFaults', () => {
   it('removes the hidden code and recomputes FaultLevel and NodeStatus from what remains', () => {
-    const { info, events } = switchView();
-    const out = withholdSwitchFaults(info, new Set([SEP]), events);
+    const { info, view } = switchView();
+    const out = withholdSwitchFaults(info, new Set([SEP]), view);
     expect(out.FaultCode).toEqual([info.FaultCode![1]]);
     expect(Object.keys(out.FaultTimeAndLevelMap ?? {})).toEqual([`${SUB}_1_2`]);
     expect(out).toMatchObject({ FaultLevel: 'SubHealthFault', NodeStatus: 'SubHealthy', UpdateTime: 10 });
   });
 
-  it('with every code hidden the entry reads as a fault-free switch', () => {
-    const { info, events } = switchView();
-    expect(withholdSwitchFaults(info, new Set([SEP, SUB]), events)).toEqual({ FaultCode: [], FaultLevel: '', UpdateTime: 10, NodeStatus: 'Healthy', FaultTimeAndLevelMap: {} });
+  it('with every code hidden the entry reads as ClusterD writes it: FaultLevel NotHandleFault, NodeStatus Healthy', () => {
+    const { info, view } = switchView();
+    expect(withholdSwitchFaults(info, new Set([SEP, SUB]), view)).toEqual({ FaultCode: [], FaultLevel: 'NotHandleFault', UpdateTime: 10, NodeStatus: 'Healthy', FaultTimeAndLevelMap: {} });
+  });
+
+  it('keeps an event that has no FaultTimeAndLevelMap entry (ClusterD reports it as is)', () => {
+    const { info, view } = switchView([ev(SEP, 3, 3, 3000)]);
+    const out = withholdSwitchFaults(info, new Set([SEP]), view);
+    expect(out.FaultCode).toEqual([info.FaultCode![1], info.FaultCode![2]]);
+    expect(out).toMatchObject({ FaultLevel: 'SubHealthFault', NodeStatus: 'SubHealthy' });
   });
 
   it('returns the entry itself when nothing it holds is withheld', () => {
-    const { info, events } = switchView();
-    expect(withholdSwitchFaults(info, new Set(['[0x1,na,na,na]']), events)).toBe(info);
+    const { info, view } = switchView();
+    expect(withholdSwitchFaults(info, new Set(['[0x1,na,na,na]']), view)).toBe(info);
   });
 });

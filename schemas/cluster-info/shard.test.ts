@@ -3,7 +3,7 @@
  * the same bytes as shardClusterInfo / encodeClusterInfo of the whole map.
  */
 import { compareUtf8 } from '../go-json.ts';
-import { encodeClusterInfo, parseClusterInfo, type ClusterInfoEntry } from './cluster-info.ts';
+import { encodeClusterInfo, type ClusterInfoEntry } from './cluster-info.ts';
 import { RandomEntries } from '../../test/support/cluster-info-test-kit.ts';
 import { encodeEntry, joinShards, shardClusterInfo } from './shard.ts';
 
@@ -35,7 +35,8 @@ describe('encodeEntry + joinShards', () => {
       const shards = joinShards(sorted, max);
       expect(shards).toEqual(shardClusterInfo(map, max));
       // Every entry once, in Go key order, across the shards.
-      const keys = shards.flatMap((s) => (s === '' ? [] : Object.keys((parseClusterInfo('device', s) as { value: object }).value)));
+      // (The kit's nested payloads are size filler, not decodable lists: read the keys only.)
+      const keys = shards.flatMap((s) => (s === '' ? [] : Object.keys(JSON.parse(s) as object)));
       expect(keys).toEqual(Object.keys(map).sort(compareUtf8));
       expect(joinShards(sorted, Infinity)).toEqual([encodeClusterInfo(map)]);
     }

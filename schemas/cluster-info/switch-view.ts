@@ -1,49 +1,56 @@
 /**
- * The UB switch entry of `cluster-info-switch-N` without the faults the scheduler-view filters hide
- * or drop (behavior.md A.3 #20, A.1 #4): ClusterD deletes the fault from the switch info and
- * recomputes `FaultLevel` / `NodeStatus` from the most serious remaining level.
+ * The UB switch entry of `cluster-info-switch-N` as ClusterD builds it (getReportSwitchInfo,
+ * behavior.md A.3 #20, A.1 #4): `FaultCode` is always a list (`[]` when empty, never null), each
+ * element re-marshalled from the parsed event in Go field order; a fault the scheduler-view filters
+ * hide or drop leaves the entry and `FaultLevel` / `NodeStatus` are recomputed (DelFaultAndFix).
  */
 import { severityRank } from '../../policy/fault-types.ts';
-import { SWITCH_LEVEL_TO_NODE_STATUS, SWITCH_LEVEL_TO_NPU, type SwitchFaultEvent, type SwitchFaultInfo, type SwitchFaultLevel } from '../device-info/switch-info.ts';
+import { encodeSwitchFaultEvent, SWITCH_LEVEL_TO_NODE_STATUS, SWITCH_LEVEL_TO_NPU, switchPortKey, type SwitchFaultInfo, type SwitchFaultLevel, type SwitchInfoView } from '../device-info/switch-info.ts';
 import type { FaultTimeAndLevel } from '../device-info/device-fault.ts';
 
+/** What ClusterD's updateFaultLevelAndNodeStatus writes when no fault with a level is left. */
+export const SWITCH_NO_FAULT_LEVEL = 'NotHandleFault';
+export const SWITCH_NO_FAULT_STATUS = 'Healthy';
+
 const isSwitchLevel = (s: string): s is SwitchFaultLevel => Object.hasOwn(SWITCH_LEVEL_TO_NPU, s);
-/** `<AssembledFaultCode>_<chip>_<port>` -> the code. */
-const codeOfPortKey = (key: string): string => key.replace(/_\d+_\d+$/, '');
+
+/** The entry's SwitchFaultInfo: the device plugin's fields with `FaultCode` re-encoded from the parsed events. */
+export const switchEntryInfo = (view: SwitchInfoView): SwitchFaultInfo => ({ ...view.info, FaultCode: view.events.map(encodeSwitchFaultEvent) });
 
 /**
- * Removes every port of the withheld assembled codes (switch FaultRecord codes). Returns `info`
- * itself when none of them is present, so an unfiltered node's entry stays byte-identical. With no
- * fault left the entry reads as the device plugin writes a fault-free switch (`FaultLevel ""`,
- * `NodeStatus "Healthy"`).
+ * Removes the events of the withheld assembled codes (switch FaultRecord codes) that have a
+ * FaultTimeAndLevelMap entry, and those entries, as ClusterD's custom filter does (an event without
+ * an entry is reported as is). Returns `info` itself when nothing is removed, so an unfiltered node's
+ * entry stays byte-identical. Otherwise `FaultLevel` / `NodeStatus` come from the most serious
+ * remaining event that has an entry, `NotHandleFault` / `Healthy` when none has.
+ * `info.FaultCode[i]` is the encoding of `view.events[i]` (switchEntryInfo).
  */
-export function withholdSwitchFaults(info: SwitchFaultInfo, withheld: ReadonlySet<string>, events: readonly SwitchFaultEvent[]): SwitchFaultInfo {
+export function withholdSwitchFaults(info: SwitchFaultInfo, withheld: ReadonlySet<string>, view: SwitchInfoView): SwitchFaultInfo {
   const map = info.FaultTimeAndLevelMap ?? {};
-  const hit = events.some((e) => withheld.has(e.AssembledFaultCode)) || Object.keys(map).some((k) => withheld.has(codeOfPortKey(k)));
-  if (!hit) return info;
-  const codes: string[] = [];
-  const levels: string[] = [];
-  const mapped = new Set(Object.keys(map));
-  (info.FaultCode ?? []).forEach((raw, i) => {
-    const e = events[i];
-    if (e !== undefined && withheld.has(e.AssembledFaultCode)) return;
-    codes.push(raw);
-    // An event without its own map entry carries the overall level (as switchFaultRecords reads it).
-    if (e !== undefined && !mapped.has(`${e.AssembledFaultCode}_${e.SwitchChipId}_${e.SwitchPortId}`)) levels.push(info.FaultLevel);
+  const removed = (i: number): boolean => {
+    const e = view.events[i];
+    return e !== undefined && withheld.has(e.AssembledFaultCode) && Object.hasOwn(map, switchPortKey(e));
+  };
+  const codes = info.FaultCode ?? [];
+  if (!codes.some((_c, i) => removed(i))) return info;
+  const keepCodes: string[] = [];
+  const keepMap: Record<string, FaultTimeAndLevel> = { ...map };
+  let worst: SwitchFaultLevel | undefined;
+  codes.forEach((raw, i) => {
+    const e = view.events[i];
+    if (removed(i)) {
+      delete keepMap[switchPortKey(e!)];
+      return;
+    }
+    keepCodes.push(raw);
+    const level = e === undefined ? undefined : map[switchPortKey(e)]?.fault_level;
+    if (level !== undefined && isSwitchLevel(level) && (worst === undefined || severityRank(SWITCH_LEVEL_TO_NPU[level]) > severityRank(SWITCH_LEVEL_TO_NPU[worst]))) worst = level;
   });
-  const keep: Record<string, FaultTimeAndLevel> = {};
-  for (const [k, v] of Object.entries(map)) {
-    if (withheld.has(codeOfPortKey(k))) continue;
-    keep[k] = v;
-    levels.push(v.fault_level);
-  }
-  const valid = levels.filter(isSwitchLevel);
-  const worst = valid.sort((a, b) => severityRank(SWITCH_LEVEL_TO_NPU[b]) - severityRank(SWITCH_LEVEL_TO_NPU[a]))[0];
   return {
     ...info,
-    FaultCode: info.FaultCode === null ? null : codes,
-    FaultLevel: worst ?? '',
-    NodeStatus: worst === undefined ? 'Healthy' : SWITCH_LEVEL_TO_NODE_STATUS[worst],
-    FaultTimeAndLevelMap: info.FaultTimeAndLevelMap === null ? null : keep,
+    FaultCode: keepCodes,
+    FaultLevel: worst ?? SWITCH_NO_FAULT_LEVEL,
+    NodeStatus: worst === undefined ? SWITCH_NO_FAULT_STATUS : SWITCH_LEVEL_TO_NODE_STATUS[worst],
+    FaultTimeAndLevelMap: info.FaultTimeAndLevelMap === null ? null : keepMap,
   };
 }

@@ -3,7 +3,7 @@
  * node-side device-info CM and ClusterD's `cluster-info-device-N`.
  */
 import { goJson, goMap } from '../go-json.ts';
-import { ok, parseValidated, rejected, type Parsed } from '../parsed.ts';
+import { ok, parseValidated, rejected, type Parsed, type RejectKind } from '../parsed.ts';
 import { NPU_LEVELS_BY_SEVERITY } from '../../policy/fault-types.ts';
 import { validateDeviceFaultList } from './device-info-ajv.ts';
 
@@ -46,10 +46,17 @@ export interface DeviceFault {
   readonly fault_time_and_level_map: Readonly<Record<string, FaultTimeAndLevel>> | null;
 }
 
-/** A parsed value plus the non-fatal findings a caller should log. */
+/** A part of an accepted input that was left out (logged and counted by the caller). */
+export interface Dropped {
+  readonly reason: string;
+  readonly kind: RejectKind;
+}
+
+/** A parsed value plus the non-fatal findings a caller should log, and the parts it left out. */
 export interface WithWarnings<T> {
   readonly value: T;
   readonly warnings: readonly string[];
+  readonly dropped?: readonly Dropped[];
 }
 
 export const isNpuName = (s: string): boolean => NPU_NAME_RE.test(s);
@@ -59,34 +66,49 @@ export function parseNpuCsv(csv: string, what: string): Parsed<string[]> {
   if (csv === '') return ok([]);
   const names = csv.split(',');
   const bad = names.find((n) => !isNpuName(n));
-  if (bad !== undefined) return rejected(`${what}: bad NPU name ${JSON.stringify(bad)} (want <prefix>-<int>, e.g. Ascend910-3)`);
+  if (bad !== undefined) return rejected(`${what}: bad NPU name ${JSON.stringify(bad)} (want <prefix>-<int>, e.g. Ascend910-3)`, 'bad_npu_name');
   return ok(names);
 }
 
-/** Checks and normalises a DeviceFault list already shaped by the schema. */
+/** The map without the entries of dropped tokens (null stays null). */
+const keepCodes = (m: DeviceFault['fault_time_and_level_map'], codes: readonly string[]): DeviceFault['fault_time_and_level_map'] =>
+  m === null ? null : Object.fromEntries(Object.entries(m).filter(([k]) => codes.includes(k)));
+
+/**
+ * Checks and normalises a DeviceFault list already shaped by the schema. A bad code token is dropped
+ * (listed in `dropped`); a bad chip name, fault type or level refuses the list.
+ */
 export function checkDeviceFaults(faults: readonly DeviceFault[], nowMs: number, where: string): Parsed<WithWarnings<DeviceFault[]>> {
   const warnings: string[] = [];
+  const dropped: Dropped[] = [];
   const out: DeviceFault[] = [];
   for (const [i, f] of faults.entries()) {
     const at = `${where}[${i}]`;
-    if (!FAULT_TYPE_SET.has(f.fault_type)) return rejected(`${at}: unknown fault_type ${JSON.stringify(f.fault_type)}`);
-    if (!isNpuName(f.npu_name)) return rejected(`${at}: bad npu_name ${JSON.stringify(f.npu_name)}`);
+    if (!FAULT_TYPE_SET.has(f.fault_type)) return rejected(`${at}: unknown fault_type ${JSON.stringify(f.fault_type)}`, 'unknown_value');
+    if (!isNpuName(f.npu_name)) return rejected(`${at}: bad npu_name ${JSON.stringify(f.npu_name)}`, 'bad_npu_name');
     for (const k of ['large_model_fault_level', 'fault_level', 'fault_handling'] as const) {
-      if (!LEVEL_SET.has(f[k])) return rejected(`${at}: unknown ${k} ${JSON.stringify(f[k])}`);
+      if (!LEVEL_SET.has(f[k])) return rejected(`${at}: unknown ${k} ${JSON.stringify(f[k])}`, 'unknown_value');
     }
-    const codes = f.fault_code === '' ? [] : f.fault_code.split(',');
-    const badCode = codes.find((c) => !FAULT_CODE_RE.test(c));
-    if (badCode !== undefined) return rejected(`${at}: bad fault_code token ${JSON.stringify(badCode)}`);
+    // ClusterD strips spaces before splitting (splitDeviceFault). A token that is still not a code is
+    // dropped alone: ClusterD keeps every token, and refusing the whole ConfigMap would hide the
+    // valid faults next to it (README, "Bad input").
+    const spaceless = f.fault_code.replaceAll(' ', '');
+    const tokens = spaceless === '' ? [] : spaceless.split(',');
+    const codes = tokens.filter((c) => FAULT_CODE_RE.test(c));
+    for (const bad of tokens.filter((c) => !FAULT_CODE_RE.test(c))) {
+      dropped.push({ reason: `${at}: bad fault_code token ${JSON.stringify(bad.slice(0, 64))} on ${f.npu_name} dropped (want 1-16 hex digits)`, kind: 'bad_fault_code' });
+    }
     const unique = [...new Set(codes)];
     if (unique.length !== codes.length) warnings.push(`${at}: duplicate codes in fault_code ${JSON.stringify(f.fault_code)} de-duplicated`);
     for (const [code, tl] of Object.entries(f.fault_time_and_level_map ?? {})) {
-      if (!LEVEL_SET.has(tl.fault_level)) return rejected(`${at}: unknown fault_level ${JSON.stringify(tl.fault_level)} for code ${code}`);
+      if (!LEVEL_SET.has(tl.fault_level)) return rejected(`${at}: unknown fault_level ${JSON.stringify(tl.fault_level)} for code ${code}`, 'unknown_value');
       if (tl.fault_time <= 0) warnings.push(`${at}: fault_time of ${code} on ${f.npu_name} is not positive (${tl.fault_time})`);
       else if (tl.fault_time > nowMs) warnings.push(`${at}: fault_time of ${code} on ${f.npu_name} is in the future (${tl.fault_time} > ${nowMs})`);
     }
-    out.push(unique.length === codes.length ? f : { ...f, fault_code: unique.join(',') });
+    const fault_code = unique.join(',');
+    out.push(fault_code === f.fault_code ? f : { ...f, fault_code, fault_time_and_level_map: keepCodes(f.fault_time_and_level_map, unique) });
   }
-  return ok({ value: out, warnings });
+  return ok({ value: out, warnings, dropped });
 }
 
 /** Parses a `<P>-Fault` string (a JSON array of DeviceFault). `""` counts as no faults. */

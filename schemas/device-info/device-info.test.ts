@@ -127,13 +127,47 @@ describe('parseDeviceInfoData', () => {
     ['bad npu_name in Fault', { DeviceInfoCfg: cfgWith({ 'huawei.com/Ascend910-Fault': encodeDeviceFaultList([fault({ npu_name: 'GPU0' })]) }) }, /bad npu_name "GPU0"/],
     ['unknown fault_type', { DeviceInfoCfg: cfgWith({ 'huawei.com/Ascend910-Fault': encodeDeviceFaultList([fault({ fault_type: 'Weird' })]) }) }, /unknown fault_type/],
     ['unknown level', { DeviceInfoCfg: cfgWith({ 'huawei.com/Ascend910-Fault': encodeDeviceFaultList([fault({ fault_level: 'Boom' })]) }) }, /unknown fault_level "Boom"/],
-    ['non-hex code', { DeviceInfoCfg: cfgWith({ 'huawei.com/Ascend910-Fault': encodeDeviceFaultList([fault({ fault_code: '80E18402,zz' })]) }) }, /bad fault_code token "zz"/],
     ['wrong field type in Fault', { DeviceInfoCfg: cfgWith({ 'huawei.com/Ascend910-Fault': '[{"fault_type":1}]' }) }, /must be string|must have required/],
     ['bad ManuallySeparateNPU', { DeviceInfoCfg: GOLDEN_CFG, ManuallySeparateNPU: 'Ascend910-x' }, /ManuallySeparateNPU: bad NPU name/],
     ['malformed UpgradeFaultReason', { DeviceInfoCfg: GOLDEN_CFG, UpgradeFaultReason: '{"Ascend910-3":[' }, /UpgradeFaultReason: malformed JSON/],
     ['bad upgrade_type', { DeviceInfoCfg: GOLDEN_CFG, UpgradeFaultReason: '{"Ascend910-3":[{"upgrade_time":1,"fault_code":"A","fault_level":"SeparateNPU","upgrade_type":"X"}]}' }, /upgrade_type must be equal to one of/],
   ])('rejects %s', (_name, data, reason) => {
     expect(reasonOf(parseDeviceInfoData(data, NOW))).toMatch(reason);
+  });
+
+  it.each([
+    ['malformed_json', { DeviceInfoCfg: '{' }],
+    ['missing_key', { ManuallySeparateNPU: '' }],
+    ['check_code', { DeviceInfoCfg: GOLDEN_CFG.replace('"CheckCode":"9', '"CheckCode":"8') }],
+    ['unknown_prefix', { DeviceInfoCfg: cfgWith({ 'huawei.com/GPU': '' }) }],
+    ['bad_npu_name', { DeviceInfoCfg: cfgWith({ 'huawei.com/Ascend910-Fault': encodeDeviceFaultList([fault({ npu_name: 'GPU0' })]) }) }],
+    ['bad_npu_name', { DeviceInfoCfg: GOLDEN_CFG, ManuallySeparateNPU: 'Ascend910-x' }],
+    ['bad_npu_name', { DeviceInfoCfg: cfgWith({ 'huawei.com/Ascend910-Unhealthy': 'npu 3' }) }],
+    ['unknown_value', { DeviceInfoCfg: cfgWith({ 'huawei.com/Ascend910-Fault': encodeDeviceFaultList([fault({ fault_level: 'Boom' })]) }) }],
+    ['schema', { DeviceInfoCfg: cfgWith({ 'huawei.com/Ascend910-Fault': '[{"fault_type":1}]' }) }],
+    ['out_of_range', { DeviceInfoCfg: GOLDEN_CFG.replace('"SuperPodID":-1', '"SuperPodID":2147483648') }],
+    ['out_of_range', { DeviceInfoCfg: GOLDEN_CFG.replace('"SuperPodID":-1', '"SuperPodID":1.5') }],
+  ] as const)('gives a %s rejection its own metric reason', (kind, data) => {
+    const p = parseDeviceInfoData(data, NOW);
+    expect(p).toMatchObject({ ok: false, kind });
+  });
+
+  it('drops a bad fault code token alone: the valid codes of that entry and of the ConfigMap stay (ClusterD keeps every token)', () => {
+    const f = fault({ fault_code: '80E18402,zz,,80E18401', fault_time_and_level_map: { '80E18402': { fault_time: NOW - 1000, fault_level: 'SeparateNPU' }, zz: { fault_time: NOW - 1000, fault_level: 'SeparateNPU' } } });
+    const other = makeDeviceFault('CardUnhealthy', 'Ascend910-2', [{ code: '80C98000', level: 'RestartNPU', timeMs: NOW - 1000 }]);
+    const d = unwrap(parseDeviceInfoData({ DeviceInfoCfg: cfgWith({ 'huawei.com/Ascend910-Fault': encodeDeviceFaultList([f, other]) }) }, NOW));
+    expect(d.dropped).toEqual([
+      { reason: expect.stringMatching(/bad fault_code token "zz" on Ascend910-1 dropped/), kind: 'bad_fault_code' },
+      { reason: expect.stringMatching(/bad fault_code token "" on Ascend910-1 dropped/), kind: 'bad_fault_code' },
+    ]);
+    expect(d.lists.faults[0]).toMatchObject({ fault_code: '80E18402,80E18401', fault_time_and_level_map: { '80E18402': { fault_time: NOW - 1000, fault_level: 'SeparateNPU' } } });
+    expect(splitDeviceFaults('n', d, NOW).map((x) => [x.device, x.code])).toEqual([['Ascend910-1', '80E18402'], ['Ascend910-1', '80E18401'], ['Ascend910-2', '80C98000']]);
+  });
+
+  it('strips spaces in fault_code before splitting, as ClusterD does', () => {
+    const d = unwrap(parseDeviceInfoData({ DeviceInfoCfg: cfgWith({ 'huawei.com/Ascend910-Fault': encodeDeviceFaultList([fault({ fault_code: '80E18402, 80E18401' })]) }) }, NOW));
+    expect(d.dropped).toEqual([]);
+    expect(d.lists.faults[0]?.fault_code).toBe('80E18402,80E18401');
   });
 
   it('reports zero and future fault_time as warnings, not rejection', () => {

@@ -4,8 +4,8 @@
  */
 import { checkCode } from '../check-code.ts';
 import { goJson, goMap } from '../go-json.ts';
-import { ajvErrors, ok, parseJson, parseValidated, rejected, type Parsed } from '../parsed.ts';
-import { type DeviceFault, parseDeviceFaultList, parseNpuCsv, isNpuName, type WithWarnings } from './device-fault.ts';
+import { ajvRejected, ok, parseJson, parseValidated, rejected, type Parsed } from '../parsed.ts';
+import { type DeviceFault, type Dropped, parseDeviceFaultList, parseNpuCsv, isNpuName, type WithWarnings } from './device-fault.ts';
 import { validateDeviceInfoCfg, validateUpgradeFaultReason } from './device-info-ajv.ts';
 import { parseSwitchInfo, type SwitchInfoView } from './switch-info.ts';
 
@@ -88,9 +88,14 @@ export interface DeviceInfoData {
   readonly lists: DeviceLists;
   readonly manuallySeparateNpu: readonly string[];
   readonly upgradeFaultReason: Readonly<Record<string, readonly UpgradeReason[]>>;
-  /** SwitchInfoCfg is independent (ClusterD parses it separately): its failure does not drop the rest. */
+  /**
+   * SwitchInfoCfg is independent (ClusterD parses it separately): its failure does not drop the rest;
+   * the store keeps the node's last good switch state instead. Undefined: the key is absent.
+   */
   readonly switchInfo: Parsed<SwitchInfoView> | undefined;
   readonly warnings: readonly string[];
+  /** Parts left out of an accepted ConfigMap (bad fault code tokens), to log and count. */
+  readonly dropped: readonly Dropped[];
 }
 
 export const deviceInfoWire = (d: DeviceInfo): unknown => ({ DeviceList: goMap(d.DeviceList), UpdateTime: d.UpdateTime });
@@ -116,13 +121,13 @@ export function parseDeviceInfoCfg(text: string): Parsed<DeviceInfoCfg> {
   // Before the schema check, so that a missing CheckCode gets its own reason (not "must have required").
   if (raw !== null && typeof raw === 'object' && !Array.isArray(raw)) {
     const code = (raw as Record<string, unknown>)['CheckCode'];
-    if (code === undefined || code === '') return rejected(`${DEVICE_INFO_KEYS.deviceInfo}: CheckCode is missing or empty`);
+    if (code === undefined || code === '') return rejected(`${DEVICE_INFO_KEYS.deviceInfo}: CheckCode is missing or empty`, 'check_code');
   }
-  if (!validateDeviceInfoCfg(raw)) return rejected(`${DEVICE_INFO_KEYS.deviceInfo}: ${ajvErrors(validateDeviceInfoCfg)}`);
+  if (!validateDeviceInfoCfg(raw)) return ajvRejected(DEVICE_INFO_KEYS.deviceInfo, validateDeviceInfoCfg, raw);
   const info: DeviceInfo = { DeviceList: { ...raw.DeviceInfo.DeviceList }, UpdateTime: raw.DeviceInfo.UpdateTime };
   const want = deviceInfoCheckCode(info);
   if (raw.CheckCode !== want) {
-    return rejected(`${DEVICE_INFO_KEYS.deviceInfo}: CheckCode mismatch: got ${raw.CheckCode}, canonical Go JSON of DeviceInfo hashes to ${want}`);
+    return rejected(`${DEVICE_INFO_KEYS.deviceInfo}: CheckCode mismatch: got ${raw.CheckCode}, canonical Go JSON of DeviceInfo hashes to ${want}`, 'check_code');
   }
   const cfg: DeviceInfoCfg = { DeviceInfo: info, SuperPodID: raw.SuperPodID, ServerIndex: raw.ServerIndex, CheckCode: raw.CheckCode };
   return ok(raw.RackID === undefined ? cfg : { ...cfg, RackID: raw.RackID });
@@ -145,8 +150,8 @@ export function parseDeviceList(list: Readonly<Record<string, string>>, nowMs: n
   const parts: Partial<Record<DeviceListPart, string>> = {};
   for (const [key, value] of Object.entries(list)) {
     const k = splitKey(key);
-    if (k === undefined) return rejected(`DeviceList: unknown key ${JSON.stringify(key)} (known prefixes: ${DEVICE_RESOURCE_PREFIXES.join(', ')})`);
-    if (prefix !== undefined && prefix !== k.prefix) return rejected(`DeviceList: mixed resource prefixes ${prefix} and ${k.prefix}`);
+    if (k === undefined) return rejected(`DeviceList: unknown key ${JSON.stringify(key)} (known prefixes: ${DEVICE_RESOURCE_PREFIXES.join(', ')})`, 'unknown_prefix');
+    if (prefix !== undefined && prefix !== k.prefix) return rejected(`DeviceList: mixed resource prefixes ${prefix} and ${k.prefix}`, 'unknown_prefix');
     prefix = k.prefix;
     parts[k.part] = value;
   }
@@ -168,6 +173,7 @@ export function parseDeviceList(list: Readonly<Record<string, string>>, nowMs: n
       faults: faults.value.value,
     },
     warnings: faults.value.warnings,
+    dropped: faults.value.dropped ?? [],
   });
 }
 
@@ -180,7 +186,7 @@ export function parseUpgradeFaultReason(text: string): Parsed<Record<string, rea
   const raw = json.value;
   const out: Record<string, readonly UpgradeReason[]> = {};
   for (const [chip, reasons] of Object.entries(raw ?? {})) {
-    if (!isNpuName(chip)) return rejected(`${where}: bad NPU name ${JSON.stringify(chip)}`);
+    if (!isNpuName(chip)) return rejected(`${where}: bad NPU name ${JSON.stringify(chip)}`, 'bad_npu_name');
     out[chip] = (reasons ?? []).map((r) => ({ upgrade_time: r.upgrade_time, fault_code: r.fault_code, fault_level: r.fault_level, upgrade_type: r.upgrade_type }));
   }
   return ok(out);
@@ -192,7 +198,7 @@ export function parseUpgradeFaultReason(text: string): Parsed<Record<string, rea
  */
 export function parseDeviceInfoData(data: Readonly<Record<string, string>> | undefined, nowMs: number): Parsed<DeviceInfoData> {
   const text = data?.[DEVICE_INFO_KEYS.deviceInfo];
-  if (text === undefined) return rejected(`data key ${DEVICE_INFO_KEYS.deviceInfo} is missing`);
+  if (text === undefined) return rejected(`data key ${DEVICE_INFO_KEYS.deviceInfo} is missing`, 'missing_key');
   const cfg = parseDeviceInfoCfg(text);
   if (!cfg.ok) return cfg;
   const lists = parseDeviceList(cfg.value.DeviceInfo.DeviceList, nowMs);
@@ -212,5 +218,6 @@ export function parseDeviceInfoData(data: Readonly<Record<string, string>> | und
     upgradeFaultReason: upgrade.value,
     switchInfo: switchText === undefined ? undefined : parseSwitchInfo(switchText, nowMs),
     warnings,
+    dropped: lists.value.dropped ?? [],
   });
 }

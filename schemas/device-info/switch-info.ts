@@ -102,24 +102,31 @@ const PORT_KEY_RE = /^(.+)_(0|[1-9][0-9]*)_(0|[1-9][0-9]*)$/;
 /** Checks a schema-shaped SwitchFaultInfo: level vocabulary, FaultCode elements, map keys, times. */
 export function checkSwitchInfo(info: SwitchFaultInfo, nowMs: number, where: string): Parsed<SwitchInfoView> {
   const warnings: string[] = [];
-  if (info.FaultLevel !== '' && !isSwitchLevel(info.FaultLevel)) return rejected(`${where}: unknown FaultLevel ${JSON.stringify(info.FaultLevel)}`);
+  if (info.FaultLevel !== '' && !isSwitchLevel(info.FaultLevel)) return rejected(`${where}: unknown FaultLevel ${JSON.stringify(info.FaultLevel)}`, 'unknown_value');
   if (info.NodeStatus !== '' && !(SWITCH_NODE_STATUSES as readonly string[]).includes(info.NodeStatus)) {
-    return rejected(`${where}: unknown NodeStatus ${JSON.stringify(info.NodeStatus)}`);
+    return rejected(`${where}: unknown NodeStatus ${JSON.stringify(info.NodeStatus)}`, 'unknown_value');
   }
   const events: SwitchFaultEvent[] = [];
   for (const [i, s] of (info.FaultCode ?? []).entries()) {
     const e = parseValidated(`${where} FaultCode[${i}]`, s, validateSwitchFaultEvent);
     if (!e.ok) return e;
-    events.push(e.value);
+    events.push(pickEvent(e.value));
   }
   for (const [key, tl] of Object.entries(info.FaultTimeAndLevelMap ?? {})) {
-    if (!PORT_KEY_RE.test(key)) return rejected(`${where}: bad FaultTimeAndLevelMap key ${JSON.stringify(key)} (want <code>_<chip>_<port>)`);
-    if (!isSwitchLevel(tl.fault_level)) return rejected(`${where}: unknown fault_level ${JSON.stringify(tl.fault_level)} for ${key}`);
+    if (!PORT_KEY_RE.test(key)) return rejected(`${where}: bad FaultTimeAndLevelMap key ${JSON.stringify(key)} (want <code>_<chip>_<port>)`, 'schema');
+    if (!isSwitchLevel(tl.fault_level)) return rejected(`${where}: unknown fault_level ${JSON.stringify(tl.fault_level)} for ${key}`, 'unknown_value');
     if (tl.fault_time <= 0) warnings.push(`${where}: fault_time of ${key} is not positive (${tl.fault_time})`);
     else if (tl.fault_time > nowMs) warnings.push(`${where}: fault_time of ${key} is in the future (${tl.fault_time} > ${nowMs})`);
   }
-  return ok({ info, events, warnings });
+  // FaultCode as ClusterD holds it after parsing: each event re-marshalled (Go field order, unknown
+  // fields dropped), so nothing we did not check is ever written back.
+  return ok({ info: { ...info, FaultCode: info.FaultCode === null ? null : events.map(encodeSwitchFaultEvent) }, events, warnings });
 }
+
+const pickEvent = (e: SwitchFaultEvent): SwitchFaultEvent => ({
+  EventType: e.EventType, AssembledFaultCode: e.AssembledFaultCode, PeerPortDevice: e.PeerPortDevice, PeerPortId: e.PeerPortId,
+  SwitchChipId: e.SwitchChipId, SwitchPortId: e.SwitchPortId, Severity: e.Severity, Assertion: e.Assertion, AlarmRaisedTime: e.AlarmRaisedTime,
+});
 
 /** Parses a `SwitchInfoCfg` string. */
 export function parseSwitchInfo(text: string, nowMs: number): Parsed<SwitchInfoView> {

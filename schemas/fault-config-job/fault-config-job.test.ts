@@ -54,7 +54,7 @@ describe('fault-npus', () => {
     ['huge time', '{"UpdateTime":1e300}'],
     ['too many ranks', `{"FaultRank":[${Array.from({ length: 100_001 }, () => '1').join(',')}]}`],
   ])('rejects %s', (_n, text) => {
-    expect(parseTaskFaultInfo(text)).toEqual({ ok: false, reason: expect.stringMatching(/^fault-npus: /) });
+    expect(parseTaskFaultInfo(text)).toMatchObject({ ok: false, reason: expect.stringMatching(/^fault-npus: /) });
   });
 
   it('rejects oversized text, wrong or empty checkCode, missing key', () => {

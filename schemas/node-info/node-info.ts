@@ -5,7 +5,7 @@
 import { Ajv } from 'ajv';
 import { checkCode } from '../check-code.ts';
 import { goJson } from '../go-json.ts';
-import { ajvErrors, ok, parseJson, rejected, type Parsed } from '../parsed.ts';
+import { ajvRejected, ok, parseJson, rejected, type Parsed } from '../parsed.ts';
 import { severityRank, type FaultRecord, type NpuFaultLevel } from '../../policy/fault-types.ts';
 import schema from './node-info.schema.json' with { type: 'json' };
 
@@ -105,9 +105,9 @@ export function parseNodeInfoCm(text: string): Parsed<WithWarningsCm> {
   // Before the schema check, so that a missing CheckCode gets its own reason (not "must have required").
   if (raw !== null && typeof raw === 'object' && !Array.isArray(raw)) {
     const code = (raw as Record<string, unknown>)['CheckCode'];
-    if (code === undefined || code === '') return rejected(`${where}: CheckCode is missing or empty`);
+    if (code === undefined || code === '') return rejected(`${where}: CheckCode is missing or empty`, 'check_code');
   }
-  if (!validate(raw)) return rejected(`${where}: ${ajvErrors(validate)}`);
+  if (!validate(raw)) return ajvRejected(where, validate, raw);
   const warnings: string[] = [];
   // Rebuild from known fields only (ClusterD re-marshals its own struct before hashing).
   const info: NodeInfo = {
@@ -117,14 +117,14 @@ export function parseNodeInfoCm(text: string): Parsed<WithWarningsCm> {
     NodeStatus: raw.NodeInfo.NodeStatus,
   };
   const want = nodeInfoCheckCode(info);
-  if (raw.CheckCode !== want) return rejected(`${where}: CheckCode mismatch: got ${raw.CheckCode}, canonical Go JSON of NodeInfo hashes to ${want}`);
-  if (!(NODE_STATUSES as readonly string[]).includes(info.NodeStatus)) return rejected(`${where}: unknown NodeStatus ${JSON.stringify(info.NodeStatus)}`);
+  if (raw.CheckCode !== want) return rejected(`${where}: CheckCode mismatch: got ${raw.CheckCode}, canonical Go JSON of NodeInfo hashes to ${want}`, 'check_code');
+  if (!(NODE_STATUSES as readonly string[]).includes(info.NodeStatus)) return rejected(`${where}: unknown NodeStatus ${JSON.stringify(info.NodeStatus)}`, 'unknown_value');
   for (const [i, d] of (info.FaultDevList ?? []).entries()) {
     const at = `${where}: FaultDevList[${i}]`;
-    if (d.DeviceType === '') return rejected(`${at}: empty DeviceType`);
-    if (!isNodeLevel(d.FaultLevel)) return rejected(`${at}: unknown FaultLevel ${JSON.stringify(d.FaultLevel)}`);
+    if (d.DeviceType === '') return rejected(`${at}: empty DeviceType`, 'schema');
+    if (!isNodeLevel(d.FaultLevel)) return rejected(`${at}: unknown FaultLevel ${JSON.stringify(d.FaultLevel)}`, 'unknown_value');
     const bad = (d.FaultCode ?? []).find((c) => !CODE_RE.test(c));
-    if (bad !== undefined) return rejected(`${at}: bad FaultCode ${JSON.stringify(bad)}`);
+    if (bad !== undefined) return rejected(`${at}: bad FaultCode ${JSON.stringify(bad)}`, 'bad_fault_code');
     if (new Set(d.FaultCode).size !== (d.FaultCode ?? []).length) warnings.push(`${at}: duplicate codes (counted once)`);
   }
   return ok({ cm: { NodeInfo: info, CheckCode: raw.CheckCode }, warnings });
@@ -142,7 +142,7 @@ export const msToRfc3339 = (ms: number): string => new Date(Math.floor(ms / 1000
 /** Parses a node-info CM's `data`. A missing `updateTime` is a warning; a malformed one rejects. */
 export function parseNodeInfoData(data: Readonly<Record<string, string>> | undefined): Parsed<NodeInfoData> {
   const text = data?.[NODE_INFO_KEYS.nodeInfo];
-  if (text === undefined) return rejected(`data key ${NODE_INFO_KEYS.nodeInfo} is missing`);
+  if (text === undefined) return rejected(`data key ${NODE_INFO_KEYS.nodeInfo} is missing`, 'missing_key');
   const cm = parseNodeInfoCm(text);
   if (!cm.ok) return cm;
   const warnings = [...cm.value.warnings];
@@ -151,7 +151,7 @@ export function parseNodeInfoData(data: Readonly<Record<string, string>> | undef
   if (ut === undefined) warnings.push(`data key ${NODE_INFO_KEYS.updateTime} is missing`);
   else {
     updateTimeMs = rfc3339ToMs(ut);
-    if (updateTimeMs === undefined) return rejected(`${NODE_INFO_KEYS.updateTime}: not an RFC3339 time: ${JSON.stringify(ut)}`);
+    if (updateTimeMs === undefined) return rejected(`${NODE_INFO_KEYS.updateTime}: not an RFC3339 time: ${JSON.stringify(ut)}`, 'schema');
   }
   return ok({ cm: cm.value.cm, updateTimeMs, warnings });
 }

@@ -5,7 +5,7 @@
  * bucket, cluster-wide cap of 50,000 faults, assertion timing) are not here.
  */
 import { goJson, goMap } from '../go-json.ts';
-import { ajvErrors, ok, parseJson, rejected, type Parsed } from '../parsed.ts';
+import { ajvRejected, ok, parseJson, rejected, type Parsed } from '../parsed.ts';
 import { DEFAULT_PUBLIC_FAULT_CONFIG, publicFaultLevel, type PublicFaultConfig } from './public-fault-config.ts';
 import { validatePubFaultInfo } from './public-fault-ajv.ts';
 
@@ -64,26 +64,26 @@ interface RawInfo { id: string; timestamp: number; version: string; resource: st
 const isMsTime = (t: number): boolean => t >= 1e12 && t <= 9_999_999_999_999 && t >= PUBLIC_FAULT_MIN_TIME_MS;
 
 function checkFault(f: RawFault, at: string, cfg: PublicFaultConfig): Parsed<PubFault> {
-  if (!ID_RE.test(f.faultId)) return rejected(`${at}.faultId: must be 8-128 characters of [A-Za-z0-9._-], got ${JSON.stringify(f.faultId)}`);
-  if (!(PUBLIC_FAULT_TYPES as readonly string[]).includes(f.faultType)) return rejected(`${at}.faultType: must be one of ${PUBLIC_FAULT_TYPES.join('|')}, got ${JSON.stringify(f.faultType)}`);
-  if (!CODE_RE.test(f.faultCode)) return rejected(`${at}.faultCode: must be 9 digits, got ${JSON.stringify(f.faultCode)}`);
-  if (publicFaultLevel(cfg, f.faultCode) === undefined) return rejected(`${at}.faultCode: ${f.faultCode} is not in publicFaultCode`);
-  if (!isMsTime(f.faultTime)) return rejected(`${at}.faultTime: must be a 13-digit ms time not before 2025-01-01, got ${f.faultTime}`);
-  if (!(PUBLIC_FAULT_ASSERTIONS as readonly string[]).includes(f.assertion)) return rejected(`${at}.assertion: must be one of ${PUBLIC_FAULT_ASSERTIONS.join('|')}, got ${JSON.stringify(f.assertion)}`);
+  if (!ID_RE.test(f.faultId)) return rejected(`${at}.faultId: must be 8-128 characters of [A-Za-z0-9._-], got ${JSON.stringify(f.faultId)}`, 'schema');
+  if (!(PUBLIC_FAULT_TYPES as readonly string[]).includes(f.faultType)) return rejected(`${at}.faultType: must be one of ${PUBLIC_FAULT_TYPES.join('|')}, got ${JSON.stringify(f.faultType)}`, 'unknown_value');
+  if (!CODE_RE.test(f.faultCode)) return rejected(`${at}.faultCode: must be 9 digits, got ${JSON.stringify(f.faultCode)}`, 'bad_fault_code');
+  if (publicFaultLevel(cfg, f.faultCode) === undefined) return rejected(`${at}.faultCode: ${f.faultCode} is not in publicFaultCode`, 'unknown_value');
+  if (!isMsTime(f.faultTime)) return rejected(`${at}.faultTime: must be a 13-digit ms time not before 2025-01-01, got ${f.faultTime}`, 'out_of_range');
+  if (!(PUBLIC_FAULT_ASSERTIONS as readonly string[]).includes(f.assertion)) return rejected(`${at}.assertion: must be one of ${PUBLIC_FAULT_ASSERTIONS.join('|')}, got ${JSON.stringify(f.assertion)}`, 'unknown_value');
   const inf = f.influence ?? [];
   const L = PUBLIC_FAULT_LIMITS;
-  if (inf.length < L.minInfluences || inf.length > L.maxInfluences) return rejected(`${at}.influence: must have ${L.minInfluences}-${L.maxInfluences} entries, got ${inf.length}`);
+  if (inf.length < L.minInfluences || inf.length > L.maxInfluences) return rejected(`${at}.influence: must have ${L.minInfluences}-${L.maxInfluences} entries, got ${inf.length}`, 'out_of_range');
   const influence: PubFaultInfluence[] = [];
   for (const [j, x] of inf.entries()) {
     const ai = `${at}.influence[${j}]`;
     const nodeName = x.nodeName ?? '';
     const nodeSN = x.nodeSN ?? '';
-    if (nodeName === '' && nodeSN === '') return rejected(`${ai}: needs a nodeName or a nodeSN`);
+    if (nodeName === '' && nodeSN === '') return rejected(`${ai}: needs a nodeName or a nodeSN`, 'schema');
     const ids = x.deviceIds ?? [];
-    if (ids.length > L.maxDeviceIds) return rejected(`${ai}.deviceIds: at most ${L.maxDeviceIds} ids, got ${ids.length}`);
+    if (ids.length > L.maxDeviceIds) return rejected(`${ai}.deviceIds: at most ${L.maxDeviceIds} ids, got ${ids.length}`, 'out_of_range');
     const out = ids.find((d) => d < 0 || d >= L.deviceIdEnd);
-    if (out !== undefined) return rejected(`${ai}.deviceIds: id ${out} is outside [0, ${L.deviceIdEnd})`);
-    if (new Set(ids).size !== ids.length) return rejected(`${ai}.deviceIds: ids must be unique`);
+    if (out !== undefined) return rejected(`${ai}.deviceIds: id ${out} is outside [0, ${L.deviceIdEnd})`, 'out_of_range');
+    if (new Set(ids).size !== ids.length) return rejected(`${ai}.deviceIds: ids must be unique`, 'invalid');
     influence.push({ nodeName, nodeSN, deviceIds: x.deviceIds ?? null });
   }
   return ok({
@@ -103,16 +103,16 @@ function checkFault(f: RawFault, at: string, cfg: PublicFaultConfig): Parsed<Pub
  * `config` supplies the allowed resources and known codes (default: formats.md 2.6 defaults).
  */
 export function validatePublicFault(raw: unknown, config: PublicFaultConfig = DEFAULT_PUBLIC_FAULT_CONFIG): Parsed<PubFaultInfo> {
-  if (raw === null || raw === undefined) return rejected('request: empty public fault');
-  if (!validatePubFaultInfo(raw)) return rejected(`schema: ${ajvErrors(validatePubFaultInfo)}`);
+  if (raw === null || raw === undefined) return rejected('request: empty public fault', 'schema');
+  if (!validatePubFaultInfo(raw)) return ajvRejected('schema', validatePubFaultInfo, raw);
   const v = raw as unknown as RawInfo;
-  if (!ID_RE.test(v.id)) return rejected(`id: must be 8-128 characters of [A-Za-z0-9._-], got ${JSON.stringify(v.id)}`);
-  if (!isMsTime(v.timestamp)) return rejected(`timestamp: must be a 13-digit ms time not before 2025-01-01, got ${v.timestamp}`);
-  if (v.version !== PUBLIC_FAULT_VERSION) return rejected(`version: must be ${PUBLIC_FAULT_VERSION}, got ${JSON.stringify(v.version)}`);
-  if (!config.publicFaultResource.includes(v.resource)) return rejected(`resource: ${JSON.stringify(v.resource)} is not in publicFaultResource`);
+  if (!ID_RE.test(v.id)) return rejected(`id: must be 8-128 characters of [A-Za-z0-9._-], got ${JSON.stringify(v.id)}`, 'schema');
+  if (!isMsTime(v.timestamp)) return rejected(`timestamp: must be a 13-digit ms time not before 2025-01-01, got ${v.timestamp}`, 'out_of_range');
+  if (v.version !== PUBLIC_FAULT_VERSION) return rejected(`version: must be ${PUBLIC_FAULT_VERSION}, got ${JSON.stringify(v.version)}`, 'unknown_value');
+  if (!config.publicFaultResource.includes(v.resource)) return rejected(`resource: ${JSON.stringify(v.resource)} is not in publicFaultResource`, 'unknown_value');
   const faults = v.faults ?? [];
   const L = PUBLIC_FAULT_LIMITS;
-  if (faults.length < L.minFaults || faults.length > L.maxFaults) return rejected(`faults: must have ${L.minFaults}-${L.maxFaults} entries, got ${faults.length}`);
+  if (faults.length < L.minFaults || faults.length > L.maxFaults) return rejected(`faults: must have ${L.minFaults}-${L.maxFaults} entries, got ${faults.length}`, 'out_of_range');
   const out: PubFault[] = [];
   for (const [i, f] of faults.entries()) {
     const c = checkFault(f, `faults[${i}]`, config);
@@ -125,7 +125,7 @@ export function validatePublicFault(raw: unknown, config: PublicFaultConfig = DE
 /** Parses a `PublicFault` text (CM value). */
 export function parsePublicFault(text: string, config: PublicFaultConfig = DEFAULT_PUBLIC_FAULT_CONFIG): Parsed<PubFaultInfo> {
   const bytes = Buffer.byteLength(text, 'utf8');
-  if (bytes > PUBLIC_FAULT_MAX_BYTES) return rejected(`size: ${bytes} bytes is over the ${PUBLIC_FAULT_MAX_BYTES}-byte limit`);
+  if (bytes > PUBLIC_FAULT_MAX_BYTES) return rejected(`size: ${bytes} bytes is over the ${PUBLIC_FAULT_MAX_BYTES}-byte limit`, 'oversized');
   const json = parseJson(PUBLIC_FAULT_DATA_KEY, text);
   if (!json.ok) return json;
   return validatePublicFault(json.value, config);
@@ -134,7 +134,7 @@ export function parsePublicFault(text: string, config: PublicFaultConfig = DEFAU
 /** Parses a public-fault CM's `data`. */
 export function parsePublicFaultData(data: Readonly<Record<string, string>> | undefined, config: PublicFaultConfig = DEFAULT_PUBLIC_FAULT_CONFIG): Parsed<PubFaultInfo> {
   const text = data?.[PUBLIC_FAULT_DATA_KEY];
-  if (text === undefined) return rejected(`data key ${PUBLIC_FAULT_DATA_KEY} is missing`);
+  if (text === undefined) return rejected(`data key ${PUBLIC_FAULT_DATA_KEY} is missing`, 'missing_key');
   return parsePublicFault(text, config);
 }
 

@@ -61,6 +61,6 @@ describe('global-tor-info', () => {
     ['10 kB node name', `{"t":{"nodes":[{"NodeName":"${'n'.repeat(10_000)}"}]}}`],
     ['oversized', `{${' '.repeat(1024 * 1024)}}`],
   ])('rejects %s', (_n, text) => {
-    expect(parseGlobalTorInfo(text)).toEqual({ ok: false, reason: expect.stringMatching(/^global-tor-info: /) });
+    expect(parseGlobalTorInfo(text)).toMatchObject({ ok: false, reason: expect.stringMatching(/^global-tor-info: /) });
   });
 });

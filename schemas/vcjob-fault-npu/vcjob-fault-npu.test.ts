@@ -106,7 +106,7 @@ describe('bad input is rejected, never thrown', () => {
     ['UUID number', '{"ns/a-1":{"UUID":1,"Times":1}}'],
     ['10 kB job id', `{"${'j'.repeat(10_000)}":{"UUID":"1","Times":1}}`],
   ])('remain-retry-times: %s', (_n, text) => {
-    expect(parseRemainRetryTimes(text)).toEqual({ ok: false, reason: expect.stringMatching(/^remain-retry-times: /) });
+    expect(parseRemainRetryTimes(text)).toMatchObject({ ok: false, reason: expect.stringMatching(/^remain-retry-times: /) });
   });
 
   it.each([
@@ -120,7 +120,7 @@ describe('bad input is rejected, never thrown', () => {
     ['fault_code number', '[{"FaultDeviceList":[{"fault_code":1}]}]'],
     ['10 kB npu name', `[{"UnhealthyNPU":["${'n'.repeat(10_000)}"]}]`],
   ])('fault-node: %s', (_n, text) => {
-    expect(parseFaultNodes(text)).toEqual({ ok: false, reason: expect.stringMatching(/^fault-node: /) });
+    expect(parseFaultNodes(text)).toMatchObject({ ok: false, reason: expect.stringMatching(/^fault-node: /) });
   });
 
   it('oversized values', () => {

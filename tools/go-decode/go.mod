@@ -1,0 +1,3 @@
+module clusterd-ts/go-decode
+
+go 1.25
