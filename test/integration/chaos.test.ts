@@ -89,7 +89,10 @@ describe('chaos: apiserver frozen, crashed and restarted, controller restarted, 
     for (const n of [pubNode, switchNode, spareNode]) await admin.patch(paths.node(n), { spec: { unschedulable: true } }, 'merge');
     for (const n of nodes) await eventually(async () => (await admin.get<{ status?: { allocatable?: Record<string, string> } }>(paths.node(n))).status?.allocatable?.['huawei.com/Ascend910'] === '8', 10_000);
 
-    const started = await ControllerProcess.start(kubeconfig, cp.dir, ['--cluster-info-refresh-seconds=0', '--burst-window-ms=200', '--log-level=info']);
+    // --node-taints: kube-scheduler stands in for Volcano's ascend plugin here and reads no
+    // cluster-info, so only the taint keeps a replacement pod off a node with a node-wide fault
+    // (without it jb's new pods land on the NodeD-faulted nodes and are restarted again and again).
+    const started = await ControllerProcess.start(kubeconfig, cp.dir, ['--cluster-info-refresh-seconds=0', '--burst-window-ms=200', '--log-level=info', '--node-taints']);
     controller = started.proc;
     await controller.waitReady(30_000);
     const firstPid = controller.pid();
