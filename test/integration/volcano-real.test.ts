@@ -1,0 +1,120 @@
+/**
+ * The real Volcano on its own real control plane: vc-controller-manager creates a Volcano Job's pods
+ * and vc-scheduler with Huawei's ascend plugin (tools/volcano/build.sh) places them, reading the
+ * cluster-info ConfigMaps clusterd-ts writes from the device plugin simulator's device-info. No
+ * allocator, job-peer or kube-scheduler runs here: every chip annotation and every pod is Volcano's.
+ *
+ * Opt-in (CLUSTERD_TS_VOLCANO=1): the first run builds Volcano (cold: see tools/volcano/README.md).
+ * Its own control plane, because vc-controller-manager would act on every other test's vcjobs.
+ */
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { paths, KubeClient, type KubeObject } from '../../runtime/kube-client.ts';
+import { ControlPlane, ensureBinaries } from '../../tools/control-plane/control-plane.ts';
+import { ensureVolcano } from '../../tools/control-plane/volcano.ts';
+import { FaultInjector } from '../../tools/simulator/injector.ts';
+import { createFakeNodes } from '../../tools/simulator/nodes.ts';
+import type { Manager } from '../../controllers/manager.ts';
+import { deviceEntry } from '../support/cluster-info-read.ts';
+import { ensureNamespace, eventually } from '../support/cluster.ts';
+import { startManager } from './jobs-support.ts';
+
+const P = 'huawei.com/Ascend910';
+const enabled = process.env.CLUSTERD_TS_VOLCANO === '1';
+const suite = enabled ? describe : describe.skip;
+if (!enabled) process.stdout.write('[volcano-real] skipped: set CLUSTERD_TS_VOLCANO=1 to build and run the real Volcano\n');
+
+type Pod = KubeObject & { spec?: { nodeName?: string; schedulerName?: string }; status?: { phase?: string; conditions?: Array<{ type: string; status: string; reason?: string; message?: string }> } };
+
+/**
+ * What the real device plugin puts on an Ascend node besides the resource: `baseDeviceInfos` (the
+ * plugin's available-chip bookkeeping, self-maintain-available-card=true, starts from its keys).
+ */
+function baseDeviceInfos(npus = 8): string {
+  const m: Record<string, { IP: string; SuperDeviceID: number }> = {};
+  for (let i = 0; i < npus; i++) m[`Ascend910-${i}`] = { IP: `192.168.100.${100 + i}`, SuperDeviceID: 0 };
+  return JSON.stringify(m);
+}
+
+/** A Volcano Job as a user writes it with the webhook off: queue, scheduler and maxRetry spelled out. */
+function vcjob(ns: string, name: string, replicas: number, npus: number): KubeObject {
+  return {
+    apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job',
+    metadata: { name, namespace: ns, labels: { 'ring-controller.atlas': 'ascend-910' } },
+    spec: {
+      schedulerName: 'volcano', queue: 'default', minAvailable: replicas, maxRetry: 3,
+      tasks: [{
+        name: 'worker', replicas,
+        template: {
+          metadata: { labels: { app: 'mindspore', 'ring-controller.atlas': 'ascend-910' } },
+          spec: {
+            restartPolicy: 'Never',
+            containers: [{ name: 'train', image: 'train:latest', resources: { requests: { [P]: String(npus) }, limits: { [P]: String(npus) } } }],
+          },
+        },
+      }],
+    },
+  };
+}
+
+suite('the real Volcano (vc-controller-manager + vc-scheduler with the ascend plugin)', () => {
+  let cp: ControlPlane | undefined;
+  let client: KubeClient;
+  let inj: FaultInjector;
+  let manager: Manager | undefined;
+  const node = 'vc-node-0';
+  const ns = 'vc-team';
+
+  const podsOf = async (job: string): Promise<Pod[]> =>
+    (await client.list<Pod>(paths.pods(ns), { labelSelector: `volcano.sh/job-name=${job}` })).items;
+
+  beforeAll(async () => {
+    const dir = ensureVolcano();
+    if (dir === undefined) throw new Error('no Volcano source on this machine (tools/volcano/build.sh exit 3); see tools/volcano/README.md');
+    cp = await ControlPlane.start({ binDir: ensureBinaries(), workDir: join(tmpdir(), `clusterd-ts-volcano-${process.pid}`), kwok: true, volcano: { dir, verbosity: 4 } });
+    client = KubeClient.fromFile(cp.kubeconfigPath);
+    await ensureNamespace(client, ns);
+    await createFakeNodes(client, [{ name: node }]);
+    // No node lifecycle controller runs: lift the not-ready taint (as tools/cluster.ts does) and add
+    // the device plugin's node annotation.
+    await client.patch(paths.node(node), { metadata: { annotations: { baseDeviceInfos: baseDeviceInfos() } }, spec: { taints: null } });
+    inj = new FaultInjector(client);
+    await inj.addNodes([{ name: node }]);
+    manager = (await startManager(client, ['--rescheduling=true'])).manager;
+    await eventually(async () => (await deviceEntry(client, node))?.DeviceList[P]?.split(',').length === 8, 30_000);
+  }, 1_800_000);
+
+  afterAll(async () => {
+    await manager?.stop();
+    await inj?.close();
+    await cp?.stop();
+  }, 60_000);
+
+  it('places a Volcano Job pod on healthy chips only: the plugin skips the chip clusterd-ts marks Unhealthy in cluster-info', async () => {
+    // A SeparateNPU chip fault in the device-info becomes -Unhealthy in cluster-info-device-N.
+    await inj.inject({ kind: 'npu', node, npu: 'Ascend910-1', code: '80E18402', level: 'SeparateNPU' });
+    await eventually(async () => (await deviceEntry(client, node))?.DeviceList[`${P}-Unhealthy`]?.split(',').includes('Ascend910-1'), 30_000);
+
+    await client.create(paths.vcJobs(ns), vcjob(ns, 'train-a', 1, 4));
+    const pod = await eventually(async () => {
+      const [p] = await podsOf('train-a');
+      return p?.spec?.nodeName !== undefined && p.metadata?.annotations?.[P] !== undefined ? p : undefined;
+    }, 120_000, 500);
+
+    // Created by vc-controller-manager for the Job, bound by vc-scheduler.
+    expect(pod.metadata?.ownerReferences?.[0]).toMatchObject({ kind: 'Job', apiVersion: 'batch.volcano.sh/v1alpha1', name: 'train-a' });
+    expect(pod.spec?.schedulerName).toBe('volcano');
+    expect(pod.spec?.nodeName).toBe(node);
+    // module910x8 hands out a whole HCCS ring for 4 chips; ring 0-3 holds the Unhealthy chip 1.
+    expect(pod.metadata?.annotations?.[P]).toBe('Ascend910-4,Ascend910-5,Ascend910-6,Ascend910-7');
+    expect(pod.metadata?.annotations?.['huawei.com/AscendReal']).toBeUndefined();
+
+    // A second 4-chip pod would need ring 0-3, which has only 3 healthy chips: it stays Pending.
+    await client.create(paths.vcJobs(ns), vcjob(ns, 'train-b', 1, 4));
+    await eventually(async () => (await podsOf('train-b')).length === 1, 60_000, 500);
+    await new Promise((r) => setTimeout(r, 5_000)); // several 1 s scheduling sessions
+    const [b] = await podsOf('train-b');
+    expect(b?.spec?.nodeName).toBeUndefined();
+    expect(b?.metadata?.annotations?.[P]).toBeUndefined();
+  }, 300_000);
+});
