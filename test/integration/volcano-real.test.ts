@@ -14,6 +14,7 @@ import { ControlPlane, ensureBinaries } from '../../tools/control-plane/control-
 import { ensureVolcano } from '../../tools/control-plane/volcano.ts';
 import { FaultInjector } from '../../tools/simulator/injector.ts';
 import { createFakeNodes } from '../../tools/simulator/nodes.ts';
+import { NpuAllocator } from '../../tools/simulator/allocator.ts';
 import type { Manager } from '../../controllers/manager.ts';
 import { deviceEntry } from '../support/cluster-info-read.ts';
 import { ensureNamespace, eventually } from '../support/cluster.ts';
@@ -36,19 +37,25 @@ function baseDeviceInfos(npus = 8): string {
   return JSON.stringify(m);
 }
 
-/** A Volcano Job as a user writes it with the webhook off: queue, scheduler and maxRetry spelled out. */
-function vcjob(ns: string, name: string, replicas: number, npus: number): KubeObject {
+/**
+ * A Volcano Job as a user writes it with the webhook off (queue, scheduler, minAvailable, maxRetry
+ * spelled out), on the nodes labelled vc-test=<group>.
+ */
+function vcjob(ns: string, name: string, o: { replicas: number; npus: number; group: string; labels?: Record<string, string> }): KubeObject {
+  const { replicas, npus } = o;
   return {
     apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job',
-    metadata: { name, namespace: ns, labels: { 'ring-controller.atlas': 'ascend-910' } },
+    metadata: { name, namespace: ns, labels: { 'ring-controller.atlas': 'ascend-910', ...o.labels } },
     spec: {
       schedulerName: 'volcano', queue: 'default', minAvailable: replicas, maxRetry: 3,
+      // Huawei's documented policy for fault-scheduling jobs: an evicted pod restarts the job.
+      policies: [{ event: 'PodEvicted', action: 'RestartJob' }],
       tasks: [{
-        name: 'worker', replicas,
+        name: 'worker', replicas, minAvailable: replicas, maxRetry: 3,
         template: {
           metadata: { labels: { app: 'mindspore', 'ring-controller.atlas': 'ascend-910' } },
           spec: {
-            restartPolicy: 'Never',
+            restartPolicy: 'Never', nodeSelector: { 'vc-test': o.group },
             containers: [{ name: 'train', image: 'train:latest', resources: { requests: { [P]: String(npus) }, limits: { [P]: String(npus) } } }],
           },
         },
@@ -62,7 +69,9 @@ suite('the real Volcano (vc-controller-manager + vc-scheduler with the ascend pl
   let client: KubeClient;
   let inj: FaultInjector;
   let manager: Manager | undefined;
+  let allocator: NpuAllocator | undefined;
   const node = 'vc-node-0';
+  const reschedNodes = ['vc-node-1', 'vc-node-2'];
   const ns = 'vc-team';
 
   const podsOf = async (job: string): Promise<Pod[]> =>
@@ -74,18 +83,24 @@ suite('the real Volcano (vc-controller-manager + vc-scheduler with the ascend pl
     cp = await ControlPlane.start({ binDir: ensureBinaries(), workDir: join(tmpdir(), `clusterd-ts-volcano-${process.pid}`), kwok: true, volcano: { dir, verbosity: 4 } });
     client = KubeClient.fromFile(cp.kubeconfigPath);
     await ensureNamespace(client, ns);
-    await createFakeNodes(client, [{ name: node }]);
-    // No node lifecycle controller runs: lift the not-ready taint (as tools/cluster.ts does) and add
-    // the device plugin's node annotation.
-    await client.patch(paths.node(node), { metadata: { annotations: { baseDeviceInfos: baseDeviceInfos() } }, spec: { taints: null } });
+    await createFakeNodes(client, [{ name: node, labels: { 'vc-test': 'placement' } }, ...reschedNodes.map((name) => ({ name, labels: { 'vc-test': 'resched' } }))]);
     inj = new FaultInjector(client);
-    await inj.addNodes([{ name: node }]);
+    for (const n of [node, ...reschedNodes]) {
+      // No node lifecycle controller runs: lift the not-ready taint (as tools/cluster.ts does) and add
+      // the device plugin's node annotation.
+      await client.patch(paths.node(n), { metadata: { annotations: { baseDeviceInfos: baseDeviceInfos() } }, spec: { taints: null } });
+      await inj.addNodes([{ name: n }]);
+    }
+    // The device plugin's Allocate (no kubelet on kwok): AscendReal = the chips the plugin chose.
+    allocator = new NpuAllocator(client, { namespace: ns });
+    await allocator.start();
     manager = (await startManager(client, ['--rescheduling=true'])).manager;
-    await eventually(async () => (await deviceEntry(client, node))?.DeviceList[P]?.split(',').length === 8, 30_000);
+    for (const n of [node, ...reschedNodes]) await eventually(async () => (await deviceEntry(client, n))?.DeviceList[P]?.split(',').length === 8, 30_000);
   }, 1_800_000);
 
   afterAll(async () => {
     await manager?.stop();
+    allocator?.stop();
     await inj?.close();
     await cp?.stop();
   }, 60_000);
@@ -95,7 +110,7 @@ suite('the real Volcano (vc-controller-manager + vc-scheduler with the ascend pl
     await inj.inject({ kind: 'npu', node, npu: 'Ascend910-1', code: '80E18402', level: 'SeparateNPU' });
     await eventually(async () => (await deviceEntry(client, node))?.DeviceList[`${P}-Unhealthy`]?.split(',').includes('Ascend910-1'), 30_000);
 
-    await client.create(paths.vcJobs(ns), vcjob(ns, 'train-a', 1, 4));
+    await client.create(paths.vcJobs(ns), vcjob(ns, 'train-a', { replicas: 1, npus: 4, group: 'placement' }));
     const pod = await eventually(async () => {
       const [p] = await podsOf('train-a');
       return p?.spec?.nodeName !== undefined && p.metadata?.annotations?.[P] !== undefined ? p : undefined;
@@ -107,14 +122,36 @@ suite('the real Volcano (vc-controller-manager + vc-scheduler with the ascend pl
     expect(pod.spec?.nodeName).toBe(node);
     // module910x8 hands out a whole HCCS ring for 4 chips; ring 0-3 holds the Unhealthy chip 1.
     expect(pod.metadata?.annotations?.[P]).toBe('Ascend910-4,Ascend910-5,Ascend910-6,Ascend910-7');
-    expect(pod.metadata?.annotations?.['huawei.com/AscendReal']).toBeUndefined();
+    // The device plugin stand-in only copies the plugin's choice.
+    await eventually(async () => (await client.get<Pod>(paths.pod(ns, pod.metadata!.name!))).metadata?.annotations?.['huawei.com/AscendReal'] === 'Ascend910-4,Ascend910-5,Ascend910-6,Ascend910-7', 10_000);
 
     // A second 4-chip pod would need ring 0-3, which has only 3 healthy chips: it stays Pending.
-    await client.create(paths.vcJobs(ns), vcjob(ns, 'train-b', 1, 4));
+    await client.create(paths.vcJobs(ns), vcjob(ns, 'train-b', { replicas: 1, npus: 4, group: 'placement' }));
     await eventually(async () => (await podsOf('train-b')).length === 1, 60_000, 500);
     await new Promise((r) => setTimeout(r, 5_000)); // several 1 s scheduling sessions
     const [b] = await podsOf('train-b');
     expect(b?.spec?.nodeName).toBeUndefined();
     expect(b?.metadata?.annotations?.[P]).toBeUndefined();
+  }, 300_000);
+
+  it('--rescheduling=true: a SeparateNPU fault under a running pod -> clusterd-ts deletes it -> vc-controller-manager re-creates it -> the plugin places it away from the fault', async () => {
+    await client.create(paths.vcJobs(ns), vcjob(ns, 'llama', { replicas: 1, npus: 8, group: 'resched', labels: { 'fault-scheduling': 'force' } }));
+    const first = await eventually(async () => {
+      const [p] = await podsOf('llama');
+      return p?.spec?.nodeName !== undefined && p.status?.phase === 'Running' && p.metadata?.annotations?.['huawei.com/AscendReal'] !== undefined ? p : undefined;
+    }, 120_000, 500);
+    const faultNode = first.spec!.nodeName!;
+    const otherNode = reschedNodes.find((n) => n !== faultNode)!;
+    expect(first.metadata?.annotations?.[P]?.split(',')).toHaveLength(8);
+
+    await inj.inject({ kind: 'npu', node: faultNode, npu: 'Ascend910-5', code: '80E18402', level: 'SeparateNPU' });
+    const second = await eventually(async () => {
+      const pods = await podsOf('llama');
+      return pods.find((p) => p.metadata?.uid !== first.metadata?.uid && p.spec?.nodeName !== undefined && p.metadata?.deletionTimestamp === undefined);
+    }, 120_000, 500);
+    // An 8-chip pod no longer fits the node with the Unhealthy chip.
+    expect(second.spec?.nodeName).toBe(otherNode);
+    expect(second.metadata?.annotations?.[P]?.split(',')).toHaveLength(8);
+    expect(second.metadata?.ownerReferences?.[0]).toMatchObject({ kind: 'Job', name: 'llama' });
   }, 300_000);
 });
