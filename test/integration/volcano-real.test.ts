@@ -16,6 +16,7 @@ import { FaultInjector } from '../../tools/simulator/injector.ts';
 import { createFakeNodes } from '../../tools/simulator/nodes.ts';
 import { NpuAllocator } from '../../tools/simulator/allocator.ts';
 import type { Manager } from '../../controllers/manager.ts';
+import type { Metrics } from '../../telemetry/metrics.ts';
 import { deviceEntry } from '../support/cluster-info-read.ts';
 import { ensureNamespace, eventually } from '../support/cluster.ts';
 import { startManager } from './jobs-support.ts';
@@ -69,6 +70,7 @@ suite('the real Volcano (vc-controller-manager + vc-scheduler with the ascend pl
   let client: KubeClient;
   let inj: FaultInjector;
   let manager: Manager | undefined;
+  let metrics: Metrics;
   let allocator: NpuAllocator | undefined;
   const node = 'vc-node-0';
   const reschedNodes = ['vc-node-1', 'vc-node-2'];
@@ -80,7 +82,7 @@ suite('the real Volcano (vc-controller-manager + vc-scheduler with the ascend pl
   beforeAll(async () => {
     const dir = ensureVolcano();
     if (dir === undefined) throw new Error('no Volcano source on this machine (tools/volcano/build.sh exit 3); see tools/volcano/README.md');
-    cp = await ControlPlane.start({ binDir: ensureBinaries(), workDir: join(tmpdir(), `clusterd-ts-volcano-${process.pid}`), kwok: true, volcano: { dir, verbosity: 4 } });
+    cp = await ControlPlane.start({ binDir: ensureBinaries(), workDir: join(tmpdir(), `clusterd-ts-volcano-${process.pid}`), kwok: true, volcano: { dir } });
     client = KubeClient.fromFile(cp.kubeconfigPath);
     await ensureNamespace(client, ns);
     await createFakeNodes(client, [{ name: node, labels: { 'vc-test': 'placement' } }, ...reschedNodes.map((name) => ({ name, labels: { 'vc-test': 'resched' } }))]);
@@ -94,7 +96,7 @@ suite('the real Volcano (vc-controller-manager + vc-scheduler with the ascend pl
     // The device plugin's Allocate (no kubelet on kwok): AscendReal = the chips the plugin chose.
     allocator = new NpuAllocator(client, { namespace: ns });
     await allocator.start();
-    manager = (await startManager(client, ['--rescheduling=true'])).manager;
+    ({ manager, metrics } = await startManager(client, ['--rescheduling=true']));
     for (const n of [node, ...reschedNodes]) await eventually(async () => (await deviceEntry(client, n))?.DeviceList[P]?.split(',').length === 8, 30_000);
   }, 1_800_000);
 
@@ -149,6 +151,11 @@ suite('the real Volcano (vc-controller-manager + vc-scheduler with the ascend pl
       const pods = await podsOf('llama');
       return pods.find((p) => p.metadata?.uid !== first.metadata?.uid && p.spec?.nodeName !== undefined && p.metadata?.deletionTimestamp === undefined);
     }, 120_000, 500);
+    // clusterd-ts decided and acted. (The plugin's own rescheduling half acts too with Huawei's
+    // configuration: its log shows "delete job llama-<uid> ReScheduleKey force" and then
+    // "ForceDeleteFaultPod llama-worker-0: pods \"llama-worker-0\" not found": we deleted first.)
+    const acted = (await metrics.decisions.get()).values.filter((v) => v.labels.kind === 'job' && v.labels.outcome === 'acted');
+    expect(acted.reduce((n, v) => n + v.value, 0)).toBeGreaterThanOrEqual(1);
     // An 8-chip pod no longer fits the node with the Unhealthy chip.
     expect(second.spec?.nodeName).toBe(otherNode);
     expect(second.metadata?.annotations?.[P]?.split(',')).toHaveLength(8);
