@@ -19,7 +19,7 @@ import type { Manager } from '../../controllers/manager.ts';
 import type { Metrics } from '../../telemetry/metrics.ts';
 import { deviceEntry } from '../support/cluster-info-read.ts';
 import { ensureNamespace, eventually } from '../support/cluster.ts';
-import { startManager } from './jobs-support.ts';
+import { rescheduleReasonOf, startManager } from './jobs-support.ts';
 
 const P = 'huawei.com/Ascend910';
 const enabled = process.env.CLUSTERD_TS_VOLCANO === '1';
@@ -74,6 +74,7 @@ suite('the real Volcano (vc-controller-manager + vc-scheduler with the ascend pl
   let allocator: NpuAllocator | undefined;
   const node = 'vc-node-0';
   const reschedNodes = ['vc-node-1', 'vc-node-2'];
+  const pluginNodes = ['vc-node-3', 'vc-node-4'];
   const ns = 'vc-team';
 
   const podsOf = async (job: string): Promise<Pod[]> =>
@@ -85,9 +86,10 @@ suite('the real Volcano (vc-controller-manager + vc-scheduler with the ascend pl
     cp = await ControlPlane.start({ binDir: ensureBinaries(), workDir: join(tmpdir(), `clusterd-ts-volcano-${process.pid}`), kwok: true, volcano: { dir } });
     client = KubeClient.fromFile(cp.kubeconfigPath);
     await ensureNamespace(client, ns);
-    await createFakeNodes(client, [{ name: node, labels: { 'vc-test': 'placement' } }, ...reschedNodes.map((name) => ({ name, labels: { 'vc-test': 'resched' } }))]);
+    await createFakeNodes(client, [{ name: node, labels: { 'vc-test': 'placement' } }, ...reschedNodes.map((name) => ({ name, labels: { 'vc-test': 'resched' } })),
+      ...pluginNodes.map((name) => ({ name, labels: { 'vc-test': 'plugin' } }))]);
     inj = new FaultInjector(client);
-    for (const n of [node, ...reschedNodes]) {
+    for (const n of [node, ...reschedNodes, ...pluginNodes]) {
       // No node lifecycle controller runs: lift the not-ready taint (as tools/cluster.ts does) and add
       // the device plugin's node annotation.
       await client.patch(paths.node(n), { metadata: { annotations: { baseDeviceInfos: baseDeviceInfos() } }, spec: { taints: null } });
@@ -97,7 +99,7 @@ suite('the real Volcano (vc-controller-manager + vc-scheduler with the ascend pl
     allocator = new NpuAllocator(client, { namespace: ns });
     await allocator.start();
     ({ manager, metrics } = await startManager(client, ['--rescheduling=true']));
-    for (const n of [node, ...reschedNodes]) await eventually(async () => (await deviceEntry(client, n))?.DeviceList[P]?.split(',').length === 8, 30_000);
+    for (const n of [node, ...reschedNodes, ...pluginNodes]) await eventually(async () => (await deviceEntry(client, n))?.DeviceList[P]?.split(',').length === 8, 30_000);
   }, 1_800_000);
 
   afterAll(async () => {
@@ -160,5 +162,28 @@ suite('the real Volcano (vc-controller-manager + vc-scheduler with the ascend pl
     expect(second.spec?.nodeName).toBe(otherNode);
     expect(second.metadata?.annotations?.[P]?.split(',')).toHaveLength(8);
     expect(second.metadata?.ownerReferences?.[0]).toMatchObject({ kind: 'Job', name: 'llama' });
+  }, 300_000);
+
+  it('--rescheduling=false: the real plugin deletes the fault pod and records the reschedule, clusterd-ts only publishes cluster-info', async () => {
+    await manager?.stop();
+    ({ manager, metrics } = await startManager(client, ['--rescheduling=false']));
+    const job = await client.create<KubeObject>(paths.vcJobs(ns), vcjob(ns, 'gpt', { replicas: 1, npus: 8, group: 'plugin', labels: { 'fault-scheduling': 'force' } }));
+    const first = await eventually(async () => {
+      const [p] = await podsOf('gpt');
+      return p?.spec?.nodeName !== undefined && p.status?.phase === 'Running' && p.metadata?.annotations?.['huawei.com/AscendReal'] !== undefined ? p : undefined;
+    }, 120_000, 500);
+    const faultNode = first.spec!.nodeName!;
+
+    await inj.inject({ kind: 'npu', node: faultNode, npu: 'Ascend910-2', code: '80E18402', level: 'SeparateNPU' });
+    const second = await eventually(async () => {
+      const pods = await podsOf('gpt');
+      return pods.find((p) => p.metadata?.uid !== first.metadata?.uid && p.spec?.nodeName !== undefined && p.metadata?.deletionTimestamp === undefined);
+    }, 120_000, 500);
+    expect(second.spec?.nodeName).toBe(pluginNodes.find((n) => n !== faultNode));
+    // The plugin's reason record for this job (ours is off in this mode), read with our own schema.
+    const reason = await eventually(() => rescheduleReasonOf(client, `${ns}/gpt-${job.metadata!.uid!}`), 30_000, 500);
+    expect(reason.TotalRescheduleTimes).toBe(1);
+    expect(reason.RescheduleRecords?.[0]?.ReasonOfTask).toEqual([{ RescheduleReason: 'CardUnhealthy', PodName: 'gpt-worker-0', NodeName: faultNode, NodeRankIndex: '0' }]);
+    expect((await metrics.decisions.get()).values.filter((v) => v.labels.outcome === 'acted').reduce((n, v) => n + v.value, 0)).toBe(0);
   }, 300_000);
 });
