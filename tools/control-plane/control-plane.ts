@@ -12,6 +12,7 @@ import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { vcControllerArgs, vcSchedulerArgs, volcanoSchedulerConf, type VolcanoOptions } from './volcano.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const REPO = join(HERE, '..', '..');
@@ -30,6 +31,8 @@ export interface ControlPlaneOptions {
   readonly benchmark?: boolean;
   readonly scheduler?: boolean;
   readonly kwok?: boolean;
+  /** The real Volcano (tools/control-plane/volcano.ts); off by default. */
+  readonly volcano?: VolcanoOptions;
 }
 
 /** What a test process needs to reach a running control plane (serialisable). */
@@ -211,6 +214,7 @@ export class ControlPlane {
     await this.installCrds();
     if (this.opts.scheduler === true) await this.startScheduler();
     if (this.opts.kwok === true) await this.startKwok();
+    if (this.opts.volcano !== undefined) await this.startVolcano(this.opts.volcano);
   }
 
   private async waitFor(name: string, probe: () => Promise<boolean>, timeoutMs: number): Promise<void> {
@@ -307,6 +311,31 @@ export class ControlPlane {
       '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake',
       '--node-lease-duration-seconds=0', `--server-address=127.0.0.1:${port}`, `--config=${config}`,
     ]);
+  }
+
+  /**
+   * Volcano's own CRDs (full schemas with their defaults, replacing the open ones of crds/ for the
+   * kinds both have), the namespaces its writers expect, then vc-controller-manager and vc-scheduler
+   * with Huawei's scheduler configuration. Ready when vc-scheduler has created the default queue.
+   */
+  private async startVolcano(v: VolcanoOptions): Promise<void> {
+    this.kubectl(['apply', '--server-side', '--force-conflicts', '-f', join(v.dir, 'crds')]);
+    this.kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd', '--all']);
+    for (const ns of ['volcano-system', 'mindx-dl', 'cluster-system']) {
+      this.kubectl(['apply', '--server-side', '-f', '-'], `apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${ns}\n`);
+    }
+    const conf = join(this.dir, 'volcano-scheduler.conf');
+    writeFileSync(conf, volcanoSchedulerConf(v.dir));
+    const verbosity = v.verbosity ?? 3;
+    this.spawnSupervised('vc-controller-manager', join(v.dir, 'vc-controller-manager'), vcControllerArgs({
+      kubeconfig: this.kubeconfigPath, metricsPort: await freePort(), healthzPort: await freePort(), verbosity,
+    }));
+    this.spawnSupervised('vc-scheduler', join(v.dir, 'vc-scheduler'), vcSchedulerArgs({
+      kubeconfig: this.kubeconfigPath, conf, metricsPort: await freePort(), healthzPort: await freePort(), verbosity,
+      schedulePeriod: v.schedulePeriod ?? '1s',
+    }));
+    await this.waitFor('vc-scheduler', async () =>
+      (await apiGet(this.servers[0]!, '/apis/scheduling.volcano.sh/v1beta1/queues/default', this.adminToken)).status === 200, 60_000);
   }
 
   /** Stops every process (scheduler and kwok first, etcd last) and removes the data. */

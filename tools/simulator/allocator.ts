@@ -1,7 +1,8 @@
 /**
  * The device plugin's Allocate step for simulated nodes: once a pod requesting huawei.com/Ascend910
  * is bound to a node, annotate it with `huawei.com/AscendReal` (the chips it got), picking healthy
- * chips not used by other pods on that node. ClusterD and the job view map ranks to NPUs with it.
+ * chips not used by other pods on that node, or the chips Volcano's ascend plugin chose for it. ClusterD
+ * and the job view map ranks to NPUs with it.
  */
 import { Reflector } from '../../runtime/reflector.ts';
 import { paths, type KubeClient, type KubeObject } from '../../runtime/kube-client.ts';
@@ -61,9 +62,12 @@ export class NpuAllocator {
       const chips = [...(other.metadata?.annotations?.[ASCEND_REAL_ANNOTATION] ?? '').split(','), ...(this.assigned.get(otherUid)?.chips ?? [])];
       for (const chip of chips) if (chip !== '') used.add(chip);
     }
+    // Under Volcano the ascend plugin has already chosen the chips (pod annotation huawei.com/Ascend910)
+    // and the device plugin's Allocate hands out exactly those; kube-scheduler chooses none.
+    const chosen = (pod.metadata?.annotations?.[RESOURCE] ?? '').split(',').filter((c) => c !== '');
     const free = Array.from({ length: this.npusPerNode }, (_, i) => `Ascend910-${i}`).filter((c) => !used.has(c));
-    if (free.length < want) return; // the scheduler over-committed; leave it unannotated
-    const chips = free.slice(0, want);
+    if (chosen.length === 0 && free.length < want) return; // the scheduler over-committed; leave it unannotated
+    const chips = chosen.length > 0 ? chosen : free.slice(0, want);
     await this.client.patch(paths.pod(pod.metadata!.namespace!, pod.metadata!.name!), {
       metadata: { annotations: { [ASCEND_REAL_ANNOTATION]: chips.join(',') } },
     });

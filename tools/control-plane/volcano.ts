@@ -1,0 +1,73 @@
+/**
+ * The real Volcano as an optional part of the test control plane: vc-scheduler with Huawei's ascend
+ * plugin compiled in, and vc-controller-manager, both built by tools/volcano/build.sh. Off unless a
+ * caller asks for it (ControlPlaneOptions.volcano), so the other tests keep kube-scheduler and the
+ * stand-ins. No admission webhooks run (vc-webhook-manager is not built): see tools/volcano/README.md
+ * for what that leaves out and what a test's Volcano Job must therefore spell out itself.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+export interface VolcanoOptions {
+  /** Folder printed by tools/volcano/build.sh (binaries, crds/, volcano-scheduler.conf). */
+  readonly dir: string;
+  /** klog verbosity of both processes (Huawei's manifest: scheduler 3, controllers 4). */
+  readonly verbosity?: number;
+  /** Scheduling period (Huawei's manifest: 1s). */
+  readonly schedulePeriod?: string;
+}
+
+/** The scheduler configuration Huawei ships (build/volcano-<version>.yaml), as extracted by build.sh. */
+export function volcanoSchedulerConf(dir: string): string {
+  return readFileSync(join(dir, 'volcano-scheduler.conf'), 'utf8');
+}
+
+/** The name the ascend plugin registered under (volcano-npu_<version>). */
+export function ascendPluginName(dir: string): string {
+  return readFileSync(join(dir, 'ascend-plugin-name'), 'utf8').trim();
+}
+
+/**
+ * vc-scheduler's flags: those of Huawei's manifest that mean something outside a pod (leader election
+ * off, 1 s period, all nodes scored), logs to stderr, ports on loopback.
+ */
+export function vcSchedulerArgs(o: { kubeconfig: string; conf: string; metricsPort: number; healthzPort: number; verbosity: number; schedulePeriod: string }): string[] {
+  return [
+    `--kubeconfig=${o.kubeconfig}`, `--scheduler-conf=${o.conf}`, '--leader-elect=false',
+    '--enable-healthz=true', `--healthz-address=127.0.0.1:${o.healthzPort}`,
+    '--enable-metrics=true', `--listen-address=127.0.0.1:${o.metricsPort}`,
+    `--schedule-period=${o.schedulePeriod}`, '--percentage-nodes-to-find=100', '--cache-dumper=false',
+    '--logtostderr=true', `-v=${o.verbosity}`,
+  ];
+}
+
+/** vc-controller-manager's flags (Huawei's manifest, minus the in-pod log files). */
+export function vcControllerArgs(o: { kubeconfig: string; metricsPort: number; healthzPort: number; verbosity: number }): string[] {
+  return [
+    `--kubeconfig=${o.kubeconfig}`, '--leader-elect=false',
+    '--enable-healthz=true', `--healthz-address=127.0.0.1:${o.healthzPort}`,
+    '--enable-metrics=true', `--listen-address=127.0.0.1:${o.metricsPort}`,
+    '--worker-threads=3', '--logtostderr=true', `-v=${o.verbosity}`,
+  ];
+}
+
+/**
+ * Runs tools/volcano/build.sh (a no-op when the cache holds the pinned build) and returns its folder,
+ * or undefined when Volcano's source cannot be had on this machine (the script's exit code 3).
+ * CLUSTERD_TS_VOLCANO_DIR names a ready folder instead.
+ */
+export function ensureVolcano(): string | undefined {
+  const ready = process.env.CLUSTERD_TS_VOLCANO_DIR;
+  if (ready !== undefined && existsSync(join(ready, 'vc-scheduler'))) return ready;
+  try {
+    const out = execFileSync('bash', [join(REPO, 'tools', 'volcano', 'build.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    return out.trim().split('\n').pop();
+  } catch (e) {
+    if ((e as { status?: number }).status === 3) return undefined;
+    throw e;
+  }
+}
