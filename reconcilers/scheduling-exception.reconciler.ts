@@ -1,6 +1,6 @@
 /**
- * Creates `<cluster-system>/scheduling-exception-report` as ClusterD does at start (its collector's
- * first check, schemas/scheduling-exception). We do not diagnose scheduling exceptions (ClusterD's
+ * Creates `<cluster-system>/scheduling-exception-report` as ClusterD does, at its collector's first
+ * check one interval (10 s) after start (schemas/scheduling-exception; the Manager queues it so). We do not diagnose scheduling exceptions (ClusterD's
  * per-job PodGroup / vcjob / AscendJob condition analysis), so the report is created empty and an
  * existing one is left as it is: never a claim that a job ClusterD reported is fine. Checked again
  * every 10 s (ClusterD's interval), so a deleted report comes back.
