@@ -34,13 +34,13 @@ describe('metric series cap', () => {
     const now = Date.now();
     const codes = Array.from({ length: 10_000 }, (_, i) => ({ code: (0x81000000 + i).toString(16).toUpperCase(), level: 'NotHandleFault' as const, timeMs: now }));
     const data = encodeDeviceInfoData({ available: ['Ascend910-0'], faults: [makeDeviceFault('CardUnhealthy', 'Ascend910-0', codes)], updateTimeS: Math.floor(now / 1000) });
-    await client.create(paths.configMaps('kube-system'), { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: deviceInfoCmName(node), namespace: 'kube-system', labels: { ...DEVICE_INFO_LABELS } }, data });
     const scrape = async (): Promise<string> => (await fetch(`http://127.0.0.1:${manager.httpPort}/metrics`)).text();
     // The shared test apiserver may hold other files' device-info faults: count relative to them.
     const faultSeries = (t: string): string[] => t.split('\n').filter((l) => l.startsWith('clusterd_faults{'));
     const total = (t: string): number => faultSeries(t).reduce((a, l) => a + Number(l.split(' ').pop()), 0);
     const other = (t: string): number => Number(/clusterd_faults\{[^}]*code="other"[^}]*\} (\d+)/.exec(t)?.[1] ?? 0);
     const baseline = total(await scrape());
+    await client.create(paths.configMaps('kube-system'), { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: deviceInfoCmName(node), namespace: 'kube-system', labels: { ...DEVICE_INFO_LABELS } }, data });
     const text = await eventually(async () => {
       const t = await scrape();
       return total(t) === baseline + 10_000 ? t : undefined;
