@@ -148,29 +148,48 @@ export const randomText: fc.Arbitrary<string> = fc.oneof(
 
 /**
  * The Go rules for bytes we write: valid JSON; every number a plain integer literal (no fraction,
- * no exponent, so Go's json.Unmarshal into an int field accepts it) within |n| <= 2^53-1; strings
- * that hold JSON (nested payloads) obey the same rules. Returns the first violation, or undefined.
+ * no exponent, so Go's json.Unmarshal into an int field accepts it) within |n| <= 2^53-1; the
+ * nested payloads a Go consumer decodes again (a DeviceList `<P>-Fault` list, a `SwitchInfoCfg`, the
+ * `FaultCode` events of a switch entry) obey the same rules. Other strings are opaque text to Go (a
+ * uid, a reason, a node-info fault code), whatever JSON they happen to hold. `nested` false checks
+ * the outer text only. Returns the first violation, or undefined.
  */
-export function goRuleViolation(text: string, where = '$'): string | undefined {
+export function goRuleViolation(text: string, where = '$', nested = true): string | undefined {
   let problem: string | undefined;
-  const nested: string[] = [];
+  let root: unknown;
   try {
-    JSON.parse(text, (key, value: unknown, context?: { source?: string }) => {
+    root = JSON.parse(text, (key, value: unknown, context?: { source?: string }) => {
       if (typeof value === 'number') {
         const src = context?.source ?? String(value);
         if (!/^-?(0|[1-9][0-9]*)$/.test(src) || !Number.isSafeInteger(value)) problem ??= `${where}: number ${src} at key ${JSON.stringify(key)} is not an exact integer literal`;
-      } else if (typeof value === 'string' && innerJson(value) !== undefined) nested.push(value);
+      }
       return value;
     });
   } catch (e) {
     return `${where}: not JSON: ${(e as Error).message}`;
   }
-  if (problem !== undefined) return problem;
-  for (const n of nested) {
+  if (problem !== undefined || !nested) return problem;
+  for (const n of nestedPayloads(root)) {
     const p = goRuleViolation(n, `${where}>nested`);
     if (p !== undefined) return p;
   }
   return undefined;
+}
+
+/** The strings of `v` that a Go consumer decodes as JSON again (see goRuleViolation). */
+function nestedPayloads(v: unknown, out: string[] = []): string[] {
+  if (Array.isArray(v)) { for (const x of v) nestedPayloads(x, out); return out; }
+  if (v === null || typeof v !== 'object') return out;
+  const o = v as Record<string, unknown>;
+  const switchEntry = 'NodeStatus' in o && 'FaultTimeAndLevelMap' in o;
+  for (const [k, x] of Object.entries(o)) {
+    if (typeof x === 'string') {
+      if ((k.endsWith('-Fault') || k === 'SwitchInfoCfg') && innerJson(x) !== undefined) out.push(x);
+    } else if (switchEntry && k === 'FaultCode' && Array.isArray(x)) {
+      for (const e of x) if (typeof e === 'string' && innerJson(e) !== undefined) out.push(e);
+    } else nestedPayloads(x, out);
+  }
+  return out;
 }
 
 /** Runs per fuzz property; FUZZ_RUNS overrides (e.g. FUZZ_RUNS=5000 for a long local run). */
