@@ -195,12 +195,10 @@ describe('chaos: apiserver frozen, crashed and restarted, controller restarted, 
       expect({ name, total: reason?.TotalRescheduleTimes, records: reason?.RescheduleRecords?.length }).toEqual({ name, total: 1, records: 1 });
     }
     const reschedules = (m: MetricSample[]): number => sumOf(m, 'clusterd_job_reschedules_total', (l) => l.namespace === ns);
-    // Never counted twice across the two processes. Exactly once is not observable here: a restart the
+    // Never counted twice across the two processes. Exactly once (or even at least once) is not observable here: a restart the
     // first process counts between its last scrape and its shutdown is gone with it (as for Prometheus,
     // which sees a counter reset); the miniature below proves the replay counts exactly once.
-    const counted = reschedules(metricsBefore) + reschedules(metricsAfter);
-    expect(counted).toBeGreaterThanOrEqual(1);
-    expect(counted).toBeLessThanOrEqual(2);
+    expect(reschedules(metricsBefore) + reschedules(metricsAfter)).toBeLessThanOrEqual(2);
     expect(world.peer.errors).toEqual([]);
 
     // The process stayed up through the apiserver chaos (same pid until the deliberate restart, which
