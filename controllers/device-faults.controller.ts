@@ -4,7 +4,7 @@
  * subscribe (style.md 2.1). Bad input is logged with its reason, counted, and changes nothing.
  */
 import { Subject, filter, merge, map, take, type Observable, type Subscription } from 'rxjs';
-import type { FaultRecord } from '../policy/fault-types.ts';
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { WatchEvent } from '../runtime/reflector.ts';

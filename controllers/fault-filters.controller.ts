@@ -25,7 +25,7 @@ import { objectKey, type WatchEvent } from '../runtime/reflector.ts';
 import { realClock, type QueueClock } from '../runtime/work-queue.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import { faultKey, type FaultRecord } from '../policy/fault-types.ts';
+import { faultKey, type FaultRecord } from '../vocabulary/fault-types.ts';
 import type { HiddenFault } from '../policy/job-aggregation.ts';
 import { customFilterRules, FILTER_FAULT_CODE_ANNOTATION, FILTER_FAULT_LEVEL_ANNOTATION, type CustomFilterRules } from '../policy/custom-filter.ts';
 import type { UceAccompanyState } from '../policy/uce-accompany.ts';

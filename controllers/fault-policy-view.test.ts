@@ -3,7 +3,7 @@ import { NpuUsageIndex } from './fault-policy-pods.ts';
 import { rec } from '../test/support/fault-policy-test-kit.ts';
 import type { LeveledFault } from '../policy/fault-level.ts';
 import type { Escalation } from '../policy/escalation.ts';
-import type { FaultRecord } from '../policy/fault-types.ts';
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import type { ClusterInfoView } from '../reconcilers/cluster-info.reconciler.ts';
 import type { Pod } from './sources/sources.ts';
 

@@ -15,7 +15,7 @@ import type { WatchEvent } from '../runtime/reflector.ts';
 import { realClock, type QueueClock } from '../runtime/work-queue.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import type { FaultRecord } from '../policy/fault-types.ts';
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import type { ManualInfoNode } from '../policy/manual-separation.ts';
 import type { DeviceVerdict } from '../policy/device-verdict.ts';
 import { ESCALATION_STATE_CM_NAME, ESCALATION_STATE_KEY, parseEscalationState, type EscalationStateDoc } from '../schemas/escalation-state/escalation-state.ts';

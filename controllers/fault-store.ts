@@ -12,7 +12,7 @@ import { parseNodeInfoData, nodeNameOfNodeInfoCm, splitNodeFaults, type NodeInfo
 import { parsePublicFaultData } from '../schemas/public-fault/public-fault.ts';
 import { publicFaultRecords } from '../schemas/public-fault/public-fault-records.ts';
 import { kindOf, type RejectKind } from '../schemas/parsed.ts';
-import type { FaultRecord } from '../policy/fault-types.ts';
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import type { StatisticNodeFault } from '../schemas/statistic-fault/statistic-fault.ts';
 import type { ConfigMap, Node } from './sources/sources.ts';
 import { PublicFaultStore, type PublicFaultStoreOptions } from './public-fault-store.ts';

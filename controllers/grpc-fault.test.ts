@@ -1,6 +1,6 @@
 import type { SignalStream } from '../grpc/handlers.ts';
 import type { FaultMsgSignal } from '../grpc/messages.ts';
-import type { FaultRecord, NpuFaultLevel } from '../policy/fault-types.ts';
+import type { FaultRecord, NpuFaultLevel } from '../vocabulary/fault-types.ts';
 import { silentLogger } from '../telemetry/logger.ts';
 import { FaultPublisher, nodeFaultInfo } from './grpc-fault.ts';
 import type { Node } from './sources/sources.ts';

@@ -17,7 +17,7 @@
 import { aggregateJob, type FaultCause, type HiddenFault, type JobFaultAggregate, type JobFaultSnapshot } from '../policy/job-aggregation.ts';
 import { alreadyActed, markActed } from '../policy/job-decision-id.ts';
 import { decideJob } from '../policy/job-restart.ts';
-import { faultKey, type FaultRecord } from '../policy/fault-types.ts';
+import { faultKey, type FaultRecord } from '../vocabulary/fault-types.ts';
 import type { JobDecision, JobDecisionConfig } from '../policy/job-decision-types.ts';
 import { TerminalError, type Outcome, type ReconcileContext, type Reconciler } from '../runtime/reconciler.ts';
 import type { ExecAction, PendingDecision } from '../schemas/job-state/job-state.ts';

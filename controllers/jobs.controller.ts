@@ -18,7 +18,7 @@ import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { HiddenFault, JobFaultAggregate } from '../policy/job-aggregation.ts';
-import type { FaultRecord } from '../policy/fault-types.ts';
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import { DEFAULT_JOB_GROUP_IDLE_MS } from '../policy/job-fault-stream.ts';
 import { JOB_RESCHEDULE_REASON_CM_NAME, JOB_RESCHEDULE_REASON_NAMESPACE } from '../schemas/job-reschedule-reason/job-reschedule-reason.ts';
 import { VCJOB_FAULT_NPU_CM_NAME, VCJOB_FAULT_NPU_NAMESPACE } from '../schemas/vcjob-fault-npu/vcjob-fault-npu.ts';

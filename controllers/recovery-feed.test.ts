@@ -1,4 +1,4 @@
-import type { FaultRecord, NpuFaultLevel } from '../policy/fault-types.ts';
+import type { FaultRecord, NpuFaultLevel } from '../vocabulary/fault-types.ts';
 import { podViewFromMeta } from '../policy/job-view.ts';
 import { parseJobKnobs } from '../schemas/job-knobs/job-knobs.ts';
 import { knobsInputOf, type JobEntry } from './job-index.ts';

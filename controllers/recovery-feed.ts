@@ -16,7 +16,7 @@
  * Retry faults the agent reported (ReportProcessFault, retry-only, A.9 #69) are merged in.
  */
 import { aggregateJob, type JobHealthState } from '../policy/job-aggregation.ts';
-import type { FaultRecord } from '../policy/fault-types.ts';
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import type { FaultyPod, HotSwitchConfig, HotSwitchPod } from '../policy/hot-switch-types.ts';
 import { jobNodes, npuId, rankPods, type JobPodView } from '../policy/job-view.ts';
 import { strategyMenu } from '../policy/recovery-choice.ts';

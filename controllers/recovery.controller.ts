@@ -42,7 +42,7 @@ import { JobFsm, type InputOutcome, type JobInput, type Machine } from './recove
 import { RECOVERY_STATE_NAMESPACE, RecoveryStateStore, type RecoveryRecord } from './recovery-state-store.ts';
 import type { Pod, Sources } from './sources/sources.ts';
 import { StepRetryView } from './recovery-step-retry.ts';
-import type { FaultRecord } from '../policy/fault-types.ts';
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import { jobNodes } from '../policy/job-view.ts';
 
 export interface RecoveryControllerDeps {

@@ -19,7 +19,7 @@ import { ControllerLoop } from '../runtime/controller-loop.ts';
 import { realClock, type QueueClock } from '../runtime/work-queue.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import type { FaultRecord } from '../policy/fault-types.ts';
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import { TICK } from '../policy/policy-operator.ts';
 import { formatChain } from '../policy/reasons.ts';
 import { DEFAULT_RELATION_FAULT_CONFIG, type RelationFaultConfig } from '../policy/relation-fault-config.ts';

@@ -19,7 +19,7 @@
 import type { ConfigMap } from '../controllers/sources/sources.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { Outcome, ReconcileContext, Reconciler } from '../runtime/reconciler.ts';
-import type { FaultRecord } from '../policy/fault-types.ts';
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import { unusableNpus } from '../policy/job-isolation.ts';
 import { HEARTBEAT_TIMEOUT_CODE } from '../policy/job-aggregation.ts';
 import { syncRetryBudget, type RetryBudget } from '../policy/job-retry-budget.ts';

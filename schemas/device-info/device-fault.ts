@@ -4,7 +4,7 @@
  */
 import { goJson, goMap } from '../go-json.ts';
 import { ok, parseValidated, rejected, type Parsed, type RejectKind } from '../parsed.ts';
-import { NPU_LEVELS_BY_SEVERITY } from '../../policy/fault-types.ts';
+import { NPU_LEVELS_BY_SEVERITY } from '../../vocabulary/fault-types.ts';
 import { validateDeviceFaultList } from './device-info-ajv.ts';
 
 export const FAULT_TYPES = {

@@ -5,7 +5,7 @@
  */
 import { goJson, goMap } from '../go-json.ts';
 import { ok, parseValidated, rejected, type Parsed } from '../parsed.ts';
-import { severityRank, type FaultRecord, type NpuFaultLevel } from '../../policy/fault-types.ts';
+import { severityRank, type FaultRecord, type NpuFaultLevel } from '../../vocabulary/fault-types.ts';
 import type { FaultTimeAndLevel } from './device-fault.ts';
 import { validateSwitchFaultEvent, validateSwitchFaultInfo } from './device-info-ajv.ts';
 

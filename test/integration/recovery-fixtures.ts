@@ -14,7 +14,7 @@ import { paths, type KubeClient, type KubeObject } from '../../runtime/kube-clie
 import { encodeDeviceInfoData, makeDeviceFault } from '../../schemas/device-info/device-info-encode.ts';
 import { DEVICE_INFO_LABELS, deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
 import { encodeResetConfigData, parseResetConfigData, type TaskResetInfo } from '../../schemas/reset-config/reset-config.ts';
-import type { NpuFaultLevel } from '../../policy/fault-types.ts';
+import type { NpuFaultLevel } from '../../vocabulary/fault-types.ts';
 import { silentLogger, createLogger } from '../../telemetry/logger.ts';
 import { Metrics } from '../../telemetry/metrics.ts';
 import { createFakeNodes } from '../../tools/simulator/nodes.ts';

@@ -15,7 +15,7 @@ import type { ConfigMap, Node, Pod, PodGroup, Sources } from '../../controllers/
 import { CLUSTER_INFO_KEY, clusterInfoReconciler, desiredShards, renderClusterInfo } from '../../reconcilers/cluster-info.reconciler.ts';
 import type { ConfigMapTarget, ConfigMapWriter } from '../../runtime/configmap-writer.ts';
 import type { Logger } from '../../telemetry/logger.ts';
-import type { FaultRecord } from '../../policy/fault-types.ts';
+import type { FaultRecord } from '../../vocabulary/fault-types.ts';
 import { encodeDeviceInfoData } from '../../schemas/device-info/device-info-encode.ts';
 import { DEVICE_INFO_LABELS, DEVICE_INFO_NAMESPACE, deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
 import { objectKey } from '../../runtime/reflector.ts';
