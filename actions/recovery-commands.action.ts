@@ -9,7 +9,7 @@
  * against a replaced pod changes nothing. `--dry-run`: every Kubernetes write is logged, not made
  * (signals are still sent: a client that connected to us expects them).
  */
-import type { ConfigMap, Pod } from '../controllers/sources/sources.ts';
+import type { ConfigMap, Pod } from '../runtime/kube-objects.ts';
 import type { SignalStream } from '../grpc/handlers.ts';
 import type { ProcessManageSignal as WireSignal } from '../grpc/messages.ts';
 import type { HotSwitchCommand } from '../policy/hot-switch-types.ts';

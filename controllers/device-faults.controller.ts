@@ -12,7 +12,8 @@ import { FaultStore, type Rejection } from './fault-store.ts';
 import { DeviceInfoLastGood } from './device-info-last-good.ts';
 import { nodeNameOfDeviceInfoCm } from '../schemas/device-info/device-info.ts';
 import { nodeNameOfNodeInfoCm } from '../schemas/node-info/node-info.ts';
-import type { ConfigMap, Node, Sources } from './sources/sources.ts';
+import type { ConfigMap, Node } from '../runtime/kube-objects.ts';
+import type { Sources } from './sources/sources.ts';
 
 /** Re-levels and escalates a node's records (policy/); identity = trust what the agents wrote. */
 export interface FaultPolicy {

@@ -33,7 +33,8 @@ import { formatChain } from '../policy/reasons.ts';
 import type { FilterState } from '../schemas/escalation-state/escalation-state.ts';
 import { filterNode, type FilterJob, type FilterOutcome, type NodeFilterResult } from './fault-filters.ts';
 import { JobIndex, type JobEntry } from './job-index.ts';
-import type { Pod, PodGroup, Sources } from './sources/sources.ts';
+import type { Pod, PodGroup } from '../runtime/kube-objects.ts';
+import type { Sources } from './sources/sources.ts';
 import { jobNodes } from '../policy/job-view.ts';
 
 /** MindIE server pods (behavior.md A.3 #21): label `jobID` set and `app=mindie-ms-server`. */

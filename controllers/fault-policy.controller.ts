@@ -28,7 +28,8 @@ import { PolicyConfigTracker, type ConfigUpdate, type PolicyConfig } from './fau
 import { FaultPolicyEngine } from './fault-policy-engine.ts';
 import { NpuUsageIndex } from './fault-policy-pods.ts';
 import { applyPreSeparate } from './fault-policy-view.ts';
-import type { ConfigMap, Pod, Sources } from './sources/sources.ts';
+import type { ConfigMap, Pod } from '../runtime/kube-objects.ts';
+import type { Sources } from './sources/sources.ts';
 
 export interface FaultPolicyControllerDeps {
   readonly sources: Pick<Sources, 'faultConfig' | 'clusterSystemConfigMaps' | 'pods'>;

@@ -19,7 +19,7 @@ import type { Outcome, ReconcileContext, Reconciler } from '../runtime/reconcile
 import type { KubeClient } from '../runtime/kube-client.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { applyNodeTaintPlan } from '../actions/node-taint.action.ts';
-import type { Node } from './sources/sources.ts';
+import type { Node } from '../runtime/kube-objects.ts';
 
 export interface IsolationDeps {
   readonly node: (name: string) => Node | undefined;

@@ -3,7 +3,7 @@ import { podViewFromMeta } from '../policy/job-view.ts';
 import { parseJobKnobs } from '../schemas/job-knobs/job-knobs.ts';
 import { knobsInputOf, type JobEntry } from './job-index.ts';
 import { recoveryFeed, retryReportDevices, type FeedInput } from './recovery-feed.ts';
-import type { Pod } from './sources/sources.ts';
+import type { Pod } from '../runtime/kube-objects.ts';
 
 const NOW = 1_800_000_000_000;
 

@@ -24,7 +24,7 @@ import type { FaultType } from '../policy/recovery-signals.ts';
 import type { ObservedFaultRank, PodObservation, RecoveryJobConfig } from '../policy/recovery-types.ts';
 import { RETRY_FAULT_TYPES } from '../policy/step-retry-filter.ts';
 import type { JobEntry } from './job-index.ts';
-import type { Pod } from './sources/sources.ts';
+import type { Pod } from '../runtime/kube-objects.ts';
 
 /** Levels the recovery service's subscription drops (A.4 #31). */
 const DROPPED_LEVELS: ReadonlySet<string> = new Set(['NotHandleFault', 'PreSeparateNPU', 'NormalNPU']);

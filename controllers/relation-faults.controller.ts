@@ -28,7 +28,8 @@ import type { RelationJobState, RelationState } from '../schemas/escalation-stat
 import { holdsDevice } from './fault-filters.ts';
 import { JobIndex } from './job-index.ts';
 import { pendingLabelKey, relationLabelReconciler, type PendingLabel } from './relation-faults-labels.ts';
-import type { Pod, PodGroup, Sources } from './sources/sources.ts';
+import type { Pod, PodGroup } from '../runtime/kube-objects.ts';
+import type { Sources } from './sources/sources.ts';
 
 /** Observations of a burst are batched this long. */
 export const RELATION_BATCH_MS = 100;

@@ -14,7 +14,7 @@
  * Replays: a decision carried out again after a crash passes `replay: true`; its record is added only
  * if the job's newest record is not already that record (same time stamp and tasks).
  */
-import type { ConfigMap } from '../controllers/sources/sources.ts';
+import type { ConfigMap } from '../runtime/kube-objects.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { Outcome, ReconcileContext, Reconciler } from '../runtime/reconciler.ts';
 import type { Logger } from '../telemetry/logger.ts';

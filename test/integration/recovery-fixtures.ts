@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { Manager } from '../../controllers/manager.ts';
 import { parseOptions } from '../../controllers/options.ts';
-import type { ConfigMap, Pod } from '../../controllers/sources/sources.ts';
+import type { ConfigMap, Pod } from '../../runtime/kube-objects.ts';
 import { Reflector } from '../../runtime/reflector.ts';
 import { paths, type KubeClient, type KubeObject } from '../../runtime/kube-client.ts';
 import { encodeDeviceInfoData, makeDeviceFault } from '../../schemas/device-info/device-info-encode.ts';
