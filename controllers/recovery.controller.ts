@@ -18,7 +18,7 @@
  */
 import { asyncScheduler, filter, map, merge, type SchedulerLike, type Subscription } from 'rxjs';
 import type { SignalStream, StreamCloseReason } from '../grpc/handlers.ts';
-import type { ProcessManageSignal as WireSignal } from '../grpc/messages.ts';
+import type { ProcessManageSignal } from '../vocabulary/process-manage-signal.ts';
 import { initialHotSwitchState } from '../policy/hot-switch-fsm.ts';
 import { initialRecoveryState } from '../policy/recovery-fsm.ts';
 import type { RecoveryEvent } from '../policy/recovery-types.ts';
@@ -370,7 +370,7 @@ export class RecoveryController {
   }
 
   /** A (re)subscription: the job's FSMs reset (ClusterD resets its controller), signals go to `stream`. */
-  attach(jobId: string, stream: SignalStream<WireSignal>): { currentUuid(): string; onClose(reason: StreamCloseReason): void } {
+  attach(jobId: string, stream: SignalStream<ProcessManageSignal>): { currentUuid(): string; onClose(reason: StreamCloseReason): void } {
     const job = this.jobs.get(jobId);
     if (job === undefined) {
       stream.end();

@@ -24,7 +24,8 @@ import { cancelTimer, cancelTimersExcept, idleRecoveryFields, newCtx, result, se
 import { CONTINUATIONS, consumeReport, observe, pollSchedule, resetRecovery } from './recovery-progress.ts';
 import { RECOVERY_RULES } from './recovery-rules.ts';
 import { cmd, timer, type Ctx } from './recovery-facts.ts';
-import { buildSignal, fromWire, isRetryType, podsOf, SIGNAL_TYPE, type ProcessManageSignal } from './recovery-signals.ts';
+import type { ProcessManageSignal } from '../vocabulary/process-manage-signal.ts';
+import { buildSignal, fromWire, isRetryType, podsOf, SIGNAL_TYPE } from './recovery-signals.ts';
 import {
   RECOVERY_TIMER,
   type PodObservation,

@@ -8,7 +8,8 @@ import type { JobHealthState } from './job-aggregation.ts';
 import type { PodFaultTypeLabel, SubHealthyStrategy } from './job-view.ts';
 import type { ProcessStrategy } from './recovery-choice.ts';
 import type { Awaiting, CommandMeta, EffectResult, FsmTimer, TimerCommandBody, TimerFired } from './recovery-kit.ts';
-import type { FaultType, ProcessManageSignal, RankFault, WireFaultRank } from './recovery-signals.ts';
+import type { ProcessManageSignal, WireFaultRank } from '../vocabulary/process-manage-signal.ts';
+import type { FaultType, RankFault } from './recovery-signals.ts';
 
 /** ClusterD state names (CD/application/recover/rules.go), kept for traceability of the path graph. */
 export const RECOVERY_PHASES = [

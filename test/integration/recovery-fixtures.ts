@@ -18,7 +18,7 @@ import type { NpuFaultLevel } from '../../vocabulary/fault-types.ts';
 import { silentLogger, createLogger } from '../../telemetry/logger.ts';
 import { Metrics } from '../../telemetry/metrics.ts';
 import { createFakeNodes } from '../../tools/simulator/nodes.ts';
-import type { ProcessManageSignal } from '../../grpc/messages.ts';
+import type { ProcessManageSignal } from '../../vocabulary/process-manage-signal.ts';
 import { TaskdClient } from '../support/taskd-client.ts';
 import { eventually } from '../support/cluster.ts';
 
