@@ -29,7 +29,7 @@ import { JobActionExecutor, type HandOffSink, type JobActionHooks } from '../act
 import { JOB_RESCHEDULE_REASON_KEY, RescheduleReasonStore, rescheduleReasonReconciler } from '../reconcilers/job-reschedule-reason.reconciler.ts';
 import { VCJOB_FAULT_NPU_KEY, vcjobFaultNpuReconciler } from '../reconcilers/vcjob-fault-npu.reconciler.ts';
 import { TOR_AFFINITY_LABEL, TOR_SHARE_KEY, torShareReconciler } from '../reconcilers/tor-share.reconciler.ts';
-import type { ResetConfigDeps } from '../reconcilers/reset-config.reconciler.ts';
+import type { ResetConfigDeps } from '../actions/job-reset-config.action.ts';
 import type { DeviceFaultsController } from './device-faults.controller.ts';
 import type { Options } from './options.ts';
 import type { Sources } from './sources/sources.ts';
