@@ -274,3 +274,22 @@ export type RecoveryCommandBody =
   | TimerCommandBody;
 
 export type RecoveryCommand = RecoveryCommandBody & CommandMeta;
+
+/** The fields of a recovery with nothing in flight: a new FSM and a reset one both start here. */
+export function idleRecoveryFields() {
+  return {
+    faults: [],
+    preExitRanks: [],
+    agentStrategies: null,
+    retryPath: false,
+    retryHeld: [],
+    inPlace: null,
+    replacementRequested: [],
+    current: '',
+    scaleInWaitDone: false,
+    scaleInRunning: false,
+    schedule: 'idle',
+    lastStatus: null,
+    reports: { stopComplete: null, recoverStrategy: null, recoverStatus: null },
+  } satisfies Partial<RecoveryState>;
+}
