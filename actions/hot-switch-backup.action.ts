@@ -10,7 +10,7 @@
  * Every step is idempotent: an existing backup for the source is reused.
  */
 import { randomInt } from 'node:crypto';
-import type { Pod } from '../controllers/sources/sources.ts';
+import type { Pod } from '../runtime/kube-objects.ts';
 import { paths, type KubeClient, type KubeObject } from '../runtime/kube-client.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { HOT_SWITCH_ANNOTATION as A } from '../policy/hot-switch-types.ts';

@@ -14,8 +14,8 @@ import type { KubeClient } from '../runtime/kube-client.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { ExecAction, PendingDecision } from '../schemas/job-state/job-state.ts';
-import type { RescheduleReasonStore } from '../reconcilers/job-reschedule-reason.reconciler.ts';
-import { reconcileResetConfig, type ResetConfigDeps } from '../reconcilers/reset-config.reconciler.ts';
+import type { RescheduleTaskReason } from '../schemas/job-reschedule-reason/job-reschedule-reason.ts';
+import { reconcileResetConfig, type ResetConfigDeps } from './job-reset-config.action.ts';
 import { deletePods, type PodDeleteSummary } from './pod-deletion.action.ts';
 import { annotatePodStatus } from './pod-annotation.action.ts';
 
@@ -38,12 +38,29 @@ export interface JobTarget {
   readonly uid: string;
 }
 
+/** A restart's record for `job-reschedule-reason` (`replay`: the decision is carried out again after a crash). */
+export interface PendingRecord {
+  readonly jobKey: string;
+  readonly jobUid: string;
+  readonly atMs: number;
+  readonly tasks: readonly RescheduleTaskReason[];
+  readonly replay: boolean;
+}
+
+/**
+ * Where `recordRescheduleReason` goes: RescheduleReasonStore (reconcilers/job-reschedule-reason),
+ * declared here so actions/ need not import reconcilers/. Resolves true when the record landed.
+ */
+export interface RescheduleReasonSink {
+  add(rec: PendingRecord): Promise<boolean>;
+}
+
 export interface ExecutorDeps {
   readonly client: KubeClient;
   readonly log: Logger;
   readonly metrics: Metrics;
   readonly now: () => number;
-  readonly reasons: RescheduleReasonStore;
+  readonly reasons: RescheduleReasonSink;
   readonly resetConfig: ResetConfigDeps;
   readonly hooks?: JobActionHooks;
   readonly handOff: HandOffSink;

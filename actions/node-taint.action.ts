@@ -7,7 +7,7 @@
  */
 import { ApiError, paths, type KubeClient } from '../runtime/kube-client.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import type { Node } from '../controllers/sources/sources.ts';
+import type { Node } from '../runtime/kube-objects.ts';
 import type { NodeTaint, NodeTaintPlan } from '../policy/job-isolation.ts';
 
 type Taint = { key: string; value?: string; effect: string; timeAdded?: string };

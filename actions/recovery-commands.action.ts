@@ -9,9 +9,9 @@
  * against a replaced pod changes nothing. `--dry-run`: every Kubernetes write is logged, not made
  * (signals are still sent: a client that connected to us expects them).
  */
-import type { ConfigMap, Pod } from '../controllers/sources/sources.ts';
+import type { ConfigMap, Pod } from '../runtime/kube-objects.ts';
 import type { SignalStream } from '../grpc/handlers.ts';
-import type { ProcessManageSignal as WireSignal } from '../grpc/messages.ts';
+import type { ProcessManageSignal } from '../vocabulary/process-manage-signal.ts';
 import type { HotSwitchCommand } from '../policy/hot-switch-types.ts';
 import { HOT_SWITCH_ANNOTATION as A } from '../policy/hot-switch-types.ts';
 import { RANK_INDEX_ANNOTATION, parseRankIndex } from '../policy/job-view.ts';
@@ -58,7 +58,7 @@ export interface RecoveryActionDeps {
   readonly resetConfig: (namespace: string, name: string) => ConfigMap | undefined;
   /** The job's pods from the informer cache, backups included. */
   readonly jobPods: (job: RecoveryJobTarget) => readonly Pod[];
-  readonly stream: (jobId: string) => SignalStream<WireSignal> | undefined;
+  readonly stream: (jobId: string) => SignalStream<ProcessManageSignal> | undefined;
   /** We hold Volcano's rescheduling role (`--rescheduling`): fault pods are deleted here. */
   readonly rescheduling: boolean;
   readonly dryRun: boolean;

@@ -1,4 +1,4 @@
-import type { ConfigMap } from '../controllers/sources/sources.ts';
+import type { ConfigMap } from '../runtime/kube-objects.ts';
 import { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import { ApiError, type KubeClient, type KubeObject } from '../runtime/kube-client.ts';
 import { encodeResetConfigData, parseResetConfigData, type TaskResetInfo } from '../schemas/reset-config/reset-config.ts';

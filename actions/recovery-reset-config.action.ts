@@ -11,7 +11,7 @@
  * idle job cost no writes; and a missing ConfigMap is not an error (the job does not use
  * reset-config; TaskD/MindIO recover without it), it is reported as `absent`.
  */
-import type { ConfigMap } from '../controllers/sources/sources.ts';
+import type { ConfigMap } from '../runtime/kube-objects.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import { isNotFound } from '../runtime/kube-client.ts';
 import {

@@ -5,22 +5,22 @@
  * notifySuccess / notifyFail.
  */
 import type { SignalStream } from '../grpc/handlers.ts';
-import { processManageSignal, type ProcessManageSignal as WireSignal } from '../grpc/messages.ts';
-import type { ProcessManageSignal } from '../policy/recovery-signals.ts';
+import { processManageSignal } from '../grpc/messages.ts';
+import type { ProcessManageSignal } from '../vocabulary/process-manage-signal.ts';
 
 export const SIGNAL_TRIES = 3;
 export const SIGNAL_BACKOFF_MS = [1_000, 2_000] as const;
 
 export interface SignalSendDeps {
   /** The job's current stream (it may change between tries: a re-subscription). */
-  readonly stream: () => SignalStream<WireSignal> | undefined;
+  readonly stream: () => SignalStream<ProcessManageSignal> | undefined;
   readonly sleep?: (ms: number) => Promise<void>;
   /** Stop retrying (controller stopping, FSM reset). */
   readonly signal?: AbortSignal;
 }
 
-/** The wire form (grpc/messages.ts) of a policy signal. */
-export const toWireSignal = (s: ProcessManageSignal): WireSignal =>
+/** A fresh copy of a policy signal for the stream, every list present (the FSM keeps its own). */
+export const toWireSignal = (s: ProcessManageSignal): ProcessManageSignal =>
   processManageSignal({
     uuid: s.uuid,
     jobId: s.jobId,

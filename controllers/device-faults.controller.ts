@@ -4,7 +4,7 @@
  * subscribe (style.md 2.1). Bad input is logged with its reason, counted, and changes nothing.
  */
 import { Subject, filter, merge, map, take, type Observable, type Subscription } from 'rxjs';
-import type { FaultRecord } from '../policy/fault-types.ts';
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { WatchEvent } from '../runtime/reflector.ts';
@@ -12,7 +12,8 @@ import { FaultStore, type Rejection } from './fault-store.ts';
 import { DeviceInfoLastGood } from './device-info-last-good.ts';
 import { nodeNameOfDeviceInfoCm } from '../schemas/device-info/device-info.ts';
 import { nodeNameOfNodeInfoCm } from '../schemas/node-info/node-info.ts';
-import type { ConfigMap, Node, Sources } from './sources/sources.ts';
+import type { ConfigMap, Node } from '../runtime/kube-objects.ts';
+import type { Sources } from './sources/sources.ts';
 
 /** Re-levels and escalates a node's records (policy/); identity = trust what the agents wrote. */
 export interface FaultPolicy {

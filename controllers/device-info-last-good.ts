@@ -17,7 +17,7 @@
  */
 import { goJson, goMap } from '../schemas/go-json.ts';
 import { BOUNDS, type BoundReporter } from '../telemetry/bounds.ts';
-import type { ConfigMap } from './sources/sources.ts';
+import type { ConfigMap } from '../runtime/kube-objects.ts';
 
 export const LAST_GOOD_CM_NAME = 'clusterd-ts-device-info-last-good';
 /** Room for the raw device-info of held nodes; sorted by CM name, those past it are not persisted. */

@@ -1,5 +1,5 @@
 import { Metrics } from '../telemetry/metrics.ts';
-import type { FaultRecord } from '../policy/fault-types.ts';
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import { ManualClock, recordingLogger, type LogLine } from '../test/support/fault-policy-test-kit.ts';
 import { FaultFiltersController } from './fault-filters.controller.ts';
 import { fakeSources, pod, podGroup, rec } from '../test/support/fault-filters-fakes.ts';

@@ -25,7 +25,7 @@ import { objectKey, type WatchEvent } from '../runtime/reflector.ts';
 import { realClock, type QueueClock } from '../runtime/work-queue.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import { faultKey, type FaultRecord } from '../policy/fault-types.ts';
+import { faultKey, type FaultRecord } from '../vocabulary/fault-types.ts';
 import type { HiddenFault } from '../policy/job-aggregation.ts';
 import { customFilterRules, FILTER_FAULT_CODE_ANNOTATION, FILTER_FAULT_LEVEL_ANNOTATION, type CustomFilterRules } from '../policy/custom-filter.ts';
 import type { UceAccompanyState } from '../policy/uce-accompany.ts';
@@ -33,7 +33,8 @@ import { formatChain } from '../policy/reasons.ts';
 import type { FilterState } from '../schemas/escalation-state/escalation-state.ts';
 import { filterNode, type FilterJob, type FilterOutcome, type NodeFilterResult } from './fault-filters.ts';
 import { JobIndex, type JobEntry } from './job-index.ts';
-import type { Pod, PodGroup, Sources } from './sources/sources.ts';
+import type { Pod, PodGroup } from '../runtime/kube-objects.ts';
+import type { Sources } from './sources/sources.ts';
 import { jobNodes } from '../policy/job-view.ts';
 
 /** MindIE server pods (behavior.md A.3 #21): label `jobID` set and `app=mindie-ms-server`. */

@@ -14,7 +14,7 @@
  * - `dropped`: faults suppressed for good (an AIC/AIV error accompanying a UCE);
  * - `relevelled` / `reported`: what passed but was touched (a re-level, a hold that ran out).
  */
-import { faultKey, type FaultRecord, type NpuFaultLevel } from '../policy/fault-types.ts';
+import { faultKey, type FaultRecord, type NpuFaultLevel } from '../vocabulary/fault-types.ts';
 import type { LeveledFault } from '../policy/fault-level.ts';
 import { PASS, type FaultFilter, type FILTER_CHAIN_ORDER, type FilterVerdict } from '../policy/filters.ts';
 import { customFilterVerdict, type CustomFilterRules } from '../policy/custom-filter.ts';

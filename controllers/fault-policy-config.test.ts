@@ -1,7 +1,7 @@
 import { PolicyConfigTracker } from './fault-policy-config.ts';
 import { DEFAULT_FAULT_CUSTOMIZATION, encodeFaultCustomization } from '../schemas/fault-customization/fault-customization.ts';
 import { DEFAULT_MANUAL_SEPARATE_POLICY, MANUAL_SEPARATE_POLICY_OFF } from '../schemas/manual-separate-policy/manual-separate-policy.ts';
-import type { ConfigMap } from './sources/sources.ts';
+import type { ConfigMap } from '../runtime/kube-objects.ts';
 
 let rv = 0;
 const faultCm = (data: Record<string, string>): ConfigMap => ({ metadata: { name: 'mindx-dl-fault-config', namespace: 'kube-system', uid: 'u1', resourceVersion: String(++rv) }, data });

@@ -28,7 +28,7 @@ import {
   type ManualSeparatePolicy,
 } from '../schemas/manual-separate-policy/manual-separate-policy.ts';
 import type { LevelTables } from '../policy/fault-level.ts';
-import type { ConfigMap } from './sources/sources.ts';
+import type { ConfigMap } from '../runtime/kube-objects.ts';
 
 export interface PolicyConfig {
   readonly fault: EffectiveFaultConfig;

@@ -3,9 +3,9 @@ import { PolicyConfigTracker } from './fault-policy-config.ts';
 import type { NpuUsage } from './fault-policy-pods.ts';
 import { ManualClock, rec, recordingLogger, settle, type LogLine } from '../test/support/fault-policy-test-kit.ts';
 import { Metrics } from '../telemetry/metrics.ts';
-import type { FaultRecord } from '../policy/fault-types.ts';
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import { encodeFaultCode, DEFAULT_FAULT_CODE_CONFIG } from '../schemas/fault-code/fault-code.ts';
-import type { ConfigMap } from './sources/sources.ts';
+import type { ConfigMap } from '../runtime/kube-objects.ts';
 
 const S = 1000;
 const H = 3_600_000;

@@ -21,7 +21,7 @@ import { manualInfoView, manualSeparationPolicy, manuallySeparatedDevices, type 
 import { TICK, type ConfigChange, type Tick } from '../policy/policy-operator.ts';
 import { DEFAULT_RELATION_FAULT_CONFIG } from '../policy/relation-fault-config.ts';
 import { deviceVerdicts, type DeviceVerdict } from '../policy/device-verdict.ts';
-import type { FaultRecord } from '../policy/fault-types.ts';
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import type { FaultCustomization } from '../schemas/fault-customization/fault-customization.ts';
 import type { ManualSeparatePolicy } from '../schemas/manual-separate-policy/manual-separate-policy.ts';
 import type { QueueClock } from '../runtime/work-queue.ts';

@@ -8,7 +8,7 @@
  */
 import { objectKey, type WatchEvent } from '../runtime/reflector.ts';
 import { ASCEND_REAL_ANNOTATION, parseAscendReal } from '../policy/job-view.ts';
-import type { Pod } from './sources/sources.ts';
+import type { Pod } from '../runtime/kube-objects.ts';
 
 const GROUP_NAME_ANNOTATION = 'scheduling.k8s.io/group-name';
 

@@ -9,7 +9,7 @@ import type { EscalationOutput } from '../policy/escalation.ts';
 import type { ManualSeparationOutput } from '../policy/manual-separation.ts';
 import { isParameterPlaneCode } from '../policy/pre-separate.ts';
 import { formatChain } from '../policy/reasons.ts';
-import type { FaultRecord } from '../policy/fault-types.ts';
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { OVERFLOW_LABEL } from '../telemetry/series-cap.ts';

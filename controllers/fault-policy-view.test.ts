@@ -3,9 +3,9 @@ import { NpuUsageIndex } from './fault-policy-pods.ts';
 import { rec } from '../test/support/fault-policy-test-kit.ts';
 import type { LeveledFault } from '../policy/fault-level.ts';
 import type { Escalation } from '../policy/escalation.ts';
-import type { FaultRecord } from '../policy/fault-types.ts';
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import type { ClusterInfoView } from '../reconcilers/cluster-info.reconciler.ts';
-import type { Pod } from './sources/sources.ts';
+import type { Pod } from '../runtime/kube-objects.ts';
 
 const lv = (r: FaultRecord): LeveledFault => ({ fault: r, level: r.level, reasons: [] });
 const esc = (device: string, code: string, level: Escalation['level'], rule: Escalation['rule'] = 'FaultDuration'): Escalation =>

@@ -12,7 +12,7 @@
  *   Unhealthy (its job keeps running); a node or switch status `PreSeparate` becomes `Healthy` when a
  *   pod on the node uses NPUs, else `UnHealthy`.
  */
-import { mostSerious, severityRank, type FaultRecord, type NpuFaultLevel } from '../policy/fault-types.ts';
+import { mostSerious, severityRank, type FaultRecord, type NpuFaultLevel } from '../vocabulary/fault-types.ts';
 import { MANUALLY_SEPARATE_PSEUDO_CODE, type LeveledFault } from '../policy/fault-level.ts';
 import type { Escalation } from '../policy/escalation.ts';
 import type { ManualFaultObservation } from '../policy/manual-separation.ts';

@@ -15,7 +15,7 @@ import type { WatchEvent } from '../runtime/reflector.ts';
 import { realClock, type QueueClock } from '../runtime/work-queue.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import type { FaultRecord } from '../policy/fault-types.ts';
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import type { ManualInfoNode } from '../policy/manual-separation.ts';
 import type { DeviceVerdict } from '../policy/device-verdict.ts';
 import { ESCALATION_STATE_CM_NAME, ESCALATION_STATE_KEY, parseEscalationState, type EscalationStateDoc } from '../schemas/escalation-state/escalation-state.ts';
@@ -28,7 +28,8 @@ import { PolicyConfigTracker, type ConfigUpdate, type PolicyConfig } from './fau
 import { FaultPolicyEngine } from './fault-policy-engine.ts';
 import { NpuUsageIndex } from './fault-policy-pods.ts';
 import { applyPreSeparate } from './fault-policy-view.ts';
-import type { ConfigMap, Pod, Sources } from './sources/sources.ts';
+import type { ConfigMap, Pod } from '../runtime/kube-objects.ts';
+import type { Sources } from './sources/sources.ts';
 
 export interface FaultPolicyControllerDeps {
   readonly sources: Pick<Sources, 'faultConfig' | 'clusterSystemConfigMaps' | 'pods'>;

@@ -13,7 +13,7 @@ import { encodeDeviceInfoData, makeDeviceFault } from '../schemas/device-info/de
 import { DEVICE_INFO_LABELS, deviceInfoCmName } from '../schemas/device-info/device-info.ts';
 import { encodeWithinBound } from '../reconcilers/escalation-state.reconciler.ts';
 import { desiredShards, renderClusterInfo } from '../reconcilers/cluster-info.reconciler.ts';
-import type { ConfigMap } from './sources/sources.ts';
+import type { ConfigMap } from '../runtime/kube-objects.ts';
 
 const NODES = 16_000;
 const chips = Array.from({ length: 8 }, (_, i) => `Ascend910-${i}`);

@@ -10,7 +10,7 @@ import { DEVICE_INFO_LABELS, deviceInfoCmName } from '../schemas/device-info/dev
 import { switchInfoCmName, ZERO_SWITCH_INFO, type SwitchFaultInfo } from '../schemas/device-info/switch-info.ts';
 import { encodeClusterInfo } from '../schemas/cluster-info/cluster-info.ts';
 import { renderClusterInfo } from '../reconcilers/cluster-info.reconciler.ts';
-import type { ConfigMap } from './sources/sources.ts';
+import type { ConfigMap } from '../runtime/kube-objects.ts';
 
 const T0 = 1_780_000_000_000;
 const SEP = '[0x00f103b0,155904,na,na]';

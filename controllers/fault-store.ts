@@ -12,9 +12,9 @@ import { parseNodeInfoData, nodeNameOfNodeInfoCm, splitNodeFaults, type NodeInfo
 import { parsePublicFaultData } from '../schemas/public-fault/public-fault.ts';
 import { publicFaultRecords } from '../schemas/public-fault/public-fault-records.ts';
 import { kindOf, type RejectKind } from '../schemas/parsed.ts';
-import type { FaultRecord } from '../policy/fault-types.ts';
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import type { StatisticNodeFault } from '../schemas/statistic-fault/statistic-fault.ts';
-import type { ConfigMap, Node } from './sources/sources.ts';
+import type { ConfigMap, Node } from '../runtime/kube-objects.ts';
 import { PublicFaultStore, type PublicFaultStoreOptions } from './public-fault-store.ts';
 
 /** Pseudo-code of a node whose Ready condition is not True, or that was deleted (VC's reason word). */

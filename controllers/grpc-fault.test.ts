@@ -1,9 +1,9 @@
 import type { SignalStream } from '../grpc/handlers.ts';
 import type { FaultMsgSignal } from '../grpc/messages.ts';
-import type { FaultRecord, NpuFaultLevel } from '../policy/fault-types.ts';
+import type { FaultRecord, NpuFaultLevel } from '../vocabulary/fault-types.ts';
 import { silentLogger } from '../telemetry/logger.ts';
 import { FaultPublisher, nodeFaultInfo } from './grpc-fault.ts';
-import type { Node } from './sources/sources.ts';
+import type { Node } from '../runtime/kube-objects.ts';
 
 const rec = (node: string, code: string, level: NpuFaultLevel, device?: string, source: FaultRecord['source'] = 'npu'): FaultRecord =>
   ({ node, source, code, level, reportedLevel: level, firstSeenMs: 1, ...(device ? { device } : {}) });

@@ -20,7 +20,7 @@ import type { Logger } from '../telemetry/logger.ts';
 import type { DeviceFaultsController } from './device-faults.controller.ts';
 import type { FaultPublisher } from './grpc-fault.ts';
 import { PROCESS_RECOVER_ENABLE_LABEL, type RecoveryController } from './recovery.controller.ts';
-import type { ConfigMap } from './sources/sources.ts';
+import type { ConfigMap } from '../runtime/kube-objects.ts';
 
 /** Namespace of the pseudo ConfigMaps that carry gRPC public faults into the fault store. */
 export const GRPC_PUBLIC_FAULT_SOURCE = 'grpc-pubfault';

@@ -3,7 +3,7 @@ import type { ReconcileContext } from '../runtime/reconciler.ts';
 import { silentLogger } from '../telemetry/logger.ts';
 import { Metrics } from '../telemetry/metrics.ts';
 import { chipFault } from '../test/support/job-fixtures.ts';
-import { faultKey, type FaultRecord } from '../policy/fault-types.ts';
+import { faultKey, type FaultRecord } from '../vocabulary/fault-types.ts';
 import { JOB_STATE_KEY, parseJobState, type PendingDecision } from '../schemas/job-state/job-state.ts';
 import type { JobActionExecutor, JobTarget } from '../actions/job-action-executor.ts';
 import { FakeConfigMaps, FakeStore, podGroupOf, podOf } from '../test/support/job-fakes.ts';

@@ -17,11 +17,11 @@
 import { aggregateJob, type FaultCause, type HiddenFault, type JobFaultAggregate, type JobFaultSnapshot } from '../policy/job-aggregation.ts';
 import { alreadyActed, markActed } from '../policy/job-decision-id.ts';
 import { decideJob } from '../policy/job-restart.ts';
-import { faultKey, type FaultRecord } from '../policy/fault-types.ts';
+import { faultKey, type FaultRecord } from '../vocabulary/fault-types.ts';
 import type { JobDecision, JobDecisionConfig } from '../policy/job-decision-types.ts';
 import { TerminalError, type Outcome, type ReconcileContext, type Reconciler } from '../runtime/reconciler.ts';
 import type { ExecAction, PendingDecision } from '../schemas/job-state/job-state.ts';
-import { readResetConfig, type ResetConfigDeps } from '../reconcilers/reset-config.reconciler.ts';
+import { readResetConfig, type ResetConfigDeps } from '../actions/job-reset-config.action.ts';
 import type { JobActionExecutor } from '../actions/job-action-executor.ts';
 import type { JobEntry, JobIndex } from './job-index.ts';
 import type { JobStateStore } from './job-state-store.ts';

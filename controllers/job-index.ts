@@ -18,7 +18,8 @@ import { objectKey, type WatchEvent } from '../runtime/reflector.ts';
 import type { KubeObject } from '../runtime/kube-client.ts';
 import { parseJobKnobs, type JobKnobs } from '../schemas/job-knobs/job-knobs.ts';
 import { podViewFromMeta, type JobKind, type JobKnobsInput, type JobView, type PodMetaInput } from '../policy/job-view.ts';
-import type { Pod, PodGroup, Sources } from './sources/sources.ts';
+import type { Pod, PodGroup } from '../runtime/kube-objects.ts';
+import type { Sources } from './sources/sources.ts';
 
 /** Volcano's pod annotation naming the pod's PodGroup. */
 export const GROUP_NAME_ANNOTATION = 'scheduling.k8s.io/group-name';

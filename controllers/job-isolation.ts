@@ -14,12 +14,12 @@
  * after a restart the 60 s hold starts again, which only delays lifting the taint.
  */
 import { desiredNodeTaints, planNodeTaint, type NodeTaint, type NodeTaintState } from '../policy/job-isolation.ts';
-import type { FaultRecord } from '../policy/fault-types.ts';
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import type { Outcome, ReconcileContext, Reconciler } from '../runtime/reconciler.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { applyNodeTaintPlan } from '../actions/node-taint.action.ts';
-import type { Node } from './sources/sources.ts';
+import type { Node } from '../runtime/kube-objects.ts';
 
 export interface IsolationDeps {
   readonly node: (name: string) => Node | undefined;

@@ -18,7 +18,7 @@ import {
   type JobStateRecord, type PendingDecision,
 } from '../schemas/job-state/job-state.ts';
 import type { JobRescheduleState } from '../policy/job-decision-types.ts';
-import type { ConfigMap } from './sources/sources.ts';
+import type { ConfigMap } from '../runtime/kube-objects.ts';
 
 export interface JobStateStoreDeps {
   /** The cached mindx-dl ConfigMap `name`, if any. */

@@ -18,7 +18,7 @@ import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { HiddenFault, JobFaultAggregate } from '../policy/job-aggregation.ts';
-import type { FaultRecord } from '../policy/fault-types.ts';
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import { DEFAULT_JOB_GROUP_IDLE_MS } from '../policy/job-fault-stream.ts';
 import { JOB_RESCHEDULE_REASON_CM_NAME, JOB_RESCHEDULE_REASON_NAMESPACE } from '../schemas/job-reschedule-reason/job-reschedule-reason.ts';
 import { VCJOB_FAULT_NPU_CM_NAME, VCJOB_FAULT_NPU_NAMESPACE } from '../schemas/vcjob-fault-npu/vcjob-fault-npu.ts';
@@ -29,7 +29,7 @@ import { JobActionExecutor, type HandOffSink, type JobActionHooks } from '../act
 import { JOB_RESCHEDULE_REASON_KEY, RescheduleReasonStore, rescheduleReasonReconciler } from '../reconcilers/job-reschedule-reason.reconciler.ts';
 import { VCJOB_FAULT_NPU_KEY, vcjobFaultNpuReconciler } from '../reconcilers/vcjob-fault-npu.reconciler.ts';
 import { TOR_AFFINITY_LABEL, TOR_SHARE_KEY, torShareReconciler } from '../reconcilers/tor-share.reconciler.ts';
-import type { ResetConfigDeps } from '../reconcilers/reset-config.reconciler.ts';
+import type { ResetConfigDeps } from '../actions/job-reset-config.action.ts';
 import type { DeviceFaultsController } from './device-faults.controller.ts';
 import type { Options } from './options.ts';
 import type { Sources } from './sources/sources.ts';

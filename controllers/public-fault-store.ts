@@ -6,7 +6,7 @@
  * not chips, so an entry keeps its chips as a list and is expanded into per-chip records only when a
  * node's records are read: memory stays proportional to the entries.
  */
-import type { FaultRecord } from '../policy/fault-types.ts';
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import type { PublicFaultRecord } from '../schemas/public-fault/public-fault-records.ts';
 import { BOUNDS, type BoundReporter } from '../telemetry/bounds.ts';
 

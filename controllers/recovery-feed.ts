@@ -16,7 +16,7 @@
  * Retry faults the agent reported (ReportProcessFault, retry-only, A.9 #69) are merged in.
  */
 import { aggregateJob, type JobHealthState } from '../policy/job-aggregation.ts';
-import type { FaultRecord } from '../policy/fault-types.ts';
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import type { FaultyPod, HotSwitchConfig, HotSwitchPod } from '../policy/hot-switch-types.ts';
 import { jobNodes, npuId, rankPods, type JobPodView } from '../policy/job-view.ts';
 import { strategyMenu } from '../policy/recovery-choice.ts';
@@ -24,7 +24,7 @@ import type { FaultType } from '../policy/recovery-signals.ts';
 import type { ObservedFaultRank, PodObservation, RecoveryJobConfig } from '../policy/recovery-types.ts';
 import { RETRY_FAULT_TYPES } from '../policy/step-retry-filter.ts';
 import type { JobEntry } from './job-index.ts';
-import type { Pod } from './sources/sources.ts';
+import type { Pod } from '../runtime/kube-objects.ts';
 
 /** Levels the recovery service's subscription drops (A.4 #31). */
 const DROPPED_LEVELS: ReadonlySet<string> = new Set(['NotHandleFault', 'PreSeparateNPU', 'NormalNPU']);

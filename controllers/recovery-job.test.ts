@@ -5,7 +5,7 @@
  */
 import { VirtualAction, VirtualTimeScheduler } from 'rxjs';
 import type { SignalStream } from '../grpc/handlers.ts';
-import type { ProcessManageSignal } from '../grpc/messages.ts';
+import type { ProcessManageSignal } from '../vocabulary/process-manage-signal.ts';
 import { initialHotSwitchState } from '../policy/hot-switch-fsm.ts';
 import { initialRecoveryState } from '../policy/recovery-fsm.ts';
 import { silentLogger } from '../telemetry/logger.ts';

@@ -15,7 +15,7 @@
  */
 import { asyncScheduler, type SchedulerLike, type Subscription } from 'rxjs';
 import type { SignalStream } from '../grpc/handlers.ts';
-import type { ProcessManageSignal as WireSignal } from '../grpc/messages.ts';
+import type { ProcessManageSignal } from '../vocabulary/process-manage-signal.ts';
 import { hotSwitchIdle, hotSwitchStep, type HotSwitchCommand, type HotSwitchEvent, type HotSwitchState } from '../policy/hot-switch-fsm.ts';
 import { dueTimers, nextTimerDue, type StepResult } from '../policy/recovery-kit.ts';
 import { recoveryIdle, step as recoveryStep } from '../policy/recovery-fsm.ts';
@@ -59,7 +59,7 @@ export class JobFsm {
   readonly target: RecoveryJobTarget;
   recovery: RecoveryState;
   hotSwitch: HotSwitchState;
-  stream: SignalStream<WireSignal> | undefined;
+  stream: SignalStream<ProcessManageSignal> | undefined;
   private readonly d: JobFsmDeps;
   private readonly scheduler: SchedulerLike;
   private readonly queue: Queued[] = [];

@@ -7,7 +7,7 @@
 import { VirtualAction, VirtualTimeScheduler, type Subscription } from 'rxjs';
 import { initialHotSwitchState } from '../policy/hot-switch-fsm.ts';
 import { initialRecoveryState } from '../policy/recovery-fsm.ts';
-import type { FaultRecord } from '../policy/fault-types.ts';
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import type { ObservedFaultRank } from '../policy/recovery-types.ts';
 import type { QueueClock } from '../runtime/work-queue.ts';
 import { silentLogger } from '../telemetry/logger.ts';

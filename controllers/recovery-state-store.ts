@@ -16,7 +16,7 @@ import { isNotFound, paths, type KubeClient } from '../runtime/kube-client.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { HotSwitchState } from '../policy/hot-switch-types.ts';
 import type { RecoveryState } from '../policy/recovery-types.ts';
-import type { ConfigMap } from './sources/sources.ts';
+import type { ConfigMap } from '../runtime/kube-objects.ts';
 
 export const RECOVERY_STATE_NAMESPACE = 'mindx-dl';
 export const RECOVERY_STATE_PREFIX = 'clusterd-ts-recovery-';

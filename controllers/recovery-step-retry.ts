@@ -12,7 +12,7 @@
  * cluster-info is re-rendered and the job re-decided.
  */
 import type { SchedulerLike, Subscription } from 'rxjs';
-import type { FaultRecord } from '../policy/fault-types.ts';
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import {
   isStepRetryJob, RETRY_FAULT_TYPES, STEP_RETRY_COMPLETE_WINDOW_MS, STEP_RETRY_FAULT_WINDOW_MS, stepRetryVerdict, type StepRetryJob,
 } from '../policy/step-retry-filter.ts';

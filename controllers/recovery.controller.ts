@@ -18,7 +18,7 @@
  */
 import { asyncScheduler, filter, map, merge, type SchedulerLike, type Subscription } from 'rxjs';
 import type { SignalStream, StreamCloseReason } from '../grpc/handlers.ts';
-import type { ProcessManageSignal as WireSignal } from '../grpc/messages.ts';
+import type { ProcessManageSignal } from '../vocabulary/process-manage-signal.ts';
 import { initialHotSwitchState } from '../policy/hot-switch-fsm.ts';
 import { initialRecoveryState } from '../policy/recovery-fsm.ts';
 import type { RecoveryEvent } from '../policy/recovery-types.ts';
@@ -40,9 +40,10 @@ import { MemoryCommands } from './recovery-commands.ts';
 import { recoveryFeed, retryReportDevices, type RecoveryFeed } from './recovery-feed.ts';
 import { JobFsm, type InputOutcome, type JobInput, type Machine } from './recovery-job.ts';
 import { RECOVERY_STATE_NAMESPACE, RecoveryStateStore, type RecoveryRecord } from './recovery-state-store.ts';
-import type { Pod, Sources } from './sources/sources.ts';
+import type { Pod } from '../runtime/kube-objects.ts';
+import type { Sources } from './sources/sources.ts';
 import { StepRetryView } from './recovery-step-retry.ts';
-import type { FaultRecord } from '../policy/fault-types.ts';
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import { jobNodes } from '../policy/job-view.ts';
 
 export interface RecoveryControllerDeps {
@@ -369,7 +370,7 @@ export class RecoveryController {
   }
 
   /** A (re)subscription: the job's FSMs reset (ClusterD resets its controller), signals go to `stream`. */
-  attach(jobId: string, stream: SignalStream<WireSignal>): { currentUuid(): string; onClose(reason: StreamCloseReason): void } {
+  attach(jobId: string, stream: SignalStream<ProcessManageSignal>): { currentUuid(): string; onClose(reason: StreamCloseReason): void } {
     const job = this.jobs.get(jobId);
     if (job === undefined) {
       stream.end();

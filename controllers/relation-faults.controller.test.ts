@@ -1,7 +1,7 @@
 import { Subject } from 'rxjs';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import { Metrics } from '../telemetry/metrics.ts';
-import type { FaultRecord } from '../policy/fault-types.ts';
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import { SWITCH_LINK_DOWN } from '../policy/relation-fault-config.ts';
 import { ManualClock, recordingLogger, settle, type LogLine } from '../test/support/fault-policy-test-kit.ts';
 import { RelationFaultsController } from './relation-faults.controller.ts';

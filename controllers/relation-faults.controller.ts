@@ -19,7 +19,7 @@ import { ControllerLoop } from '../runtime/controller-loop.ts';
 import { realClock, type QueueClock } from '../runtime/work-queue.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import type { FaultRecord } from '../policy/fault-types.ts';
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import { TICK } from '../policy/policy-operator.ts';
 import { formatChain } from '../policy/reasons.ts';
 import { DEFAULT_RELATION_FAULT_CONFIG, type RelationFaultConfig } from '../policy/relation-fault-config.ts';
@@ -28,7 +28,8 @@ import type { RelationJobState, RelationState } from '../schemas/escalation-stat
 import { holdsDevice } from './fault-filters.ts';
 import { JobIndex } from './job-index.ts';
 import { pendingLabelKey, relationLabelReconciler, type PendingLabel } from './relation-faults-labels.ts';
-import type { Pod, PodGroup, Sources } from './sources/sources.ts';
+import type { Pod, PodGroup } from '../runtime/kube-objects.ts';
+import type { Sources } from './sources/sources.ts';
 
 /** Observations of a burst are batched this long. */
 export const RELATION_BATCH_MS = 100;

@@ -4,11 +4,11 @@
  * (policy/recovery-fsm.ts via actions/) is one of these injected handlers.
  */
 import type { Status } from './codes.ts';
+import type { ProcessManageSignal } from '../vocabulary/process-manage-signal.ts';
 import type {
   ClientInfo,
   FaultMsgSignal,
   ProcessFaultRequest,
-  ProcessManageSignal,
   PublicFaultRequest,
   RecoverStatusRequest,
   RecoverStrategyRequest,

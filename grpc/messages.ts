@@ -4,22 +4,11 @@
  * Field numbers live in grpc/protos/*.proto (grpc.md §1-§3).
  */
 import type { Status } from './codes.ts';
+import type { ProcessManageSignal, WireFaultRank } from '../vocabulary/process-manage-signal.ts';
 
 export interface ClientInfo { readonly jobId: string; readonly role: string }
-export interface FaultRank { readonly rankId: string; readonly faultType: string }
-
-export interface ProcessManageSignal {
-  readonly uuid: string;
-  readonly jobId: string;
-  readonly signalType: string;
-  readonly actions: readonly string[];
-  readonly faultRanks: readonly FaultRank[];
-  readonly changeStrategy: string;
-  /** int64 on the wire; below 2^53 (longs: Number). */
-  readonly timeout: number;
-  readonly nodeRankIds: readonly string[];
-  readonly extraParams: string;
-}
+/** recover.proto FaultRank; one definition with the signal it travels in. */
+export type FaultRank = WireFaultRank;
 
 export interface StopCompleteRequest { readonly jobId: string; readonly status: Status; readonly faultRanks: readonly FaultRank[] }
 export interface RecoverStrategyRequest {

@@ -6,6 +6,7 @@ import { status as GrpcStatus, type ServerWritableStream, type UntypedServiceImp
 import { Code, Info, status, type Status } from './codes.ts';
 import { refuseStream, reply, serverStream, unary, type CallContext, type UnaryOutcome } from './call-context.ts';
 import type { RecoverHandlers } from './handlers.ts';
+import type { ProcessManageSignal } from '../vocabulary/process-manage-signal.ts';
 import {
   processManageSignal,
   toClientInfo,
@@ -15,7 +16,6 @@ import {
   toStopCompleteRequest,
   type ClientInfo,
   type FaultRank,
-  type ProcessManageSignal,
 } from './messages.ts';
 import { clientKind, type RecoverRegistry } from './registry.ts';
 import { ServerSignalStream } from './signal-stream.ts';

@@ -5,7 +5,8 @@
  */
 import { Code, Info, reportReceived, status, type Status } from './codes.ts';
 import type { GrpcHandlers, SignalStream, StreamCloseReason } from './handlers.ts';
-import type { ClientInfo, FaultMsgSignal, ProcessManageSignal } from './messages.ts';
+import type { ProcessManageSignal } from '../vocabulary/process-manage-signal.ts';
+import type { ClientInfo, FaultMsgSignal } from './messages.ts';
 
 export interface RecordedCall { readonly method: string; readonly request: unknown }
 export interface RecordedClose { readonly service: 'recover' | 'fault'; readonly jobId: string; readonly streamId: number; readonly reason: StreamCloseReason }

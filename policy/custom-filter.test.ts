@@ -1,4 +1,4 @@
-import type { FaultSource, NpuFaultLevel } from './fault-types.ts';
+import type { FaultSource, NpuFaultLevel } from '../vocabulary/fault-types.ts';
 import type { LeveledFault } from './fault-level.ts';
 import {
   FILTER_FAULT_CODE_ANNOTATION as CODE,

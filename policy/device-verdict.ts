@@ -5,7 +5,7 @@
  * Escalations and manual separations count even when the code that caused them is no longer reported
  * (e.g. PreSeparateNPU for RecoverTimeout after a link-up; ManuallySeparateNPU until released).
  */
-import { mostSerious, type NpuFaultLevel } from './fault-types.ts';
+import { mostSerious, type NpuFaultLevel } from '../vocabulary/fault-types.ts';
 import type { Escalation } from './escalation.ts';
 import type { LeveledFault } from './fault-level.ts';
 import { reason, type ReasonChain } from './reasons.ts';

@@ -13,7 +13,7 @@
  */
 import type { CodeTrack } from '../schemas/escalation-state/escalation-state.ts';
 import type { FaultDurationRule, FaultFrequencyRule } from '../schemas/fault-customization/fault-customization.ts';
-import type { NpuFaultLevel } from './fault-types.ts';
+import type { NpuFaultLevel } from '../vocabulary/fault-types.ts';
 import { reason, type ReasonChain } from './reasons.ts';
 
 export interface CodeRules {

@@ -2,7 +2,7 @@ import { TestScheduler } from 'rxjs/testing';
 import { map, mergeMap } from 'rxjs';
 import { EMPTY_ESCALATION_STATE, type EscalationState } from '../schemas/escalation-state/escalation-state.ts';
 import { DEFAULT_FAULT_CUSTOMIZATION, type FaultCustomization } from '../schemas/fault-customization/fault-customization.ts';
-import type { NpuFaultLevel } from './fault-types.ts';
+import type { NpuFaultLevel } from '../vocabulary/fault-types.ts';
 import type { LeveledFault } from './fault-level.ts';
 import { activeEscalations, escalate, escalationPolicy, type EscalationInput, type EscalationOutput } from './escalation.ts';
 import { drivePolicy } from './drive-policy.ts';

@@ -12,7 +12,7 @@
 import type { SchedulerLike } from 'rxjs';
 import type { CodeTrack, EscalationState } from '../schemas/escalation-state/escalation-state.ts';
 import type { FaultCustomization } from '../schemas/fault-customization/fault-customization.ts';
-import type { NpuFaultLevel } from './fault-types.ts';
+import type { NpuFaultLevel } from '../vocabulary/fault-types.ts';
 import type { LeveledFault } from './fault-level.ts';
 import { advance, isIdleTrack, newTrack, occur, recover, trackDeadline, trackEscalations, type CodeRules, type TrackEvent } from './escalation-rules.ts';
 import { earliest, runPolicy, type ConfigChange, type PolicyStep, type Tick } from './policy-operator.ts';

@@ -1,6 +1,6 @@
 import { DEFAULT_FAULT_CODE_TABLE } from '../schemas/fault-code/fault-code.ts';
 import { DEFAULT_SWITCH_FAULT_CODE_CONFIG, buildSwitchFaultCodeTable } from '../schemas/fault-config-cm/switch-fault-code.ts';
-import type { FaultRecord, FaultSource, NpuFaultLevel } from './fault-types.ts';
+import type { FaultRecord, FaultSource, NpuFaultLevel } from '../vocabulary/fault-types.ts';
 import { deviceVerdicts } from './device-verdict.ts';
 import { isNormalLevel, levelFromSeverity, mostSeriousLevel, resolveFaultLevel, type LevelTables } from './fault-level.ts';
 import { formatChain, reason } from './reasons.ts';

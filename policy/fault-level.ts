@@ -4,7 +4,7 @@
  * fault configuration (kube-system/mindx-dl-fault-config) exists, chip, network and switch codes are
  * re-levelled from its tables. Escalation (FaultFrequency/FaultDuration) is separate: policy/escalation.ts.
  */
-import { mostSerious, severityRank, type FaultRecord, type NpuFaultLevel } from './fault-types.ts';
+import { mostSerious, severityRank, type FaultRecord, type NpuFaultLevel } from '../vocabulary/fault-types.ts';
 import { reason, type Reason, type ReasonChain } from './reasons.ts';
 
 /** Code tables from faultCode.json / SwitchFaultCode.json (built by schemas/fault-code, schemas/fault-config-cm). */

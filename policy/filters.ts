@@ -5,7 +5,7 @@
  * its "deleted" cache (behavior.md E.6). Order matters and follows ClusterD's chain:
  * custom-filter -> UCE-accompany -> step-retry -> recover-in-place -> stress-test -> pre-separate.
  */
-import type { NpuFaultLevel } from './fault-types.ts';
+import type { NpuFaultLevel } from '../vocabulary/fault-types.ts';
 import type { LeveledFault } from './fault-level.ts';
 import { earliest } from './policy-operator.ts';
 import type { ReasonChain } from './reasons.ts';

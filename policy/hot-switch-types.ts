@@ -3,7 +3,7 @@
  */
 import type { SubHealthyStrategy } from './job-view.ts';
 import type { Awaiting, CommandMeta, EffectResult, FsmTimer, TimerCommandBody, TimerFired } from './recovery-kit.ts';
-import type { ProcessManageSignal } from './recovery-signals.ts';
+import type { ProcessManageSignal } from '../vocabulary/process-manage-signal.ts';
 
 /** Pod annotations of the hot-switch handshake (formats.md 4.2, A.8 #65). */
 export const HOT_SWITCH_ANNOTATION = {

@@ -21,7 +21,7 @@
  *   software/retry-fault, B4); label `fault-type=Separate` -> `RelationFaultSeparate`;
  *   `fault-type=SubHealth` -> `SubHealthFault`.
  */
-import { faultKey, mostSerious, type FaultRecord, type FaultSource, type NpuFaultLevel } from './fault-types.ts';
+import { faultKey, mostSerious, type FaultRecord, type FaultSource, type NpuFaultLevel } from '../vocabulary/fault-types.ts';
 import { npuId, podFailed, podRefOf, rankPods, type JobPodView, type JobView, type PodRef } from './job-view.ts';
 
 /** The task fault types Volcano writes into job-reschedule-reason (formats.md 3.5). */

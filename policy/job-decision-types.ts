@@ -2,7 +2,7 @@
  * Data shapes of the job rescheduling decision: actions (commands for `actions/`), the reason chain,
  * the persisted per-job state and the configuration with its defaults.
  */
-import type { NpuFaultLevel } from './fault-types.ts';
+import type { NpuFaultLevel } from '../vocabulary/fault-types.ts';
 import type { RescheduleFaultType } from './job-aggregation.ts';
 import type { RetryBudget } from './job-retry-budget.ts';
 import type { PodRef } from './job-view.ts';

@@ -1,5 +1,5 @@
 import { parseJobKnobs } from '../schemas/job-knobs/job-knobs.ts';
-import { faultKey } from './fault-types.ts';
+import { faultKey } from '../vocabulary/fault-types.ts';
 import type { JobAction } from './job-decision-types.ts';
 import { allNames, chipFault, decide, fourPodJob, mapPods, nodeNotReady } from '../test/support/job-fixtures.ts';
 import type { JobKnobsInput } from './job-view.ts';

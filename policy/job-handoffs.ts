@@ -6,7 +6,7 @@
 import type { FaultCause, JobFaultAggregate, JobFaultRank } from './job-aggregation.ts';
 import type { JobAction, FsmFaultRank } from './job-decision-types.ts';
 import { effectiveSubHealthyStrategy } from './job-fault-tasks.ts';
-import { mostSerious } from './fault-types.ts';
+import { mostSerious } from '../vocabulary/fault-types.ts';
 import type { JobKnobsInput, JobPodView } from './job-view.ts';
 
 /** Priority order of recover strategies (A.9 #66); lower index = tried first. */

@@ -22,7 +22,7 @@
  * Undo: once no qualifying fault remains, the taint is removed after `UNTAINT_HOLD_MS` (60 s) of
  * continuous health, so a flapping NodeD/switch report does not make the taint blink.
  */
-import { mostSerious, severityRank, type FaultRecord, type NpuFaultLevel } from './fault-types.ts';
+import { mostSerious, severityRank, type FaultRecord, type NpuFaultLevel } from '../vocabulary/fault-types.ts';
 
 export const CLUSTERD_FAULT_TAINT_KEY = 'huawei.com/clusterd-fault';
 export const UNTAINT_HOLD_MS = 60_000;

@@ -1,4 +1,4 @@
-import type { FaultRecord } from './fault-types.ts';
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import { alreadyActed, markActed } from './job-decision-id.ts';
 import type { JobAction, JobRescheduleState } from './job-decision-types.ts';
 import { allNames, chipFault, decide, fourPodJob, mapPods, nodeNotReady, replaced, terminating } from '../test/support/job-fixtures.ts';

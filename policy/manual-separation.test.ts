@@ -2,7 +2,7 @@ import { TestScheduler } from 'rxjs/testing';
 import { mergeMap } from 'rxjs';
 import { EMPTY_MANUAL_SEPARATION_STATE, type ManualSeparationState } from '../schemas/escalation-state/escalation-state.ts';
 import { DEFAULT_MANUAL_SEPARATE_POLICY, type ManualSeparatePolicy } from '../schemas/manual-separate-policy/manual-separate-policy.ts';
-import type { NpuFaultLevel } from './fault-types.ts';
+import type { NpuFaultLevel } from '../vocabulary/fault-types.ts';
 import { drivePolicy } from './drive-policy.ts';
 import {
   manualInfoView,

@@ -16,7 +16,7 @@
 import type { SchedulerLike } from 'rxjs';
 import type { ManualPendingFault, ManualSeparatedNpu, ManualSeparationState } from '../schemas/escalation-state/escalation-state.ts';
 import type { ManualSeparatePolicy } from '../schemas/manual-separate-policy/manual-separate-policy.ts';
-import type { NpuFaultLevel } from './fault-types.ts';
+import type { NpuFaultLevel } from '../vocabulary/fault-types.ts';
 import { MANUALLY_SEPARATE_PSEUDO_CODE } from './fault-level.ts';
 import { earliest, runPolicy, type ConfigChange, type PolicyStep, type Tick } from './policy-operator.ts';
 import { reason, type Reason, type ReasonChain } from './reasons.ts';

@@ -6,7 +6,7 @@
  * - a node (NodeD) or UB switch whose most serious level is PreSeparate reports NodeStatus `Healthy`
  *   when any pod on the node uses NPUs, else `UnHealthy`; an UnHealthy status is left alone.
  */
-import type { NpuFaultLevel } from './fault-types.ts';
+import type { NpuFaultLevel } from '../vocabulary/fault-types.ts';
 import { reason, type ReasonChain } from './reasons.ts';
 
 export const PARAMETER_PLANE_CODES: readonly string[] = ['81078603', '81078607', '110001024', '110000002'];

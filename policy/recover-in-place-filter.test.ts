@@ -1,4 +1,4 @@
-import type { NpuFaultLevel } from './fault-types.ts';
+import type { NpuFaultLevel } from '../vocabulary/fault-types.ts';
 import type { LeveledFault } from './fault-level.ts';
 import { recoverInPlaceVerdicts } from './recover-in-place-filter.ts';
 

@@ -20,13 +20,15 @@
  *   only while this FSM is idle (recoveryIdle).
  */
 import { chooseAgain, HANDLERS, RecoveryHandlerError } from './recovery-handlers.ts';
-import { cancelTimer, cancelTimersExcept, idleRecoveryFields, newCtx, result, settle, takeTimer, type StepResult } from './recovery-kit.ts';
+import { cancelTimer, cancelTimersExcept, newCtx, result, settle, takeTimer, type StepResult } from './recovery-kit.ts';
 import { CONTINUATIONS, consumeReport, observe, pollSchedule, resetRecovery } from './recovery-progress.ts';
 import { RECOVERY_RULES } from './recovery-rules.ts';
 import { cmd, timer, type Ctx } from './recovery-facts.ts';
-import { buildSignal, fromWire, isRetryType, podsOf, SIGNAL_TYPE, type ProcessManageSignal } from './recovery-signals.ts';
+import type { ProcessManageSignal } from '../vocabulary/process-manage-signal.ts';
+import { buildSignal, fromWire, isRetryType, podsOf, SIGNAL_TYPE } from './recovery-signals.ts';
 import {
   RECOVERY_TIMER,
+  idleRecoveryFields,
   type PodObservation,
   type RecoveryCommand,
   type RecoveryCommandBody,

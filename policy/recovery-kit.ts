@@ -6,8 +6,6 @@
  * Nothing here reads a clock or schedules anything: `now` is always a parameter (style.md 2.2).
  */
 
-import type { RecoveryState } from './recovery-types.ts';
-
 /** A timer lives in the persisted state; the driver (or a reconciler's requeueAfter) fires it. */
 export interface FsmTimer {
   readonly id: string;
@@ -168,23 +166,4 @@ export function makeUuid(nowMs: number, seed: string, seq: number): string {
   const text = `${seed}|${seq}|${nowMs}`;
   const tail = [0, 0x9e3779b9, 0x7f4a7c15, 0x3c6ef372].map((s) => fnv1a(text, s).toString(16).padStart(8, '0')).join('');
   return `${ns}-${tail}`;
-}
-
-/** The fields of a recovery with nothing in flight: a new FSM and a reset one both start here. */
-export function idleRecoveryFields() {
-  return {
-    faults: [],
-    preExitRanks: [],
-    agentStrategies: null,
-    retryPath: false,
-    retryHeld: [],
-    inPlace: null,
-    replacementRequested: [],
-    current: '',
-    scaleInWaitDone: false,
-    scaleInRunning: false,
-    schedule: 'idle',
-    lastStatus: null,
-    reports: { stopComplete: null, recoverStrategy: null, recoverStatus: null },
-  } satisfies Partial<RecoveryState>;
 }

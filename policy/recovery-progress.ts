@@ -24,7 +24,7 @@ import {
   timer,
   waitFor,
 } from './recovery-facts.ts';
-import { cancelTimer, cancelTimersExcept, idleRecoveryFields, makeUuid } from './recovery-kit.ts';
+import { cancelTimer, cancelTimersExcept, makeUuid } from './recovery-kit.ts';
 import {
   buildSignal,
   CHANGE_STRATEGY,
@@ -35,7 +35,7 @@ import {
   strList,
   toWire,
 } from './recovery-signals.ts';
-import type { RecoveryContinuation, RecoveryFsmEvent, RecoveryState } from './recovery-types.ts';
+import { idleRecoveryFields, type RecoveryContinuation, type RecoveryFsmEvent, type RecoveryState } from './recovery-types.ts';
 
 type Step = (ctx: Ctx) => RecoveryFsmEvent | undefined;
 

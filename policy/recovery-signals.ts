@@ -1,8 +1,10 @@
 /**
  * The `ProcessManageSignal` vocabulary of recover.proto (grpc.md 1.2, 1.3; behavior.md B1) and the
  * rank arithmetic the recovery FSMs share. Values are spelt exactly as on the wire (some contain
- * spaces, some underscores, some hyphens).
+ * spaces, some underscores, some hyphens). The signal message itself is
+ * vocabulary/process-manage-signal.ts, shared with grpc/.
  */
+import type { ProcessManageSignal, WireFaultRank } from '../vocabulary/process-manage-signal.ts';
 
 export const SIGNAL_TYPE = {
   keepAlive: 'keep-alive',
@@ -70,25 +72,6 @@ export const FAULT_TYPE = { uce: '0', normal: '1', hccl: '2' } as const;
 export interface RankFault {
   readonly rankId: number;
   readonly faultType: FaultType;
-}
-
-/** recover.proto FaultRank: decimal strings. */
-export interface WireFaultRank {
-  readonly rankId: string;
-  readonly faultType: string;
-}
-
-/** recover.proto ProcessManageSignal (field order as in the proto). `timeout` is in seconds. */
-export interface ProcessManageSignal {
-  readonly uuid: string;
-  readonly jobId: string;
-  readonly signalType: SignalType;
-  readonly actions: readonly string[];
-  readonly faultRanks: readonly WireFaultRank[];
-  readonly changeStrategy: string;
-  readonly timeout: number;
-  readonly nodeRankIds: readonly string[];
-  readonly extraParams: string;
 }
 
 export type SignalParts = Partial<Omit<ProcessManageSignal, 'uuid' | 'jobId' | 'signalType'>>;

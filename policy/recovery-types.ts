@@ -8,7 +8,8 @@ import type { JobHealthState } from './job-aggregation.ts';
 import type { PodFaultTypeLabel, SubHealthyStrategy } from './job-view.ts';
 import type { ProcessStrategy } from './recovery-choice.ts';
 import type { Awaiting, CommandMeta, EffectResult, FsmTimer, TimerCommandBody, TimerFired } from './recovery-kit.ts';
-import type { FaultType, ProcessManageSignal, RankFault, WireFaultRank } from './recovery-signals.ts';
+import type { ProcessManageSignal, WireFaultRank } from '../vocabulary/process-manage-signal.ts';
+import type { FaultType, RankFault } from './recovery-signals.ts';
 
 /** ClusterD state names (CD/application/recover/rules.go), kept for traceability of the path graph. */
 export const RECOVERY_PHASES = [
@@ -273,3 +274,22 @@ export type RecoveryCommandBody =
   | TimerCommandBody;
 
 export type RecoveryCommand = RecoveryCommandBody & CommandMeta;
+
+/** The fields of a recovery with nothing in flight: a new FSM and a reset one both start here. */
+export function idleRecoveryFields() {
+  return {
+    faults: [],
+    preExitRanks: [],
+    agentStrategies: null,
+    retryPath: false,
+    retryHeld: [],
+    inPlace: null,
+    replacementRequested: [],
+    current: '',
+    scaleInWaitDone: false,
+    scaleInRunning: false,
+    schedule: 'idle',
+    lastStatus: null,
+    reports: { stopComplete: null, recoverStrategy: null, recoverStatus: null },
+  } satisfies Partial<RecoveryState>;
+}

@@ -1,7 +1,7 @@
 import { TestScheduler } from 'rxjs/testing';
 import { mergeMap } from 'rxjs';
 import { EMPTY_RELATION_STATE, type RelationState } from '../schemas/escalation-state/escalation-state.ts';
-import type { FaultSource } from './fault-types.ts';
+import type { FaultSource } from '../vocabulary/fault-types.ts';
 import type { LeveledFault } from './fault-level.ts';
 import { drivePolicy } from './drive-policy.ts';
 import type { ConfigChange } from './policy-operator.ts';

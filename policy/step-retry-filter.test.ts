@@ -1,4 +1,4 @@
-import type { FaultSource } from './fault-types.ts';
+import type { FaultSource } from '../vocabulary/fault-types.ts';
 import type { LeveledFault } from './fault-level.ts';
 import { isStepRetryJob, linkDownsToForceAdd, rememberLinkDowns, stepRetryVerdict, freshBusinessReports } from './step-retry-filter.ts';
 

@@ -6,7 +6,7 @@
  * device ConfigMap or from a business-plane report (TaskD/MindIO). A decision sticks to that fault
  * instance (state, schemas/escalation-state `FilterState.uceAccompany`).
  */
-import { faultKey } from './fault-types.ts';
+import { faultKey } from '../vocabulary/fault-types.ts';
 import type { LeveledFault } from './fault-level.ts';
 import type { FilterVerdict } from './filters.ts';
 import { earliest } from './policy-operator.ts';

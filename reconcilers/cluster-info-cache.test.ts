@@ -3,7 +3,7 @@
  * what it writes is byte for byte the full render's `desiredShards`, through random changes, node
  * removals and shard cuts. The refresh renders everything and names nodes whose entry was stale.
  */
-import type { ConfigMap } from '../controllers/sources/sources.ts';
+import type { ConfigMap } from '../runtime/kube-objects.ts';
 import type { ConfigMapWriter, ConfigMapTarget } from '../runtime/configmap-writer.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { RandomEntries } from '../test/support/cluster-info-test-kit.ts';

@@ -4,7 +4,7 @@
  * nodes changes, nothing when the cached ConfigMap already says the same; no ConfigMap is created
  * while nothing is held.
  */
-import type { ConfigMap } from '../controllers/sources/sources.ts';
+import type { ConfigMap } from '../runtime/kube-objects.ts';
 import { LAST_GOOD_CM_NAME } from '../controllers/device-info-last-good.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { Outcome, ReconcileContext, Reconciler } from '../runtime/reconciler.ts';

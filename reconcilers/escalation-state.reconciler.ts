@@ -15,7 +15,7 @@ import {
   type EncodedEscalationState,
   type EscalationStateDoc,
 } from '../schemas/escalation-state/escalation-state.ts';
-import type { ConfigMap } from '../controllers/sources/sources.ts';
+import type { ConfigMap } from '../runtime/kube-objects.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import { TerminalError, type Outcome, type ReconcileContext, type Reconciler } from '../runtime/reconciler.ts';
 

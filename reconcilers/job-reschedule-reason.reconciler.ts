@@ -14,14 +14,15 @@
  * Replays: a decision carried out again after a crash passes `replay: true`; its record is added only
  * if the job's newest record is not already that record (same time stamp and tasks).
  */
-import type { ConfigMap } from '../controllers/sources/sources.ts';
+import type { ConfigMap } from '../runtime/kube-objects.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { Outcome, ReconcileContext, Reconciler } from '../runtime/reconciler.ts';
 import type { Logger } from '../telemetry/logger.ts';
+import type { PendingRecord, RescheduleReasonSink } from '../actions/job-action-executor.ts';
 import {
   JOB_RESCHEDULE_REASON_CM_NAME, JOB_RESCHEDULE_REASON_NAMESPACE, RECENT_RESCHEDULE_RECORDS_KEY,
   addRecord, newRescheduleRecord, parseRescheduleHistory, retainJobs, trimToSize,
-  type RescheduleHistory, type RescheduleRecord, type RescheduleTaskReason,
+  type RescheduleHistory, type RescheduleRecord,
 } from '../schemas/job-reschedule-reason/job-reschedule-reason.ts';
 
 export const JOB_RESCHEDULE_REASON_KEY = 'job-reschedule-reason';
@@ -36,14 +37,6 @@ export interface RescheduleReasonDeps {
   readonly timeZone?: string;
 }
 
-export interface PendingRecord {
-  readonly jobKey: string;
-  readonly jobUid: string;
-  readonly atMs: number;
-  readonly tasks: readonly RescheduleTaskReason[];
-  readonly replay: boolean;
-}
-
 const sameRecord = (a: RescheduleRecord | undefined, b: RescheduleRecord): boolean =>
   a !== undefined && a.RescheduleTimeStamp === b.RescheduleTimeStamp && JSON.stringify(a.ReasonOfTask ?? []) === JSON.stringify(b.ReasonOfTask ?? []);
 
@@ -53,7 +46,7 @@ interface Queued {
   readonly reject: (e: unknown) => void;
 }
 
-export class RescheduleReasonStore {
+export class RescheduleReasonStore implements RescheduleReasonSink {
   private readonly d: RescheduleReasonDeps;
   private chain: Promise<unknown> = Promise.resolve();
   /** Records waiting for the next write; a flush is scheduled whenever this turns non-empty. */

@@ -8,7 +8,7 @@
  */
 import { MANUAL_INFO_CM_NAME, encodeManualInfoData, type ManualInfo } from '../schemas/manual-info/manual-info.ts';
 import type { ManualInfoNode } from '../policy/manual-separation.ts';
-import type { ConfigMap } from '../controllers/sources/sources.ts';
+import type { ConfigMap } from '../runtime/kube-objects.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { Outcome, ReconcileContext, Reconciler } from '../runtime/reconciler.ts';
 

@@ -6,7 +6,7 @@
  * difference; above MAX_FAULT_NUM only `FaultNum` and `Description` change.
  */
 import { STATISTIC_FAULT_CM_NAME, STATISTIC_FAULT_LABELS, countFaults, statisticFaultData, type StatisticNodeFault } from '../schemas/statistic-fault/statistic-fault.ts';
-import type { ConfigMap } from '../controllers/sources/sources.ts';
+import type { ConfigMap } from '../runtime/kube-objects.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { Outcome, ReconcileContext, Reconciler } from '../runtime/reconciler.ts';
 

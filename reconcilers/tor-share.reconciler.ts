@@ -16,7 +16,7 @@
  * not re-derived here.
  */
 import { isNotFound, paths, type KubeClient } from '../runtime/kube-client.ts';
-import type { ConfigMap } from '../controllers/sources/sources.ts';
+import type { ConfigMap } from '../runtime/kube-objects.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { Outcome, ReconcileContext, Reconciler } from '../runtime/reconciler.ts';
 import {

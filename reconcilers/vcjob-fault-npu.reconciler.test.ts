@@ -1,7 +1,7 @@
 import { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import { silentLogger } from '../telemetry/logger.ts';
 import { chipFault, nodeNotReady } from '../test/support/job-fixtures.ts';
-import type { FaultRecord } from '../policy/fault-types.ts';
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import { FakeConfigMaps } from '../test/support/job-fakes.ts';
 import { faultNodeOf, remainRetryTimesOf, vcjobFaultNpuReconciler } from './vcjob-fault-npu.reconciler.ts';
 

@@ -16,10 +16,10 @@
  * remain-retry-times (A.6 #53): every job in the session with `fault-retry-times` > 0, keyed
  * `<ns>/<jobName>-<uid>`, from the persisted budget (or N when the job has not restarted yet).
  */
-import type { ConfigMap } from '../controllers/sources/sources.ts';
+import type { ConfigMap } from '../runtime/kube-objects.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { Outcome, ReconcileContext, Reconciler } from '../runtime/reconciler.ts';
-import type { FaultRecord } from '../policy/fault-types.ts';
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import { unusableNpus } from '../policy/job-isolation.ts';
 import { HEARTBEAT_TIMEOUT_CODE } from '../policy/job-aggregation.ts';
 import { syncRetryBudget, type RetryBudget } from '../policy/job-retry-budget.ts';

@@ -4,7 +4,7 @@
  * A 409 is thrown back to the work queue, which requeues and re-reads the cache (style.md 2.6).
  */
 import { ApiError, isConflict, paths, type KubeClient } from './kube-client.ts';
-import type { ConfigMap } from '../controllers/sources/sources.ts';
+import type { ConfigMap } from './kube-objects.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { Logger } from '../telemetry/logger.ts';
 

@@ -1,5 +1,5 @@
 import { FaultGauge } from '../controllers/fault-policy-report.ts';
-import type { FaultRecord } from '../policy/fault-types.ts';
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import { Metrics } from './metrics.ts';
 import { OVERFLOW_LABEL } from './series-cap.ts';
 

@@ -4,20 +4,8 @@
  */
 import { combineLatest, map, type Observable } from 'rxjs';
 import { paths, type KubeClient, type KubeObject } from '../../runtime/kube-client.ts';
+import type { ConfigMap, Node, Pod, PodGroup, VcJob, AscendJob } from '../../runtime/kube-objects.ts';
 import { Reflector, type ReflectorHealth, type ReflectorOptions } from '../../runtime/reflector.ts';
-
-export type ConfigMap = KubeObject & { data?: Record<string, string> };
-export type Pod = KubeObject & {
-  spec?: { nodeName?: string; containers?: Array<{ name: string; resources?: { limits?: Record<string, string>; requests?: Record<string, string> } }>; [k: string]: unknown };
-  status?: { phase?: string; conditions?: Array<{ type: string; status: string }>; [k: string]: unknown };
-};
-export type Node = KubeObject & {
-  spec?: { unschedulable?: boolean; taints?: Array<{ key: string; value?: string; effect: string }>; [k: string]: unknown };
-  status?: { conditions?: Array<{ type: string; status: string; lastTransitionTime?: string }>; allocatable?: Record<string, string>; capacity?: Record<string, string>; [k: string]: unknown };
-};
-export type PodGroup = KubeObject & { spec?: Record<string, unknown>; status?: { phase?: string; [k: string]: unknown } };
-export type VcJob = KubeObject & { spec?: Record<string, unknown>; status?: Record<string, unknown> };
-export type AscendJob = KubeObject & { spec?: Record<string, unknown>; status?: Record<string, unknown> };
 
 /** Label selectors and namespaces of MindCluster's ConfigMaps (formats.md 0.1, 0.2). */
 export const CM_SELECTORS = {

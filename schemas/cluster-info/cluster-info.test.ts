@@ -1,4 +1,4 @@
-import type { FaultRecord } from '../../policy/fault-types.ts';
+import type { FaultRecord } from '../../vocabulary/fault-types.ts';
 import { parseSwitchInfo } from '../device-info/switch-info.ts';
 import {
   CLUSTER_INFO_DEVICE_PREFIX,

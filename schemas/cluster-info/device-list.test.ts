@@ -3,7 +3,7 @@
  * E.6, A.1 #3 DelFaultAndFix): the device plugin's `-Unhealthy` / `-NetworkUnhealthy` and the UB switch
  * entry.
  */
-import type { FaultRecord, FaultSource, NpuFaultLevel } from '../../policy/fault-types.ts';
+import type { FaultRecord, FaultSource, NpuFaultLevel } from '../../vocabulary/fault-types.ts';
 import { parseSwitchInfo, type SwitchFaultInfo, type SwitchInfoView } from '../device-info/switch-info.ts';
 import { mergeDeviceFaults, recomputeDeviceList, type DeviceListInput } from './device-list.ts';
 import { switchEntryInfo, withholdSwitchFaults } from './switch-view.ts';

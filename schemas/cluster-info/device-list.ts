@@ -3,7 +3,7 @@
  * ClusterD AddFaultAndFix / mergeCode).
  */
 import { compareUtf8 } from '../go-json.ts';
-import { mostSerious, type FaultRecord, type NpuFaultLevel } from '../../policy/fault-types.ts';
+import { mostSerious, type FaultRecord, type NpuFaultLevel } from '../../vocabulary/fault-types.ts';
 import { encodeDeviceFaultList, FAULT_TYPES, MANUALLY_SEPARATE_NPU, type DeviceFault, type FaultTimeAndLevel } from '../device-info/device-fault.ts';
 import { DEFAULT_DEVICE_RESOURCE_PREFIX, DEVICE_LIST_SUFFIXES, type DeviceResourcePrefix } from '../device-info/device-info.ts';
 

@@ -4,7 +4,7 @@
  * element re-marshalled from the parsed event in Go field order; a fault the scheduler-view filters
  * hide or drop leaves the entry and `FaultLevel` / `NodeStatus` are recomputed (DelFaultAndFix).
  */
-import { severityRank } from '../../policy/fault-types.ts';
+import { severityRank } from '../../vocabulary/fault-types.ts';
 import { encodeSwitchFaultEvent, SWITCH_LEVEL_TO_NODE_STATUS, SWITCH_LEVEL_TO_NPU, switchPortKey, type SwitchFaultInfo, type SwitchFaultLevel, type SwitchInfoView } from '../device-info/switch-info.ts';
 import type { FaultTimeAndLevel } from '../device-info/device-fault.ts';
 

@@ -4,8 +4,10 @@
  */
 import { goJson, goMap } from '../go-json.ts';
 import { ok, parseValidated, rejected, type Parsed, type RejectKind } from '../parsed.ts';
-import { NPU_LEVELS_BY_SEVERITY } from '../../policy/fault-types.ts';
-import { validateDeviceFaultList } from './device-info-ajv.ts';
+import { NPU_LEVELS_BY_SEVERITY } from '../../vocabulary/fault-types.ts';
+import { deviceInfoValidator } from './device-info-ajv.ts';
+
+const validateDeviceFaultList = deviceInfoValidator<DeviceFault[]>('DeviceFaultList');
 
 export const FAULT_TYPES = {
   card: 'CardUnhealthy',

@@ -1,6 +1,6 @@
 /** Builds a device-info CM `data` map the way the real Device Plugin writes it (for the DP simulator). */
 import { compareUtf8, goJson, goMap } from '../go-json.ts';
-import { mostSerious, type NpuFaultLevel } from '../../policy/fault-types.ts';
+import { mostSerious, type NpuFaultLevel } from '../../vocabulary/fault-types.ts';
 import { encodeDeviceFaultList, type DeviceFault, type DeviceFaultType, type FaultTimeAndLevel } from './device-fault.ts';
 import {
   DEFAULT_DEVICE_RESOURCE_PREFIX,

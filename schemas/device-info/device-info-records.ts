@@ -2,7 +2,7 @@
  * Device-info -> FaultRecords (ClusterD splitDeviceFault, formats.md 1.1, behavior.md A.3 #16):
  * one record per (chip, code) with the code's own level.
  */
-import { faultKey, severityRank, type FaultRecord, type FaultSource, type NpuFaultLevel } from '../../policy/fault-types.ts';
+import { faultKey, severityRank, type FaultRecord, type FaultSource, type NpuFaultLevel } from '../../vocabulary/fault-types.ts';
 import { FAULT_TYPES, MANUALLY_SEPARATE_NPU, type DeviceFault } from './device-fault.ts';
 import type { DeviceInfoData, UpgradeReason } from './device-info.ts';
 import { switchFaultRecords } from './switch-info.ts';

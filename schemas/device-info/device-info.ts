@@ -6,8 +6,11 @@ import { checkCode } from '../check-code.ts';
 import { goJson, goMap } from '../go-json.ts';
 import { ajvRejected, ok, parseJson, parseValidated, rejected, type Parsed } from '../parsed.ts';
 import { type DeviceFault, type Dropped, parseDeviceFaultList, parseNpuCsv, isNpuName, type WithWarnings } from './device-fault.ts';
-import { validateDeviceInfoCfg, validateUpgradeFaultReason } from './device-info-ajv.ts';
+import { deviceInfoValidator } from './device-info-ajv.ts';
 import { parseSwitchInfo, type SwitchInfoView } from './switch-info.ts';
+
+const validateDeviceInfoCfg = deviceInfoValidator<DeviceInfoCfg>('DeviceInfoCfg');
+const validateUpgradeFaultReason = deviceInfoValidator<Record<string, UpgradeReason[] | null> | null>('UpgradeFaultReason');
 
 export const DEVICE_INFO_NAMESPACE = 'kube-system';
 export const DEVICE_INFO_CM_PREFIX = 'mindx-dl-deviceinfo-';

@@ -5,9 +5,13 @@
  */
 import { goJson, goMap } from '../go-json.ts';
 import { ok, parseValidated, rejected, type Parsed } from '../parsed.ts';
-import { severityRank, type FaultRecord, type NpuFaultLevel } from '../../policy/fault-types.ts';
+import { severityRank, type FaultRecord, type NpuFaultLevel } from '../../vocabulary/fault-types.ts';
 import type { FaultTimeAndLevel } from './device-fault.ts';
-import { validateSwitchFaultEvent, validateSwitchFaultInfo } from './device-info-ajv.ts';
+import { deviceInfoValidator } from './device-info-ajv.ts';
+
+const validateSwitchFaultInfo = deviceInfoValidator<SwitchFaultInfo>('SwitchFaultInfo');
+/** Also used by schemas/cluster-info for the FaultCode events it carries. */
+export const validateSwitchFaultEvent = deviceInfoValidator<SwitchFaultEvent>('SwitchFaultEvent');
 
 /** ClusterD's internal name for a node's switch info; the key in cluster-info-switch-N. */
 export const SWITCH_INFO_CM_PREFIX = 'mindx-dl-switchinfo-';

@@ -7,7 +7,7 @@ import { Ajv } from 'ajv';
 import schema from './fault-code.schema.json' with { type: 'json' };
 import { goJson } from '../go-json.ts';
 import { ok, parseValidated, type Parsed } from '../parsed.ts';
-import { severityRank, type NpuFaultLevel } from '../../policy/fault-types.ts';
+import { severityRank, type NpuFaultLevel } from '../../vocabulary/fault-types.ts';
 
 /** Chip lists, in the order the default file declares them, with the level each emits. */
 export const FAULT_CODE_KEYS = {

@@ -13,7 +13,7 @@ import {
 } from '../fault-customization/fault-customization.ts';
 import type { Parsed } from '../parsed.ts';
 import { buildSwitchFaultCodeTable, parseSwitchFaultCode, type SwitchFaultCodeConfig, type SwitchFaultCodeParse } from './switch-fault-code.ts';
-import type { NpuFaultLevel } from '../../policy/fault-types.ts';
+import type { NpuFaultLevel } from '../../vocabulary/fault-types.ts';
 
 export const FAULT_CONFIG_CM_NAMESPACE = 'kube-system';
 export const FAULT_CONFIG_CM_NAME = 'mindx-dl-fault-config';

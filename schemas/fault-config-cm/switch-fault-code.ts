@@ -5,7 +5,7 @@
  * count as Separate, and a wrongly typed list rejects the file.
  */
 import { ok, parseJson, rejected, type Parsed } from '../parsed.ts';
-import { severityRank, type NpuFaultLevel } from '../../policy/fault-types.ts';
+import { severityRank, type NpuFaultLevel } from '../../vocabulary/fault-types.ts';
 
 /** File key -> switch level (switch vocabulary) and the NPU level it stands for. */
 export const SWITCH_FAULT_CODE_KEYS = {

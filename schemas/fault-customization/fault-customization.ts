@@ -13,7 +13,7 @@
 import schema from './fault-customization.schema.json' with { type: 'json' };
 import { goJson } from '../go-json.ts';
 import { parseJson } from '../parsed.ts';
-import { NPU_LEVELS_BY_SEVERITY, type NpuFaultLevel } from '../../policy/fault-types.ts';
+import { NPU_LEVELS_BY_SEVERITY, type NpuFaultLevel } from '../../vocabulary/fault-types.ts';
 
 export interface GraceTolerance {
   readonly WaitProcessReadCMTime: number;

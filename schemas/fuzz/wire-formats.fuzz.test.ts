@@ -41,7 +41,7 @@ import { encodeGlobalTorInfo, parseGlobalTorInfo } from '../tor-share/tor-share.
 import { encodeRescheduleHistory, parseRescheduleHistory } from '../job-reschedule-reason/job-reschedule-reason.ts';
 import { DEFAULT_MANUAL_SEPARATE_POLICY, encodeManualSeparatePolicy, parseManualSeparatePolicy } from '../manual-separate-policy/manual-separate-policy.ts';
 import { parseJobKnobs } from '../job-knobs/job-knobs.ts';
-import type { ConfigMap } from '../../controllers/sources/sources.ts';
+import type { ConfigMap } from '../../runtime/kube-objects.ts';
 
 const NOW = 1_795_255_300_000; // 2026-11-21
 const T = 1_795_255_200_000;

@@ -6,7 +6,7 @@ import { Ajv } from 'ajv';
 import { checkCode } from '../check-code.ts';
 import { goJson } from '../go-json.ts';
 import { ajvRejected, ok, parseJson, rejected, type Parsed } from '../parsed.ts';
-import { severityRank, type FaultRecord, type NpuFaultLevel } from '../../policy/fault-types.ts';
+import { severityRank, type FaultRecord, type NpuFaultLevel } from '../../vocabulary/fault-types.ts';
 import schema from './node-info.schema.json' with { type: 'json' };
 
 export const NODE_INFO_NAMESPACE = 'mindx-dl';

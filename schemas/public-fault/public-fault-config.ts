@@ -3,7 +3,7 @@
  * `/user1/mindx-dl/clusterd/publicCustomization.json`), formats.md 2.6: level per public code and the
  * allowed senders.
  */
-import { mostSerious, type NpuFaultLevel } from '../../policy/fault-types.ts';
+import { mostSerious, type NpuFaultLevel } from '../../vocabulary/fault-types.ts';
 import { ok, parseValidated, rejected, type Parsed } from '../parsed.ts';
 import { validatePublicFaultConfiguration } from './public-fault-ajv.ts';
 

@@ -2,7 +2,7 @@
  * Public faults -> FaultRecords (source 'public'), behavior.md A.3 #19: injected on `<devType>-<id>`
  * NPUs of each influenced node, or node-wide when no device ids are given.
  */
-import type { FaultRecord } from '../../policy/fault-types.ts';
+import type { FaultRecord } from '../../vocabulary/fault-types.ts';
 import { DEFAULT_PUBLIC_FAULT_CONFIG, publicFaultLevel, type PublicFaultConfig } from './public-fault-config.ts';
 import type { PubFaultAssertion, PubFaultInfluence, PubFaultInfo } from './public-fault.ts';
 

@@ -10,7 +10,7 @@ import { parseOptions } from '../../controllers/options.ts';
 import { Metrics } from '../../telemetry/metrics.ts';
 import { encodePublicFault, PUBLIC_FAULT_DATA_KEY, PUBLIC_FAULT_LABELS, type PubFault, type PubFaultInfo } from '../../schemas/public-fault/public-fault.ts';
 import { recordingLogger, type LogLine } from '../support/fault-policy-test-kit.ts';
-import type { ConfigMap } from '../../controllers/sources/sources.ts';
+import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
 
 const T0 = Date.UTC(2026, 0, 1);

@@ -24,7 +24,7 @@ import { parseClusterInfo, CLUSTER_INFO_NODE_CM, type DeviceInfoEntry, type Node
 import { deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
 import { nodeInfoCmName } from '../../schemas/node-info/node-info.ts';
 import { switchInfoCmName } from '../../schemas/device-info/switch-info.ts';
-import type { ConfigMap } from '../../controllers/sources/sources.ts';
+import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { adminClient, eventually } from '../support/cluster.ts';
 import type { Manager } from '../../controllers/manager.ts';
 import type { ExecAction } from '../../schemas/job-state/job-state.ts';

@@ -11,7 +11,7 @@ import { Manager } from '../../controllers/manager.ts';
 import { parseOptions } from '../../controllers/options.ts';
 import { Metrics } from '../../telemetry/metrics.ts';
 import { silentLogger } from '../../telemetry/logger.ts';
-import type { ConfigMap } from '../../controllers/sources/sources.ts';
+import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { PublicFaultSender } from '../../tools/simulator/public-fault.ts';
 import { SCHEDULING_EXCEPTION_CM_NAME } from '../../schemas/scheduling-exception/scheduling-exception.ts';
 import { STATISTIC_FAULT_CM_NAME } from '../../schemas/statistic-fault/statistic-fault.ts';

@@ -5,7 +5,7 @@
  */
 import { paths } from '../../runtime/kube-client.ts';
 import { ConfigMapWriter } from '../../runtime/configmap-writer.ts';
-import type { ConfigMap } from '../../controllers/sources/sources.ts';
+import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { adminClient, newNamespace } from '../support/cluster.ts';
 
 describe('ConfigMapWriter', () => {

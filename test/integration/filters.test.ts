@@ -21,7 +21,7 @@ import { Manager } from '../../controllers/manager.ts';
 import { parseOptions } from '../../controllers/options.ts';
 import { Metrics } from '../../telemetry/metrics.ts';
 import { recordingLogger, type LogLine } from '../support/fault-policy-test-kit.ts';
-import type { ConfigMap } from '../../controllers/sources/sources.ts';
+import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import type { DeviceInfoEntry } from '../../schemas/cluster-info/cluster-info.ts';
 import { deviceInfoCmName, parseDeviceInfoData } from '../../schemas/device-info/device-info.ts';
 import { ESCALATION_STATE_CM_NAME, ESCALATION_STATE_KEY, parseEscalationState } from '../../schemas/escalation-state/escalation-state.ts';

@@ -5,7 +5,7 @@
  * persisted, still there after a Manager restart); a sub-health fault on rank 0 is refused.
  */
 import type { Manager } from '../../controllers/manager.ts';
-import type { Pod } from '../../controllers/sources/sources.ts';
+import type { Pod } from '../../runtime/kube-objects.ts';
 import { RECOVERY_STATE_KEY, RECOVERY_STATE_NAMESPACE, parseRecoveryRecord, recoveryStateCmName } from '../../controllers/recovery-state-store.ts';
 import { paths, type KubeClient } from '../../runtime/kube-client.ts';
 import type { TaskdClient } from '../support/taskd-client.ts';

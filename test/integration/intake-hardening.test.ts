@@ -20,7 +20,7 @@ import { encodeDeviceInfoData, makeDeviceFault } from '../../schemas/device-info
 import { DEVICE_INFO_LABELS, deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
 import { switchInfoCmName, ZERO_SWITCH_INFO, type SwitchFaultInfo } from '../../schemas/device-info/switch-info.ts';
 import { parseClusterInfo, type DeviceInfoEntry, type SwitchInfoEntry } from '../../schemas/cluster-info/cluster-info.ts';
-import type { ConfigMap } from '../../controllers/sources/sources.ts';
+import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { adminClient, ensureNamespace, eventually } from '../support/cluster.ts';
 import { recordingLogger, type LogLine } from '../support/fault-policy-test-kit.ts';
 import { goDecodeError, goDecoder } from '../support/go-decode.ts';

@@ -13,7 +13,7 @@ import { encodeDeviceInfoData, makeDeviceFault } from '../../schemas/device-info
 import { DEVICE_INFO_LABELS, deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
 import { encodeNodeInfoData, NODE_INFO_LABELS, nodeInfoCmName } from '../../schemas/node-info/node-info.ts';
 import { parseClusterInfo, CLUSTER_INFO_NODE_CM, type DeviceInfoEntry, type NodeInfoEntry } from '../../schemas/cluster-info/cluster-info.ts';
-import type { ConfigMap } from '../../controllers/sources/sources.ts';
+import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { adminClient, ensureNamespace, eventually } from '../support/cluster.ts';
 
 const chips = (n: number): string[] => Array.from({ length: n }, (_, i) => `Ascend910-${i}`);

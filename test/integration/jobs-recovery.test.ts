@@ -9,7 +9,7 @@ import type { ExecAction } from '../../schemas/job-state/job-state.ts';
 import { adminClient, eventually } from '../support/cluster.ts';
 import { jobPods, loseNode, runningWithNpus, startWorld, vcJob, type PodObj, type World } from '../../tools/job-peer/world.ts';
 import { NodeDSimulator } from '../../tools/simulator/noded.ts';
-import type { Node } from '../../controllers/sources/sources.ts';
+import type { Node } from '../../runtime/kube-objects.ts';
 import { jobState, podGroupEvents, report, rescheduleReasonOf, rescheduleReasonAfter, sleep, startManager, vcjobFaultNpu } from './jobs-support.ts';
 
 const uidOf = (p: PodObj): string => p.metadata?.uid ?? '';

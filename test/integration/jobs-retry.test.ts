@@ -10,7 +10,7 @@ import { createBarePodGroup, failPod, jobPods, runningWithNpus, startWorld, vcJo
 import {
   encodeRescheduleHistory, parseRescheduleHistory, type RescheduleReason, type RescheduleRecord,
 } from '../../schemas/job-reschedule-reason/job-reschedule-reason.ts';
-import type { ConfigMap } from '../../controllers/sources/sources.ts';
+import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { jobState, podGroupEvents, readCm, report, rescheduleReasonAfter, sleep, startManager, vcjobFaultNpu } from './jobs-support.ts';
 
 const uidOf = (p: PodObj): string => p.metadata?.uid ?? '';

@@ -6,7 +6,7 @@ import { Manager, type ManagerDeps } from '../../controllers/manager.ts';
 import { parseOptions } from '../../controllers/options.ts';
 import { createLogger, silentLogger } from '../../telemetry/logger.ts';
 import { Metrics } from '../../telemetry/metrics.ts';
-import type { ConfigMap } from '../../controllers/sources/sources.ts';
+import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { parseRescheduleHistory, type RescheduleReason } from '../../schemas/job-reschedule-reason/job-reschedule-reason.ts';
 import { parseVcjobFaultNpuData, type VcjobFaultNpuContent } from '../../schemas/vcjob-fault-npu/vcjob-fault-npu.ts';
 import { JOB_STATE_KEY, JOB_STATE_NAMESPACE, jobStateCmName, parseJobState, type JobStateRecord } from '../../schemas/job-state/job-state.ts';

@@ -22,7 +22,7 @@ import { DEFAULT_FAULT_CODE_CONFIG, encodeFaultCode } from '../../schemas/fault-
 import { DEFAULT_FAULT_CUSTOMIZATION, encodeFaultCustomization } from '../../schemas/fault-customization/fault-customization.ts';
 import { ESCALATION_STATE_CM_NAME, ESCALATION_STATE_KEY, parseEscalationState } from '../../schemas/escalation-state/escalation-state.ts';
 import { MANUAL_INFO_CM_NAME } from '../../schemas/manual-info/manual-info.ts';
-import type { ConfigMap } from '../../controllers/sources/sources.ts';
+import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { adminClient, ensureNamespace, eventually, newNamespace } from '../support/cluster.ts';
 
 const P = 'huawei.com/Ascend910';

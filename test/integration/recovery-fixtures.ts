@@ -8,17 +8,17 @@
 import { randomBytes } from 'node:crypto';
 import { Manager } from '../../controllers/manager.ts';
 import { parseOptions } from '../../controllers/options.ts';
-import type { ConfigMap, Pod } from '../../controllers/sources/sources.ts';
+import type { ConfigMap, Pod } from '../../runtime/kube-objects.ts';
 import { Reflector } from '../../runtime/reflector.ts';
 import { paths, type KubeClient, type KubeObject } from '../../runtime/kube-client.ts';
 import { encodeDeviceInfoData, makeDeviceFault } from '../../schemas/device-info/device-info-encode.ts';
 import { DEVICE_INFO_LABELS, deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
 import { encodeResetConfigData, parseResetConfigData, type TaskResetInfo } from '../../schemas/reset-config/reset-config.ts';
-import type { NpuFaultLevel } from '../../policy/fault-types.ts';
+import type { NpuFaultLevel } from '../../vocabulary/fault-types.ts';
 import { silentLogger, createLogger } from '../../telemetry/logger.ts';
 import { Metrics } from '../../telemetry/metrics.ts';
 import { createFakeNodes } from '../../tools/simulator/nodes.ts';
-import type { ProcessManageSignal } from '../../grpc/messages.ts';
+import type { ProcessManageSignal } from '../../vocabulary/process-manage-signal.ts';
 import { TaskdClient } from '../support/taskd-client.ts';
 import { eventually } from '../support/cluster.ts';
 

@@ -10,7 +10,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { paths, type KubeObject } from '../../runtime/kube-client.ts';
-import type { Pod } from '../../controllers/sources/sources.ts';
+import type { Pod } from '../../runtime/kube-objects.ts';
 import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
 import { cleanUp, createJob, fakeNodes, podGroup, podPeer, podUid, rand, replacedPod, reportChipFault, type TestJob } from './recovery-fixtures.ts';
 import { buildTaskdClient, ControllerProcess, freePort, GoTaskdClient, haveGo, pollResetConfig, timeline } from './recovery-real-client.ts';

@@ -10,7 +10,7 @@ import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { paths, type KubeClient } from '../../runtime/kube-client.ts';
-import type { ConfigMap } from '../../controllers/sources/sources.ts';
+import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { parseResetConfigData, type TaskResetInfo } from '../../schemas/reset-config/reset-config.ts';
 import { controlPlaneInfo } from '../support/cluster.ts';
 import type { TestJob } from './recovery-fixtures.ts';

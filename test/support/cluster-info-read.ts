@@ -1,6 +1,6 @@
 /** Reading cluster-info-device-N back from the apiserver as Volcano's ascend plugin parses it. */
 import { paths, type KubeClient } from '../../runtime/kube-client.ts';
-import type { ConfigMap } from '../../controllers/sources/sources.ts';
+import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { parseClusterInfo, type DeviceInfoEntry } from '../../schemas/cluster-info/cluster-info.ts';
 import { deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
 

@@ -5,7 +5,7 @@
 import { Subject } from 'rxjs';
 import type { KubeObject } from '../../runtime/kube-client.ts';
 import type { WatchEvent } from '../../runtime/reflector.ts';
-import type { FaultRecord, FaultSource, NpuFaultLevel } from '../../policy/fault-types.ts';
+import type { FaultRecord, FaultSource, NpuFaultLevel } from '../../vocabulary/fault-types.ts';
 import type { JobPodView } from '../../policy/job-view.ts';
 import { NO_FILTER_RULES } from '../../policy/custom-filter.ts';
 import type { FilterJob } from '../../controllers/fault-filters.ts';

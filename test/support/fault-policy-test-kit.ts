@@ -5,9 +5,9 @@
 import type { QueueClock } from '../../runtime/work-queue.ts';
 import { ConfigMapWriter } from '../../runtime/configmap-writer.ts';
 import type { KubeClient, KubeObject } from '../../runtime/kube-client.ts';
-import type { ConfigMap } from '../../controllers/sources/sources.ts';
+import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import type { Logger } from '../../telemetry/logger.ts';
-import type { FaultRecord, FaultSource, NpuFaultLevel } from '../../policy/fault-types.ts';
+import type { FaultRecord, FaultSource, NpuFaultLevel } from '../../vocabulary/fault-types.ts';
 
 export class ManualClock implements QueueClock {
   private t: number;

@@ -3,7 +3,7 @@
  * that keeps resourceVersions and answers 409 on a stale write, and reflector-like stores.
  */
 import { ApiError, type KubeClient, type KubeObject } from '../../runtime/kube-client.ts';
-import type { ConfigMap } from '../../controllers/sources/sources.ts';
+import type { ConfigMap } from '../../runtime/kube-objects.ts';
 
 export interface FakeWrite {
   readonly verb: 'create' | 'replace' | 'delete';

@@ -2,7 +2,7 @@
  * Builders for the job policy tests (pure data; no test framework imports). A "4-pod vcjob" is the
  * reference job: ranks 0-3 on node-0..node-3, 8 NPUs each (`Ascend910-0..7`).
  */
-import type { FaultRecord, FaultSource, NpuFaultLevel } from '../../policy/fault-types.ts';
+import type { FaultRecord, FaultSource, NpuFaultLevel } from '../../vocabulary/fault-types.ts';
 import { aggregateJob, type HiddenFault, type JobFaultAggregate } from '../../policy/job-aggregation.ts';
 import type { JobRescheduleState } from '../../policy/job-decision-types.ts';
 import { decideJob, type JobDecisionOutput } from '../../policy/job-restart.ts';

@@ -5,7 +5,7 @@
  */
 import { dueTimers, type CommandMeta, type StepResult } from '../../policy/recovery-kit.ts';
 import { initialRecoveryState, step } from '../../policy/recovery-fsm.ts';
-import type { ProcessManageSignal } from '../../policy/recovery-signals.ts';
+import type { ProcessManageSignal } from '../../vocabulary/process-manage-signal.ts';
 import type { PodObservation, RecoveryCommand, RecoveryEvent, RecoveryJobConfig, RecoveryState, RecoveryTimings } from '../../policy/recovery-types.ts';
 
 export const JOB_ID = 'job-uid-1';

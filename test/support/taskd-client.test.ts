@@ -1,5 +1,6 @@
 import { Code, status } from '../../grpc/codes.ts';
-import { processManageSignal, type ProcessManageSignal } from '../../grpc/messages.ts';
+import type { ProcessManageSignal } from '../../vocabulary/process-manage-signal.ts';
+import { processManageSignal } from '../../grpc/messages.ts';
 import { eventually } from '../../grpc/stub-handlers.ts';
 import { startStubServer, type StubServer } from '../../grpc/testing.ts';
 import { TaskdClient, clusterdTarget, type TaskdClientOptions } from './taskd-client.ts';

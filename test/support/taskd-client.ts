@@ -10,7 +10,8 @@
  */
 import { Client, credentials as grpcCredentials, type ChannelCredentials, type ChannelOptions, type ClientReadableStream, type MethodDefinition } from '@grpc/grpc-js';
 import type { Status } from '../../grpc/codes.ts';
-import { toProcessManageSignal, type ClientInfo, type FaultRank, type ProcessManageSignal } from '../../grpc/messages.ts';
+import type { ProcessManageSignal } from '../../vocabulary/process-manage-signal.ts';
+import { toProcessManageSignal, type ClientInfo, type FaultRank } from '../../grpc/messages.ts';
 import { loadClusterdServices, type ClusterdServices } from '../../grpc/protos.ts';
 
 export type TaskdRole = 'taskd' | 'master agent';

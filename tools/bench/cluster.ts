@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ControlPlane } from '../control-plane/control-plane.ts';
 import { KubeClient, paths } from '../../runtime/kube-client.ts';
-import type { Node } from '../../controllers/sources/sources.ts';
+import type { Node } from '../../runtime/kube-objects.ts';
 import { DevicePluginSimulator } from '../simulator/device-plugin.ts';
 import { createFakeNodes, nodeNames } from '../simulator/nodes.ts';
 import { ControllerProcess } from './controller-process.ts';

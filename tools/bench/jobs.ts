@@ -4,7 +4,7 @@
  * again, the same pods (same names, new UIDs) are created again on the same nodes and kwok runs them.
  */
 import { isConflict, isNotFound, paths, type KubeClient, type KubeObject } from '../../runtime/kube-client.ts';
-import type { Pod } from '../../controllers/sources/sources.ts';
+import type { Pod } from '../../runtime/kube-objects.ts';
 import type { Observer } from './observe.ts';
 import { BENCH_NAMESPACE, podGroupObject, podName, podObject, vcJobObject, type JobSpec } from './fixtures.ts';
 

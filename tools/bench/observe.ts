@@ -7,7 +7,7 @@
  */
 import { paths, type KubeClient } from '../../runtime/kube-client.ts';
 import { Reflector, type WatchEvent } from '../../runtime/reflector.ts';
-import type { ConfigMap, Pod } from '../../controllers/sources/sources.ts';
+import type { ConfigMap, Pod } from '../../runtime/kube-objects.ts';
 import { CLUSTER_INFO_DEVICE_PREFIX, CLUSTER_INFO_LABEL_KEY, CLUSTER_INFO_NAMESPACE, CLUSTER_INFO_SWITCH_PREFIX } from '../../schemas/cluster-info/cluster-info.ts';
 import { DEVICE_INFO_CM_PREFIX } from '../../schemas/device-info/device-info.ts';
 import { FAULT_NODE_KEY, VCJOB_FAULT_NPU_CM_NAME, VCJOB_FAULT_NPU_NAMESPACE } from '../../schemas/vcjob-fault-npu/vcjob-fault-npu.ts';

@@ -12,7 +12,7 @@ import { encodeDeviceInfoData } from '../../schemas/device-info/device-info-enco
 import { DEVICE_INFO_LABELS, DEVICE_INFO_NAMESPACE, deviceInfoCmName, parseDeviceInfoData } from '../../schemas/device-info/device-info.ts';
 import type { SwitchFaultLevel } from '../../schemas/device-info/switch-info.ts';
 import { isNotFound, paths, type KubeClient, type KubeObject } from '../../runtime/kube-client.ts';
-import type { NpuFaultLevel } from '../../policy/fault-types.ts';
+import type { NpuFaultLevel } from '../../vocabulary/fault-types.ts';
 import { Coalescer, Limiter } from './coalescer.ts';
 import { FAULT_CODE_RE } from '../../schemas/device-info/device-fault.ts';
 import { InvalidFaultError, defaultChipLevel, defaultNetworkLevel, isParameterPlaneCode } from './fault-codes.ts';

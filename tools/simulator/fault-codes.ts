@@ -4,7 +4,7 @@
  * schemas/fault-code DEFAULT_FAULT_CODE_TABLE), NodeD codes (formats.md 2.5), switch codes (2.3).
  */
 import { DEFAULT_FAULT_CODE_TABLE, PARAMETER_PLANE_CODES, type FaultCodeTable } from '../../schemas/fault-code/fault-code.ts';
-import { NPU_LEVELS_BY_SEVERITY, type NpuFaultLevel } from '../../policy/fault-types.ts';
+import { NPU_LEVELS_BY_SEVERITY, type NpuFaultLevel } from '../../vocabulary/fault-types.ts';
 import { NODE_FAULT_LEVEL_TO_NPU, type NodeFaultLevel } from '../../schemas/node-info/node-info.ts';
 import { SWITCH_LEVEL_TO_NPU, type SwitchFaultLevel } from '../../schemas/device-info/switch-info.ts';
 

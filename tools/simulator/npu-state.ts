@@ -11,7 +11,7 @@
  * - a chip being hot-reset is in `<P>-Recovering` and out of `<P>`.
  * kubelet's allocatable count = the number of chips in `<P>`.
  */
-import type { NpuFaultLevel } from '../../policy/fault-types.ts';
+import type { NpuFaultLevel } from '../../vocabulary/fault-types.ts';
 import { FAULT_TYPES, MANUALLY_SEPARATE_NPU, type DeviceFault } from '../../schemas/device-info/device-fault.ts';
 import { makeDeviceFault, type CodeAtLevel, type DeviceInfoDataInput } from '../../schemas/device-info/device-info-encode.ts';
 import { DEFAULT_DEVICE_RESOURCE_PREFIX, type DeviceInfoData, type DeviceResourcePrefix, type UpgradeReason } from '../../schemas/device-info/device-info.ts';

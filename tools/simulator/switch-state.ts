@@ -2,7 +2,7 @@
  * A3 UnifiedBus switch faults of one simulated node, as the device plugin folds them into the
  * `SwitchInfoCfg` key of its device-info CM (formats.md 1.1). Pure state, no I/O.
  */
-import { mostSerious } from '../../policy/fault-types.ts';
+import { mostSerious } from '../../vocabulary/fault-types.ts';
 import {
   SWITCH_LEVEL_TO_NODE_STATUS,
   SWITCH_LEVEL_TO_NPU,

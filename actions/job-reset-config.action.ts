@@ -9,7 +9,7 @@
  * written only when the bytes differ, with the cached resourceVersion (a 409 goes back to the queue).
  * Keys we do not own (`restartType` from the device plugin, anything else) are kept.
  */
-import type { ConfigMap } from '../controllers/sources/sources.ts';
+import type { ConfigMap } from '../runtime/kube-objects.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import {
   RESET_CONFIG_LABEL_KEY, RESET_CONFIG_LABEL_VALUE, RESTART_TYPE, encodeResetConfigData, parseResetConfigData, resetConfigName,

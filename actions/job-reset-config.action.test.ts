@@ -1,7 +1,7 @@
 import { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import { FakeConfigMaps } from '../test/support/job-fakes.ts';
 import { encodeResetConfigData, parseResetConfigData, type TaskResetInfo } from '../schemas/reset-config/reset-config.ts';
-import { reconcileResetConfig } from './reset-config.reconciler.ts';
+import { reconcileResetConfig } from './job-reset-config.action.ts';
 
 const initial: TaskResetInfo = { RankList: [], UpdateTime: 1_732_180_000, RetryTime: 2, FaultFlushing: false, GracefulExit: 0, RestartFaultProcess: false };
 

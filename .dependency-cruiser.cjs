@@ -1,0 +1,78 @@
+/**
+ * The layering, checked by tools/layering/layering.test.ts (unit project, so the test command runs it).
+ * Floors, bottom up: vocabulary/ (shared fault and signal vocabulary) -> schemas/ (wire formats) ->
+ * policy/ (pure decisions: no I/O, no clock) -> runtime/ (client, informers, queue) -> reconcilers/
+ * and actions/ (the writers) -> controllers/ (wiring) -> main.ts. Test files and test/ are not
+ * checked. Known violations, waiting for issue 11 steps 1-3, are listed in
+ * tools/layering/known-violations.ts; that list may only shrink.
+ */
+const ABOVE_POLICY = '^(runtime|controllers|reconcilers|actions|grpc|telemetry|tools|test)/|^main\\.ts$';
+const NPM = ['npm', 'npm-dev', 'npm-optional', 'npm-peer', 'npm-bundled', 'npm-no-pkg', 'npm-unknown'];
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'Import cycles (type-only imports count too) make the floors meaningless.',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'vocabulary-is-ground',
+      severity: 'error',
+      comment: 'vocabulary/ is the ground floor: it imports nothing but itself, not even a library.',
+      from: { path: '^vocabulary/' },
+      to: { pathNot: '^vocabulary/' },
+    },
+    {
+      name: 'schemas-not-above',
+      severity: 'error',
+      comment: 'schemas/ import only vocabulary/, other schemas and libraries.',
+      from: { path: '^schemas/' },
+      to: { path: `^policy/|${ABOVE_POLICY}` },
+    },
+    {
+      name: 'policy-not-above',
+      severity: 'error',
+      comment: 'policy/ is pure: nothing from the runtime, the writers, the wiring, gRPC or telemetry.',
+      from: { path: '^policy/' },
+      to: { path: ABOVE_POLICY },
+    },
+    {
+      name: 'policy-no-node-builtins',
+      severity: 'error',
+      comment: 'policy/ does no I/O and reads no clock: no node: built-in (fs, net, http, timers, ...).',
+      from: { path: '^policy/' },
+      to: { dependencyTypes: ['core'] },
+    },
+    {
+      name: 'policy-only-rxjs',
+      severity: 'error',
+      comment: 'policy/ may use rxjs (time through an injected scheduler); no other library (kube client, gRPC, winston, prom-client, undici, ...).',
+      from: { path: '^policy/' },
+      to: { dependencyTypes: NPM, pathNot: '(^|/)node_modules/rxjs/' },
+    },
+    {
+      name: 'runtime-not-above',
+      severity: 'error',
+      comment: 'runtime/ (client, informers, queue, Kubernetes object types) is below the writers and the wiring.',
+      from: { path: '^runtime/' },
+      to: { path: '^(controllers|reconcilers|actions|policy|grpc)/|^main\\.ts$' },
+    },
+    {
+      name: 'actions-not-reconcilers',
+      severity: 'error',
+      comment: 'Reconcilers call actions, not the other way round; what both need lives in actions/ or below.',
+      from: { path: '^actions/' },
+      to: { path: '^reconcilers/' },
+    },
+  ],
+  options: {
+    tsConfig: { fileName: 'tsconfig.json' },
+    // A type-only import upward is still a dependency on the floor above.
+    tsPreCompilationDeps: true,
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^dist/|^test/|\\.test\\.ts$' },
+  },
+};

@@ -1,0 +1,108 @@
+/**
+ * The layering is a test (issue 11 step 5): the repo's import graph and write-verb/clock use checked
+ * against .dependency-cruiser.cjs and tools/layering/layering.ts, with the baseline of known
+ * violations, which may only shrink. The second test proves the checker sees each rule on a small tree.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync, copyFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { compareWithBaseline, report, violationKey, type Violation } from './layering.ts';
+import { KNOWN_VIOLATIONS } from './known-violations.ts';
+
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const CHECK = join(REPO, 'tools/layering/layering.ts');
+
+/** Runs the checker in its own process (it loads dependency-cruiser and the TypeScript compiler). */
+function check(root: string): Violation[] {
+  const r = spawnSync(process.execPath, [CHECK, '--json', '--root', root], { cwd: REPO, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  if (r.stdout.trim() === '') throw new Error(`layering check crashed (${r.status}): ${r.stderr}`);
+  return (JSON.parse(r.stdout) as { violations: Violation[] }).violations;
+}
+
+describe('layering', () => {
+  it(`has no violation outside the baseline of ${KNOWN_VIOLATIONS.length}, and no stale baseline entry`, () => {
+    const c = compareWithBaseline(check(REPO), KNOWN_VIOLATIONS);
+    console.log(report(c));
+    expect(c.fresh.map(violationKey)).toEqual([]);
+    expect(c.gone).toEqual([]);
+  }, 180_000);
+
+  describe('the checker, on a small tree that breaks every rule once', () => {
+    let root = '';
+    beforeAll(() => {
+      root = mkdtempSync(join(realpathSync(tmpdir()), 'layering-'));
+      symlinkSync(realpathSync(join(REPO, 'node_modules')), join(root, 'node_modules'));
+      copyFileSync(join(REPO, '.dependency-cruiser.cjs'), join(root, '.dependency-cruiser.cjs'));
+      const files: Record<string, string> = {
+        'tsconfig.json': JSON.stringify({ extends: join(REPO, 'tsconfig.json'), compilerOptions: { rootDir: '.', noUnusedLocals: false, noUnusedParameters: false }, include: ['*.ts', 'vocabulary', 'policy', 'schemas', 'runtime', 'reconcilers', 'actions', 'controllers'] }),
+        'vocabulary/v.ts': "import { of } from 'rxjs';\nexport const v = of(1);\n",
+        'runtime/kube-client.ts': 'export class KubeClient {\n  get(p: string) { return p; }\n  delete(p: string) { return p; }\n  request(m: string, p: string) { return m + p; }\n}\n',
+        'runtime/configmap-writer.ts': 'export class ConfigMapWriter {\n  ensure(k: string) { return k; }\n}\n',
+        'runtime/uses-wiring.ts': "import type { Wiring } from '../controllers/writes.ts';\nexport type W = Wiring;\n",
+        'policy/p.ts': [
+          "import { readFileSync } from 'node:fs';",
+          "import winston from 'winston';",
+          "import { of } from 'rxjs';",
+          "import type { KubeClient } from '../runtime/kube-client.ts';",
+          'export const p = (k?: KubeClient): unknown => [readFileSync, winston, of, k, new Date(0)];',
+          'export const stamp = (): number => Date.now() + new Date().getTime();',
+          'export const later = (): unknown => setTimeout(() => {}, 1);',
+        ].join('\n'),
+        'policy/p.test.ts': "import { readFileSync } from 'node:fs';\nexport const t = readFileSync;\n",
+        'schemas/s.ts': "import { p } from '../policy/p.ts';\nexport const s = p;\n",
+        'actions/a.ts': "import { r } from '../reconcilers/r.ts';\nexport const a = (): unknown => r;\n",
+        'reconcilers/r.ts': [
+          "import { a } from '../actions/a.ts';",
+          "import type { KubeClient } from '../runtime/kube-client.ts';",
+          'export const r = (k: KubeClient): unknown => [a, k.delete(\'x\')];',
+        ].join('\n'),
+        'controllers/writes.ts': [
+          "import type { KubeClient } from '../runtime/kube-client.ts';",
+          "import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';",
+          'export type Wiring = number;',
+          "export const w = (k: KubeClient | undefined, cm: ConfigMapWriter): unknown => [k?.delete('x'), k?.request('PUT', 'x'), cm.ensure('x')];",
+        ].join('\n'),
+        'controllers/reads.ts': [
+          "import type { KubeClient } from '../runtime/kube-client.ts';",
+          "export const reads = (k: KubeClient, m: Map<string, number>): unknown => [k.get('x'), k.request('GET', 'x'), m.delete('x'), 'a'.replace('a', 'b')];",
+        ].join('\n'),
+      };
+      for (const [f, text] of Object.entries(files)) {
+        mkdirSync(dirname(join(root, f)), { recursive: true });
+        writeFileSync(join(root, f), text);
+      }
+    });
+    afterAll(() => {
+      if (root !== '') rmSync(root, { recursive: true, force: true });
+    });
+
+    it('reports exactly the violations it was given (and not Map.delete, String.replace, request GET or test files)', () => {
+      const keys = check(root).map(violationKey).sort();
+      expect(keys).toEqual([
+        'actions-not-reconcilers: actions/a.ts -> reconcilers/r.ts',
+        'no-circular: actions/a.ts -> reconcilers/r.ts',
+        'only-writers-write: controllers/writes.ts -> ConfigMapWriter.ensure',
+        'only-writers-write: controllers/writes.ts -> KubeClient.delete',
+        'only-writers-write: controllers/writes.ts -> KubeClient.request',
+        'policy-no-clock: policy/p.ts -> Date.now()',
+        'policy-no-clock: policy/p.ts -> new Date()',
+        'policy-no-clock: policy/p.ts -> setTimeout()',
+        'policy-no-node-builtins: policy/p.ts -> fs',
+        'policy-not-above: policy/p.ts -> runtime/kube-client.ts',
+        'policy-only-rxjs: policy/p.ts -> node_modules/winston/lib/winston.js',
+        'runtime-not-above: runtime/uses-wiring.ts -> controllers/writes.ts',
+        'schemas-not-above: schemas/s.ts -> policy/p.ts',
+        'vocabulary-is-ground: vocabulary/v.ts -> node_modules/rxjs/dist/cjs/index.js',
+      ]);
+    }, 180_000);
+
+    it('a baseline fails on a new violation and on an entry that is gone', () => {
+      const v = (to: string): Violation => ({ rule: 'schemas-not-above', from: 'schemas/s.ts', to });
+      const c = compareWithBaseline([v('policy/p.ts')], [v('policy/old.ts')]);
+      expect(c.fresh.map(violationKey)).toEqual(['schemas-not-above: schemas/s.ts -> policy/p.ts']);
+      expect(c.gone).toEqual(['schemas-not-above: schemas/s.ts -> policy/old.ts']);
+    });
+  });
+});

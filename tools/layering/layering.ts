@@ -1,0 +1,172 @@
+/**
+ * The layering check (issue 11 step 5): dependency-cruiser with the repo's .dependency-cruiser.cjs for
+ * the import graph, plus two rules an import graph cannot see, checked on the TypeScript AST:
+ *
+ * - `only-writers-write`: the write verbs of the kube client (KubeClient.create/replace/patch/delete,
+ *   `request` with any method but a literal 'GET') and ConfigMapWriter.ensure are used only in
+ *   reconcilers/, actions/ and runtime/ (the client and its write helpers). Found by the receiver's
+ *   type, so `Map.delete` or `String.replace` never count. tools/ and tests are not checked.
+ * - `policy-no-clock`: policy/ reads no clock and schedules nothing itself (Date.now(), new Date(),
+ *   performance.now(), process.hrtime, setTimeout/setInterval/setImmediate); time reaches it as a
+ *   parameter or an injected RxJS scheduler.
+ *
+ * The result is compared with tools/layering/known-violations.ts, which may only shrink.
+ * `node tools/layering/layering.ts` prints the report (exit 1 on a new or a stale entry);
+ * `--json` prints {violations, fresh, gone}; `--root DIR` checks another tree (the self-test's).
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+
+export interface Violation {
+  readonly rule: string;
+  readonly from: string;
+  readonly to: string;
+  /** Where, for the report (`file:line`); not part of the identity, so edits above it do not churn the baseline. */
+  readonly at?: string;
+}
+
+const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+/** Product code; test files and test/ are excluded by the config (dependency rules) and below (AST rules). */
+export const CHECKED_ROOTS = ['main.ts', 'vocabulary', 'controllers', 'reconcilers', 'actions', 'policy', 'runtime', 'schemas', 'telemetry', 'grpc', 'tools'];
+const WRITERS = /^(reconcilers|actions|runtime|tools)\//;
+const isTestFile = (f: string): boolean => /\.test\.ts$/.test(f) || f.startsWith('test/');
+
+export const violationKey = (v: Pick<Violation, 'rule' | 'from' | 'to'>): string => `${v.rule}: ${v.from} -> ${v.to}`;
+
+/** Import-graph rules of .dependency-cruiser.cjs (cycles reported once per module in the cycle). */
+export function dependencyViolations(root: string): Violation[] {
+  const roots = CHECKED_ROOTS.filter((r) => existsSync(join(root, r)));
+  const cli = join(REPO, 'node_modules/dependency-cruiser/bin/dependency-cruiser.mjs');
+  const r = spawnSync(process.execPath, [cli, '--config', '.dependency-cruiser.cjs', '--output-type', 'json', ...roots], { cwd: root, encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
+  if (r.status !== 0) throw new Error(`dependency-cruiser failed (${r.status}): ${r.stderr}`);
+  const out = JSON.parse(r.stdout) as { summary: { violations: Array<{ rule: { name: string }; from: string; to: string; cycle?: Array<{ name: string }> }> } };
+  // A library is named from node_modules/ on, wherever node_modules really is (a symlinked one resolves elsewhere).
+  const lib = (p: string): string => p.replace(/^.*?(?=node_modules\/)/, '');
+  return out.summary.violations.map((v) => ({
+    rule: v.rule.name,
+    from: v.from,
+    to: lib(v.to),
+    ...(v.cycle !== undefined ? { at: `cycle ${[v.from, ...v.cycle.map((c) => c.name)].join(' -> ')}` } : {}),
+  }));
+}
+
+const WRITE_METHODS: Record<string, ReadonlySet<string>> = {
+  'runtime/kube-client.ts#KubeClient': new Set(['create', 'replace', 'patch', 'delete', 'request']),
+  'runtime/configmap-writer.ts#ConfigMapWriter': new Set(['ensure']),
+};
+const TIMERS = new Set(['setTimeout', 'setInterval', 'setImmediate']);
+
+/** The AST rules (see the file comment). */
+export function astViolations(root: string): Violation[] {
+  const cfg = ts.getParsedCommandLineOfConfigFile(join(root, 'tsconfig.json'), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} });
+  if (cfg === undefined) throw new Error(`no tsconfig.json in ${root}`);
+  const rel = (f: string): string => relative(root, f).split('\\').join('/');
+  const files = cfg.fileNames.filter((f) => !isTestFile(rel(f)) && !rel(f).startsWith('tools/'));
+  const program = ts.createProgram(files, { ...cfg.options, noEmit: true });
+  const checker = program.getTypeChecker();
+  const out: Violation[] = [];
+
+  /** `runtime/kube-client.ts#KubeClient` when the expression's type is (or may be) one of our classes. */
+  const classOf = (e: ts.Expression): string | undefined => {
+    const t = checker.getNonNullableType(checker.getTypeAtLocation(e));
+    for (const part of t.isUnion() ? t.types : [t]) {
+      const decl = part.getSymbol()?.declarations?.[0];
+      if (decl === undefined || !ts.isClassDeclaration(decl) || decl.name === undefined) continue;
+      const id = `${rel(decl.getSourceFile().fileName)}#${decl.name.text}`;
+      if (id in WRITE_METHODS) return id;
+    }
+    return undefined;
+  };
+
+  for (const sf of program.getSourceFiles()) {
+    const file = rel(sf.fileName);
+    if (sf.isDeclarationFile || file.startsWith('..') || file.includes('node_modules/') || isTestFile(file)) continue;
+    const checkWrites = !WRITERS.test(file);
+    const checkClock = file.startsWith('policy/');
+    if (!checkWrites && !checkClock) continue;
+    const at = (n: ts.Node): string => `${file}:${sf.getLineAndCharacterOfPosition(n.getStart(sf)).line + 1}`;
+    const visit = (n: ts.Node): void => {
+      if (checkWrites && ts.isPropertyAccessExpression(n)) {
+        const cls = classOf(n.expression);
+        const method = n.name.text;
+        if (cls !== undefined && WRITE_METHODS[cls]!.has(method)) {
+          const call = ts.isCallExpression(n.parent) && n.parent.expression === n ? n.parent : undefined;
+          const first = call?.arguments[0];
+          const isGet = method === 'request' && first !== undefined && ts.isStringLiteralLike(first) && first.text === 'GET';
+          if (!isGet) out.push({ rule: 'only-writers-write', from: file, to: `${cls.split('#')[1]}.${method}`, at: at(n) });
+        }
+      }
+      if (checkClock) {
+        const clock = clockRead(n);
+        if (clock !== undefined) out.push({ rule: 'policy-no-clock', from: file, to: clock, at: at(n) });
+      }
+      ts.forEachChild(n, visit);
+    };
+    visit(sf);
+  }
+  return out;
+}
+
+function clockRead(n: ts.Node): string | undefined {
+  const prop = (e: ts.Expression, obj: string, name: string): boolean =>
+    ts.isPropertyAccessExpression(e) && ts.isIdentifier(e.expression) && e.expression.text === obj && e.name.text === name;
+  if (ts.isCallExpression(n)) {
+    const e = n.expression;
+    if (prop(e, 'Date', 'now')) return 'Date.now()';
+    if (prop(e, 'performance', 'now')) return 'performance.now()';
+    if (ts.isIdentifier(e) && TIMERS.has(e.text)) return `${e.text}()`;
+    if (ts.isPropertyAccessExpression(e) && ts.isIdentifier(e.expression) && e.expression.text === 'globalThis' && TIMERS.has(e.name.text)) return `${e.name.text}()`;
+  }
+  if (ts.isNewExpression(n) && ts.isIdentifier(n.expression) && n.expression.text === 'Date' && (n.arguments === undefined || n.arguments.length === 0)) return 'new Date()';
+  if (ts.isPropertyAccessExpression(n) && (prop(n, 'process', 'hrtime'))) return 'process.hrtime';
+  return undefined;
+}
+
+/** Every violation in `root`, both kinds, sorted, one per (rule, from, to). */
+export function allViolations(root: string): Violation[] {
+  const seen = new Map<string, Violation>();
+  for (const v of [...dependencyViolations(root), ...astViolations(root)]) if (!seen.has(violationKey(v))) seen.set(violationKey(v), v);
+  return [...seen.values()].sort((a, b) => violationKey(a).localeCompare(violationKey(b)));
+}
+
+export interface Comparison {
+  /** Violations not in the baseline: the change broke the layering. */
+  readonly fresh: readonly Violation[];
+  /** Baseline entries no longer violated: remove them (the list only shrinks). */
+  readonly gone: readonly string[];
+  readonly known: readonly Violation[];
+}
+
+export function compareWithBaseline(actual: readonly Violation[], baseline: readonly Pick<Violation, 'rule' | 'from' | 'to'>[]): Comparison {
+  const base = new Set(baseline.map(violationKey));
+  const now = new Set(actual.map(violationKey));
+  return {
+    fresh: actual.filter((v) => !base.has(violationKey(v))),
+    gone: [...base].filter((k) => !now.has(k)),
+    known: actual.filter((v) => base.has(violationKey(v))),
+  };
+}
+
+export function report(c: Comparison): string {
+  const line = (v: Violation): string => `  ${violationKey(v)}${v.at !== undefined ? `   (${v.at})` : ''}`;
+  const parts = [`layering: ${c.fresh.length} new violation(s), ${c.gone.length} stale baseline entr(y/ies), ${c.known.length} known (baseline, may only shrink)`];
+  if (c.fresh.length > 0) parts.push('NEW violations (fix them; see .dependency-cruiser.cjs for the rules):', ...c.fresh.map(line));
+  if (c.gone.length > 0) parts.push('STALE baseline entries (fixed: remove them from tools/layering/known-violations.ts):', ...c.gone.map((k) => `  ${k}`));
+  if (c.known.length > 0) parts.push('known (tools/layering/known-violations.ts):', ...c.known.map(line));
+  return parts.join('\n');
+}
+
+if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const args = process.argv.slice(2);
+  const rootArg = args.indexOf('--root');
+  const root = rootArg >= 0 ? resolve(args[rootArg + 1] ?? '.') : REPO;
+  const { KNOWN_VIOLATIONS } = await import('./known-violations.ts');
+  const violations = allViolations(root);
+  const c = compareWithBaseline(violations, root === REPO ? KNOWN_VIOLATIONS : []);
+  if (args.includes('--json')) process.stdout.write(JSON.stringify({ violations, fresh: c.fresh, gone: c.gone }) + '\n');
+  else process.stdout.write(report(c) + '\n');
+  process.exitCode = c.fresh.length > 0 || c.gone.length > 0 ? 1 : 0;
+}
