@@ -6,8 +6,9 @@
  * - 30 s after the job's first queued fault: a code seen on two different NPUs of the job within 30 s is
  *   a software fault and is not counted; otherwise every occurrence is counted as hardware (#36);
  * - per (node, NPU, code): the last `fault_threshold` counted occurrences spanning less than
- *   `fault_window_hours` -> the NPU is manually separated (recorded for clusterd-manual-info-cm);
- *   a repeat renews LastSeparateTime (#37);
+ *   `fault_window_hours` -> the NPU is manually separated (recorded for clusterd-manual-info-cm,
+ *   LastSeparateTime = that occurrence's receive time) and the count starts again; reaching the
+ *   threshold again while separated renews LastSeparateTime (#37);
  * - released when now - LastSeparateTime >= `fault_free_hours` (-1 never), or as soon as an operator
  *   deletes the NPU from the ConfigMap's `Total` (ClusterD notices within its 15 s loop; we act on the
  *   informer event) (#38); disabling the policy clears everything (#39).
@@ -129,7 +130,11 @@ class Work {
     const nk = npuKey(f.node, f.device);
     const npu = this.separated[nk] ?? { node: f.node, device: f.device, observedInCm: false, entries: [] };
     const had = npu.entries.some((e) => e.code === f.code);
-    const entries = [...npu.entries.filter((e) => e.code !== f.code), { code: f.code, lastSeparateTimeMs: nowMs }].sort((a, b) => (a.code < b.code ? -1 : 1));
+    // As ClusterD (counter.go dealFrequencyFault): the count starts again from zero, so a renewal
+    // takes `fault_threshold` new occurrences, and LastSeparateTime is the receive time of the
+    // occurrence that reached the threshold, not the moment of the judgement.
+    delete this.counters[key];
+    const entries = [...npu.entries.filter((e) => e.code !== f.code), { code: f.code, lastSeparateTimeMs: f.atMs }].sort((a, b) => (a.code < b.code ? -1 : 1));
     this.separated[nk] = { ...npu, entries };
     const reasons = [
       counted,

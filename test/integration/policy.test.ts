@@ -114,8 +114,10 @@ describe('fault policy on the real apiserver', () => {
     expect(JSON.parse(info)).toEqual({ Total: ['Ascend910-1'], Detail: { 'Ascend910-1': [{ FaultCode: code, FaultLevel: 'ManuallySeparateNPU', LastSeparateTime: expect.any(Number) }] } });
     const e = await eventually(async () => {
       const x = await deviceEntry(client, node);
-      return levelIn(x, 'Ascend910-1', code) === 'ManuallySeparateNPU' ? x : undefined;
+      return levelIn(x, 'Ascend910-1', '') === 'ManuallySeparateNPU' ? x : undefined;
     });
+    // ClusterD's injected fault: no code, no time map (the recovered code is not listed again)
+    expect(JSON.parse(e!.DeviceList[`${P}-Fault`] ?? '[]')).toEqual([expect.objectContaining({ npu_name: 'Ascend910-1', fault_code: '', fault_time_and_level_map: {}, fault_level: 'ManuallySeparateNPU' })]);
     expect(listed(e, '-Unhealthy', 'Ascend910-1')).toBe(true);
     expect(lines.find((l) => l.msg === 'fault escalated' && l.node === node)).toMatchObject({ npu: 'Ascend910-1', code, faultLevel: 'ManuallySeparateNPU', rule: 'manual-separation', reasons: expect.stringContaining('hardware fault counted') });
     // the operator deletes the NPU from Total
@@ -124,7 +126,8 @@ describe('fault policy on the real apiserver', () => {
     await client.replace(paths.configMap(csNs, MANUAL_INFO_CM_NAME), { ...cm, data: { ...cm.data, [node]: JSON.stringify({ Total: [], Detail: {} }) } });
     await eventually(async () => levelIn(await deviceEntry(client, node), 'Ascend910-1', '') === undefined, 15_000);
     process.stdout.write(`manual separation released ${Date.now() - t0} ms after the operator's edit of Total\n`);
-    await eventually(async () => (await client.get<ConfigMap>(paths.configMap(csNs, MANUAL_INFO_CM_NAME))).data?.[node] === undefined, 15_000);
+    // the node leaves the ConfigMap (deleted altogether once no NPU is separated, as ClusterD)
+    await eventually(async () => (await client.getOrUndefined<ConfigMap>(paths.configMap(csNs, MANUAL_INFO_CM_NAME)))?.data?.[node] === undefined, 15_000);
     expect(listed(await deviceEntry(client, node), '-Unhealthy', 'Ascend910-1')).toBe(false);
   }, 60_000);
 
