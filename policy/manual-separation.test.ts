@@ -134,6 +134,13 @@ describe('ClusterD manual separation (A.5)', () => {
     expect(r.nextDeadlineMs).toBeUndefined();
   });
 
+  it('LastSeparateTime is the receive time (the controller\'s clock at first sight), not the reported fault time', () => {
+    // reported at 5 s, first seen at 100 s (ClusterD's FaultReceivedTime is its own clock)
+    const r = drive([[100 * S, observe(f('Ascend910-1', '8C084E00', 5 * S))]], 200 * S, { ...DEFAULT_MANUAL_SEPARATE_POLICY, separate: { fault_window_hours: 1, fault_threshold: 1 } });
+    expect(r.outputs.map(brief)).toContain(`${130 * S}:separated:Ascend910-1:8C084E00`);
+    expect(manualInfoView(r.state).n1?.Detail['Ascend910-1']).toEqual([{ FaultCode: '8C084E00', FaultLevel: 'ManuallySeparateNPU', LastSeparateTime: 100 * S }]);
+  });
+
   it('threshold 1 separates on the first hardware fault', () => {
     const r = drive([...hit(0)], 60 * S, { ...DEFAULT_MANUAL_SEPARATE_POLICY, separate: { fault_window_hours: 1, fault_threshold: 1 } });
     expect(r.outputs.map(brief)).toContain(`${30 * S}:separated:Ascend910-1:8C084E00`);

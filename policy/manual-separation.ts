@@ -33,7 +33,11 @@ export interface ManualFaultObservation {
   readonly device: string;
   readonly code: string;
   readonly level: NpuFaultLevel;
-  /** ClusterD FaultReceivedTime: when the controller first saw this instance of (NPU, code). */
+  /**
+   * Identifies this instance of (NPU, code): the reported fault time (a new occurrence has a new
+   * one). The time that counts is ClusterD's FaultReceivedTime, the controller's clock when it first
+   * sees the instance, which `observe` takes (`nowMs`).
+   */
   readonly receivedMs: number;
   /** The job using the NPU (huawei.com/AscendReal); undefined = no job, the fault is ignored. */
   readonly jobKey?: string;
@@ -92,7 +96,9 @@ class Work {
         continue;
       }
       const q = this.pending[f.jobKey];
-      const fault: ManualPendingFault = { node, device: f.device, code: f.code, atMs: f.receivedMs };
+      // ClusterD's FaultReceivedTime (UpdateFaultReceiveTime): its own clock at first sight, not the
+      // device plugin's fault_time; it becomes LastSeparateTime and starts the release window.
+      const fault: ManualPendingFault = { node, device: f.device, code: f.code, atMs: nowMs };
       this.pending[f.jobKey] = { windowStartMs: q?.windowStartMs ?? nowMs, faults: [...(q?.faults ?? []), fault] };
     }
     for (const k of Object.keys(this.lastSeen)) if (k.startsWith(`${node}/`) && !present.has(k)) delete this.lastSeen[k];

@@ -18,7 +18,8 @@ export type Step =
   | { readonly name: string; readonly writes: (w: World, nowMs: number) => Write[]; readonly minSettleMs?: number }
   | { readonly name: string; readonly restart: true }
   /**
-   * Nothing is written for `ms` (or until `ms` after the named step's writes went out); the
+   * Nothing is written for `ms` (or until `ms` after the named step's writes went out, or after
+   * both controllers of the named restart step served again); the
    * ConfigMaps each side rewrote meanwhile are compared too (ClusterD's 5 s rewrites are no-ops).
    */
   | { readonly name: string; readonly waitSince?: string; readonly ms: number };
@@ -136,6 +137,7 @@ export async function runScenario(scenario: Scenario, opts: Partial<SideOptions>
         const [a, b] = await Promise.all(both.map((s) => s.restartController()));
         timings[`clusterd_restart_ms`] = a!;
         timings[`ours_restart_ms`] = b!;
+        sentAt.set(step.name, Date.now()); // a wait may count from the moment both serve again
       } else {
         const since = step.waitSince === undefined ? Date.now() : sentAt.get(step.waitSince);
         if (since === undefined) throw new Error(`step ${step.name}: no step ${step.waitSince} before it`);

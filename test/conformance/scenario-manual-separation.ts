@@ -80,6 +80,7 @@ const operatorRelease = (): Write => ({
 });
 
 const FIRST = `${CODE} on ${NODE} chip ${NPU} (job llama), 1st occurrence`;
+const RESTART = 'restart both controllers';
 const RELEASE = `operator deletes ${NODE} chip ${NPU} from Total in clusterd-manual-info-cm`;
 
 export const MANUAL_SEPARATION: Scenario = {
@@ -96,7 +97,11 @@ export const MANUAL_SEPARATION: Scenario = {
     // ClusterD judges a job's faults 30 s after the first (software or hardware), then writes
     // clusterd-manual-info-cm on its 15 s loop.
     { name: 'wait for the 30 s judgement and the 15 s manual-info loop', waitSince: FIRST, ms: 30_000 + 17_000 },
-    { name: 'restart both controllers', restart: true },
+    { name: RESTART, restart: true },
+    // ClusterD notices an operator's edit by comparing the ConfigMap with what it last wrote, which it
+    // only knows after its first 15 s loop since start: an edit before that is overwritten with its
+    // cache (the operator's release is lost). An operator does not edit within 15 s of a restart.
+    { name: 'wait for ClusterD\'s first manual-info loop after the restart', waitSince: RESTART, ms: 17_000 },
     { name: RELEASE, writes: () => [operatorRelease()], minSettleMs: 17_000 },
   ],
 };
