@@ -124,10 +124,12 @@ export class Manager implements HealthSource {
       reportedUnhealthy: (n) => this.deviceFaults.store.nodeState(n)?.device?.data.lists.unhealthy ?? [],
       onViewChange: (nodes) => this.deviceFaults.notify(nodes),
       deviceRules: options.devicePluginRules,
-      onStateChange: () => { this.escalationState.queue.addAfter(ESCALATION_STATE_RECONCILE_KEY, 200); this.manualInfo.queue.add(MANUAL_INFO_RECONCILE_KEY); },
+      persistState: options.persistPolicyState,
+      onStateChange: () => { if (options.persistPolicyState) this.escalationState.queue.addAfter(ESCALATION_STATE_RECONCILE_KEY, 200); this.manualInfo.queue.add(MANUAL_INFO_RECONCILE_KEY); },
     });
     this.escalationState = new ControllerLoop(escalationStateReconciler({
-      desired: (t) => this.faultPolicy.persistedState(t), writer: this.writer, namespace: csNs,
+      // --persist-policy-state=false: nothing to persist, so the state object is never written.
+      desired: (t) => (options.persistPolicyState ? this.faultPolicy.persistedState(t) : undefined), writer: this.writer, namespace: csNs,
       actual: () => this.sources.clusterSystemConfigMaps.get(`${csNs}/${ESCALATION_STATE_CM_NAME}`),
     }), { log, metrics, now: this.now });
     this.manualInfo = new ControllerLoop(manualInfoReconciler({

@@ -3,7 +3,7 @@
  * resourceVersion (optimistic concurrency) when the data differs, nothing when it is equal.
  * A 409 is thrown back to the work queue, which requeues and re-reads the cache (style.md 2.6).
  */
-import { ApiError, isConflict, paths, type KubeClient } from './kube-client.ts';
+import { ApiError, isConflict, isNotFound, paths, type KubeClient } from './kube-client.ts';
 import type { ConfigMap } from './kube-objects.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { Logger } from '../telemetry/logger.ts';
@@ -105,5 +105,30 @@ export class ConfigMapWriter {
       this.metrics?.apiWrites.inc({ kind, result: e instanceof ApiError ? String(e.statusCode) : 'error' });
       throw e;
     }
+  }
+
+  /**
+   * Deletes the ConfigMap, on the condition that it is still the version we last saw (a concurrent
+   * edit is a 409, requeued and decided again on the fresh copy). Absent already = nothing to do.
+   */
+  async remove(kind: string, namespace: string, name: string, cached: ConfigMap | undefined): Promise<WriteResult> {
+    const actual = this.fresher(namespace, name, cached);
+    if (actual === undefined) return { written: false };
+    if (this.dryRun) {
+      this.log?.info('dry run: would delete ConfigMap', { kind, namespace, name });
+      return { written: false };
+    }
+    try {
+      await this.client.delete(paths.configMap(namespace, name), { preconditions: { uid: actual.metadata?.uid, resourceVersion: actual.metadata?.resourceVersion } });
+    } catch (e) {
+      if (isNotFound(e)) return { written: false };
+      if (isConflict(e)) this.metrics?.apiConflicts.inc({ kind });
+      this.metrics?.apiWrites.inc({ kind, result: e instanceof ApiError ? String(e.statusCode) : 'error' });
+      throw e;
+    }
+    this.lastWritten.delete(`${namespace}/${name}`);
+    this.writes.set(kind, (this.writes.get(kind) ?? 0) + 1);
+    this.metrics?.apiWrites.inc({ kind, result: 'success' });
+    return { written: true };
   }
 }

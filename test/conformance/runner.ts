@@ -11,10 +11,15 @@ import { send, startSides, type Side, type SideOptions } from './sides.ts';
 import { World, inputTimes, type NodeSpec, type Write } from './world.ts';
 
 export type Step =
-  | { readonly name: string; readonly writes: (w: World, nowMs: number) => Write[] }
+  /**
+   * `minSettleMs`: compare no sooner than this after the writes (a peer that acts on its own ticker,
+   * such as ClusterD's 15 s manual-info loop, is not settled by 3 quiet seconds).
+   */
+  | { readonly name: string; readonly writes: (w: World, nowMs: number) => Write[]; readonly minSettleMs?: number }
   | { readonly name: string; readonly restart: true }
   /**
-   * Nothing is written for `ms` (or until `ms` after the named step's writes went out); the
+   * Nothing is written for `ms` (or until `ms` after the named step's writes went out, or after
+   * both controllers of the named restart step served again); the
    * ConfigMaps each side rewrote meanwhile are compared too (ClusterD's 5 s rewrites are no-ops).
    */
   | { readonly name: string; readonly waitSince?: string; readonly ms: number };
@@ -89,8 +94,9 @@ export async function runScenario(scenario: Scenario, opts: Partial<SideOptions>
   };
 
   /** Polls both sides until neither changed for quietMs; returns the normalised snapshots. */
-  const settleBoth = async (): Promise<{ snaps: [Snapshot, Snapshot]; ms: number; quiet: boolean }> => {
+  const settleBoth = async (minMs = settle.minMs): Promise<{ snaps: [Snapshot, Snapshot]; ms: number; quiet: boolean }> => {
     const start = Date.now();
+    const maxMs = Math.max(settle.maxMs, minMs + settle.quietMs);
     let last = ['', ''];
     let lastChange = start;
     for (;;) {
@@ -99,16 +105,16 @@ export async function runScenario(scenario: Scenario, opts: Partial<SideOptions>
       const now = Date.now();
       if (texts[0] !== last[0] || texts[1] !== last[1]) { last = texts; lastChange = now; }
       const elapsed = now - start;
-      if (elapsed >= settle.minMs && now - lastChange >= settle.quietMs) return { snaps, ms: lastChange - start, quiet: true };
-      if (elapsed >= settle.maxMs) return { snaps, ms: elapsed, quiet: false };
+      if (elapsed >= minMs && now - lastChange >= settle.quietMs) return { snaps, ms: lastChange - start, quiet: true };
+      if (elapsed >= maxMs) return { snaps, ms: elapsed, quiet: false };
       await sleep(500);
     }
   };
 
   /** ConfigMaps each side wrote while nothing happened (a wait step): a no-op update is no write. */
   let quietWrites: [Snapshot, Snapshot] | undefined;
-  const check = async (step: string, writes?: [Snapshot, Snapshot]): Promise<void> => {
-    const { snaps, ms, quiet } = await settleBoth();
+  const check = async (step: string, writes?: [Snapshot, Snapshot], minMs?: number): Promise<void> => {
+    const { snaps, ms, quiet } = await settleBoth(minMs);
     if (writes !== undefined) for (const i of [0, 1]) for (const [k, v] of writes[i]!) snaps[i]!.set(k, v);
     const differences = compare(snaps[0], snaps[1]);
     results.push({ step, differences, settleMs: ms, quiet });
@@ -131,6 +137,7 @@ export async function runScenario(scenario: Scenario, opts: Partial<SideOptions>
         const [a, b] = await Promise.all(both.map((s) => s.restartController()));
         timings[`clusterd_restart_ms`] = a!;
         timings[`ours_restart_ms`] = b!;
+        sentAt.set(step.name, Date.now()); // a wait may count from the moment both serve again
       } else {
         const since = step.waitSince === undefined ? Date.now() : sentAt.get(step.waitSince);
         if (since === undefined) throw new Error(`step ${step.name}: no step ${step.waitSince} before it`);
@@ -139,7 +146,7 @@ export async function runScenario(scenario: Scenario, opts: Partial<SideOptions>
         const after = await Promise.all(both.map((s) => configMapVersions(s)));
         quietWrites = [rewritten(before[0]!, after[0]!), rewritten(before[1]!, after[1]!)];
       }
-      await check(step.name, quietWrites);
+      await check(step.name, quietWrites, 'writes' in step ? step.minSettleMs : undefined);
       quietWrites = undefined;
       timings[`step ${step.name} ms`] = Date.now() - ts;
     }
