@@ -15,6 +15,7 @@ import { MINDCLUSTER_SRC } from '../../tools/clusterd-peer/clusterd-peer.ts';
 import { paths } from '../../runtime/kube-client.ts';
 import type { Scenario } from './runner.ts';
 import { configMap, readyPatch, type World, type Write } from './world.ts';
+import { PROCESS_RECOVERY } from './scenario-process-recovery.ts';
 
 const chipFault = (w: World, node: string, npu: number, code: string, now: number): Write => {
   const s = w.node(node);
@@ -102,4 +103,4 @@ export const AGENT_FAULTS: Scenario = {
   ],
 };
 
-export const SCENARIOS: readonly Scenario[] = [AGENT_FAULTS];
+export const SCENARIOS: readonly Scenario[] = [AGENT_FAULTS, PROCESS_RECOVERY];
