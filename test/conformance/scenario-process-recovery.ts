@@ -18,6 +18,9 @@
  * Neither side runs Volcano, so nobody replaces a fault pod: clusterd-ts runs in ClusterD's role
  * (`--rescheduling=false`, the allow-listed flag of the rescheduling extension).
  */
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { addChipCode, chipName, removeChipCodes } from '../../tools/simulator/npu-state.ts';
 import { defaultChipLevel } from '../../tools/simulator/fault-codes.ts';
 import { publicFaultPayload } from '../../tools/simulator/public-fault.ts';
@@ -155,7 +158,11 @@ export const PROCESS_RECOVERY: Scenario = {
         // TaskD's MindIO supports every strategy the job allows.
         const c = new GoTaskdClient(taskdBin, ctx.grpcTarget, JOB_UID, ['-strategies=retry,recover,dump,exit']);
         ctx.state.set(CLIENT, c);
-        ctx.cleanups.push(() => c.stop());
+        ctx.cleanups.push(async () => {
+          await c.stop();
+          // The raw exchange, for reading a divergence (times included).
+          writeFileSync(join(process.env.CONFORMANCE_REPORT_DIR ?? tmpdir(), `clusterd-ts-conformance-taskd-${ctx.side}.jsonl`), c.events.map((e) => JSON.stringify(e)).join('\n'));
+        });
         ctx.records.set(`gRPC Recover TaskD ${NS}/${JOB}`, () => exchangeRecord(c.events));
         await exchange(ctx, (ev) => ev.some((e) => e.event === 'subscribe'), 30_000);
       },
