@@ -46,20 +46,23 @@ export const ALLOW_LIST: readonly Allowed[] = [
     why: 'clusterd-ts persists each registered job\'s recovery FSM so a restart or a new leader resumes it',
   },
   {
-    id: 'recovery-after-step-retry',
-    object: /^gRPC Recover TaskD |^ConfigMap [^/]+\/reset-config-|^PodGroup /,
-    field: /^(signal|report) \d+$|^session$|^data reset\.json$|^annotation ProcessRecoverStatus$/,
-    steps: /^(exchange after the UCE|UCE recovered|chip fault|exchange after the chip fault|PubFault)/,
+    id: 'step-retry-rank-in-next-recovery',
+    object: /^gRPC Recover TaskD /,
+    field: /^signal \d+$/,
+    // Only the stopTrain / globalFault / changeStrategy of the recovery after a step retry, and only
+    // when ClusterD's fault ranks are ours plus others.
+    when: (d) => /^(stopTrain|globalFault|changeStrategy) /.test(d.clusterd ?? '') && d.ours !== undefined && d.ours.split(' faultRanks=')[0] === d.clusterd!.split(' faultRanks=')[0],
+    steps: /^(exchange after the chip fault|chip fault recovered|PubFault)/,
     flag: 'none yet',
-    // TODO(issue 15): unresolved divergence. After a step retry that succeeded, ClusterD ends the
-    // signal stream, repeats the retry (stopTrain / globalFault / changeStrategy retry with the same
-    // uuid) and then, the device-info UCE still present, runs a preExit / recover with rank 3 as a
-    // normal fault, whose fault ranks it carries into the next recovery (the chip fault on rank 0
-    // gets faultRanks 0-3, nodeRankIds 0 1); reset-config keeps FaultFlushing=true. clusterd-ts
-    // retries once and recovers the chip fault with its own pod's ranks only. The sequences up to
-    // the retry's changeStrategy / ReportRecoverStatus are identical (compared, not allowed).
-    why: 'ClusterD repeats a succeeded step retry and keeps the UCE rank in later recoveries; clusterd-ts does not (under investigation)',
+    // TODO(issue 15): unresolved. ClusterD keeps a step-retry rank whose business-plane report is
+    // under 60 s old in its controller's fault cache after the retry succeeded, and carries it into
+    // the next recovery: the chip fault on rank 0 (pod 0) gets stopTrain faultRanks [0:1 3:0] and
+    // globalFault / changeStrategy [0:1 1:1 2:1 3:1] with nodeRankIds [0 1] (pod 1 is told to exit
+    // too). clusterd-ts recovers pod 0 alone ([0:1], [0:1 1:1], nodeRankIds [0]). Everything else in
+    // both exchanges (signal types, order, actions, uuid sharing, answer codes) is compared.
+    why: 'ClusterD carries a recently step-retried rank into the next recovery\'s fault ranks; clusterd-ts does not yet',
   },
+
   {
     id: 'node-cm-written-at-start',
     object: /^ConfigMap mindx-dl\/cluster-info-node-cm$/,

@@ -41,6 +41,7 @@ const OWNER = { apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job', name: JOB,
 const RANK_NODES = ['node-a', 'node-b'] as const;
 const CHIPS = [0, 1];
 const CLIENT = 'taskd-client';
+const MARK = 'events seen';
 
 const put = (collection: string, body: KubeObject): Write => ({ op: 'put', collection, body });
 
@@ -110,13 +111,17 @@ const recoverChip = (w: World, node: string, npu: number, now: number): Write =>
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const client = (ctx: SideContext): GoTaskdClient => ctx.state.get(CLIENT) as GoTaskdClient;
 
-/** Waits until `done` holds for the side's client events (then 3 s more for stragglers), or `maxMs`. */
+/**
+ * Waits until `done` holds for the side's client events since the last exchange ended (the signals
+ * start while the fault's own step settles), then 3 s more for stragglers; at most `maxMs`.
+ */
 async function exchange(ctx: SideContext, done: (events: readonly ClientEvent[]) => boolean, maxMs: number): Promise<void> {
   const c = client(ctx);
-  const from = c.events.length;
+  const from = (ctx.state.get(MARK) as number | undefined) ?? 0;
   const end = Date.now() + maxMs;
   while (Date.now() < end && !done(c.events.slice(from))) await sleep(250);
   await sleep(3000);
+  ctx.state.set(MARK, c.events.length);
 }
 
 /** A changeStrategy came and its ReportRecoverStatus was answered. */
