@@ -4,10 +4,11 @@
  * every step both sides are collected until neither changes any more (ClusterD works on a 1 s
  * ticker), normalised (normalise.ts) and compared field by field.
  */
-import { collect, snapshotText, type Snapshot } from './collect.ts';
+import { collect, snapshotText, type Fields, type Snapshot } from './collect.ts';
 import { compare, type Difference } from './diff.ts';
 import { normalise, type TimeWindow } from './normalise.ts';
-import { send, startSides, type Side, type SideOptions } from './sides.ts';
+import { send, startSides, type Side, type SideName, type SideOptions } from './sides.ts';
+import type { KubeClient } from '../../runtime/kube-client.ts';
 import { World, inputTimes, type NodeSpec, type Write } from './world.ts';
 
 export type Step =
@@ -18,11 +19,33 @@ export type Step =
   | { readonly name: string; readonly writes: (w: World, nowMs: number) => Write[]; readonly minSettleMs?: number }
   | { readonly name: string; readonly restart: true }
   /**
+   * Runs on both sides at once, each against its own cluster and controller (e.g. a gRPC client):
+   * for inputs that are not apiserver requests. What it records in `ctx.records` is compared.
+   */
+  | { readonly name: string; readonly perSide: (ctx: SideContext) => Promise<void> }
+  /**
    * Nothing is written for `ms` (or until `ms` after the named step's writes went out, or after
    * both controllers of the named restart step served again); the
    * ConfigMaps each side rewrote meanwhile are compared too (ClusterD's 5 s rewrites are no-ops).
    */
   | { readonly name: string; readonly waitSince?: string; readonly ms: number };
+
+/** One side as a `perSide` step sees it. */
+export interface SideContext {
+  readonly side: SideName;
+  readonly admin: KubeClient;
+  /** host:port of the controller's gRPC server (ClusterD: $POD_IP:8899). */
+  readonly grpcTarget: string;
+  /**
+   * Pseudo-objects the scenario records on this side (a gRPC exchange, call results), read at every
+   * collection, already normalised by the scenario; compared like the objects the controllers write.
+   */
+  readonly records: Map<string, () => Fields>;
+  /** Scenario state across steps (clients started in one step and read in a later one). */
+  readonly state: Map<string, unknown>;
+  /** Run (last first) when the scenario ends, failed or not. */
+  readonly cleanups: Array<() => Promise<void> | void>;
+}
 
 export interface Scenario {
   readonly name: string;
@@ -57,6 +80,9 @@ export interface SettleOptions {
   readonly maxMs: number;
 }
 
+/** The start comparison waits out both sides' first 10 s collector tick, with slack for a loaded machine. */
+export const START_SETTLE_MS = 15_000;
+
 export const DEFAULT_SETTLE: SettleOptions = { quietMs: 3000, minMs: 2000, maxMs: 25_000 };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -85,6 +111,12 @@ export async function runScenario(scenario: Scenario, opts: Partial<SideOptions>
   const sides = await startSides({ workRoot: opts.workRoot ?? (await import('node:os')).tmpdir(), ourFlags: scenario.ourFlags ?? opts.ourFlags });
   timings.control_planes_ms = Date.now() - t0;
   const both: [Side, Side] = [sides.clusterd, sides.ours];
+  const context = (s: Side): SideContext => ({ side: s.name, admin: s.admin, get grpcTarget() { return s.grpcTarget(); }, records: new Map(), state: new Map(), cleanups: [] });
+  const contexts: [SideContext, SideContext] = [context(both[0]), context(both[1])];
+  const withRecords = (snap: Snapshot, i: 0 | 1): Snapshot => {
+    for (const [k, read] of contexts[i].records) snap.set(k, { ...read() });
+    return snap;
+  };
   const results: StepResult[] = [];
   const sentAt = new Map<string, number>();
 
@@ -100,7 +132,7 @@ export async function runScenario(scenario: Scenario, opts: Partial<SideOptions>
     let last = ['', ''];
     let lastChange = start;
     for (;;) {
-      const snaps = await Promise.all(both.map(async (s) => normalise(await collect(s.admin), window()))) as [Snapshot, Snapshot];
+      const snaps = await Promise.all(both.map(async (s, i) => normalise(withRecords(await collect(s.admin), i as 0 | 1), window()))) as [Snapshot, Snapshot];
       const texts = snaps.map(snapshotText);
       const now = Date.now();
       if (texts[0] !== last[0] || texts[1] !== last[1]) { last = texts; lastChange = now; }
@@ -126,13 +158,18 @@ export async function runScenario(scenario: Scenario, opts: Partial<SideOptions>
     const [cd, ours] = await Promise.all(both.map((s) => s.startController()));
     timings.clusterd_start_ms = cd!;
     timings.ours_start_ms = ours!;
-    await check('start');
+    // Both sides write scheduling-exception-report at their collector's first check, 10 s after
+    // their own start; settling on 3 quiet seconds could compare between the two writes.
+    await check('start', undefined, START_SETTLE_MS);
     for (const step of scenario.steps) {
       const ts = Date.now();
       if ('writes' in step) {
         const now = Date.now();
         sentAt.set(step.name, now);
         await apply(step.writes(world, now));
+      } else if ('perSide' in step) {
+        sentAt.set(step.name, Date.now());
+        await Promise.all(contexts.map((c) => step.perSide(c)));
       } else if ('restart' in step) {
         const [a, b] = await Promise.all(both.map((s) => s.restartController()));
         timings[`clusterd_restart_ms`] = a!;
@@ -156,6 +193,7 @@ export async function runScenario(scenario: Scenario, opts: Partial<SideOptions>
     log(`[${scenario.name}] failed: ${String(e)}\n--- clusterd\n${sides.clusterd.logTail()}\n--- ours\n${sides.ours.logTail()}`);
     throw e;
   } finally {
+    for (const c of contexts) for (const f of c.cleanups.splice(0).reverse()) await Promise.resolve(f()).catch(() => undefined);
     await Promise.all(both.map((s) => s.stop().catch(() => undefined)));
   }
 }

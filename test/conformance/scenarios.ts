@@ -16,6 +16,7 @@ import { paths } from '../../runtime/kube-client.ts';
 import type { Scenario } from './runner.ts';
 import { MANUAL_SEPARATION } from './scenario-manual-separation.ts';
 import { configMap, readyPatch, type World, type Write } from './world.ts';
+import { PROCESS_RECOVERY } from './scenario-process-recovery.ts';
 
 const chipFault = (w: World, node: string, npu: number, code: string, now: number): Write => {
   const s = w.node(node);
@@ -103,4 +104,4 @@ export const AGENT_FAULTS: Scenario = {
   ],
 };
 
-export const SCENARIOS: readonly Scenario[] = [AGENT_FAULTS, MANUAL_SEPARATION];
+export const SCENARIOS: readonly Scenario[] = [AGENT_FAULTS, MANUAL_SEPARATION, PROCESS_RECOVERY];
