@@ -13,6 +13,8 @@ import { DeviceInfoLastGood } from './device-info-last-good.ts';
 import { nodeNameOfDeviceInfoCm } from '../schemas/device-info/device-info.ts';
 import { nodeNameOfNodeInfoCm } from '../schemas/node-info/node-info.ts';
 import type { ConfigMap, Node, Sources } from './sources/sources.ts';
+import { STATISTIC_FAULT_KEYS, parsePublicFaults } from '../schemas/statistic-fault/statistic-fault.ts';
+import { kindOf } from '../schemas/parsed.ts';
 
 /** Re-levels and escalates a node's records (policy/); identity = trust what the agents wrote. */
 export interface FaultPolicy {
@@ -46,7 +48,15 @@ export interface DeviceFaultsDeps {
   readonly maxPublicFaults?: number;
   /** The set of nodes held on their last good device-info changed (persist it). */
   readonly onLastGoodChange?: () => void;
+  /**
+   * A public-fault message was accepted, or a delayed public-fault delete ran: ClusterD rewrites
+   * statistic-fault-info after each (and after nothing else).
+   */
+  readonly onPublicFaultMessage?: () => void;
 }
+
+/** How often due public-fault deletes are looked for (ClusterD's delete queue polls every 500 ms). */
+const PUBLIC_FAULT_DELETE_POLL_MS = 250;
 
 export class DeviceFaultsController {
   readonly store: FaultStore;
@@ -90,8 +100,11 @@ export class DeviceFaultsController {
       error: (err: unknown) => this.deps.log.error('intake stream failed', { err: String(err) }),
     });
     this.expiryTimer = setInterval(() => {
-      if (this.store.expirePublicFaults(this.now())) this.flush();
-    }, 1000);
+      const { ran } = this.store.expirePublicFaults(this.now());
+      if (ran === 0) return;
+      this.flush();
+      this.deps.onPublicFaultMessage?.();
+    }, PUBLIC_FAULT_DELETE_POLL_MS);
     this.expiryTimer.unref();
   }
 
@@ -137,7 +150,11 @@ export class DeviceFaultsController {
         }
         break;
       case 'public':
-        if (ev.type !== 'delete') rejection = this.store.applyPublicFault(ev.obj as ConfigMap, now);
+        // A delete (or the label taken off) changes nothing, as in ClusterD.
+        if (ev.type !== 'delete') {
+          rejection = this.store.applyPublicFault(ev.obj as ConfigMap, now);
+          if (rejection === undefined) this.deps.onPublicFaultMessage?.();
+        }
         break;
       case 'node':
         if (ev.type === 'delete') this.store.deleteNode(ev.obj as Node, now);
@@ -219,6 +236,35 @@ export class DeviceFaultsController {
     const s = this.deps.sources;
     for (const cm of s.deviceInfo.store.values()) this.checkNodeKnown('device-info', nodeNameOfDeviceInfoCm(cm.metadata?.namespace ?? '', cm.metadata?.name ?? ''));
     for (const cm of s.nodeInfo.store.values()) this.checkNodeKnown('node-info', nodeNameOfNodeInfoCm(cm.metadata?.namespace ?? '', cm.metadata?.name ?? ''));
+  }
+
+  /** A public fault that came over gRPC (the intake's path for a CM's payload); the rejection, if refused. */
+  applyPublicFaultMessage(cm: ConfigMap): Rejection | undefined {
+    const rejection = this.store.applyPublicFault(cm, this.now());
+    if (rejection === undefined) this.deps.onPublicFaultMessage?.();
+    for (const part of this.store.drainPartial()) {
+      this.deps.metrics.invalidInput.inc({ format: part.format, reason: part.kind });
+      this.deps.log.warn('part of a public fault rejected; kept in force: ' + (part.kept ?? 'the rest'), { format: part.format, object: part.object, reason: part.reason, kind: part.kind });
+    }
+    this.flush();
+    return rejection;
+  }
+
+  /**
+   * After a restart: the public faults statistic-fault-info lists (ClusterD LoadFaultData), on top
+   * of what the public-fault ConfigMaps replayed. A content that does not parse loads nothing.
+   */
+  loadPublicFaults(cm: ConfigMap | undefined): void {
+    if (cm === undefined) return;
+    const parsed = parsePublicFaults(cm.data?.[STATISTIC_FAULT_KEYS.publicFaults]);
+    if (!parsed.ok) {
+      this.deps.metrics.invalidInput.inc({ format: 'statistic-fault-info', reason: kindOf(parsed) });
+      this.deps.log.error('statistic-fault-info does not parse; no public fault reloaded from it (as ClusterD)', { reason: parsed.reason });
+      return;
+    }
+    this.store.loadPublicFaults(parsed.value, this.now());
+    this.deps.log.info('public faults reloaded from statistic-fault-info', { nodes: parsed.value.size, faults: [...parsed.value.values()].reduce((n, l) => n + l.length, 0) });
+    this.flush();
   }
 
   /** Nodes whose effective faults changed without new intake (policy timers, configuration, manual separation). */

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { MINDCLUSTER_SRC } from '../../tools/clusterd-peer/clusterd-peer.ts';
 import { paths } from '../../runtime/kube-client.ts';
 import type { Scenario } from './runner.ts';
+import { PUBLIC_FAULTS } from './scenario-public-faults.ts';
 import { configMap, readyPatch, type World, type Write } from './world.ts';
 
 const chipFault = (w: World, node: string, npu: number, code: string, now: number): Write => {
@@ -102,4 +103,4 @@ export const AGENT_FAULTS: Scenario = {
   ],
 };
 
-export const SCENARIOS: readonly Scenario[] = [AGENT_FAULTS];
+export const SCENARIOS: readonly Scenario[] = [AGENT_FAULTS, PUBLIC_FAULTS];
