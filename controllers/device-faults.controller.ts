@@ -3,7 +3,7 @@
  * policy -> the cluster-info reconciler and the job pipeline. This file holds the flow's only
  * subscribe (style.md 2.1). Bad input is logged with its reason, counted, and changes nothing.
  */
-import { Subject, filter, merge, map, take, type Observable, type Subscription } from 'rxjs';
+import { Subject, filter, merge, map, skipUntil, take, type Observable, type Subscription } from 'rxjs';
 import type { FaultRecord } from '../policy/fault-types.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
@@ -91,7 +91,11 @@ export class DeviceFaultsController {
     const inputs$ = merge(
       s.deviceInfo.events$.pipe(map((ev): Input => ({ kind: 'device', ev }))),
       s.nodeInfo.events$.pipe(map((ev): Input => ({ kind: 'nodeinfo', ev }))),
-      s.publicFaults.events$.pipe(map((ev): Input => ({ kind: 'public', ev }))),
+      // The first list of public-fault ConfigMaps is not applied: ClusterD registers its handler
+      // only after the node and pod informers synced, so their initial Add events reach no one and a
+      // restart re-reads no public-fault ConfigMap (only statistic-fault-info, loadPublicFaults).
+      // Later adds (a relist's new ones included) and updates are messages.
+      s.publicFaults.events$.pipe(skipUntil(s.publicFaults.synced$.pipe(filter(Boolean))), map((ev): Input => ({ kind: 'public', ev }))),
       s.nodes.events$.pipe(map((ev): Input => ({ kind: 'node', ev }))),
       s.nodes.synced$.pipe(filter(Boolean), take(1), map((): Input => ({ kind: 'nodes-synced' }))),
     );
@@ -113,12 +117,14 @@ export class DeviceFaultsController {
     if (this.expiryTimer !== undefined) clearInterval(this.expiryTimer);
   }
 
-  /** Replays the current caches (after a restart every source starts with a list, so this is rarely needed). */
+  /**
+   * Replays the current caches (after a restart every source starts with a list, so this is rarely
+   * needed). Not public-fault ConfigMaps: each event of theirs is a message, applied once.
+   */
   resync(): void {
     const s = this.deps.sources;
     for (const cm of s.deviceInfo.store.values()) this.apply({ kind: 'device', ev: { type: 'add', obj: cm } });
     for (const cm of s.nodeInfo.store.values()) this.apply({ kind: 'nodeinfo', ev: { type: 'add', obj: cm } });
-    for (const cm of s.publicFaults.store.values()) this.apply({ kind: 'public', ev: { type: 'add', obj: cm } });
     for (const n of s.nodes.store.values()) this.apply({ kind: 'node', ev: { type: 'add', obj: n } });
   }
 

@@ -22,6 +22,13 @@ export const ALLOW_LIST: readonly Allowed[] = [
     why: 'clusterd-ts also acts as the rescheduling half of Volcano\'s ascend plugin, which writes these; the suite compares against ClusterD alone',
   },
   {
+    id: 'rescheduling-outputs-quiet-writes',
+    object: /^Writes while waiting$/,
+    field: /^ConfigMap volcano-system\/(vcjob-fault-npu-cm|tor-share-cm)$|^ConfigMap [^/]+\/job-reschedule-reason$/,
+    flag: '--rescheduling=false',
+    why: 'the rescheduling outputs above change while a scenario waits (a public fault that ends on its own)',
+  },
+  {
     id: 'escalation-state',
     object: /^ConfigMap cluster-system\/clusterd-ts-escalation-state$/,
     field: /.*/,
