@@ -113,6 +113,15 @@ describe('public fault configuration', () => {
   });
 });
 
+describe('DEFAULT_PUBLIC_FAULT_CONFIG', () => {
+  it('has every code of the file ClusterD ships (10 SubHealth, 13 SeparateNPU), not only the ones formats.md names', () => {
+    const c = DEFAULT_PUBLIC_FAULT_CONFIG.publicFaultCode;
+    expect([c.NotHandleFaultCodes?.length, c.SubHealthFaultCodes?.length, c.SeparateNPUCodes?.length, c.PreSeparateNPUCodes?.length]).toEqual([5, 10, 13, 2]);
+    expect(publicFaultLevel(DEFAULT_PUBLIC_FAULT_CONFIG, '010001004')).toBe('SubHealthFault');
+    expect(publicFaultLevel(DEFAULT_PUBLIC_FAULT_CONFIG, '120001003')).toBe('SeparateNPU');
+  });
+});
+
 describe('publicFaultItems', () => {
   it('one item per influence of each fault, in message order, level from the config, time in ms', () => {
     const out = publicFaultItems(unwrap(parsePublicFault(VALID)), { nodeBySn: () => undefined });
