@@ -49,7 +49,7 @@ export const FLAGS = {
   'burst-window-ms': { type: 'number', default: 200, min: 0, max: 10_000, help: 'coalesce fault events of one job within this window into one decision' },
   'device-plugin-rules': { type: 'boolean', default: false, help: 'extension: also apply the device plugin\'s detection rules centrally (re-level codes from kube-system/mindx-dl-fault-config, FaultFrequency/FaultDuration escalation such as 81078603 held > 20 s -> PreSeparateNPU); off = ClusterD: the level the device plugin wrote is kept (it applies these rules itself)' },
   'cluster-system-namespace': { type: 'string', default: 'cluster-system', help: 'namespace of clusterd-config-cm, clusterd-manual-info-cm and the persisted escalation state (ClusterD: cluster-system)' },
-  'max-public-faults': { type: 'number', default: 50_000, min: 1, max: 1_000_000, help: 'public faults held cluster-wide, one per (source, fault id, node) (ClusterD: 50,000); new ones past it are refused and logged' },
+  'max-public-faults': { type: 'number', default: 50_000, min: 1, max: 1_000_000, help: 'public faults held cluster-wide, one per (node, resource + fault id) (ClusterD: 50,000); new ones past it are refused and logged' },
   'max-series-per-metric': { type: 'number', default: 1_000, min: 10, max: 100_000, help: 'series of a metric whose labels come from input (fault codes, job namespaces); later label values are aggregated into "other"' },
   'node-name': { type: 'string', default: '', env: 'NODE_NAME', help: 'node this replica runs on (logs only)' },
 } as const satisfies Record<string, FlagSpec>;

@@ -23,6 +23,11 @@ export interface ConfigMapTarget {
   readonly removeAnnotations?: readonly string[];
   /** The full desired data map (callers merge keys they do not own from `actual` first). */
   readonly data: Record<string, string>;
+  /**
+   * The labels and annotations are the object's whole metadata: others are removed (ClusterD's
+   * UpdateOrCreateConfigMap sends a fresh object, so a label someone added does not survive it).
+   */
+  readonly exactMetadata?: boolean;
 }
 
 const sameData = (a: Record<string, string> | undefined, b: Record<string, string>): boolean => {
@@ -31,7 +36,11 @@ const sameData = (a: Record<string, string> | undefined, b: Record<string, strin
   return ka.every((k) => a![k] === b[k]);
 };
 
+const sameMap = (a: Record<string, string> | undefined, b: Record<string, string> | undefined): boolean =>
+  sameData(a ?? {}, b ?? {});
+
 const labelsMissing = (actual: ConfigMap, t: ConfigMapTarget): boolean =>
+  t.exactMetadata === true ? !sameMap(actual.metadata?.labels, t.labels) || !sameMap(actual.metadata?.annotations, t.annotations) :
   Object.entries(t.labels ?? {}).some(([k, v]) => actual.metadata?.labels?.[k] !== v) ||
   Object.entries(t.annotations ?? {}).some(([k, v]) => actual.metadata?.annotations?.[k] !== v) ||
   (t.removeAnnotations ?? []).some((k) => actual.metadata?.annotations?.[k] !== undefined);
@@ -92,7 +101,9 @@ export class ConfigMapWriter {
       } else {
         obj = await this.client.replace<ConfigMap>(paths.configMap(target.namespace, target.name), {
           ...actual,
-          metadata: { ...actual.metadata, labels: { ...actual.metadata?.labels, ...target.labels }, annotations: mergedAnnotations(actual, target) },
+          metadata: target.exactMetadata === true
+            ? { ...actual.metadata, labels: target.labels, annotations: target.annotations }
+            : { ...actual.metadata, labels: { ...actual.metadata?.labels, ...target.labels }, annotations: mergedAnnotations(actual, target) },
           data: target.data,
         });
       }

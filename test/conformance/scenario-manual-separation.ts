@@ -102,6 +102,6 @@ export const MANUAL_SEPARATION: Scenario = {
     // only knows after its first 15 s loop since start: an edit before that is overwritten with its
     // cache (the operator's release is lost). An operator does not edit within 15 s of a restart.
     { name: 'wait for ClusterD\'s first manual-info loop after the restart', waitSince: RESTART, ms: 17_000 },
-    { name: RELEASE, writes: () => [operatorRelease()], minSettleMs: 17_000 },
+    { name: RELEASE, writes: () => [operatorRelease()], settleMinMs: 17_000 },
   ],
 };

@@ -15,6 +15,7 @@ import { MINDCLUSTER_SRC } from '../../tools/clusterd-peer/clusterd-peer.ts';
 import { paths } from '../../runtime/kube-client.ts';
 import type { Scenario } from './runner.ts';
 import { MANUAL_SEPARATION } from './scenario-manual-separation.ts';
+import { PUBLIC_FAULTS } from './scenario-public-faults.ts';
 import { configMap, readyPatch, type World, type Write } from './world.ts';
 import { PROCESS_RECOVERY } from './scenario-process-recovery.ts';
 
@@ -104,4 +105,4 @@ export const AGENT_FAULTS: Scenario = {
   ],
 };
 
-export const SCENARIOS: readonly Scenario[] = [AGENT_FAULTS, MANUAL_SEPARATION, PROCESS_RECOVERY];
+export const SCENARIOS: readonly Scenario[] = [AGENT_FAULTS, MANUAL_SEPARATION, PROCESS_RECOVERY, PUBLIC_FAULTS];
