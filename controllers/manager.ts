@@ -30,6 +30,7 @@ import { STATISTIC_FAULT_CM_NAME } from '../schemas/statistic-fault/statistic-fa
 import { SCHEDULING_EXCEPTION_RECONCILE_KEY, schedulingExceptionReconciler } from '../reconcilers/scheduling-exception.reconciler.ts';
 import { SCHEDULING_EXCEPTION_CHECK_INTERVAL_MS, SCHEDULING_EXCEPTION_CM_NAME } from '../schemas/scheduling-exception/scheduling-exception.ts';
 import { FaultFiltersController } from './fault-filters.controller.ts';
+import { JobSummaryController } from './job-summary.controller.ts';
 import { RelationFaultsController } from './relation-faults.controller.ts';
 import { recoverInPlacePeers } from './fault-filters-peers.ts';
 import { LAST_GOOD_CM_NAME, parseLastGood } from './device-info-last-good.ts';
@@ -84,6 +85,8 @@ export class Manager implements HealthSource {
   readonly statisticFault: ControllerLoop;
   /** ClusterD's cluster-system/scheduling-exception-report (created at start). */
   readonly schedulingException: ControllerLoop;
+  /** ClusterD's <ns>/job-summary-<job> ConfigMaps (one per job with a PodGroup). */
+  readonly jobSummary: JobSummaryController;
   /** Scheduler-view filters (custom filter, MindIE hold, UCE-accompany, step retry, recover-in-place). */
   readonly filters: FaultFiltersController;
   /** Relation faults -> pod label fault-type=Separate|SubHealth. */
@@ -140,6 +143,7 @@ export class Manager implements HealthSource {
       faults: () => this.deviceFaults.store.publicFaultStatistics(), writer: this.writer, namespace: csNs,
       actual: () => this.sources.clusterSystemConfigMaps.get(`${csNs}/${STATISTIC_FAULT_CM_NAME}`),
     }), { log, metrics, now: this.now });
+    this.jobSummary = new JobSummaryController({ sources: this.sources, writer: this.writer, log, metrics, now: this.now });
     this.schedulingException = new ControllerLoop(schedulingExceptionReconciler({
       writer: this.writer, namespace: csNs, actual: () => this.sources.clusterSystemConfigMaps.get(`${csNs}/${SCHEDULING_EXCEPTION_CM_NAME}`),
     }), { log, metrics, now: this.now });
@@ -240,6 +244,7 @@ export class Manager implements HealthSource {
     this.filters.start();
     this.relations.start();
     this.jobs.start();
+    this.jobSummary.start();
     this.recovery.start();
     startSources(this.sources);
     this.healthTimer = setInterval(() => metrics.observeWatchHealth(sourcesHealth(this.sources), this.now()), 5_000);
@@ -310,6 +315,7 @@ export class Manager implements HealthSource {
     this.schedulingException.start();
     this.schedulingException.queue.addAfter(SCHEDULING_EXCEPTION_RECONCILE_KEY, SCHEDULING_EXCEPTION_CHECK_INTERVAL_MS);
     this.jobs.startLoops();
+    this.jobSummary.startActing();
     this.relations.startActing();
     // gRPC (Recover, Fault, PubFault) runs on the leader only: see controllers/grpc.controller.ts.
     this.recovery.startActing();
@@ -327,6 +333,7 @@ export class Manager implements HealthSource {
     await this.clusterInfo.stop();
     await Promise.all([this.escalationState.stop(), this.manualInfo.stop(), this.lastGood.stop(), this.statisticFault.stop(), this.schedulingException.stop()]);
     await this.jobs.stopLoops();
+    await this.jobSummary.stopActing();
     await this.relations.stopActing();
     await this.grpc.stop();
     await this.recovery.stopActing();
@@ -335,6 +342,7 @@ export class Manager implements HealthSource {
   async stop(): Promise<void> {
     if (this.healthTimer !== undefined) clearInterval(this.healthTimer);
     this.deviceFaults.stop();
+    this.jobSummary.stop();
     this.filters.stop();
     this.faultPolicy.stop();
     await this.stopActing();
