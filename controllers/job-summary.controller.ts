@@ -15,6 +15,7 @@ import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { SummaryPod, SummaryPodGroup } from '../policy/job-summary.ts';
+import type { ExceptionInputs, ExceptionJobObject } from '../policy/scheduling-exception.ts';
 import { jobSummaryReconciler, JobSummaryStore } from '../reconcilers/job-summary.reconciler.ts';
 import type { Sources } from './sources/sources.ts';
 
@@ -104,6 +105,32 @@ export class JobSummaryController {
   }
 
   async stopActing(): Promise<void> { await this.loop.stop(); }
+
+  /** What ClusterD's scheduling exception collector reads: the job summary, PodGroups, pods, job objects. */
+  exceptionInputs(): ExceptionInputs {
+    const s = this.d.sources;
+    type Cond = { type?: string; status?: string; reason?: string; message?: string };
+    const conds = (cs: Cond[] | undefined) => (cs ?? []).map((c) => ({ type: c.type ?? '', status: c.status ?? '', reason: c.reason ?? '', message: c.message ?? '' }));
+    const objects = (kind: 'vcjob' | 'acjob', store: Iterable<KubeObject & { status?: Record<string, unknown> }>): ExceptionJobObject[] =>
+      [...store].map((o) => {
+        const st = (o.status ?? {}) as { state?: { phase?: string }; conditions?: Cond[] };
+        return { uid: o.metadata?.uid ?? '', name: o.metadata?.name ?? '', namespace: o.metadata?.namespace ?? '', kind, phase: st.state?.phase ?? '', conditions: conds(st.conditions) };
+      });
+    return {
+      jobs: [...this.store.all()].map(([key, j]) => ({ key, name: j.name, jobType: j.jobType, namespace: j.namespace, status: j.status, pgName: j.pgName })),
+      podGroup: (ns, name) => {
+        const pg = s.podGroups.get(`${ns}/${name}`);
+        if (pg === undefined) return undefined;
+        const spec = (pg.spec ?? {}) as { minMember?: number; queue?: string };
+        return { phase: pg.status?.phase ?? '', conditions: conds(pg.status?.conditions as Cond[] | undefined), minMember: spec.minMember ?? 0, queue: spec.queue ?? '' };
+      },
+      pods: (job) => [...this.podsByJob.get(job) ?? []].map((k) => s.pods.get(k)).filter((p): p is Pod => p !== undefined).map((p) => {
+        const st = (p.status ?? {}) as { phase?: string; reason?: string; message?: string };
+        return { namespace: p.metadata?.namespace ?? '', name: p.metadata?.name ?? '', phase: st.phase ?? '', reason: st.reason ?? '', message: st.message ?? '' };
+      }),
+      jobObjects: [...objects('acjob', s.ascendJobs.store.values()), ...objects('vcjob', s.vcJobs.store.values())],
+    };
+  }
 
   private actual(namespace: string, name: string): ConfigMap | undefined {
     return this.d.sources.jobSummaryConfigMaps.get(`${namespace}/${name}`);

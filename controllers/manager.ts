@@ -83,7 +83,7 @@ export class Manager implements HealthSource {
   readonly lastGood: ControllerLoop;
   /** ClusterD's cluster-system/statistic-fault-info (public faults in force). */
   readonly statisticFault: ControllerLoop;
-  /** ClusterD's cluster-system/scheduling-exception-report (created at start). */
+  /** ClusterD's cluster-system/scheduling-exception-report (every 10 s from start, per-job entries). */
   readonly schedulingException: ControllerLoop;
   /** ClusterD's <ns>/job-summary-<job> ConfigMaps (one per job with a PodGroup). */
   readonly jobSummary: JobSummaryController;
@@ -146,6 +146,7 @@ export class Manager implements HealthSource {
     this.jobSummary = new JobSummaryController({ sources: this.sources, writer: this.writer, log, metrics, now: this.now });
     this.schedulingException = new ControllerLoop(schedulingExceptionReconciler({
       writer: this.writer, namespace: csNs, actual: () => this.sources.clusterSystemConfigMaps.get(`${csNs}/${SCHEDULING_EXCEPTION_CM_NAME}`),
+      inputs: () => this.jobSummary.exceptionInputs(),
     }), { log, metrics, now: this.now });
     // The rescheduler's view hides filtered faults (fault-filters.controller.ts, with the step-retry
     // stage of recovery-step-retry.ts in its place in the chain); the FSMs and gRPC see the job view.
