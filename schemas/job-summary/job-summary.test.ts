@@ -94,3 +94,20 @@ describe('job-summary state machine (ClusterD jobv2 updateJob)', () => {
     expect((s.next as JobSummaryState).rankTable.status).toBe('initializing');
   });
 });
+
+describe('job-summary against ClusterD\'s own bytes', () => {
+  it('the process-recovery scenario\'s two rank pods give the hccl.json ClusterD wrote', () => {
+    const dev = (pod: string, ip: string) => JSON.stringify({ pod_name: pod, server_id: ip, host_ip: ip, devices: [0, 1].map((c) => ({ device_id: String(c), device_ip: `192.168.${ip.split('.')[3]}.${c}` })) });
+    const pods: SummaryPod[] = [0, 1].map((r) => ({
+      name: `pr-job-worker-${r}`, namespace: 'training', uid: `u${r}`, nodeName: ['node-a', 'node-b'][r]!, phase: 'Running', labels: { app: 'pr-job' },
+      annotations: { 'hccl/rankIndex': String(r), 'ascend.kubectl.kubernetes.io/ascend-910-configuration': dev(`pr-job-worker-${r}`, `10.0.0.${r + 1}`) },
+      containers: [{ limits: ['huawei.com/Ascend910'], env: [] }], containerStatuses: [],
+    }));
+    const pg: SummaryPodGroup = { name: 'pg', namespace: 'training', ownerUid: 'uid', ownerName: 'pr-job', ownerKind: 'Job', minMember: 2, labels: {}, annotations: {}, minResources: ['huawei.com/Ascend910'] };
+    const step = summaryStep(undefined, pg, pods, { nowSec: 1, nodeSn: () => '', snByIp: () => '' })!;
+    expect(step.writes[0]!.data['hccl.json']).toBe(
+      '{"status":"complete","server_list":[{"device":[{"device_id":"0","device_ip":"192.168.1.0","rank_id":"0"},{"device_id":"1","device_ip":"192.168.1.1","rank_id":"1"}],"server_id":"10.0.0.1","host_ip":"10.0.0.1","super_pod_id":0,"server_name":"node-a","server_sn":"","pod_name":"pr-job-worker-0","container_ids":{}},{"device":[{"device_id":"0","device_ip":"192.168.2.0","rank_id":"2"},{"device_id":"1","device_ip":"192.168.2.1","rank_id":"3"}],"server_id":"10.0.0.2","host_ip":"10.0.0.2","super_pod_id":0,"server_name":"node-b","server_sn":"","pod_name":"pr-job-worker-1","container_ids":{}}],"server_count":"2","total":1}',
+    );
+    expect(step.writes[0]!.data).toMatchObject({ framework: 'pr-job', job_status: 'running', total: '1', cm_index: '0', operator: 'add' });
+  });
+});
