@@ -30,6 +30,7 @@ import { STATISTIC_FAULT_CM_NAME } from '../schemas/statistic-fault/statistic-fa
 import { SCHEDULING_EXCEPTION_RECONCILE_KEY, schedulingExceptionReconciler } from '../reconcilers/scheduling-exception.reconciler.ts';
 import { SCHEDULING_EXCEPTION_CHECK_INTERVAL_MS, SCHEDULING_EXCEPTION_CM_NAME } from '../schemas/scheduling-exception/scheduling-exception.ts';
 import { FaultFiltersController } from './fault-filters.controller.ts';
+import { JobSummaryController } from './job-summary.controller.ts';
 import { RelationFaultsController } from './relation-faults.controller.ts';
 import { recoverInPlacePeers } from './fault-filters-peers.ts';
 import { LAST_GOOD_CM_NAME, parseLastGood } from './device-info-last-good.ts';
@@ -82,8 +83,10 @@ export class Manager implements HealthSource {
   readonly lastGood: ControllerLoop;
   /** ClusterD's cluster-system/statistic-fault-info (public faults in force). */
   readonly statisticFault: ControllerLoop;
-  /** ClusterD's cluster-system/scheduling-exception-report (created at start). */
+  /** ClusterD's cluster-system/scheduling-exception-report (every 10 s from start, per-job entries). */
   readonly schedulingException: ControllerLoop;
+  /** ClusterD's <ns>/job-summary-<job> ConfigMaps (one per job with a PodGroup). */
+  readonly jobSummary: JobSummaryController;
   /** Scheduler-view filters (custom filter, MindIE hold, UCE-accompany, step retry, recover-in-place). */
   readonly filters: FaultFiltersController;
   /** Relation faults -> pod label fault-type=Separate|SubHealth. */
@@ -140,8 +143,10 @@ export class Manager implements HealthSource {
       faults: () => this.deviceFaults.store.publicFaultStatistics(), writer: this.writer, namespace: csNs,
       actual: () => this.sources.clusterSystemConfigMaps.get(`${csNs}/${STATISTIC_FAULT_CM_NAME}`),
     }), { log, metrics, now: this.now });
+    this.jobSummary = new JobSummaryController({ sources: this.sources, writer: this.writer, log, metrics, now: this.now });
     this.schedulingException = new ControllerLoop(schedulingExceptionReconciler({
       writer: this.writer, namespace: csNs, actual: () => this.sources.clusterSystemConfigMaps.get(`${csNs}/${SCHEDULING_EXCEPTION_CM_NAME}`),
+      inputs: () => this.jobSummary.exceptionInputs(),
     }), { log, metrics, now: this.now });
     // The rescheduler's view hides filtered faults (fault-filters.controller.ts, with the step-retry
     // stage of recovery-step-retry.ts in its place in the chain); the FSMs and gRPC see the job view.
@@ -242,6 +247,7 @@ export class Manager implements HealthSource {
     this.filters.start();
     this.relations.start();
     this.jobs.start();
+    this.jobSummary.start();
     this.recovery.start();
     startSources(this.sources);
     this.healthTimer = setInterval(() => metrics.observeWatchHealth(sourcesHealth(this.sources), this.now()), 5_000);
@@ -316,6 +322,7 @@ export class Manager implements HealthSource {
     this.schedulingException.start();
     this.schedulingException.queue.addAfter(SCHEDULING_EXCEPTION_RECONCILE_KEY, SCHEDULING_EXCEPTION_CHECK_INTERVAL_MS);
     this.jobs.startLoops();
+    this.jobSummary.startActing();
     this.relations.startActing();
     // gRPC (Recover, Fault, PubFault) runs on the leader only: see controllers/grpc.controller.ts.
     this.recovery.startActing();
@@ -333,6 +340,7 @@ export class Manager implements HealthSource {
     await this.clusterInfo.stop();
     await Promise.all([this.escalationState.stop(), this.manualInfo.stop(), this.lastGood.stop(), this.statisticFault.stop(), this.schedulingException.stop()]);
     await this.jobs.stopLoops();
+    await this.jobSummary.stopActing();
     await this.relations.stopActing();
     await this.grpc.stop();
     await this.recovery.stopActing();
@@ -341,6 +349,7 @@ export class Manager implements HealthSource {
   async stop(): Promise<void> {
     if (this.healthTimer !== undefined) clearInterval(this.healthTimer);
     this.deviceFaults.stop();
+    this.jobSummary.stop();
     this.filters.stop();
     this.faultPolicy.stop();
     await this.stopActing();

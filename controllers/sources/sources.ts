@@ -33,6 +33,8 @@ export interface Sources {
   readonly mindxDlConfigMaps: Reflector<ConfigMap>;
   /** ConfigMaps we write in volcano-system (vcjob-fault-npu-cm, tor-share-cm). */
   readonly volcanoConfigMaps: Reflector<ConfigMap>;
+  /** ClusterD's per-job summaries we write, in every namespace (label outside-job-info=true). */
+  readonly jobSummaryConfigMaps: Reflector<ConfigMap>;
   /** ConfigMaps of cluster-system: clusterd-config-cm (read), clusterd-manual-info-cm and the escalation state (written). */
   readonly clusterSystemConfigMaps: Reflector<ConfigMap>;
 }
@@ -61,6 +63,7 @@ export function createSources(client: KubeClient, opts: SourcesOptions = {}): So
     ascendJobs: mk({ name: 'ascendjobs', path: paths.ascendJobs() }),
     mindxDlConfigMaps: mk({ name: 'configmaps_mindx_dl', path: paths.configMaps('mindx-dl') }),
     volcanoConfigMaps: mk({ name: 'configmaps_volcano_system', path: paths.configMaps('volcano-system') }),
+    jobSummaryConfigMaps: mk({ name: 'configmaps_job_summary', path: paths.configMaps(), labelSelector: 'outside-job-info=true' }),
     clusterSystemConfigMaps: mk({ name: 'configmaps_cluster_system', path: paths.configMaps(opts.clusterSystemNamespace ?? 'cluster-system') }),
   };
 }

@@ -6,38 +6,28 @@
  * Fixed, so not on this list (issue 15): the empty SwitchInfoCfg entries of cluster-info-switch-*,
  * 81078603 raised to PreSeparateNPU and mindx-dl-fault-config re-levelling (now only with
  * --device-plugin-rules), the `clusterd-ts.io/refreshed-at` annotation (--cluster-info-refresh-annotation),
- * Node taints (--node-taints), and `cluster-system/scheduling-exception-report` / `statistic-fault-info`;
- * the empty cluster-info-node-cm written at once (now created with the first quiet 5 s, as ClusterD's
- * cycle report does); public faults (keying, first occurrence kept, 5 s recover / once delays,
- * node-wide faults refused, statistic-fault-info reload, triggers and labels: scenario public-faults).
+ * Node taints (--node-taints), `cluster-system/scheduling-exception-report` (with its per-job entries) /
+ * `statistic-fault-info`, ClusterD's `<ns>/job-summary-<job>` ConfigMaps; the empty cluster-info-node-cm
+ * written at once (now created with the first quiet 5 s, as ClusterD's cycle report does); public faults
+ * (keying, first occurrence kept, 5 s recover / once delays, node-wide faults refused, statistic-fault-info
+ * reload, triggers and labels: scenario public-faults).
  */
 import type { Allowed } from './diff.ts';
 
 export const ALLOW_LIST: readonly Allowed[] = [
-  // --- found by the process-recovery scenario (jobs with pods; no scenario had one before) ---
   {
-    id: 'job-outputs-missing',
-    object: /^ConfigMap [^/]+\/job-summary-[^/]+$|^ConfigMap mindx-dl\/current-job-statistic$/,
+    id: 'job-statistic-missing',
+    object: /^ConfigMap mindx-dl\/current-job-statistic$/,
     field: /.*/,
     when: (d) => d.ours === undefined,
     flag: 'none yet',
-    // TODO(issue 15): a gap, not an extension. ClusterD writes <ns>/job-summary-<job> (labels
-    // outside-job-info=true, ring-controller.atlas; hccl.json server list, job_status, operator ...)
-    // and mindx-dl/current-job-statistic ({totalJob, data:[{id}]}) for every Volcano / Ascend job it
-    // sees (application/jobv2, statistics); clusterd-ts writes neither.
-    why: 'ClusterD\'s per-job summary and job statistic ConfigMaps are not written by clusterd-ts yet',
+    // TODO(issue 15): a gap, not an extension. ClusterD writes mindx-dl/current-job-statistic
+    // ({totalJob, data:[{id, customID, cardNum, podFirstRunTime, stopTime, podLastRunTime,
+    // podLastFaultTime, podFaultTimes}]}, application/statistics job_output.go, every 3 s on change)
+    // for every Volcano Job / AscendJob it sees; clusterd-ts does not write it yet.
+    why: 'ClusterD\'s job statistic ConfigMap is not written by clusterd-ts yet',
   },
-  {
-    id: 'scheduling-exception-job-entries',
-    object: /^ConfigMap cluster-system\/scheduling-exception-report$/,
-    field: /^data [^ ]+\.[0-9a-f-]{36}$/,
-    when: (d) => d.ours === undefined,
-    flag: 'none yet',
-    // TODO(issue 15): a gap. ClusterD's schedulingexception collector adds one entry per job
-    // (`<job>.<uid>`: job type, namespace, condition JobNoInitialized when Volcano has not set a
-    // condition); we write the report with no job entries.
-    why: 'ClusterD lists each job\'s scheduling condition in scheduling-exception-report; clusterd-ts does not yet',
-  },
+  // --- found by the process-recovery scenario (jobs with pods; no scenario had one before) ---
   {
     id: 'recovery-state',
     object: /^ConfigMap mindx-dl\/clusterd-ts-recovery-[0-9a-f-]+$/,
@@ -96,17 +86,5 @@ export const ALLOW_LIST: readonly Allowed[] = [
     field: /^ConfigMap cluster-system\/clusterd-ts-escalation-state$/,
     flag: '--persist-policy-state=false',
     why: 'the persisted state object above is rewritten as its timers move',
-  },
-  {
-    id: 'job-summary-not-implemented',
-    object: /^ConfigMap [^/]+\/job-summary-[^/]+$/,
-    field: /.*/,
-    when: (d) => d.ours === undefined,
-    flag: 'none yet',
-    // TODO(issue 15): a gap, not an extension (README, "not implemented"): ClusterD writes
-    // `<job ns>/job-summary-<job>` (labels ring-controller.atlas, outside-job-info; job_id, job_name,
-    // job_status, hccl.json, operator, total, ...) for every job with a PodGroup; nothing of ours
-    // writes it. Seen in the manual-separation scenario, the first with a job.
-    why: 'ClusterD\'s per-job summary (hccl.json rank table) is not implemented',
   },
 ];

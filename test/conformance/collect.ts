@@ -95,3 +95,21 @@ export async function collect(client: KubeClient): Promise<Snapshot> {
 /** A stable text of a snapshot (to tell whether a side is still writing). */
 export const snapshotText = (s: Snapshot): string =>
   JSON.stringify([...s.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, f]) => [k, Object.entries(f).sort()]));
+
+/**
+ * UIDs the apiserver gave the objects the scenario created (Volcano Jobs, AscendJobs, PodGroups,
+ * pods): they differ between the two clusters, so normalise.ts names them by object. A kind whose
+ * CRD is not installed lists as nothing.
+ */
+export async function collectUids(client: KubeClient): Promise<Map<string, string>> {
+  const kinds: Array<[string, string]> = [
+    ['Job', '/apis/batch.volcano.sh/v1alpha1/jobs'], ['AscendJob', '/apis/mindxdl.gitee.com/v1/ascendjobs'],
+    ['PodGroup', '/apis/scheduling.volcano.sh/v1beta1/podgroups'], ['Pod', '/api/v1/pods'],
+  ];
+  const out = new Map<string, string>();
+  for (const [kind, path] of kinds) {
+    const list = await client.list<KubeObject>(path).catch(() => ({ items: [] as KubeObject[] }));
+    for (const o of list.items) if (o.metadata?.uid) out.set(o.metadata.uid, `${kind} ${o.metadata.namespace ?? ''}/${o.metadata.name ?? ''}`);
+  }
+  return out;
+}

@@ -14,6 +14,10 @@
  *      UpdateTime is the writer's clock), when it is the right hash
  *      of the reset.json beside it                                  -> <checkCode of reset.json>
  *      (a wrong or differently computed hash stays as it is)
+ *   5. The UID the apiserver gave an object the scenario
+ *      created (a Volcano Job's, in ClusterD's job statistic
+ *      and scheduling-exception keys), in values and data keys     -> <uid of Kind ns/name>
+ *      (UIDs the scenario wrote itself, e.g. ownerReferences, are not objects' UIDs and stay)
  */
 import { parseTaskResetInfo, resetInfoCheckCode } from '../../schemas/reset-config/reset-config.ts';
 import type { Snapshot } from './collect.ts';
@@ -55,11 +59,17 @@ function checkCodeToken(f: Readonly<Record<string, string>>): string | undefined
   return parsed.ok && resetInfoCheckCode(parsed.value) === code ? '<checkCode of reset.json>' : undefined;
 }
 
-export function normalise(s: Snapshot, w: TimeWindow): Snapshot {
+const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
+
+/** Rule 5: apiserver-assigned UIDs of this side's objects, by object. */
+export const normaliseUids = (v: string, uids: ReadonlyMap<string, string>): string =>
+  v.replace(UUID, (m) => { const o = uids.get(m); return o === undefined ? m : `<uid of ${o}>`; });
+
+export function normalise(s: Snapshot, w: TimeWindow, uids: ReadonlyMap<string, string> = new Map()): Snapshot {
   const out: Snapshot = new Map();
   for (const [k, f] of s) {
     const token = checkCodeToken(f);
-    out.set(k, Object.fromEntries(Object.entries(f).map(([fk, v]) => [fk, fk === 'data checkCode' && token !== undefined ? token : normaliseValue(v, w)])));
+    out.set(k, Object.fromEntries(Object.entries(f).map(([fk, v]) => [normaliseUids(fk, uids), fk === 'data checkCode' && token !== undefined ? token : normaliseUids(normaliseValue(v, w), uids)])));
   }
   return out;
 }

@@ -4,7 +4,7 @@
  * every step both sides are collected until neither changes any more (ClusterD works on a 1 s
  * ticker), normalised (normalise.ts) and compared field by field.
  */
-import { collect, snapshotText, type Fields, type Snapshot } from './collect.ts';
+import { collect, collectUids, snapshotText, type Fields, type Snapshot } from './collect.ts';
 import { compare, type Difference } from './diff.ts';
 import { normalise, type TimeWindow } from './normalise.ts';
 import { send, startSides, type Side, type SideName, type SideOptions } from './sides.ts';
@@ -141,7 +141,7 @@ export async function runScenario(scenario: Scenario, opts: Partial<SideOptions>
     let last = ['', ''];
     let lastChange = start;
     for (;;) {
-      const snaps = await Promise.all(both.map(async (s, i) => normalise(withRecords(await collect(s.admin), i as 0 | 1), window()))) as [Snapshot, Snapshot];
+      const snaps = await Promise.all(both.map(async (s, i) => normalise(withRecords(await collect(s.admin), i as 0 | 1), window(), await collectUids(s.admin)))) as [Snapshot, Snapshot];
       const texts = snaps.map(snapshotText);
       const now = Date.now();
       if (texts[0] !== last[0] || texts[1] !== last[1]) { last = texts; lastChange = now; }

@@ -172,8 +172,9 @@ function allFeatureValues(ns: string, leaseNs: string): Record<string, unknown> 
 /** The ClusterRole with default values: exactly these rules. */
 const DEFAULT_RULES: Rule[] = [
   { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch'] },
-  // ClusterD deletes clusterd-manual-info-cm once nothing is separated; so do we, that one name only.
-  { apiGroups: [''], resources: ['configmaps'], resourceNames: ['clusterd-manual-info-cm'], verbs: ['delete'] },
+  // ClusterD deletes clusterd-manual-info-cm once nothing is separated and job-summary-<job> in job
+  // namespaces once the job is gone; so do we (job namespaces vary: cluster-wide, as ClusterD's).
+  { apiGroups: [''], resources: ['configmaps'], verbs: ['delete'] },
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'patch', 'delete'] },
   { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch', 'patch'] },
   { apiGroups: ['scheduling.volcano.sh'], resources: ['podgroups'], verbs: ['get', 'list', 'watch', 'update', 'patch'] },
@@ -547,6 +548,7 @@ describe('helm chart charts/clusterd-ts on the real apiserver', () => {
     [true, 'update', '', 'configmaps', 'cluster-system'],
     [true, 'patch', '', 'configmaps', JOB_NS],
     [true, 'delete', '', 'configmaps', 'mindx-dl', undefined, 'clusterd-ts-recovery-0a1b'],
+    [true, 'delete', '', 'configmaps', JOB_NS, undefined, 'job-summary-train'],
     [true, 'create', '', 'events', JOB_NS],
     [true, 'patch', '', 'events', JOB_NS],
     [true, 'create', 'events.k8s.io', 'events', JOB_NS],
@@ -566,9 +568,6 @@ describe('helm chart charts/clusterd-ts on the real apiserver', () => {
     [false, 'create', '', 'pods', JOB_NS],
     [false, 'update', '', 'pods', JOB_NS, 'status'],
     [false, 'create', '', 'pods', JOB_NS, 'eviction'],
-    [false, 'delete', '', 'configmaps', JOB_NS],
-    [false, 'delete', '', 'configmaps', 'volcano-system'],
-    [false, 'delete', '', 'configmaps', OTHER, undefined, 'mindx-dl-deviceinfo-node-1'],
     [false, 'delete', 'scheduling.volcano.sh', 'podgroups', JOB_NS],
     [false, 'update', 'batch.volcano.sh', 'jobs', JOB_NS],
     [false, 'delete', 'batch.volcano.sh', 'jobs', JOB_NS],

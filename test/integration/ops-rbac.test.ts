@@ -184,7 +184,6 @@ describe('RBAC: the controller under the chart\'s ServiceAccount through a fault
       ['delete node', probe.delete(paths.node(someNode))],
       ['update node', probe.replace(paths.node(someNode), await admin.get(paths.node(someNode)))],
       ['create pod (hot-switch backup pods off)', probe.create(paths.pods(ns), { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'backup-x' }, spec: { containers: [{ name: 'c', image: 'x' }] } })],
-      ['delete configmap outside mindx-dl', probe.delete(paths.configMap('volcano-system', 'vcjob-fault-npu-cm'))],
       ['delete podgroup', probe.delete(paths.podGroup(ns, `rbac-${uid}`))],
       ['delete vcjob', probe.delete(paths.vcJob(ns, 'rbac'))],
       ['get services', probe.get(`/api/v1/namespaces/${releaseNs}/services/clusterd-grpc-svc`)],

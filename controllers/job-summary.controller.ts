@@ -1,0 +1,176 @@
+/**
+ * Feeds ClusterD's job summary (reconcilers/job-summary.reconciler.ts): an index of PodGroups and
+ * pods by job key (the controller ownerReference's UID, any kind, as ClusterD's GetJobKeyByPG /
+ * GetJobKeyByPod), and a job key queued on every PodGroup or pod event of the job, except what
+ * ClusterD ignores (soft-shared chips: `huawei.com/schedule_policy: chip1-softShareDev`).
+ * The index is kept on every replica; the loop runs on the leader (started with the others).
+ */
+import type { Subscription } from 'rxjs';
+import { map, merge } from 'rxjs';
+import { objectKey, type WatchEvent } from '../runtime/reflector.ts';
+import type { KubeObject } from '../runtime/kube-client.ts';
+import type { ConfigMap, Node, Pod, PodGroup } from '../runtime/kube-objects.ts';
+import { ControllerLoop } from '../runtime/controller-loop.ts';
+import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
+import type { Logger } from '../telemetry/logger.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
+import type { SummaryPod, SummaryPodGroup } from '../policy/job-summary.ts';
+import type { ExceptionInputs, ExceptionJobObject } from '../policy/scheduling-exception.ts';
+import { jobSummaryReconciler, JobSummaryStore } from '../reconcilers/job-summary.reconciler.ts';
+import type { Sources } from './sources/sources.ts';
+
+const SOFT_SHARE_KEY = 'huawei.com/schedule_policy';
+const SOFT_SHARE = 'chip1-softShareDev';
+const NODE_SN_ANNOTATION = 'product-serial-number';
+
+/** The controller ownerReference (any kind): ClusterD's job key, name and kind. */
+export function controllerOwner(o: KubeObject): { uid: string; name: string; kind: string } | undefined {
+  const ref = o.metadata?.ownerReferences?.find((r) => r.controller === true);
+  return ref === undefined ? undefined : { uid: ref.uid, name: ref.name, kind: ref.kind };
+}
+
+export function summaryPodGroupOf(pg: PodGroup): SummaryPodGroup | undefined {
+  const owner = controllerOwner(pg);
+  if (owner === undefined || owner.uid === '') return undefined;
+  const spec = (pg.spec ?? {}) as { minMember?: unknown; minResources?: Record<string, unknown> };
+  return {
+    name: pg.metadata?.name ?? '', namespace: pg.metadata?.namespace ?? '',
+    ownerUid: owner.uid, ownerName: owner.name, ownerKind: owner.kind,
+    minMember: typeof spec.minMember === 'number' ? spec.minMember : 0,
+    labels: pg.metadata?.labels ?? {}, annotations: pg.metadata?.annotations ?? {},
+    minResources: spec.minResources === undefined || spec.minResources === null ? undefined : Object.keys(spec.minResources),
+  };
+}
+
+type RawContainer = { name?: string; env?: Array<{ name?: string; value?: string }>; resources?: { limits?: Record<string, string> } };
+
+export function summaryPodOf(p: Pod): SummaryPod {
+  const containers = (p.spec?.containers ?? []) as RawContainer[];
+  const statuses = ((p.status as { containerStatuses?: Array<{ name?: string; containerID?: string }> } | undefined)?.containerStatuses) ?? [];
+  return {
+    name: p.metadata?.name ?? '', namespace: p.metadata?.namespace ?? '', uid: p.metadata?.uid ?? '',
+    nodeName: p.spec?.nodeName ?? '', phase: p.status?.phase ?? '',
+    labels: p.metadata?.labels ?? {}, annotations: p.metadata?.annotations ?? {},
+    containers: containers.map((c) => ({ limits: Object.keys(c.resources?.limits ?? {}), env: (c.env ?? []).map((e) => ({ name: e.name ?? '', value: e.value ?? '' })) })),
+    containerStatuses: statuses.map((s) => ({ name: s.name ?? '', containerId: s.containerID ?? '' })),
+  };
+}
+
+export interface JobSummaryControllerDeps {
+  readonly sources: Sources;
+  readonly writer: ConfigMapWriter;
+  readonly log: Logger;
+  readonly metrics: Metrics;
+  readonly now: () => number;
+}
+
+export class JobSummaryController {
+  readonly loop: ControllerLoop;
+  readonly store = new JobSummaryStore();
+  /** job key -> PodGroup cache key */
+  private readonly pgByJob = new Map<string, string>();
+  /** job key -> pod cache keys */
+  private readonly podsByJob = new Map<string, Set<string>>();
+  private sub: Subscription | undefined;
+  private readonly d: JobSummaryControllerDeps;
+
+  constructor(d: JobSummaryControllerDeps) {
+    this.d = d;
+    const s = d.sources;
+    this.loop = new ControllerLoop(jobSummaryReconciler({
+      store: this.store, writer: d.writer, startMs: d.now(),
+      podGroup: (job) => { const k = this.pgByJob.get(job); const pg = k === undefined ? undefined : s.podGroups.get(k); return pg === undefined ? undefined : summaryPodGroupOf(pg); },
+      pods: (job) => [...this.podsByJob.get(job) ?? []].map((k) => s.pods.get(k)).filter((p): p is Pod => p !== undefined).map(summaryPodOf),
+      nodeSn: (n) => s.nodes.get(n)?.metadata?.annotations?.[NODE_SN_ANNOTATION] ?? '',
+      snByIp: (ip) => snByIp(s.nodes.store.values(), ip),
+      actual: (ns, name) => this.actual(ns, name),
+    }), { log: d.log, metrics: d.metrics, now: d.now });
+  }
+
+  /** Subscribes before the sources start so the initial lists feed the index. */
+  start(): void {
+    const s = this.d.sources;
+    this.sub = merge(
+      s.podGroups.events$.pipe(map((ev) => [true, ev] as const)),
+      s.pods.events$.pipe(map((ev) => [false, ev] as const)),
+    ).subscribe(([isPg, ev]) => this.apply(isPg, ev as WatchEvent<KubeObject>));
+  }
+
+  stop(): void { this.sub?.unsubscribe(); }
+
+  /** Leader: every known job once (ClusterD's informers' initial adds), then events. */
+  startActing(): void {
+    this.loop.start();
+    for (const job of new Set([...this.pgByJob.keys(), ...this.podsByJob.keys()])) this.loop.queue.add(job);
+  }
+
+  async stopActing(): Promise<void> { await this.loop.stop(); }
+
+  /** What ClusterD's scheduling exception collector reads: the job summary, PodGroups, pods, job objects. */
+  exceptionInputs(): ExceptionInputs {
+    const s = this.d.sources;
+    type Cond = { type?: string; status?: string; reason?: string; message?: string };
+    const conds = (cs: Cond[] | undefined) => (cs ?? []).map((c) => ({ type: c.type ?? '', status: c.status ?? '', reason: c.reason ?? '', message: c.message ?? '' }));
+    const objects = (kind: 'vcjob' | 'acjob', store: Iterable<KubeObject & { status?: Record<string, unknown> }>): ExceptionJobObject[] =>
+      [...store].map((o) => {
+        const st = (o.status ?? {}) as { state?: { phase?: string }; conditions?: Cond[] };
+        return { uid: o.metadata?.uid ?? '', name: o.metadata?.name ?? '', namespace: o.metadata?.namespace ?? '', kind, phase: st.state?.phase ?? '', conditions: conds(st.conditions) };
+      });
+    return {
+      jobs: [...this.store.all()].map(([key, j]) => ({ key, name: j.name, jobType: j.jobType, namespace: j.namespace, status: j.status, pgName: j.pgName })),
+      podGroup: (ns, name) => {
+        const pg = s.podGroups.get(`${ns}/${name}`);
+        if (pg === undefined) return undefined;
+        const spec = (pg.spec ?? {}) as { minMember?: number; queue?: string };
+        return { phase: pg.status?.phase ?? '', conditions: conds(pg.status?.conditions as Cond[] | undefined), minMember: spec.minMember ?? 0, queue: spec.queue ?? '' };
+      },
+      pods: (job) => [...this.podsByJob.get(job) ?? []].map((k) => s.pods.get(k)).filter((p): p is Pod => p !== undefined).map((p) => {
+        const st = (p.status ?? {}) as { phase?: string; reason?: string; message?: string };
+        return { namespace: p.metadata?.namespace ?? '', name: p.metadata?.name ?? '', phase: st.phase ?? '', reason: st.reason ?? '', message: st.message ?? '' };
+      }),
+      jobObjects: [...objects('acjob', s.ascendJobs.store.values()), ...objects('vcjob', s.vcJobs.store.values())],
+    };
+  }
+
+  private actual(namespace: string, name: string): ConfigMap | undefined {
+    return this.d.sources.jobSummaryConfigMaps.get(`${namespace}/${name}`);
+  }
+
+  private apply(isPg: boolean, ev: WatchEvent<KubeObject>): void {
+    const o = ev.obj;
+    const owner = controllerOwner(o);
+    if (owner === undefined || owner.uid === '') return;
+    const key = objectKey(o);
+    if (isPg) {
+      if (ev.type === 'delete') this.pgByJob.delete(owner.uid);
+      else this.pgByJob.set(owner.uid, key);
+      if (o.metadata?.annotations?.[SOFT_SHARE_KEY] === SOFT_SHARE) return;
+    } else {
+      if (ev.type === 'update') this.untrackPod(ev.old, objectKey(ev.old));
+      if (ev.type === 'delete') this.untrackPod(o, key);
+      else {
+        const set = this.podsByJob.get(owner.uid) ?? new Set<string>();
+        set.add(key);
+        this.podsByJob.set(owner.uid, set);
+      }
+      if (o.metadata?.annotations?.[SOFT_SHARE_KEY] === SOFT_SHARE) return;
+    }
+    this.loop.queue.add(owner.uid);
+  }
+
+  private untrackPod(o: KubeObject, key: string): void {
+    const uid = controllerOwner(o)?.uid;
+    if (uid === undefined) return;
+    const set = this.podsByJob.get(uid);
+    set?.delete(key);
+    if (set?.size === 0) this.podsByJob.delete(uid);
+  }
+}
+
+function snByIp(nodes: Iterable<Node>, ip: string): string {
+  for (const n of nodes) {
+    const addrs = ((n.status as { addresses?: Array<{ type?: string; address?: string }> } | undefined)?.addresses) ?? [];
+    if (addrs.find((a) => a.type === 'InternalIP')?.address === ip) return n.metadata?.annotations?.[NODE_SN_ANNOTATION] ?? '';
+  }
+  return '';
+}
