@@ -17,9 +17,4 @@ export const KNOWN_VIOLATIONS: readonly KnownViolation[] = [
   { rule: 'only-writers-write', from: 'controllers/job-state-store.ts', to: 'KubeClient.delete', why: 'issue 11 step 1: state store becomes a reconciler' },
   { rule: 'only-writers-write', from: 'controllers/recovery-state-store.ts', to: 'ConfigMapWriter.ensure', why: 'issue 11 step 1: state store becomes a reconciler' },
   { rule: 'only-writers-write', from: 'controllers/recovery-state-store.ts', to: 'KubeClient.delete', why: 'issue 11 step 1: state store becomes a reconciler' },
-  // The persisted job decision state is encoded by schemas/job-state but its types are policy's; they
-  // belong below both (vocabulary/) once step 1 regroups policy/ into policy/jobs (moving them now
-  // would collide with that move).
-  { rule: 'schemas-not-above', from: 'schemas/job-state/job-state.ts', to: 'policy/job-decision-types.ts', why: 'issue 11 step 1: job decision types move below schemas' },
-  { rule: 'schemas-not-above', from: 'schemas/job-state/job-state.ts', to: 'policy/job-view.ts', why: 'issue 11 step 1: PodRef moves below schemas with the job decision types' },
 ];
