@@ -41,7 +41,7 @@ describe('reset-config writes of the recovery FSM (B3.2)', () => {
     expect(r.ok && r.value.restartType).toBe('podReschedule');
   });
 
-  it('flushing, restart-all (RetryTime+1) and clear; a clear of a clear reset.json writes nothing', async () => {
+  it('flushing, restart-all (RetryTime+1) and clear; a clear of a clear reset.json still moves UpdateTime, as ClusterD', async () => {
     const t = setUp(empty);
     await writeRecoveryResetConfig(t.d, 'ns', 'job', { op: 'notifyFaultFlushing' });
     expect(t.read().ok && (t.read() as { value: { info: TaskResetInfo } }).value.info.FaultFlushing).toBe(true);
@@ -50,8 +50,13 @@ describe('reset-config writes of the recovery FSM (B3.2)', () => {
     expect(r.ok && [r.value.info.RetryTime, r.value.info.FaultFlushing]).toEqual([3, false]);
     await writeRecoveryResetConfig(t.d, 'ns', 'job', { op: 'clear' });
     const writes = t.writes.length;
+    // Within the same second the bytes are the same: nothing to write.
     expect(await writeRecoveryResetConfig(t.d, 'ns', 'job', { op: 'clear' })).toBe('unchanged');
     expect(t.writes.length).toBe(writes);
+    // Later: ClusterD rewrites the cleared file with its clock (setNewTaskInfo), so do we.
+    expect(await writeRecoveryResetConfig({ ...t.d, now: () => NOW + 5_000 }, 'ns', 'job', { op: 'clear' })).toBe('written');
+    const c = t.read();
+    expect(c.ok && [c.value.info.UpdateTime, c.value.info.RankList]).toEqual([(NOW + 5_000) / 1000, []]);
   });
 
   it('only an existing ConfigMap labelled reset=true is written', async () => {

@@ -6,10 +6,11 @@
  * written (the user creates it); keys we do not own (`restartType`, ...) are kept.
  *
  * Like ClusterD (setNewTaskInfo): 3 tries with 0 / 1 / 2 s back-off on write errors, and the write
- * is refused while the device plugin runs a hot reset (a rank with Policy reset/restart). Unlike
- * ClusterD, a write that would change nothing but `UpdateTime` is skipped, so repeated resets of an
- * idle job cost no writes; and a missing ConfigMap is not an error (the job does not use
- * reset-config; TaskD/MindIO recover without it), it is reported as `absent`.
+ * is refused while the device plugin runs a hot reset (a rank with Policy reset/restart). As
+ * ClusterD, every operation writes, even one that only moves `UpdateTime` (a clear of a clear
+ * reset.json at each registration: a watcher of the mounted file sees it, as with ClusterD; the
+ * conformance suite compares it). Unlike ClusterD, a missing ConfigMap is not an error (the job
+ * does not use reset-config; TaskD/MindIO recover without it), it is reported as `absent`.
  */
 import type { ConfigMap } from '../runtime/kube-objects.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
@@ -60,13 +61,6 @@ export function nextResetInfo(old: TaskResetInfo, req: RecoveryResetRequest, now
   }
 }
 
-/** Equal but for `UpdateTime` (and nil vs empty RankList): writing would change nothing a reader uses. */
-function sameButTime(a: TaskResetInfo, b: TaskResetInfo): boolean {
-  const ranks = (i: TaskResetInfo) => JSON.stringify(i.RankList ?? []);
-  return ranks(a) === ranks(b) && a.RetryTime === b.RetryTime && a.FaultFlushing === b.FaultFlushing
-    && a.GracefulExit === b.GracefulExit && a.RestartFaultProcess === b.RestartFaultProcess;
-}
-
 async function writeOnce(d: RecoveryResetDeps, namespace: string, jobName: string, req: RecoveryResetRequest): Promise<RecoveryResetOutcome> {
   const name = resetConfigName(jobName);
   const cm = d.writer.fresher(namespace, name, d.cached(namespace, name));
@@ -75,8 +69,6 @@ async function writeOnce(d: RecoveryResetDeps, namespace: string, jobName: strin
   if (!parsed.ok) throw new ResetConfigRefused(`reset-config ${namespace}/${name}: ${parsed.reason}`);
   const next = nextResetInfo(parsed.value.info, req, d.now());
   if (!next.ok) throw new ResetConfigRefused(`reset-config ${namespace}/${name}: ${next.reason}`);
-  // An op that only moves UpdateTime on an untouched reset.json is a no-op (req.op 'restartAllProcess' always changes RetryTime).
-  if (sameButTime(parsed.value.info, next.value) && parsed.value.checkCode !== '') return 'unchanged';
   const data = encodeResetConfigData(next.value, cm.data);
   const res = await d.writer.ensure('reset_config', { namespace, name, data }, cm);
   return res.written ? 'written' : 'unchanged';

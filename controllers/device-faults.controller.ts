@@ -3,7 +3,7 @@
  * policy -> the cluster-info reconciler and the job pipeline. This file holds the flow's only
  * subscribe (style.md 2.1). Bad input is logged with its reason, counted, and changes nothing.
  */
-import { Subject, filter, merge, map, take, type Observable, type Subscription } from 'rxjs';
+import { Subject, filter, merge, map, skipUntil, take, type Observable, type Subscription } from 'rxjs';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
@@ -14,6 +14,8 @@ import { nodeNameOfDeviceInfoCm } from '../schemas/device-info/device-info.ts';
 import { nodeNameOfNodeInfoCm } from '../schemas/node-info/node-info.ts';
 import type { ConfigMap, Node } from '../runtime/kube-objects.ts';
 import type { Sources } from './sources/sources.ts';
+import { STATISTIC_FAULT_KEYS, parsePublicFaults } from '../schemas/statistic-fault/statistic-fault.ts';
+import { kindOf } from '../schemas/parsed.ts';
 
 /** Re-levels and escalates a node's records (policy/); identity = trust what the agents wrote. */
 export interface FaultPolicy {
@@ -47,7 +49,15 @@ export interface DeviceFaultsDeps {
   readonly maxPublicFaults?: number;
   /** The set of nodes held on their last good device-info changed (persist it). */
   readonly onLastGoodChange?: () => void;
+  /**
+   * A public-fault message was accepted, or a delayed public-fault delete ran: ClusterD rewrites
+   * statistic-fault-info after each (and after nothing else).
+   */
+  readonly onPublicFaultMessage?: () => void;
 }
+
+/** How often due public-fault deletes are looked for (ClusterD's delete queue polls every 500 ms). */
+const PUBLIC_FAULT_DELETE_POLL_MS = 250;
 
 export class DeviceFaultsController {
   readonly store: FaultStore;
@@ -82,7 +92,11 @@ export class DeviceFaultsController {
     const inputs$ = merge(
       s.deviceInfo.events$.pipe(map((ev): Input => ({ kind: 'device', ev }))),
       s.nodeInfo.events$.pipe(map((ev): Input => ({ kind: 'nodeinfo', ev }))),
-      s.publicFaults.events$.pipe(map((ev): Input => ({ kind: 'public', ev }))),
+      // The first list of public-fault ConfigMaps is not applied: ClusterD registers its handler
+      // only after the node and pod informers synced, so their initial Add events reach no one and a
+      // restart re-reads no public-fault ConfigMap (only statistic-fault-info, loadPublicFaults).
+      // Later adds (a relist's new ones included) and updates are messages.
+      s.publicFaults.events$.pipe(skipUntil(s.publicFaults.synced$.pipe(filter(Boolean))), map((ev): Input => ({ kind: 'public', ev }))),
       s.nodes.events$.pipe(map((ev): Input => ({ kind: 'node', ev }))),
       s.nodes.synced$.pipe(filter(Boolean), take(1), map((): Input => ({ kind: 'nodes-synced' }))),
     );
@@ -91,8 +105,11 @@ export class DeviceFaultsController {
       error: (err: unknown) => this.deps.log.error('intake stream failed', { err: String(err) }),
     });
     this.expiryTimer = setInterval(() => {
-      if (this.store.expirePublicFaults(this.now())) this.flush();
-    }, 1000);
+      const { ran } = this.store.expirePublicFaults(this.now());
+      if (ran === 0) return;
+      this.flush();
+      this.deps.onPublicFaultMessage?.();
+    }, PUBLIC_FAULT_DELETE_POLL_MS);
     this.expiryTimer.unref();
   }
 
@@ -101,12 +118,14 @@ export class DeviceFaultsController {
     if (this.expiryTimer !== undefined) clearInterval(this.expiryTimer);
   }
 
-  /** Replays the current caches (after a restart every source starts with a list, so this is rarely needed). */
+  /**
+   * Replays the current caches (after a restart every source starts with a list, so this is rarely
+   * needed). Not public-fault ConfigMaps: each event of theirs is a message, applied once.
+   */
   resync(): void {
     const s = this.deps.sources;
     for (const cm of s.deviceInfo.store.values()) this.apply({ kind: 'device', ev: { type: 'add', obj: cm } });
     for (const cm of s.nodeInfo.store.values()) this.apply({ kind: 'nodeinfo', ev: { type: 'add', obj: cm } });
-    for (const cm of s.publicFaults.store.values()) this.apply({ kind: 'public', ev: { type: 'add', obj: cm } });
     for (const n of s.nodes.store.values()) this.apply({ kind: 'node', ev: { type: 'add', obj: n } });
   }
 
@@ -138,7 +157,11 @@ export class DeviceFaultsController {
         }
         break;
       case 'public':
-        if (ev.type !== 'delete') rejection = this.store.applyPublicFault(ev.obj as ConfigMap, now);
+        // A delete (or the label taken off) changes nothing, as in ClusterD.
+        if (ev.type !== 'delete') {
+          rejection = this.store.applyPublicFault(ev.obj as ConfigMap, now);
+          if (rejection === undefined) this.deps.onPublicFaultMessage?.();
+        }
         break;
       case 'node':
         if (ev.type === 'delete') this.store.deleteNode(ev.obj as Node, now);
@@ -220,6 +243,35 @@ export class DeviceFaultsController {
     const s = this.deps.sources;
     for (const cm of s.deviceInfo.store.values()) this.checkNodeKnown('device-info', nodeNameOfDeviceInfoCm(cm.metadata?.namespace ?? '', cm.metadata?.name ?? ''));
     for (const cm of s.nodeInfo.store.values()) this.checkNodeKnown('node-info', nodeNameOfNodeInfoCm(cm.metadata?.namespace ?? '', cm.metadata?.name ?? ''));
+  }
+
+  /** A public fault that came over gRPC (the intake's path for a CM's payload); the rejection, if refused. */
+  applyPublicFaultMessage(cm: ConfigMap): Rejection | undefined {
+    const rejection = this.store.applyPublicFault(cm, this.now());
+    if (rejection === undefined) this.deps.onPublicFaultMessage?.();
+    for (const part of this.store.drainPartial()) {
+      this.deps.metrics.invalidInput.inc({ format: part.format, reason: part.kind });
+      this.deps.log.warn('part of a public fault rejected; kept in force: ' + (part.kept ?? 'the rest'), { format: part.format, object: part.object, reason: part.reason, kind: part.kind });
+    }
+    this.flush();
+    return rejection;
+  }
+
+  /**
+   * After a restart: the public faults statistic-fault-info lists (ClusterD LoadFaultData), on top
+   * of what the public-fault ConfigMaps replayed. A content that does not parse loads nothing.
+   */
+  loadPublicFaults(cm: ConfigMap | undefined): void {
+    if (cm === undefined) return;
+    const parsed = parsePublicFaults(cm.data?.[STATISTIC_FAULT_KEYS.publicFaults]);
+    if (!parsed.ok) {
+      this.deps.metrics.invalidInput.inc({ format: 'statistic-fault-info', reason: kindOf(parsed) });
+      this.deps.log.error('statistic-fault-info does not parse; no public fault reloaded from it (as ClusterD)', { reason: parsed.reason });
+      return;
+    }
+    this.store.loadPublicFaults(parsed.value, this.now());
+    this.deps.log.info('public faults reloaded from statistic-fault-info', { nodes: parsed.value.size, faults: [...parsed.value.values()].reduce((n, l) => n + l.length, 0) });
+    this.flush();
   }
 
   /** Nodes whose effective faults changed without new intake (policy timers, configuration, manual separation). */

@@ -132,7 +132,8 @@ describe('fault policy engine: ClusterD manual separation', () => {
     await settle();
     expect(t.engine.manualInfo()).toEqual({ n1: { Total: ['Ascend910-1'], Detail: { 'Ascend910-1': [{ FaultCode: code, FaultLevel: 'ManuallySeparateNPU', LastSeparateTime: expect.any(Number) }] } } });
     const eff = t.engine.effective('n1', [], t.clock.now());
-    expect(eff).toEqual([expect.objectContaining({ device: 'Ascend910-1', code, level: 'ManuallySeparateNPU', source: 'npu' })]);
+    // as ClusterD's manual-fault processor: one code-less ManuallySeparateNPU fault on the chip
+    expect(eff).toEqual([expect.objectContaining({ device: 'Ascend910-1', code: 'ManuallySeparateNPU', level: 'ManuallySeparateNPU', source: 'npu' })]);
     expect(t.viewChanges.flat()).toContain('n1');
     expect(t.lines.find((l) => l.msg === 'fault escalated')).toMatchObject({ node: 'n1', npu: 'Ascend910-1', code, faultLevel: 'ManuallySeparateNPU', rule: 'manual-separation' });
     // the CM is written and read back, then an operator deletes the NPU from Total

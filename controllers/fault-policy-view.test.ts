@@ -19,10 +19,12 @@ describe('effective records', () => {
     ]);
   });
 
-  it('a ManuallySeparateNPU upgrade adds the pseudo-code on the chip; ClusterD separation adds its codes', () => {
-    const out = effectiveRecords('n1', [], [esc('Ascend910-0', '80E18005', 'ManuallySeparateNPU', 'FaultFrequency')], [{ device: 'Ascend910-1', codes: ['8C084E00'], sinceMs: 9 }]);
+  it('a ManuallySeparateNPU upgrade adds the pseudo-code on the chip; so does a ClusterD separation, leaving live codes at their own level', () => {
+    const live = lv(rec('n1', 'Ascend910-1', '8C084E00', 'FreeRestartNPU', 5));
+    const out = effectiveRecords('n1', [live], [esc('Ascend910-0', '80E18005', 'ManuallySeparateNPU', 'FaultFrequency')], [{ device: 'Ascend910-1', codes: ['8C084E00'], sinceMs: 9 }]);
+    // ClusterD's manual-fault processor adds one code-less fault (fault_code "" in cluster-info) beside the chip's own.
     expect(out.map((r) => `${r.device}/${r.source}/${r.code}/${r.level}`)).toEqual([
-      'Ascend910-0/npu/ManuallySeparateNPU/ManuallySeparateNPU', 'Ascend910-1/npu/8C084E00/ManuallySeparateNPU',
+      'Ascend910-1/npu/8C084E00/FreeRestartNPU', 'Ascend910-0/npu/ManuallySeparateNPU/ManuallySeparateNPU', 'Ascend910-1/npu/ManuallySeparateNPU/ManuallySeparateNPU',
     ]);
   });
 });

@@ -5,7 +5,8 @@
  *   and the job pipeline read. An escalation raises the level of the record it is about; one whose
  *   code is no longer reported (RecoverTimeout still running, a frequency upgrade after recovery) is
  *   added as a record of its own. ManuallySeparateNPU upgrades also add the `ManuallySeparateNPU`
- *   pseudo-code on the chip (CardUnhealthy), as the device plugin's `ManuallySeparateNPU` key does.
+ *   pseudo-code on the chip (CardUnhealthy), as the device plugin's `ManuallySeparateNPU` key does;
+ *   a ClusterD manual separation adds only that pseudo-code (rendered `fault_code: ""`, as ClusterD).
  * - `manualObservations`: the processed device view as ClusterD's increment-fault step sees it.
  * - `applyPreSeparate`: ClusterD's pre-separate processor (behavior.md A.3 #26) over a rendered
  *   cluster view: an in-use PreSeparateNPU chip stays out of the available list but is not listed
@@ -56,17 +57,10 @@ export function effectiveRecords(
       out.push({ node, device: e.device, source: isParameterPlaneCode(e.code) ? 'network' : 'npu', code: e.code, level: e.level, reportedLevel: 'escalated', firstSeenMs: e.sinceMs, detail: `${e.rule} escalation` });
     }
   }
-  for (const s of separated) {
-    const codes = s.codes.filter((c) => c !== '' && c !== MANUALLY_SEPARATE_PSEUDO_CODE);
-    if (codes.length === 0) pseudo(s.device, s.sinceMs, 'clusterd-manual-info-cm');
-    for (const code of codes) {
-      const hits = find(s.device, code, new Set(['npu']));
-      for (const i of hits) out[i] = raise(out[i]!, 'ManuallySeparateNPU');
-      if (hits.length === 0) {
-        out.push({ node, device: s.device, source: 'npu', code, level: 'ManuallySeparateNPU', reportedLevel: 'ManuallySeparateNPU', firstSeenMs: s.sinceMs, detail: 'clusterd-manual-info-cm' });
-      }
-    }
-  }
+  // ClusterD's manual-fault processor adds one code-less ManuallySeparateNPU CardUnhealthy fault to
+  // the chip (fault_code "", empty time map) beside whatever the chip still reports, whose codes keep
+  // their own levels; the chip's level is the most serious of them.
+  for (const s of separated) pseudo(s.device, s.sinceMs, `clusterd-manual-info-cm (${s.codes.join(',')})`);
   return out;
 }
 

@@ -48,6 +48,11 @@ export interface FaultPolicyControllerDeps {
   readonly onStateChange: () => void;
   /** --device-plugin-rules (FaultPolicyEngineDeps.deviceRules); default off, as ClusterD. */
   readonly deviceRules?: boolean;
+  /**
+   * --persist-policy-state (default on): restore from clusterd-ts-escalation-state at start. Off: the
+   * object is ignored and separated NPUs are adopted from clusterd-manual-info-cm, as ClusterD does.
+   */
+  readonly persistState?: boolean;
 }
 
 type Input =
@@ -146,7 +151,7 @@ export class FaultPolicyController implements FaultPolicy {
         else if (name === MANUAL_INFO_CM_NAME) {
           const info = this.readManualInfo();
           if (info !== undefined) this.engine.manualInfoChanged(info.total, now);
-        } else if (name === ESCALATION_STATE_CM_NAME && input.ev.type === 'delete') this.deps.onStateChange(); // rewrite a deleted state
+        } else if (name === ESCALATION_STATE_CM_NAME && input.ev.type === 'delete' && this.deps.persistState !== false) this.deps.onStateChange(); // rewrite a deleted state
         return;
       }
     }
@@ -173,6 +178,7 @@ export class FaultPolicyController implements FaultPolicy {
   }
 
   private readState(): EscalationStateDoc | undefined {
+    if (this.deps.persistState === false) return undefined;
     const text = this.cm(ESCALATION_STATE_CM_NAME)?.data?.[ESCALATION_STATE_KEY];
     if (text === undefined) return undefined;
     const p = parseEscalationState(text);

@@ -10,7 +10,8 @@ import { deviceInfoRecords } from '../schemas/device-info/device-info-records.ts
 import { nodeNameOfDeviceInfoCm } from '../schemas/device-info/device-info.ts';
 import { parseNodeInfoData, nodeNameOfNodeInfoCm, splitNodeFaults, type NodeInfoData } from '../schemas/node-info/node-info.ts';
 import { parsePublicFaultData } from '../schemas/public-fault/public-fault.ts';
-import { publicFaultRecords } from '../schemas/public-fault/public-fault-records.ts';
+import { publicFaultItems } from '../schemas/public-fault/public-fault-records.ts';
+import { DEFAULT_PUBLIC_FAULT_CONFIG, publicFaultLevel } from '../schemas/public-fault/public-fault-config.ts';
 import { kindOf, type RejectKind } from '../schemas/parsed.ts';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import type { StatisticNodeFault } from '../schemas/statistic-fault/statistic-fault.ts';
@@ -19,7 +20,6 @@ import { PublicFaultStore, type PublicFaultStoreOptions } from './public-fault-s
 
 /** Pseudo-code of a node whose Ready condition is not True, or that was deleted (VC's reason word). */
 export const NODE_NOT_READY_CODE = 'heartbeatTimeOut';
-export { PUBLIC_FAULT_ONCE_MS } from './public-fault-store.ts';
 
 /** A refused input (or part of one: `kept` then says what stays in force). `kind` is the metric reason. */
 export type Rejection = { readonly format: string; readonly object: string; readonly reason: string; readonly kind: RejectKind; readonly kept?: string };
@@ -156,60 +156,58 @@ export class FaultStore {
   }
 
   /**
-   * A public-fault CM was added or updated. `occur` adds, `recover` removes, `once` adds for
-   * PUBLIC_FAULT_ONCE_MS. Deleting the CM clears nothing (formats.md 1.3).
+   * A public-fault message (a CM added or updated, or a gRPC call), applied as ClusterD applies it
+   * (public-fault-store.ts). Deleting or unlabelling the CM clears nothing (ClusterD ignores the
+   * informer's delete). Invalid faults are left out, the message's others kept (ClusterD
+   * checkFaultsAndFlush); returns a rejection when nothing of it could be used.
    */
   applyPublicFault(cm: ConfigMap, nowMs: number): Rejection | undefined {
     const obj = `${cm.metadata?.namespace}/${cm.metadata?.name}`;
     const parsed = parsePublicFaultData(cm.data);
     if (!parsed.ok) return { format: 'public-fault', object: obj, reason: parsed.reason, kind: kindOf(parsed) };
-    const out = publicFaultRecords(parsed.value, { nodeBySn: (sn) => this.serialToNode.get(sn) });
-    for (const node of this.publicFaults.apply(obj, out.records, nowMs)) this.dirty.add(node);
-    if (out.unresolved.length > 0) return { format: 'public-fault', object: obj, reason: `unknown nodeSN in ${out.unresolved.length} influence(s)`, kind: 'unknown_node' };
+    for (const d of parsed.value.dropped ?? []) this.partial.push({ format: 'public-fault', object: obj, reason: d.reason, kind: d.kind, kept: 'the message\'s valid faults' });
+    const out = publicFaultItems(parsed.value, { nodeBySn: (sn) => this.serialToNode.get(sn) });
+    if (out.unresolved.length > 0 && out.items.length === 0) return { format: 'public-fault', object: obj, reason: `unknown nodeSN in fault(s) ${out.unresolved.join(', ')}: no valid fault`, kind: 'unknown_node' };
+    for (const id of out.unresolved) this.partial.push({ format: 'public-fault', object: obj, reason: `fault ${id}: an influence names an unknown nodeSN`, kind: 'unknown_node', kept: 'the message\'s valid faults' });
+    for (const node of this.publicFaults.apply(obj, out.items, nowMs)) this.dirty.add(node);
     return undefined;
   }
 
-  /** Drops expired `once` public faults; returns true when something changed. */
-  expirePublicFaults(nowMs: number): boolean {
-    const nodes = this.publicFaults.expire(nowMs);
-    for (const node of nodes) this.dirty.add(node);
-    return nodes.size > 0;
+  /**
+   * statistic-fault-info as the previous process left it, read back at start (ClusterD
+   * LoadFaultFromCM). The level comes from the current configuration when it knows the code.
+   */
+  loadPublicFaults(byNode: ReadonlyMap<string, readonly StatisticNodeFault[]>, nowMs: number): void {
+    for (const node of this.publicFaults.load(byNode, (code) => publicFaultLevel(DEFAULT_PUBLIC_FAULT_CONFIG, code), nowMs)) this.dirty.add(node);
+  }
+
+  /** Runs the public-fault deletes that are due; `ran`: how many ran (each rewrites statistic-fault-info in ClusterD). */
+  expirePublicFaults(nowMs: number): { changed: boolean; ran: number } {
+    const { changed, ran } = this.publicFaults.expire(nowMs);
+    for (const node of changed) this.dirty.add(node);
+    return { changed: changed.size > 0, ran };
   }
 
   nextPublicFaultExpiry(): number | undefined {
     return this.publicFaults.nextExpiry();
   }
 
-  /**
-   * The public faults in force, per node, as ClusterD's statistic-fault-info lists them: one entry
-   * per node and resource + faultId, with the device ids of its chips (none: node-wide).
-   */
+  /** The public faults in force, per node, as ClusterD's statistic-fault-info lists them (GetPubFaultsForCM). */
   publicFaultStatistics(): Map<string, StatisticNodeFault[]> {
-    const byNode = new Map<string, Map<string, StatisticNodeFault & { devIds: number[] }>>();
+    const byNode = new Map<string, StatisticNodeFault[]>();
     for (const p of this.publicFaults.entries()) {
-      const node = p.record.node;
-      const faults = byNode.get(node) ?? new Map<string, StatisticNodeFault & { devIds: number[] }>();
-      byNode.set(node, faults);
-      const key = p.resource + p.faultId;
-      let f = faults.get(key);
-      if (f === undefined) {
-        f = { resource: p.resource, devIds: [], faultId: p.faultId, type: p.faultType, faultCode: p.record.code, level: p.record.level, faultTime: Math.floor(p.record.firstSeenMs / 1000) };
-        faults.set(key, f);
-      }
-      for (const device of p.devices ?? []) {
-        const id = /-(\d+)$/.exec(device)?.[1];
-        if (id !== undefined && !f.devIds.includes(Number(id))) f.devIds.push(Number(id));
-      }
+      const list = byNode.get(p.node) ?? [];
+      byNode.set(p.node, list);
+      list.push({ resource: p.resource, devIds: p.devIds, faultId: p.faultId, type: p.faultType, faultCode: p.code, level: p.level, faultTime: Math.floor(p.faultTimeMs / 1000) });
     }
-    return new Map([...byNode].map(([node, faults]) => [node, [...faults.values()]]));
+    return byNode;
   }
-
 
   /** Every fault record the agents report for one node (before policy). */
   records(node: string): FaultRecord[] {
     const s = this.nodes.get(node);
     const out: FaultRecord[] = [...(s?.device?.records ?? []), ...(s?.nodeInfo?.records ?? [])];
-    out.push(...this.publicFaults.records(node));
+    out.push(...this.publicFaults.records(node, s?.device?.data.lists.prefix === 'huawei.com/npu' ? 'npu' : 'Ascend910'));
     if (s?.notReadySinceMs !== undefined) {
       out.push({ node, source: 'node-ready', code: NODE_NOT_READY_CODE, level: 'SeparateNPU', reportedLevel: 'NotReady', firstSeenMs: s.notReadySinceMs, detail: 'Node Ready condition is not True' });
     }

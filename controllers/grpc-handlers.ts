@@ -37,7 +37,7 @@ const received = (jobId: string, uuid: string, rpc: string, accepted: boolean): 
   accepted ? reportReceived(jobId, uuid, rpc) : status(Code.ServerInnerError, `${Info.reportChanClosed(jobId, uuid)}: an earlier ${rpc} is still queued`);
 
 /** The public fault as the intake's fault store takes it (a PublicFault ConfigMap value). */
-export function ingestPublicFault(deviceFaults: DeviceFaultsController, req: PublicFaultRequest, nowMs: number): Status {
+export function ingestPublicFault(deviceFaults: DeviceFaultsController, req: PublicFaultRequest): Status {
   const checked = validatePublicFault({
     id: req.id, timestamp: req.timestamp, version: req.version, resource: req.resource,
     faults: req.faults.map((f) => ({
@@ -52,10 +52,9 @@ export function ingestPublicFault(deviceFaults: DeviceFaultsController, req: Pub
     metadata: { namespace: GRPC_PUBLIC_FAULT_SOURCE, name: req.resource },
     data: { [PUBLIC_FAULT_DATA_KEY]: encodePublicFault(checked.value) },
   };
-  // The intake's public-fault path (the fault store keys it by source, fault id, node and device),
+  // The intake's public-fault path (one fault per node and resource + faultId, whoever sent it),
   // then the changed nodes are announced to cluster-info and the jobs pipeline.
-  const rejection = deviceFaults.store.applyPublicFault(cm, nowMs);
-  deviceFaults.notify(deviceFaults.store.drainDirty());
+  const rejection = deviceFaults.applyPublicFaultMessage(cm);
   if (rejection !== undefined) return status(Code.InvalidReqParam, rejection.reason);
   return status(Code.OK, Info.pubFaultSuccess);
 }
@@ -107,7 +106,7 @@ export function grpcHandlers(d: GrpcWiringDeps): GrpcHandlers {
     },
     pubFault: {
       sendPublicFault: (req) => {
-        const s = ingestPublicFault(d.deviceFaults, req, d.now());
+        const s = ingestPublicFault(d.deviceFaults, req);
         if (s.code !== Code.OK) log.warn('public fault rejected', { id: req.id, resource: req.resource, reason: s.info });
         return s;
       },

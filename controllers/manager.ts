@@ -124,10 +124,12 @@ export class Manager implements HealthSource {
       reportedUnhealthy: (n) => this.deviceFaults.store.nodeState(n)?.device?.data.lists.unhealthy ?? [],
       onViewChange: (nodes) => this.deviceFaults.notify(nodes),
       deviceRules: options.devicePluginRules,
-      onStateChange: () => { this.escalationState.queue.addAfter(ESCALATION_STATE_RECONCILE_KEY, 200); this.manualInfo.queue.add(MANUAL_INFO_RECONCILE_KEY); },
+      persistState: options.persistPolicyState,
+      onStateChange: () => { if (options.persistPolicyState) this.escalationState.queue.addAfter(ESCALATION_STATE_RECONCILE_KEY, 200); this.manualInfo.queue.add(MANUAL_INFO_RECONCILE_KEY); },
     });
     this.escalationState = new ControllerLoop(escalationStateReconciler({
-      desired: (t) => this.faultPolicy.persistedState(t), writer: this.writer, namespace: csNs,
+      // --persist-policy-state=false: nothing to persist, so the state object is never written.
+      desired: (t) => (options.persistPolicyState ? this.faultPolicy.persistedState(t) : undefined), writer: this.writer, namespace: csNs,
       actual: () => this.sources.clusterSystemConfigMaps.get(`${csNs}/${ESCALATION_STATE_CM_NAME}`),
     }), { log, metrics, now: this.now });
     this.manualInfo = new ControllerLoop(manualInfoReconciler({
@@ -159,7 +161,9 @@ export class Manager implements HealthSource {
       sources: this.sources, log: log.child({ controller: 'device_faults' }), metrics, now: this.now, maxPublicFaults: options.maxPublicFaults,
       onLastGoodChange: () => this.lastGood.queue.add(LAST_GOOD_RECONCILE_KEY),
       policy: { effective: (n, r, t) => this.filters.schedulerView(n, basePolicy.effective(n, r, t), t) },
-      onChange: (c) => { this.faultPolicy.observe(c.nodes); clusterInfo.markDirty(c.nodes); this.clusterInfo.queue.add(CLUSTER_INFO_KEY); this.statisticFault.queue.add(STATISTIC_FAULT_RECONCILE_KEY); },
+      onChange: (c) => { this.faultPolicy.observe(c.nodes); clusterInfo.markDirty(c.nodes); this.clusterInfo.queue.add(CLUSTER_INFO_KEY); },
+      // ClusterD rewrites statistic-fault-info after each public-fault message or delete, 1 s apart.
+      onPublicFaultMessage: () => { if (this.acting) this.statisticFault.queue.add(STATISTIC_FAULT_RECONCILE_KEY); },
     });
     this.lastGood = new ControllerLoop(lastGoodReconciler({
       desired: () => this.deviceFaults.lastGood.desired(), writer: this.writer, namespace: CLUSTER_INFO_NAMESPACE,
@@ -247,6 +251,8 @@ export class Manager implements HealthSource {
     log.info('caches synced', { objects: Object.fromEntries(sourcesHealth(this.sources).map((h) => [h.name, h.objects])) });
     // Before any decision: nodes whose device-info is still invalid get the last good one persisted before the restart.
     this.deviceFaults.restoreLastGood(parseLastGood(this.sources.mindxDlConfigMaps.get(`${CLUSTER_INFO_NAMESPACE}/${LAST_GOOD_CM_NAME}`)));
+    // The public faults the last process listed (ClusterD reloads them at start), on top of the replayed CMs.
+    this.deviceFaults.loadPublicFaults(this.sources.clusterSystemConfigMaps.get(`${options.clusterSystemNamespace}/${STATISTIC_FAULT_CM_NAME}`));
     this.faultPolicy.start(); // restores the persisted escalation state before any decision is published
     this.filters.restore(this.faultPolicy.engine.sideState.filters);
     this.relations.restore(this.faultPolicy.engine.sideState.relation);
@@ -303,7 +309,9 @@ export class Manager implements HealthSource {
     this.deps.metrics.leader.set(1);
     this.clusterInfo.start();
     this.clusterInfo.queue.add(CLUSTER_INFO_KEY);
-    for (const [loop, key] of [[this.escalationState, ESCALATION_STATE_RECONCILE_KEY], [this.manualInfo, MANUAL_INFO_RECONCILE_KEY], [this.lastGood, LAST_GOOD_RECONCILE_KEY], [this.statisticFault, STATISTIC_FAULT_RECONCILE_KEY]] as const) { loop.start(); loop.queue.add(key); }
+    for (const [loop, key] of [[this.escalationState, ESCALATION_STATE_RECONCILE_KEY], [this.manualInfo, MANUAL_INFO_RECONCILE_KEY], [this.lastGood, LAST_GOOD_RECONCILE_KEY]] as const) { loop.start(); loop.queue.add(key); }
+    // statistic-fault-info is written only after public-fault messages and deletes, never at start (as ClusterD).
+    this.statisticFault.start();
     // ClusterD's collector first looks (and creates the report) one check interval after start.
     this.schedulingException.start();
     this.schedulingException.queue.addAfter(SCHEDULING_EXCEPTION_RECONCILE_KEY, SCHEDULING_EXCEPTION_CHECK_INTERVAL_MS);

@@ -40,13 +40,16 @@ export class MemoryCommands {
   }
 
   /** Step-retry facts of a job for the step-retry filter (policy/step-retry-filter.ts). */
+  /**
+   * RecoverTime is when the business plane reported the retry fault (ClusterD's ReportRetryInfo from
+   * ReportProcessFault), else when our step retry began. No completion time: ClusterD never sets
+   * one (CompleteTime stays JobNotRecoverComplete), so a retry fault is hidden at most until
+   * RecoverTime + 30 s, however the retry ended.
+   */
   stepRetryJob(jobId: string, retryEnabled: boolean): StepRetryJob {
-    const h = this.holds.get(jobId);
-    return {
-      retryEnabled,
-      ...(h !== undefined ? { recoverTimeMs: h.recoverTimeMs } : {}),
-      ...(h?.completeTimeMs !== undefined ? { completeTimeMs: h.completeTimeMs } : {}),
-    };
+    const reported = this.retryReports(jobId).reduce<number | undefined>((m, r) => (m === undefined || r.atMs > m ? r.atMs : m), undefined);
+    const recoverTimeMs = reported ?? this.holds.get(jobId)?.recoverTimeMs;
+    return { retryEnabled, ...(recoverTimeMs !== undefined ? { recoverTimeMs } : {}) };
   }
 
   hold(jobId: string): StepRetryHold | undefined {

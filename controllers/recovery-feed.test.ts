@@ -51,11 +51,23 @@ describe('recovery feed (what the FSMs see of a job)', () => {
     expect(f.jobHealth).toBe('UnHealthy');
   });
 
-  it('types UCE "0" and HCCL "2"; a normal fault on the same rank wins; recent L2/L3 may restart in place', () => {
-    expect(feed(pods, [rec('n2', '80E01801', 'RestartBusiness', 'Ascend910-4')]).ranks).toEqual([{ rankId: 4, faultType: '0', restartInPlace: true }]);
-    expect(feed(pods, [rec('n2', '8C1F860B', 'RestartBusiness', 'Ascend910-4', 'npu', NOW - 120_000)]).ranks).toEqual([{ rankId: 4, faultType: '2' }]);
-    const mixed = feed(pods, [rec('n2', '80E01801', 'RestartBusiness', 'Ascend910-4'), rec('n2', '80E18402', 'SeparateNPU', 'Ascend910-4')]);
+  it('types UCE "0" and HCCL "2" when the business plane reported the rank; a normal fault on the same rank wins; recent L2/L3 may restart in place', () => {
+    const reported = (rankId: number, atMs: number, faultType: '0' | '2' = '0') => ({ retryReports: [{ rankId, faultType, atMs }] });
+    expect(feed(pods, [rec('n2', '80E01801', 'RestartBusiness', 'Ascend910-4')], reported(4, NOW - 500)).ranks).toEqual([{ rankId: 4, faultType: '0', restartInPlace: true }]);
+    expect(feed(pods, [rec('n2', '8C1F860B', 'RestartBusiness', 'Ascend910-4', 'npu', NOW - 120_000)], reported(4, NOW - 115_000, '2')).ranks).toEqual([{ rankId: 4, faultType: '2' }]);
+    const mixed = feed(pods, [rec('n2', '80E01801', 'RestartBusiness', 'Ascend910-4'), rec('n2', '80E18402', 'SeparateNPU', 'Ascend910-4')], reported(4, NOW - 500));
     expect(mixed.ranks).toEqual([{ rankId: 4, faultType: '1', restartInPlace: true }]);
+  });
+
+  it('a retry code only the device plugin reported is a normal fault (ClusterD CanDoStepRetry: no business-plane RecoverTime)', () => {
+    const uce = rec('n2', '80E01801', 'RestartBusiness', 'Ascend910-4', 'npu', NOW - 30_000);
+    expect(feed(pods, [uce]).ranks).toEqual([{ rankId: 4, faultType: '1', restartInPlace: true }]);
+    // Another rank's report does not count; one 15 s after the fault and 15 s ago is too late.
+    expect(feed(pods, [uce], { retryReports: [{ rankId: 5, faultType: '0', atMs: NOW - 1_000 }] }).ranks.find((r) => r.rankId === 4)?.faultType).toBe('1');
+    expect(feed(pods, [uce], { retryReports: [{ rankId: 4, faultType: '0', atMs: NOW - 15_000 }] }).ranks).toEqual([{ rankId: 4, faultType: '1', restartInPlace: true }]);
+    // Within 10 s after the fault, or within the last 10 s: a step retry.
+    expect(feed(pods, [uce], { retryReports: [{ rankId: 4, faultType: '0', atMs: NOW - 25_000 }] }).ranks[0]?.faultType).toBe('0');
+    expect(feed(pods, [uce], { retryReports: [{ rankId: 4, faultType: '0', atMs: NOW - 9_000 }] }).ranks[0]?.faultType).toBe('0');
   });
 
   it('node-wide faults hit every rank of the pod; NotReady marks nodeNotReadyOnly; NotHandle is dropped', () => {

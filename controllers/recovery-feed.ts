@@ -9,7 +9,11 @@
  * - NotHandleFault, PreSeparateNPU and NormalNPU are dropped (A.4 #31);
  * - a NotReady node marks its ranks `nodeNotReadyOnly` (never drives the FSM, E.7);
  * - SubHealthFault marks `subHealth` (the FSM drops it unless the job is SubHealthy);
- * - fault type "0" for 80E01801 (UCE), "2" for 8C1F860B (HCCL), else "1"; a normal fault wins;
+ * - fault type "0" for 80E01801 (UCE), "2" for 8C1F860B (HCCL), else "1"; a normal fault wins. A
+ *   retry code in device-info is a retry fault only when the business plane (the agent's
+ *   ReportProcessFault with a retry type) reported that rank at most 10 s after the fault, or in
+ *   the last 10 s (ClusterD's CanDoStepRetry on the job's RecoverTime); else it is a normal fault
+ *   ("1", the preExit / recover path): the device plugin alone cannot tell a step retry will work;
  * - RestartRequest / RestartBusiness faults at most 60 s old may restart in place (A.9 #73);
  * - the pod labels `fault-type=Separate` (relation fault) and `fault-type=SubHealth` count as faults
  *   of every rank of the pod; hot-switch backup pods hold no rank.
@@ -88,8 +92,16 @@ export function ranksPerPodOf(pods: readonly JobPodView[], raw: (name: string) =
   return requested > 0 ? requested : 1;
 }
 
-function faultTypeOf(code: string): FaultType {
-  return RETRY_FAULT_TYPES[code.toUpperCase()] ?? '1';
+/** ClusterD's JobReportRecoverTimeout: how far a business-plane report may lag the fault (and how long it counts as recent). */
+export const RETRY_REPORT_WINDOW_MS = 10_000;
+
+/** Fault type of a device-info code on `rank`, given the agent's retry reports (ClusterD getGrpcFormatFaults + CanDoStepRetry). */
+function faultTypeOf(code: string, rank: number, faultMs: number, reports: readonly RetryReport[], nowMs: number): FaultType {
+  const retryType = RETRY_FAULT_TYPES[code.toUpperCase()];
+  if (retryType === undefined) return '1';
+  const r = reports.filter((x) => x.rankId === rank).reduce<number | undefined>((m, x) => (m === undefined || x.atMs > m ? x.atMs : m), undefined);
+  if (r === undefined) return '1';
+  return nowMs - RETRY_REPORT_WINDOW_MS <= r || faultMs + RETRY_REPORT_WINDOW_MS >= r ? retryType : '1';
 }
 
 function recordHits(r: FaultRecord, p: JobPodView): boolean {
@@ -139,7 +151,7 @@ export function recoveryFeed(i: FeedInput): RecoveryFeed {
       else if (r.level === 'SubHealthFault') accumulate(acc, hit, (a) => (a.sub = true));
       else {
         const inPlace = IN_PLACE_LEVELS.has(r.level) && nowMs - r.firstSeenMs <= RESTART_IN_PLACE_MAX_AGE_MS;
-        accumulate(acc, hit, (a) => { a.hard.add(faultTypeOf(r.code)); a.inPlace ||= inPlace; });
+        for (const rank of hit) accumulate(acc, [rank], (a) => { a.hard.add(faultTypeOf(r.code, rank, r.firstSeenMs, i.retryReports ?? [], nowMs)); a.inPlace ||= inPlace; });
       }
     }
   }

@@ -54,7 +54,7 @@ describe('ClusterD manual separation (A.5)', () => {
       `${23 * H + 30 * S}:separated:Ascend910-1:8C084E00`,
     ]);
     expect(manualInfoView(r.state)).toEqual({
-      n1: { Total: ['Ascend910-1'], Detail: { 'Ascend910-1': [{ FaultCode: '8C084E00', FaultLevel: 'ManuallySeparateNPU', LastSeparateTime: 23 * H + 30 * S }] } },
+      n1: { Total: ['Ascend910-1'], Detail: { 'Ascend910-1': [{ FaultCode: '8C084E00', FaultLevel: 'ManuallySeparateNPU', LastSeparateTime: 23 * H }] } },
     });
     expect(manuallySeparatedDevices(r.state)).toEqual([expect.objectContaining({ node: 'n1', device: 'Ascend910-1', level: 'ManuallySeparateNPU', codes: ['8C084E00'] })]);
   });
@@ -109,16 +109,22 @@ describe('ClusterD manual separation (A.5)', () => {
       `${10 * H + 30 * S}:counted`,
       `${20 * H + 30 * S}:counted`,
       `${20 * H + 30 * S}:separated`,
-      `${20 * H + 30 * S + 48 * H}:released`,
+      `${20 * H + 48 * H}:released`, // LastSeparateTime = the third fault's receive time
     ]);
   });
 
-  it('a repeat while separated renews LastSeparateTime and so postpones the release', () => {
-    const r = drive([...hit(0), ...hit(H), ...hit(2 * H), ...hit(40 * H)], 200 * H, { ...DEFAULT_MANUAL_SEPARATE_POLICY, separate: { fault_window_hours: 72, fault_threshold: 3 } });
-    expect(r.outputs.map(brief).filter((s) => !s.includes('counted'))).toEqual([
+  it('the count restarts at separation: fault_threshold new occurrences while separated renew LastSeparateTime and so postpone the release', () => {
+    const r = drive([...hit(0), ...hit(H), ...hit(2 * H), ...hit(40 * H), ...hit(41 * H), ...hit(42 * H)], 200 * H, { ...DEFAULT_MANUAL_SEPARATE_POLICY, separate: { fault_window_hours: 72, fault_threshold: 3 } });
+    expect(r.outputs.map(brief)).toEqual([
+      `${30 * S}:counted:Ascend910-1:1`,
+      `${H + 30 * S}:counted:Ascend910-1:2`,
+      `${2 * H + 30 * S}:counted:Ascend910-1:3`,
       `${2 * H + 30 * S}:separated:Ascend910-1:8C084E00`,
-      `${40 * H + 30 * S}:renewed:Ascend910-1:8C084E00`,
-      `${88 * H + 30 * S}:released:Ascend910-1:fault_free_hours`,
+      `${40 * H + 30 * S}:counted:Ascend910-1:1`, // not a renewal: counting started again
+      `${41 * H + 30 * S}:counted:Ascend910-1:2`,
+      `${42 * H + 30 * S}:counted:Ascend910-1:3`,
+      `${42 * H + 30 * S}:renewed:Ascend910-1:8C084E00`,
+      `${90 * H}:released:Ascend910-1:fault_free_hours`,
     ]);
   });
 
@@ -126,6 +132,13 @@ describe('ClusterD manual separation (A.5)', () => {
     const r = drive([...hit(0), ...hit(H), ...hit(2 * H)], 1000 * H, { ...DEFAULT_MANUAL_SEPARATE_POLICY, release: { fault_free_hours: -1 } });
     expect(Object.keys(r.state.separated)).toEqual(['n1/Ascend910-1']);
     expect(r.nextDeadlineMs).toBeUndefined();
+  });
+
+  it('LastSeparateTime is the receive time (the controller\'s clock at first sight), not the reported fault time', () => {
+    // reported at 5 s, first seen at 100 s (ClusterD's FaultReceivedTime is its own clock)
+    const r = drive([[100 * S, observe(f('Ascend910-1', '8C084E00', 5 * S))]], 200 * S, { ...DEFAULT_MANUAL_SEPARATE_POLICY, separate: { fault_window_hours: 1, fault_threshold: 1 } });
+    expect(r.outputs.map(brief)).toContain(`${130 * S}:separated:Ascend910-1:8C084E00`);
+    expect(manualInfoView(r.state).n1?.Detail['Ascend910-1']).toEqual([{ FaultCode: '8C084E00', FaultLevel: 'ManuallySeparateNPU', LastSeparateTime: 100 * S }]);
   });
 
   it('threshold 1 separates on the first hardware fault', () => {

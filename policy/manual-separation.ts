@@ -6,8 +6,9 @@
  * - 30 s after the job's first queued fault: a code seen on two different NPUs of the job within 30 s is
  *   a software fault and is not counted; otherwise every occurrence is counted as hardware (#36);
  * - per (node, NPU, code): the last `fault_threshold` counted occurrences spanning less than
- *   `fault_window_hours` -> the NPU is manually separated (recorded for clusterd-manual-info-cm);
- *   a repeat renews LastSeparateTime (#37);
+ *   `fault_window_hours` -> the NPU is manually separated (recorded for clusterd-manual-info-cm,
+ *   LastSeparateTime = that occurrence's receive time) and the count starts again; reaching the
+ *   threshold again while separated renews LastSeparateTime (#37);
  * - released when now - LastSeparateTime >= `fault_free_hours` (-1 never), or as soon as an operator
  *   deletes the NPU from the ConfigMap's `Total` (ClusterD notices within its 15 s loop; we act on the
  *   informer event) (#38); disabling the policy clears everything (#39).
@@ -32,7 +33,11 @@ export interface ManualFaultObservation {
   readonly device: string;
   readonly code: string;
   readonly level: NpuFaultLevel;
-  /** ClusterD FaultReceivedTime: when the controller first saw this instance of (NPU, code). */
+  /**
+   * Identifies this instance of (NPU, code): the reported fault time (a new occurrence has a new
+   * one). The time that counts is ClusterD's FaultReceivedTime, the controller's clock when it first
+   * sees the instance, which `observe` takes (`nowMs`).
+   */
   readonly receivedMs: number;
   /** The job using the NPU (huawei.com/AscendReal); undefined = no job, the fault is ignored. */
   readonly jobKey?: string;
@@ -91,7 +96,9 @@ class Work {
         continue;
       }
       const q = this.pending[f.jobKey];
-      const fault: ManualPendingFault = { node, device: f.device, code: f.code, atMs: f.receivedMs };
+      // ClusterD's FaultReceivedTime (UpdateFaultReceiveTime): its own clock at first sight, not the
+      // device plugin's fault_time; it becomes LastSeparateTime and starts the release window.
+      const fault: ManualPendingFault = { node, device: f.device, code: f.code, atMs: nowMs };
       this.pending[f.jobKey] = { windowStartMs: q?.windowStartMs ?? nowMs, faults: [...(q?.faults ?? []), fault] };
     }
     for (const k of Object.keys(this.lastSeen)) if (k.startsWith(`${node}/`) && !present.has(k)) delete this.lastSeen[k];
@@ -129,7 +136,11 @@ class Work {
     const nk = npuKey(f.node, f.device);
     const npu = this.separated[nk] ?? { node: f.node, device: f.device, observedInCm: false, entries: [] };
     const had = npu.entries.some((e) => e.code === f.code);
-    const entries = [...npu.entries.filter((e) => e.code !== f.code), { code: f.code, lastSeparateTimeMs: nowMs }].sort((a, b) => (a.code < b.code ? -1 : 1));
+    // As ClusterD (counter.go dealFrequencyFault): the count starts again from zero, so a renewal
+    // takes `fault_threshold` new occurrences, and LastSeparateTime is the receive time of the
+    // occurrence that reached the threshold, not the moment of the judgement.
+    delete this.counters[key];
+    const entries = [...npu.entries.filter((e) => e.code !== f.code), { code: f.code, lastSeparateTimeMs: f.atMs }].sort((a, b) => (a.code < b.code ? -1 : 1));
     this.separated[nk] = { ...npu, entries };
     const reasons = [
       counted,

@@ -179,14 +179,18 @@ function onProcessFault(ctx: Ctx, e: Extract<RecoveryEvent, { type: 'processFaul
   const normal = faults.filter((f) => !isRetryType(f.faultType));
   const retryPods = podsOf(faults.filter((f) => isRetryType(f.faultType)).map((f) => f.rankId), s.config.ranksPerPod);
   const normalPods = podsOf(normal.map((f) => f.rankId), s.config.ranksPerPod);
-  const onlyRetryPods = retryPods.filter((p) => !normalPods.includes(p));
+  // ClusterD labels a pod only once per recovery: a pod already in the job's fault set (its device
+  // fault came first, or it was labelled before) is not labelled again (labelPodFault's labeledMap).
+  const known = new Set(podsOf(s.faults.map((f) => f.rankId), s.config.ranksPerPod));
+  const onlyRetryPods = retryPods.filter((p) => !normalPods.includes(p) && !known.has(p));
   if (onlyRetryPods.length > 0) cmd(ctx, { type: 'labelPods', podRanks: onlyRetryPods, key: 'fault-type', value: 'retry-fault' });
   if (normal.length === 0) {
     cmd(ctx, { type: 'forwardRetryFaults', faults });
     ctx.why.push('retry-only process fault: fed back to the fault center');
     return true;
   }
-  cmd(ctx, { type: 'labelPods', podRanks: normalPods, key: 'fault-type', value: 'software' });
+  const unlabelled = normalPods.filter((p) => !known.has(p));
+  if (unlabelled.length > 0) cmd(ctx, { type: 'labelPods', podRanks: unlabelled, key: 'fault-type', value: 'software' });
   for (const f of faults) {
     const i = s.faults.findIndex((c) => c.rankId === f.rankId);
     const entry = { rankId: f.rankId, faultType: f.faultType, software: true, restartInPlace: false };

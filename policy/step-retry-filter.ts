@@ -3,7 +3,7 @@
  * `retry` in `recover-strategy`, the retry faults 80E01801 (UCE, retry type "0") and 8C1F860B (HCCL
  * retry, type "2") are hidden from the scheduler while
  *   (a) the fault is at most 10 s old, or
- *   (b) the job reported a recovery within 10 s of the fault and either now <= RecoverTime + 30 s
+ *   (b) the job reported a recovery at most 10 s after the fault (or before it) and either now <= RecoverTime + 30 s
  *       or it reported completion by RecoverTime + 30 s.
  * An HCCL retry fault that cannot be hidden is re-levelled to RestartBusiness unless a link-down is
  * known for the job; link-downs seen in the last 180 s (81078603 on a device, `[0x08520003,na,L2,na]`
@@ -56,7 +56,7 @@ export function stepRetryVerdict(f: LeveledFault, job: StepRetryJob, linkDownKno
     return { action: 'hide', untilMs: t + STEP_RETRY_FAULT_WINDOW_MS + 1, reasons: [reason('step-retry', `retry fault type ${type} younger than 10 s; waiting for step retry`, { code, level: 'hidden' })] };
   }
   const r = job.recoverTimeMs;
-  if (r !== undefined && Math.abs(r - t) <= STEP_RETRY_REPORT_WINDOW_MS) {
+  if (r !== undefined && r - t <= STEP_RETRY_REPORT_WINDOW_MS) { // ClusterD: FaultTime >= RecoverTime - 10 s (an earlier report counts)
     const limit = r + STEP_RETRY_COMPLETE_WINDOW_MS;
     if (job.completeTimeMs !== undefined && job.completeTimeMs <= limit) {
       return { action: 'hide', reasons: [reason('step-retry', `job recovered at ${r} and completed at ${job.completeTimeMs}`, { code, level: 'hidden' })] };

@@ -182,6 +182,35 @@ describe('clusterInfoReconciler with the per-node cache', () => {
     expect(s.reconciler.stats.fullRenders).toBe(1);
   });
 
+  it('creates the empty cluster-info-node-cm only after 5 s without a write, as ClusterD\'s cycle report', async () => {
+    const r = new RandomEntries(4);
+    const s = setup({ refreshMs: 5000 });
+    s.world.nodes.set('a', { device: r.device('a', 10) });
+    const first = await s.pass();
+    expect([...s.cluster.cms.keys()]).toEqual(['cluster-info-device-0']);
+    expect(first.requeueAfterMs).toBeLessThanOrEqual(5000);
+    // A device change 3 s later is a report: the 5 s start again.
+    s.world.nodes.set('a', { device: r.device('a', 10) });
+    s.reconciler.markDirty(['a']);
+    await s.pass(3000);
+    expect(s.cluster.writes()).toBe(2);
+    await s.pass(4000);
+    expect(s.cluster.cms.has('cluster-info-node-cm')).toBe(false);
+    await s.pass(1000);
+    expect(s.cluster.data().get('cluster-info-node-cm')).toBe('');
+  });
+
+  it('a node-info fault creates cluster-info-node-cm at once', async () => {
+    const r = new RandomEntries(4);
+    const s = setup({ refreshMs: 5000 });
+    s.world.nodes.set('a', { device: r.device('a', 10) });
+    await s.pass();
+    s.world.nodes.set('b', { node: r.nodeInfo('b') });
+    s.reconciler.markDirty(['b']);
+    await s.pass(1000);
+    expect(s.cluster.data().get('cluster-info-node-cm')).toContain('mindx-dl-nodeinfo-b');
+  });
+
   it('writes nothing when nothing changed, and nothing when a dirty node renders the same', async () => {
     const r = new RandomEntries(5);
     const s = setup({ refreshMs: 0 });
@@ -304,6 +333,7 @@ describe('clusterInfoReconciler with the per-node cache', () => {
     for (const n of ['a', 'b']) s.world.nodes.set(n, { device: r.device(n, 10) });
     await s.pass();
     expect(s.cluster.targets.every((t) => t.annotations === undefined && t.removeAnnotations?.includes(REFRESHED_AT_ANNOTATION))).toBe(true);
+    await s.pass(5_000); // the empty node CM, with the first quiet cycle
     const writes = s.cluster.writes();
     for (let i = 0; i < 12; i++) await s.pass(5_000); // one idle minute of refreshes
     expect(s.cluster.writes()).toBe(writes);
@@ -370,6 +400,7 @@ describe('clusterInfoReconciler with the per-node cache', () => {
     world.rendered.length = 0;
     await s.pass();
     expect(world.rendered.sort()).toEqual(['a', 'b']);
+    await s.pass(5_000); // the empty node CM, with the first quiet cycle
     expect(s.cluster.data()).toEqual(desiredShards(world.full(() => T0), [...s.cluster.cms.keys()]));
   });
 });

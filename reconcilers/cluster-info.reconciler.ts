@@ -142,6 +142,12 @@ export interface ClusterInfoDeps {
 }
 
 export const CLUSTER_INFO_MIN_INTERVAL_MS = 200;
+/**
+ * ClusterD creates an empty cluster-info-node-cm only with its cycle report, once this long has
+ * passed without any cluster-info write (report.go cycleReport: atLeastReportCycle, counted from the
+ * reporter's start and from every report); a node-info fault creates it at once (its own report).
+ */
+export const NODE_CM_QUIET_MS = 5000;
 /** Shortest interval between full renders (the cache check), whatever the refresh interval. */
 export const AUDIT_INTERVAL_MS = 30_000;
 /** Stale entries found by one refresh that are logged by node name (the rest are counted). */
@@ -322,6 +328,10 @@ export function clusterInfoReconciler(deps: ClusterInfoDeps): ClusterInfoReconci
   let unwritten = false;
   /** The shards of the last pass that wrote from the cache. */
   let lastShards: Map<string, string> | undefined;
+  /** ClusterD's reportTime: the first pass, then every pass that wrote (NODE_CM_QUIET_MS). */
+  let lastReportMs: number | undefined;
+  /** cluster-info-node-cm exists (seen in the cache or written by us): from then on it is written as any shard. */
+  let nodeCmExists = false;
 
   const render = (node: string, atMs: number): EntryChange => {
     stats.nodesRendered++;
@@ -406,17 +416,29 @@ export function clusterInfoReconciler(deps: ClusterInfoDeps): ClusterInfoReconci
       const shards = unwritten || refresh || lastShards === undefined ? cache.shards(deps.actualNames()) : lastShards;
       let written = 0;
       const stamp = new Date(now).toISOString();
+      lastReportMs ??= now;
+      nodeCmExists ||= deps.actual(CLUSTER_INFO_NODE_CM) !== undefined;
+      let holdNodeCmMs = 0;
       for (const [name, value] of shards) {
         const actual = deps.actual(name);
+        if (name === CLUSTER_INFO_NODE_CM && !nodeCmExists && value === '') {
+          // No node fault and no node CM yet: ClusterD creates the empty one with its first quiet cycle.
+          const quietFor = now - lastReportMs;
+          if (quietFor < NODE_CM_QUIET_MS) { holdNodeCmMs = NODE_CM_QUIET_MS - quietFor; continue; }
+        }
         const target: ConfigMapTarget = { namespace: CLUSTER_INFO_NAMESPACE, name, labels: { ...CLUSTER_INFO_LABELS }, data: { [name]: value }, ...refreshAnnotation(actual, audit, stamp) };
         const res = await deps.writer.ensure('cluster_info', target, actual);
         if (res.written) written++;
+        if (name === CLUSTER_INFO_NODE_CM) nodeCmExists = true;
       }
+      if (written > 0) lastReportMs = now;
       unwritten = false;
       lastShards = shards;
       if (refresh) lastFullWriteMs = now;
       if (written > 0) ctx.log.info('cluster-info written', { shards: written, names: [...shards.keys()] });
-      return deps.refreshMs > 0 ? { requeueAfterMs: Math.max(1000, deps.refreshMs - (now - lastFullWriteMs)) } : {};
+      const refreshIn = deps.refreshMs > 0 ? Math.max(1000, deps.refreshMs - (now - lastFullWriteMs)) : undefined;
+      const next = holdNodeCmMs > 0 ? Math.min(holdNodeCmMs, refreshIn ?? Infinity) : refreshIn;
+      return next === undefined ? {} : { requeueAfterMs: next };
     },
   };
 }

@@ -7,7 +7,7 @@ import type { ManualInfoNode } from '../policy/manual-separation.ts';
 const ctx = (now: number): ReconcileContext => ({ log: silentLogger, signal: new AbortController().signal, now: () => now });
 
 describe('manual-info reconciler', () => {
-  it('writes clusterd-manual-info-cm as ClusterD does, only on difference, and empties it when nothing is separated', async () => {
+  it('writes clusterd-manual-info-cm as ClusterD does, only on difference, and deletes it when nothing is separated, as ClusterD does', async () => {
     const c = fakeCluster();
     let view: Record<string, ManualInfoNode> = {};
     const r = manualInfoReconciler({ desired: () => view, actual: () => c.objects.get('cs/clusterd-manual-info-cm'), writer: c.writer, namespace: 'cs' });
@@ -22,7 +22,8 @@ describe('manual-info reconciler', () => {
     });
     view = {};
     await r.reconcile('k', ctx(4));
-    expect(c.writes.map((w) => w.verb)).toEqual(['create', 'update']);
-    expect(c.objects.get('cs/clusterd-manual-info-cm')?.data).toEqual({});
+    await r.reconcile('k', ctx(5));
+    expect(c.writes.map((w) => w.verb)).toEqual(['create', 'delete']);
+    expect(c.objects.has('cs/clusterd-manual-info-cm')).toBe(false);
   });
 });

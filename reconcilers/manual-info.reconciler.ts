@@ -1,10 +1,10 @@
 /**
  * Makes `<cluster-system>/clusterd-manual-info-cm` (formats.md 2.6) match ClusterD's manual
  * separation state: data key = node name, value `{"Total":[chip...],"Detail":{chip:[{FaultCode,
- * FaultLevel,LastSeparateTime}]}}`, Go-encoded. Written only on difference. ClusterD deletes the
- * ConfigMap when nothing is separated; our RBAC has no delete on ConfigMaps, so it is emptied
- * instead (no data keys: readers see no node). An operator deleting an NPU from `Total` is read back
- * by the policy (fault-policy.controller.ts), which releases it; the next pass writes the result.
+ * FaultLevel,LastSeparateTime}]}}`, Go-encoded. Written only on difference. When nothing is
+ * separated any more the ConfigMap is deleted, as ClusterD does (application/manualfault/cm.go; the
+ * chart grants delete on this one name). An operator deleting an NPU from `Total` is read back by the
+ * policy (fault-policy.controller.ts), which releases it; the next pass writes or deletes the result.
  */
 import { MANUAL_INFO_CM_NAME, encodeManualInfoData, type ManualInfo } from '../schemas/manual-info/manual-info.ts';
 import type { ManualInfoNode } from '../policy/manual-separation.ts';
@@ -35,7 +35,11 @@ export function manualInfoReconciler(deps: ManualInfoDeps): Reconciler {
       if (view === undefined) return {};
       const data = encodeManualInfoData(Object.fromEntries(Object.entries(view).map(([node, v]) => [node, toWire(v)])));
       const actual = deps.actual();
-      if (actual === undefined && Object.keys(data).length === 0) return {};
+      if (Object.keys(data).length === 0) {
+        const res = await deps.writer.remove('manual_info', deps.namespace, MANUAL_INFO_CM_NAME, actual);
+        if (res.written) ctx.log.info('clusterd-manual-info-cm deleted: no NPU is manually separated');
+        return {};
+      }
       const res = await deps.writer.ensure('manual_info', { namespace: deps.namespace, name: MANUAL_INFO_CM_NAME, data }, actual);
       if (res.written) ctx.log.info('clusterd-manual-info-cm written', { nodes: Object.keys(data), separated: Object.values(view).reduce((n, v) => n + v.Total.length, 0) });
       return {};

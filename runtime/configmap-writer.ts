@@ -3,7 +3,7 @@
  * resourceVersion (optimistic concurrency) when the data differs, nothing when it is equal.
  * A 409 is thrown back to the work queue, which requeues and re-reads the cache (style.md 2.6).
  */
-import { ApiError, isConflict, paths, type KubeClient } from './kube-client.ts';
+import { ApiError, isConflict, isNotFound, paths, type KubeClient } from './kube-client.ts';
 import type { ConfigMap } from './kube-objects.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { Logger } from '../telemetry/logger.ts';
@@ -23,6 +23,11 @@ export interface ConfigMapTarget {
   readonly removeAnnotations?: readonly string[];
   /** The full desired data map (callers merge keys they do not own from `actual` first). */
   readonly data: Record<string, string>;
+  /**
+   * The labels and annotations are the object's whole metadata: others are removed (ClusterD's
+   * UpdateOrCreateConfigMap sends a fresh object, so a label someone added does not survive it).
+   */
+  readonly exactMetadata?: boolean;
 }
 
 const sameData = (a: Record<string, string> | undefined, b: Record<string, string>): boolean => {
@@ -31,7 +36,11 @@ const sameData = (a: Record<string, string> | undefined, b: Record<string, strin
   return ka.every((k) => a![k] === b[k]);
 };
 
+const sameMap = (a: Record<string, string> | undefined, b: Record<string, string> | undefined): boolean =>
+  sameData(a ?? {}, b ?? {});
+
 const labelsMissing = (actual: ConfigMap, t: ConfigMapTarget): boolean =>
+  t.exactMetadata === true ? !sameMap(actual.metadata?.labels, t.labels) || !sameMap(actual.metadata?.annotations, t.annotations) :
   Object.entries(t.labels ?? {}).some(([k, v]) => actual.metadata?.labels?.[k] !== v) ||
   Object.entries(t.annotations ?? {}).some(([k, v]) => actual.metadata?.annotations?.[k] !== v) ||
   (t.removeAnnotations ?? []).some((k) => actual.metadata?.annotations?.[k] !== undefined);
@@ -92,7 +101,9 @@ export class ConfigMapWriter {
       } else {
         obj = await this.client.replace<ConfigMap>(paths.configMap(target.namespace, target.name), {
           ...actual,
-          metadata: { ...actual.metadata, labels: { ...actual.metadata?.labels, ...target.labels }, annotations: mergedAnnotations(actual, target) },
+          metadata: target.exactMetadata === true
+            ? { ...actual.metadata, labels: target.labels, annotations: target.annotations }
+            : { ...actual.metadata, labels: { ...actual.metadata?.labels, ...target.labels }, annotations: mergedAnnotations(actual, target) },
           data: target.data,
         });
       }
@@ -105,5 +116,30 @@ export class ConfigMapWriter {
       this.metrics?.apiWrites.inc({ kind, result: e instanceof ApiError ? String(e.statusCode) : 'error' });
       throw e;
     }
+  }
+
+  /**
+   * Deletes the ConfigMap, on the condition that it is still the version we last saw (a concurrent
+   * edit is a 409, requeued and decided again on the fresh copy). Absent already = nothing to do.
+   */
+  async remove(kind: string, namespace: string, name: string, cached: ConfigMap | undefined): Promise<WriteResult> {
+    const actual = this.fresher(namespace, name, cached);
+    if (actual === undefined) return { written: false };
+    if (this.dryRun) {
+      this.log?.info('dry run: would delete ConfigMap', { kind, namespace, name });
+      return { written: false };
+    }
+    try {
+      await this.client.delete(paths.configMap(namespace, name), { preconditions: { uid: actual.metadata?.uid, resourceVersion: actual.metadata?.resourceVersion } });
+    } catch (e) {
+      if (isNotFound(e)) return { written: false };
+      if (isConflict(e)) this.metrics?.apiConflicts.inc({ kind });
+      this.metrics?.apiWrites.inc({ kind, result: e instanceof ApiError ? String(e.statusCode) : 'error' });
+      throw e;
+    }
+    this.lastWritten.delete(`${namespace}/${name}`);
+    this.writes.set(kind, (this.writes.get(kind) ?? 0) + 1);
+    this.metrics?.apiWrites.inc({ kind, result: 'success' });
+    return { written: true };
   }
 }

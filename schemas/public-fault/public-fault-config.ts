@@ -26,15 +26,14 @@ export interface PublicFaultConfig {
 }
 
 /**
- * Defaults as far as formats.md 2.6 lists them. The real file has NotHandle 5, SubHealth 10,
- * SeparateNPU 13, PreSeparateNPU 2 codes; the spec names all 5 NotHandle and both PreSeparate codes but
- * only 2 of the 10 SubHealth and 9 of the 13 SeparateNPU codes, so those lists are incomplete here.
+ * Defaults: the publicFaultConfiguration.json ClusterD ships (component/clusterd/build). formats.md
+ * 2.6 names only part of the SubHealth and SeparateNPU lists; the shipped file wins.
  */
 export const DEFAULT_PUBLIC_FAULT_CONFIG: PublicFaultConfig = {
   publicFaultCode: {
     NotHandleFaultCodes: ['200001006', '200001010', '200001011', '200001012', '100001011'],
-    SubHealthFaultCodes: ['010001001', '110001010'],
-    SeparateNPUCodes: ['220001001', '220001002', '220001003', '220001004', '220001005', '220001006', '220001007', '120001001', '020001001'],
+    SubHealthFaultCodes: ['010001001', '010001004', '310001005', '210001007', '210001008', '210001009', '110001010', '110001020', '110001021', '010001002'],
+    SeparateNPUCodes: ['220001001', '220001002', '220001003', '220001004', '220001005', '220001006', '220001007', '120001001', '020001001', '020001004', '020001003', '120001002', '120001003'],
     PreSeparateNPUCodes: ['110001022', '110001023'],
   },
   publicFaultResource: ['CCAE', 'fd-online', 'pingmesh', 'Netmind', 'dpcStorage', 'dtfsStorage'],

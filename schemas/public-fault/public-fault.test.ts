@@ -1,6 +1,6 @@
 import { DEFAULT_PUBLIC_FAULT_CONFIG, parsePublicFaultConfig, publicFaultLevel } from './public-fault-config.ts';
 import { encodePublicFault, parsePublicFault, parsePublicFaultData, validatePublicFault } from './public-fault.ts';
-import { publicFaultRecords } from './public-fault-records.ts';
+import { publicFaultItems } from './public-fault-records.ts';
 
 // formats.md 1.3 example, compacted. Its times (Nov 2024) break the "not before 2025-01-01" rule.
 const SPEC_EXAMPLE =
@@ -113,23 +113,41 @@ describe('public fault configuration', () => {
   });
 });
 
-describe('publicFaultRecords', () => {
-  it('puts one record per influenced NPU, level from the config, time in ms', () => {
-    const v = unwrap(parsePublicFault(VALID));
-    const out = publicFaultRecords(v, { nodeBySn: () => undefined });
+describe('DEFAULT_PUBLIC_FAULT_CONFIG', () => {
+  it('has every code of the file ClusterD ships (10 SubHealth, 13 SeparateNPU), not only the ones formats.md names', () => {
+    const c = DEFAULT_PUBLIC_FAULT_CONFIG.publicFaultCode;
+    expect([c.NotHandleFaultCodes?.length, c.SubHealthFaultCodes?.length, c.SeparateNPUCodes?.length, c.PreSeparateNPUCodes?.length]).toEqual([5, 10, 13, 2]);
+    expect(publicFaultLevel(DEFAULT_PUBLIC_FAULT_CONFIG, '010001004')).toBe('SubHealthFault');
+    expect(publicFaultLevel(DEFAULT_PUBLIC_FAULT_CONFIG, '120001003')).toBe('SeparateNPU');
+  });
+});
+
+describe('publicFaultItems', () => {
+  it('one item per influence of each fault, in message order, level from the config, time in ms', () => {
+    const out = publicFaultItems(unwrap(parsePublicFault(VALID)), { nodeBySn: () => undefined });
     expect(out.unresolved).toEqual([]);
-    expect(out.records).toEqual([0, 1].map((id) => ({
-      assertion: 'occur', resource: 'CCAE', faultId: 'f-000000017', faultType: 'NPU',
-      record: { node: 'node-a01', device: `Ascend910-${id}`, source: 'public', code: '220001001', level: 'SeparateNPU', reportedLevel: 'SeparateNPU', firstSeenMs: T - 1000, detail: 'CCAE/f-000000017' },
-    })));
+    expect(out.items).toEqual([{ assertion: 'occur', node: 'node-a01', resource: 'CCAE', faultId: 'f-000000017', faultType: 'NPU', code: '220001001', level: 'SeparateNPU', faultTimeMs: T - 1000, devIds: [0, 1] }]);
   });
 
-  it('resolves nodeSN through the lookup, goes node-wide without device ids, and reports unknown SNs', () => {
+  it('resolves nodeSN through the lookup; a fault with an unknown SN is left out whole (ClusterD checkNodeNameOrSN)', () => {
     const text = VALID.replace('"influence":[{"nodeName":"node-a01","nodeSN":"","deviceIds":[0,1]}]',
-      '"influence":[{"nodeName":"","nodeSN":"SN1","deviceIds":[3]},{"nodeName":"","nodeSN":"SN2","deviceIds":null},{"nodeName":"","nodeSN":"SN9","deviceIds":[1]}]');
-    const sns: Record<string, string> = { SN1: 'node-b', SN2: 'node-c' };
-    const out = publicFaultRecords(unwrap(parsePublicFault(text)), { nodeBySn: (sn) => sns[sn], npuNamePrefix: () => 'npu' });
-    expect(out.records.map((r) => [r.record.node, r.record.device])).toEqual([['node-b', 'npu-3'], ['node-c', undefined]]);
-    expect(out.unresolved).toEqual([{ nodeName: '', nodeSN: 'SN9', deviceIds: [1] }]);
+      '"influence":[{"nodeName":"","nodeSN":"SN1","deviceIds":[3]},{"nodeName":"","nodeSN":"SN9","deviceIds":[1]}]');
+    const sns: Record<string, string> = { SN1: 'node-b' };
+    expect(publicFaultItems(unwrap(parsePublicFault(text)), { nodeBySn: (sn) => sns[sn] })).toEqual({ items: [], unresolved: ['f-000000017'] });
+    sns['SN9'] = 'node-c';
+    expect(publicFaultItems(unwrap(parsePublicFault(text)), { nodeBySn: (sn) => sns[sn] }).items.map((i) => [i.node, i.devIds])).toEqual([['node-b', [3]], ['node-c', [1]]]);
+  });
+
+  it('an invalid fault is left out and named, the message\'s others kept (ClusterD checkFaultsAndFlush)', () => {
+    const v = JSON.parse(VALID) as { faults: Array<Record<string, unknown> & { influence: Array<Record<string, unknown>> }> };
+    const nodeWide = { ...v.faults[0]!, faultId: 'f-node-wide', influence: [{ nodeName: 'node-a01', nodeSN: '', deviceIds: null }] };
+    const badName = { ...v.faults[0]!, faultId: 'f-bad-name', influence: [{ nodeName: 'Node_A', nodeSN: '', deviceIds: [1] }] };
+    const parsed = unwrap(validatePublicFault({ ...v, faults: [nodeWide, v.faults[0], badName] }));
+    expect(parsed.faults.map((f) => f.faultId)).toEqual(['f-000000017']);
+    expect(parsed.dropped?.map((d) => [d.faultId, d.reason])).toEqual([
+      ['f-node-wide', expect.stringMatching(/^faults\[0\]\.influence\[0\]\.deviceIds: at least 1 id/)],
+      ['f-bad-name', expect.stringMatching(/^faults\[2\]\.influence\[0\]\.nodeName: not a valid node name/)],
+    ]);
+    expect(reasonOf(validatePublicFault({ ...v, faults: [nodeWide, badName] }))).toMatch(/^no valid fault; faults\[0\]\.influence\[0\]\.deviceIds/);
   });
 });

@@ -5,7 +5,7 @@
  * bucket, cluster-wide cap of 50,000 faults, assertion timing) are not here.
  */
 import { goJson, goMap } from '../go-json.ts';
-import { ajvRejected, ok, parseJson, rejected, type Parsed } from '../parsed.ts';
+import { ajvRejected, kindOf, ok, parseJson, rejected, type Parsed, type RejectKind } from '../parsed.ts';
 import { DEFAULT_PUBLIC_FAULT_CONFIG, publicFaultLevel, type PublicFaultConfig } from './public-fault-config.ts';
 import { validatePubFaultInfo } from './public-fault-ajv.ts';
 
@@ -23,6 +23,11 @@ export const PUBLIC_FAULT_MIN_TIME_MS = Date.UTC(2025, 0, 1);
 export const PUBLIC_FAULT_LIMITS = { minFaults: 1, maxFaults: 100, minInfluences: 1, maxInfluences: 1000, maxDeviceIds: 32, deviceIdEnd: 32 } as const;
 const ID_RE = /^[A-Za-z0-9._-]{8,128}$/;
 const CODE_RE = /^[0-9]{9}$/;
+/** ClusterD checker.go: a DNS-1123-like node name, and a description of up to 512 non-space-or-space characters. */
+const NODE_NAME_RE = /^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$/;
+/** Go's `[\S ]`: anything but \t \n \f \r (RE2's \s is ASCII-only). */
+const DESCRIPTION_RE = /^[^\t\n\f\r]*$/;
+const FAULT_LOCATION_LIMITS = { maxEntries: 10, maxKeyBytes: 16, maxValueBytes: 128 } as const;
 
 /** Fields in Go order (api.PubFaultInfo, camelCase tags). */
 export interface PubFaultInfluence {
@@ -46,6 +51,11 @@ export interface PubFault {
   readonly description: string;
 }
 export interface PubFaultInfo {
+  /**
+   * Faults of the message that failed their checks and were left out (ClusterD checkFaultsAndFlush
+   * removes an invalid fault and keeps the rest; only a message with no valid fault is refused).
+   */
+  readonly dropped?: ReadonlyArray<{ readonly faultId: string; readonly reason: string; readonly kind: RejectKind }>;
   readonly id: string;
   /** Unix ms. */
   readonly timestamp: number;
@@ -70,6 +80,13 @@ function checkFault(f: RawFault, at: string, cfg: PublicFaultConfig): Parsed<Pub
   if (publicFaultLevel(cfg, f.faultCode) === undefined) return rejected(`${at}.faultCode: ${f.faultCode} is not in publicFaultCode`, 'unknown_value');
   if (!isMsTime(f.faultTime)) return rejected(`${at}.faultTime: must be a 13-digit ms time not before 2025-01-01, got ${f.faultTime}`, 'out_of_range');
   if (!(PUBLIC_FAULT_ASSERTIONS as readonly string[]).includes(f.assertion)) return rejected(`${at}.assertion: must be one of ${PUBLIC_FAULT_ASSERTIONS.join('|')}, got ${JSON.stringify(f.assertion)}`, 'unknown_value');
+  const loc = Object.entries(f.faultLocation ?? {});
+  if (loc.length > FAULT_LOCATION_LIMITS.maxEntries) return rejected(`${at}.faultLocation: at most ${FAULT_LOCATION_LIMITS.maxEntries} entries, got ${loc.length}`, 'out_of_range');
+  if (loc.some(([k, v]) => Buffer.byteLength(k) > FAULT_LOCATION_LIMITS.maxKeyBytes || Buffer.byteLength(v) > FAULT_LOCATION_LIMITS.maxValueBytes)) {
+    return rejected(`${at}.faultLocation: keys at most ${FAULT_LOCATION_LIMITS.maxKeyBytes} bytes, values at most ${FAULT_LOCATION_LIMITS.maxValueBytes}`, 'out_of_range');
+  }
+  const description = f.description ?? '';
+  if ([...description].length > 512 || !DESCRIPTION_RE.test(description)) return rejected(`${at}.description: at most 512 characters, no tab, newline, form feed or carriage return`, 'invalid');
   const inf = f.influence ?? [];
   const L = PUBLIC_FAULT_LIMITS;
   if (inf.length < L.minInfluences || inf.length > L.maxInfluences) return rejected(`${at}.influence: must have ${L.minInfluences}-${L.maxInfluences} entries, got ${inf.length}`, 'out_of_range');
@@ -79,7 +96,10 @@ function checkFault(f: RawFault, at: string, cfg: PublicFaultConfig): Parsed<Pub
     const nodeName = x.nodeName ?? '';
     const nodeSN = x.nodeSN ?? '';
     if (nodeName === '' && nodeSN === '') return rejected(`${ai}: needs a nodeName or a nodeSN`, 'schema');
+    if (nodeName !== '' && !NODE_NAME_RE.test(nodeName)) return rejected(`${ai}.nodeName: not a valid node name: ${JSON.stringify(nodeName.slice(0, 64))}`, 'invalid');
     const ids = x.deviceIds ?? [];
+    // ClusterD checkDeviceIds: 1-32 ids; a node-wide influence (no ids) makes the fault invalid.
+    if (ids.length === 0) return rejected(`${ai}.deviceIds: at least 1 id (ClusterD takes no node-wide public fault)`, 'out_of_range');
     if (ids.length > L.maxDeviceIds) return rejected(`${ai}.deviceIds: at most ${L.maxDeviceIds} ids, got ${ids.length}`, 'out_of_range');
     const out = ids.find((d) => d < 0 || d >= L.deviceIdEnd);
     if (out !== undefined) return rejected(`${ai}.deviceIds: id ${out} is outside [0, ${L.deviceIdEnd})`, 'out_of_range');
@@ -94,7 +114,7 @@ function checkFault(f: RawFault, at: string, cfg: PublicFaultConfig): Parsed<Pub
     assertion: f.assertion as PubFaultAssertion,
     faultLocation: f.faultLocation === undefined || f.faultLocation === null ? null : { ...f.faultLocation },
     influence,
-    description: f.description ?? '',
+    description,
   });
 }
 
@@ -114,12 +134,17 @@ export function validatePublicFault(raw: unknown, config: PublicFaultConfig = DE
   const L = PUBLIC_FAULT_LIMITS;
   if (faults.length < L.minFaults || faults.length > L.maxFaults) return rejected(`faults: must have ${L.minFaults}-${L.maxFaults} entries, got ${faults.length}`, 'out_of_range');
   const out: PubFault[] = [];
+  const dropped: Array<{ faultId: string; reason: string; kind: RejectKind }> = [];
+  let first: Parsed<PubFault> | undefined;
   for (const [i, f] of faults.entries()) {
     const c = checkFault(f, `faults[${i}]`, config);
-    if (!c.ok) return c;
-    out.push(c.value);
+    if (c.ok) { out.push(c.value); continue; }
+    first ??= c;
+    dropped.push({ faultId: String(f.faultId), reason: c.reason, kind: kindOf(c) });
   }
-  return ok({ id: v.id, timestamp: v.timestamp, version: v.version, resource: v.resource, faults: out });
+  // No valid fault: the message is refused, with its first fault's reason.
+  if (out.length === 0 && first !== undefined && !first.ok) return rejected(faults.length === 1 ? first.reason : `no valid fault; ${first.reason}`, kindOf(first));
+  return ok({ ...(dropped.length === 0 ? {} : { dropped }), id: v.id, timestamp: v.timestamp, version: v.version, resource: v.resource, faults: out });
 }
 
 /** Parses a `PublicFault` text (CM value). */

@@ -37,12 +37,12 @@ describe('statistic-fault-info format (ClusterD constant.NodeFault / FaultNum)',
   it('FaultStore groups a public fault per node and resource + faultId, with its device ids and faultTime in seconds', () => {
     const store = new FaultStore();
     const now = Date.UTC(2026, 0, 2, 3, 4, 5, 678);
-    const payload = publicFaultPayload({ code: '220001001', faultId: 'pf-00000001', resource: 'CCAE', timeMs: now, targets: [{ node: 'n1', npus: [3, 1] }, { node: 'n2' }] }, now);
+    const payload = publicFaultPayload({ code: '220001001', faultId: 'pf-00000001', resource: 'CCAE', timeMs: now, targets: [{ node: 'n1', npus: [3, 1] }, { node: 'n2', npus: [0] }] }, now);
     const cm = { metadata: { name: 'pf', namespace: 'default', labels: { ...PUBLIC_FAULT_LABELS } }, data: { [PUBLIC_FAULT_DATA_KEY]: encodePublicFault(payload) } };
     expect(store.applyPublicFault(cm, now)).toBeUndefined();
     expect(encodePublicFaults(store.publicFaultStatistics())).toBe(
       `{"n1":[{"resource":"CCAE","devIds":[3,1],"faultId":"pf-00000001","type":"Network","faultCode":"220001001","level":"SeparateNPU","faultTime":${Math.floor(now / 1000)}}],` +
-      `"n2":[{"resource":"CCAE","faultId":"pf-00000001","type":"Network","faultCode":"220001001","level":"SeparateNPU","faultTime":${Math.floor(now / 1000)}}]}`,
+      `"n2":[{"resource":"CCAE","devIds":[0],"faultId":"pf-00000001","type":"Network","faultCode":"220001001","level":"SeparateNPU","faultTime":${Math.floor(now / 1000)}}]}`,
     );
   });
 });

@@ -12,6 +12,7 @@
  * random there; ours is sorted by (resource + faultId), and a comparison must ignore that order.
  */
 import { compareUtf8, goJson, goMap } from '../go-json.ts';
+import { ok, parseJson, rejected, type Parsed } from '../parsed.ts';
 
 export const STATISTIC_FAULT_CM_NAME = 'statistic-fault-info';
 export const STATISTIC_FAULT_LABELS = { 'mc-statistic-fault': 'true' } as const;
@@ -74,4 +75,39 @@ export function statisticFaultData(byNode: ReadonlyMap<string, readonly Statisti
     return { ...current, [STATISTIC_FAULT_KEYS.faultNum]: faultNum, [STATISTIC_FAULT_KEYS.description]: TOO_MANY_FAULTS_DESCRIPTION };
   }
   return { [STATISTIC_FAULT_KEYS.faultNum]: faultNum, [STATISTIC_FAULT_KEYS.publicFaults]: encodePublicFaults(byNode) };
+}
+
+const isStr = (v: unknown): v is string => typeof v === 'string';
+const isInt = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v);
+
+/**
+ * Reads `PublicFaults` back (ClusterD LoadFaultFromCM: json.Unmarshal into map[string][]NodeFault;
+ * an absent field is Go's zero value, a field of the wrong type fails the whole load).
+ */
+export function parsePublicFaults(text: string | undefined): Parsed<Map<string, StatisticNodeFault[]>> {
+  if (text === undefined) return rejected(`${STATISTIC_FAULT_KEYS.publicFaults}: key is missing`, 'missing_key');
+  const json = parseJson(STATISTIC_FAULT_KEYS.publicFaults, text);
+  if (!json.ok) return json;
+  const v = json.value;
+  if (v === null) return ok(new Map());
+  if (typeof v !== 'object' || Array.isArray(v)) return rejected(`${STATISTIC_FAULT_KEYS.publicFaults}: not a JSON object`, 'schema');
+  const out = new Map<string, StatisticNodeFault[]>();
+  for (const [node, list] of Object.entries(v as Record<string, unknown>)) {
+    if (list === null) continue;
+    if (!Array.isArray(list)) return rejected(`${STATISTIC_FAULT_KEYS.publicFaults}.${node}: not a list`, 'schema');
+    const faults: StatisticNodeFault[] = [];
+    for (const [i, raw] of list.entries()) {
+      const f = (raw ?? {}) as Record<string, unknown>;
+      const at = `${STATISTIC_FAULT_KEYS.publicFaults}.${node}[${i}]`;
+      const strs = ['resource', 'faultId', 'type', 'faultCode', 'level'] as const;
+      const bad = strs.find((k) => f[k] !== undefined && !isStr(f[k]));
+      if (typeof raw !== 'object' || bad !== undefined) return rejected(`${at}${bad === undefined ? '' : `.${bad}`}: wrong type`, 'schema');
+      const ids = f['devIds'] ?? [];
+      if (!Array.isArray(ids) || !ids.every(isInt) || (f['faultTime'] !== undefined && !isInt(f['faultTime']))) return rejected(`${at}: devIds / faultTime must be integers`, 'schema');
+      const s = (k: typeof strs[number]): string => (f[k] as string | undefined) ?? '';
+      faults.push({ resource: s('resource'), devIds: ids as number[], faultId: s('faultId'), type: s('type'), faultCode: s('faultCode'), level: s('level'), faultTime: (f['faultTime'] as number | undefined) ?? 0 });
+    }
+    out.set(node, faults);
+  }
+  return ok(out);
 }

@@ -2,7 +2,8 @@
  * What a controller wrote, as a flat map: object key -> field -> value (strings, byte for byte).
  * Every ConfigMap in every namespace (data, labels, annotations), every Namespace, Node (labels,
  * annotations, taints, unschedulable, conditions, capacity/allocatable), Pod (labels, annotations,
- * phase, being deleted) and Event. Input objects are collected too: a controller that changes or
+ * phase, being deleted), PodGroup (labels, annotations, phase: ClusterD's process-recovery writes
+ * there) and Event. Input objects are collected too: a controller that changes or
  * deletes one shows up as a difference. Left out: what the apiserver itself writes on one side or
  * the other at its own pace (the `kubernetes.io/metadata.name` label, Events of its repair
  * controllers such as `ipallocator-repair-controller` on Service default/kubernetes).
@@ -34,12 +35,13 @@ type PodObj = KubeObject & Meta & { status?: { phase?: string } };
 type EventObj = KubeObject & { involvedObject?: { kind?: string; namespace?: string; name?: string }; reason?: string; type?: string; message?: string; source?: { component?: string }; reportingComponent?: string };
 
 export async function collect(client: KubeClient): Promise<Snapshot> {
-  const [cms, nss, nodes, pods, events] = await Promise.all([
+  const [cms, nss, nodes, pods, events, pgs] = await Promise.all([
     client.list<Cm>('/api/v1/configmaps'),
     client.list<KubeObject & Meta>('/api/v1/namespaces'),
     client.list<NodeObj>('/api/v1/nodes'),
     client.list<PodObj>('/api/v1/pods'),
     client.list<EventObj>('/api/v1/events'),
+    client.list<PodObj>('/apis/scheduling.volcano.sh/v1beta1/podgroups'),
   ]);
   const snap: Snapshot = new Map();
   for (const cm of cms.items) {
@@ -69,6 +71,11 @@ export async function collect(client: KubeClient): Promise<Snapshot> {
     const f: Fields = { exists: 'true', phase: p.status?.phase ?? '' };
     metaFields(p, f);
     snap.set(`Pod ${p.metadata!.namespace}/${p.metadata!.name}`, f);
+  }
+  for (const pg of pgs.items) {
+    const f: Fields = { exists: 'true', phase: pg.status?.phase ?? '' };
+    metaFields(pg, f);
+    snap.set(`PodGroup ${pg.metadata!.namespace}/${pg.metadata!.name}`, f);
   }
   // Events: one key per (object, reason); the count of such Events and the last message.
   for (const e of events.items) {

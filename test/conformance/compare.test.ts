@@ -1,5 +1,7 @@
 /** The comparison machinery itself: normalisation keeps what must match, the allow-list stays narrow. */
-import { normaliseValue } from './normalise.ts';
+import { normalise, normaliseValue } from './normalise.ts';
+import { exchangeRecord } from './grpc-inputs.ts';
+import { encodeResetConfigData } from '../../schemas/reset-config/reset-config.ts';
 import { allowedBy, compare } from './diff.ts';
 import { ALLOW_LIST } from './allow-list.ts';
 import type { Snapshot } from './collect.ts';
@@ -40,5 +42,26 @@ describe('compare and allow-list', () => {
     for (const object of ['ConfigMap mindx-dl/cluster-info-switch-0', 'ConfigMap mindx-dl/cluster-info-device-0', 'Node node-a', 'ConfigMap cluster-system/statistic-fault-info']) {
       expect(allowedBy({ object, field: 'data x', clusterd: 'a', ours: 'b' }, ALLOW_LIST, 'chip fault 80E18402 on node-a (Ascend910)')).toBeUndefined();
     }
+  });
+});
+
+describe('normalisations of the gRPC exchange and reset-config', () => {
+  test('uuids become numbered tokens that keep which signals share one, and their format', () => {
+    const sig = (signalType: string, uuid: string) => ({ t: 0, event: 'signal' as const, signalType, uuid, actions: [], faultRanks: [{ rankId: '3', faultType: '0' }] });
+    const a = exchangeRecord([sig('stopTrain', '18A-' + 'a'.repeat(32)), sig('globalFault', '18A-' + 'a'.repeat(32)), sig('preExitProcess', '18B-' + 'b'.repeat(32))]);
+    const b = exchangeRecord([sig('stopTrain', '19C-' + 'c'.repeat(32)), sig('globalFault', '19D-' + 'd'.repeat(32)), sig('preExitProcess', '19E-' + 'e'.repeat(32))]);
+    expect(a['signal 01']).toBe(b['signal 01']);
+    expect(a['signal 02']).not.toBe(b['signal 02']); // one side reused the uuid, the other did not
+    expect(exchangeRecord([sig('stopTrain', '')])['signal 01']).toContain('uuid=""');
+    expect(exchangeRecord([sig('stopTrain', '1A-' + 'a'.repeat(16))])['signal 01']).toContain('<uuid 1, 16 hex>');
+  });
+
+  test('a reset-config checkCode is a token only when it is the hash of its reset.json', () => {
+    const info = { RankList: [], UpdateTime: Math.floor((T0 + 1000) / 1000), RetryTime: 0, FaultFlushing: false, GracefulExit: 0, RestartFaultProcess: false };
+    const data = encodeResetConfigData(info);
+    const snap: Snapshot = new Map([['ConfigMap ns/reset-config-j', { 'data reset.json': data['reset.json']!, 'data checkCode': data.checkCode! }]]);
+    expect(normalise(snap, window).get('ConfigMap ns/reset-config-j')!['data checkCode']).toBe('<checkCode of reset.json>');
+    const bad: Snapshot = new Map([['ConfigMap ns/reset-config-j', { 'data reset.json': data['reset.json']!, 'data checkCode': 'f'.repeat(64) }]]);
+    expect(normalise(bad, window).get('ConfigMap ns/reset-config-j')!['data checkCode']).toBe('f'.repeat(64));
   });
 });

@@ -10,7 +10,12 @@
  *   2. Unix milliseconds (13 digits) within the run, not an input   -> <unix-ms>
  *   3. RFC 3339 times (`2026-11-25T10:22:05Z`, fractions,
  *      offsets) within the run                                      -> <rfc3339>
+ *   4. reset-config's `checkCode` (a hash over reset.json, whose
+ *      UpdateTime is the writer's clock), when it is the right hash
+ *      of the reset.json beside it                                  -> <checkCode of reset.json>
+ *      (a wrong or differently computed hash stays as it is)
  */
+import { parseTaskResetInfo, resetInfoCheckCode } from '../../schemas/reset-config/reset-config.ts';
 import type { Snapshot } from './collect.ts';
 
 export interface TimeWindow {
@@ -41,8 +46,20 @@ export function normaliseValue(v: string, w: TimeWindow): string {
   return out;
 }
 
+/** Rule 4: the checkCode field when it is the hash of the reset.json field of the same object. */
+function checkCodeToken(f: Readonly<Record<string, string>>): string | undefined {
+  const json = f['data reset.json'];
+  const code = f['data checkCode'];
+  if (json === undefined || code === undefined) return undefined;
+  const parsed = parseTaskResetInfo(json);
+  return parsed.ok && resetInfoCheckCode(parsed.value) === code ? '<checkCode of reset.json>' : undefined;
+}
+
 export function normalise(s: Snapshot, w: TimeWindow): Snapshot {
   const out: Snapshot = new Map();
-  for (const [k, f] of s) out.set(k, Object.fromEntries(Object.entries(f).map(([fk, v]) => [fk, normaliseValue(v, w)])));
+  for (const [k, f] of s) {
+    const token = checkCodeToken(f);
+    out.set(k, Object.fromEntries(Object.entries(f).map(([fk, v]) => [fk, fk === 'data checkCode' && token !== undefined ? token : normaliseValue(v, w)])));
+  }
   return out;
 }

@@ -4,20 +4,52 @@
  * every step both sides are collected until neither changes any more (ClusterD works on a 1 s
  * ticker), normalised (normalise.ts) and compared field by field.
  */
-import { collect, snapshotText, type Snapshot } from './collect.ts';
+import { collect, snapshotText, type Fields, type Snapshot } from './collect.ts';
 import { compare, type Difference } from './diff.ts';
 import { normalise, type TimeWindow } from './normalise.ts';
-import { send, startSides, type Side, type SideOptions } from './sides.ts';
+import { send, startSides, type Side, type SideName, type SideOptions } from './sides.ts';
+import type { KubeClient } from '../../runtime/kube-client.ts';
 import { World, inputTimes, type NodeSpec, type Write } from './world.ts';
 
-export type Step =
+export type Step = (
   | { readonly name: string; readonly writes: (w: World, nowMs: number) => Write[] }
   | { readonly name: string; readonly restart: true }
   /**
-   * Nothing is written for `ms` (or until `ms` after the named step's writes went out); the
+   * Runs on both sides at once, each against its own cluster and controller (e.g. a gRPC client):
+   * for inputs that are not apiserver requests. What it records in `ctx.records` is compared.
+   */
+  | { readonly name: string; readonly perSide: (ctx: SideContext) => Promise<void> }
+  /**
+   * Nothing is written for `ms` (or until `ms` after the named step's writes went out, or after
+   * both controllers of the named restart step served again); the
    * ConfigMaps each side rewrote meanwhile are compared too (ClusterD's 5 s rewrites are no-ops).
    */
-  | { readonly name: string; readonly waitSince?: string; readonly ms: number };
+  | { readonly name: string; readonly waitSince?: string; readonly ms: number }
+) & {
+  /**
+   * Compare no sooner than this many ms after the step (default DEFAULT_SETTLE.minMs): for steps
+   * whose effect comes in two parts (ClusterD deletes a recovered public fault 5 s after it was
+   * added), so the quiet gap between the parts is not taken for the end.
+   */
+  readonly settleMinMs?: number;
+};
+
+/** One side as a `perSide` step sees it. */
+export interface SideContext {
+  readonly side: SideName;
+  readonly admin: KubeClient;
+  /** host:port of the controller's gRPC server (ClusterD: $POD_IP:8899). */
+  readonly grpcTarget: string;
+  /**
+   * Pseudo-objects the scenario records on this side (a gRPC exchange, call results), read at every
+   * collection, already normalised by the scenario; compared like the objects the controllers write.
+   */
+  readonly records: Map<string, () => Fields>;
+  /** Scenario state across steps (clients started in one step and read in a later one). */
+  readonly state: Map<string, unknown>;
+  /** Run (last first) when the scenario ends, failed or not. */
+  readonly cleanups: Array<() => Promise<void> | void>;
+}
 
 export interface Scenario {
   readonly name: string;
@@ -53,6 +85,14 @@ export interface SettleOptions {
 }
 
 export const DEFAULT_SETTLE: SettleOptions = { quietMs: 3000, minMs: 2000, maxMs: 25_000 };
+/**
+ * The start is compared no sooner than this: ClusterD creates cluster-info-node-cm with its first
+ * cycle report, 5-6 s after its last start-up write (report.go cycleReport), and both sides write
+ * scheduling-exception-report at their collector's first check, 10 s after their own start; before
+ * that a quiet gap of 3 s would end the settle with one of them on one side only. Slack for a
+ * loaded machine, where our start was seen to take 11 s.
+ */
+export const START_SETTLE_MIN_MS = 15_000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -80,6 +120,12 @@ export async function runScenario(scenario: Scenario, opts: Partial<SideOptions>
   const sides = await startSides({ workRoot: opts.workRoot ?? (await import('node:os')).tmpdir(), ourFlags: scenario.ourFlags ?? opts.ourFlags });
   timings.control_planes_ms = Date.now() - t0;
   const both: [Side, Side] = [sides.clusterd, sides.ours];
+  const context = (s: Side): SideContext => ({ side: s.name, admin: s.admin, get grpcTarget() { return s.grpcTarget(); }, records: new Map(), state: new Map(), cleanups: [] });
+  const contexts: [SideContext, SideContext] = [context(both[0]), context(both[1])];
+  const withRecords = (snap: Snapshot, i: 0 | 1): Snapshot => {
+    for (const [k, read] of contexts[i].records) snap.set(k, { ...read() });
+    return snap;
+  };
   const results: StepResult[] = [];
   const sentAt = new Map<string, number>();
 
@@ -89,26 +135,27 @@ export async function runScenario(scenario: Scenario, opts: Partial<SideOptions>
   };
 
   /** Polls both sides until neither changed for quietMs; returns the normalised snapshots. */
-  const settleBoth = async (): Promise<{ snaps: [Snapshot, Snapshot]; ms: number; quiet: boolean }> => {
+  const settleBoth = async (minMs: number): Promise<{ snaps: [Snapshot, Snapshot]; ms: number; quiet: boolean }> => {
     const start = Date.now();
+    const maxMs = Math.max(settle.maxMs, minMs + settle.quietMs);
     let last = ['', ''];
     let lastChange = start;
     for (;;) {
-      const snaps = await Promise.all(both.map(async (s) => normalise(await collect(s.admin), window()))) as [Snapshot, Snapshot];
+      const snaps = await Promise.all(both.map(async (s, i) => normalise(withRecords(await collect(s.admin), i as 0 | 1), window()))) as [Snapshot, Snapshot];
       const texts = snaps.map(snapshotText);
       const now = Date.now();
       if (texts[0] !== last[0] || texts[1] !== last[1]) { last = texts; lastChange = now; }
       const elapsed = now - start;
-      if (elapsed >= settle.minMs && now - lastChange >= settle.quietMs) return { snaps, ms: lastChange - start, quiet: true };
-      if (elapsed >= settle.maxMs) return { snaps, ms: elapsed, quiet: false };
+      if (elapsed >= minMs && now - lastChange >= settle.quietMs) return { snaps, ms: lastChange - start, quiet: true };
+      if (elapsed >= maxMs) return { snaps, ms: elapsed, quiet: false };
       await sleep(500);
     }
   };
 
   /** ConfigMaps each side wrote while nothing happened (a wait step): a no-op update is no write. */
   let quietWrites: [Snapshot, Snapshot] | undefined;
-  const check = async (step: string, writes?: [Snapshot, Snapshot]): Promise<void> => {
-    const { snaps, ms, quiet } = await settleBoth();
+  const check = async (step: string, minMs: number, writes?: [Snapshot, Snapshot]): Promise<void> => {
+    const { snaps, ms, quiet } = await settleBoth(minMs);
     if (writes !== undefined) for (const i of [0, 1]) for (const [k, v] of writes[i]!) snaps[i]!.set(k, v);
     const differences = compare(snaps[0], snaps[1]);
     results.push({ step, differences, settleMs: ms, quiet });
@@ -120,17 +167,23 @@ export async function runScenario(scenario: Scenario, opts: Partial<SideOptions>
     const [cd, ours] = await Promise.all(both.map((s) => s.startController()));
     timings.clusterd_start_ms = cd!;
     timings.ours_start_ms = ours!;
-    await check('start');
+    // Both sides write scheduling-exception-report at their collector's first check, 10 s after
+    // their own start; settling on 3 quiet seconds could compare between the two writes.
+    await check('start', Math.max(settle.minMs, START_SETTLE_MIN_MS));
     for (const step of scenario.steps) {
       const ts = Date.now();
       if ('writes' in step) {
         const now = Date.now();
         sentAt.set(step.name, now);
         await apply(step.writes(world, now));
+      } else if ('perSide' in step) {
+        sentAt.set(step.name, Date.now());
+        await Promise.all(contexts.map((c) => step.perSide(c)));
       } else if ('restart' in step) {
         const [a, b] = await Promise.all(both.map((s) => s.restartController()));
         timings[`clusterd_restart_ms`] = a!;
         timings[`ours_restart_ms`] = b!;
+        sentAt.set(step.name, Date.now()); // a wait may count from the moment both serve again
       } else {
         const since = step.waitSince === undefined ? Date.now() : sentAt.get(step.waitSince);
         if (since === undefined) throw new Error(`step ${step.name}: no step ${step.waitSince} before it`);
@@ -139,7 +192,7 @@ export async function runScenario(scenario: Scenario, opts: Partial<SideOptions>
         const after = await Promise.all(both.map((s) => configMapVersions(s)));
         quietWrites = [rewritten(before[0]!, after[0]!), rewritten(before[1]!, after[1]!)];
       }
-      await check(step.name, quietWrites);
+      await check(step.name, step.settleMinMs ?? settle.minMs, quietWrites);
       quietWrites = undefined;
       timings[`step ${step.name} ms`] = Date.now() - ts;
     }
@@ -149,6 +202,7 @@ export async function runScenario(scenario: Scenario, opts: Partial<SideOptions>
     log(`[${scenario.name}] failed: ${String(e)}\n--- clusterd\n${sides.clusterd.logTail()}\n--- ours\n${sides.ours.logTail()}`);
     throw e;
   } finally {
+    for (const c of contexts) for (const f of c.cleanups.splice(0).reverse()) await Promise.resolve(f()).catch(() => undefined);
     await Promise.all(both.map((s) => s.stop().catch(() => undefined)));
   }
 }

@@ -14,7 +14,10 @@ import { join } from 'node:path';
 import { MINDCLUSTER_SRC } from '../../tools/clusterd-peer/clusterd-peer.ts';
 import { paths } from '../../runtime/kube-client.ts';
 import type { Scenario } from './runner.ts';
+import { MANUAL_SEPARATION } from './scenario-manual-separation.ts';
+import { PUBLIC_FAULTS } from './scenario-public-faults.ts';
 import { configMap, readyPatch, type World, type Write } from './world.ts';
+import { PROCESS_RECOVERY } from './scenario-process-recovery.ts';
 
 const chipFault = (w: World, node: string, npu: number, code: string, now: number): Write => {
   const s = w.node(node);
@@ -102,4 +105,4 @@ export const AGENT_FAULTS: Scenario = {
   ],
 };
 
-export const SCENARIOS: readonly Scenario[] = [AGENT_FAULTS];
+export const SCENARIOS: readonly Scenario[] = [AGENT_FAULTS, MANUAL_SEPARATION, PROCESS_RECOVERY, PUBLIC_FAULTS];

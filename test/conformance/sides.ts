@@ -23,6 +23,8 @@ export interface Side {
   /** Starts the controller; resolves when it serves (ClusterD: "clusterd starts to serve"; ours: /readyz). */
   startController(): Promise<number>;
   restartController(): Promise<number>;
+  /** host:port of the running controller's gRPC server. */
+  grpcTarget(): string;
   stop(): Promise<void>;
   logTail(): string;
 }
@@ -61,6 +63,10 @@ class ClusterdSide implements Side {
     await this.peer!.restart('SIGTERM');
     return Date.now() - t;
   }
+  grpcTarget(): string {
+    if (this.peer === undefined) throw new Error('ClusterD not started');
+    return this.peer.grpcAddress;
+  }
   async stop(): Promise<void> {
     await this.peer?.stop();
     await this.cp.stop();
@@ -88,6 +94,10 @@ class OurSide implements Side {
     await this.proc!.restart();
     await this.proc!.waitReady(120_000);
     return Date.now() - t;
+  }
+  grpcTarget(): string {
+    if (this.proc === undefined) throw new Error('clusterd-ts not started');
+    return `127.0.0.1:${this.proc.grpcPort}`;
   }
   async stop(): Promise<void> {
     await this.proc?.stop();

@@ -140,7 +140,7 @@ function allFeatureValues(ns: string, leaseNs: string): Record<string, unknown> 
       recoveryReportTimeoutSeconds: 600, recoveryTimings: 'preExitWait=5000,flush=500', recoveryFeedWindowMs: 50, hotSwitchNewPodTimeoutSeconds: 120, hotSwitchBackupPods: true,
       rescheduling: false, dryRun: true, leaderElect: true, leaderElectionNamespace: leaseNs, leaseDurationSeconds: 30,
       graceOverTimeSeconds: 1200, pendingEscalationSeconds: 120, clusterInfoRefreshSeconds: 20, burstWindowMs: 500,
-      clusterInfoRefreshAnnotation: true, nodeTaints: true, nodeTaintHoldSeconds: 30, devicePluginRules: true,
+      clusterInfoRefreshAnnotation: true, nodeTaints: true, nodeTaintHoldSeconds: 30, devicePluginRules: true, persistPolicyState: false,
       clusterSystemNamespace: `${ns}-cs`, maxPublicFaults: 1000, maxSeriesPerMetric: 200, kubeconfig: '/etc/clusterd-ts/kubeconfig/config', extraArgs: ['--log-level=warn'],
     },
     networkPolicy: {
@@ -172,6 +172,8 @@ function allFeatureValues(ns: string, leaseNs: string): Record<string, unknown> 
 /** The ClusterRole with default values: exactly these rules. */
 const DEFAULT_RULES: Rule[] = [
   { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch'] },
+  // ClusterD deletes clusterd-manual-info-cm once nothing is separated; so do we, that one name only.
+  { apiGroups: [''], resources: ['configmaps'], resourceNames: ['clusterd-manual-info-cm'], verbs: ['delete'] },
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'patch', 'delete'] },
   { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch', 'patch'] },
   { apiGroups: ['scheduling.volcano.sh'], resources: ['podgroups'], verbs: ['get', 'list', 'watch', 'update', 'patch'] },
@@ -359,7 +361,7 @@ describe('helm chart charts/clusterd-ts: rendering', () => {
       recoveryReportTimeoutSeconds: 600, recoveryTimings: 'preExitWait=5000,flush=500', recoveryFeedWindowMs: 50, hotSwitchNewPodTimeoutSeconds: 120, hotSwitchBackupPods: true,
       rescheduling: false, dryRun: true, leaderElect: true, leaderElectionNamespace: 'lease-ns', leaseDurationSeconds: 30,
       graceOverTimeSeconds: 1200, pendingEscalationSeconds: 120, clusterInfoRefreshSeconds: 20, burstWindowMs: 500,
-      clusterInfoRefreshAnnotation: true, nodeTaints: true, nodeTaintHoldSeconds: 30, devicePluginRules: true,
+      clusterInfoRefreshAnnotation: true, nodeTaints: true, nodeTaintHoldSeconds: 30, devicePluginRules: true, persistPolicyState: false,
       clusterSystemNamespace: `${ns}-cs`, maxPublicFaults: 1000, maxSeriesPerMetric: 200, nodeName: 'node-a',
     };
     expect(Object.keys(want).sort()).toEqual(FLAG_LIST.map(([f]) => camel(f)).sort());

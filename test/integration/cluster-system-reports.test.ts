@@ -68,4 +68,28 @@ describe('cluster-system reports as ClusterD writes them', () => {
     expect(after.metadata?.labels).toEqual({ 'mc-statistic-fault': 'true' });
     expect(after.data?.FaultNum).toMatch(/^\{"publicFaultNum":\d+\}$/);
   }, 60_000);
+
+  it('a restart re-reads no public-fault ConfigMap but reloads statistic-fault-info, and writes it only at the next message (as ClusterD)', async () => {
+    const opts = parseOptions(['--http-port=0', '--grpc-port=0', '--cluster-info-refresh-seconds=0', `--cluster-system-namespace=${csNs}`], {});
+    const sender = new PublicFaultSender(client);
+    const kept = `${node}-kept`;
+    const late = `${node}-late`;
+    const a = await sender.send({ code: '220001001', targets: [{ node: kept, npus: [1] }], faultId: `pf-${kept}` });
+    await eventually(async () => (await cm(STATISTIC_FAULT_CM_NAME))?.data?.PublicFaults?.includes(kept) === true, 15_000);
+    await manager.stop();
+    // While it is down: the listed fault's ConfigMap goes, another fault's ConfigMap comes.
+    await client.delete(paths.configMap(a.namespace, a.name));
+    await sender.send({ code: '220001001', targets: [{ node: late, npus: [2] }], faultId: `pf-${late}` });
+    const before = await cm(STATISTIC_FAULT_CM_NAME);
+    manager = new Manager({ client, log: silentLogger, metrics: new Metrics({ processMetrics: false }), options: opts });
+    await manager.start();
+    await eventually(() => manager.deviceFaults.effective(kept).some((r) => r.source === 'public' && r.device === 'Ascend910-1'), 10_000);
+    await new Promise((r) => setTimeout(r, 2000));
+    expect(manager.deviceFaults.effective(late).filter((r) => r.source === 'public')).toEqual([]);
+    expect((await cm(STATISTIC_FAULT_CM_NAME))?.metadata?.resourceVersion).toBe(before?.metadata?.resourceVersion);
+    // A recover from a new ConfigMap (same resource and faultId) clears the reloaded fault, within 5 s of its reload.
+    await sender.send({ code: '220001001', targets: [{ node: kept, npus: [1] }], faultId: `pf-${kept}`, assertion: 'recover', name: `${a.name}-r` });
+    await eventually(async () => (await cm(STATISTIC_FAULT_CM_NAME))?.data?.PublicFaults?.includes(kept) === false, 15_000);
+    expect(manager.deviceFaults.effective(kept).filter((r) => r.source === 'public')).toEqual([]);
+  }, 60_000);
 });

@@ -114,8 +114,10 @@ describe('fault policy on the real apiserver', () => {
     expect(JSON.parse(info)).toEqual({ Total: ['Ascend910-1'], Detail: { 'Ascend910-1': [{ FaultCode: code, FaultLevel: 'ManuallySeparateNPU', LastSeparateTime: expect.any(Number) }] } });
     const e = await eventually(async () => {
       const x = await deviceEntry(client, node);
-      return levelIn(x, 'Ascend910-1', code) === 'ManuallySeparateNPU' ? x : undefined;
+      return levelIn(x, 'Ascend910-1', '') === 'ManuallySeparateNPU' ? x : undefined;
     });
+    // ClusterD's injected fault: no code, no time map (the recovered code is not listed again)
+    expect(JSON.parse(e!.DeviceList[`${P}-Fault`] ?? '[]')).toEqual([expect.objectContaining({ npu_name: 'Ascend910-1', fault_code: '', fault_time_and_level_map: {}, fault_level: 'ManuallySeparateNPU' })]);
     expect(listed(e, '-Unhealthy', 'Ascend910-1')).toBe(true);
     expect(lines.find((l) => l.msg === 'fault escalated' && l.node === node)).toMatchObject({ npu: 'Ascend910-1', code, faultLevel: 'ManuallySeparateNPU', rule: 'manual-separation', reasons: expect.stringContaining('hardware fault counted') });
     // the operator deletes the NPU from Total
@@ -124,7 +126,8 @@ describe('fault policy on the real apiserver', () => {
     await client.replace(paths.configMap(csNs, MANUAL_INFO_CM_NAME), { ...cm, data: { ...cm.data, [node]: JSON.stringify({ Total: [], Detail: {} }) } });
     await eventually(async () => levelIn(await deviceEntry(client, node), 'Ascend910-1', '') === undefined, 15_000);
     process.stdout.write(`manual separation released ${Date.now() - t0} ms after the operator's edit of Total\n`);
-    await eventually(async () => (await client.get<ConfigMap>(paths.configMap(csNs, MANUAL_INFO_CM_NAME))).data?.[node] === undefined, 15_000);
+    // the node leaves the ConfigMap (deleted altogether once no NPU is separated, as ClusterD)
+    await eventually(async () => (await client.getOrUndefined<ConfigMap>(paths.configMap(csNs, MANUAL_INFO_CM_NAME)))?.data?.[node] === undefined, 15_000);
     expect(listed(await deviceEntry(client, node), '-Unhealthy', 'Ascend910-1')).toBe(false);
   }, 60_000);
 
@@ -247,4 +250,34 @@ describe('fault policy on the real apiserver', () => {
       ]);
     }, 90_000);
   });
+
+  it('--persist-policy-state=false (as ClusterD): no clusterd-ts-escalation-state is written; a separation in clusterd-manual-info-cm is adopted at start', async () => {
+    await manager.stop();
+    skewMs = 0;
+    csNs = await newNamespace(client, 'cs');
+    const node = nodeName('nopersist');
+    const adopted = nodeName('adopted');
+    // What a ClusterD (or an earlier run) left: one separated NPU.
+    await putCm(client, csNs, MANUAL_INFO_CM_NAME, { [adopted]: JSON.stringify({ Total: ['Ascend910-3'], Detail: { 'Ascend910-3': [{ FaultCode: '8C084E00', FaultLevel: 'ManuallySeparateNPU', LastSeparateTime: Date.now() }] } }) });
+    await deviceInfo(client, adopted);
+    manager = newManager(['--persist-policy-state=false']);
+    await manager.start();
+    await eventually(async () => levelIn(await deviceEntry(client, adopted), 'Ascend910-3', '') === 'ManuallySeparateNPU');
+    // A fault on a job's NPU: the manual-separation policy now holds a pending 30 s judgement, state
+    // that the default (--persist-policy-state=true) writes into clusterd-ts-escalation-state.
+    const ns = await newNamespace(client, 'job');
+    await client.create(paths.pods(ns), {
+      apiVersion: 'v1', kind: 'Pod',
+      metadata: { name: 'worker-0', namespace: ns, annotations: { 'huawei.com/AscendReal': 'Ascend910-1', 'scheduling.k8s.io/group-name': 'job-p' } },
+      spec: { nodeName: node, containers: [{ name: 'main', image: 'busybox' }] },
+    });
+    await eventually(() => manager.faultPolicy.usage.jobOf(node, 'Ascend910-1') === `${ns}/job-p`);
+    await deviceInfo(client, node, [{ type: 'CardUnhealthy', chip: 'Ascend910-1', codes: [{ code: '8C084E00', level: 'FreeRestartNPU', timeMs: Date.now() }] }]);
+    await eventually(() => Object.keys(manager.faultPolicy.persistedState(Date.now())?.manualSeparation.pending ?? {}).includes(`${ns}/job-p`));
+    await Promise.all([manager.escalationState.idle(), manager.manualInfo.idle()]);
+    await new Promise((r) => setTimeout(r, 1_000)); // past the state loop's 200 ms coalescing delay
+    await manager.escalationState.idle();
+    expect(await client.getOrUndefined<ConfigMap>(paths.configMap(csNs, ESCALATION_STATE_CM_NAME))).toBeUndefined();
+    expect((await client.get<ConfigMap>(paths.configMap(csNs, MANUAL_INFO_CM_NAME))).data?.[adopted]).toContain('Ascend910-3');
+  }, 60_000);
 });

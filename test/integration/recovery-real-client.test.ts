@@ -112,6 +112,7 @@ describeGo('process-level recovery with the real TaskD client (Go, MindCluster s
     await subscribed(a);
     const uids = await Promise.all([0, 1, 2, 3].map((r) => podUid(client, job, r)));
     const t0 = Date.now();
+    a.reportProcessFault([{ rankId: '3', faultType: '0' }]); // MindIO's business-plane report first: a step-retry UCE (ClusterD CanDoStepRetry)
     await reportChipFault(client, nodes[1]!, 'Ascend910-1', '80E01801', 'RestartBusiness');
     await eventually(async () => (await annotation(client, job, 'ProcessRecoverStatus')) === 'retry-success', 60_000);
     expect(a.summary.slice(0, 3)).toEqual(['stopTrain[stop_train]', 'globalFault[on_global_rank]', 'changeStrategy:retry[change_strategy]']);
@@ -160,6 +161,7 @@ describeGo('process-level recovery with the real TaskD client (Go, MindCluster s
     await new Promise((r) => setTimeout(r, 12_000)); // past the old force-release wait
     expect(a.signals.some((s) => s.signalType === 'globalFault' && s.uuid === stop.uuid)).toBe(false);
 
+    a.reportProcessFault([{ rankId: '4', faultType: '0' }]);
     await reportChipFault(client, nodes[2]!, 'Ascend910-0', '80E01801', 'RestartBusiness');
     await eventually(async () => (await annotation(client, job, 'ProcessRecoverStatus')) === 'retry-success', 60_000);
     const after = a.signals.filter((s) => s.t > stop.t);

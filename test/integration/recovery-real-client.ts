@@ -159,6 +159,11 @@ export class GoTaskdClient {
     return this.waitFor((e) => e.event === 'signal' && pred(e), timeoutMs, what);
   }
 
+  /** MindIO's unprompted ReportProcessFault, e.g. `[{ rankId: '3', faultType: '0' }]` for a UCE it retries. */
+  reportProcessFault(ranks: ReadonlyArray<{ rankId: string; faultType: string }>): void {
+    this.child.stdin!.write(`process-fault ${ranks.map((r) => `${r.rankId}:${r.faultType}`).join(',')}\n`);
+  }
+
   async stop(): Promise<void> {
     if (this.child.exitCode !== null) return;
     await new Promise<void>((resolve) => { this.child.once('exit', () => resolve()); this.child.stdin!.end(); setTimeout(() => this.child.kill('SIGKILL'), 3_000).unref(); });

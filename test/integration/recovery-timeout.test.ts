@@ -32,6 +32,7 @@ describe('process-level recovery when the agent never answers', () => {
       await agent.waitFor(() => (agent.subscribed && manager.recovery.phase(job.uid) === 'INIT' ? true : undefined), 15_000, 'subscription');
       const uids = await Promise.all([0, 1, 2, 3].map((r) => podUid(client, job, r)));
       const t0 = Date.now();
+      await agent.reportProcessFault([{ rankId: '3', faultType: '0' }]); // MindIO's business-plane report: a step-retry UCE
       await reportChipFault(client, nodes[1]!, 'Ascend910-1', '80E01801', 'RestartBusiness');
       await agent.waitForSignal((s) => s.signalType === 'stopTrain', 20_000);
       const labels = async () => (await podGroup(client, job)).metadata?.labels?.['process-recover-enable'];

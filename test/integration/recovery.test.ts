@@ -92,6 +92,8 @@ describe('process-level recovery with a TaskD-like client', () => {
     const { job, nodes, agent } = await setUp('retry,recover', {});
     const uids = await Promise.all([0, 1, 2, 3].map((r) => podUid(client, job, r)));
     const t0 = Date.now();
+    // MindIO reports the UCE in the business plane first: only then is it a step-retry fault (ClusterD's CanDoStepRetry).
+    await agent.reportProcessFault([{ rankId: '3', faultType: '0' }]);
     await reportChipFault(client, nodes[1]!, 'Ascend910-1', '80E01801', 'RestartBusiness');
 
     const global = await agent.waitForSignal((s) => s.signalType === 'globalFault', 20_000);
@@ -122,6 +124,8 @@ describe('process-level recovery with a TaskD-like client', () => {
     oldUid = (await podUid(client, job, 1))!;
     const resets = watchResetConfig(client, job);
     cleanups.push(() => resets.stop());
+    // MindIO reports the UCE in the business plane first: only then is it a step-retry fault (ClusterD's CanDoStepRetry).
+    await agent.reportProcessFault([{ rankId: '3', faultType: '0' }]);
     await reportChipFault(client, nodes[1]!, 'Ascend910-1', '80E01801', 'RestartBusiness');
 
     await agent.waitForSignal((s) => s.signalType === 'changeStrategy' && s.changeStrategy === 'retry', 20_000);

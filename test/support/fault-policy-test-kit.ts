@@ -4,7 +4,7 @@
  */
 import type { QueueClock } from '../../runtime/work-queue.ts';
 import { ConfigMapWriter } from '../../runtime/configmap-writer.ts';
-import type { KubeClient, KubeObject } from '../../runtime/kube-client.ts';
+import { ApiError, type KubeClient, type KubeObject } from '../../runtime/kube-client.ts';
 import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import type { FaultRecord, FaultSource, NpuFaultLevel } from '../../vocabulary/fault-types.ts';
@@ -73,6 +73,15 @@ export function fakeConfigMaps() {
   const client = {
     create: async (path: string, obj: KubeObject) => put(path, 'create', obj),
     replace: async (path: string, obj: KubeObject) => put(path, 'update', obj),
+    delete: async (path: string, opts?: { preconditions?: { resourceVersion?: string } }) => {
+      const key = path.replace(/^\/api\/v1\/namespaces\/([^/]+)\/configmaps\//, '$1/');
+      const cur = objects.get(key);
+      if (cur === undefined) throw new ApiError('DELETE', path, 404, {});
+      if (opts?.preconditions?.resourceVersion !== undefined && opts.preconditions.resourceVersion !== cur.metadata?.resourceVersion) throw new ApiError('DELETE', path, 409, {});
+      writes.push({ verb: 'delete', path });
+      objects.delete(key);
+      return {};
+    },
   } as unknown as KubeClient;
   return { objects, writes, writer: new ConfigMapWriter(client) };
 }

@@ -79,14 +79,16 @@ export interface LogLine { readonly atMs: number; readonly message: string; read
 export class ControllerProcess {
   readonly logFile: string;
   readonly httpPort: number;
+  readonly grpcPort: number;
   private supervisorPid = 0;
   private exited: Promise<void> = Promise.resolve();
   private logOffset = 0;
   private readonly args: readonly string[];
 
-  private constructor(logFile: string, httpPort: number, args: readonly string[]) {
+  private constructor(logFile: string, httpPort: number, grpcPort: number, args: readonly string[]) {
     this.logFile = logFile;
     this.httpPort = httpPort;
+    this.grpcPort = grpcPort;
     this.args = args;
   }
 
@@ -97,7 +99,7 @@ export class ControllerProcess {
       ...nodeArgs, join(REPO, 'main.ts'), `--kubeconfig=${kubeconfig}`, `--http-port=${httpPort}`, '--http-host=127.0.0.1',
       `--grpc-port=${grpcPort}`, '--grpc-host=127.0.0.1', ...extraArgs,
     ];
-    const proc = new ControllerProcess(join(workDir, 'controller.log'), httpPort, args);
+    const proc = new ControllerProcess(join(workDir, 'controller.log'), httpPort, grpcPort, args);
     const startedAtMs = proc.spawn();
     return { proc, startedAtMs };
   }

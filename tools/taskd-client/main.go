@@ -14,6 +14,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
@@ -159,6 +160,27 @@ func (a *agent) onSignal(s *pb.ProcessManageSignal) {
 	}
 }
 
+// command runs one stdin line. `process-fault <rank>:<type>[,<rank>:<type>...]`: MindIO found these
+// faults in the business plane (a UCE it will retry is type 0) and TaskD reports them unprompted
+// (ReportProcessFault), as it does outside any signal.
+func (a *agent) command(line string) {
+	f := strings.Fields(line)
+	if len(f) != 2 || f[0] != "process-fault" {
+		if line != "" {
+			emit("command", map[string]any{"error": "unknown command " + line})
+		}
+		return
+	}
+	var rs []*pb.FaultRank
+	for _, p := range strings.Split(f[1], ",") {
+		rank, typ, _ := strings.Cut(p, ":")
+		rs = append(rs, &pb.FaultRank{RankId: rank, FaultType: typ})
+	}
+	go report(a.ctx, "ReportProcessFault", func(c pb.RecoverClient) (*pb.Status, error) {
+		return c.ReportProcessFault(a.ctx, &pb.ProcessFaultRequest{JobId: *jobID, FaultRanks: rs})
+	})
+}
+
 // startSubscribe: manager.go's, returning when the stream ends.
 func (a *agent) startSubscribe(client pb.RecoverClient, info *pb.ClientInfo) {
 	st, err := client.Init(a.ctx, info)
@@ -223,8 +245,11 @@ func main() {
 	a := &agent{ctx: ctx}
 	client := pb.NewRecoverClient(conn)
 	info := &pb.ClientInfo{JobId: *jobID, Role: *role}
-	go func() { // stdin closed = the test is done with us
-		_, _ = io.Copy(io.Discard, os.Stdin)
+	go func() { // stdin: commands, one a line; closed = the test is done with us
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			a.command(strings.TrimSpace(sc.Text()))
+		}
 		cancel()
 	}()
 	for ctx.Err() == nil {

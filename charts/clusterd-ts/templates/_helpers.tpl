@@ -112,6 +112,7 @@ downward API provides (--grpc-host <- POD_IP, --node-name <- NODE_NAME) are only
 - {{ printf "--node-taints=%t" $c.nodeTaints | quote }}
 - {{ printf "--node-taint-hold-seconds=%d" (int64 $c.nodeTaintHoldSeconds) | quote }}
 - {{ printf "--device-plugin-rules=%t" $c.devicePluginRules | quote }}
+- {{ printf "--persist-policy-state=%t" $c.persistPolicyState | quote }}
 - {{ printf "--burst-window-ms=%d" (int64 $c.burstWindowMs) | quote }}
 - {{ printf "--cluster-system-namespace=%s" $c.clusterSystemNamespace | quote }}
 - {{ printf "--max-public-faults=%d" (int64 $c.maxPublicFaults) | quote }}

@@ -1,0 +1,114 @@
+/**
+ * gRPC inputs of conformance scenarios, sent with ClusterD's own protos from the snapshot:
+ * - the TaskD client (tools/taskd-client, Go, MindCluster's generated Recover stubs), whose events
+ *   become a record that is compared like a written object (`exchangeRecord`);
+ * - `PubFault.SendPublicFault`, through grpc-js with `pubfault.proto` loaded from the snapshot.
+ *
+ * The exchange record keeps the order and content of every signal and every answer code. Only two
+ * things are rewritten, listed here (the runner's time normalisation applies on top):
+ *   1. uuids (`<hex ns>-<hex random>`, fresh per event on both sides) -> `<uuid N, R hex>`, N
+ *      numbered by first appearance on that side, R the length of the random part: which signals
+ *      share a uuid, and its format, are still compared;
+ *   2. event times (`t`) are left out: timing is not compared, order is.
+ * Keep-alives are left out (a timer, not an exchange). Reports are compared as their own sequence
+ * (their order relative to the next signal is a race inside the client).
+ */
+import { join } from 'node:path';
+import { loadSync } from '@grpc/proto-loader';
+import { credentials, loadPackageDefinition, type Client, type ServiceClientConstructor } from '@grpc/grpc-js';
+import { LOADER_OPTIONS } from '../../grpc/protos.ts';
+import { MINDCLUSTER_SRC } from '../../tools/clusterd-peer/clusterd-peer.ts';
+import type { PubFaultInfo } from '../../schemas/public-fault/public-fault.ts';
+import type { ClientEvent } from '../integration/recovery-real-client.ts';
+import type { Fields } from './collect.ts';
+
+const UUID = /^([0-9A-F]{1,16})-([0-9a-f]*)$/;
+
+/** Collapses runs of the same text: `a, a, b` -> `a ×2, b`. */
+function collapse(items: readonly string[]): string {
+  const out: Array<[string, number]> = [];
+  for (const i of items) {
+    const last = out.at(-1);
+    if (last !== undefined && last[0] === i) last[1]++;
+    else out.push([i, 1]);
+  }
+  return out.map(([t, n]) => (n === 1 ? t : `${t} ×${n}`)).join(', ');
+}
+
+/** The TaskD client's events as compared fields (see the file comment for what is rewritten). */
+export function exchangeRecord(events: readonly ClientEvent[]): Fields {
+  const uuids = new Map<string, string>();
+  const uuid = (u: string | undefined): string => {
+    if (u === undefined || u === '') return '""';
+    const m = UUID.exec(u);
+    if (m === null) return JSON.stringify(u);
+    let token = uuids.get(u);
+    if (token === undefined) { token = `<uuid ${uuids.size + 1}, ${m[2]!.length} hex>`; uuids.set(u, token); }
+    return token;
+  };
+  const f: Fields = {};
+  const session: string[] = [];
+  let signals = 0;
+  let reports = 0;
+  const pad = (n: number) => String(n).padStart(2, '0');
+  for (const e of events) {
+    switch (e.event) {
+      case 'init': case 'register':
+        session.push(`${e.event} ${e.error ? `error ${e.error}` : `code ${e.code ?? 0}`}`);
+        break;
+      case 'subscribe': session.push('subscribed'); break;
+      case 'stream-end': session.push(`stream ended${e.error ? ` (${e.error.replace(/\s+/g, ' ')})` : ''}`); break;
+      case 'signal': {
+        const ranks = (e.faultRanks ?? []).map((r) => `${r.rankId}:${r.faultType}`).sort().join(' ');
+        const extra = (e as { extraParams?: string; timeout?: number });
+        f[`signal ${pad(++signals)}`] = [
+          e.signalType, `uuid=${uuid(e.uuid)}`, `actions=[${(e.actions ?? []).join('|')}]`, `changeStrategy=${e.changeStrategy ?? ''}`,
+          `faultRanks=[${ranks}]`, `nodeRankIds=[${(e.nodeRankIds ?? []).join(' ')}]`, `timeout=${extra.timeout ?? 0}`, `extraParams=${JSON.stringify(extra.extraParams ?? '')}`,
+        ].join(' ');
+        break;
+      }
+      case 'report':
+        f[`report ${pad(++reports)}`] = `${e.rpc} ${e.error ? `error ${e.error}` : `code ${e.code ?? 0}`}`;
+        break;
+      default: break; // keepalive
+    }
+  }
+  f.session = collapse(session);
+  return f;
+}
+
+let pubFaultCtor: ServiceClientConstructor | undefined;
+
+/** ClusterD's PubFault service from the snapshot's pubfault.proto (no package: a top-level service). */
+function pubFaultClient(target: string): Client {
+  if (pubFaultCtor === undefined) {
+    const file = join(MINDCLUSTER_SRC, 'component', 'clusterd', 'pkg', 'interface', 'grpc', 'pubfault', 'pubfault.proto');
+    pubFaultCtor = loadPackageDefinition(loadSync(file, LOADER_OPTIONS)).PubFault as ServiceClientConstructor;
+  }
+  return new pubFaultCtor(target, credentials.createInsecure());
+}
+
+/** The public-fault payload as a PublicFaultRequest (nulls of the ConfigMap form are empty lists / maps). */
+export function publicFaultRequest(p: PubFaultInfo): Record<string, unknown> {
+  return {
+    id: p.id, timestamp: p.timestamp, version: p.version, resource: p.resource,
+    faults: p.faults.map((x) => ({
+      faultId: x.faultId, faultType: x.faultType, faultCode: x.faultCode, faultTime: x.faultTime, assertion: x.assertion,
+      faultLocation: x.faultLocation ?? {}, description: x.description,
+      influence: (x.influence ?? []).map((i) => ({ nodeName: i.nodeName, nodeSN: i.nodeSN ?? '', deviceIds: i.deviceIds ?? [] })),
+    })),
+  };
+}
+
+/** One SendPublicFault call; resolves with `code <n>` (or `error <grpc status>`), the `info` left out. */
+export async function sendPublicFault(target: string, request: Record<string, unknown>): Promise<string> {
+  const c = pubFaultClient(target);
+  try {
+    return await new Promise<string>((resolve) => {
+      const call = (c as unknown as Record<string, (req: unknown, opts: unknown, cb: (err: { code?: number } | null, res?: { code?: number }) => void) => void>).SendPublicFault!;
+      call.call(c, request, { deadline: Date.now() + 10_000 }, (err, res) => resolve(err ? `error ${err.code ?? '?'}` : `code ${res?.code ?? 0}`));
+    });
+  } finally {
+    c.close();
+  }
+}
