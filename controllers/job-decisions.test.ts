@@ -8,7 +8,7 @@ import { JOB_STATE_KEY, parseJobState, type PendingDecision } from '../schemas/j
 import type { JobActionExecutor, JobTarget } from '../actions/job-action-executor.ts';
 import { FakeConfigMaps, FakeStore, podGroupOf, podOf } from '../test/support/job-fakes.ts';
 import { JobIndex } from './job-index.ts';
-import { JobStateStore } from './job-state-store.ts';
+import { JobStateStore } from '../actions/job-state.action.ts';
 import { DecisionReporter } from './job-report.ts';
 import { jobDecisionsReconciler } from './job-decisions.ts';
 import type { Sources } from './sources/sources.ts';

@@ -24,7 +24,7 @@ import type { ExecAction, PendingDecision } from '../schemas/job-state/job-state
 import { readResetConfig, type ResetConfigDeps } from '../actions/job-reset-config.action.ts';
 import type { JobActionExecutor } from '../actions/job-action-executor.ts';
 import type { JobEntry, JobIndex } from './job-index.ts';
-import type { JobStateStore } from './job-state-store.ts';
+import type { JobStateStore } from '../actions/job-state.action.ts';
 import { chainOf, faultSummary, type DecisionReporter, type ReporterJob } from './job-report.ts';
 import { jobNodes } from '../policy/job-view.ts';
 

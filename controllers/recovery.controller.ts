@@ -25,6 +25,8 @@ import type { RecoveryEvent } from '../policy/recovery-types.ts';
 import type { HandOffSink } from '../actions/job-action-executor.ts';
 import { parseRecoveryTimings } from './recovery-timings.ts';
 import { objectKey } from '../runtime/reflector.ts';
+import { ControllerLoop } from '../runtime/controller-loop.ts';
+import { WorkQueue } from '../runtime/work-queue.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import type { Logger } from '../telemetry/logger.ts';
@@ -39,7 +41,7 @@ import type { Options } from './options.ts';
 import { MemoryCommands } from './recovery-commands.ts';
 import { recoveryFeed, retryReportDevices, type RecoveryFeed } from './recovery-feed.ts';
 import { JobFsm, type InputOutcome, type JobInput, type Machine } from './recovery-job.ts';
-import { RECOVERY_STATE_NAMESPACE, RecoveryStateStore, type RecoveryRecord } from './recovery-state-store.ts';
+import { RECOVERY_STATE_NAMESPACE, RECOVERY_STATE_QUEUE, RecoveryStateStore, recoveryStateReconciler, type RecoveryRecord } from '../reconcilers/recovery-state.reconciler.ts';
 import type { Pod } from '../runtime/kube-objects.ts';
 import type { Sources } from './sources/sources.ts';
 import { StepRetryView } from './recovery-step-retry.ts';
@@ -81,6 +83,8 @@ export class RecoveryController {
   private readonly dirty = new Set<string>();
   private readonly gaugeState = new Map<string, string>();
   private flushSub: Subscription | undefined;
+  /** Writes the stored states (reconcilers/recovery-state.reconciler.ts); one per leadership term. */
+  private persistLoop: ControllerLoop | undefined;
   private sub: Subscription | undefined;
   private acting = false;
   private readonly actions: RecoveryActions;
@@ -97,7 +101,7 @@ export class RecoveryController {
     this.store = new RecoveryStateStore({
       cached: (name) => s.mindxDlConfigMaps.get(`${RECOVERY_STATE_NAMESPACE}/${name}`),
       cachedNames: () => [...s.mindxDlConfigMaps.store.values()].map((c) => c.metadata?.name ?? ''),
-      writer: d.writer, client: d.client, log: d.log, dryRun: d.options.dryRun,
+      writer: d.writer, log: d.log, dryRun: d.options.dryRun,
     });
     this.memory = new MemoryCommands({
       log: d.log, now: this.now, persistNow: (job) => this.persist(job), touch: (job) => this.markDirty(job.target.key),
@@ -197,6 +201,12 @@ export class RecoveryController {
   startActing(): void {
     if (this.acting) return;
     this.acting = true;
+    const loop = new ControllerLoop(recoveryStateReconciler({ store: this.store, writer: this.d.writer, client: this.d.client }), {
+      log: this.d.log, metrics: this.d.metrics, now: this.now, queue: new WorkQueue(RECOVERY_STATE_QUEUE),
+    });
+    this.persistLoop = loop;
+    loop.start();
+    this.store.attach((uid) => loop.queue.add(uid));
     this.index.rebuild();
     for (const r of this.store.all()) {
       if (this.lookup(r.jobId) === undefined) {
@@ -219,6 +229,10 @@ export class RecoveryController {
     for (const [, state] of this.gaugeState) this.d.metrics.recoveryJobs.dec({ state });
     this.gaugeState.clear();
     await this.store.flush();
+    this.store.attach(undefined);
+    await this.persistLoop?.stop();
+    this.persistLoop = undefined;
+    this.store.abandon();
   }
 
   /** The rescheduler's view of node faults (cluster-info, jobs pipeline): step-retry faults hidden. */

@@ -22,17 +22,11 @@
  *   `fault-type=SubHealth` -> `SubHealthFault`.
  */
 import { faultKey, mostSerious, type FaultRecord, type FaultSource, type NpuFaultLevel } from '../vocabulary/fault-types.ts';
+import type { RescheduleFaultType } from '../vocabulary/job-decision-state.ts';
 import { npuId, podFailed, podRefOf, rankPods, type JobPodView, type JobView, type PodRef } from './job-view.ts';
 
-/** The task fault types Volcano writes into job-reschedule-reason (formats.md 3.5). */
-export type RescheduleFaultType =
-  | 'NodeUnhealthy'
-  | 'CardUnhealthy'
-  | 'CardNetworkUnhealthy'
-  | 'SubHealthFault'
-  | 'RelationFaultSeparate'
-  | 'pod-failed'
-  | 'process-exception';
+/** The task fault types Volcano writes into job-reschedule-reason (vocabulary/job-decision-state.ts). */
+export type { RescheduleFaultType };
 
 export type CauseOrigin = FaultSource | 'pod';
 export type JobHealthState = 'Healthy' | 'SubHealthy' | 'UnHealthy';

@@ -10,13 +10,9 @@
  *   allowed this restart.
  * - Exhausted (0 left) -> a pod-failed-only fault job is not restarted any more.
  */
+import type { RetryBudget } from '../vocabulary/job-decision-state.ts';
 
-export interface RetryBudget {
-  /** Job UID the budget belongs to (the `UUID` of the wire entry). */
-  readonly uid: string;
-  /** Restarts left (`Times`). */
-  readonly times: number;
-}
+export type { RetryBudget };
 
 /** Valid `fault-retry-times` range (C.2). */
 export const MAX_FAULT_RETRY_TIMES = 100;

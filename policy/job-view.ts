@@ -6,6 +6,9 @@
  * `schemas/job-knobs/` into them; nothing here reads the apiserver. The pod-level helpers only split
  * annotation strings (behavior.md 0.3, formats.md 4.2) and never throw.
  */
+import type { PodRef } from '../vocabulary/job-decision-state.ts';
+
+export type { PodRef };
 
 /** Pod annotation: pod rank; rank 0 is the master (behavior.md 0.3). */
 export const RANK_INDEX_ANNOTATION = 'hccl/rankIndex';
@@ -24,12 +27,6 @@ export type JobKind = 'vcjob' | 'acjob';
 export type PodPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown';
 export type PodFaultTypeLabel = 'software' | 'retry-fault' | 'Separate' | 'SubHealth';
 
-/** The identity of a pod an action targets; deletes carry the UID as a precondition. */
-export interface PodRef {
-  readonly name: string;
-  readonly uid: string;
-  readonly node?: string;
-}
 
 export interface JobPodView {
   readonly name: string;

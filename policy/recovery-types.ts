@@ -197,7 +197,7 @@ export interface RecoveryState {
    * podRank -> when a recover-in-place plan last put the pod on its exit list (A.9 #73: the pod is
    * "reported as must exit"). Kept across resets: the recover-in-place scheduler-view filter (A.3 #24)
    * compares it with the fault time, so an old entry never touches a later fault. Absent in states
-   * stored before it existed (controllers/recovery-state-store.ts fills it in).
+   * stored before it existed (reconcilers/recovery-state.reconciler.ts fills it in).
    */
   mustExitAtMs: Record<string, number>;
   // --- the recovery in flight (cleared by reset) ---

@@ -17,9 +17,8 @@ import { goJson } from '../go-json.ts';
 import { ok, parseValidated, rejected, type Parsed } from '../parsed.ts';
 import schema from './job-state.schema.json' with { type: 'json' };
 import type {
-  ActiveRestart, B6Row, DecisionKind, DecisionPhase, EvictionReason, JobAction, JobRescheduleState, RescheduleTaskReason,
-} from '../../policy/job-decision-types.ts';
-import type { PodRef } from '../../policy/job-view.ts';
+  ActiveRestart, B6Row, DecisionKind, DecisionPhase, EvictionReason, JobAction, JobRescheduleState, PodRef, RescheduleTaskReason,
+} from '../../vocabulary/job-decision-state.ts';
 
 export const JOB_STATE_NAMESPACE = 'mindx-dl';
 export const JOB_STATE_CM_PREFIX = 'clusterd-ts-job-state-';

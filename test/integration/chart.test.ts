@@ -15,7 +15,7 @@ import { FLAGS, parseOptions } from '../../controllers/options.ts';
 import { LEADER_LEASE_NAME } from '../../controllers/manager.ts';
 import { LEADER_LABEL, LEADER_LABEL_VALUE } from '../../actions/leader-label.action.ts';
 import { createSources, sourcesHealth, startSources, stopSources, waitForSync } from '../../controllers/sources/sources.ts';
-import { RECOVERY_STATE_NAMESPACE } from '../../controllers/recovery-state-store.ts';
+import { RECOVERY_STATE_NAMESPACE } from '../../reconcilers/recovery-state.reconciler.ts';
 import { JOB_STATE_NAMESPACE } from '../../schemas/job-state/job-state.ts';
 import { LeaderElector } from '../../runtime/leader-election.ts';
 import { silentLogger } from '../../telemetry/logger.ts';

@@ -6,7 +6,7 @@
  */
 import type { Manager } from '../../controllers/manager.ts';
 import type { Pod } from '../../runtime/kube-objects.ts';
-import { RECOVERY_STATE_KEY, RECOVERY_STATE_NAMESPACE, parseRecoveryRecord, recoveryStateCmName } from '../../controllers/recovery-state-store.ts';
+import { RECOVERY_STATE_KEY, RECOVERY_STATE_NAMESPACE, parseRecoveryRecord, recoveryStateCmName } from '../../reconcilers/recovery-state.reconciler.ts';
 import { paths, type KubeClient } from '../../runtime/kube-client.ts';
 import type { TaskdClient } from '../support/taskd-client.ts';
 import { adminClient, eventually, newNamespace } from '../support/cluster.ts';

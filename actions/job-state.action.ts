@@ -6,6 +6,10 @@
  * A pristine state (nothing started, nothing acted, budget untouched) of a job that has no ConfigMap
  * yet is not written: most jobs never see a fault and get no ConfigMap.
  *
+ * An action of the job_decisions reconciler (controllers/job-decisions.ts), which persists a decision
+ * here BEFORE carrying it out: a failed write throws back to that reconcile, and its work queue retries
+ * the job with backoff (nothing is retried or dropped here).
+ *
  * Dry run: the ConfigMapWriter writes nothing, so states live in memory here (decisions are still
  * made once per fault, not once per event); they are lost on restart, which in dry run acts on nothing.
  */
@@ -17,7 +21,7 @@ import {
   JOB_STATE_KEY, JOB_STATE_LABELS, JOB_STATE_NAMESPACE, JOB_STATE_VERSION, encodeJobState, jobStateCmName, jobUidOfStateCm, parseJobState,
   type JobStateRecord, type PendingDecision,
 } from '../schemas/job-state/job-state.ts';
-import type { JobRescheduleState } from '../policy/job-decision-types.ts';
+import type { JobRescheduleState } from '../vocabulary/job-decision-state.ts';
 import type { ConfigMap } from '../runtime/kube-objects.ts';
 
 export interface JobStateStoreDeps {

@@ -1,0 +1,146 @@
+/**
+ * The stored recovery record: pod lists are left out, and documents written before a field existed
+ * stay readable (`mustExitAtMs`, the recover-in-place must-exit stamps). The recovery_state loop writes
+ * the newest desired state and retries a failed write through its work queue until it lands.
+ */
+import { initialHotSwitchState } from '../policy/hot-switch-fsm.ts';
+import { initialRecoveryState } from '../policy/recovery-fsm.ts';
+import { ConfigMapWriter } from '../runtime/configmap-writer.ts';
+import { ControllerLoop } from '../runtime/controller-loop.ts';
+import { ApiError } from '../runtime/kube-client.ts';
+import { WorkQueue, type QueueClock } from '../runtime/work-queue.ts';
+import { silentLogger } from '../telemetry/logger.ts';
+import { Metrics } from '../telemetry/metrics.ts';
+import { FakeConfigMaps } from '../test/support/job-fakes.ts';
+import {
+  CALLER_WAIT_FAILURES, RECOVERY_STATE_KEY, RECOVERY_STATE_QUEUE, RecoveryStateStore, encodeRecoveryRecord, parseRecoveryRecord, recoveryStateCmName,
+  recoveryStateReconciler, type RecoveryRecord,
+} from './recovery-state.reconciler.ts';
+
+function record(): RecoveryRecord {
+  const recovery = initialRecoveryState({
+    config: { jobId: 'u1', strategies: ['recover-in-place', 'recover', 'exit'], jobRescheduling: true, podRescheduling: false, subHealthyStrategy: 'ignore', ranksPerPod: 2, waitRescheduleTimeoutS: 270 },
+    pods: [{ name: 'w-0', uid: 'p0', podRank: 0, phase: 'Running', npusAllocated: true }],
+  });
+  return {
+    version: 1, jobId: 'u1', jobKey: 'ns/job-u1', registered: true, savedAtMs: 5,
+    recovery: { ...recovery, mustExitAtMs: { 1: 26_000 } },
+    hotSwitch: initialHotSwitchState({ jobId: 'u1', framework: 'pytorch', subHealthyStrategy: 'ignore' }),
+  };
+}
+
+describe('recovery state record', () => {
+  it('round-trips the must-exit stamps and drops the pod lists', () => {
+    const parsed = parseRecoveryRecord(encodeRecoveryRecord(record()));
+    if (!parsed.ok) throw new Error(parsed.reason);
+    expect(parsed.value.recovery.mustExitAtMs).toEqual({ 1: 26_000 });
+    expect(parsed.value.recovery.pods).toEqual([]);
+  });
+
+  it('a document stored before mustExitAtMs existed reads as "no pod reported as must exit"; junk stamps are dropped', () => {
+    const old = JSON.parse(encodeRecoveryRecord(record())) as { recovery: Record<string, unknown> };
+    delete old.recovery['mustExitAtMs'];
+    const parsed = parseRecoveryRecord(JSON.stringify(old));
+    if (!parsed.ok) throw new Error(parsed.reason);
+    expect(parsed.value.recovery.mustExitAtMs).toEqual({});
+    expect(parsed.value.recovery.phase).toBe('INIT');
+
+    old.recovery['mustExitAtMs'] = { 1: 'soon', 2: 7 };
+    const junk = parseRecoveryRecord(JSON.stringify(old));
+    expect(junk.ok && junk.value.recovery.mustExitAtMs).toEqual({ 2: 7 });
+    old.recovery['mustExitAtMs'] = [3];
+    const list = parseRecoveryRecord(JSON.stringify(old));
+    expect(list.ok && list.value.recovery.mustExitAtMs).toEqual({});
+  });
+});
+
+/** The queue's clock in virtual time: `next()` jumps to the earliest timer and fires it. */
+class VirtualClock implements QueueClock {
+  t = 0;
+  private id = 0;
+  private readonly timers = new Map<number, { at: number; fn: () => void }>();
+  now(): number { return this.t; }
+  setTimeout(fn: () => void, ms: number): unknown { this.timers.set(++this.id, { at: this.t + ms, fn }); return this.id; }
+  clearTimeout(h: unknown): void { this.timers.delete(h as number); }
+  next(): void {
+    const [id, first] = [...this.timers].sort((a, b) => a[1].at - b[1].at)[0] ?? [];
+    if (id === undefined || first === undefined) throw new Error('no timer pending');
+    this.timers.delete(id);
+    this.t = first.at;
+    first.fn();
+  }
+}
+
+/** Lets the loop's worker run what is queued (promise continuations and I/O callbacks). */
+const settle = async (): Promise<void> => { for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r)); };
+
+function setup() {
+  const cms = new FakeConfigMaps();
+  const metrics = new Metrics({ processMetrics: false });
+  const writer = new ConfigMapWriter(cms.client(), { metrics });
+  const store = new RecoveryStateStore({
+    cached: (name) => cms.get('mindx-dl', name), cachedNames: () => [...cms.objects.values()].map((c) => c.metadata?.name ?? ''),
+    writer, log: silentLogger, dryRun: false,
+  });
+  const clock = new VirtualClock();
+  const loop = new ControllerLoop(recoveryStateReconciler({ store, writer, client: cms.client() }), {
+    log: silentLogger, metrics, queue: new WorkQueue({ ...RECOVERY_STATE_QUEUE, clock }), now: () => clock.t,
+  });
+  loop.start();
+  store.attach((uid) => loop.queue.add(uid));
+  const errors = async (): Promise<number> =>
+    (await metrics.reconciles.get()).values.find((v) => v.labels.controller === 'recovery_state' && v.labels.result === 'error')?.value ?? 0;
+  const stored = (): RecoveryRecord | undefined => {
+    const p = parseRecoveryRecord(cms.get('mindx-dl', recoveryStateCmName('u1'))?.data?.[RECOVERY_STATE_KEY]);
+    return p.ok ? p.value : undefined;
+  };
+  return { cms, store, clock, loop, errors, stored };
+}
+
+describe('recovery_state reconciler', () => {
+  it('a write that keeps failing is retried with the queue\'s backoff until it lands; the state is never dropped', async () => {
+    const { cms, store, clock, loop, errors, stored } = setup();
+    cms.failWrites = new ApiError('POST', '/api/v1/namespaces/mindx-dl/configmaps', 503, { reason: 'ServiceUnavailable' });
+    let callerWent = false;
+    void store.save(record()).then(() => { callerWent = true; });
+    await settle();
+    expect(await errors()).toBe(1);
+    // Eight failed writes, each after the queue's per-key backoff: 200 ms doubling. The caller (Register,
+    // a persisted downgrade) goes on after CALLER_WAIT_FAILURES of them; the state stays desired (the
+    // store's former private retry dropped it after the fifth failure).
+    for (let n = 2; n <= 8; n++) {
+      clock.next();
+      await settle();
+      expect(await errors()).toBe(n);
+      expect(callerWent).toBe(n >= CALLER_WAIT_FAILURES);
+    }
+    expect(clock.t).toBe(200 * (2 ** 7 - 1));
+    expect(stored()).toBeUndefined();
+    expect(store.get('u1')?.savedAtMs).toBe(5);
+
+    cms.failWrites = undefined;
+    clock.next();
+    await settle();
+    expect(stored()?.recovery.mustExitAtMs).toEqual({ 1: 26_000 });
+    expect(store.desired('u1')).toBeUndefined();
+    await loop.stop();
+  });
+
+  it('the newest desired state wins; a removal deletes the ConfigMap; save resolves once stored', async () => {
+    const { cms, store, clock, loop, stored } = setup();
+    cms.failWrites = new ApiError('POST', '/api/v1/namespaces/mindx-dl/configmaps', 503, {});
+    void store.save(record());
+    await settle();
+    void store.save({ ...record(), savedAtMs: 9 });
+    cms.failWrites = undefined;
+    clock.next();
+    await store.flush();
+    expect(stored()?.savedAtMs).toBe(9);
+    expect(cms.writes.map((w) => w.verb)).toEqual(['create']);
+
+    await store.remove('u1');
+    expect(cms.get('mindx-dl', recoveryStateCmName('u1'))).toBeUndefined();
+    expect(cms.writes.map((w) => w.verb)).toEqual(['create', 'delete']);
+    await loop.stop();
+  });
+});

@@ -1,0 +1,271 @@
+/**
+ * Persisted state of the per-job recovery and hot-switch FSMs: one ConfigMap per registered job,
+ * `mindx-dl/clusterd-ts-recovery-<jobUid>` (key `state.json`), owned by this controller. A restart or
+ * a failover reloads it, so FSM timers (absolute due times) resume where they were, and a hot-switch
+ * downgrade is never forgotten (ClusterD keeps it in memory only, behavior.md F).
+ *
+ * Level-triggered: `save` / `remove` set the job's desired state (the newest wins) and queue the job
+ * UID; the `recovery_state` reconciler makes the ConfigMap match it. The ConfigMapWriter writes only on
+ * a byte difference, with the cached resourceVersion; a failed write (409 from a stale cache, apiserver
+ * unavailable, ...) throws back to the work queue, which retries with backoff (200 ms doubling, capped
+ * at a minute) until it lands: a state is never given up while this replica leads. A caller waiting on
+ * `save` goes on after CALLER_WAIT_FAILURES failed writes (the state is still retried).
+ *
+ * Pod lists are not stored (they come back from the informer cache at load). A ConfigMap that does
+ * not parse is ignored (logged): the job starts from INIT, as ClusterD after a restart.
+ *
+ * This is our own bookkeeping, not a wire format read by anyone else, so it is plain JSON.
+ */
+import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
+import { isNotFound, paths, type KubeClient } from '../runtime/kube-client.ts';
+import type { Outcome, Reconciler } from '../runtime/reconciler.ts';
+import type { WorkQueueOptions } from '../runtime/work-queue.ts';
+import type { Logger } from '../telemetry/logger.ts';
+import type { HotSwitchState } from '../policy/hot-switch-types.ts';
+import type { RecoveryState } from '../policy/recovery-types.ts';
+import type { ConfigMap } from '../runtime/kube-objects.ts';
+
+export const RECOVERY_STATE_NAMESPACE = 'mindx-dl';
+export const RECOVERY_STATE_PREFIX = 'clusterd-ts-recovery-';
+export const RECOVERY_STATE_KEY = 'state.json';
+export const RECOVERY_STATE_LABELS = { 'app.kubernetes.io/managed-by': 'clusterd-ts', 'clusterd-ts/state': 'recovery' } as const;
+export const RECOVERY_STATE_VERSION = 1;
+
+export const recoveryStateCmName = (jobUid: string): string => `${RECOVERY_STATE_PREFIX}${jobUid}`;
+
+export interface RecoveryRecord {
+  readonly version: number;
+  readonly jobId: string;
+  readonly jobKey: string;
+  /** The job was registered through Recover/Register (its FSMs exist). */
+  readonly registered: boolean;
+  readonly recovery: RecoveryState;
+  readonly hotSwitch: HotSwitchState;
+  readonly savedAtMs: number;
+}
+
+export type RecordParse = { ok: true; value: RecoveryRecord } | { ok: false; reason: string };
+
+/** Parses a stored record; never throws. */
+export function parseRecoveryRecord(text: string | undefined): RecordParse {
+  if (text === undefined || text === '') return { ok: false, reason: 'empty' };
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    return { ok: false, reason: `malformed JSON: ${(e as Error).message.slice(0, 120)}` };
+  }
+  const r = raw as Partial<RecoveryRecord> | null;
+  if (r === null || typeof r !== 'object' || r.version !== RECOVERY_STATE_VERSION) return { ok: false, reason: 'unknown version' };
+  if (typeof r.jobId !== 'string' || typeof r.jobKey !== 'string') return { ok: false, reason: 'jobId/jobKey missing' };
+  if (r.recovery?.kind !== 'recovery' || r.hotSwitch?.kind !== 'hotSwitch') return { ok: false, reason: 'FSM states missing' };
+  if (!Array.isArray(r.recovery.timers) || !Array.isArray(r.hotSwitch.timers) || typeof r.recovery.phase !== 'string') return { ok: false, reason: 'FSM states malformed' };
+  // States stored before `mustExitAtMs` existed lack it: no pod was reported as must exit then.
+  const stored: unknown = (r.recovery as Partial<RecoveryState>).mustExitAtMs;
+  const mustExitAtMs = typeof stored === 'object' && stored !== null && !Array.isArray(stored)
+    ? Object.fromEntries(Object.entries(stored).filter((e): e is [string, number] => typeof e[1] === 'number'))
+    : {};
+  return { ok: true, value: { ...(r as RecoveryRecord), recovery: { ...r.recovery, pods: [], mustExitAtMs }, hotSwitch: { ...r.hotSwitch, pods: [] } } };
+}
+
+/** The stored text: states without pod lists (restored from the cache). */
+export function encodeRecoveryRecord(r: RecoveryRecord): string {
+  return JSON.stringify({ ...r, recovery: { ...r.recovery, pods: [] }, hotSwitch: { ...r.hotSwitch, pods: [] } });
+}
+
+/** The reconciler's controller label (metrics, logs). */
+export const RECOVERY_STATE_CONTROLLER = 'recovery_state';
+
+/**
+ * The work queue of the recovery_state loop: a failed write is retried after 200 ms, doubling, capped
+ * at a minute (the pace of the store's former private retry, which gave up after 5 failures).
+ */
+export const RECOVERY_STATE_QUEUE: WorkQueueOptions = { baseDelayMs: 200, maxDelayMs: 60_000 };
+
+/** Failed writes a caller of `save` / `remove` (Register, a persisted downgrade, shutdown) waits through. */
+export const CALLER_WAIT_FAILURES = 5;
+
+/** The job's desired stored state: a record, or `null` = no ConfigMap (the job is gone). */
+type Desired = RecoveryRecord | null;
+
+interface Want {
+  desired: Desired;
+  /** Failed writes since the newest `save` / `remove` (bounds the callers' wait only). */
+  failures: number;
+  /** Callers waiting for the desired state to be stored. */
+  waiters: Array<() => void>;
+}
+
+export interface RecoveryStateStoreDeps {
+  readonly cached: (name: string) => ConfigMap | undefined;
+  readonly cachedNames: () => Iterable<string>;
+  readonly writer: ConfigMapWriter;
+  readonly log: Logger;
+  readonly dryRun: boolean;
+}
+
+/** The desired recovery states, and the stored ones as read from the cache. */
+export class RecoveryStateStore {
+  private readonly d: RecoveryStateStoreDeps;
+  /** Desired states not yet stored, by job UID. */
+  private readonly want = new Map<string, Want>();
+  /** Dry run keeps states here only. */
+  private readonly memory = new Map<string, RecoveryRecord>();
+  /** Queues a job UID on the recovery_state loop; undefined while no loop runs (not leading). */
+  private enqueue: ((uid: string) => void) | undefined;
+
+  constructor(d: RecoveryStateStoreDeps) {
+    this.d = d;
+  }
+
+  /** The stored ConfigMap: the newer of the informer's copy and our own last write. */
+  cm(uid: string): ConfigMap | undefined {
+    const name = recoveryStateCmName(uid);
+    return this.d.writer.fresher(RECOVERY_STATE_NAMESPACE, name, this.d.cached(name));
+  }
+
+  /** The record of a job (a desired one not yet stored first); undefined once it is being removed. */
+  get(uid: string): RecoveryRecord | undefined {
+    const w = this.want.get(uid);
+    if (w !== undefined) return w.desired ?? undefined;
+    const m = this.memory.get(uid);
+    if (m !== undefined) return m;
+    const parsed = parseRecoveryRecord(this.cm(uid)?.data?.[RECOVERY_STATE_KEY]);
+    return parsed.ok ? parsed.value : undefined;
+  }
+
+  /** Every readable stored record (unreadable ones are logged and skipped). */
+  all(): RecoveryRecord[] {
+    const out = new Map<string, RecoveryRecord>();
+    for (const name of this.d.cachedNames()) {
+      if (!name.startsWith(RECOVERY_STATE_PREFIX)) continue;
+      const uid = name.slice(RECOVERY_STATE_PREFIX.length);
+      const parsed = parseRecoveryRecord(this.cm(uid)?.data?.[RECOVERY_STATE_KEY]);
+      if (parsed.ok) out.set(uid, parsed.value);
+      else this.d.log.warn('recovery state unreadable; the job starts from INIT', { name, reason: parsed.reason });
+    }
+    for (const [uid, r] of this.memory) out.set(uid, r);
+    return [...out.values()];
+  }
+
+  /** Makes the record the job's desired state; resolves once it (or a newer one) is stored. */
+  save(record: RecoveryRecord): Promise<void> {
+    if (this.d.dryRun) {
+      this.memory.set(record.jobId, record);
+      return Promise.resolve();
+    }
+    return this.desire(record.jobId, record);
+  }
+
+  /** The job is gone: its ConfigMap goes too (resolves once deleted). */
+  remove(uid: string): Promise<void> {
+    this.memory.delete(uid);
+    if (this.d.dryRun || (this.cm(uid) === undefined && !this.want.has(uid))) return Promise.resolve();
+    return this.desire(uid, null);
+  }
+
+  private desire(uid: string, desired: Desired): Promise<void> {
+    let w = this.want.get(uid);
+    if (w === undefined) {
+      w = { desired, failures: 0, waiters: [] };
+      this.want.set(uid, w);
+    } else {
+      w.desired = desired;
+      w.failures = 0;
+    }
+    const waiters = w.waiters;
+    const done = new Promise<void>((resolve) => waiters.push(resolve));
+    this.enqueue?.(uid);
+    return done;
+  }
+
+  /** Connects the recovery_state loop (leader), or disconnects it; desired states are queued again. */
+  attach(enqueue: ((uid: string) => void) | undefined): void {
+    this.enqueue = enqueue;
+    if (enqueue !== undefined) for (const uid of this.want.keys()) enqueue(uid);
+  }
+
+  /** The job's desired state, if it is not stored yet (the reconciler's input). */
+  desired(uid: string): { readonly desired: Desired } | undefined {
+    const w = this.want.get(uid);
+    return w === undefined ? undefined : { desired: w.desired };
+  }
+
+  /** The reconciler stored `desired`: done unless a newer state arrived meanwhile (its key is queued again). */
+  stored(uid: string, desired: Desired): void {
+    const w = this.want.get(uid);
+    if (w === undefined || w.desired !== desired) return;
+    this.want.delete(uid);
+    for (const resolve of w.waiters.splice(0)) resolve();
+  }
+
+  /** A write of the desired state failed; the queue retries it. Waiting callers go on after a few. */
+  failed(uid: string, err: unknown): void {
+    const w = this.want.get(uid);
+    if (w === undefined || ++w.failures !== CALLER_WAIT_FAILURES) return;
+    this.d.log.error('recovery state not persisted yet; retrying with backoff', { jobId: uid, failures: w.failures, err: String(err) });
+    for (const resolve of w.waiters.splice(0)) resolve();
+  }
+
+  /** Resolves once every desired state is stored or its callers stopped waiting (shutdown, tests). */
+  async flush(): Promise<void> {
+    for (;;) {
+      const waiting = [...this.want.values()].filter((w) => w.failures < CALLER_WAIT_FAILURES);
+      if (waiting.length === 0 || this.enqueue === undefined) return;
+      await Promise.all(waiting.map((w) => new Promise<void>((resolve) => w.waiters.push(resolve))));
+    }
+  }
+
+  /**
+   * This replica stopped leading: states it could not store are left to the new leader (writing them
+   * now would overwrite the newer states it writes). Logged, one line per job.
+   */
+  abandon(): void {
+    for (const [uid, w] of this.want) {
+      this.d.log.error('recovery state not persisted before this replica stopped acting', { jobId: uid, failures: w.failures, removal: w.desired === null });
+      for (const resolve of w.waiters.splice(0)) resolve();
+    }
+    this.want.clear();
+  }
+}
+
+export interface RecoveryStateReconcilerDeps {
+  readonly store: RecoveryStateStore;
+  readonly writer: ConfigMapWriter;
+  readonly client: KubeClient;
+}
+
+/** Key: the job UID. Writes (or deletes) the job's ConfigMap to match its desired state. */
+export function recoveryStateReconciler(d: RecoveryStateReconcilerDeps): Reconciler {
+  const write = async (uid: string, desired: Desired): Promise<void> => {
+    const cm = d.store.cm(uid);
+    if (desired !== null) {
+      await d.writer.ensure('recovery_state', {
+        namespace: RECOVERY_STATE_NAMESPACE, name: recoveryStateCmName(uid), labels: { ...RECOVERY_STATE_LABELS },
+        data: { [RECOVERY_STATE_KEY]: encodeRecoveryRecord(desired) },
+      }, cm);
+      return;
+    }
+    if (cm === undefined) return;
+    try {
+      await d.client.delete(paths.configMap(RECOVERY_STATE_NAMESPACE, recoveryStateCmName(uid)), { preconditions: { uid: cm.metadata?.uid } });
+    } catch (e) {
+      if (!isNotFound(e)) throw e;
+    }
+  };
+  return {
+    name: RECOVERY_STATE_CONTROLLER,
+    async reconcile(uid: string): Promise<Outcome> {
+      const want = d.store.desired(uid);
+      if (want === undefined) return {};
+      try {
+        await write(uid, want.desired);
+      } catch (e) {
+        d.store.failed(uid, e);
+        throw e; // back to the queue: rate-limited retry, counted in reconcile_total{result="error"}
+      }
+      d.store.stored(uid, want.desired);
+      return {};
+    },
+  };
+}

@@ -1,0 +1,141 @@
+/**
+ * The job rescheduling decision's persisted vocabulary: the per-job state the policy decides against
+ * (restart in progress, retry budget, acted decision ids) and the actions a decision records before
+ * they are carried out. schemas/job-state encodes these, policy/ produces them and actions/ executes
+ * them, so they live below all three.
+ */
+import type { NpuFaultLevel } from './fault-types.ts';
+
+/** The identity of a pod an action targets; deletes carry the UID as a precondition. */
+export interface PodRef {
+  readonly name: string;
+  readonly uid: string;
+  readonly node?: string;
+}
+
+/** The task fault types Volcano writes into job-reschedule-reason (formats.md 3.5). */
+export type RescheduleFaultType =
+  | 'NodeUnhealthy'
+  | 'CardUnhealthy'
+  | 'CardNetworkUnhealthy'
+  | 'SubHealthFault'
+  | 'RelationFaultSeparate'
+  | 'pod-failed'
+  | 'process-exception';
+
+/** The unconditional retry budget (`fault-retry-times`; policy/job-retry-budget.ts spends it). */
+export interface RetryBudget {
+  /** Job UID the budget belongs to (the `UUID` of the wire entry). */
+  readonly uid: string;
+  /** Restarts left (`Times`). */
+  readonly times: number;
+}
+
+export type DecisionKind = 'none' | 'job' | 'pod' | 'process' | 'hotSwitch' | 'subHealthAction' | 'external';
+
+/**
+ * Where the job is in its restart lifecycle (behavior.md B4):
+ * idle = no restart running; start = a restart begins; wait = restart running, nothing to do now;
+ * force = grace period over, force-delete what is left; escalate = pod level widened to job level;
+ * extend = more fault pods joined a running pod-level restart; complete = restart succeeded;
+ * expire = the restart was dropped after the fault-job lifetime.
+ */
+export type DecisionPhase = 'idle' | 'start' | 'wait' | 'force' | 'escalate' | 'extend' | 'complete' | 'expire';
+
+/** Rows of behavior.md B6. */
+export type B6Row = 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10 | 11 | 12;
+
+/** One element of Volcano's eviction reason (JSON of fault reasons, A.6 #44); encoded by actions/. */
+export interface EvictionReason {
+  readonly podName: string;
+  readonly nodeName: string;
+  readonly rank: string;
+  readonly faultType: RescheduleFaultType;
+  readonly faultCode: string;
+  readonly faultLevel: string;
+}
+
+/** One ReasonOfTask entry of job-reschedule-reason (formats.md 3.5); field names as on the wire. */
+export interface RescheduleTaskReason {
+  readonly RescheduleReason: RescheduleFaultType;
+  readonly PodName: string;
+  readonly NodeName: string;
+  readonly NodeRankIndex: string;
+}
+
+/** What the process-level FSM needs per fault rank (A.4 #29 JobFaultInfo, reduced). */
+export interface FsmFaultRank {
+  readonly podRank?: number;
+  readonly pod: PodRef;
+  readonly node?: string;
+  readonly devices: readonly string[];
+  readonly codes: readonly string[];
+  readonly level?: NpuFaultLevel;
+}
+
+/**
+ * Commands for `actions/`, executed in list order. Every pod deletion carries the pod UID as a
+ * precondition, so a replay against a replaced pod is a harmless 409/404.
+ */
+export type JobAction =
+  /** Graceful delete (the pod's own terminationGracePeriodSeconds); Volcano's grace eviction (A.6 #44). */
+  | { readonly type: 'evictPods'; readonly pods: readonly PodRef[]; readonly reasons: readonly EvictionReason[] }
+  /** Delete with gracePeriodSeconds 0 (A.6 #45); batches of 200 are the action's business. */
+  | { readonly type: 'forceDeletePods'; readonly pods: readonly PodRef[]; readonly reasons: readonly EvictionReason[] }
+  /** Set `huawei.com/pod-status=<value>` (value `Unhealthy-<faultType>`, A.6 #51). */
+  | { readonly type: 'annotatePodStatus'; readonly pod: PodRef; readonly value: string }
+  /** reset-config-<jobName> `GracefulExit` (A.6 #50, B3.2). */
+  | { readonly type: 'setGracefulExit'; readonly value: 0 | 1 }
+  /** reset-config-<jobName>: RankList=[], RetryTime+1 after a pod-level replacement is placed (A.6 #57). */
+  | { readonly type: 'bumpResetConfigRetryTime' }
+  /** Prepend a job-reschedule-reason record (encoding, 10-record cap and trim: schemas/job-reschedule-reason). */
+  | { readonly type: 'recordRescheduleReason'; readonly atMs: number; readonly tasks: readonly RescheduleTaskReason[] }
+  /** Hand the fault ranks to the process-level recovery FSM (B1; owned elsewhere). */
+  | { readonly type: 'handOffProcessRecovery'; readonly faultRanks: readonly FsmFaultRank[] }
+  /** Hand one sub-healthy pod to the hot-switch FSM (B2; owned elsewhere). */
+  | { readonly type: 'handOffHotSwitch'; readonly pod: PodRef; readonly podRank?: number };
+
+export type RestartScope = 'pod' | 'job' | 'external';
+export type RestartMode = 'grace' | 'force' | 'annotate';
+/** Why a pod-level restart may not widen to job level; undefined = it may. */
+export type EscalationBlock = 'recover_policy_path=pod' | 'process-recover-enable=on' | 'hot-switch' | 'not-pod-level';
+
+/** A restart in progress (Volcano's FaultJob with DeleteExecutedFlag=true). */
+export interface ActiveRestart {
+  readonly decisionId: string;
+  readonly kind: DecisionKind;
+  readonly row: B6Row;
+  readonly scope: RestartScope;
+  readonly mode: RestartMode;
+  readonly startedMs: number;
+  /** Pods (by UID) that must be gone or replaced for the restart to count. */
+  readonly targets: readonly PodRef[];
+  /** Pods needed allocated for success (PodGroup minMember or the job size at start). */
+  readonly minAvailable: number;
+  /** Job-level reason (A.6 #43); `pod-failed` restarts consume the retry budget. */
+  readonly jobReason: RescheduleFaultType;
+  /** Consumes the retry budget on success. */
+  readonly countsAgainstBudget: boolean;
+  /** Only sub-health faults and GracefulExit=1 was written: write 0 back on success. */
+  readonly resetGracefulExit: boolean;
+  /** Pod-level restart of a non-process job: bump reset-config RetryTime when placed. */
+  readonly bumpRetryTimeOnSuccess: boolean;
+  readonly escalationBlock?: EscalationBlock;
+  readonly pendingSinceMs?: number;
+  readonly forcedAtMs?: number;
+  readonly reasonTasks: readonly RescheduleTaskReason[];
+  readonly evictionReasons: readonly EvictionReason[];
+}
+
+/** Per job UID; the controller persists it (e.g. in our own ConfigMap) and passes it back. */
+export interface JobRescheduleState {
+  readonly jobUid: string;
+  /** Restarts started under this UID; part of every decision id. */
+  readonly generation: number;
+  readonly retry?: RetryBudget;
+  readonly active?: ActiveRestart;
+  /** Decision ids already acted on, newest last, capped (job-decision-id.ts). */
+  readonly acted: readonly string[];
+  /** Hot switch downgraded to `ignore` for this job (A.10 #81/#82; persisted per behavior.md F). */
+  readonly hotSwitchDowngraded?: boolean;
+}
