@@ -132,41 +132,18 @@ export function allViolations(root: string): Violation[] {
   return [...seen.values()].sort((a, b) => violationKey(a).localeCompare(violationKey(b)));
 }
 
-export interface Comparison {
-  /** Violations not in the baseline: the change broke the layering. */
-  readonly fresh: readonly Violation[];
-  /** Baseline entries no longer violated: remove them (the list only shrinks). */
-  readonly gone: readonly string[];
-  readonly known: readonly Violation[];
-}
-
-export function compareWithBaseline(actual: readonly Violation[], baseline: readonly Pick<Violation, 'rule' | 'from' | 'to'>[]): Comparison {
-  const base = new Set(baseline.map(violationKey));
-  const now = new Set(actual.map(violationKey));
-  return {
-    fresh: actual.filter((v) => !base.has(violationKey(v))),
-    gone: [...base].filter((k) => !now.has(k)),
-    known: actual.filter((v) => base.has(violationKey(v))),
-  };
-}
-
-export function report(c: Comparison): string {
+export function report(violations: readonly Violation[]): string {
   const line = (v: Violation): string => `  ${violationKey(v)}${v.at !== undefined ? `   (${v.at})` : ''}`;
-  const parts = [`layering: ${c.fresh.length} new violation(s), ${c.gone.length} stale baseline entr(y/ies), ${c.known.length} known (baseline, may only shrink)`];
-  if (c.fresh.length > 0) parts.push('NEW violations (fix them; see .dependency-cruiser.cjs for the rules):', ...c.fresh.map(line));
-  if (c.gone.length > 0) parts.push('STALE baseline entries (fixed: remove them from tools/layering/known-violations.ts):', ...c.gone.map((k) => `  ${k}`));
-  if (c.known.length > 0) parts.push('known (tools/layering/known-violations.ts):', ...c.known.map(line));
-  return parts.join('\n');
+  if (violations.length === 0) return 'layering: no violation';
+  return [`layering: ${violations.length} violation(s) (fix them; see .dependency-cruiser.cjs and tools/layering/layering.ts for the rules):`, ...violations.map(line)].join('\n');
 }
 
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const args = process.argv.slice(2);
   const rootArg = args.indexOf('--root');
   const root = rootArg >= 0 ? resolve(args[rootArg + 1] ?? '.') : REPO;
-  const { KNOWN_VIOLATIONS } = await import('./known-violations.ts');
   const violations = allViolations(root);
-  const c = compareWithBaseline(violations, root === REPO ? KNOWN_VIOLATIONS : []);
-  if (args.includes('--json')) process.stdout.write(JSON.stringify({ violations, fresh: c.fresh, gone: c.gone }) + '\n');
-  else process.stdout.write(report(c) + '\n');
-  process.exitCode = c.fresh.length > 0 || c.gone.length > 0 ? 1 : 0;
+  if (args.includes('--json')) process.stdout.write(JSON.stringify({ violations }) + '\n');
+  else process.stdout.write(report(violations) + '\n');
+  process.exitCode = violations.length > 0 ? 1 : 0;
 }
