@@ -1,5 +1,5 @@
 /** The comparison machinery itself: normalisation keeps what must match, the allow-list stays narrow. */
-import { normalise, normaliseValue } from './normalise.ts';
+import { normalise, normaliseValue, sortPublicFaults } from './normalise.ts';
 import { exchangeRecord } from './grpc-inputs.ts';
 import { encodeResetConfigData } from '../../schemas/reset-config/reset-config.ts';
 import { allowedBy, compare } from './diff.ts';
@@ -20,6 +20,27 @@ describe('normalise', () => {
   test('input millisecond times, times outside the run and other numbers stay as they are', () => {
     expect(normaliseValue('{"fault_time":1795600800500}', { ...window, inputs: new Set(['1795600800500']) })).toBe('{"fault_time":1795600800500}');
     expect(normaliseValue('{"UpdateTime":0,"x":1600000000,"ids":"Ascend910-1234567890"}', window)).toBe('{"UpdateTime":0,"x":1600000000,"ids":"Ascend910-1234567890"}');
+  });
+});
+
+describe('statistic-fault-info order (rule 6)', () => {
+  const a = '{"resource":"fd-online","devIds":[3],"faultId":"pubfault-0003"}';
+  const b = '{"resource":"CCAE","devIds":[7],"faultId":"pubfault-0007"}';
+  test('the two orders of a Go map compare equal', () => {
+    expect(sortPublicFaults(`{"node-p":[${a},${b}]}`)).toBe(sortPublicFaults(`{"node-p":[${b},${a}]}`));
+  });
+  test('different entries, field order or escaping still differ', () => {
+    expect(sortPublicFaults(`{"node-p":[${a}]}`)).not.toBe(sortPublicFaults(`{"node-p":[${b}]}`));
+    expect(sortPublicFaults('{"node-p":[{"faultId":"x","resource":"r"}]}')).not.toBe(sortPublicFaults('{"node-p":[{"resource":"r","faultId":"x"}]}'));
+    const escaped = '{"node-p":[{"resource":"\\u003c","faultId":"x"}]}';
+    expect(sortPublicFaults(escaped)).toBe(escaped);
+  });
+  test('applied to statistic-fault-info only', () => {
+    const other = `{"node-p":[${a},${b}]}`;
+    const snap: Snapshot = new Map([['ConfigMap cluster-system/statistic-fault-info', { 'data PublicFaults': `{"node-p":[${a},${b}]}` }], ['ConfigMap x/y', { 'data PublicFaults': other }]]);
+    const out = normalise(snap, window);
+    expect(out.get('ConfigMap cluster-system/statistic-fault-info')!['data PublicFaults']).toBe(`{"node-p":[${b},${a}]}`);
+    expect(out.get('ConfigMap x/y')!['data PublicFaults']).toBe(other);
   });
 });
 

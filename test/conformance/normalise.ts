@@ -18,6 +18,9 @@
  *      created (a Volcano Job's, in ClusterD's job statistic
  *      and scheduling-exception keys), in values and data keys     -> <uid of Kind ns/name>
  *      (UIDs the scenario wrote itself, e.g. ownerReferences, are not objects' UIDs and stay)
+ *   6. statistic-fault-info's `PublicFaults`: each node's list     -> sorted by resource + faultId
+ *      (ClusterD ranges over a Go map to build it, so its order is random from write to write and
+ *      no consumer can rely on it; ours is sorted. The entries themselves are compared byte for byte.)
  */
 import { parseTaskResetInfo, resetInfoCheckCode } from '../../schemas/reset-config/reset-config.ts';
 import type { Snapshot } from './collect.ts';
@@ -65,9 +68,32 @@ const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
 export const normaliseUids = (v: string, uids: ReadonlyMap<string, string>): string =>
   v.replace(UUID, (m) => { const o = uids.get(m); return o === undefined ? m : `<uid of ${o}>`; });
 
+const STATISTIC_FAULT_INFO = 'ConfigMap cluster-system/statistic-fault-info';
+
+/** Rule 6: each node's public faults in a fixed order; the JSON text of every entry kept as written. */
+export function sortPublicFaults(v: string): string {
+  let parsed: unknown;
+  try { parsed = JSON.parse(v); } catch { return v; }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return v;
+  // Only text that re-encodes to itself is reordered, so no escaping or spacing difference is hidden.
+  if (JSON.stringify(parsed) !== v) return v;
+  const key = (e: unknown): string => {
+    const o = (e ?? {}) as { resource?: unknown; faultId?: unknown };
+    return `${String(o.resource)}\u0000${String(o.faultId)}`;
+  };
+  // Re-marshal only the order: entries are compared by their own JSON text, so field order and escaping still show.
+  const nodes = Object.entries(parsed as Record<string, unknown>).map(([node, list]) => {
+    if (!Array.isArray(list)) return `${JSON.stringify(node)}:${JSON.stringify(list)}`;
+    const sorted = [...list].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+    return `${JSON.stringify(node)}:[${sorted.map((e) => JSON.stringify(e)).join(',')}]`;
+  });
+  return `{${nodes.join(',')}}`;
+}
+
 export function normalise(s: Snapshot, w: TimeWindow, uids: ReadonlyMap<string, string> = new Map()): Snapshot {
   const out: Snapshot = new Map();
-  for (const [k, f] of s) {
+  for (const [k, f0] of s) {
+    const f = k === STATISTIC_FAULT_INFO && f0['data PublicFaults'] !== undefined ? { ...f0, 'data PublicFaults': sortPublicFaults(f0['data PublicFaults']) } : f0;
     const token = checkCodeToken(f);
     out.set(k, Object.fromEntries(Object.entries(f).map(([fk, v]) => [normaliseUids(fk, uids), fk === 'data checkCode' && token !== undefined ? token : normaliseUids(normaliseValue(v, w), uids)])));
   }
