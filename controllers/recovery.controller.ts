@@ -322,7 +322,12 @@ export class RecoveryController {
         persist: (j) => void this.persist(j),
         log: this.d.log,
         scheduler: this.scheduler,
-        onStep: (j) => this.observeGauge(j),
+        onStep: (j, machine, r) => {
+          this.observeGauge(j);
+          // ClusterD refills a reset controller's fault cache from the fault center's next 1 s tick:
+          // feed the job's current picture again so the ranks still listed rejoin the cache.
+          if (machine === 'recovery' && r.reasons.some((x) => x.startsWith('reset'))) this.markDirty(j.target.key);
+        },
         mustExitChanged: (j, podRanks) => {
           this.d.log.info('recover-in-place: pods reported as must exit; their faults reach the scheduler', { job: j.target.key, podRanks });
           this.d.deviceFaults.notify(this.nodesOf(j.target.key));

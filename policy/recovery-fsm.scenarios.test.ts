@@ -116,6 +116,44 @@ describe('UCE step retry (80E01801, retry configured)', () => {
     expect(h.state.phase).toBe('INIT');
   });
 
+  it('a rank listed after the retry\'s reset joins the next recovery\'s fault ranks (ClusterD saveCacheFault on every tick)', () => {
+    const h = recoveryHarness({ ranksPerPod: 2 });
+    toRetry(h);
+    h.feed({ type: 'recoverStatusReported', code: 0, strategy: 'retry' });
+    h.feed({ type: 'clientSubscribed' }); // TaskD re-subscribes: another reset
+    expect(h.state.phase).toBe('INIT');
+    h.feed(fault(3, '0', 'Healthy')); // the business-plane report is still under 10 s old: rank 3 still listed
+    h.feed({ type: 'faultObserved', jobHealth: 'Healthy', ranks: [] }); // then it is not
+    h.clearLog();
+    h.feed(fault(0)); // a chip fault on rank 0 (pod 0)
+    h.advance(10_000);
+    expect(signalsOf(h)).toMatchObject([{ signalType: 'preExitProcess', faultRanks: [{ rankId: '0', faultType: '1' }], nodeRankIds: ['0'] }]);
+    h.feed({ type: 'processFaultReported', faultRanks: [{ rankId: '0', faultType: '1' }] });
+    expect(signalsOf(h).at(-1)).toMatchObject({ signalType: 'stopTrain', faultRanks: [{ rankId: '0', faultType: '1' }, { rankId: '3', faultType: '0' }] });
+    h.feed({ type: 'stopCompleteReported', code: 0 });
+    h.advance(1_000 + 10_000);
+    // Retry faults next to a normal fault become normal; both pods' ranks, both pods told to exit.
+    expect(signalsOf(h).at(-1)).toMatchObject({
+      signalType: 'globalFault', faultRanks: [0, 1, 2, 3].map((r) => ({ rankId: String(r), faultType: '1' })), nodeRankIds: ['0', '1'],
+    });
+  });
+
+  it('a rank no feed lists after the reset is forgotten: the next recovery is the new fault\'s alone', () => {
+    const h = recoveryHarness({ ranksPerPod: 2 });
+    toRetry(h);
+    h.feed({ type: 'recoverStatusReported', code: 0, strategy: 'retry' });
+    h.feed({ type: 'clientSubscribed' });
+    h.feed({ type: 'faultObserved', jobHealth: 'Healthy', ranks: [] });
+    h.clearLog();
+    h.feed(fault(0));
+    h.advance(10_000);
+    h.feed({ type: 'processFaultReported', faultRanks: [{ rankId: '0', faultType: '1' }] });
+    expect(signalsOf(h).at(-1)).toMatchObject({ signalType: 'stopTrain', faultRanks: [{ rankId: '0', faultType: '1' }] });
+    h.feed({ type: 'stopCompleteReported', code: 0 });
+    h.advance(1_000 + 10_000);
+    expect(signalsOf(h).at(-1)).toMatchObject({ signalType: 'globalFault', faultRanks: [{ rankId: '0', faultType: '1' }, { rankId: '1', faultType: '1' }], nodeRankIds: ['0'] });
+  });
+
   it('406 (UnRecoverableRetryError) falls through to recover', () => {
     const h = recoveryHarness({ ranksPerPod: 2 });
     toRetry(h);
