@@ -94,10 +94,15 @@ export class RecoveryController {
     this.scheduler = d.scheduler ?? asyncScheduler;
     const s = d.sources;
     this.index = new JobIndex(s);
+    // --persist-policy-state=false (ClusterD): the FSM states live in this process only (the store's
+    // in-memory mode) and a left-over clusterd-ts-recovery-* object is neither read nor written. A
+    // restart then forgets registered jobs (TaskD registers again once its stream breaks), any
+    // recovery in flight, hot-switch downgrades and must-exit reports, as ClusterD's does.
+    const persisted = d.options.persistPolicyState;
     this.store = new RecoveryStateStore({
-      cached: (name) => s.mindxDlConfigMaps.get(`${RECOVERY_STATE_NAMESPACE}/${name}`),
-      cachedNames: () => [...s.mindxDlConfigMaps.store.values()].map((c) => c.metadata?.name ?? ''),
-      writer: d.writer, client: d.client, log: d.log, dryRun: d.options.dryRun,
+      cached: (name) => (persisted ? s.mindxDlConfigMaps.get(`${RECOVERY_STATE_NAMESPACE}/${name}`) : undefined),
+      cachedNames: () => (persisted ? [...s.mindxDlConfigMaps.store.values()].map((c) => c.metadata?.name ?? '') : []),
+      writer: d.writer, client: d.client, log: d.log, dryRun: d.options.dryRun || !persisted,
     });
     this.memory = new MemoryCommands({
       log: d.log, now: this.now, persistNow: (job) => this.persist(job), touch: (job) => this.markDirty(job.target.key),

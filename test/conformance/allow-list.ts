@@ -40,9 +40,10 @@ export const ALLOW_LIST: readonly Allowed[] = [
     object: /^ConfigMap mindx-dl\/clusterd-ts-recovery-[0-9a-f-]+$/,
     field: /.*/,
     when: (d) => d.clusterd === undefined,
-    flag: 'none yet',
-    // TODO(issue 15): like escalation-state: our persisted recovery FSM state (a restart resumes a
-    // recovery; ClusterD forgets it) needs a flag and a line in the chart's defaults.
+    // On by default (chart: controller.persistPolicyState, shared with escalation-state): off, the
+    // FSM states live in memory only and a restart forgets registered jobs (TaskD registers again
+    // once its stream breaks), recoveries in flight and hot-switch downgrades, as ClusterD does.
+    flag: '--persist-policy-state=false',
     why: 'clusterd-ts persists each registered job\'s recovery FSM so a restart or a new leader resumes it',
   },
 
