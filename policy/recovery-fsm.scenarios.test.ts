@@ -3,6 +3,7 @@
  * time: a harness steps the pure transition function and acknowledges awaited commands.
  */
 import { podsOf, recoveryHarness, resetOps, signalsOf, signalTypes, type RecoveryHarness } from '../test/support/recovery-fixtures.ts';
+import { keepAliveSignal } from './recovery-fsm.ts';
 import type { RecoveryState } from './recovery-types.ts';
 
 const fault = (rankId: number, faultType: '0' | '1' | '2' = '1', jobHealth: RecoveryState['jobHealth'] = 'UnHealthy') =>
@@ -114,6 +115,8 @@ describe('UCE step retry (80E01801, retry configured)', () => {
     expect(h.commands('setPodGroupAnnotations')).toMatchObject([{ annotations: { ProcessRecoverStatus: 'retry-success' } }]);
     expect(h.commands('setStepRetryHold').at(-1)).toMatchObject({ rankIds: [3], hold: false, completed: true });
     expect(h.state.phase).toBe('INIT');
+    // ClusterD's reset clears the uuid: keep-alives carry "" again until the next stopTrain.
+    expect(keepAliveSignal(h.state).uuid).toBe('');
   });
 
   it('a rank listed after the retry\'s reset joins the next recovery\'s fault ranks (ClusterD saveCacheFault on every tick)', () => {
