@@ -265,9 +265,17 @@ export class RecoveryController {
     });
   }
 
+  /**
+   * ClusterD's job fault list is built from the device-info its retry processor has already filtered
+   * (faultmanager: DeviceCenter processors, then the job center): a retry fault of a step-retry job
+   * is not listed while the step-retry filter hides it (its first 10 s, then up to RecoverTime + 30 s);
+   * meanwhile the business-plane report stands for it (recovery-feed.ts, 10 s). So a device-info UCE
+   * that lands before MindIO's report is taken in is not a normal fault.
+   */
   private feedOf(jobId: string, entry: JobEntry, downgraded: boolean): RecoveryFeed {
+    const now = this.now();
     return recoveryFeed({
-      entry, pod: (k) => this.d.sources.pods.get(k), faultsOf: (n) => this.jobView(n), nowMs: this.now(),
+      entry, pod: (k) => this.d.sources.pods.get(k), faultsOf: (n) => this.stepRetry.schedulerView(n, this.jobView(n), now), nowMs: now,
       retryReports: this.memory.retryReports(jobId), hotSwitchDowngraded: downgraded, holdsReschedulingRole: this.d.options.rescheduling,
     });
   }
