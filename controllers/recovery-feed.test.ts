@@ -92,6 +92,16 @@ describe('recovery feed (what the FSMs see of a job)', () => {
     expect(f.ranks).toEqual([{ rankId: 5, faultType: '0' }]);
   });
 
+  it('a business-plane report alone lists its rank for 10 s (ClusterD ValidBusinessRecoverTime), not for its 60 s life', () => {
+    const report = (ageMs: number) => ({ retryReports: [{ rankId: 3, faultType: '0' as const, atMs: NOW - ageMs }] });
+    expect(feed(pods, [], report(10_000)).ranks).toEqual([{ rankId: 3, faultType: '0' }]);
+    expect(feed(pods, [], report(10_001)).ranks).toEqual([]);
+    expect(feed(pods, [], report(30_000)).ranks).toEqual([]);
+    // The report still types a device-info UCE on that rank for its whole 60 s (CanDoStepRetry).
+    const uce = rec('n1', '80E01801', 'RestartBusiness', 'Ascend910-5', 'npu', NOW - 32_000);
+    expect(feed(pods, [uce], report(30_000)).ranks).toEqual([{ rankId: 3, faultType: '0', restartInPlace: true }]);
+  });
+
   it('config from the PodGroup knobs; a downgraded hot switch counts as ignore', () => {
     const f = feed(pods, [], { hotSwitchDowngraded: true }, { subHealthyStrategy: 'hotSwitch', 'pod-rescheduling': 'on' });
     expect(f.config).toEqual({ jobId: 'u1', strategies: ['retry', 'recover', 'exit'], jobRescheduling: true, podRescheduling: true, subHealthyStrategy: 'ignore', ranksPerPod: 2, waitRescheduleTimeoutS: 270 });

@@ -17,7 +17,8 @@
  * - RestartRequest / RestartBusiness faults at most 60 s old may restart in place (A.9 #73);
  * - the pod labels `fault-type=Separate` (relation fault) and `fault-type=SubHealth` count as faults
  *   of every rank of the pod; hot-switch backup pods hold no rank.
- * Retry faults the agent reported (ReportProcessFault, retry-only, A.9 #69) are merged in.
+ * Retry faults the agent reported (ReportProcessFault, retry-only, A.9 #69) are merged in for 10 s
+ * from the report (ClusterD's business-plane window), then only through device-info.
  */
 import { aggregateJob, type JobHealthState } from '../policy/job-aggregation.ts';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
@@ -155,7 +156,11 @@ export function recoveryFeed(i: FeedInput): RecoveryFeed {
       }
     }
   }
-  for (const rep of i.retryReports ?? []) accumulate(acc, [rep.rankId], (a) => a.hard.add(rep.faultType));
+  // A business-plane report alone puts its rank in the job's fault list for 10 s only (ClusterD's
+  // retryInBusinessPlane / ValidBusinessRecoverTime); the report itself is kept 60 s for faultTypeOf.
+  for (const rep of i.retryReports ?? []) {
+    if (nowMs - rep.atMs <= RETRY_REPORT_WINDOW_MS) accumulate(acc, [rep.rankId], (a) => a.hard.add(rep.faultType));
+  }
   const ranks: ObservedFaultRank[] = [...acc.entries()].sort((a, b) => a[0] - b[0]).map(([rankId, a]) => {
     const hard = a.hard.size > 0;
     const faultType: FaultType = !hard || a.hard.has('1') ? '1' : a.hard.has('2') && !a.hard.has('0') ? '2' : '0';

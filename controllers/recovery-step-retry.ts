@@ -4,8 +4,9 @@
  * 8C1F860B (HCCL) on its chips are kept out of what the rescheduler sees (cluster-info and the jobs
  * pipeline, both read DeviceFaultsController.effective) while policy/step-retry-filter.ts says so:
  * the first 10 s of a fault, then while the recovery FSM's step retry runs (its `setStepRetryHold`
- * is the job's RecoverTime; a success is its completion). The recovery FSM and fault subscribers
- * keep seeing the faults (the job view, unfiltered).
+ * is the job's RecoverTime; a success is its completion). The recovery FSM is fed this view too
+ * (ClusterD's job fault list comes from the filtered device-info; the business-plane report stands
+ * in for a hidden fault, recovery-feed.ts); fault subscribers keep the job view, unfiltered.
  *
  * A verdict can change with time alone (the 10 s window ends, the 30 s completion window ends), so
  * the job's nodes are re-announced to the intake (`notify`) when a window ends or a hold changes:

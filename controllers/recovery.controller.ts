@@ -98,10 +98,15 @@ export class RecoveryController {
     this.scheduler = d.scheduler ?? asyncScheduler;
     const s = d.sources;
     this.index = new JobIndex(s);
+    // --persist-policy-state=false (ClusterD): the FSM states live in this process only (the store's
+    // in-memory mode) and a left-over clusterd-ts-recovery-* object is neither read nor written. A
+    // restart then forgets registered jobs (TaskD registers again once its stream breaks), any
+    // recovery in flight, hot-switch downgrades and must-exit reports, as ClusterD's does.
+    const persisted = d.options.persistPolicyState;
     this.store = new RecoveryStateStore({
-      cached: (name) => s.mindxDlConfigMaps.get(`${RECOVERY_STATE_NAMESPACE}/${name}`),
-      cachedNames: () => [...s.mindxDlConfigMaps.store.values()].map((c) => c.metadata?.name ?? ''),
-      writer: d.writer, log: d.log, dryRun: d.options.dryRun,
+      cached: (name) => (persisted ? s.mindxDlConfigMaps.get(`${RECOVERY_STATE_NAMESPACE}/${name}`) : undefined),
+      cachedNames: () => (persisted ? [...s.mindxDlConfigMaps.store.values()].map((c) => c.metadata?.name ?? '') : []),
+      writer: d.writer, log: d.log, dryRun: d.options.dryRun || !persisted,
     });
     this.memory = new MemoryCommands({
       log: d.log, now: this.now, persistNow: (job) => this.persist(job), touch: (job) => this.markDirty(job.target.key),
@@ -274,9 +279,17 @@ export class RecoveryController {
     });
   }
 
+  /**
+   * ClusterD's job fault list is built from the device-info its retry processor has already filtered
+   * (faultmanager: DeviceCenter processors, then the job center): a retry fault of a step-retry job
+   * is not listed while the step-retry filter hides it (its first 10 s, then up to RecoverTime + 30 s);
+   * meanwhile the business-plane report stands for it (recovery-feed.ts, 10 s). So a device-info UCE
+   * that lands before MindIO's report is taken in is not a normal fault.
+   */
   private feedOf(jobId: string, entry: JobEntry, downgraded: boolean): RecoveryFeed {
+    const now = this.now();
     return recoveryFeed({
-      entry, pod: (k) => this.d.sources.pods.get(k), faultsOf: (n) => this.jobView(n), nowMs: this.now(),
+      entry, pod: (k) => this.d.sources.pods.get(k), faultsOf: (n) => this.stepRetry.schedulerView(n, this.jobView(n), now), nowMs: now,
       retryReports: this.memory.retryReports(jobId), hotSwitchDowngraded: downgraded, holdsReschedulingRole: this.d.options.rescheduling,
     });
   }
@@ -336,7 +349,12 @@ export class RecoveryController {
         persist: (j) => void this.persist(j),
         log: this.d.log,
         scheduler: this.scheduler,
-        onStep: (j) => this.observeGauge(j),
+        onStep: (j, machine, r) => {
+          this.observeGauge(j);
+          // ClusterD refills a reset controller's fault cache from the fault center's next 1 s tick:
+          // feed the job's current picture again so the ranks still listed rejoin the cache.
+          if (machine === 'recovery' && r.reasons.some((x) => x.startsWith('reset'))) this.markDirty(j.target.key);
+        },
         mustExitChanged: (j, podRanks) => {
           this.d.log.info('recover-in-place: pods reported as must exit; their faults reach the scheduler', { job: j.target.key, podRanks });
           this.d.deviceFaults.notify(this.nodesOf(j.target.key));

@@ -3,6 +3,7 @@
  * time: a harness steps the pure transition function and acknowledges awaited commands.
  */
 import { podsOf, recoveryHarness, resetOps, signalsOf, signalTypes, type RecoveryHarness } from '../test/support/recovery-fixtures.ts';
+import { keepAliveSignal } from './recovery-fsm.ts';
 import type { RecoveryState } from './recovery-types.ts';
 
 const fault = (rankId: number, faultType: '0' | '1' | '2' = '1', jobHealth: RecoveryState['jobHealth'] = 'UnHealthy') =>
@@ -114,6 +115,46 @@ describe('UCE step retry (80E01801, retry configured)', () => {
     expect(h.commands('setPodGroupAnnotations')).toMatchObject([{ annotations: { ProcessRecoverStatus: 'retry-success' } }]);
     expect(h.commands('setStepRetryHold').at(-1)).toMatchObject({ rankIds: [3], hold: false, completed: true });
     expect(h.state.phase).toBe('INIT');
+    // ClusterD's reset clears the uuid: keep-alives carry "" again until the next stopTrain.
+    expect(keepAliveSignal(h.state).uuid).toBe('');
+  });
+
+  it('a rank listed after the retry\'s reset joins the next recovery\'s fault ranks (ClusterD saveCacheFault on every tick)', () => {
+    const h = recoveryHarness({ ranksPerPod: 2 });
+    toRetry(h);
+    h.feed({ type: 'recoverStatusReported', code: 0, strategy: 'retry' });
+    h.feed({ type: 'clientSubscribed' }); // TaskD re-subscribes: another reset
+    expect(h.state.phase).toBe('INIT');
+    h.feed(fault(3, '0', 'Healthy')); // the business-plane report is still under 10 s old: rank 3 still listed
+    h.feed({ type: 'faultObserved', jobHealth: 'Healthy', ranks: [] }); // then it is not
+    h.clearLog();
+    h.feed(fault(0)); // a chip fault on rank 0 (pod 0)
+    h.advance(10_000);
+    expect(signalsOf(h)).toMatchObject([{ signalType: 'preExitProcess', faultRanks: [{ rankId: '0', faultType: '1' }], nodeRankIds: ['0'] }]);
+    h.feed({ type: 'processFaultReported', faultRanks: [{ rankId: '0', faultType: '1' }] });
+    expect(signalsOf(h).at(-1)).toMatchObject({ signalType: 'stopTrain', faultRanks: [{ rankId: '0', faultType: '1' }, { rankId: '3', faultType: '0' }] });
+    h.feed({ type: 'stopCompleteReported', code: 0 });
+    h.advance(1_000 + 10_000);
+    // Retry faults next to a normal fault become normal; both pods' ranks, both pods told to exit.
+    expect(signalsOf(h).at(-1)).toMatchObject({
+      signalType: 'globalFault', faultRanks: [0, 1, 2, 3].map((r) => ({ rankId: String(r), faultType: '1' })), nodeRankIds: ['0', '1'],
+    });
+  });
+
+  it('a rank no feed lists after the reset is forgotten: the next recovery is the new fault\'s alone', () => {
+    const h = recoveryHarness({ ranksPerPod: 2 });
+    toRetry(h);
+    h.feed({ type: 'recoverStatusReported', code: 0, strategy: 'retry' });
+    h.feed({ type: 'clientSubscribed' });
+    h.feed({ type: 'faultObserved', jobHealth: 'Healthy', ranks: [] });
+    h.clearLog();
+    h.feed(fault(0));
+    h.advance(10_000);
+    h.feed({ type: 'processFaultReported', faultRanks: [{ rankId: '0', faultType: '1' }] });
+    expect(signalsOf(h).at(-1)).toMatchObject({ signalType: 'stopTrain', faultRanks: [{ rankId: '0', faultType: '1' }] });
+    h.feed({ type: 'stopCompleteReported', code: 0 });
+    h.advance(1_000 + 10_000);
+    expect(signalsOf(h).at(-1)).toMatchObject({ signalType: 'globalFault', faultRanks: [{ rankId: '0', faultType: '1' }, { rankId: '1', faultType: '1' }], nodeRankIds: ['0'] });
   });
 
   it('406 (UnRecoverableRetryError) falls through to recover', () => {

@@ -145,13 +145,17 @@ function onFeed(ctx: Ctx, e: Extract<RecoveryEvent, { type: 'faultObserved' }>):
   const fresh = ranks.filter((r) => !s.lastFeed.some((o) => o.rankId === r.rankId && o.faultType === r.faultType));
   s.lastFeed = ranks;
   runIf(ctx, observe(ctx));
-  if (fresh.length === 0) return true;
-  for (const f of fresh) {
+  // ClusterD's saveCacheFault: every rank of every fault-center tick joins the cache, new or not, and
+  // stays until the next reset. A rank seen after a reset (a step-retried rank whose business-plane
+  // report is still fresh, a fault not yet recovered) is part of the next recovery's fault ranks
+  // even though only new ranks start one.
+  for (const f of ranks) {
     const i = s.faults.findIndex((c) => c.rankId === f.rankId);
     const entry = { rankId: f.rankId, faultType: f.faultType, software: false, restartInPlace: f.restartInPlace === true };
     if (i < 0) s.faults.push(entry);
     else if (isRetryType(s.faults[i]!.faultType) && !isRetryType(f.faultType)) s.faults[i] = entry;
   }
+  if (fresh.length === 0) return true;
   ctx.why.push(`new faults: ${fresh.map((f) => `${f.rankId}:${f.faultType}`).join(',')}`);
   const retryOnly = fresh.every((f) => isRetryType(f.faultType)) && s.config.strategies.includes('retry');
   if (retryOnly) {

@@ -341,6 +341,7 @@ export function resetRecovery(ctx: Ctx, closeStream: boolean, why: string): void
   Object.assign(s, {
     phase: 'INIT',
     step: '',
+    uuid: '', // ClusterD's reset: keep-alives until the next stopTrain carry ""
     ...idleRecoveryFields(),
     originalPodUids: Object.fromEntries(s.pods.map((p) => [String(p.podRank), p.uid])),
   } satisfies Partial<RecoveryState>);

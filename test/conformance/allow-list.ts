@@ -33,27 +33,11 @@ export const ALLOW_LIST: readonly Allowed[] = [
     object: /^ConfigMap mindx-dl\/clusterd-ts-recovery-[0-9a-f-]+$/,
     field: /.*/,
     when: (d) => d.clusterd === undefined,
-    flag: 'none yet',
-    // TODO(issue 15): like escalation-state: our persisted recovery FSM state (a restart resumes a
-    // recovery; ClusterD forgets it) needs a flag and a line in the chart's defaults.
+    // On by default (chart: controller.persistPolicyState, shared with escalation-state): off, the
+    // FSM states live in memory only and a restart forgets registered jobs (TaskD registers again
+    // once its stream breaks), recoveries in flight and hot-switch downgrades, as ClusterD does.
+    flag: '--persist-policy-state=false',
     why: 'clusterd-ts persists each registered job\'s recovery FSM so a restart or a new leader resumes it',
-  },
-  {
-    id: 'step-retry-rank-in-next-recovery',
-    object: /^gRPC Recover TaskD /,
-    field: /^signal \d+$/,
-    // Only the stopTrain / globalFault / changeStrategy of the recovery after a step retry, and only
-    // when ClusterD's fault ranks are ours plus others.
-    when: (d) => /^(stopTrain|globalFault|changeStrategy) /.test(d.clusterd ?? '') && d.ours !== undefined && d.ours.split(' faultRanks=')[0] === d.clusterd!.split(' faultRanks=')[0],
-    steps: /^(exchange after the chip fault|chip fault recovered|PubFault)/,
-    flag: 'none yet',
-    // TODO(issue 15): unresolved. ClusterD keeps a step-retry rank whose business-plane report is
-    // under 60 s old in its controller's fault cache after the retry succeeded, and carries it into
-    // the next recovery: the chip fault on rank 0 (pod 0) gets stopTrain faultRanks [0:1 3:0] and
-    // globalFault / changeStrategy [0:1 1:1 2:1 3:1] with nodeRankIds [0 1] (pod 1 is told to exit
-    // too). clusterd-ts recovers pod 0 alone ([0:1], [0:1 1:1], nodeRankIds [0]). Everything else in
-    // both exchanges (signal types, order, actions, uuid sharing, answer codes) is compared.
-    why: 'ClusterD carries a recently step-retried rank into the next recovery\'s fault ranks; clusterd-ts does not yet',
   },
 
   {

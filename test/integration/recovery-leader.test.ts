@@ -6,6 +6,8 @@
 import { Client, credentials } from '@grpc/grpc-js';
 import type { Manager } from '../../controllers/manager.ts';
 import { unaryCall } from '../../grpc/testing.ts';
+import { RECOVERY_STATE_NAMESPACE, recoveryStateCmName } from '../../reconcilers/recovery-state.reconciler.ts';
+import { paths } from '../../runtime/kube-client.ts';
 import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
 import { cleanUp, createJob, fakeNodes, rand, startAgent, startManager } from './recovery-fixtures.ts';
 
@@ -49,6 +51,38 @@ describe('gRPC on the leader only, FSMs restored on handover', () => {
       } finally {
         c.close();
       }
+    } finally {
+      for (const m of managers) await m.stop();
+      await cleanUp(client, job, nodes);
+    }
+  }, 90_000);
+
+  it('--persist-policy-state=false (as ClusterD): no clusterd-ts-recovery-<uid> is written, and a new leader knows no registration', async () => {
+    const leaseNs = await newNamespace(client, 'rlp');
+    const args = ['--leader-elect', `--leader-election-namespace=${leaseNs}`, '--lease-duration-seconds=5', '--persist-policy-state=false'];
+    const managers: Manager[] = [];
+    const nodes = await fakeNodes(client, `rlp-${rand()}`, 2);
+    const job = await createJob(client, { ns: await newNamespace(client, 'rlp'), nodes, labels: { 'process-recover-enable': 'on', framework: 'pytorch' }, annotations: { 'recover-strategy': 'retry,recover' } });
+    try {
+      const a = (await startManager(client, args, { standby: true })).manager;
+      managers.push(a);
+      await eventually(() => a.isLeader, 15_000);
+      const b = (await startManager(client, args, { standby: true })).manager;
+      managers.push(b);
+      const aServer = await a.grpc.ready();
+      await eventually(() => a.recovery.lookup(job.uid) !== undefined);
+      const agent = startAgent(`127.0.0.1:${aServer!.port}`, job.uid, {});
+      await agent.waitFor(() => (agent.subscribed && a.recovery.isRegistered(job.uid) ? true : undefined), 15_000, 'registration');
+      agent.stop();
+      await a.recovery.store.flush();
+      expect(await client.getOrUndefined(paths.configMap(RECOVERY_STATE_NAMESPACE, recoveryStateCmName(job.uid)))).toBeUndefined();
+
+      await a.stop();
+      await eventually(() => b.isLeader && b.grpc.port !== undefined, 15_000, 50);
+      await eventually(() => b.recovery.lookup(job.uid) !== undefined);
+      // ClusterD after a restart: the job is unknown until TaskD registers again.
+      expect(b.recovery.isRegistered(job.uid)).toBe(false);
+      expect(await client.getOrUndefined(paths.configMap(RECOVERY_STATE_NAMESPACE, recoveryStateCmName(job.uid)))).toBeUndefined();
     } finally {
       for (const m of managers) await m.stop();
       await cleanUp(client, job, nodes);

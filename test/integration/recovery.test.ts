@@ -116,6 +116,19 @@ describe('process-level recovery with a TaskD-like client', () => {
     process.stdout.write(`UCE step retry: ${elapsed} ms from fault to retry-success\n`);
   }, 90_000);
 
+  it('a device-info UCE that lands before MindIO\'s report is hidden from the FSM for 10 s (ClusterD\'s job fault list reads the filtered device-info): the report then starts a step retry, no preExit', async () => {
+    const { job, nodes, agent } = await setUp('retry,recover', {});
+    await reportChipFault(client, nodes[1]!, 'Ascend910-1', '80E01801', 'RestartBusiness');
+    await eventually(() => manager.recovery.jobView(nodes[1]!).some((r) => r.code === '80E01801'));
+    await new Promise((r) => setTimeout(r, 1_500)); // the FSM has been fed the job's picture with the UCE in it
+    expect(manager.recovery.job(job.uid)?.recovery.faults).toEqual([]);
+    await agent.reportProcessFault([{ rankId: '3', faultType: '0' }]);
+    const change = await agent.waitForSignal((s) => s.signalType === 'changeStrategy', 20_000);
+    expect(change.changeStrategy).toBe('retry');
+    await eventually(async () => (await annotation(client, job, 'ProcessRecoverStatus')) === 'retry-success', 20_000);
+    expect(agent.received.some((s) => s.signalType === 'preExitProcess')).toBe(false);
+  }, 90_000);
+
   it('UCE step retry answered 406: the fault pods go and recovery falls through to recover', async () => {
     let oldUid = '';
     const { job, nodes, agent } = await setUp('retry,recover', {
