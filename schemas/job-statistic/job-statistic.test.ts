@@ -32,6 +32,10 @@ describe('current-job-statistic encoding (json.Marshal of ClusterD []constant.Jo
     expect(parseJobStatistics({ data: '[{"id":"u","cardNum":"8"}]' })).toMatchObject({ ok: false, reason: 'type' });
     expect(parseJobStatistics({ data: '[{"id":"u","cardNum":1.5}]' })).toMatchObject({ ok: false, reason: 'type' });
     expect(parseJobStatistics({ data: '[3]' })).toMatchObject({ ok: false, reason: 'type' });
+    // Go decides on the literal: 8.0 and 8e0 are not int64s, wherever they are in a known field.
+    expect(parseJobStatistics({ data: '[{"id":"u","cardNum":8.0}]' })).toMatchObject({ ok: false, reason: 'type' });
+    expect(parseJobStatistics({ data: '[{"id":"u","podFaultTimes":8e0}]' })).toMatchObject({ ok: false, reason: 'type' });
+    expect(parseJobStatistics({ data: '[{"id":"u","unknown":8.5}]' })).toEqual({ ok: true, entries: [entry('u')] });
   });
 });
 

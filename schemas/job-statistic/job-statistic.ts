@@ -70,11 +70,14 @@ const FIELDS: ReadonlyArray<readonly [string, keyof JobStatisticFields, 'string'
 const fieldOf = (key: string): (typeof FIELDS)[number] | undefined =>
   FIELDS.find(([n]) => n === key) ?? FIELDS.find(([n]) => n.toLowerCase() === key.toLowerCase());
 
-/**
- * An int64 field: an integer. Go decides on the literal (it refuses `1.0` and `1e3`); JSON.parse
- * of Node 20 does not keep it, so an integral float is accepted here (a documented difference).
- * Beyond JS's exact range is refused (Go accepts up to 2^63-1).
- */
+/** A JSON number whose literal is not an integer (`1.0`, `1e3`): Go's int64 decode refuses it. */
+const NOT_INT: object = Object.freeze({});
+const INT_LITERAL = /^-?(0|[1-9]\d*)$/;
+/** JSON.parse's reviver sees each number's literal (Node >= 21). */
+const markFloats = (_k: string, v: unknown, ctx?: { source?: string }): unknown =>
+  (typeof v === 'number' && !INT_LITERAL.test(ctx?.source ?? String(v)) ? NOT_INT : v);
+
+/** An int64 field: an integer literal within JS's exact range (Go accepts up to 2^63-1: refused here, documented). */
 const intOf = (v: unknown): number | undefined => (typeof v === 'number' && Number.isSafeInteger(v) ? v : undefined);
 
 /**
@@ -85,15 +88,15 @@ export function parseJobStatistics(data: Readonly<Record<string, string>> | unde
   const text = data?.[JOB_STATISTIC_DATA_KEY];
   if (text === undefined) return { ok: false, reason: 'missing_data', detail: 'no `data` key' };
   let v: unknown;
-  try { v = JSON.parse(text); } catch (e) {
+  try { v = JSON.parse(text, markFloats); } catch (e) {
     return { ok: false, reason: 'syntax', detail: (e as Error).message };
   }
   if (v === null) return { ok: true, entries: [] };
-  if (!Array.isArray(v)) return { ok: false, reason: 'type', detail: 'not an array' };
+  if (!Array.isArray(v) || v === NOT_INT) return { ok: false, reason: 'type', detail: 'not an array' };
   const entries: JobStatisticFields[] = [];
   for (const [i, item] of v.entries()) {
     if (item === null) { entries.push({ id: '', ...ZERO_STATISTIC }); continue; }
-    if (typeof item !== 'object' || Array.isArray(item)) return { ok: false, reason: 'type', detail: `entry ${i} is not an object` };
+    if (typeof item !== 'object' || Array.isArray(item) || item === NOT_INT) return { ok: false, reason: 'type', detail: `entry ${i} is not an object` };
     const out: Record<string, string | number> = { id: '', ...ZERO_STATISTIC };
     for (const [k, val] of Object.entries(item as Record<string, unknown>)) {
       const f = fieldOf(k);
