@@ -31,6 +31,7 @@ import { SCHEDULING_EXCEPTION_RECONCILE_KEY, schedulingExceptionReconciler } fro
 import { SCHEDULING_EXCEPTION_CHECK_INTERVAL_MS, SCHEDULING_EXCEPTION_CM_NAME } from '../schemas/scheduling-exception/scheduling-exception.ts';
 import { FaultFiltersController } from './fault-filters.controller.ts';
 import { JobSummaryController } from './job-summary.controller.ts';
+import { JobStatisticController } from './job-statistic.controller.ts';
 import { RelationFaultsController } from './relation-faults.controller.ts';
 import { recoverInPlacePeers } from './fault-filters-peers.ts';
 import { LAST_GOOD_CM_NAME, parseLastGood } from './device-info-last-good.ts';
@@ -87,6 +88,8 @@ export class Manager implements HealthSource {
   readonly schedulingException: ControllerLoop;
   /** ClusterD's <ns>/job-summary-<job> ConfigMaps (one per job with a PodGroup). */
   readonly jobSummary: JobSummaryController;
+  /** ClusterD's mindx-dl/current-job-statistic (one entry per Volcano Job / AscendJob, 3 s tick). */
+  readonly jobStatistic: JobStatisticController;
   /** Scheduler-view filters (custom filter, MindIE hold, UCE-accompany, step retry, recover-in-place). */
   readonly filters: FaultFiltersController;
   /** Relation faults -> pod label fault-type=Separate|SubHealth. */
@@ -144,6 +147,7 @@ export class Manager implements HealthSource {
       actual: () => this.sources.clusterSystemConfigMaps.get(`${csNs}/${STATISTIC_FAULT_CM_NAME}`),
     }), { log, metrics, now: this.now });
     this.jobSummary = new JobSummaryController({ sources: this.sources, writer: this.writer, log, metrics, now: this.now });
+    this.jobStatistic = new JobStatisticController({ sources: this.sources, summaries: this.jobSummary.store, writer: this.writer, log, metrics, now: this.now });
     this.schedulingException = new ControllerLoop(schedulingExceptionReconciler({
       writer: this.writer, namespace: csNs, actual: () => this.sources.clusterSystemConfigMaps.get(`${csNs}/${SCHEDULING_EXCEPTION_CM_NAME}`),
       inputs: () => this.jobSummary.exceptionInputs(),
@@ -248,6 +252,7 @@ export class Manager implements HealthSource {
     this.relations.start();
     this.jobs.start();
     this.jobSummary.start();
+    this.jobStatistic.start();
     this.recovery.start();
     startSources(this.sources);
     this.healthTimer = setInterval(() => metrics.observeWatchHealth(sourcesHealth(this.sources), this.now()), 5_000);
@@ -322,6 +327,9 @@ export class Manager implements HealthSource {
     this.schedulingException.start();
     this.schedulingException.queue.addAfter(SCHEDULING_EXCEPTION_RECONCILE_KEY, SCHEDULING_EXCEPTION_CHECK_INTERVAL_MS);
     this.jobs.startLoops();
+    // Before the job summary acts: its first changes are events of the statistic (ClusterD loads the
+    // statistic ConfigMap first, then handles the informers' adds).
+    this.jobStatistic.startActing();
     this.jobSummary.startActing();
     this.relations.startActing();
     // gRPC (Recover, Fault, PubFault) runs on the leader only: see controllers/grpc.controller.ts.
@@ -341,6 +349,7 @@ export class Manager implements HealthSource {
     await Promise.all([this.escalationState.stop(), this.manualInfo.stop(), this.lastGood.stop(), this.statisticFault.stop(), this.schedulingException.stop()]);
     await this.jobs.stopLoops();
     await this.jobSummary.stopActing();
+    await this.jobStatistic.stopActing();
     await this.relations.stopActing();
     await this.grpc.stop();
     await this.recovery.stopActing();
@@ -350,6 +359,7 @@ export class Manager implements HealthSource {
     if (this.healthTimer !== undefined) clearInterval(this.healthTimer);
     this.deviceFaults.stop();
     this.jobSummary.stop();
+    this.jobStatistic.stop();
     this.filters.stop();
     this.faultPolicy.stop();
     await this.stopActing();

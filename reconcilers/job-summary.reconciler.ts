@@ -11,18 +11,37 @@
  * only once all its writes succeeded (ClusterD's SaveJobCache after the write), so a failed write is
  * retried from the same state.
  */
+import { Subject } from 'rxjs';
 import { deleteDueSec, summaryStep, type JobSummaryState, type SummaryContext, type SummaryPod, type SummaryPodGroup } from '../policy/job-summary.ts';
 import { jobSummaryCmName, jobSummaryLabels } from '../schemas/job-summary/job-summary.ts';
 import type { ConfigMap } from '../runtime/kube-objects.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { Outcome, ReconcileContext, Reconciler } from '../runtime/reconciler.ts';
 
+/** A change of one job's summary: what ClusterD's job processor tells its job statistic (PGAdd, PGUpdate, PGDelete, JobInfoDelete). */
+export interface JobSummaryChange {
+  readonly key: string;
+  readonly prev: JobSummaryState | undefined;
+  /** undefined: the job's summary was dropped. */
+  readonly next: JobSummaryState | undefined;
+}
+
 /** ClusterD's job cache (jobSummaryMap), by job key. */
 export class JobSummaryStore {
   private readonly jobs = new Map<string, JobSummaryState>();
+  /** Every set and delete, in order (synchronously, inside the reconcile that made it). */
+  readonly changes$ = new Subject<JobSummaryChange>();
   get(key: string): JobSummaryState | undefined { return this.jobs.get(key); }
-  set(key: string, s: JobSummaryState): void { this.jobs.set(key, s); }
-  delete(key: string): void { this.jobs.delete(key); }
+  set(key: string, s: JobSummaryState): void {
+    const prev = this.jobs.get(key);
+    this.jobs.set(key, s);
+    this.changes$.next({ key, prev, next: s });
+  }
+  delete(key: string): void {
+    const prev = this.jobs.get(key);
+    if (!this.jobs.delete(key)) return;
+    this.changes$.next({ key, prev, next: undefined });
+  }
   all(): ReadonlyMap<string, JobSummaryState> { return this.jobs; }
 }
 

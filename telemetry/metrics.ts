@@ -39,7 +39,7 @@ export class Metrics {
   readonly recoveryJobs = new Gauge({ name: `${PREFIX}recovery_jobs`, help: 'Jobs in the process-recovery state machine, by state.', labelNames: ['state'], registers: [this.registry] });
   readonly invalidHttpRequests = new Counter({ name: `${PREFIX}http_bad_requests_total`, help: 'HTTP requests on the probe/metrics port that were refused (target: not an origin-form path, method: not GET/HEAD, malformed_http: unparsable request, handler_error: an exception inside a handler, answered 500).', labelNames: ['reason'], registers: [this.registry] });
   readonly grpcRequests = new Counter({ name: `${PREFIX}grpc_requests_total`, help: 'gRPC requests by method and ClusterD status code.', labelNames: ['method', 'code'], registers: [this.registry] });
-  readonly boundHits = new Counter({ name: `${PREFIX}bound_hits_total`, help: 'Inputs refused, dropped or aggregated because a resource bound was reached, by bound (public_faults, metric_series, grpc_connections, grpc_connections_per_ip, last_good_bytes); README "Reliability and resource bounds".', labelNames: ['bound'], registers: [this.registry] });
+  readonly boundHits = new Counter({ name: `${PREFIX}bound_hits_total`, help: 'Inputs refused, dropped or aggregated because a resource bound was reached, by bound (public_faults, metric_series, grpc_connections, grpc_connections_per_ip, last_good_bytes, job_statistics); README "Reliability and resource bounds".', labelNames: ['bound'], registers: [this.registry] });
 
   /** Every bound reports through here: counter above plus a rate-limited log line. */
   readonly bounds = new BoundReporter(this.boundHits);

@@ -7,7 +7,7 @@
  * 81078603 raised to PreSeparateNPU and mindx-dl-fault-config re-levelling (now only with
  * --device-plugin-rules), the `clusterd-ts.io/refreshed-at` annotation (--cluster-info-refresh-annotation),
  * Node taints (--node-taints), `cluster-system/scheduling-exception-report` (with its per-job entries) /
- * `statistic-fault-info`, ClusterD's `<ns>/job-summary-<job>` ConfigMaps; the empty cluster-info-node-cm
+ * `statistic-fault-info`, ClusterD's `<ns>/job-summary-<job>` ConfigMaps and `mindx-dl/current-job-statistic`; the empty cluster-info-node-cm
  * written at once (now created with the first quiet 5 s, as ClusterD's cycle report does); public faults
  * (keying, first occurrence kept, 5 s recover / once delays, node-wide faults refused, statistic-fault-info
  * reload, triggers and labels: scenario public-faults).
@@ -15,18 +15,6 @@
 import type { Allowed } from './diff.ts';
 
 export const ALLOW_LIST: readonly Allowed[] = [
-  {
-    id: 'job-statistic-missing',
-    object: /^ConfigMap mindx-dl\/current-job-statistic$/,
-    field: /.*/,
-    when: (d) => d.ours === undefined,
-    flag: 'none yet',
-    // TODO(issue 15): a gap, not an extension. ClusterD writes mindx-dl/current-job-statistic
-    // ({totalJob, data:[{id, customID, cardNum, podFirstRunTime, stopTime, podLastRunTime,
-    // podLastFaultTime, podFaultTimes}]}, application/statistics job_output.go, every 3 s on change)
-    // for every Volcano Job / AscendJob it sees; clusterd-ts does not write it yet.
-    why: 'ClusterD\'s job statistic ConfigMap is not written by clusterd-ts yet',
-  },
   // --- found by the process-recovery scenario (jobs with pods; no scenario had one before) ---
   {
     id: 'recovery-state',
