@@ -14,29 +14,44 @@ import { cleanUp, createJob, fakeNodes, rand, startAgent, startManager } from '.
 describe('gRPC on the leader only, FSMs restored on handover', () => {
   const client = adminClient();
 
+  /**
+   * A leader `a` with a job whose TaskD agent registered (state flushed), and a standby `b`; `managers`
+   * collects both for the caller's cleanup.
+   */
+  async function leaderWithRegisteredJob(prefix: string, extraArgs: readonly string[], managers: Manager[]) {
+    const leaseNs = await newNamespace(client, prefix);
+    const args = ['--leader-elect', `--leader-election-namespace=${leaseNs}`, '--lease-duration-seconds=5', ...extraArgs];
+    const nodes = await fakeNodes(client, `${prefix}-${rand()}`, 2);
+    const job = await createJob(client, { ns: await newNamespace(client, prefix), nodes, labels: { 'process-recover-enable': 'on', framework: 'pytorch' }, annotations: { 'recover-strategy': 'retry,recover' } });
+    const a = (await startManager(client, args, { standby: true })).manager;
+    managers.push(a);
+    await eventually(() => a.isLeader, 15_000);
+    const b = (await startManager(client, args, { standby: true })).manager;
+    managers.push(b);
+    const aServer = await a.grpc.ready();
+    return { a, b, aServer, job, nodes };
+  }
+
+  async function registerAgent(a: Manager, port: number, jobUid: string): Promise<void> {
+    await eventually(() => a.recovery.lookup(jobUid) !== undefined);
+    const agent = startAgent(`127.0.0.1:${port}`, jobUid, {});
+    await agent.waitFor(() => (agent.subscribed && a.recovery.isRegistered(jobUid) ? true : undefined), 15_000, 'registration');
+    agent.stop();
+    await a.recovery.store.flush();
+  }
+
   it('the standby does not listen; the new leader restores registrations', async () => {
-    const leaseNs = await newNamespace(client, 'rle');
-    const args = ['--leader-elect', `--leader-election-namespace=${leaseNs}`, '--lease-duration-seconds=5'];
     const managers: Manager[] = [];
-    const nodes = await fakeNodes(client, `rle-${rand()}`, 2);
-    const job = await createJob(client, { ns: await newNamespace(client, 'rle'), nodes, labels: { 'process-recover-enable': 'on', framework: 'pytorch' }, annotations: { 'recover-strategy': 'retry,recover' } });
+    let cleanup: (() => Promise<void>) | undefined;
     try {
-      const a = (await startManager(client, args, { standby: true })).manager;
-      managers.push(a);
-      await eventually(() => a.isLeader, 15_000);
-      const b = (await startManager(client, args, { standby: true })).manager;
-      managers.push(b);
-      const aServer = await a.grpc.ready();
+      const { a, b, aServer, job, nodes } = await leaderWithRegisteredJob('rle', [], managers);
+      cleanup = () => cleanUp(client, job, nodes);
       expect(aServer).toBeDefined();
       await new Promise((r) => setTimeout(r, 1_000));
       expect(b.isLeader).toBe(false);
       expect(b.grpc.server).toBeUndefined();
 
-      await eventually(() => a.recovery.lookup(job.uid) !== undefined);
-      const agent = startAgent(`127.0.0.1:${aServer!.port}`, job.uid, {});
-      await agent.waitFor(() => (agent.subscribed && a.recovery.isRegistered(job.uid) ? true : undefined), 15_000, 'registration');
-      agent.stop();
-      await a.recovery.store.flush();
+      await registerAgent(a, aServer!.port, job.uid);
 
       const t0 = Date.now();
       await a.stop(); // releases the Lease
@@ -53,28 +68,17 @@ describe('gRPC on the leader only, FSMs restored on handover', () => {
       }
     } finally {
       for (const m of managers) await m.stop();
-      await cleanUp(client, job, nodes);
+      await cleanup?.();
     }
   }, 90_000);
 
   it('--persist-policy-state=false (as ClusterD): no clusterd-ts-recovery-<uid> is written, and a new leader knows no registration', async () => {
-    const leaseNs = await newNamespace(client, 'rlp');
-    const args = ['--leader-elect', `--leader-election-namespace=${leaseNs}`, '--lease-duration-seconds=5', '--persist-policy-state=false'];
     const managers: Manager[] = [];
-    const nodes = await fakeNodes(client, `rlp-${rand()}`, 2);
-    const job = await createJob(client, { ns: await newNamespace(client, 'rlp'), nodes, labels: { 'process-recover-enable': 'on', framework: 'pytorch' }, annotations: { 'recover-strategy': 'retry,recover' } });
+    let cleanup: (() => Promise<void>) | undefined;
     try {
-      const a = (await startManager(client, args, { standby: true })).manager;
-      managers.push(a);
-      await eventually(() => a.isLeader, 15_000);
-      const b = (await startManager(client, args, { standby: true })).manager;
-      managers.push(b);
-      const aServer = await a.grpc.ready();
-      await eventually(() => a.recovery.lookup(job.uid) !== undefined);
-      const agent = startAgent(`127.0.0.1:${aServer!.port}`, job.uid, {});
-      await agent.waitFor(() => (agent.subscribed && a.recovery.isRegistered(job.uid) ? true : undefined), 15_000, 'registration');
-      agent.stop();
-      await a.recovery.store.flush();
+      const { a, b, aServer, job, nodes } = await leaderWithRegisteredJob('rlp', ['--persist-policy-state=false'], managers);
+      cleanup = () => cleanUp(client, job, nodes);
+      await registerAgent(a, aServer!.port, job.uid);
       expect(await client.getOrUndefined(paths.configMap(RECOVERY_STATE_NAMESPACE, recoveryStateCmName(job.uid)))).toBeUndefined();
 
       await a.stop();
@@ -85,7 +89,7 @@ describe('gRPC on the leader only, FSMs restored on handover', () => {
       expect(await client.getOrUndefined(paths.configMap(RECOVERY_STATE_NAMESPACE, recoveryStateCmName(job.uid)))).toBeUndefined();
     } finally {
       for (const m of managers) await m.stop();
-      await cleanUp(client, job, nodes);
+      await cleanup?.();
     }
   }, 90_000);
 });
