@@ -104,7 +104,8 @@ describe('process-level recovery with a TaskD-like client', () => {
     expect(change.faultRanks).toEqual([{ rankId: '3', faultType: '0' }]);
     await eventually(async () => (await annotation(client, job, 'ProcessRecoverStatus')) === 'retry-success', 20_000);
     expect(agent.received.some((s) => s.signalType === 'preExitProcess')).toBe(false);
-    expect(manager.recovery.memory.hold(job.uid)?.completeTimeMs).toBeDefined();
+    // The hold's completion is recorded by the FSM's command, which can land just after the annotation write.
+    expect(await eventually(() => manager.recovery.memory.hold(job.uid)?.completeTimeMs, 5_000)).toBeDefined();
     const elapsed = Date.now() - t0;
 
     // Hidden from the rescheduler (cluster-info, jobs pipeline), still in the job view; no pod touched.
