@@ -2,12 +2,16 @@
  * The intake flow: device-info, node-info, public-fault ConfigMaps and Nodes -> FaultStore ->
  * policy -> the cluster-info reconciler and the job pipeline. This file holds the flow's only
  * subscribe (style.md 2.1). Bad input is logged with its reason, counted, and changes nothing.
+ * Delayed public-fault deletes run from one work-queue key armed for the next one due
+ * (runtime/timer-loop.ts).
  */
 import { Subject, filter, merge, map, skipUntil, take, type Observable, type Subscription } from 'rxjs';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { WatchEvent } from '../runtime/reflector.ts';
+import { realClock, type QueueClock } from '../runtime/work-queue.ts';
+import { TimerLoop } from '../runtime/timer-loop.ts';
 import { FaultStore, type Rejection } from './fault-store.ts';
 import { DeviceInfoLastGood } from './device-info-last-good.ts';
 import { nodeNameOfDeviceInfoCm } from '../schemas/device-info/device-info.ts';
@@ -43,6 +47,8 @@ export interface DeviceFaultsDeps {
   readonly metrics: Metrics;
   readonly policy?: FaultPolicy;
   readonly now?: () => number;
+  /** Time and the timers of the public-fault delete key; defaults to real timers on `now`. */
+  readonly clock?: QueueClock;
   /** Called whenever the cluster view may have changed (enqueue the cluster-info key). */
   readonly onChange: (change: FaultChange) => void;
   /** Cluster-wide cap of public faults (`--max-public-faults`, ClusterD: 50,000). */
@@ -56,8 +62,11 @@ export interface DeviceFaultsDeps {
   readonly onPublicFaultMessage?: () => void;
 }
 
-/** How often due public-fault deletes are looked for (ClusterD's delete queue polls every 500 ms). */
-const PUBLIC_FAULT_DELETE_POLL_MS = 250;
+/**
+ * The work-queue key of the public-fault deletes, armed for the next one due. ClusterD's delete
+ * queue polls every 500 ms, so it runs a delete up to 500 ms after it is due; this runs it when due.
+ */
+const PUBLIC_FAULT_DELETE_KEY = 'public-fault-deletes';
 
 export class DeviceFaultsController {
   readonly store: FaultStore;
@@ -67,7 +76,7 @@ export class DeviceFaultsController {
   /** Every change of node faults, for the job pipeline. */
   readonly changes$: Observable<FaultChange> = this.changes.asObservable();
   private sub: Subscription | undefined;
-  private expiryTimer: NodeJS.Timeout | undefined;
+  private readonly timers: TimerLoop;
   private readonly deps: DeviceFaultsDeps;
   private readonly now: () => number;
   private readonly policy: FaultPolicy;
@@ -80,6 +89,8 @@ export class DeviceFaultsController {
     this.lastGood = new DeviceInfoLastGood({ bounds: deps.metrics.bounds });
     this.now = deps.now ?? Date.now;
     this.policy = deps.policy ?? trustReportedLevels;
+    const clock = deps.clock ?? { ...realClock, now: this.now };
+    this.timers = new TimerLoop({ name: 'public_fault_deletes', log: deps.log, metrics: deps.metrics, clock }, (_key, nowMs) => this.runPublicFaultDeletes(nowMs));
   }
 
   /** The records of a node after policy: what decisions and cluster-info use. */
@@ -104,18 +115,29 @@ export class DeviceFaultsController {
       next: (input) => this.apply(input),
       error: (err: unknown) => this.deps.log.error('intake stream failed', { err: String(err) }),
     });
-    this.expiryTimer = setInterval(() => {
-      const { ran } = this.store.expirePublicFaults(this.now());
-      if (ran === 0) return;
-      this.flush();
-      this.deps.onPublicFaultMessage?.();
-    }, PUBLIC_FAULT_DELETE_POLL_MS);
-    this.expiryTimer.unref();
+    this.timers.start();
+    this.armPublicFaultDeletes();
   }
 
   stop(): void {
     this.sub?.unsubscribe();
-    if (this.expiryTimer !== undefined) clearInterval(this.expiryTimer);
+    void this.timers.stop(); // drops the armed key at once; the loop ends on its own
+  }
+
+  /** Runs the public-fault deletes due now; each batch that ran rewrites statistic-fault-info (as ClusterD). */
+  private runPublicFaultDeletes(nowMs: number): void {
+    const { ran } = this.store.expirePublicFaults(nowMs);
+    if (ran > 0) {
+      this.flush();
+      this.deps.onPublicFaultMessage?.();
+    }
+    this.armPublicFaultDeletes();
+  }
+
+  /** Arms the delete key for the next delete due (an earlier armed one stays and re-arms when it runs). */
+  private armPublicFaultDeletes(): void {
+    const next = this.store.nextPublicFaultExpiry();
+    if (next !== undefined) this.timers.after(PUBLIC_FAULT_DELETE_KEY, next - this.now());
   }
 
   /**
@@ -161,6 +183,7 @@ export class DeviceFaultsController {
         if (ev.type !== 'delete') {
           rejection = this.store.applyPublicFault(ev.obj as ConfigMap, now);
           if (rejection === undefined) this.deps.onPublicFaultMessage?.();
+          this.armPublicFaultDeletes();
         }
         break;
       case 'node':
@@ -249,6 +272,7 @@ export class DeviceFaultsController {
   applyPublicFaultMessage(cm: ConfigMap): Rejection | undefined {
     const rejection = this.store.applyPublicFault(cm, this.now());
     if (rejection === undefined) this.deps.onPublicFaultMessage?.();
+    this.armPublicFaultDeletes();
     for (const part of this.store.drainPartial()) {
       this.deps.metrics.invalidInput.inc({ format: part.format, reason: part.kind });
       this.deps.log.warn('part of a public fault rejected; kept in force: ' + (part.kept ?? 'the rest'), { format: part.format, object: part.object, reason: part.reason, kind: part.kind });
@@ -270,6 +294,7 @@ export class DeviceFaultsController {
       return;
     }
     this.store.loadPublicFaults(parsed.value, this.now());
+    this.armPublicFaultDeletes();
     this.deps.log.info('public faults reloaded from statistic-fault-info', { nodes: parsed.value.size, faults: [...parsed.value.values()].reduce((n, l) => n + l.length, 0) });
     this.flush();
   }
