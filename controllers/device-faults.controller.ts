@@ -62,11 +62,14 @@ export interface DeviceFaultsDeps {
   readonly onPublicFaultMessage?: () => void;
 }
 
-/**
- * The work-queue key of the public-fault deletes, armed for the next one due. ClusterD's delete
- * queue polls every 500 ms, so it runs a delete up to 500 ms after it is due; this runs it when due.
- */
+/** The work-queue key of the public-fault deletes, armed for the next one due. */
 const PUBLIC_FAULT_DELETE_KEY = 'public-fault-deletes';
+/**
+ * Due deletes run on this grid (from `start`), as a poll would find them: ClusterD's delete queue
+ * polls every 500 ms, so its deletes land 0-500 ms after they are due; ours 0-250 ms, and never
+ * before a write ClusterD would have made in between (a differential scenario waits right there).
+ */
+const PUBLIC_FAULT_DELETE_POLL_MS = 250;
 
 export class DeviceFaultsController {
   readonly store: FaultStore;
@@ -77,6 +80,8 @@ export class DeviceFaultsController {
   readonly changes$: Observable<FaultChange> = this.changes.asObservable();
   private sub: Subscription | undefined;
   private readonly timers: TimerLoop;
+  /** Origin of the delete grid. */
+  private pollOriginMs: number;
   private readonly deps: DeviceFaultsDeps;
   private readonly now: () => number;
   private readonly policy: FaultPolicy;
@@ -91,6 +96,7 @@ export class DeviceFaultsController {
     this.policy = deps.policy ?? trustReportedLevels;
     const clock = deps.clock ?? { ...realClock, now: this.now };
     this.timers = new TimerLoop({ name: 'public_fault_deletes', log: deps.log, metrics: deps.metrics, clock }, (_key, nowMs) => this.runPublicFaultDeletes(nowMs));
+    this.pollOriginMs = this.now();
   }
 
   /** The records of a node after policy: what decisions and cluster-info use. */
@@ -115,6 +121,7 @@ export class DeviceFaultsController {
       next: (input) => this.apply(input),
       error: (err: unknown) => this.deps.log.error('intake stream failed', { err: String(err) }),
     });
+    this.pollOriginMs = this.now();
     this.timers.start();
     this.armPublicFaultDeletes();
   }
@@ -134,10 +141,12 @@ export class DeviceFaultsController {
     this.armPublicFaultDeletes();
   }
 
-  /** Arms the delete key for the next delete due (an earlier armed one stays and re-arms when it runs). */
+  /** Arms the delete key at the grid point of the next delete due (an earlier armed one stays and re-arms when it runs). */
   private armPublicFaultDeletes(): void {
     const next = this.store.nextPublicFaultExpiry();
-    if (next !== undefined) this.timers.after(PUBLIC_FAULT_DELETE_KEY, next - this.now());
+    if (next === undefined) return;
+    const at = this.pollOriginMs + Math.ceil((next - this.pollOriginMs) / PUBLIC_FAULT_DELETE_POLL_MS) * PUBLIC_FAULT_DELETE_POLL_MS;
+    this.timers.after(PUBLIC_FAULT_DELETE_KEY, at - this.now());
   }
 
   /**
