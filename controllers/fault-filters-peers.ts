@@ -6,7 +6,7 @@
  * the nodes the intake names (its cache would otherwise keep their old entries).
  */
 import type { JobIndex } from './job-index.ts';
-import { jobNodes } from '../policy/job-view.ts';
+import { jobNodes } from '../policy/jobs/job-view.ts';
 
 /** Every node of the recover-in-place jobs (the same knobs as fault-filters.controller.ts) with a pod on `nodes`. */
 export function recoverInPlacePeers(index: Pick<JobIndex, 'jobKeysOnNodes' | 'job'>, nodes: readonly string[]): Set<string> {

@@ -1,4 +1,4 @@
-import { customFilterRules } from '../policy/custom-filter.ts';
+import { customFilterRules } from '../policy/filters/custom-filter.ts';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import { filterNode, type NodeFilterInput } from './fault-filters.ts';
 import { filterJob, podView, rec } from '../test/support/fault-filters-fakes.ts';

@@ -15,16 +15,16 @@
  * - `relevelled` / `reported`: what passed but was touched (a re-level, a hold that ran out).
  */
 import { faultKey, type FaultRecord, type NpuFaultLevel } from '../vocabulary/fault-types.ts';
-import type { LeveledFault } from '../policy/fault-level.ts';
-import { PASS, type FaultFilter, type FILTER_CHAIN_ORDER, type FilterVerdict } from '../policy/filters.ts';
-import { customFilterVerdict, type CustomFilterRules } from '../policy/custom-filter.ts';
-import { uceAccompany, type UceAccompanyState } from '../policy/uce-accompany.ts';
-import { recoverInPlaceVerdicts, type PodRankFaults, type RecoverInPlaceJob } from '../policy/recover-in-place-filter.ts';
-import { stressTestVerdict } from '../policy/stress-test-filter.ts';
-import { STEP_RETRY_FAULT_WINDOW_MS } from '../policy/step-retry-filter.ts';
+import type { LeveledFault } from '../policy/faults/fault-level.ts';
+import { PASS, type FaultFilter, type FILTER_CHAIN_ORDER, type FilterVerdict } from '../policy/filters/filters.ts';
+import { customFilterVerdict, type CustomFilterRules } from '../policy/filters/custom-filter.ts';
+import { uceAccompany, type UceAccompanyState } from '../policy/filters/uce-accompany.ts';
+import { recoverInPlaceVerdicts, type PodRankFaults, type RecoverInPlaceJob } from '../policy/filters/recover-in-place-filter.ts';
+import { stressTestVerdict } from '../policy/filters/stress-test-filter.ts';
+import { STEP_RETRY_FAULT_WINDOW_MS } from '../policy/filters/step-retry-filter.ts';
 import { earliest } from '../policy/policy-operator.ts';
 import { reason, type ReasonChain, type RuleName } from '../policy/reasons.ts';
-import { npuId, type JobPodView } from '../policy/job-view.ts';
+import { npuId, type JobPodView } from '../policy/jobs/job-view.ts';
 
 export type FilterName = (typeof FILTER_CHAIN_ORDER)[number];
 
@@ -161,7 +161,7 @@ interface Stopped {
   readonly reasons: ReasonChain;
 }
 
-/** ClusterD's chain semantics (policy/filters.ts applyFilters), keeping each deciding verdict: the first hide/drop wins; relevels accumulate. */
+/** ClusterD's chain semantics (policy/filters/filters.ts applyFilters), keeping each deciding verdict: the first hide/drop wins; relevels accumulate. */
 function chain(faults: readonly LeveledFault[], filters: readonly FaultFilter[]): { visible: LeveledFault[]; stopped: Stopped[] } {
   const visible: LeveledFault[] = [];
   const stopped: Stopped[] = [];

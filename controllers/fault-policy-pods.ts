@@ -7,7 +7,7 @@
  * pod's controller, the same key the job view uses. Kept incrementally from pod events.
  */
 import { objectKey, type WatchEvent } from '../runtime/reflector.ts';
-import { ASCEND_REAL_ANNOTATION, parseAscendReal } from '../policy/job-view.ts';
+import { ASCEND_REAL_ANNOTATION, parseAscendReal } from '../policy/jobs/job-view.ts';
 import type { Pod } from '../runtime/kube-objects.ts';
 
 const GROUP_NAME_ANNOTATION = 'scheduling.k8s.io/group-name';

@@ -1,8 +1,8 @@
 import { applyPreSeparate, effectiveRecords, inUsePreSeparated } from './fault-policy-view.ts';
 import { NpuUsageIndex } from './fault-policy-pods.ts';
 import { rec } from '../test/support/fault-policy-test-kit.ts';
-import type { LeveledFault } from '../policy/fault-level.ts';
-import type { Escalation } from '../policy/escalation.ts';
+import type { LeveledFault } from '../policy/faults/fault-level.ts';
+import type { Escalation } from '../policy/faults/escalation.ts';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import type { ClusterInfoView } from '../reconcilers/cluster-info.reconciler.ts';
 import type { Pod } from '../runtime/kube-objects.ts';

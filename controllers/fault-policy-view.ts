@@ -14,10 +14,10 @@
  *   pod on the node uses NPUs, else `UnHealthy`.
  */
 import { mostSerious, severityRank, type FaultRecord, type NpuFaultLevel } from '../vocabulary/fault-types.ts';
-import { MANUALLY_SEPARATE_PSEUDO_CODE, type LeveledFault } from '../policy/fault-level.ts';
-import type { Escalation } from '../policy/escalation.ts';
-import type { ManualFaultObservation } from '../policy/manual-separation.ts';
-import { isParameterPlaneCode, preSeparateChip, preSeparateNodeStatus } from '../policy/pre-separate.ts';
+import { MANUALLY_SEPARATE_PSEUDO_CODE, type LeveledFault } from '../policy/faults/fault-level.ts';
+import type { Escalation } from '../policy/faults/escalation.ts';
+import type { ManualFaultObservation } from '../policy/faults/manual-separation.ts';
+import { isParameterPlaneCode, preSeparateChip, preSeparateNodeStatus } from '../policy/faults/pre-separate.ts';
 import { DEVICE_INFO_CM_PREFIX, DEVICE_LIST_SUFFIXES } from '../schemas/device-info/device-info.ts';
 import { SWITCH_INFO_CM_PREFIX } from '../schemas/device-info/switch-info.ts';
 import { NODE_INFO_CM_PREFIX } from '../schemas/node-info/node-info.ts';
@@ -25,7 +25,7 @@ import { compareUtf8 } from '../schemas/go-json.ts';
 import type { ClusterInfoView } from '../reconcilers/cluster-info.reconciler.ts';
 import type { NpuUsage } from './fault-policy-pods.ts';
 
-/** A ClusterD manual separation of one chip (policy/manual-separation.ts manuallySeparatedDevices). */
+/** A ClusterD manual separation of one chip (policy/faults/manual-separation.ts manuallySeparatedDevices). */
 export interface SeparatedChip {
   readonly device: string;
   readonly codes: readonly string[];

@@ -14,11 +14,11 @@
  *    computed from persisted timestamps.
  * A job whose PodGroup is gone has its state deleted.
  */
-import { aggregateJob, type FaultCause, type HiddenFault, type JobFaultAggregate, type JobFaultSnapshot } from '../policy/job-aggregation.ts';
-import { alreadyActed, markActed } from '../policy/job-decision-id.ts';
-import { decideJob } from '../policy/job-restart.ts';
+import { aggregateJob, type FaultCause, type HiddenFault, type JobFaultAggregate, type JobFaultSnapshot } from '../policy/jobs/job-aggregation.ts';
+import { alreadyActed, markActed } from '../policy/jobs/job-decision-id.ts';
+import { decideJob } from '../policy/jobs/job-restart.ts';
 import { faultKey, type FaultRecord } from '../vocabulary/fault-types.ts';
-import type { JobDecision, JobDecisionConfig } from '../policy/job-decision-types.ts';
+import type { JobDecision, JobDecisionConfig } from '../policy/jobs/job-decision-types.ts';
 import { TerminalError, type Outcome, type ReconcileContext, type Reconciler } from '../runtime/reconciler.ts';
 import type { ExecAction, PendingDecision } from '../schemas/job-state/job-state.ts';
 import { readResetConfig, type ResetConfigDeps } from '../actions/job-reset-config.action.ts';
@@ -26,7 +26,7 @@ import type { JobActionExecutor } from '../actions/job-action-executor.ts';
 import type { JobEntry, JobIndex } from './job-index.ts';
 import type { JobStateStore } from '../actions/job-state.action.ts';
 import { chainOf, faultSummary, type DecisionReporter, type ReporterJob } from './job-report.ts';
-import { jobNodes } from '../policy/job-view.ts';
+import { jobNodes } from '../policy/jobs/job-view.ts';
 
 export interface JobDecisionsDeps {
   readonly index: JobIndex;

@@ -3,7 +3,7 @@
  *
  * - Node-wide faults (NodeD UnHealthy/PreSeparate, UB switch, node-wide public faults): one taint with
  *   our own key, `huawei.com/clusterd-fault=<level>:NoSchedule` (PreferNoSchedule for sub-health),
- *   lifted once the node has had no qualifying fault for --node-taint-hold-seconds (60 s) (policy/job-isolation.ts has the rules and why we
+ *   lifted once the node has had no qualifying fault for --node-taint-hold-seconds (60 s) (policy/faults/job-isolation.ts has the rules and why we
  *   taint instead of cordoning: `spec.unschedulable` belongs to humans and drain tooling).
  * - NotReady nodes: the node lifecycle controller's own not-ready/unreachable taints do it.
  * - Chip faults: never a taint (the node's other NPUs stay usable); the device plugin takes the chip
@@ -13,7 +13,7 @@
  * One key per node. The "healthy since" time of a node waiting to be untainted is kept in memory:
  * after a restart the 60 s hold starts again, which only delays lifting the taint.
  */
-import { desiredNodeTaints, planNodeTaint, type NodeTaint, type NodeTaintState } from '../policy/job-isolation.ts';
+import { desiredNodeTaints, planNodeTaint, type NodeTaint, type NodeTaintState } from '../policy/faults/job-isolation.ts';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import type { Outcome, ReconcileContext, Reconciler } from '../runtime/reconciler.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';

@@ -2,15 +2,15 @@
  * The per-job RxJS pipeline (issue 4 item 2): every input that can change a job's fault picture
  * (faults on its nodes, its pods, its PodGroup) becomes the job's key; keys become snapshots (the
  * job view joined with the faults of its nodes); `aggregateJobFaultsWith` groups them by job and
- * coalesces each job's bursts (policy/job-fault-stream.ts: one aggregate per job per window). So one
+ * coalesces each job's bursts (policy/jobs/job-fault-stream.ts: one aggregate per job per window). So one
  * fault, which reaches us as a device-info rewrite plus a cluster of pod status changes, gives one
  * aggregate and so one decision, never one per event.
  *
  * The scheduler is injected: unit tests run bursts in virtual time.
  */
 import { asyncScheduler, filter, map, merge, mergeMap, type Observable, type SchedulerLike } from 'rxjs';
-import { aggregateJobFaultsWith, type JobBurstOptions } from '../policy/job-fault-stream.ts';
-import type { JobFaultAggregate, JobFaultSnapshot } from '../policy/job-aggregation.ts';
+import { aggregateJobFaultsWith, type JobBurstOptions } from '../policy/jobs/job-fault-stream.ts';
+import type { JobFaultAggregate, JobFaultSnapshot } from '../policy/jobs/job-aggregation.ts';
 
 export interface JobInputs {
   /** Job keys touched by pod events. */

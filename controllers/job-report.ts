@@ -11,8 +11,8 @@
 import type { KubeClient } from '../runtime/kube-client.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import type { JobFaultAggregate } from '../policy/job-aggregation.ts';
-import type { JobDecision, ReasonStep } from '../policy/job-decision-types.ts';
+import type { JobFaultAggregate } from '../policy/jobs/job-aggregation.ts';
+import type { JobDecision, ReasonStep } from '../policy/jobs/job-decision-types.ts';
 import { recordJobEvent } from '../actions/job-event.action.ts';
 
 export type DecisionOutcome = 'acted' | 'dry_run' | 'no_action' | 'already_acted' | 'replayed';
