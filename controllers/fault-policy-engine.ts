@@ -31,7 +31,7 @@ import type { FaultPolicy } from './device-faults.controller.ts';
 import type { ConfigUpdate, PolicyConfig } from './fault-policy-config.ts';
 import type { NpuUsage } from './fault-policy-pods.ts';
 import { FaultGauge, reportEscalation, reportManualSeparation } from './fault-policy-report.ts';
-import { effectiveRecords, manualObservations, recordsSignature, type SeparatedChip } from './fault-policy-view.ts';
+import { effectiveRecords, manualObservations, recordsSignature, type SeparatedChip } from '../policy/faults/fault-policy-view.ts';
 
 /** Longest single timer; a later deadline is reached by re-arming (setTimeout caps at ~24.8 days). */
 const MAX_TIMER_MS = 3_600_000;

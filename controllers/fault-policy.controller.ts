@@ -27,7 +27,7 @@ import type { FaultPolicy } from './device-faults.controller.ts';
 import { PolicyConfigTracker, type ConfigUpdate, type PolicyConfig } from './fault-policy-config.ts';
 import { FaultPolicyEngine } from './fault-policy-engine.ts';
 import { NpuUsageIndex } from './fault-policy-pods.ts';
-import { applyPreSeparate } from './fault-policy-view.ts';
+import { applyPreSeparate } from '../policy/faults/fault-policy-view.ts';
 import type { ConfigMap, Pod } from '../runtime/kube-objects.ts';
 import type { Sources } from './sources/sources.ts';
 

@@ -34,7 +34,7 @@ import type { DeviceFaultsController } from './device-faults.controller.ts';
 import type { Options } from './options.ts';
 import type { Sources } from './sources/sources.ts';
 import { JobIndex } from './job-index.ts';
-import { jobAggregates$ } from './job-pipeline.ts';
+import { jobAggregates$ } from '../policy/jobs/job-pipeline.ts';
 import { JobStateStore } from '../actions/job-state.action.ts';
 import { DecisionReporter } from './job-report.ts';
 import { aggregateFromCache, jobDecisionsReconciler, snapshotFromCache } from './job-decisions.ts';

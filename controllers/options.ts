@@ -4,7 +4,7 @@
  * Out-of-range values are rejected at start with a clear message (never silently clamped).
  */
 import { parseArgs } from 'node:util';
-import { RECOVERY_TIMING_KEYS, RECOVERY_TIMINGS_PATTERN } from './recovery-timings.ts';
+import { RECOVERY_TIMING_KEYS, RECOVERY_TIMINGS_PATTERN } from '../policy/recovery/recovery-timings.ts';
 
 interface FlagSpec {
   readonly type: 'string' | 'boolean' | 'number';

@@ -23,7 +23,7 @@ import { initialHotSwitchState } from '../policy/recovery/hot-switch-fsm.ts';
 import { initialRecoveryState } from '../policy/recovery/recovery-fsm.ts';
 import type { RecoveryEvent } from '../policy/recovery/recovery-types.ts';
 import type { HandOffSink } from '../actions/job-action-executor.ts';
-import { parseRecoveryTimings } from './recovery-timings.ts';
+import { parseRecoveryTimings } from '../policy/recovery/recovery-timings.ts';
 import { objectKey } from '../runtime/reflector.ts';
 import { ControllerLoop } from '../runtime/controller-loop.ts';
 import { WorkQueue } from '../runtime/work-queue.ts';

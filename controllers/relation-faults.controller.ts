@@ -25,7 +25,7 @@ import { formatChain } from '../policy/reasons.ts';
 import { DEFAULT_RELATION_FAULT_CONFIG, type RelationFaultConfig } from '../policy/faults/relation-fault-config.ts';
 import { relationFaultPolicy, type RelationInput, type RelationOutput } from '../policy/faults/relation-faults.ts';
 import type { RelationJobState, RelationState } from '../schemas/escalation-state/escalation-state.ts';
-import { holdsDevice } from './fault-filters.ts';
+import { holdsDevice } from '../policy/filters/fault-filters.ts';
 import { JobIndex } from './job-index.ts';
 import { pendingLabelKey, relationLabelReconciler, type PendingLabel } from './relation-faults-labels.ts';
 import type { Pod, PodGroup } from '../runtime/kube-objects.ts';

@@ -1,11 +1,11 @@
 import { applyPreSeparate, effectiveRecords, inUsePreSeparated } from './fault-policy-view.ts';
-import { NpuUsageIndex } from './fault-policy-pods.ts';
-import { rec } from '../test/support/fault-policy-test-kit.ts';
-import type { LeveledFault } from '../policy/faults/fault-level.ts';
-import type { Escalation } from '../policy/faults/escalation.ts';
-import type { FaultRecord } from '../vocabulary/fault-types.ts';
-import type { ClusterInfoView } from '../reconcilers/cluster-info.reconciler.ts';
-import type { Pod } from '../runtime/kube-objects.ts';
+import { NpuUsageIndex } from '../../controllers/fault-policy-pods.ts';
+import { rec } from '../../test/support/fault-policy-test-kit.ts';
+import type { LeveledFault } from './fault-level.ts';
+import type { Escalation } from './escalation.ts';
+import type { FaultRecord } from '../../vocabulary/fault-types.ts';
+import type { ClusterInfoView } from '../../reconcilers/cluster-info.reconciler.ts';
+import type { Pod } from '../../runtime/kube-objects.ts';
 
 const lv = (r: FaultRecord): LeveledFault => ({ fault: r, level: r.level, reasons: [] });
 const esc = (device: string, code: string, level: Escalation['level'], rule: Escalation['rule'] = 'FaultDuration'): Escalation =>

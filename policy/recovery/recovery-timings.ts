@@ -3,7 +3,7 @@
  * tests tune the controller the way production is configured (nothing injected). Keys are the
  * RecoveryTimings fields without their `Ms` suffix; the report timeout has its own flag.
  */
-import type { RecoveryTimings } from '../policy/recovery/recovery-types.ts';
+import type { RecoveryTimings } from './recovery-types.ts';
 
 export const RECOVERY_TIMING_KEYS = [
   'flush', 'preExitWait', 'forceRelease', 'inPlaceCheck', 'hcclConverge', 'scaleInWait', 'inPlaceClear',

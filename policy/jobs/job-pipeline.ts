@@ -9,8 +9,8 @@
  * The scheduler is injected: unit tests run bursts in virtual time.
  */
 import { asyncScheduler, filter, map, merge, mergeMap, type Observable, type SchedulerLike } from 'rxjs';
-import { aggregateJobFaultsWith, type JobBurstOptions } from '../policy/jobs/job-fault-stream.ts';
-import type { JobFaultAggregate, JobFaultSnapshot } from '../policy/jobs/job-aggregation.ts';
+import { aggregateJobFaultsWith, type JobBurstOptions } from './job-fault-stream.ts';
+import type { JobFaultAggregate, JobFaultSnapshot } from './job-aggregation.ts';
 
 export interface JobInputs {
   /** Job keys touched by pod events. */

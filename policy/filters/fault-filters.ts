@@ -14,17 +14,17 @@
  * - `dropped`: faults suppressed for good (an AIC/AIV error accompanying a UCE);
  * - `relevelled` / `reported`: what passed but was touched (a re-level, a hold that ran out).
  */
-import { faultKey, type FaultRecord, type NpuFaultLevel } from '../vocabulary/fault-types.ts';
-import type { LeveledFault } from '../policy/faults/fault-level.ts';
-import { PASS, type FaultFilter, type FILTER_CHAIN_ORDER, type FilterVerdict } from '../policy/filters/filters.ts';
-import { customFilterVerdict, type CustomFilterRules } from '../policy/filters/custom-filter.ts';
-import { uceAccompany, type UceAccompanyState } from '../policy/filters/uce-accompany.ts';
-import { recoverInPlaceVerdicts, type PodRankFaults, type RecoverInPlaceJob } from '../policy/filters/recover-in-place-filter.ts';
-import { stressTestVerdict } from '../policy/filters/stress-test-filter.ts';
-import { STEP_RETRY_FAULT_WINDOW_MS } from '../policy/filters/step-retry-filter.ts';
-import { earliest } from '../policy/policy-operator.ts';
-import { reason, type ReasonChain, type RuleName } from '../policy/reasons.ts';
-import { npuId, type JobPodView } from '../policy/jobs/job-view.ts';
+import { faultKey, type FaultRecord, type NpuFaultLevel } from '../../vocabulary/fault-types.ts';
+import type { LeveledFault } from '../faults/fault-level.ts';
+import { PASS, type FaultFilter, type FILTER_CHAIN_ORDER, type FilterVerdict } from './filters.ts';
+import { customFilterVerdict, type CustomFilterRules } from './custom-filter.ts';
+import { uceAccompany, type UceAccompanyState } from './uce-accompany.ts';
+import { recoverInPlaceVerdicts, type PodRankFaults, type RecoverInPlaceJob } from './recover-in-place-filter.ts';
+import { stressTestVerdict } from './stress-test-filter.ts';
+import { STEP_RETRY_FAULT_WINDOW_MS } from './step-retry-filter.ts';
+import { earliest } from '../policy-operator.ts';
+import { reason, type ReasonChain, type RuleName } from '../reasons.ts';
+import { npuId, type JobPodView } from '../jobs/job-view.ts';
 
 export type FilterName = (typeof FILTER_CHAIN_ORDER)[number];
 

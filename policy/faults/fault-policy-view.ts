@@ -13,17 +13,23 @@
  *   Unhealthy (its job keeps running); a node or switch status `PreSeparate` becomes `Healthy` when a
  *   pod on the node uses NPUs, else `UnHealthy`.
  */
-import { mostSerious, severityRank, type FaultRecord, type NpuFaultLevel } from '../vocabulary/fault-types.ts';
-import { MANUALLY_SEPARATE_PSEUDO_CODE, type LeveledFault } from '../policy/faults/fault-level.ts';
-import type { Escalation } from '../policy/faults/escalation.ts';
-import type { ManualFaultObservation } from '../policy/faults/manual-separation.ts';
-import { isParameterPlaneCode, preSeparateChip, preSeparateNodeStatus } from '../policy/faults/pre-separate.ts';
-import { DEVICE_INFO_CM_PREFIX, DEVICE_LIST_SUFFIXES } from '../schemas/device-info/device-info.ts';
-import { SWITCH_INFO_CM_PREFIX } from '../schemas/device-info/switch-info.ts';
-import { NODE_INFO_CM_PREFIX } from '../schemas/node-info/node-info.ts';
-import { compareUtf8 } from '../schemas/go-json.ts';
-import type { ClusterInfoView } from '../reconcilers/cluster-info.reconciler.ts';
-import type { NpuUsage } from './fault-policy-pods.ts';
+import { mostSerious, severityRank, type FaultRecord, type NpuFaultLevel } from '../../vocabulary/fault-types.ts';
+import { MANUALLY_SEPARATE_PSEUDO_CODE, type LeveledFault } from './fault-level.ts';
+import type { Escalation } from './escalation.ts';
+import type { ManualFaultObservation } from './manual-separation.ts';
+import { isParameterPlaneCode, preSeparateChip, preSeparateNodeStatus } from './pre-separate.ts';
+import { DEVICE_INFO_CM_PREFIX, DEVICE_LIST_SUFFIXES } from '../../schemas/device-info/device-info.ts';
+import { SWITCH_INFO_CM_PREFIX } from '../../schemas/device-info/switch-info.ts';
+import { NODE_INFO_CM_PREFIX } from '../../schemas/node-info/node-info.ts';
+import { compareUtf8 } from '../../schemas/go-json.ts';
+import type { ClusterInfoView } from '../../schemas/cluster-info/cluster-info.ts';
+
+/** What the policy asks about NPU usage (an interface so tests can pass a plain object). */
+export interface NpuUsage {
+  jobOf(node: string, device: string): string | undefined;
+  inUse(node: string, device: string): boolean;
+  nodeHasNpuPods(node: string): boolean;
+}
 
 /** A ClusterD manual separation of one chip (policy/faults/manual-separation.ts manuallySeparatedDevices). */
 export interface SeparatedChip {

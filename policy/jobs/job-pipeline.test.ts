@@ -1,7 +1,7 @@
 import { TestScheduler } from 'rxjs/testing';
 import { map, NEVER } from 'rxjs';
-import { chipFault, fourPodJob, jobOf, podOf } from '../test/support/job-fixtures.ts';
-import type { JobFaultSnapshot } from '../policy/jobs/job-aggregation.ts';
+import { chipFault, fourPodJob, jobOf, podOf } from '../../test/support/job-fixtures.ts';
+import type { JobFaultSnapshot } from './job-aggregation.ts';
 import { jobAggregates$ } from './job-pipeline.ts';
 
 const a = fourPodJob('uid-a');

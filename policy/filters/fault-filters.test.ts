@@ -1,7 +1,7 @@
-import { customFilterRules } from '../policy/filters/custom-filter.ts';
-import type { FaultRecord } from '../vocabulary/fault-types.ts';
+import { customFilterRules } from './custom-filter.ts';
+import type { FaultRecord } from '../../vocabulary/fault-types.ts';
 import { filterNode, type NodeFilterInput } from './fault-filters.ts';
-import { filterJob, podView, rec } from '../test/support/fault-filters-fakes.ts';
+import { filterJob, podView, rec } from '../../test/support/fault-filters-fakes.ts';
 
 const S = 1000;
 const T0 = 1_700_000_000_000;
