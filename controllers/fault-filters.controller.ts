@@ -1,6 +1,6 @@
 /**
  * The scheduler-view filters (behavior.md A.3 #20-#25, E.6) wired onto the intake: pods and
- * PodGroups -> which job holds which NPU and with which filter annotations -> fault-filters.ts per
+ * PodGroups -> which job holds which NPU and with which filter annotations -> policy/filters/fault-filters.ts per
  * node. This file holds the flow's only subscribe (style.md 2.1).
  *
  * Wiring (controllers/manager.ts):

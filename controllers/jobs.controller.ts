@@ -1,7 +1,7 @@
 /**
- * The jobs flow (issue 4): pods, PodGroups and node faults -> per-job aggregates (job-pipeline.ts)
+ * The jobs flow (issue 4): pods, PodGroups and node faults -> per-job aggregates (policy/jobs/job-pipeline.ts)
  * -> the desired store of aggregates + the job key queued -> the per-job decision reconcile
- * (job-decisions.ts) -> actions/ and the job ConfigMap reconcilers. This file holds the flow's only
+ * (reconcilers/job-decisions.reconciler.ts) -> actions/ and the job ConfigMap reconcilers. This file holds the flow's only
  * subscribe (style.md 2.1).
  *
  * Modes:
@@ -36,9 +36,9 @@ import type { Sources } from './sources/sources.ts';
 import { JobIndex } from './job-index.ts';
 import { jobAggregates$ } from '../policy/jobs/job-pipeline.ts';
 import { JobStateStore } from '../actions/job-state.action.ts';
-import { DecisionReporter } from './job-report.ts';
-import { aggregateFromCache, jobDecisionsReconciler, snapshotFromCache } from './job-decisions.ts';
-import { nodeIsolationReconciler } from './job-isolation.ts';
+import { DecisionReporter } from '../actions/job-report.action.ts';
+import { aggregateFromCache, jobDecisionsReconciler, snapshotFromCache } from '../reconcilers/job-decisions.reconciler.ts';
+import { nodeIsolationReconciler } from '../reconcilers/job-isolation.reconciler.ts';
 
 export interface JobsControllerDeps {
   readonly client: KubeClient;

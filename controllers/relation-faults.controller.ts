@@ -3,7 +3,7 @@
  * faults -> per job, every fault on its NPUs and on the UB switches of its nodes (the scheduler view,
  * as ClusterD's job center reads the processed views) -> policy/faults/relation-faults.ts -> on a strategy
  * change, the job's pod on that node is labelled `fault-type=Separate|SubHealth`
- * (relation-faults-labels.ts, leader only). The jobs pipeline reads the label: `Separate` is the task
+ * (reconcilers/relation-faults-labels.reconciler.ts, leader only). The jobs pipeline reads the label: `Separate` is the task
  * fault `RelationFaultSeparate`, which is also the reschedule reason Volcano records. This file holds
  * the flow's only subscribe (style.md 2.1).
  *
@@ -27,7 +27,7 @@ import { relationFaultPolicy, type RelationInput, type RelationOutput } from '..
 import type { RelationJobState, RelationState } from '../schemas/escalation-state/escalation-state.ts';
 import { holdsDevice } from '../policy/filters/fault-filters.ts';
 import { JobIndex } from './job-index.ts';
-import { pendingLabelKey, relationLabelReconciler, type PendingLabel } from './relation-faults-labels.ts';
+import { pendingLabelKey, relationLabelReconciler, type PendingLabel } from '../reconcilers/relation-faults-labels.reconciler.ts';
 import type { Pod, PodGroup } from '../runtime/kube-objects.ts';
 import type { Sources } from './sources/sources.ts';
 

@@ -2,7 +2,7 @@
  * The scheduler-view filter chain of one node (behavior.md A.3 #18, #20-#25, E.6), in ClusterD's
  * order: custom filter (#20, with the MindIE 60 s RestartRequest hold #21) -> UCE-accompany (#22) ->
  * step retry (#23, the recovery FSM's view, passed in as a stage) -> recover-in-place (#24) ->
- * stress test (#25). Pre-separate (#26) is not a hide filter; fault-policy-view.ts applies it to the
+ * stress test (#25). Pre-separate (#26) is not a hide filter; policy/faults/fault-policy-view.ts applies it to the
  * rendered cluster view.
  *
  * A function of its inputs (no I/O, no clock): fault-filters.controller.ts gathers the job facts,

@@ -7,11 +7,11 @@ import { faultKey, type FaultRecord } from '../vocabulary/fault-types.ts';
 import { JOB_STATE_KEY, parseJobState, type PendingDecision } from '../schemas/job-state/job-state.ts';
 import type { JobActionExecutor, JobTarget } from '../actions/job-action-executor.ts';
 import { FakeConfigMaps, FakeStore, podGroupOf, podOf } from '../test/support/job-fakes.ts';
-import { JobIndex } from './job-index.ts';
+import { JobIndex } from '../controllers/job-index.ts';
 import { JobStateStore } from '../actions/job-state.action.ts';
-import { DecisionReporter } from './job-report.ts';
-import { jobDecisionsReconciler } from './job-decisions.ts';
-import type { Sources } from './sources/sources.ts';
+import { DecisionReporter } from '../actions/job-report.action.ts';
+import { jobDecisionsReconciler } from './job-decisions.reconciler.ts';
+import type { Sources } from '../controllers/sources/sources.ts';
 import type { KubeObject } from '../runtime/kube-client.ts';
 
 const NS = 'team-a';

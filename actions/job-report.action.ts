@@ -13,7 +13,7 @@ import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { JobFaultAggregate } from '../policy/jobs/job-aggregation.ts';
 import type { JobDecision, ReasonStep } from '../policy/jobs/job-decision-types.ts';
-import { recordJobEvent } from '../actions/job-event.action.ts';
+import { recordJobEvent } from './job-event.action.ts';
 
 export type DecisionOutcome = 'acted' | 'dry_run' | 'no_action' | 'already_acted' | 'replayed';
 
