@@ -25,7 +25,9 @@ import { readResetConfig, type ResetConfigDeps } from '../actions/job-reset-conf
 import type { JobActionExecutor } from '../actions/job-action-executor.ts';
 import type { JobEntry, JobIndex } from './job-index.ts';
 import type { JobStateStore } from '../actions/job-state.action.ts';
-import { chainOf, faultSummary, type DecisionReporter, type ReporterJob } from './job-report.ts';
+import { chainOf, decisionRecordInput, faultSummary, type DecisionOutcome, type DecisionReporter, type ReporterJob } from './job-report.ts';
+import { recordDecision, type DecisionHistory } from '../actions/decision-history.action.ts';
+import type { DecisionRecordOutcome } from '../schemas/decision-record/decision-record.ts';
 import { jobNodes } from '../policy/job-view.ts';
 
 export interface JobDecisionsDeps {
@@ -41,6 +43,8 @@ export interface JobDecisionsDeps {
   readonly states: JobStateStore;
   readonly executor: JobActionExecutor;
   readonly reporter: DecisionReporter;
+  /** The durable decision history: every reported decision is recorded there (issue 12 item 4). */
+  readonly history: DecisionHistory;
   readonly resetConfig: ResetConfigDeps;
   readonly config: Partial<JobDecisionConfig>;
   readonly dryRun: boolean;
@@ -53,6 +57,9 @@ export interface JobDecisionsDeps {
   /** Test hook: called right after a decision is persisted, before it is carried out. */
   readonly afterPersist?: (key: string, pending: PendingDecision) => void;
 }
+
+const historyJob = (e: JobEntry) => ({ namespace: e.view.namespace, name: e.view.name, podGroup: e.podGroup.metadata?.name ?? '', uid: e.view.uid });
+const HISTORY_OUTCOME: Record<DecisionOutcome, DecisionRecordOutcome> = { acted: 'acted', replayed: 'acted', dry_run: 'dry_run', no_action: 'no_action', already_acted: 'already_acted' };
 
 const reporterJob = (e: JobEntry): ReporterJob => ({
   key: e.view.key, namespace: e.view.namespace, podGroupName: e.podGroup.metadata?.name ?? '',
@@ -103,7 +110,12 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
       return typeof cur === 'string' ? [] : [{ type: 'podRescheduledResetConfig', retryTime: cur.info.RetryTime + 1, updateTimeS: Math.floor(nowMs / 1000) }];
     });
 
-  const carryOut = async (entry: JobEntry, p: PendingDecision, replay: boolean, ctx: ReconcileContext): Promise<void> => {
+  /**
+   * Carries out a persisted decision, then records it in the history. `recorded` = the structured
+   * record (faults, reason steps) of a fresh decision; a replay records from the persisted chain, and
+   * if the first run had recorded it already the record's name makes that a no-op (409).
+   */
+  const carryOut = async (entry: JobEntry, p: PendingDecision, replay: boolean, ctx: ReconcileContext, recorded?: Parameters<typeof recordDecision>[1]): Promise<void> => {
     const job = { key: entry.view.key, namespace: entry.view.namespace, name: entry.view.name, uid: entry.view.uid };
     const s = await d.executor.run(job, p, { replay, signal: ctx.signal });
     if (replay) d.reporter.countReplay(p.kind);
@@ -111,6 +123,7 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
       job: job.key, decisionId: p.decisionId, deleted: s.deleted, alreadyGone: s.alreadyGone, annotated: s.annotated, recorded: s.recorded,
     });
     await d.reporter.event(reporterJob(entry), p, p.chain, p.atMs);
+    await recordDecision(d.history, recorded ?? decisionRecordInput(historyJob(entry), undefined, p, [{ stage: 'rule', detail: p.chain }], 'acted', p.atMs), ctx.signal);
   };
 
   return {
@@ -160,12 +173,13 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
         };
         await d.states.put(key, next, p); // BEFORE acting
         d.afterPersist?.(key, p);
-        await carryOut(entry, p, false, ctx);
+        await carryOut(entry, p, false, ctx, decisionRecordInput(historyJob(entry), shown, dec, dec.reasons, 'acted', nowMs));
         await d.states.put(key, next);
       } else {
         if (acting) ctx.log.info('dry run: decision not carried out', { job: key, decisionId: dec.decisionId });
         await d.states.put(key, next);
         if (reported && !d.dryRun) await d.reporter.event(reporterJob(entry), dec, faultSummary(shown) + chainOf(dec.reasons), nowMs);
+        if (reported) await recordDecision(d.history, decisionRecordInput(historyJob(entry), shown, dec, dec.reasons, HISTORY_OUTCOME[outcome], nowMs), ctx.signal);
       }
       state = next;
       if (budgetBefore !== state.retry?.times) d.onStateChanged();

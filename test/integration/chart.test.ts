@@ -180,6 +180,7 @@ const DEFAULT_RULES: Rule[] = [
   { apiGroups: ['scheduling.volcano.sh'], resources: ['podgroups'], verbs: ['get', 'list', 'watch', 'update', 'patch'] },
   { apiGroups: ['batch.volcano.sh'], resources: ['jobs'], verbs: ['get', 'list', 'watch'] },
   { apiGroups: ['mindxdl.gitee.com'], resources: ['ascendjobs'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: ['clusterd-ts.io'], resources: ['decisionrecords'], verbs: ['list', 'create', 'delete'] },
   { apiGroups: ['', 'events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
 ];
 const LEASE_RULES: Rule[] = [
@@ -552,6 +553,9 @@ describe('helm chart charts/clusterd-ts on the real apiserver', () => {
     [true, 'create', '', 'events', JOB_NS],
     [true, 'patch', '', 'events', JOB_NS],
     [true, 'create', 'events.k8s.io', 'events', JOB_NS],
+    [true, 'create', 'clusterd-ts.io', 'decisionrecords', JOB_NS],
+    [true, 'delete', 'clusterd-ts.io', 'decisionrecords', JOB_NS],
+    [true, 'list', 'clusterd-ts.io', 'decisionrecords', ''],
     [true, 'create', 'coordination.k8s.io', 'leases', RELEASE_NS],
     [true, 'get', 'coordination.k8s.io', 'leases', RELEASE_NS, undefined, LEASE],
     [true, 'update', 'coordination.k8s.io', 'leases', RELEASE_NS, undefined, LEASE],
@@ -572,6 +576,7 @@ describe('helm chart charts/clusterd-ts on the real apiserver', () => {
     [false, 'update', 'batch.volcano.sh', 'jobs', JOB_NS],
     [false, 'delete', 'batch.volcano.sh', 'jobs', JOB_NS],
     [false, 'update', 'mindxdl.gitee.com', 'ascendjobs', JOB_NS],
+    [false, 'update', 'clusterd-ts.io', 'decisionrecords', JOB_NS],
     [false, 'get', '', 'services', RELEASE_NS],
     [false, 'update', 'coordination.k8s.io', 'leases', RELEASE_NS, undefined, 'kube-controller-manager'],
     [false, 'get', 'coordination.k8s.io', 'leases', RELEASE_NS, undefined, 'some-other-lease'],
