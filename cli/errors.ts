@@ -29,10 +29,10 @@ export class CliError extends Error {
 
 /** `list decisionrecords.clusterd-ts.io in namespace team-a` from an API path and method. */
 export function describeRequest(method: string, path: string): string {
-  const verb = method === 'GET' ? (/\/[^/]+\/[^/]+$/.test(path) && !/\/namespaces\/[^/]+\/[a-z]+$/.test(path) ? 'get' : 'list') : method === 'POST' ? 'create' : method === 'PATCH' ? 'patch' : method === 'PUT' ? 'update' : method.toLowerCase();
-  const m = /^\/(?:api\/v1|apis\/([^/]+)\/[^/]+)(?:\/namespaces\/([^/]+))?\/([^/]+)(?:\/([^/]+))?/.exec(path);
-  if (m === null) return `${verb} ${path}`;
+  const m = /^\/(?:api\/v1|apis\/([^/]+)\/[^/]+)(?:\/namespaces\/([^/]+))?\/([^/?]+)(?:\/([^/?]+))?/.exec(path);
+  if (m === null) return `${method} ${path}`;
   const [, group, ns, resource, name] = m;
+  const verb = method === 'GET' ? (name === undefined ? 'list' : 'get') : method === 'POST' ? 'create' : method === 'PATCH' ? 'patch' : method === 'PUT' ? 'update' : method.toLowerCase();
   const what = `${resource}${group === undefined ? '' : `.${group}`}${name === undefined ? '' : ` ${name}`}`;
   return `${verb} ${what}${ns === undefined ? ' (cluster-wide)' : ` in namespace ${ns}`}`;
 }

@@ -74,6 +74,7 @@ export async function listFaults(client: KubeClient, o: { node?: string; job?: s
     if (p.ok) esc = p.value; else warnings.push(`${cs}/${ESCALATION_STATE_CM_NAME}: ${p.reason}`);
   }
   const upgrades = new Map<string, string>(); // node/device/code -> rule text
+  const upgradedTracks = Object.values(esc?.escalation.tracks ?? {}).filter((t) => t.upgrade !== null);
   for (const t of Object.values(esc?.escalation.tracks ?? {})) {
     if (t.upgrade !== null) upgrades.set(`${t.node}/${t.device}/${t.code}`, `FaultFrequency (clusterd-ts): ${t.baseLevel} -> ${t.upgrade.level} since ${iso(t.upgrade.sinceMs)}`);
     else if (t.duration?.phase === 'timedOut') upgrades.set(`${t.node}/${t.device}/${t.code}`, `FaultDuration (clusterd-ts): held past its timeout since ${iso(t.duration.escalatedAtMs ?? t.duration.sinceMs)}`);
@@ -122,6 +123,12 @@ export async function listFaults(client: KubeClient, o: { node?: string; job?: s
       if (!wantNode(node)) continue;
       for (const f of fs) rows.push({ node, npu: f.devIds.length === 0 ? '-' : `ids ${f.devIds.join(',')}`, source: `public (${f.resource})`, code: f.faultCode, level: f.level, reportedLevel: f.level, rule: `public fault ${f.faultId} (publicCustomization level)`, since: iso(f.faultTime * 1000) });
     }
+  }
+  // Escalations in force on chips the device plugin no longer reports (the counters alone hold them).
+  const reported = new Set(rows.map((r) => `${r.node}/${r.npu}/${r.code}`));
+  for (const t of upgradedTracks) {
+    if (!wantNode(t.node) || reported.has(`${t.node}/${t.device}/${t.code}`)) continue;
+    rows.push({ node: t.node, npu: t.device, device: t.device, source: 'clusterd-ts', code: t.code, level: t.upgrade!.level, reportedLevel: '-', rule: `${upgrades.get(`${t.node}/${t.device}/${t.code}`)} (fault no longer reported; release: kubectl clusterd release)`, since: iso(t.upgrade!.sinceMs) });
   }
   // Separations held by the controller's state or clusterd-manual-info-cm (no device report needed).
   const covered = new Set(rows.filter((r) => r.code === MANUALLY_SEPARATE_NPU).map((r) => `${r.node}/${r.npu}`));
