@@ -171,6 +171,15 @@ async function main(): Promise<void> {
   for (const l of await metricsLines(['clusterd_decisions_total', 'clusterd_job_reschedules_total', 'clusterd_api_writes_total', 'clusterd_fault_to_action_seconds_count', 'clusterd_escalations_total', 'clusterd_invalid_input_total'])) say(l);
   cmd(`curl -s http://127.0.0.1:${HTTP_PORT}/metrics | grep clusterd_`);
 
+  step(`The decision history: kubectl clusterd explain demo/${jobs.vcjobName} (DecisionRecords, the kubectl plugin in cli/)`);
+  const explain = (): string => execFileSync(process.execPath, [join(REPO, 'cli', 'kubectl-clusterd.ts'), 'explain', `demo/${jobs.vcjobName}`], {
+    env: { ...process.env, KUBECONFIG: LOCAL_KUBECONFIG }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const history = await until('the job\'s decision history', async () => explain(), 20_000).catch((e: unknown) => `(no history yet: ${String((e as { stderr?: string }).stderr ?? e)})`);
+  for (const line of history.trimEnd().split('\n')) say(line);
+  cmd(`PATH=$PWD/cli/bin:$PATH kubectl --kubeconfig .cluster/kubeconfig clusterd explain demo/${jobs.vcjobName}`);
+  cmd('kubectl --kubeconfig .cluster/kubeconfig get decisionrecords -A -o wide');
+
   console.log(`\n${bold('The cluster stays up for exploration. Ctrl-C stops the controller and the cluster.')}`);
   console.log('    node tools/simulator/cli.ts inject --node node-001 --npu Ascend910-0 --code 80E01801   # inject more faults');
   let stopping = false;

@@ -152,11 +152,11 @@ describe('kubectl clusterd (plugin as a subprocess, least-privilege user)', () =
     expect(table.stdout).toMatch(/fault {3}80E18402 SeparateNPU on \S+\/Ascend910-\d/);
     expect(table.stdout).toContain('because [');
 
-    const f = await plugin(kubeconfig, ['faults', '--node', node, '-o', 'json']);
-    expect(f.code).toBe(0);
+    const f = await plugin(kubeconfig, ['faults', '--node', node, '-o', 'json', '--cluster-system-namespace', csNs]);
+    expect({ code: f.code, stderr: f.stderr }).toEqual({ code: 0, stderr: '' });
     const rows = (JSON.parse(f.stdout) as { faults: Array<{ npu: string; code: string; level: string; rule: string; source: string; effect: string }> }).faults;
     expect(rows).toEqual(expect.arrayContaining([expect.objectContaining({ npu, code: '80E18402', level: 'SeparateNPU', source: 'npu', rule: 'reported' })]));
-    const ft = await plugin(kubeconfig, ['faults', '--node', node]);
+    const ft = await plugin(kubeconfig, ['faults', '--node', node, '--cluster-system-namespace', csNs]);
     expect(ft.stdout).toMatch(/^NODE\s+NPU\s+SOURCE\s+CODE\s+LEVEL\s+RULE\s+SINCE\s+EFFECT/);
 
     // Restart: the history is read back from the apiserver, and nothing is recorded twice.
@@ -189,8 +189,8 @@ describe('kubectl clusterd (plugin as a subprocess, least-privilege user)', () =
     for (let i = 0; i < 3; i++) { await report(true); await report(false); } // FaultFrequency: 3 in 24 h -> ManuallySeparateNPU
     await eventually(async () => levelIn(await deviceEntry(admin, node), chip) === 'ManuallySeparateNPU', 15_000);
 
-    const f = await plugin(kubeconfig, ['faults', '--node', node, '-o', 'json']);
-    expect(f.code).toBe(0);
+    const f = await plugin(kubeconfig, ['faults', '--node', node, '-o', 'json', '--cluster-system-namespace', csNs]);
+    expect({ code: f.code, stderr: f.stderr }).toEqual({ code: 0, stderr: '' });
     const rows = (JSON.parse(f.stdout) as { faults: Array<{ npu: string; code: string; rule: string }> }).faults;
     // The device plugin reports the chip healthy: only clusterd-ts's counters separate it, and faults says so.
     expect(rows).toEqual([expect.objectContaining({ npu: chip, code: '80E18005', rule: expect.stringContaining('FaultFrequency (clusterd-ts): RestartNPU -> ManuallySeparateNPU') })]);
@@ -200,7 +200,7 @@ describe('kubectl clusterd (plugin as a subprocess, least-privilege user)', () =
     });
     expect(escalated).toBeDefined();
 
-    const r = await plugin(kubeconfig, ['release', node, chip, '-o', 'json']);
+    const r = await plugin(kubeconfig, ['release', node, chip, '-o', 'json', '--cluster-system-namespace', csNs]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     const out = JSON.parse(r.stdout) as { by: string; paths: Array<{ path: string; released: string[] }> };
@@ -229,12 +229,12 @@ describe('kubectl clusterd (plugin as a subprocess, least-privilege user)', () =
     const node = `kc-dp-${id}`;
     await putCm(admin, 'kube-system', deviceInfoCmName(node), encodeDeviceInfoData({ available: chips, updateTimeS: Math.floor(Date.now() / 1000), manuallySeparateNpu: ['Ascend910-2', 'Ascend910-5'] }), DEVICE_INFO_LABELS);
     const f = await eventually(async () => {
-      const x = await plugin(kubeconfig, ['faults', '--node', node, '-o', 'json']);
+      const x = await plugin(kubeconfig, ['faults', '--node', node, '-o', 'json', '--cluster-system-namespace', csNs]);
       const rows = (JSON.parse(x.stdout) as { faults: Array<{ npu: string; rule: string }> }).faults;
       return rows.length === 2 ? rows : undefined;
     });
     expect(f.map((x) => x.rule)).toEqual([expect.stringContaining('device plugin ManuallySeparateNPU key'), expect.stringContaining('device plugin ManuallySeparateNPU key')]);
-    const r = await plugin(kubeconfig, ['release', node, 'Ascend910-2']);
+    const r = await plugin(kubeconfig, ['release', node, 'Ascend910-2', '--cluster-system-namespace', csNs]);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/device-plugin\s+Ascend910-2\s+removed from kube-system\/mindx-dl-deviceinfo-/);
     const cm = await admin.get<ConfigMap>(paths.configMap('kube-system', deviceInfoCmName(node)));
