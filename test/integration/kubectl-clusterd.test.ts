@@ -212,7 +212,7 @@ describe('kubectl clusterd (plugin as a subprocess, least-privilege user)', () =
     // The persisted counters no longer re-assert it: not after a while, not after a restart.
     await eventually(async () => {
       const p = parseEscalationState((await admin.getOrUndefined<ConfigMap>(paths.configMap(csNs, ESCALATION_STATE_CM_NAME)))?.data?.[ESCALATION_STATE_KEY] ?? '');
-      return p.ok && p.value.escalation.tracks[`${node}/${chip}/80E18005`]?.upgrade === null;
+      return p.ok && (p.value.escalation.tracks[`${node}/${chip}/80E18005`]?.upgrade ?? null) === null; // released (an idle track is pruned)
     });
     await manager!.stop();
     ({ manager } = await startManager(admin, args()));
