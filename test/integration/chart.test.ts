@@ -140,6 +140,7 @@ function allFeatureValues(ns: string, leaseNs: string): Record<string, unknown> 
       recoveryReportTimeoutSeconds: 600, recoveryTimings: 'preExitWait=5000,flush=500', recoveryFeedWindowMs: 50, hotSwitchNewPodTimeoutSeconds: 120, hotSwitchBackupPods: true,
       rescheduling: false, dryRun: true, leaderElect: true, leaderElectionNamespace: leaseNs, leaseDurationSeconds: 30,
       graceOverTimeSeconds: 1200, pendingEscalationSeconds: 120, clusterInfoRefreshSeconds: 20, burstWindowMs: 500,
+      decisionHistoryPerJob: 20, decisionHistoryMaxRecords: 900, decisionHistoryTtlHours: 48,
       clusterInfoRefreshAnnotation: true, nodeTaints: true, nodeTaintHoldSeconds: 30, devicePluginRules: true, persistPolicyState: false,
       clusterSystemNamespace: `${ns}-cs`, maxPublicFaults: 1000, maxSeriesPerMetric: 200, kubeconfig: '/etc/clusterd-ts/kubeconfig/config', extraArgs: ['--log-level=warn'],
     },
@@ -363,6 +364,7 @@ describe('helm chart charts/clusterd-ts: rendering', () => {
       recoveryReportTimeoutSeconds: 600, recoveryTimings: 'preExitWait=5000,flush=500', recoveryFeedWindowMs: 50, hotSwitchNewPodTimeoutSeconds: 120, hotSwitchBackupPods: true,
       rescheduling: false, dryRun: true, leaderElect: true, leaderElectionNamespace: 'lease-ns', leaseDurationSeconds: 30,
       graceOverTimeSeconds: 1200, pendingEscalationSeconds: 120, clusterInfoRefreshSeconds: 20, burstWindowMs: 500,
+      decisionHistoryPerJob: 20, decisionHistoryMaxRecords: 900, decisionHistoryTtlHours: 48,
       clusterInfoRefreshAnnotation: true, nodeTaints: true, nodeTaintHoldSeconds: 30, devicePluginRules: true, persistPolicyState: false,
       clusterSystemNamespace: `${ns}-cs`, maxPublicFaults: 1000, maxSeriesPerMetric: 200, nodeName: 'node-a',
     };
