@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 
 describe('make demo', () => {
-  it('shows a SeparateNPU fault handled end to end: level, decision, ConfigMaps, replaced pods, metrics', async () => {
+  it('shows a SeparateNPU fault handled end to end: level, decision, ConfigMaps, replaced pods, metrics, decision history', async () => {
     const out = await new Promise<{ code: number | null; text: string }>((resolve) => {
       const child = spawn(process.execPath, [join(REPO, 'tools', 'demo.ts')], { cwd: REPO, env: { ...process.env, DEMO_EXIT: '1', KUBECONFIG: '' } });
       let text = '';
@@ -24,5 +24,9 @@ describe('make demo', () => {
     expect(out.text).toContain('vcjob-fault-npu-cm: {"fault-node"');
     expect(out.text).toMatch(/replaced {2}on node-\d+/);
     expect(out.text).toMatch(/clusterd_decisions_total\{kind="job",outcome="acted"\} 1/);
+    // It ends with `kubectl clusterd explain` of its job: the acted decision and its reason chain.
+    expect(out.text).toMatch(/Decision history of demo\/llama-pretrain \(\d+ records?, newest first\)/);
+    expect(out.text).toMatch(/job\/start \(B6 row 11\) {2}outcome=acted/);
+    expect(out.text).toMatch(/because \[fault\] 80E18402 SeparateNPU on node-\d+\/Ascend910-\d/);
   }, 300_000);
 });
