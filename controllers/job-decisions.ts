@@ -18,7 +18,7 @@ import { aggregateJob, type FaultCause, type HiddenFault, type JobFaultAggregate
 import { alreadyActed, markActed } from '../policy/job-decision-id.ts';
 import { decideJob } from '../policy/job-restart.ts';
 import { faultKey, type FaultRecord } from '../vocabulary/fault-types.ts';
-import type { JobDecision, JobDecisionConfig } from '../policy/job-decision-types.ts';
+import type { JobDecision, JobDecisionConfig, JobRescheduleState } from '../policy/job-decision-types.ts';
 import { TerminalError, type Outcome, type ReconcileContext, type Reconciler } from '../runtime/reconciler.ts';
 import type { ExecAction, PendingDecision } from '../schemas/job-state/job-state.ts';
 import { readResetConfig, type ResetConfigDeps } from '../actions/job-reset-config.action.ts';
@@ -27,6 +27,7 @@ import type { JobEntry, JobIndex } from './job-index.ts';
 import type { JobStateStore } from '../actions/job-state.action.ts';
 import { chainOf, faultSummary, type DecisionReporter, type ReporterJob } from './job-report.ts';
 import { jobNodes } from '../policy/job-view.ts';
+import type { GoodputTracker } from '../telemetry/goodput.ts';
 
 export interface JobDecisionsDeps {
   readonly index: JobIndex;
@@ -52,6 +53,8 @@ export interface JobDecisionsDeps {
   readonly onGone: (key: string) => void;
   /** Test hook: called right after a decision is persisted, before it is carried out. */
   readonly afterPersist?: (key: string, pending: PendingDecision) => void;
+  /** Goodput episodes (telemetry/goodput.ts): this reconcile observes decided, pods deleted and pods Running. */
+  readonly goodput?: GoodputTracker;
 }
 
 const reporterJob = (e: JobEntry): ReporterJob => ({
@@ -103,9 +106,17 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
       return typeof cur === 'string' ? [] : [{ type: 'podRescheduledResetConfig', retryTime: cur.info.RetryTime + 1, updateTimeS: Math.floor(nowMs / 1000) }];
     });
 
-  const carryOut = async (entry: JobEntry, p: PendingDecision, replay: boolean, ctx: ReconcileContext): Promise<void> => {
+  const carryOut = async (entry: JobEntry, p: PendingDecision, state: JobRescheduleState | undefined, replay: boolean, ctx: ReconcileContext): Promise<void> => {
     const job = { key: entry.view.key, namespace: entry.view.namespace, name: entry.view.name, uid: entry.view.uid };
+    // The episode opens (or, after a restart, reopens from the persisted times) before acting. A
+    // restart's completion (GracefulExit back to 0, RetryTime + 1) is bookkeeping, not a decision on a fault.
+    const active = state?.active;
+    if (p.phase !== 'complete') d.goodput?.decided(job, {
+      faultSinceMs: p.faultSinceMs, atMs: p.atMs, awaitResume: p.kind === 'process',
+      targets: (active?.targets ?? []).map((t) => t.uid), minRunning: active?.minAvailable ?? 0,
+    });
     const s = await d.executor.run(job, p, { replay, signal: ctx.signal });
+    if (s.deleted.length > 0) d.goodput?.podsDeleted(job.key, ctx.now());
     if (replay) d.reporter.countReplay(p.kind);
     ctx.log.info(replay ? 'pending job decision carried out (replay)' : 'job decision carried out', {
       job: job.key, decisionId: p.decisionId, deleted: s.deleted, alreadyGone: s.alreadyGone, annotated: s.annotated, recorded: s.recorded,
@@ -120,6 +131,7 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
       if (entry === undefined) {
         for (const r of d.states.all().filter((x) => x.jobKey === key)) await d.states.remove(r.jobUid);
         d.reporter.forget(key);
+        d.goodput?.jobGone(key);
         d.onGone(key);
         return {};
       }
@@ -136,11 +148,12 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
       let state = stored?.value.state;
       const pending = stored?.value.pending;
       if (pending !== undefined && !d.dryRun) {
-        await carryOut(entry, pending, true, ctx);
+        await carryOut(entry, pending, state, true, ctx);
         await d.states.put(key, stored!.value.state);
       }
 
       const nowMs = ctx.now();
+      d.goodput?.podsObserved(key, entry.view.pods, nowMs);
       const snapshot = snapshotFromCache(entry, d.faultsOf, d.filtered);
       const aggregate = aggregateJob(snapshot);
       const out = decideJob({
@@ -160,7 +173,7 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
         };
         await d.states.put(key, next, p); // BEFORE acting
         d.afterPersist?.(key, p);
-        await carryOut(entry, p, false, ctx);
+        await carryOut(entry, p, next, false, ctx);
         await d.states.put(key, next);
       } else {
         if (acting) ctx.log.info('dry run: decision not carried out', { job: key, decisionId: dec.decisionId });

@@ -117,7 +117,7 @@ export class JobsController {
       decisions: loop(jobDecisionsReconciler({
         index: this.index, faultsOf, ...(d.filtered === undefined ? {} : { filtered: d.filtered }), states: this.states, executor, reporter, resetConfig, dryRun: options.dryRun,
         config: { graceOverTimeMs: options.graceOverTimeSeconds * 1000, pendingEscalationMs: options.pendingEscalationSeconds * 1000 },
-        registered: d.registered, afterPersist: d.afterPersist,
+        registered: d.registered, afterPersist: d.afterPersist, goodput: metrics.goodput,
         onStateChanged: () => vcjobFaultNpu.queue.add(VCJOB_FAULT_NPU_KEY),
         onGone: () => { reasons.queue.add(JOB_RESCHEDULE_REASON_KEY); vcjobFaultNpu.queue.add(VCJOB_FAULT_NPU_KEY); },
       }), 4),
