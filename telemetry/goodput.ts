@@ -42,7 +42,7 @@ export interface GoodputJob {
   readonly name: string;
 }
 
-/** The pod facts the Running check needs (policy/job-view JobPodView fits). */
+/** The pod facts the Running check needs (policy/jobs/job-view JobPodView fits). */
 export interface GoodputPod {
   readonly uid: string;
   readonly phase: string;
