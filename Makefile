@@ -34,11 +34,11 @@ clusterd-peer:
 conformance: deps control-plane clusterd-peer
 	$(NODE) --experimental-vm-modules node_modules/jest/bin/jest.js --selectProjects conformance
 
-# promtool (Debian's prometheus package) checks metric names in the tests.
+# promtool (Debian's prometheus package) checks metric names and the shipped alert rules in the tests.
 promtool:
 	@command -v promtool >/dev/null || { echo "==> apt-get install prometheus (for promtool)"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null) \
-	  || echo "warning: could not install promtool (not root?); the metrics lint test will be skipped outside CI"; }
+	  || echo "warning: could not install promtool (not root?); the metrics lint and alert rules tests will be skipped outside CI"; }
 
 typecheck: deps
 	$(NODE) node_modules/typescript/bin/tsc -p tsconfig.json --noEmit

@@ -16,7 +16,7 @@ import { isConflict, type KubeClient } from '../runtime/kube-client.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { buildDecisionRecord, decisionRecordsPath, type DecisionRecordInput } from '../schemas/decision-record/decision-record.ts';
-import type { HistoryBounds, HistoryEntry } from '../policy/decision-history-bounds.ts';
+import type { HistoryBounds, HistoryEntry } from '../policy/jobs/decision-history-bounds.ts';
 
 export type RecordResult = 'recorded' | 'duplicate' | 'failed' | 'dry_run';
 

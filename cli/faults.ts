@@ -21,7 +21,7 @@ import { STATISTIC_FAULT_CM_NAME, STATISTIC_FAULT_KEYS, parsePublicFaults } from
 import { ESCALATION_STATE_CM_NAME, ESCALATION_STATE_KEY, parseEscalationState, type EscalationStateDoc } from '../schemas/escalation-state/escalation-state.ts';
 import { MANUAL_INFO_CM_NAME, parseManualInfoData } from '../schemas/manual-info/manual-info.ts';
 import { decisionRecordsPath, parseDecisionRecord, type StoredDecisionRecord } from '../schemas/decision-record/decision-record.ts';
-import { ASCEND_REAL_ANNOTATION, parseAscendReal } from '../policy/job-view.ts';
+import { ASCEND_REAL_ANNOTATION, parseAscendReal } from '../policy/jobs/job-view.ts';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
 
 interface Cm { metadata?: { name?: string; namespace?: string }; data?: Record<string, string> }

@@ -1,7 +1,7 @@
 /**
  * Keeps the decision history bounded (issue 12 item 4): the first pass lists every DecisionRecord
  * (paged) into the index the recording action keeps current; each pass deletes what
- * policy/decision-history-bounds.ts names (TTL, per-job count, total count) and comes back when the
+ * policy/jobs/decision-history-bounds.ts names (TTL, per-job count, total count) and comes back when the
  * oldest record expires (at most every 10 minutes). Records are never deleted with their job: the
  * history of a job that is gone stays readable until the TTL, for the post-mortem.
  *
@@ -12,7 +12,7 @@ import { isNotFound, type KubeClient, type KubeList } from '../runtime/kube-clie
 import type { Outcome, ReconcileContext, Reconciler } from '../runtime/reconciler.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { decisionRecordPath, decisionRecordsPath, parseDecisionRecord } from '../schemas/decision-record/decision-record.ts';
-import { historyVictims, nextExpiryMs, type HistoryBounds } from '../policy/decision-history-bounds.ts';
+import { historyVictims, nextExpiryMs, type HistoryBounds } from '../policy/jobs/decision-history-bounds.ts';
 import type { DecisionHistoryIndex } from '../actions/decision-history.action.ts';
 
 export const DECISION_HISTORY_KEY = 'decision-history';
