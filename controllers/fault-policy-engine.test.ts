@@ -279,3 +279,32 @@ describe('fault policy engine: deadlines run from the work queue, in virtual tim
     expect(t.engine.manualInfo()).toEqual({});
   });
 });
+
+describe('fault policy engine: kubectl clusterd release requests', () => {
+  it('releases a FaultFrequency ManuallySeparateNPU made before the request and resets its count; replaying the request changes nothing later', async () => {
+    const t = setup();
+    t.engine.restore(undefined, undefined, t.clock.now());
+    const hit = async (): Promise<void> => {
+      t.put('n1', [rec('n1', 'Ascend910-0', '80E18005', 'RestartNPU', t.clock.now())]);
+      await t.clock.run(H);
+      t.put('n1', []);
+      await t.clock.run(H);
+    };
+    for (let i = 0; i < 3; i++) await hit();
+    const separated = (): boolean => t.engine.effective('n1', [], t.clock.now()).some((r) => r.device === 'Ascend910-0' && r.level === 'ManuallySeparateNPU');
+    expect(separated()).toBe(true);
+    const req = { node: 'n1', npus: ['Ascend910-0'], by: 'alice', atMs: t.clock.now() };
+    t.engine.operatorReleases([req], t.clock.now());
+    expect(separated()).toBe(false);
+    expect(t.lines.find((l) => l.msg === 'fault escalation ended')).toMatchObject({ rule: 'FaultFrequency', cause: 'operator' });
+    expect(t.engine.persistedState(t.clock.now())?.escalation.tracks['n1/Ascend910-0/80E18005']?.upgrade ?? null).toBeNull();
+    // Counting starts again: two more do not separate; a third does, and the old request (replayed
+    // after a restart) does not release that newer separation.
+    await hit(); await hit();
+    expect(separated()).toBe(false);
+    await hit();
+    expect(separated()).toBe(true);
+    t.engine.operatorReleases([req], t.clock.now());
+    expect(separated()).toBe(true);
+  });
+});
