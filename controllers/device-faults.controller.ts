@@ -20,6 +20,7 @@ import type { ConfigMap, Node } from '../runtime/kube-objects.ts';
 import type { Sources } from './sources/sources.ts';
 import { STATISTIC_FAULT_KEYS, parsePublicFaults } from '../schemas/statistic-fault/statistic-fault.ts';
 import { kindOf } from '../schemas/parsed.ts';
+import type { PubFaultInfo } from '../schemas/public-fault/public-fault.ts';
 
 /** Re-levels and escalates a node's records (policy/); identity = trust what the agents wrote. */
 export interface FaultPolicy {
@@ -27,6 +28,13 @@ export interface FaultPolicy {
 }
 
 export const trustReportedLevels: FaultPolicy = { effective: (_n, records) => records };
+
+/** A public-fault message from a sender other than a ConfigMap (gRPC): who sent it and the checked payload. */
+export interface PublicFaultMessage {
+  /** Stands in for the CM's namespace/name in logs and in the store's per-sender bookkeeping. */
+  readonly origin: string;
+  readonly info: PubFaultInfo;
+}
 
 /** Nodes whose effective faults may have changed, emitted once per intake event. */
 export interface FaultChange {
@@ -39,6 +47,8 @@ type Input =
   | { kind: 'device'; ev: WatchEvent<ConfigMap> }
   | { kind: 'nodeinfo'; ev: WatchEvent<ConfigMap> }
   | { kind: 'public'; ev: WatchEvent<ConfigMap> }
+  /** A public fault sent over gRPC (PubFault.SendPublicFault): the same message as a CM's payload, without a CM. */
+  | { kind: 'pubfault'; message: PublicFaultMessage }
   | { kind: 'node'; ev: WatchEvent<Node> };
 
 export interface DeviceFaultsDeps {
@@ -160,12 +170,19 @@ export class DeviceFaultsController {
     for (const n of s.nodes.store.values()) this.apply({ kind: 'node', ev: { type: 'add', obj: n } });
   }
 
-  private apply(input: Input): void {
+  private apply(input: Input): Rejection | undefined {
     if (input.kind === 'nodes-synced') {
       this.checkAllNodesKnown();
-      return;
+      return undefined;
     }
     const now = this.now();
+    if (input.kind === 'pubfault') {
+      const rejection = this.store.applyPublicFaultMessage(input.message.origin, input.message.info, now);
+      if (rejection === undefined) this.deps.onPublicFaultMessage?.();
+      this.armPublicFaultDeletes();
+      this.report(rejection, undefined, false);
+      return rejection;
+    }
     let rejection: Rejection | undefined;
     const { ev } = input;
     switch (input.kind) {
@@ -203,11 +220,16 @@ export class DeviceFaultsController {
         }
         break;
     }
-    const resourceVersion = ev.obj.metadata?.resourceVersion;
+    this.report(rejection, ev.obj.metadata?.resourceVersion, input.kind === 'device' && !this.lastGood.isHeld(this.deviceNode(ev.obj as ConfigMap) ?? ''));
+    return rejection;
+  }
+
+  /** Logs and counts what the input lost (all of it, or parts), then publishes the changed nodes. */
+  private report(rejection: Rejection | undefined, resourceVersion: string | undefined, noEarlierDeviceInfo: boolean): void {
     if (rejection !== undefined) {
       this.deps.metrics.invalidInput.inc({ format: rejection.format, reason: rejection.kind });
       const fields = { format: rejection.format, object: rejection.object, reason: rejection.reason, kind: rejection.kind, resourceVersion };
-      if (input.kind === 'device' && !this.lastGood.isHeld(this.deviceNode(ev.obj as ConfigMap) ?? '')) this.deps.log.warn('input rejected; the node has no earlier good device-info, so no device faults are known for it', fields);
+      if (noEarlierDeviceInfo) this.deps.log.warn('input rejected; the node has no earlier good device-info, so no device faults are known for it', fields);
       else this.deps.log.warn('input rejected; last good state kept', fields);
     }
     for (const part of this.store.drainPartial()) {
@@ -277,17 +299,13 @@ export class DeviceFaultsController {
     for (const cm of s.nodeInfo.store.values()) this.checkNodeKnown('node-info', nodeNameOfNodeInfoCm(cm.metadata?.namespace ?? '', cm.metadata?.name ?? ''));
   }
 
-  /** A public fault that came over gRPC (the intake's path for a CM's payload); the rejection, if refused. */
-  applyPublicFaultMessage(cm: ConfigMap): Rejection | undefined {
-    const rejection = this.store.applyPublicFault(cm, this.now());
-    if (rejection === undefined) this.deps.onPublicFaultMessage?.();
-    this.armPublicFaultDeletes();
-    for (const part of this.store.drainPartial()) {
-      this.deps.metrics.invalidInput.inc({ format: part.format, reason: part.kind });
-      this.deps.log.warn('part of a public fault rejected; kept in force: ' + (part.kept ?? 'the rest'), { format: part.format, object: part.object, reason: part.reason, kind: part.kind });
-    }
-    this.flush();
-    return rejection;
+  /**
+   * A public fault sent over gRPC enters the intake as an input of its own (no ConfigMap is made up
+   * for it): applied, logged and published like a public-fault ConfigMap's message. Returns the
+   * rejection, if nothing of it could be used, for the gRPC reply.
+   */
+  submitPublicFault(message: PublicFaultMessage): Rejection | undefined {
+    return this.apply({ kind: 'pubfault', message });
   }
 
   /**
