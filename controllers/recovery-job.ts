@@ -8,8 +8,10 @@
  * - a hot switch starts only while the recovery FSM is idle (`recoveryIdle` in `subHealthFault`);
  * - subscribe / stream close reach both.
  *
- * After each step the state is handed to `persist`, and the commands are executed in order on one
- * chain per job (so two reset-config writes never race); each command the FSM awaits gets its
+ * After each step the state is handed to `persist`, and the commands are executed in order, one at
+ * a time per job (so two reset-config writes never race), by the `recovery_commands` work queue
+ * (key: the job id; `recoveryCommandLoop`): a failed try of a command that ClusterD retries throws,
+ * and the queue runs it again after its backoff; each command the FSM awaits gets its
  * `effectResult` fed back. Each machine runs under the RxJS driver of policy/recovery-driver.ts
  * (`driveFsm$`, the one the virtual-time tests exercise): it steps the machine and fires the timers
  * the state holds as absolute due times on the injected scheduler, so a restored state resumes them.
@@ -24,6 +26,10 @@ import { recoveryIdle, step as recoveryStep } from '../policy/recovery-fsm.ts';
 import type { RecoveryCommand, RecoveryEvent, RecoveryState } from '../policy/recovery-types.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { RecoveryJobTarget } from '../actions/recovery-commands.action.ts';
+import { ControllerLoop } from '../runtime/controller-loop.ts';
+import { TerminalError, type Outcome } from '../runtime/reconciler.ts';
+import { WorkQueue, type QueueClock } from '../runtime/work-queue.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
 
 export type Machine = 'recovery' | 'hotSwitch';
 export type JobCommand =
@@ -44,8 +50,12 @@ export interface InputOutcome {
 }
 
 export interface JobFsmDeps {
-  /** Runs one command; throws on failure. */
+  /** Runs one try of a command; throws on failure. */
   readonly execute: (job: JobFsm, c: JobCommand, signal: AbortSignal) => Promise<void>;
+  /** The work queue that runs the job's commands (`recoveryCommandLoop`): commands are waiting. */
+  readonly commands: { add(jobId: string): void };
+  /** Tries of a command before its failure reaches the FSM (default 1). */
+  readonly tries?: (c: JobCommand) => number;
   readonly persist: (job: JobFsm) => void;
   readonly log: Logger;
   readonly scheduler?: SchedulerLike;
@@ -68,7 +78,8 @@ export class JobFsm {
   private readonly scheduler: SchedulerLike;
   private readonly queue: Queued[] = [];
   private busy = false;
-  private chain: Promise<void> = Promise.resolve();
+  /** Commands not run yet, in order; the head may have failed tries behind it. */
+  private readonly pending: Array<{ readonly c: JobCommand; tries: number }> = [];
   private readonly abort = new AbortController();
   /** The drivers' inputs; their subscriptions own the armed timers. */
   private readonly inputs = { recovery: new Subject<RecoveryEvent>(), hotSwitch: new Subject<HotSwitchEvent>() };
@@ -122,7 +133,9 @@ export class JobFsm {
     this.abort.abort();
     this.drivers.unsubscribe();
     this.queue.splice(0).forEach((q) => q.resolve({ accepted: false, machine: 'recovery', uuid: this.recovery.uuid }));
+    this.pending.splice(0);
     this.changed$.next();
+    this.changed$.complete();
   }
 
   /**
@@ -137,13 +150,13 @@ export class JobFsm {
       await firstValueFrom(race(settled$, timer(capMs, this.scheduler), ...aborted$).pipe(take(1)), { defaultValue: undefined });
     }
     if (pending() || this.stopped || signal?.aborted === true) return false;
-    await this.chain;
+    await this.settled();
     return true;
   }
 
-  /** Resolves after every command queued so far has run (tests, shutdown). */
-  settled(): Promise<void> {
-    return this.chain;
+  /** Resolves once no command is waiting (or the job stopped): tests, the hand-off. */
+  async settled(): Promise<void> {
+    await firstValueFrom(this.changed$.pipe(startWith(undefined), filter(() => this.pending.length === 0 || this.stopped)), { defaultValue: undefined });
   }
 
   feed(input: JobInput): Promise<InputOutcome> {
@@ -239,31 +252,69 @@ export class JobFsm {
     }
     if (r.commands.length > 0 || moved) this.d.persist(this);
     this.d.onStep?.(this, machine, r);
-    for (const c of io) this.chain = this.chain.then(() => this.run(c));
+    if (io.length === 0) return;
+    for (const c of io) this.pending.push({ c, tries: 0 });
+    this.d.commands.add(this.jobId);
   }
 
   phase(machine: Machine): string {
     return machine === 'recovery' ? this.recovery.phase : this.hotSwitch.phase;
   }
 
-  private async run(c: JobCommand): Promise<void> {
-    if (this.stopped) return;
+  /**
+   * One pass of the job's key on the command queue: one try of the oldest command. A failed try
+   * with tries left throws (the queue runs the key again after its backoff); otherwise the outcome
+   * goes to the FSM and the key is queued again while commands wait.
+   */
+  async runCommand(): Promise<Outcome> {
+    const head = this.pending[0];
+    if (head === undefined || this.stopped) return {};
+    const c = head.c;
     let ok = true;
     let error: string | undefined;
     try {
       await this.d.execute(this, c, this.abort.signal);
     } catch (e) {
-      ok = false;
+      head.tries += 1;
       error = e instanceof Error ? e.message : String(e);
-      this.d.log.warn('fsm command failed', { job: this.target.key, machine: c.machine, command: c.cmd.type, err: error });
+      const tries = this.d.tries?.(c) ?? 1;
+      if (!this.stopped && !(e instanceof TerminalError) && head.tries < tries) {
+        this.d.log.info('fsm command failed; tried again after the queue backoff', { job: this.target.key, machine: c.machine, command: c.cmd.type, try: head.tries, of: tries, err: error });
+        throw e;
+      }
+      ok = false;
+      this.d.log.warn('fsm command failed', { job: this.target.key, machine: c.machine, command: c.cmd.type, tries: head.tries, err: error });
     }
-    if (!c.cmd.awaitResult || this.stopped) return;
-    const result = { type: 'effectResult' as const, commandId: c.cmd.id, ok, ...(error !== undefined ? { error } : {}) };
-    void this.feed(c.machine === 'recovery' ? { machine: 'recovery', event: result } : { machine: 'hotSwitch', event: result });
+    if (this.stopped || this.pending[0] !== head) return {};
+    this.pending.shift();
+    if (c.cmd.awaitResult) {
+      const result = { type: 'effectResult' as const, commandId: c.cmd.id, ok, ...(error !== undefined ? { error } : {}) };
+      void this.feed(c.machine === 'recovery' ? { machine: 'recovery', event: result } : { machine: 'hotSwitch', event: result });
+    }
+    this.changed$.next();
+    return this.pending.length > 0 ? { requeueAfterMs: 0 } : {};
   }
 
   /** True while the recovery FSM is idle (a hot switch may start). */
   get recoveryIdle(): boolean {
     return recoveryIdle(this.recovery);
   }
+}
+
+/** ClusterD's waits between the tries of a signal or a reset-config write: 1 s, then 2 s. */
+export const RECOVERY_COMMAND_BACKOFF_MS = 1_000;
+export const RECOVERY_COMMANDS_CONTROLLER = 'recovery_commands';
+/** Jobs whose commands run at the same time (one command at a time per job). */
+const RECOVERY_COMMAND_WORKERS = 8;
+
+/**
+ * The work queue and loop that run the jobs' commands (key: job id; see `JobFsm.runCommand`). Its
+ * per-key backoff starts at 1 s and doubles, so a command's second and third tries come 1 s and 2 s
+ * after the failed ones, as ClusterD's sleeps.
+ */
+export function recoveryCommandLoop(job: (jobId: string) => JobFsm | undefined, o: { log: Logger; metrics?: Metrics; clock?: QueueClock; now?: () => number }): ControllerLoop {
+  const queue = new WorkQueue({ baseDelayMs: RECOVERY_COMMAND_BACKOFF_MS, maxDelayMs: 60_000, ...(o.clock === undefined ? {} : { clock: o.clock }) });
+  return new ControllerLoop({ name: RECOVERY_COMMANDS_CONTROLLER, reconcile: async (jobId) => (await job(jobId)?.runCommand()) ?? {} }, {
+    log: o.log, queue, workers: RECOVERY_COMMAND_WORKERS, ...(o.metrics === undefined ? {} : { metrics: o.metrics }), ...(o.now === undefined ? {} : { now: o.now }),
+  });
 }

@@ -32,7 +32,7 @@ import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import { isIoCommand, RecoveryActions, type RecoveryJobTarget } from '../actions/recovery-commands.action.ts';
+import { ioCommandTries, isIoCommand, RecoveryActions, type RecoveryJobTarget } from '../actions/recovery-commands.action.ts';
 import { promoteBackupPod } from '../actions/hot-switch-backup.action.ts';
 import { patchPodGroupMeta } from '../actions/recovery-patch.action.ts';
 import { HOT_SWITCH_ANNOTATION as A } from '../policy/hot-switch-types.ts';
@@ -41,7 +41,7 @@ import { JobIndex, jobOwnerOf, type JobEntry } from './job-index.ts';
 import type { Options } from './options.ts';
 import { MemoryCommands } from './recovery-commands.ts';
 import { recoveryFeed, retryReportDevices, type RecoveryFeed } from './recovery-feed.ts';
-import { JobFsm, type InputOutcome, type JobInput, type Machine } from './recovery-job.ts';
+import { JobFsm, recoveryCommandLoop, type InputOutcome, type JobInput, type Machine } from './recovery-job.ts';
 import { RECOVERY_STATE_NAMESPACE, RECOVERY_STATE_QUEUE, RecoveryStateStore, recoveryStateReconciler, type RecoveryRecord } from '../reconcilers/recovery-state.reconciler.ts';
 import type { Pod } from '../runtime/kube-objects.ts';
 import type { Sources } from './sources/sources.ts';
@@ -88,6 +88,8 @@ export class RecoveryController {
    * `addAfter(recoveryFeedWindowMs)` coalesces the job's changes within the window. One per leadership term.
    */
   private feedLoop: ControllerLoop | undefined;
+  /** Runs the jobs' FSM commands with ClusterD's retries (recovery-job.ts). One per leadership term. */
+  private commandLoop: ControllerLoop | undefined;
   /** Writes the stored states (reconcilers/recovery-state.reconciler.ts); one per leadership term. */
   private persistLoop: ControllerLoop | undefined;
   private sub: Subscription | undefined;
@@ -221,6 +223,8 @@ export class RecoveryController {
       log: this.d.log, metrics: this.d.metrics, now: this.now, queue: new WorkQueue({ clock: schedulerClock(this.scheduler) }),
     });
     this.feedLoop.start();
+    this.commandLoop = recoveryCommandLoop((jobId) => this.jobs.get(jobId), { log: this.d.log, metrics: this.d.metrics, now: this.now, clock: schedulerClock(this.scheduler) });
+    this.commandLoop.start();
     this.index.rebuild();
     for (const r of this.store.all()) {
       if (this.lookup(r.jobId) === undefined) {
@@ -240,6 +244,9 @@ export class RecoveryController {
     this.feedLoop = undefined;
     for (const j of this.jobs.values()) j.stop();
     this.jobs.clear();
+    // Not awaited: a command in flight may wait on an apiserver that is gone; its job is stopped.
+    void this.commandLoop?.stop();
+    this.commandLoop = undefined;
     for (const [, state] of this.gaugeState) this.d.metrics.recoveryJobs.dec({ state });
     this.gaugeState.clear();
     await feedStopped;
@@ -348,6 +355,8 @@ export class RecoveryController {
           if (await this.memory.run(j, c)) return;
           if (isIoCommand(c.cmd)) await this.actions.run(j.target, c.cmd, signal, j.recovery.originalPodUids);
         },
+        commands: { add: (id) => this.commandLoop?.queue.add(id) },
+        tries: (c) => (isIoCommand(c.cmd) ? ioCommandTries(c.cmd) : 1),
         persist: (j) => void this.persist(j),
         log: this.d.log,
         scheduler: this.scheduler,
