@@ -7,7 +7,7 @@
  */
 import { isConflict, isNotFound, paths, type KubeClient } from '../runtime/kube-client.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import { POD_STATUS_ANNOTATION, type PodRef } from '../policy/job-view.ts';
+import { POD_STATUS_ANNOTATION, type PodRef } from '../policy/jobs/job-view.ts';
 
 export type AnnotateResult = 'annotated' | 'gone';
 

@@ -5,9 +5,9 @@
  * one `clusterd_escalations_total{rule,level}`; releases and judgements are logged too. The faults
  * gauge follows the published records, adjusted per node so a pass over 16,000 nodes stays cheap.
  */
-import type { EscalationOutput } from '../policy/escalation.ts';
-import type { ManualSeparationOutput } from '../policy/manual-separation.ts';
-import { isParameterPlaneCode } from '../policy/pre-separate.ts';
+import type { EscalationOutput } from '../policy/faults/escalation.ts';
+import type { ManualSeparationOutput } from '../policy/faults/manual-separation.ts';
+import { isParameterPlaneCode } from '../policy/faults/pre-separate.ts';
 import { formatChain } from '../policy/reasons.ts';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import type { Logger } from '../telemetry/logger.ts';

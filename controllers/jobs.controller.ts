@@ -1,7 +1,7 @@
 /**
- * The jobs flow (issue 4): pods, PodGroups and node faults -> per-job aggregates (job-pipeline.ts)
+ * The jobs flow (issue 4): pods, PodGroups and node faults -> per-job aggregates (policy/jobs/job-pipeline.ts)
  * -> the desired store of aggregates + the job key queued -> the per-job decision reconcile
- * (job-decisions.ts) -> actions/ and the job ConfigMap reconcilers. This file holds the flow's only
+ * (reconcilers/job-decisions.reconciler.ts) -> actions/ and the job ConfigMap reconcilers. This file holds the flow's only
  * subscribe (style.md 2.1).
  *
  * Modes:
@@ -17,14 +17,14 @@ import { ControllerLoop } from '../runtime/controller-loop.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import type { HiddenFault, JobFaultAggregate } from '../policy/job-aggregation.ts';
+import type { HiddenFault, JobFaultAggregate } from '../policy/jobs/job-aggregation.ts';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
-import { DEFAULT_JOB_GROUP_IDLE_MS } from '../policy/job-fault-stream.ts';
+import { DEFAULT_JOB_GROUP_IDLE_MS } from '../policy/jobs/job-fault-stream.ts';
 import { JOB_RESCHEDULE_REASON_CM_NAME, JOB_RESCHEDULE_REASON_NAMESPACE } from '../schemas/job-reschedule-reason/job-reschedule-reason.ts';
 import { VCJOB_FAULT_NPU_CM_NAME, VCJOB_FAULT_NPU_NAMESPACE } from '../schemas/vcjob-fault-npu/vcjob-fault-npu.ts';
 import { TOR_SHARE_CM_NAME, TOR_SHARE_NAMESPACE } from '../schemas/tor-share/tor-share.ts';
 import { JOB_STATE_NAMESPACE, type PendingDecision } from '../schemas/job-state/job-state.ts';
-import { CLUSTERD_FAULT_TAINT_KEY } from '../policy/job-isolation.ts';
+import { CLUSTERD_FAULT_TAINT_KEY } from '../policy/faults/job-isolation.ts';
 import { JobActionExecutor, type HandOffSink, type JobActionHooks } from '../actions/job-action-executor.ts';
 import { JOB_RESCHEDULE_REASON_KEY, RescheduleReasonStore, rescheduleReasonReconciler } from '../reconcilers/job-reschedule-reason.reconciler.ts';
 import { VCJOB_FAULT_NPU_KEY, vcjobFaultNpuReconciler } from '../reconcilers/vcjob-fault-npu.reconciler.ts';
@@ -34,11 +34,11 @@ import type { DeviceFaultsController } from './device-faults.controller.ts';
 import type { Options } from './options.ts';
 import type { Sources } from './sources/sources.ts';
 import { JobIndex } from './job-index.ts';
-import { jobAggregates$ } from './job-pipeline.ts';
+import { jobAggregates$ } from '../policy/jobs/job-pipeline.ts';
 import { JobStateStore } from '../actions/job-state.action.ts';
-import { DecisionReporter } from './job-report.ts';
-import { aggregateFromCache, jobDecisionsReconciler, snapshotFromCache } from './job-decisions.ts';
-import { nodeIsolationReconciler } from './job-isolation.ts';
+import { DecisionReporter } from '../actions/job-report.action.ts';
+import { aggregateFromCache, jobDecisionsReconciler, snapshotFromCache } from '../reconcilers/job-decisions.reconciler.ts';
+import { nodeIsolationReconciler } from '../reconcilers/job-isolation.reconciler.ts';
 
 export interface JobsControllerDeps {
   readonly client: KubeClient;

@@ -4,7 +4,7 @@
  * Out-of-range values are rejected at start with a clear message (never silently clamped).
  */
 import { parseArgs } from 'node:util';
-import { RECOVERY_TIMING_KEYS, RECOVERY_TIMINGS_PATTERN } from './recovery-timings.ts';
+import { RECOVERY_TIMING_KEYS, RECOVERY_TIMINGS_PATTERN } from '../policy/recovery/recovery-timings.ts';
 
 interface FlagSpec {
   readonly type: 'string' | 'boolean' | 'number';
@@ -40,7 +40,7 @@ export const FLAGS = {
   'leader-election-namespace': { type: 'string', default: 'mindx-dl', env: 'POD_NAMESPACE', help: 'namespace of the Lease' },
   'lease-duration-seconds': { type: 'number', default: 15, min: 5, max: 300, help: 'Lease duration' },
   'grace-over-time-seconds': { type: 'number', default: 900, min: 2, max: 3600, help: 'job-level grace deletion: force after this many seconds (Volcano grace-over-time)' },
-  'pending-escalation-seconds': { type: 'number', default: 15, min: 5, max: 3600, help: 'pod-level rescheduling escalates to job level when a replacement pod stays Pending this long (time-based equivalent of Volcano\'s 12 pending sessions at 1 s, see policy/job-pending-escalation.ts)' },
+  'pending-escalation-seconds': { type: 'number', default: 15, min: 5, max: 3600, help: 'pod-level rescheduling escalates to job level when a replacement pod stays Pending this long (time-based equivalent of Volcano\'s 12 pending sessions at 1 s, see policy/jobs/job-pending-escalation.ts)' },
   'cluster-info-refresh-seconds': { type: 'number', default: 5, min: 0, max: 55, help: 'write the current cluster-info-* content (newer UpdateTimes included) at least this often, as ClusterD (5 s); unchanged content is not written; 0 = only on change' },
   'cluster-info-refresh-annotation': { type: 'boolean', default: false, help: 'extension: bump annotation clusterd-ts.io/refreshed-at on cluster-info-* every 30 s, so Volcano\'s informers see an event even on an idle cluster (3 watch events per 30 s to every scheduler); off = ClusterD: no annotation (a left-over one is removed)' },
   'node-taints': { type: 'boolean', default: false, help: 'extension: taint Nodes with node-wide faults huawei.com/clusterd-fault=<level>:NoSchedule (PreferNoSchedule for sub-health) and lift the taint when they recover; off = ClusterD: no taints (a left-over one of ours is removed)' },

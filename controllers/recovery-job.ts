@@ -1,7 +1,7 @@
 /**
  * One registered job's two state machines, run as ClusterD runs its per-job controller: the
- * process-level recovery FSM (policy/recovery-fsm.ts, B1) and the hot-switch FSM
- * (policy/hot-switch-fsm.ts, B2), fed one event at a time from a single queue, so that routing
+ * process-level recovery FSM (policy/recovery/recovery-fsm.ts, B1) and the hot-switch FSM
+ * (policy/recovery/hot-switch-fsm.ts, B2), fed one event at a time from a single queue, so that routing
  * decisions see both current states:
  * - ReportRecoverStrategy / ReportRecoverStatus go to the hot-switch FSM while it is not idle, else
  *   to the recovery FSM (hot-switch-fsm.ts wiring rules);
@@ -12,18 +12,18 @@
  * a time per job (so two reset-config writes never race), by the `recovery_commands` work queue
  * (key: the job id; `recoveryCommandLoop`): a failed try of a command that ClusterD retries throws,
  * and the queue runs it again after its backoff; each command the FSM awaits gets its
- * `effectResult` fed back. Each machine runs under the RxJS driver of policy/recovery-driver.ts
+ * `effectResult` fed back. Each machine runs under the RxJS driver of policy/recovery/recovery-driver.ts
  * (`driveFsm$`, the one the virtual-time tests exercise): it steps the machine and fires the timers
  * the state holds as absolute due times on the injected scheduler, so a restored state resumes them.
  */
 import { asyncScheduler, filter, firstValueFrom, fromEvent, race, startWith, Subject, Subscription, take, timer, type SchedulerLike } from 'rxjs';
-import { driveFsm$ } from '../policy/recovery-driver.ts';
+import { driveFsm$ } from '../policy/recovery/recovery-driver.ts';
 import type { SignalStream } from '../grpc/handlers.ts';
 import type { ProcessManageSignal } from '../vocabulary/process-manage-signal.ts';
-import { hotSwitchIdle, hotSwitchStep, type HotSwitchCommand, type HotSwitchEvent, type HotSwitchState } from '../policy/hot-switch-fsm.ts';
-import type { FsmTimer, StepResult } from '../policy/recovery-kit.ts';
-import { recoveryIdle, step as recoveryStep } from '../policy/recovery-fsm.ts';
-import type { RecoveryCommand, RecoveryEvent, RecoveryState } from '../policy/recovery-types.ts';
+import { hotSwitchIdle, hotSwitchStep, type HotSwitchCommand, type HotSwitchEvent, type HotSwitchState } from '../policy/recovery/hot-switch-fsm.ts';
+import type { FsmTimer, StepResult } from '../policy/recovery/recovery-kit.ts';
+import { recoveryIdle, step as recoveryStep } from '../policy/recovery/recovery-fsm.ts';
+import type { RecoveryCommand, RecoveryEvent, RecoveryState } from '../policy/recovery/recovery-types.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { RecoveryJobTarget } from '../actions/recovery-commands.action.ts';
 import { ControllerLoop } from '../runtime/controller-loop.ts';

@@ -19,11 +19,11 @@
 import { asyncScheduler, filter, map, merge, type SchedulerLike, type Subscription } from 'rxjs';
 import type { SignalStream, StreamCloseReason } from '../grpc/handlers.ts';
 import type { ProcessManageSignal } from '../vocabulary/process-manage-signal.ts';
-import { initialHotSwitchState } from '../policy/hot-switch-fsm.ts';
-import { initialRecoveryState } from '../policy/recovery-fsm.ts';
-import type { RecoveryEvent } from '../policy/recovery-types.ts';
+import { initialHotSwitchState } from '../policy/recovery/hot-switch-fsm.ts';
+import { initialRecoveryState } from '../policy/recovery/recovery-fsm.ts';
+import type { RecoveryEvent } from '../policy/recovery/recovery-types.ts';
 import type { HandOffSink } from '../actions/job-action-executor.ts';
-import { parseRecoveryTimings } from './recovery-timings.ts';
+import { parseRecoveryTimings } from '../policy/recovery/recovery-timings.ts';
 import { objectKey } from '../runtime/reflector.ts';
 import { ControllerLoop } from '../runtime/controller-loop.ts';
 import { schedulerClock, WorkQueue } from '../runtime/work-queue.ts';
@@ -35,7 +35,7 @@ import type { Metrics } from '../telemetry/metrics.ts';
 import { ioCommandTries, isIoCommand, RecoveryActions, type RecoveryJobTarget } from '../actions/recovery-commands.action.ts';
 import { promoteBackupPod } from '../actions/hot-switch-backup.action.ts';
 import { patchPodGroupMeta } from '../actions/recovery-patch.action.ts';
-import { HOT_SWITCH_ANNOTATION as A } from '../policy/hot-switch-types.ts';
+import { HOT_SWITCH_ANNOTATION as A } from '../policy/recovery/hot-switch-types.ts';
 import type { DeviceFaultsController } from './device-faults.controller.ts';
 import { JobIndex, jobOwnerOf, type JobEntry } from './job-index.ts';
 import type { Options } from './options.ts';
@@ -47,7 +47,7 @@ import type { Pod } from '../runtime/kube-objects.ts';
 import type { Sources } from './sources/sources.ts';
 import { StepRetryView } from './recovery-step-retry.ts';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
-import { jobNodes } from '../policy/job-view.ts';
+import { jobNodes } from '../policy/jobs/job-view.ts';
 
 export interface RecoveryControllerDeps {
   readonly client: KubeClient;
