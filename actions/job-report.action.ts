@@ -14,8 +14,32 @@ import type { Metrics } from '../telemetry/metrics.ts';
 import type { JobFaultAggregate } from '../policy/jobs/job-aggregation.ts';
 import type { JobDecision, ReasonStep } from '../policy/jobs/job-decision-types.ts';
 import { recordJobEvent } from './job-event.action.ts';
+import type { DecisionRecordInput, DecisionRecordOutcome } from '../schemas/decision-record/decision-record.ts';
 
 export type DecisionOutcome = 'acted' | 'dry_run' | 'no_action' | 'already_acted' | 'replayed';
+
+/** `evictPods(p-0,p-1)`: an action as logs and the decision history show it. */
+export const actionText = (a: { readonly type: string } & Partial<{ readonly pods: readonly { readonly name: string }[]; readonly pod: { readonly name: string } }>): string =>
+  a.pods !== undefined ? `${a.type}(${a.pods.map((p) => p.name).join(',')})` : a.pod !== undefined ? `${a.type}(${a.pod.name})` : a.type;
+
+/** The decision history's record of a decision (actions/decision-history.action.ts): faults with levels and notes, the reason chain, the actions. */
+export function decisionRecordInput(
+  job: { readonly namespace: string; readonly name: string; readonly podGroup: string; readonly uid: string },
+  agg: JobFaultAggregate | undefined,
+  d: { readonly decisionId: string; readonly kind: JobDecision['kind']; readonly phase: string; readonly row?: number; readonly actions: readonly { readonly type: string }[] },
+  reasons: readonly { readonly stage: string; readonly detail: string }[],
+  outcome: DecisionRecordOutcome,
+  atMs: number,
+): DecisionRecordInput {
+  const faults = (agg?.ranks ?? []).flatMap((r) => r.causes.map((c) => ({
+    ...(c.node ?? r.node ? { node: (c.node ?? r.node)! } : {}), ...(c.device === undefined ? {} : { device: c.device }),
+    code: c.code, ...(c.level === undefined ? {} : { level: c.level }), faultType: c.faultType, ...(c.note === '' ? {} : { note: c.note }),
+  })));
+  return {
+    job, decisionId: d.decisionId, atMs, kind: d.kind, phase: d.phase, ...(d.row === undefined ? {} : { row: d.row }), outcome,
+    faults, reasons: reasons.map((r) => ({ stage: r.stage, detail: r.detail })), actions: d.actions.map((a) => actionText(a)),
+  };
+}
 
 export const chainOf = (reasons: readonly ReasonStep[]): string => reasons.map((r) => r.detail).join(' -> ');
 
@@ -93,7 +117,7 @@ export class DecisionReporter {
     this.d.metrics.decisions.inc({ kind: d.kind, outcome });
     this.d.log.info('job decision', {
       ...fields, ...faultFields(agg),
-      actions: d.actions.map((a) => ('pods' in a ? `${a.type}(${a.pods.map((p) => p.name).join(',')})` : a.type)),
+      actions: d.actions.map((a) => actionText(a)),
       requeueAfterMs: d.requeueAfterMs, reasons: chainOf(d.reasons),
     });
     return true;

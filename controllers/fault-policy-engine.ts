@@ -198,6 +198,27 @@ export class FaultPolicyEngine implements FaultPolicy {
     this.rearm();
   }
 
+  /**
+   * `kubectl clusterd release` requests (schemas/release-request): per NPU, our escalation upgrades and
+   * manual separations in force since at most the request's time are released and their counters
+   * reset, then the node is re-evaluated. Replaying old requests changes nothing.
+   */
+  operatorReleases(requests: readonly { readonly node: string; readonly npus: readonly string[]; readonly by: string; readonly atMs: number }[], nowMs: number): void {
+    if (!this.ready) return;
+    const nodes = new Set<string>();
+    for (const r of requests) {
+      for (const device of r.npus) {
+        const state = this.esc.get(r.node);
+        if (state !== undefined) this.stepEscalation(r.node, state, { type: 'release', node: r.node, device, beforeMs: r.atMs, by: r.by }, nowMs);
+        this.stepManual({ type: 'operator-release', node: r.node, device, beforeMs: r.atMs, by: r.by }, nowMs);
+      }
+      nodes.add(r.node);
+    }
+    for (const n of nodes) this.evaluate(n, undefined, nowMs, true);
+    this.queueFlush();
+    this.rearm();
+  }
+
   /** Fires every deadline due now (the timer calls this; tests with an injected clock may too). */
   tick(nowMs: number = this.deps.clock.now()): void {
     if (!this.ready) return;

@@ -39,6 +39,8 @@ import { JobStateStore } from '../actions/job-state.action.ts';
 import { DecisionReporter } from '../actions/job-report.action.ts';
 import { aggregateFromCache, jobDecisionsReconciler, snapshotFromCache } from '../reconcilers/job-decisions.reconciler.ts';
 import { nodeIsolationReconciler } from '../reconcilers/job-isolation.reconciler.ts';
+import { DecisionHistory } from '../actions/decision-history.action.ts';
+import { DECISION_HISTORY_KEY, decisionHistoryReconciler } from '../reconcilers/decision-history.reconciler.ts';
 
 export interface JobsControllerDeps {
   readonly client: KubeClient;
@@ -73,6 +75,8 @@ interface Loops {
   readonly reasons: ControllerLoop;
   readonly torShare: ControllerLoop;
   readonly isolation: ControllerLoop;
+  /** Prunes the decision history (per job, total, TTL). */
+  readonly history: ControllerLoop;
 }
 
 export class JobsController {
@@ -81,6 +85,12 @@ export class JobsController {
   readonly aggregates = new Map<string, JobFaultAggregate>();
   readonly states: JobStateStore;
   readonly loops: Loops | undefined;
+  /**
+   * The durable decision history (DecisionRecords): every decision about a job is recorded through
+   * `recordDecision(history, ...)` (actions/decision-history.action.ts); undefined only with
+   * --rescheduling=false, where no decision is taken.
+   */
+  readonly history: DecisionHistory | undefined;
   private sub: Subscription | undefined;
   private readonly d: JobsControllerDeps;
   private readonly now: () => number;
@@ -95,7 +105,7 @@ export class JobsController {
       cached: mindxDl, cachedNames: () => [...s.mindxDlConfigMaps.store.values()].map((c) => c.metadata?.name ?? ''),
       writer, client, dryRun: options.dryRun,
     });
-    if (!options.rescheduling) { this.loops = undefined; return; }
+    if (!options.rescheduling) { this.loops = undefined; this.history = undefined; return; }
     const faultsOf = (n: string) => d.deviceFaults.effective(n);
     const loop = (r: ConstructorParameters<typeof ControllerLoop>[0], workers = 1) => new ControllerLoop(r, { log, metrics, now: this.now, workers });
     const reasonStore = new RescheduleReasonStore({
@@ -113,11 +123,17 @@ export class JobsController {
       cached: () => s.volcanoConfigMaps.get(`${VCJOB_FAULT_NPU_NAMESPACE}/${VCJOB_FAULT_NPU_CM_NAME}`), writer,
     }));
     const reasons = loop(rescheduleReasonReconciler(reasonStore));
+    const bounds = { perJob: options.decisionHistoryPerJob, total: options.decisionHistoryMaxRecords, ttlMs: options.decisionHistoryTtlHours * 3_600_000 };
+    const history = new DecisionHistory({
+      client, log: log.child({ controller: 'decision_history' }), metrics, bounds, dryRun: options.dryRun,
+      onRecorded: () => this.loops?.history.queue.add(DECISION_HISTORY_KEY),
+    });
+    this.history = history;
     this.loops = {
       decisions: loop(jobDecisionsReconciler({
-        index: this.index, faultsOf, ...(d.filtered === undefined ? {} : { filtered: d.filtered }), states: this.states, executor, reporter, resetConfig, dryRun: options.dryRun,
+        index: this.index, faultsOf, ...(d.filtered === undefined ? {} : { filtered: d.filtered }), states: this.states, executor, reporter, history, resetConfig, dryRun: options.dryRun,
         config: { graceOverTimeMs: options.graceOverTimeSeconds * 1000, pendingEscalationMs: options.pendingEscalationSeconds * 1000 },
-        registered: d.registered, afterPersist: d.afterPersist,
+        registered: d.registered, afterPersist: d.afterPersist, goodput: metrics.goodput,
         onStateChanged: () => vcjobFaultNpu.queue.add(VCJOB_FAULT_NPU_KEY),
         onGone: () => { reasons.queue.add(JOB_RESCHEDULE_REASON_KEY); vcjobFaultNpu.queue.add(VCJOB_FAULT_NPU_KEY); },
       }), 4),
@@ -131,6 +147,8 @@ export class JobsController {
         node: (n) => s.nodes.get(n), faultsOf, client, metrics, dryRun: options.dryRun,
         enabled: options.nodeTaints, holdMs: options.nodeTaintHoldSeconds * 1000,
       }), 2),
+      // Dry run writes nothing, so it prunes nothing either.
+      history: loop(options.dryRun ? { name: 'decision_history', reconcile: async () => ({}) } : decisionHistoryReconciler({ client, index: history.index, bounds, metrics })),
     };
   }
 
@@ -193,6 +211,7 @@ export class JobsController {
     l.vcjobFaultNpu.queue.add(VCJOB_FAULT_NPU_KEY);
     l.reasons.queue.add(JOB_RESCHEDULE_REASON_KEY);
     l.torShare.queue.add(TOR_SHARE_KEY);
+    l.history.queue.add(DECISION_HISTORY_KEY);
     for (const n of this.d.deviceFaults.store.nodeNames()) l.isolation.queue.add(n);
     for (const [name, node] of this.d.sources.nodes.store) {
       if ((node.spec?.taints ?? []).some((t) => t.key === CLUSTERD_FAULT_TAINT_KEY)) l.isolation.queue.add(name);

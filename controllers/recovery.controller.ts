@@ -49,6 +49,10 @@ import { StepRetryView } from './recovery-step-retry.ts';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import { jobNodes } from '../policy/jobs/job-view.ts';
 
+/** Recovery FSM edges (policy/recovery/recovery-fsm.ts reason lines `from -(event)-> to [B1 row n]`) for the goodput stages. */
+const FAULT_EDGE = /^(INIT|ScaleRunningState) -\(faultOccur\)->/;
+const RESUMED_EDGE = /^\S+ -\((recoverSuccess|scaleInSuccessEvent|scaleOutSuccessEvent)\)->|^FaultRetryState -\(finish\)-> INIT/;
+
 export interface RecoveryControllerDeps {
   readonly client: KubeClient;
   readonly sources: Sources;
@@ -362,6 +366,7 @@ export class RecoveryController {
         scheduler: this.scheduler,
         onStep: (j, machine, r) => {
           this.observeGauge(j);
+          if (machine === 'recovery') this.observeGoodput(j, r.reasons);
           // ClusterD refills a reset controller's fault cache from the fault center's next 1 s tick:
           // feed the job's current picture again so the ranks still listed rejoin the cache.
           if (machine === 'recovery' && r.reasons.some((x) => x.startsWith('reset'))) this.markDirty(j.target.key);
@@ -381,6 +386,18 @@ export class RecoveryController {
   private persist(job: JobFsm): Promise<void> {
     if (!this.acting || job.stopped) return Promise.resolve();
     return this.store.save({ version: 1, jobId: job.jobId, jobKey: job.target.key, registered: true, recovery: job.recovery, hotSwitch: job.hotSwitch, savedAtMs: this.now() });
+  }
+
+  /**
+   * Goodput stages the recovery FSM observes (telemetry/goodput.ts): a fault taken from INIT opens
+   * the job's episode; a success edge (the agents reported their processes recovered, scaled in or
+   * out, or restarted by fault retry) is training resumed. The time is the FSM's scheduler clock.
+   */
+  private observeGoodput(job: JobFsm, reasons: readonly string[]): void {
+    const g = this.d.metrics.goodput;
+    const t = job.target;
+    if (reasons.some((x) => FAULT_EDGE.test(x))) g.faultObserved({ key: t.key, namespace: t.namespace, name: t.jobName }, this.scheduler.now());
+    if (reasons.some((x) => RESUMED_EDGE.test(x))) g.resumed(t.key, this.scheduler.now());
   }
 
   private observeGauge(job: JobFsm): void {

@@ -9,6 +9,7 @@ import type { JobActionExecutor, JobTarget } from '../actions/job-action-executo
 import { FakeConfigMaps, FakeStore, podGroupOf, podOf } from '../test/support/job-fakes.ts';
 import { JobIndex } from '../controllers/job-index.ts';
 import { JobStateStore } from '../actions/job-state.action.ts';
+import { DecisionHistory } from '../actions/decision-history.action.ts';
 import { DecisionReporter } from '../actions/job-report.action.ts';
 import { jobDecisionsReconciler } from './job-decisions.reconciler.ts';
 import type { Sources } from '../controllers/sources/sources.ts';
@@ -59,6 +60,8 @@ function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string>; 
   const r = jobDecisionsReconciler({
     index, faultsOf: (n) => (until === undefined ? faults[n] ?? [] : visible[n] ?? []), ...filtered, states, executor,
     reporter: new DecisionReporter({ log: silentLogger, metrics: new Metrics({ processMetrics: false }) }),
+    // The history's writes are covered on the real apiserver (test/integration/kubectl-clusterd.test.ts).
+    history: new DecisionHistory({ client: cms.client(), log: silentLogger, metrics: new Metrics({ processMetrics: false }), bounds: { perJob: 50, total: 5000, ttlMs: 3_600_000 }, dryRun: true }),
     resetConfig: { cached: () => undefined, writer }, config: {}, dryRun: false,
     registered: () => false, onStateChanged: () => undefined, onGone: () => undefined,
   });

@@ -18,15 +18,18 @@ import { aggregateJob, type FaultCause, type HiddenFault, type JobFaultAggregate
 import { alreadyActed, markActed } from '../policy/jobs/job-decision-id.ts';
 import { decideJob } from '../policy/jobs/job-restart.ts';
 import { faultKey, type FaultRecord } from '../vocabulary/fault-types.ts';
-import type { JobDecision, JobDecisionConfig } from '../policy/jobs/job-decision-types.ts';
+import type { JobDecision, JobDecisionConfig, JobRescheduleState } from '../policy/jobs/job-decision-types.ts';
 import { TerminalError, type Outcome, type ReconcileContext, type Reconciler } from '../runtime/reconciler.ts';
 import type { ExecAction, PendingDecision } from '../schemas/job-state/job-state.ts';
 import { readResetConfig, type ResetConfigDeps } from '../actions/job-reset-config.action.ts';
 import type { JobActionExecutor } from '../actions/job-action-executor.ts';
 import type { JobEntry, JobIndex } from '../controllers/job-index.ts';
 import type { JobStateStore } from '../actions/job-state.action.ts';
-import { chainOf, faultSummary, type DecisionReporter, type ReporterJob } from '../actions/job-report.action.ts';
+import { chainOf, decisionRecordInput, faultSummary, type DecisionOutcome, type DecisionReporter, type ReporterJob } from '../actions/job-report.action.ts';
+import { recordDecision, type DecisionHistory } from '../actions/decision-history.action.ts';
+import type { DecisionRecordOutcome } from '../schemas/decision-record/decision-record.ts';
 import { jobNodes } from '../policy/jobs/job-view.ts';
+import type { GoodputTracker } from '../telemetry/goodput.ts';
 
 export interface JobDecisionsDeps {
   readonly index: JobIndex;
@@ -41,6 +44,8 @@ export interface JobDecisionsDeps {
   readonly states: JobStateStore;
   readonly executor: JobActionExecutor;
   readonly reporter: DecisionReporter;
+  /** The durable decision history: every reported decision is recorded there (issue 12 item 4). */
+  readonly history: DecisionHistory;
   readonly resetConfig: ResetConfigDeps;
   readonly config: Partial<JobDecisionConfig>;
   readonly dryRun: boolean;
@@ -52,7 +57,12 @@ export interface JobDecisionsDeps {
   readonly onGone: (key: string) => void;
   /** Test hook: called right after a decision is persisted, before it is carried out. */
   readonly afterPersist?: (key: string, pending: PendingDecision) => void;
+  /** Goodput episodes (telemetry/goodput.ts): this reconcile observes decided, pods deleted and pods Running. */
+  readonly goodput?: GoodputTracker;
 }
+
+const historyJob = (e: JobEntry) => ({ namespace: e.view.namespace, name: e.view.name, podGroup: e.podGroup.metadata?.name ?? '', uid: e.view.uid });
+const HISTORY_OUTCOME: Record<DecisionOutcome, DecisionRecordOutcome> = { acted: 'acted', replayed: 'acted', dry_run: 'dry_run', no_action: 'no_action', already_acted: 'already_acted' };
 
 const reporterJob = (e: JobEntry): ReporterJob => ({
   key: e.view.key, namespace: e.view.namespace, podGroupName: e.podGroup.metadata?.name ?? '',
@@ -103,14 +113,28 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
       return typeof cur === 'string' ? [] : [{ type: 'podRescheduledResetConfig', retryTime: cur.info.RetryTime + 1, updateTimeS: Math.floor(nowMs / 1000) }];
     });
 
-  const carryOut = async (entry: JobEntry, p: PendingDecision, replay: boolean, ctx: ReconcileContext): Promise<void> => {
+  /**
+   * Carries out a persisted decision, then records it in the history. `recorded` = the structured
+   * record (faults, reason steps) of a fresh decision; a replay records from the persisted chain, and
+   * if the first run had recorded it already the record's name makes that a no-op (409).
+   */
+  const carryOut = async (entry: JobEntry, p: PendingDecision, state: JobRescheduleState | undefined, replay: boolean, ctx: ReconcileContext, recorded?: Parameters<typeof recordDecision>[1]): Promise<void> => {
     const job = { key: entry.view.key, namespace: entry.view.namespace, name: entry.view.name, uid: entry.view.uid };
+    // The episode opens (or, after a restart, reopens from the persisted times) before acting. A
+    // restart's completion (GracefulExit back to 0, RetryTime + 1) is bookkeeping, not a decision on a fault.
+    const active = state?.active;
+    if (p.phase !== 'complete') d.goodput?.decided(job, {
+      faultSinceMs: p.faultSinceMs, atMs: p.atMs, awaitResume: p.kind === 'process',
+      targets: (active?.targets ?? []).map((t) => t.uid), minRunning: active?.minAvailable ?? 0,
+    });
     const s = await d.executor.run(job, p, { replay, signal: ctx.signal });
+    if (s.deleted.length > 0) d.goodput?.podsDeleted(job.key, ctx.now());
     if (replay) d.reporter.countReplay(p.kind);
     ctx.log.info(replay ? 'pending job decision carried out (replay)' : 'job decision carried out', {
       job: job.key, decisionId: p.decisionId, deleted: s.deleted, alreadyGone: s.alreadyGone, annotated: s.annotated, recorded: s.recorded,
     });
     await d.reporter.event(reporterJob(entry), p, p.chain, p.atMs);
+    await recordDecision(d.history, recorded ?? decisionRecordInput(historyJob(entry), undefined, p, [{ stage: 'rule', detail: p.chain }], 'acted', p.atMs), ctx.signal);
   };
 
   return {
@@ -120,6 +144,7 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
       if (entry === undefined) {
         for (const r of d.states.all().filter((x) => x.jobKey === key)) await d.states.remove(r.jobUid);
         d.reporter.forget(key);
+        d.goodput?.jobGone(key);
         d.onGone(key);
         return {};
       }
@@ -136,11 +161,12 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
       let state = stored?.value.state;
       const pending = stored?.value.pending;
       if (pending !== undefined && !d.dryRun) {
-        await carryOut(entry, pending, true, ctx);
+        await carryOut(entry, pending, state, true, ctx);
         await d.states.put(key, stored!.value.state);
       }
 
       const nowMs = ctx.now();
+      d.goodput?.podsObserved(key, entry.view.pods, nowMs);
       const snapshot = snapshotFromCache(entry, d.faultsOf, d.filtered);
       const aggregate = aggregateJob(snapshot);
       const out = decideJob({
@@ -160,12 +186,13 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
         };
         await d.states.put(key, next, p); // BEFORE acting
         d.afterPersist?.(key, p);
-        await carryOut(entry, p, false, ctx);
+        await carryOut(entry, p, next, false, ctx, decisionRecordInput(historyJob(entry), shown, dec, dec.reasons, 'acted', nowMs));
         await d.states.put(key, next);
       } else {
         if (acting) ctx.log.info('dry run: decision not carried out', { job: key, decisionId: dec.decisionId });
         await d.states.put(key, next);
         if (reported && !d.dryRun) await d.reporter.event(reporterJob(entry), dec, faultSummary(shown) + chainOf(dec.reasons), nowMs);
+        if (reported) await recordDecision(d.history, decisionRecordInput(historyJob(entry), shown, dec, dec.reasons, HISTORY_OUTCOME[outcome], nowMs), ctx.signal);
       }
       state = next;
       if (budgetBefore !== state.retry?.times) d.onStateChanged();

@@ -22,7 +22,11 @@ export type EscalationInput =
   /** All faults currently reported for `node` (any source; only chip and network faults with a device are used). */
   | { readonly type: 'observe'; readonly node: string; readonly faults: readonly LeveledFault[] }
   /** An operator released a manually separated NPU (e.g. removed it from the device plugin's ManuallySeparateNPU key). */
-  | { readonly type: 'release'; readonly node: string; readonly device: string; readonly code?: string };
+  | {
+    readonly type: 'release'; readonly node: string; readonly device: string; readonly code?: string;
+    /** `kubectl clusterd release`: only upgrades in force since at most this time (a later re-escalation stands), by whom. */
+    readonly beforeMs?: number; readonly by?: string;
+  };
 
 export type EscalationOutput = TrackEvent & { readonly node: string; readonly device: string; readonly code: string };
 
@@ -133,11 +137,13 @@ function observe(w: Work, node: string, faults: readonly LeveledFault[], nowMs: 
   w.advanceKeys(new Set([...nodeKeys, ...present.keys()]), nowMs);
 }
 
-function release(w: Work, node: string, device: string, code: string | undefined, nowMs: number): void {
+function release(w: Work, node: string, device: string, code: string | undefined, nowMs: number, beforeMs?: number, by?: string): void {
   for (const [k, t] of Object.entries(w.tracks)) {
     if (t.node !== node || t.device !== device || t.upgrade === null) continue;
     if (code !== undefined && t.code.toUpperCase() !== code.toUpperCase()) continue;
-    const reasons = [reason('operator-release', `operator released ${node}/${device}`, { code: t.code, level: t.baseLevel })];
+    if (beforeMs !== undefined && t.upgrade.sinceMs > beforeMs) continue;
+    const who = by === undefined ? '' : ` (${by}${beforeMs === undefined ? '' : ` at ${new Date(beforeMs).toISOString()}`})`;
+    const reasons = [reason('operator-release', `operator released ${node}/${device}${who}`, { code: t.code, level: t.baseLevel })];
     w.apply(k, { track: { ...t, upgrade: null, occurrences: [] }, events: [{ type: 'frequency-release', atMs: nowMs, cause: 'operator', reasons }] });
   }
 }
@@ -173,7 +179,7 @@ export function escalationPolicy(
       observe(w, input.node, input.faults, nowMs);
       break;
     case 'release':
-      release(w, input.node, input.device, input.code, nowMs);
+      release(w, input.node, input.device, input.code, nowMs, input.beforeMs, input.by);
       break;
     case 'config':
       reconfigure(w, nowMs);

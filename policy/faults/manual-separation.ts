@@ -55,7 +55,9 @@ export type ManualSeparationInput =
   /** The `Total` lists currently in clusterd-manual-info-cm (absent ConfigMap = {}). */
   | { readonly type: 'manual-info'; readonly total: Readonly<Record<string, readonly string[]>> }
   /** At start-up without persisted state: take over the entries already in clusterd-manual-info-cm. */
-  | { readonly type: 'adopt'; readonly info: Readonly<Record<string, ManualInfoNode>> };
+  | { readonly type: 'adopt'; readonly info: Readonly<Record<string, ManualInfoNode>> }
+  /** `kubectl clusterd release`: release the NPU's separations made at or before `beforeMs` and reset its counters. */
+  | { readonly type: 'operator-release'; readonly node: string; readonly device: string; readonly beforeMs: number; readonly by: string };
 
 export type ManualSeparationOutput =
   | { readonly type: 'software-fault'; readonly jobKey: string; readonly code: string; readonly devices: readonly string[]; readonly reasons: ReasonChain }
@@ -182,6 +184,16 @@ class Work {
     }
   }
 
+  operatorRelease(node: string, device: string, beforeMs: number, by: string): void {
+    const nk = npuKey(node, device);
+    const npu = this.separated[nk];
+    if (npu === undefined) return;
+    const codes = npu.entries.filter((e) => e.lastSeparateTimeMs <= beforeMs).map((e) => e.code);
+    if (codes.length === 0) return;
+    for (const c of codes) delete this.counters[codeKey(node, device, c)];
+    this.release(nk, 'operator', codes, `released by ${by} with kubectl clusterd release at ${new Date(beforeMs).toISOString()}`);
+  }
+
   adopt(info: Readonly<Record<string, ManualInfoNode>>, nowMs: number): void {
     for (const [node, v] of Object.entries(info)) {
       for (const device of v.Total) {
@@ -234,6 +246,9 @@ export function manualSeparationPolicy(
       break;
     case 'adopt':
       w.adopt(input.info, nowMs);
+      break;
+    case 'operator-release':
+      w.operatorRelease(input.node, input.device, input.beforeMs, input.by);
       break;
     case 'config':
     case 'tick':
