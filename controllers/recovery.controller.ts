@@ -125,7 +125,7 @@ export class RecoveryController {
     });
     this.stepRetry = new StepRetryView({
       index: this.index, stepRetry: (jobId, enabled) => this.memory.stepRetryJob(jobId, enabled), jobView: (n) => this.jobView(n),
-      notify: (nodes) => d.deviceFaults.notify(nodes), scheduler: this.scheduler, now: this.now,
+      notify: (nodes) => d.deviceFaults.notify(nodes), scheduler: this.scheduler, now: this.now, log: d.log,
     });
     this.actions = new RecoveryActions({
       client: d.client, writer: d.writer, metrics: d.metrics, log: d.log, now: this.now,
