@@ -5,7 +5,7 @@
  * intake reports only the node that changed. The cluster-info reconciler re-renders these peers with
  * the nodes the intake names (its cache would otherwise keep their old entries).
  */
-import type { JobIndex } from './job-index.ts';
+import type { JobIndex } from '../state/job-index.ts';
 import { jobNodes } from '../policy/jobs/job-view.ts';
 
 /** Every node of the recover-in-place jobs (the same knobs as fault-filters.controller.ts) with a pod on `nodes`. */

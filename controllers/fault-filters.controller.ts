@@ -34,7 +34,7 @@ import type { UceAccompanyState } from '../policy/filters/uce-accompany.ts';
 import { formatChain } from '../policy/reasons.ts';
 import type { FilterState } from '../schemas/escalation-state/escalation-state.ts';
 import { filterNode, type FilterJob, type FilterOutcome, type NodeFilterResult } from '../policy/filters/fault-filters.ts';
-import { JobIndex, type JobEntry } from './job-index.ts';
+import { JobIndex, type JobEntry } from '../state/job-index.ts';
 import type { Pod, PodGroup } from '../runtime/kube-objects.ts';
 import type { Sources } from './sources/sources.ts';
 import { jobNodes } from '../policy/jobs/job-view.ts';

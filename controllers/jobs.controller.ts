@@ -33,7 +33,7 @@ import type { ResetConfigDeps } from '../actions/job-reset-config.action.ts';
 import type { DeviceFaultsController } from './device-faults.controller.ts';
 import type { Options } from './options.ts';
 import type { Sources } from './sources/sources.ts';
-import { JobIndex } from './job-index.ts';
+import { JobIndex } from '../state/job-index.ts';
 import { jobAggregates$ } from '../policy/jobs/job-pipeline.ts';
 import { JobStateStore } from '../actions/job-state.action.ts';
 import { DecisionReporter } from '../actions/job-report.action.ts';

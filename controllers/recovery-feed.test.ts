@@ -1,7 +1,7 @@
 import type { FaultRecord, NpuFaultLevel } from '../vocabulary/fault-types.ts';
 import { podViewFromMeta } from '../policy/jobs/job-view.ts';
 import { parseJobKnobs } from '../schemas/job-knobs/job-knobs.ts';
-import { knobsInputOf, type JobEntry } from './job-index.ts';
+import { knobsInputOf, type JobEntry } from '../state/job-index.ts';
 import { recoveryFeed, retryReportDevices, type FeedInput } from './recovery-feed.ts';
 import type { Pod } from '../runtime/kube-objects.ts';
 

@@ -28,7 +28,7 @@ import { strategyMenu } from '../policy/recovery/recovery-choice.ts';
 import type { FaultType } from '../policy/recovery/recovery-signals.ts';
 import type { ObservedFaultRank, PodObservation, RecoveryJobConfig } from '../policy/recovery/recovery-types.ts';
 import { RETRY_FAULT_TYPES } from '../policy/filters/step-retry-filter.ts';
-import type { JobEntry } from './job-index.ts';
+import type { JobEntry } from '../state/job-index.ts';
 import type { Pod } from '../runtime/kube-objects.ts';
 
 /** Levels the recovery service's subscription drops (A.4 #31). */

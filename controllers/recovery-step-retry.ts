@@ -21,7 +21,7 @@ import { jobNodes, npuId } from '../policy/jobs/job-view.ts';
 import { TimerLoop } from '../runtime/timer-loop.ts';
 import { schedulerClock } from '../runtime/work-queue.ts';
 import type { Logger } from '../telemetry/logger.ts';
-import type { JobIndex } from './job-index.ts';
+import type { JobIndex } from '../state/job-index.ts';
 
 export interface StepRetryViewDeps {
   readonly index: JobIndex;

@@ -37,7 +37,7 @@ import { promoteBackupPod } from '../actions/hot-switch-backup.action.ts';
 import { patchPodGroupMeta } from '../actions/recovery-patch.action.ts';
 import { HOT_SWITCH_ANNOTATION as A } from '../policy/recovery/hot-switch-types.ts';
 import type { DeviceFaultsController } from './device-faults.controller.ts';
-import { JobIndex, jobOwnerOf, type JobEntry } from './job-index.ts';
+import { JobIndex, jobOwnerOf, type JobEntry } from '../state/job-index.ts';
 import type { Options } from './options.ts';
 import { MemoryCommands } from './recovery-commands.ts';
 import { recoveryFeed, retryReportDevices, type RecoveryFeed } from './recovery-feed.ts';

@@ -7,7 +7,7 @@ import { faultKey, type FaultRecord } from '../vocabulary/fault-types.ts';
 import { JOB_STATE_KEY, parseJobState, type PendingDecision } from '../schemas/job-state/job-state.ts';
 import type { JobActionExecutor, JobTarget } from '../actions/job-action-executor.ts';
 import { FakeConfigMaps, FakeStore, podGroupOf, podOf } from '../test/support/job-fakes.ts';
-import { JobIndex } from '../controllers/job-index.ts';
+import { JobIndex } from '../state/job-index.ts';
 import { JobStateStore } from '../actions/job-state.action.ts';
 import { DecisionHistory } from '../actions/decision-history.action.ts';
 import { DecisionReporter } from '../actions/job-report.action.ts';

@@ -23,7 +23,7 @@ import { TerminalError, type Outcome, type ReconcileContext, type Reconciler } f
 import type { ExecAction, PendingDecision } from '../schemas/job-state/job-state.ts';
 import { readResetConfig, type ResetConfigDeps } from '../actions/job-reset-config.action.ts';
 import type { JobActionExecutor } from '../actions/job-action-executor.ts';
-import type { JobEntry, JobIndex } from '../controllers/job-index.ts';
+import type { JobEntry, JobIndex } from '../state/job-index.ts';
 import type { JobStateStore } from '../actions/job-state.action.ts';
 import { chainOf, decisionRecordInput, faultSummary, type DecisionOutcome, type DecisionReporter, type ReporterJob } from '../actions/job-report.action.ts';
 import { recordDecision, type DecisionHistory } from '../actions/decision-history.action.ts';

@@ -19,7 +19,7 @@ import type { KubeObject } from '../runtime/kube-client.ts';
 import { parseJobKnobs, type JobKnobs } from '../schemas/job-knobs/job-knobs.ts';
 import { podViewFromMeta, type JobKind, type JobKnobsInput, type JobView, type PodMetaInput } from '../policy/jobs/job-view.ts';
 import type { Pod, PodGroup } from '../runtime/kube-objects.ts';
-import type { Sources } from './sources/sources.ts';
+import type { Reflector } from '../runtime/reflector.ts';
 
 /** Volcano's pod annotation naming the pod's PodGroup. */
 export const GROUP_NAME_ANNOTATION = 'scheduling.k8s.io/group-name';
@@ -120,14 +120,20 @@ const removeFrom = (m: Map<string, Set<string>>, k: string | undefined, v: strin
   if (s.size === 0) m.delete(k);
 };
 
+/** The informer caches the index reads (the controller's Sources has both). */
+export interface JobIndexSources {
+  readonly pods: Pick<Reflector<Pod>, 'store' | 'get'>;
+  readonly podGroups: Pick<Reflector<PodGroup>, 'store' | 'get'>;
+}
+
 export class JobIndex {
-  private readonly sources: Pick<Sources, 'pods' | 'podGroups'>;
+  private readonly sources: JobIndexSources;
   private readonly entries = new Map<string, PodIndexEntry>();
   private readonly byOwner = new Map<string, Set<string>>();
   private readonly byGroup = new Map<string, Set<string>>();
   private readonly byNode = new Map<string, Set<string>>();
 
-  constructor(sources: Pick<Sources, 'pods' | 'podGroups'>) {
+  constructor(sources: JobIndexSources) {
     this.sources = sources;
   }
 
