@@ -34,7 +34,7 @@ import { FaultFiltersController } from './fault-filters.controller.ts';
 import { JobSummaryController } from './job-summary.controller.ts';
 import { JobStatisticController } from './job-statistic.controller.ts';
 import { RelationFaultsController } from './relation-faults.controller.ts';
-import { recoverInPlacePeers } from './fault-filters-peers.ts';
+import { recoverInPlacePeers } from '../policy/filters/fault-filters-peers.ts';
 import { LAST_GOOD_CM_NAME, parseLastGood } from '../state/device-info-last-good.ts';
 import { LAST_GOOD_RECONCILE_KEY, lastGoodReconciler } from '../reconcilers/device-info-last-good.reconciler.ts';
 import { hostname } from 'node:os';

@@ -9,7 +9,7 @@ import type { HotSwitchCommand } from '../policy/recovery/hot-switch-types.ts';
 import type { RecoveryCommand } from '../policy/recovery/recovery-types.ts';
 import { BUSINESS_REPORT_EXPIRY_MS, type StepRetryJob } from '../policy/filters/step-retry-filter.ts';
 import type { Logger } from '../telemetry/logger.ts';
-import type { RetryReport } from './recovery-feed.ts';
+import type { RetryReport } from '../policy/recovery/recovery-feed.ts';
 import type { JobCommand, JobFsm } from './recovery-job.ts';
 
 /** Per job: the step retry in flight (ranks held back) and when it was reported done. */

@@ -5,7 +5,7 @@
  * subscribe (style.md 2.1).
  *
  * Who feeds what:
- * - pods / PodGroups / node faults of a registered job -> (coalesced per job, recovery-feed.ts)
+ * - pods / PodGroups / node faults of a registered job -> (coalesced per job, policy/recovery/recovery-feed.ts)
  *   `podsObserved`, `podGroupObserved`, `configChanged`, `faultObserved` to the recovery FSM;
  *   `podsObserved`, `configChanged`, `subHealthFault` (SubHealthy jobs) to the hot-switch FSM;
  * - gRPC (controllers/grpc-handlers.ts) -> register, subscribe / stream close, the four reports;
@@ -40,7 +40,7 @@ import type { DeviceFaultsController } from './device-faults.controller.ts';
 import { JobIndex, jobOwnerOf, type JobEntry } from '../state/job-index.ts';
 import type { Options } from './options.ts';
 import { MemoryCommands } from './recovery-commands.ts';
-import { recoveryFeed, retryReportDevices, type RecoveryFeed } from './recovery-feed.ts';
+import { recoveryFeed, retryReportDevices, type RecoveryFeed } from '../policy/recovery/recovery-feed.ts';
 import { JobFsm, recoveryCommandLoop, type InputOutcome, type JobInput, type Machine } from './recovery-job.ts';
 import { RECOVERY_STATE_NAMESPACE, RECOVERY_STATE_QUEUE, RecoveryStateStore, recoveryStateReconciler, type RecoveryRecord } from '../reconcilers/recovery-state.reconciler.ts';
 import type { Pod } from '../runtime/kube-objects.ts';
@@ -296,7 +296,7 @@ export class RecoveryController {
    * ClusterD's job fault list is built from the device-info its retry processor has already filtered
    * (faultmanager: DeviceCenter processors, then the job center): a retry fault of a step-retry job
    * is not listed while the step-retry filter hides it (its first 10 s, then up to RecoverTime + 30 s);
-   * meanwhile the business-plane report stands for it (recovery-feed.ts, 10 s). So a device-info UCE
+   * meanwhile the business-plane report stands for it (policy/recovery/recovery-feed.ts, 10 s). So a device-info UCE
    * that lands before MindIO's report is taken in is not a normal fault.
    */
   private feedOf(jobId: string, entry: JobEntry, downgraded: boolean): RecoveryFeed {

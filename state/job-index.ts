@@ -18,6 +18,7 @@ import { objectKey, type WatchEvent } from '../runtime/reflector.ts';
 import type { KubeObject } from '../runtime/kube-client.ts';
 import { parseJobKnobs, type JobKnobs } from '../schemas/job-knobs/job-knobs.ts';
 import { podViewFromMeta, type JobKind, type JobKnobsInput, type JobView, type PodMetaInput } from '../policy/jobs/job-view.ts';
+import type { JobFacts, JobLookup } from '../policy/jobs/job-facts.ts';
 import type { Pod, PodGroup } from '../runtime/kube-objects.ts';
 import type { Reflector } from '../runtime/reflector.ts';
 
@@ -83,9 +84,8 @@ export function knobsInputOf(k: JobKnobs): JobKnobsInput {
   };
 }
 
-export interface JobEntry {
-  readonly view: JobView;
-  readonly knobs: JobKnobs;
+/** A job as the index builds it; policy reads the JobFacts part (policy/jobs/job-facts.ts). */
+export interface JobEntry extends JobFacts {
   readonly knobsInput: JobKnobsInput;
   readonly warnings: readonly string[];
   readonly podGroup: PodGroup;
@@ -126,7 +126,7 @@ export interface JobIndexSources {
   readonly podGroups: Pick<Reflector<PodGroup>, 'store' | 'get'>;
 }
 
-export class JobIndex {
+export class JobIndex implements JobLookup {
   private readonly sources: JobIndexSources;
   private readonly entries = new Map<string, PodIndexEntry>();
   private readonly byOwner = new Map<string, Set<string>>();
