@@ -10,6 +10,7 @@ import { FakeConfigMaps, FakeStore, podGroupOf, podOf } from '../test/support/jo
 import { JobIndex } from './job-index.ts';
 import { JobStateStore } from '../actions/job-state.action.ts';
 import { DecisionReporter } from './job-report.ts';
+import { FlapDamper } from './flap-damper.ts';
 import { jobDecisionsReconciler } from './job-decisions.ts';
 import type { Sources } from './sources/sources.ts';
 import type { KubeObject } from '../runtime/kube-client.ts';
@@ -61,6 +62,8 @@ function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string>; 
     reporter: new DecisionReporter({ log: silentLogger, metrics: new Metrics({ processMetrics: false }) }),
     resetConfig: { cached: () => undefined, writer }, config: {}, dryRun: false,
     registered: () => false, onStateChanged: () => undefined, onGone: () => undefined,
+    // Breaker and damping are tested in breaker.test.ts / flap-damping.test.ts: here, an open gate.
+    breaker: { admit: () => ({ allowed: true }) }, damper: new FlapDamper({ holdMs: 0, recoveries: 2, windowMs: 60_000 }, () => nowMs),
   });
   const ctx: ReconcileContext = { log: silentLogger, signal: new AbortController().signal, now: () => nowMs };
   return { r, ctx, cms, log, chains, states, pods, groups, advance: (ms: number) => { nowMs += ms; } };

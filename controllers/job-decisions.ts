@@ -27,6 +27,9 @@ import type { JobEntry, JobIndex } from './job-index.ts';
 import type { JobStateStore } from '../actions/job-state.action.ts';
 import { chainOf, faultSummary, type DecisionReporter, type ReporterJob } from './job-report.ts';
 import { jobNodes } from '../policy/job-view.ts';
+import { entityOf } from '../policy/flap-damping.ts';
+import type { BreakerGate } from './breaker.controller.ts';
+import type { FlapDamper } from './flap-damper.ts';
 
 export interface JobDecisionsDeps {
   readonly index: JobIndex;
@@ -52,6 +55,35 @@ export interface JobDecisionsDeps {
   readonly onGone: (key: string) => void;
   /** Test hook: called right after a decision is persisted, before it is carried out. */
   readonly afterPersist?: (key: string, pending: PendingDecision) => void;
+  /** The blast-radius breaker: asked before every reschedule (pod deletions); held = not carried out. */
+  readonly breaker: BreakerGate;
+  /** Flap damping: a restart for re-faults of the hardware the job was just restarted for waits. */
+  readonly damper: FlapDamper;
+}
+
+/** Decisions that delete pods: the reschedules the breaker counts and holds. */
+const reschedules = (dec: JobDecision): boolean => dec.actions.some((a) => a.type === 'evictPods' || a.type === 'forceDeletePods');
+
+/** The breaker counts a restart once, whatever its steps (grace, then force): `<uid>/g<generation>`. */
+const restartKeyOf = (decisionId: string): string => decisionId.split('/').slice(0, 2).join('/');
+
+/**
+ * The hardware (chips, nodes) behind the decision's causes; empty when a cause is not hardware (a
+ * failed pod), so such a restart is never deferred by flap damping.
+ */
+function causeEntities(agg: JobFaultAggregate): { readonly entities: readonly string[]; readonly nodes: readonly string[] } {
+  const entities: string[] = [];
+  const nodes = new Set<string>();
+  let hardware = true;
+  for (const r of agg.ranks) {
+    for (const c of r.causes) {
+      const node = c.node ?? r.node;
+      if (node !== undefined) nodes.add(node);
+      if (c.level === undefined || node === undefined) { hardware = false; continue; }
+      entities.push(entityOf({ node, ...(c.device === undefined ? {} : { device: c.device }) }));
+    }
+  }
+  return { entities: hardware ? [...new Set(entities)].sort() : [], nodes: [...nodes].sort() };
 }
 
 const reporterJob = (e: JobEntry): ReporterJob => ({
@@ -120,6 +152,7 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
       if (entry === undefined) {
         for (const r of d.states.all().filter((x) => x.jobKey === key)) await d.states.remove(r.jobUid);
         d.reporter.forget(key);
+        d.damper.forget(key);
         d.onGone(key);
         return {};
       }
@@ -150,6 +183,31 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
       const shown = withoutHidden(aggregate, nowMs);
       const acting = dec.actions.length > 0 && !alreadyActed(state, dec);
       const next = acting ? markActed(out.state, dec) : out.state;
+      const nodes = jobNodes(entry.view);
+      const viewChangeMs = d.damper.nextChangeMs(nodes);
+      const requeue = (ms: number | undefined): Outcome => {
+        const t = [ms, viewChangeMs === undefined ? undefined : viewChangeMs - nowMs].filter((x): x is number => x !== undefined);
+        return t.length === 0 ? {} : { requeueAfterMs: Math.max(Math.min(...t), 50) };
+      };
+      const causes = causeEntities(shown);
+      if (acting && !d.dryRun && reschedules(dec)) {
+        // Flap damping first (a deferred restart is not a reschedule the breaker should count).
+        const until = d.damper.deferUntil(key, causes.entities);
+        if (until !== undefined) {
+          d.reporter.decided(reporterJob(entry), aggregate, dec, 'deferred');
+          ctx.log.info('job restart deferred by flap damping', { job: key, decisionId: dec.decisionId, entities: causes.entities, untilMs: until });
+          return requeue(until - nowMs);
+        }
+        const v = d.breaker.admit('jobs', restartKeyOf(dec.decisionId), causes.nodes);
+        if (!v.allowed) {
+          // Held: nothing persisted or carried out. A reset re-queues the job, which is then decided
+          // again from the faults of that moment (not replayed).
+          if (d.reporter.decided(reporterJob(entry), aggregate, dec, 'held')) {
+            await d.reporter.held(reporterJob(entry), dec, `${faultSummary(shown)}${chainOf(dec.reasons)} -> ${v.reason}`, nowMs);
+          }
+          return requeue(undefined);
+        }
+      }
       const outcome = !acting ? (dec.actions.length > 0 ? 'already_acted' : 'no_action') : d.dryRun ? 'dry_run' : 'acted';
       const reported = d.reporter.decided(reporterJob(entry), aggregate, dec, outcome);
       const budgetBefore = state?.retry?.times ?? (entry.knobs.faultRetryTimes > 0 ? entry.knobs.faultRetryTimes : undefined);
@@ -162,6 +220,7 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
         d.afterPersist?.(key, p);
         await carryOut(entry, p, false, ctx);
         await d.states.put(key, next);
+        if (reschedules(dec)) d.damper.restarted(key, causes.entities);
       } else {
         if (acting) ctx.log.info('dry run: decision not carried out', { job: key, decisionId: dec.decisionId });
         await d.states.put(key, next);
@@ -169,7 +228,7 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
       }
       state = next;
       if (budgetBefore !== state.retry?.times) d.onStateChanged();
-      return dec.requeueAfterMs === undefined ? {} : { requeueAfterMs: Math.max(dec.requeueAfterMs, 50) };
+      return requeue(dec.requeueAfterMs);
     },
   };
 }
