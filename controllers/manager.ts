@@ -340,7 +340,7 @@ export class Manager implements HealthSource {
     this.schedulingException.queue.addAfter(SCHEDULING_EXCEPTION_RECONCILE_KEY, SCHEDULING_EXCEPTION_CHECK_INTERVAL_MS);
     // The breaker's state is restored before the first decision can ask it (rescheduling only: in
     // the ClusterD role nothing is rescheduled or isolated, so there is nothing to hold).
-    if (this.jobs.loops !== undefined) this.breaker.startActing();
+    if (this.jobs.loops !== undefined && !this.deps.options.dryRun) this.breaker.startActing();
     this.jobs.startLoops();
     // Before the job summary acts: its first changes are events of the statistic (ClusterD loads the
     // statistic ConfigMap first, then handles the informers' adds).
