@@ -112,7 +112,7 @@ export function admit(state: BreakerState, req: Admission, nowMs: number, cfg: B
   for (const s of scopes) {
     const limit = limitOf(cfg, s.scope, req.kind);
     const n = s.window[req.kind].filter((w) => w.key !== req.key).length + 1;
-    if (limit > 0 && n > limit) {
+    if (limit > 0 && n > limit && !s.tripped) {
       tripped.push({ scope: s.scope, reason: `${n} ${req.kind} ${req.kind === 'jobs' ? 'rescheduled' : 'isolated'} within ${windowS} s > ${limit} (last: ${req.key})` });
     }
   }

@@ -9,8 +9,8 @@
  * Two rules, both only for entities that recover and fault again, so a fault that comes once and
  * goes is handled exactly as ClusterD handles it:
  * 1. Hysteresis (`dampView`): an entity with at least `recoveries` recoveries within `windowMs` is
- *    *flapping*; it is held faulty (its last fault records stay in the rescheduler's view, with their
- *    first-seen times) until it has been healthy for `holdMs`. A job's fault set therefore does not
+ *    *flapping*; it is held faulty (its last fault records stay in the rescheduler's view) until it
+ *    has been healthy for `holdMs`. A job's fault set therefore does not
  *    blink with the link.
  * 2. Restart budget (`deferRestart`): a job restarted for faults on some entities is not restarted
  *    again within `holdMs` when every cause of the new restart is on those entities and each of them
@@ -24,7 +24,7 @@
  * count ClusterD / the device plugin would reach, and the escalated level shows through at once
  * (a present record always replaces the held one).
  */
-import { faultKey, type FaultRecord } from '../vocabulary/fault-types.ts';
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
 
 export interface FlapDampingConfig {
   /** Hold time and restart period; 0 = damping off. */
@@ -90,11 +90,8 @@ export function dampView(records: readonly FaultRecord[], prev: ReadonlyMap<stri
     const now = present.get(e);
     const recoveries = inWindow(p?.recoveries ?? []);
     if (now !== undefined) {
-      // Faulty: the present records win (an escalated level shows at once); a held record of the
-      // same fault keeps its first-seen time, so the fault reads as one continuing fault.
-      const firstSeen = new Map((p?.last ?? []).map((r) => [faultKey(r), r.firstSeenMs]));
-      const last = now.map((r) => (firstSeen.has(faultKey(r)) ? { ...r, firstSeenMs: Math.min(r.firstSeenMs, firstSeen.get(faultKey(r))!) } : r));
-      state.set(e, { recoveries, last });
+      // Faulty: the present records win (an escalated level shows at once), as reported.
+      state.set(e, { recoveries, last: now });
       if (recoveries.length > 0) soon(recoveries[0]! + cfg.windowMs);
       continue;
     }
