@@ -55,8 +55,16 @@ export class FlapDamper {
     return until;
   }
 
+  /**
+   * Records a restart. Within a period the entities add up: faults of one storm reach the flow in
+   * several bursts, and a restart for a later burst must not make the earlier hardware new again.
+   */
   restarted(job: string, entities: readonly string[]): void {
-    if (this.enabled && entities.length > 0) this.restarts.set(job, { atMs: this.now(), entities: [...new Set(entities)].sort() });
+    if (!this.enabled || entities.length === 0) return;
+    const now = this.now();
+    const prev = this.restarts.get(job);
+    const keep = prev !== undefined && now - prev.atMs < this.cfg.holdMs ? prev.entities : [];
+    this.restarts.set(job, { atMs: now, entities: [...new Set([...keep, ...entities])].sort() });
   }
 
   forget(job: string): void {
