@@ -4,7 +4,7 @@
  * Best effort: the caller logs a failure; it never fails a pass.
  */
 import { isConflict, paths, type KubeClient } from '../runtime/kube-client.ts';
-import { fingerprintHash } from '../policy/job-decision-id.ts';
+import { fingerprintHash } from '../policy/jobs/job-decision-id.ts';
 import { EVENT_COMPONENT, truncateUtf8 } from './job-event.action.ts';
 
 export interface ObjectEventSpec {

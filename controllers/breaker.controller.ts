@@ -22,8 +22,8 @@ import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { Sources } from './sources/sources.ts';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
-import { admit, autoReset, nextExpiryMs, prune, reset, trippedScopes, CLUSTER_SCOPE, type BreakerConfig, type BreakerKind, type Trip } from '../policy/breaker.ts';
-import { unusableNpus } from '../policy/job-isolation.ts';
+import { admit, autoReset, nextExpiryMs, prune, reset, trippedScopes, CLUSTER_SCOPE, type BreakerConfig, type BreakerKind, type Trip } from '../policy/jobs/breaker.ts';
+import { unusableNpus } from '../policy/faults/job-isolation.ts';
 import {
   BREAKER_CM_NAME, BREAKER_NAMESPACE, EMPTY_BREAKER_STATE, parseBreakerState, type BreakerState, type ResetRequest,
 } from '../schemas/breaker-state/breaker-state.ts';

@@ -10,7 +10,7 @@
  */
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import { dampView, deferRestart, type EntityState, type FlapDampingConfig, type LastRestart } from '../policy/flap-damping.ts';
+import { dampView, deferRestart, type EntityState, type FlapDampingConfig, type LastRestart } from '../policy/faults/flap-damping.ts';
 
 export class FlapDamper {
   private readonly nodes = new Map<string, ReadonlyMap<string, EntityState>>();
