@@ -10,6 +10,7 @@ import type { Metrics } from '../../telemetry/metrics.ts';
 import { adminClient, eventually } from '../support/cluster.ts';
 import { jobPods, runningWithNpus, startWorld, vcJob, type PodObj, type World } from '../../tools/job-peer/world.ts';
 import { podGroupEvents, readCm, report, sleep, startManager, type EventObj } from './jobs-support.ts';
+import { DECISION_OUTCOME_LABEL, decisionRecordsPath } from '../../schemas/decision-record/decision-record.ts';
 import { BREAKER_CM_NAME, BREAKER_LAST_RESET_ANNOTATION, BREAKER_NAMESPACE, BREAKER_RESET_ANNOTATION, parseBreakerState } from '../../schemas/breaker-state/breaker-state.ts';
 
 const uidOf = (p: PodObj): string => p.metadata?.uid ?? '';
@@ -68,6 +69,12 @@ describe('ops: blast-radius breaker and flap damping', () => {
       expect(ev.message).toContain('80E18402');
       expect(ev.message).toContain(`held by the blast-radius breaker (${domain}: 2 jobs rescheduled`);
     }
+    // ...and a durable DecisionRecord with outcome held whose last reason step is the breaker's.
+    const records = await eventually(async () => {
+      const l = await client.list<{ spec?: { reasons?: Array<{ stage: string; detail: string }> } }>(decisionRecordsPath(ns), { labelSelector: `${DECISION_OUTCOME_LABEL}=held` });
+      return l.items.length === 2 ? l.items : undefined;
+    }, 10_000);
+    for (const r of records) expect(r.spec?.reasons?.at(-1)).toMatchObject({ stage: 'breaker', detail: expect.stringContaining(`${domain}: 2 jobs rescheduled`) });
     expect(await trippedGauge(metrics, domain)).toBe(1);
     expect(await heldCount(metrics, 'jobs')).toBe(2);
     const cmEvents = await client.list<EventObj>(paths.events(BREAKER_NAMESPACE), { fieldSelector: `involvedObject.name=${BREAKER_CM_NAME}` });
