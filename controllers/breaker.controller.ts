@@ -78,6 +78,8 @@ export class BreakerController implements BreakerGate {
   /** Chips seen out of service per node (to count each newly isolated chip once). */
   private readonly chips = new Map<string, ReadonlySet<string>>();
   private subs: Subscription[] = [];
+  /** The state text last written or loaded (anything else on the ConfigMap was written by someone else). */
+  private lastText: string | undefined;
 
   constructor(d: BreakerControllerDeps) {
     this.d = d;
@@ -87,6 +89,8 @@ export class BreakerController implements BreakerGate {
       applyReset: (req) => this.applyReset(req),
       autoReset: (nowMs) => this.applyAutoReset(nowMs),
       drainNotes: () => { const n = this.notes; this.notes = []; return n; },
+      observed: (text) => this.observed(text),
+      written: (text) => { this.lastText = text; },
       actual: () => d.sources.mindxDlConfigMaps.get(`${BREAKER_NAMESPACE}/${BREAKER_CM_NAME}`),
       writer: d.writer, events: d.client, metrics: d.metrics,
     }), { log: d.log, metrics: d.metrics, now: d.now });
@@ -105,6 +109,7 @@ export class BreakerController implements BreakerGate {
   startActing(): void {
     const cm = this.d.sources.mindxDlConfigMaps.get(`${BREAKER_NAMESPACE}/${BREAKER_CM_NAME}`);
     const p = parseBreakerState(cm?.data?.state);
+    this.lastText = cm?.data?.state;
     if (p.ok) this.state = p.value;
     else {
       // Not silently: the unreadable text is logged whole (it is replaced by the next write).
@@ -149,6 +154,23 @@ export class BreakerController implements BreakerGate {
     if (kind === 'nodes') this.notes.push({ type: 'Warning', reason: 'BreakerHeld', message: `isolation of node ${key} ${reason}`, key: `held/${key}/${r.heldBy[0]?.scope}` });
     this.changed();
     return { allowed: false, reason };
+  }
+
+  /** A state on the ConfigMap that is not ours: adopted if readable (else logged, and replaced by ours). */
+  private observed(text: string | undefined): void {
+    if (text === undefined || text === this.lastText) return;
+    this.lastText = text;
+    const p = parseBreakerState(text);
+    if (!p.ok) {
+      this.log.error('breaker state edited outside the controller is unreadable, keeping ours', { reason: p.reason, text });
+      this.d.metrics.invalidInput.inc({ format: 'breaker_state', reason: p.kind ?? 'invalid' });
+      return;
+    }
+    this.log.warn('breaker state written outside the controller, adopted', { tripped: trippedScopes(p.value).map((s) => s.scope) });
+    for (const s of trippedScopes(this.state)) if (!p.value.scopes[s.scope]?.tripped) this.d.metrics.breakerTripped.set({ scope: s.scope }, 0);
+    for (const s of trippedScopes(p.value)) this.d.metrics.breakerTripped.set({ scope: s.scope }, 1);
+    this.state = p.value;
+    this.heldKeys.clear();
   }
 
   /** Current state (pruned) for the reconciler. */

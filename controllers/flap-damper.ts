@@ -2,9 +2,9 @@
  * Flap damping in the jobs flow (policy/flap-damping.ts has the rules and why). Holds, in memory, the
  * per-node entity states and each job's last restart, and gives the jobs flow its damped fault view.
  *
- * The view is computed on demand and is level-triggered: every read of a node compares the node's
- * records with its last observation (an unchanged input changes nothing), so no extra subscription
- * is needed; a hold that ends by itself comes back as the decision reconcile's requeue
+ * The view is level-triggered: every read of a node compares the node's records with its last
+ * observation (an unchanged input changes nothing); the jobs flow reads every node whose faults
+ * change (jobs.controller.ts), so no recovery is missed; a hold that ends by itself comes back as the decision reconcile's requeue
  * (`nextChangeMs`), never as a timer. Restarted or new leaders start with no damping memory: the
  * first flap after a restart is handled as a first fault (at most one extra restart).
  */

@@ -216,6 +216,9 @@ export class JobsController {
         l?.vcjobFaultNpu.queue.add(VCJOB_FAULT_NPU_KEY);
         break;
       case 'nodes':
+        // Every fault change is shown to the damper, also of nodes no job pod sits on right now (a
+        // restarted job's pods may be Pending), so a recovery there is not missed.
+        for (const n of w.nodes) this.dampedFaultsOf(n);
         l?.vcjobFaultNpu.queue.add(VCJOB_FAULT_NPU_KEY);
         for (const n of w.nodes) l?.isolation.queue.add(n);
         break;

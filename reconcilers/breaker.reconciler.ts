@@ -2,7 +2,9 @@
  * Writes the breaker state to `mindx-dl/clusterd-ts-breaker` (the only writer) and applies the
  * operator's reset request found on it (schemas/breaker-state/breaker-state.ts has the protocol).
  *
- * One pass: (1) a reset annotation is parsed and applied when it is newer than the trip (older ones
+ * One pass: (0) a state written by someone else (a newer object whose `state` is not our last write,
+ * e.g. restored from a backup or edited by hand) is adopted when readable, so the ConfigMap stays the
+ * truth; (1) a reset annotation is parsed and applied when it is newer than the trip (older ones
  * are stale: logged, the trip stands); either way the request is removed and the applied one recorded
  * in `clusterd-ts.io/breaker-last-reset`; an unreadable one is logged, counted
  * (`clusterd_invalid_input_total{format="breaker_reset"}`) and removed; (2) due auto-resets;
@@ -37,6 +39,10 @@ export interface BreakerReconcilerDeps {
   readonly applyReset: (req: ResetRequest) => { readonly reset: readonly string[]; readonly stale: readonly string[] };
   readonly autoReset: (nowMs: number) => readonly string[];
   readonly drainNotes: () => BreakerNote[];
+  /** The state text found on the ConfigMap (adopted by the controller when someone else wrote it). */
+  readonly observed: (text: string | undefined) => void;
+  /** The state text this pass wrote (or found already written). */
+  readonly written: (text: string) => void;
   readonly actual: () => ConfigMap | undefined;
   readonly writer: ConfigMapWriter;
   readonly events: KubeClient;
@@ -47,7 +53,9 @@ export function breakerReconciler(d: BreakerReconcilerDeps): Reconciler {
   return {
     name: 'breaker',
     async reconcile(_key: string, ctx: ReconcileContext): Promise<Outcome> {
-      const cm = d.actual();
+      // Our own last write when the informer has not caught up with it yet (never mistaken for an edit).
+      const cm = d.writer.fresher(BREAKER_NAMESPACE, BREAKER_CM_NAME, d.actual());
+      d.observed(cm?.data?.[BREAKER_STATE_KEY]);
       const raw = cm?.metadata?.annotations?.[BREAKER_RESET_ANNOTATION];
       const annotations: Record<string, string> = {};
       if (raw !== undefined) {
@@ -63,11 +71,16 @@ export function breakerReconciler(d: BreakerReconcilerDeps): Reconciler {
       }
       d.autoReset(ctx.now());
       const { state, nextMs } = d.desired(ctx.now());
+      const text = encodeBreakerState(state);
+      const requeue: Outcome = nextMs === undefined ? {} : { requeueAfterMs: Math.max(nextMs - ctx.now(), 100) };
+      // Nothing ever counted: no object is created (a cluster without incidents has no breaker state).
+      if (cm === undefined && Object.keys(state.scopes).length === 0 && raw === undefined) return requeue;
       const res = await d.writer.ensure('breaker', {
         namespace: BREAKER_NAMESPACE, name: BREAKER_CM_NAME, labels: { ...BREAKER_LABELS },
         annotations, ...(raw === undefined ? {} : { removeAnnotations: [BREAKER_RESET_ANNOTATION] }),
-        data: { [BREAKER_STATE_KEY]: encodeBreakerState(state) },
+        data: { [BREAKER_STATE_KEY]: text },
       }, cm);
+      d.written(text);
       const obj = res.obj ?? cm;
       for (const n of d.drainNotes()) {
         try {
@@ -80,7 +93,7 @@ export function breakerReconciler(d: BreakerReconcilerDeps): Reconciler {
           ctx.log.warn('could not record the breaker Event', { reason: n.reason, err: String(e) });
         }
       }
-      return nextMs === undefined ? {} : { requeueAfterMs: Math.max(nextMs - ctx.now(), 100) };
+      return requeue;
     },
   };
 }

@@ -62,11 +62,13 @@ describe('flap damping: hysteresis', () => {
 
 describe('flap damping: restart budget', () => {
   const last = { atMs: 0, entities: ['n1/Ascend910-3'] };
-  it('defers a re-fault of the same hardware to the end of the period, not a fault elsewhere', () => {
+  it('defers a re-fault of hardware that flapped since the restart to the end of the period, not a fault elsewhere', () => {
     const recovered = () => true;
+    const flapped = (e: string) => e !== 'n2'; // n2: a new fault, never recovered
     expect(deferRestart(['n1/Ascend910-3'], last, recovered, 5 * S, cfg)).toBe(30 * S);
     expect(deferRestart(['n1/Ascend910-3'], last, recovered, 30 * S, cfg)).toBeUndefined();
-    expect(deferRestart(['n1/Ascend910-3', 'n2'], last, recovered, 5 * S, cfg)).toBeUndefined();
+    expect(deferRestart(['n1/Ascend910-3', 'n2'], last, flapped, 5 * S, cfg)).toBeUndefined();
+    expect(deferRestart(['n1/Ascend910-3', 'n9/Ascend910-0'], last, flapped, 5 * S, cfg)).toBe(30 * S); // same storm, later burst
     expect(deferRestart(['n1/Ascend910-3'], last, () => false, 5 * S, cfg)).toBeUndefined(); // never recovered: not a flap
     expect(deferRestart([], last, recovered, 5 * S, cfg)).toBeUndefined(); // a failed pod is never deferred
     expect(deferRestart(['n1/Ascend910-3'], undefined, recovered, 5 * S, cfg)).toBeUndefined();

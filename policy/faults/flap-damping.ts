@@ -12,11 +12,12 @@
  *    *flapping*; it is held faulty (its last fault records stay in the rescheduler's view) until it
  *    has been healthy for `holdMs`. A job's fault set therefore does not
  *    blink with the link.
- * 2. Restart budget (`deferRestart`): a job restarted for faults on some entities is not restarted
- *    again within `holdMs` when every cause of the new restart is on those entities and each of them
- *    recovered since (a re-fault of the same flapping hardware). The decision is deferred to the end
- *    of the period and then re-decided from the view of that moment. A fault elsewhere restarts at
- *    once. So a flapping link restarts its job at most once per damping period.
+ * 2. Restart budget (`deferRestart`): a job restarted less than `holdMs` ago is not restarted again
+ *    when every cause of the new restart is on hardware that recovered since that restart (a
+ *    re-fault of flapping hardware). The decision is deferred to the end of the period and then
+ *    re-decided from the view of that moment. A fault on hardware that has not flapped (a new fault
+ *    elsewhere, a failed pod) restarts at once. So a flapping link restarts its job at most once per
+ *    damping period.
  *
  * FaultFrequency escalation (policy/faults/escalation.ts) counts fault *occurrences* upstream of this view,
  * on the records the sources report: damping suppresses recoveries only (and a re-fault's restart),
@@ -120,8 +121,8 @@ export interface LastRestart {
 }
 
 /**
- * Rule 2: defer a restart whose causes are all re-faults of the entities the job's last restart,
- * less than `holdMs` ago, was for. Answers the time to re-decide, or undefined to go ahead.
+ * Rule 2: defer a restart whose causes all flapped since the job's last restart, less than `holdMs`
+ * ago. Answers the time to re-decide, or undefined to go ahead.
  * `recoveredSince(entity, t)`: the entity recovered after t.
  */
 export function deferRestart(
@@ -130,6 +131,7 @@ export function deferRestart(
   if (cfg.holdMs <= 0 || last === undefined || causes.length === 0) return undefined;
   const until = last.atMs + cfg.holdMs;
   if (nowMs >= until) return undefined;
-  const before = new Set(last.entities);
-  return causes.every((e) => before.has(e) && recoveredSince(e, last.atMs)) ? until : undefined;
+  // Every cause flapped since that restart (recovered, then faulted again): a re-fault, not news.
+  // Not only the last restart's own causes: faults of one storm reach the flow in several bursts.
+  return causes.every((e) => recoveredSince(e, last.atMs)) ? until : undefined;
 }
