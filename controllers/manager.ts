@@ -8,6 +8,7 @@ import type { KubeClient } from '../runtime/kube-client.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { startHttpServer, type HealthSource, type Leadership } from '../telemetry/http-server.ts';
+import { Periodic } from '../runtime/periodic.ts';
 import { LeaderLabeler, type PodRef } from '../actions/leader-label.action.ts';
 import type { Options } from './options.ts';
 import { createSources, sourcesHealth, startSources, stopSources, waitForSync, type Sources } from './sources/sources.ts';
@@ -42,6 +43,8 @@ import { randomBytes } from 'node:crypto';
 
 /** An informer that has not heard from the apiserver for this long while disconnected is stuck. */
 const STALL_LIMIT_MS = 5 * 60_000;
+/** How often the watch-health gauges are refreshed between scrapes. */
+const WATCH_HEALTH_PERIOD_MS = 5_000;
 
 export interface ManagerDeps {
   readonly client: KubeClient;
@@ -102,7 +105,8 @@ export class Manager implements HealthSource {
   private leaderLabel: LeaderLabeler | undefined;
   private identity = '';
   private acting = false;
-  private healthTimer: NodeJS.Timeout | undefined;
+  /** Watch-health metrics between scrapes (every 5 s, through a work queue). */
+  private watchHealth: Periodic | undefined;
   private readonly deps: ManagerDeps;
   private readonly now: () => number;
 
@@ -267,8 +271,8 @@ export class Manager implements HealthSource {
     this.jobStatistic.start();
     this.recovery.start();
     startSources(this.sources);
-    this.healthTimer = setInterval(() => metrics.observeWatchHealth(sourcesHealth(this.sources), this.now()), 5_000);
-    this.healthTimer.unref();
+    this.watchHealth = new Periodic('watch_health', WATCH_HEALTH_PERIOD_MS, () => metrics.observeWatchHealth(sourcesHealth(this.sources), this.now()), { log });
+    this.watchHealth.start();
     await waitForSync(this.sources);
     metrics.observeWatchHealth(sourcesHealth(this.sources), this.now());
     log.info('caches synced', { objects: Object.fromEntries(sourcesHealth(this.sources).map((h) => [h.name, h.objects])) });
@@ -372,7 +376,7 @@ export class Manager implements HealthSource {
   }
 
   async stop(): Promise<void> {
-    if (this.healthTimer !== undefined) clearInterval(this.healthTimer);
+    await this.watchHealth?.stop();
     this.deviceFaults.stop();
     this.jobSummary.stop();
     this.jobStatistic.stop();
