@@ -37,6 +37,7 @@ import { RelationFaultsController } from './relation-faults.controller.ts';
 import { recoverInPlacePeers } from '../policy/filters/fault-filters-peers.ts';
 import { LAST_GOOD_CM_NAME, parseLastGood } from '../state/device-info-last-good.ts';
 import { LAST_GOOD_RECONCILE_KEY, lastGoodReconciler } from '../reconcilers/device-info-last-good.reconciler.ts';
+import { BreakerController, breakerConfigOf } from './breaker.controller.ts';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 
@@ -97,6 +98,8 @@ export class Manager implements HealthSource {
   readonly filters: FaultFiltersController;
   /** Relation faults -> pod label fault-type=Separate|SubHealth. */
   readonly relations: RelationFaultsController;
+  /** Blast-radius breaker: gates every reschedule and node isolation; state in mindx-dl/clusterd-ts-breaker. */
+  readonly breaker: BreakerController;
   private server: Server | undefined;
   private elector: LeaderElector | undefined;
   private leaderLabel: LeaderLabeler | undefined;
@@ -200,7 +203,15 @@ export class Manager implements HealthSource {
       client: deps.client, log: log.child({ controller: 'relation_faults' }), metrics, now: this.now, dryRun: options.dryRun,
       onStateChange: () => persistSide(),
     });
+    this.breaker = new BreakerController({
+      sources: this.sources, writer: this.writer, client: deps.client, config: breakerConfigOf(options), domainLabel: options.breakerDomainLabel,
+      superPodOf: (n) => this.deviceFaults.store.nodeState(n)?.device?.data.cfg.SuperPodID,
+      faultsOf: (n) => this.deviceFaults.effective(n),
+      onReset: () => this.jobs.requeueAll(),
+      log: log.child({ controller: 'breaker' }), metrics, now: this.now,
+    });
     this.jobs = new JobsController({
+      breaker: this.breaker,
       registered: (uid) => this.recovery.isRegistered(uid),
       // B6 rows 6/8: the decision's hand-off starts the job's FSM now (preExitProcess before the
       // fault pods are deleted, as ClusterD's order has it); see RecoveryController.handOff.
@@ -255,6 +266,7 @@ export class Manager implements HealthSource {
     this.filters.start();
     this.relations.start();
     this.jobs.start();
+    this.breaker.start(this.deviceFaults.changes$.pipe(map((c) => c.nodes)));
     this.jobSummary.start();
     this.jobStatistic.start();
     this.recovery.start();
@@ -330,6 +342,9 @@ export class Manager implements HealthSource {
     // ClusterD's collector first looks (and creates the report) one check interval after start.
     this.schedulingException.start();
     this.schedulingException.queue.addAfter(SCHEDULING_EXCEPTION_RECONCILE_KEY, SCHEDULING_EXCEPTION_CHECK_INTERVAL_MS);
+    // The breaker's state is restored before the first decision can ask it (rescheduling only: in
+    // the ClusterD role nothing is rescheduled or isolated, so there is nothing to hold).
+    if (this.jobs.loops !== undefined && !this.deps.options.dryRun) this.breaker.startActing();
     this.jobs.startLoops();
     // Before the job summary acts: its first changes are events of the statistic (ClusterD loads the
     // statistic ConfigMap first, then handles the informers' adds).
@@ -352,6 +367,7 @@ export class Manager implements HealthSource {
     await this.clusterInfo.stop();
     await Promise.all([this.escalationState.stop(), this.manualInfo.stop(), this.lastGood.stop(), this.statisticFault.stop(), this.schedulingException.stop()]);
     await this.jobs.stopLoops();
+    await this.breaker.stop();
     await this.jobSummary.stopActing();
     await this.jobStatistic.stopActing();
     await this.relations.stopActing();
@@ -367,6 +383,7 @@ export class Manager implements HealthSource {
     this.filters.stop();
     this.faultPolicy.stop();
     await this.stopActing();
+    await this.breaker.stop();
     await this.jobs.stop();
     await this.relations.stop();
     await this.recovery.stop();
