@@ -41,8 +41,8 @@ import { aggregateFromCache, jobDecisionsReconciler, snapshotFromCache } from '.
 import { nodeIsolationReconciler } from '../reconcilers/job-isolation.reconciler.ts';
 import { DecisionHistory } from '../actions/decision-history.action.ts';
 import { DECISION_HISTORY_KEY, decisionHistoryReconciler } from '../reconcilers/decision-history.reconciler.ts';
-import type { BreakerGate } from './breaker.controller.ts';
-import { FlapDamper } from './flap-damper.ts';
+import type { BreakerGate } from '../policy/jobs/breaker-gate.ts';
+import { FlapDamper } from '../state/flap-damper.ts';
 
 export interface JobsControllerDeps {
   readonly client: KubeClient;

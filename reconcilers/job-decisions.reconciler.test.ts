@@ -13,7 +13,7 @@ import { DecisionHistory } from '../actions/decision-history.action.ts';
 import { DecisionReporter } from '../actions/job-report.action.ts';
 import { jobDecisionsReconciler } from './job-decisions.reconciler.ts';
 import type { Sources } from '../controllers/sources/sources.ts';
-import { FlapDamper } from '../controllers/flap-damper.ts';
+import { FlapDamper } from '../state/flap-damper.ts';
 import type { KubeObject } from '../runtime/kube-client.ts';
 
 const NS = 'team-a';

@@ -31,8 +31,8 @@ import type { DecisionRecordOutcome } from '../schemas/decision-record/decision-
 import { jobNodes } from '../policy/jobs/job-view.ts';
 import type { GoodputTracker } from '../telemetry/goodput.ts';
 import { entityOf } from '../policy/faults/flap-damping.ts';
-import type { BreakerGate } from '../controllers/breaker.controller.ts';
-import type { FlapDamper } from '../controllers/flap-damper.ts';
+import type { BreakerGate } from '../policy/jobs/breaker-gate.ts';
+import type { FlapDamper } from '../state/flap-damper.ts';
 
 export interface JobDecisionsDeps {
   readonly index: JobIndex;
