@@ -5,7 +5,9 @@
  * Date objects while its watch hands out strings (kubernetes-client/javascript#655), and a cache that
  * mixes both breaks byte comparison in reconcilers.
  */
-import { KubeConfig, RequestContext, HttpMethod } from '@kubernetes/client-node';
+// Deep imports: the package root loads every generated API and model (runtime/client-node-slim.ts).
+import { KubeConfig } from '@kubernetes/client-node/dist/config.js';
+import { RequestContext, HttpMethod } from '@kubernetes/client-node/dist/gen/http/http.js';
 import { fetch } from 'undici';
 import type { Dispatcher } from 'undici';
 

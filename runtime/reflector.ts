@@ -4,7 +4,7 @@
  * reports its health. client-node's own ListWatch stops for good on any error other than 410, so we
  * drive client-node's Watch (the streaming request) ourselves.
  */
-import { Watch } from '@kubernetes/client-node';
+import { Watch } from '@kubernetes/client-node/dist/watch.js'; // not the package root (runtime/client-node-slim.ts)
 import { BehaviorSubject, Subject, type Observable } from 'rxjs';
 import { Backoff } from './backoff.ts';
 import type { KubeClient, KubeObject } from './kube-client.ts';

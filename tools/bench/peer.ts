@@ -22,7 +22,7 @@ import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { DEVICE_INFO_LABELS, DEVICE_INFO_NAMESPACE, deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
 import { encodeDeviceInfoData } from '../../schemas/device-info/device-info-encode.ts';
 import { addChipCode, deviceInfoInput, newNodeState, removeChipCodes, type NpuNodeState } from '../simulator/npu-state.ts';
-import { ControllerProcess } from './controller-process.ts';
+import { ControllerProcess, diffCounts, reconcileStats, writesByKind } from './controller-process.ts';
 import { percentile } from './fixtures.ts';
 import type { Figures } from './report.ts';
 
@@ -33,6 +33,8 @@ export interface PeerOptions {
   readonly idleSeconds: number;
   readonly timeoutMs: number;
   readonly controllerArgs: readonly string[];
+  /** Flags for our controller's node (e.g. `--cpu-prof --cpu-prof-dir=...`). */
+  readonly controllerNodeArgs?: readonly string[];
   readonly log: (line: string) => void;
 }
 
@@ -150,7 +152,7 @@ export async function runPeer(o: PeerOptions, figures: Figures): Promise<void> {
     peer = await ClusterdPeer.start(cdAdmin, { controlPlane: cps[0]!.info(), workDir: join(root, 'clusterd-peer') });
     const cdCold = (await waitUntil(allListed(cdWatch), o.timeoutMs, 5)) - t;
     t = Date.now();
-    ours = (await ControllerProcess.start(cps[1]!.kubeconfigPath, join(root, 'ours'), ['--log-level=warn', ...o.controllerArgs])).proc;
+    ours = (await ControllerProcess.start(cps[1]!.kubeconfigPath, join(root, 'ours'), ['--log-level=warn', ...o.controllerArgs], o.controllerNodeArgs ?? [])).proc;
     const ourCold = (await waitUntil(allListed(ourWatch), o.timeoutMs, 5)) - t;
     const sides: Side[] = [
       { name: 'clusterd', cp: cps[0]!, admin: cdAdmin, watch: cdWatch, pid: () => peer?.pid() },
@@ -165,6 +167,8 @@ export async function runPeer(o: PeerOptions, figures: Figures): Promise<void> {
     const rssIdle = sides.map((s) => rssMiB(s.pid()));
 
     // Faults, one at a time, the same bytes to both sides at once.
+    const stats0 = reconcileStats(await ours.metrics());
+    const writes0 = writesByKind(await ours.metrics());
     const lat: Record<'clusterd' | 'ours', number[]> = { clusterd: [], ours: [] };
     for (let k = 0; k < o.faults; k++) {
       const s = nodes[(k * 7) % nodes.length]!;
@@ -185,6 +189,11 @@ export async function runPeer(o: PeerOptions, figures: Figures): Promise<void> {
       await Promise.all(sides.map((side) => waitUntil(async () => ((side.watch.byNode.get(s.name)?.value ?? '') === '' ? true : undefined), o.timeoutMs, 5)));
     }
 
+    const passes = diffCounts(reconcileStats(await ours.metrics()), stats0);
+    const writes = diffCounts(writesByKind(await ours.metrics()), writes0);
+    // Per fault: its write and its recovery's, and the passes of both (a pass that writes nothing is cheap).
+    figures.add('peer', 'peer_cluster_info_passes_per_fault', (passes.cluster_info_passes ?? 0) / o.faults, 'passes');
+    figures.add('peer', 'peer_cluster_info_writes_per_fault', (writes.cluster_info ?? 0) / o.faults, 'writes');
     const pair = (name: string, oursV: number, theirs: number, unit: string): void => {
       figures.add('peer', name, oursV, unit);
       figures.add('peer', `clusterd_${name}`, theirs, unit);
@@ -195,7 +204,7 @@ export async function runPeer(o: PeerOptions, figures: Figures): Promise<void> {
     pair('peer_idle_rss_mib', rssIdle[1]!, rssIdle[0]!, 'MiB');
     pair('peer_idle_cpu_ms_per_s', cpuIdle[1]!, cpuIdle[0]!, 'ms/s');
     for (const p of [50, 99] as const) pair(`peer_fault_to_cluster_info_p${p}_ms`, percentile(lat.ours, p), percentile(lat.clusterd, p), 'ms');
-    figures.details.peer = { latenciesMs: lat, coldMs: { ours: ourCold, clusterd: cdCold } };
+    figures.details.peer = { latenciesMs: lat, coldMs: { ours: ourCold, clusterd: cdCold }, reconciles: passes, writesByKind: writes };
   } finally {
     for (const c of cleanups) c();
     await ours?.stop();
