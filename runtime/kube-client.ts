@@ -18,6 +18,9 @@ interface AuthContext {
   setHeaderParam(k: string, v: string): void;
 }
 
+/** How long one connection pool serves requests before a fresh one (rotated client certificates) replaces it. */
+const DISPATCHER_TTL_MS = 5 * 60_000;
+
 export interface KubeObject {
   apiVersion?: string;
   kind?: string;
@@ -82,6 +85,16 @@ export class KubeClient {
   /** Called after every request with method, HTTP status (0 on network error); for metrics. */
   onRequest?: (method: string, status: number) => void;
 
+  /**
+   * The connection pool requests go through. client-node's applySecurityAuthentication builds a new
+   * undici Agent on every call, so each request would open (and TLS-handshake, client certificate
+   * and CA parsed again) a connection of its own: a few ms of CPU on both sides and a round trip or
+   * two before every write, and a fresh socket per request. We keep the first Agent and reuse its
+   * kept-alive connections; it is replaced every DISPATCHER_TTL_MS (the old one drains and closes),
+   * so rotated certificate files are picked up. Headers (tokens) still come from every call.
+   */
+  private pool: { dispatcher: Dispatcher; sinceMs: number } | undefined;
+
   constructor(kc: KubeConfig) {
     this.kc = kc;
     const cluster = kc.getCurrentCluster();
@@ -123,7 +136,7 @@ export class KubeClient {
     const signals = [opts.signal, AbortSignal.timeout(opts.timeoutMs ?? 30_000)].filter((s): s is AbortSignal => s !== undefined);
     let status = 0;
     try {
-      const res = await fetch(url, { method, headers, body, dispatcher: ctx.getDispatcher(), signal: AbortSignal.any(signals) });
+      const res = await fetch(url, { method, headers, body, dispatcher: this.dispatcher(ctx.getDispatcher()), signal: AbortSignal.any(signals) });
       status = res.status;
       const text = await res.text();
       let parsed: unknown = text;
@@ -133,6 +146,18 @@ export class KubeClient {
     } finally {
       this.onRequest?.(method, status);
     }
+  }
+
+  /** The pooled dispatcher (see `pool`); `fresh` is the one client-node just built for this request. */
+  private dispatcher(fresh: Dispatcher | undefined): Dispatcher | undefined {
+    if (fresh === undefined) return undefined;
+    const now = Date.now();
+    if (this.pool === undefined || now - this.pool.sinceMs >= DISPATCHER_TTL_MS) {
+      const old = this.pool?.dispatcher;
+      this.pool = { dispatcher: fresh, sinceMs: now };
+      void old?.close().catch(() => undefined); // waits for its in-flight requests
+    }
+    return this.pool.dispatcher;
   }
 
   get<T extends KubeObject>(path: string): Promise<T> {

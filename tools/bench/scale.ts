@@ -8,6 +8,7 @@
  * incremental passes after 1 and 100 nodes changed, sustained device-info updates per second.
  */
 import { spawn } from 'node:child_process';
+import { imageNodeOptions } from './controller-process.ts';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ScaleResult } from './scale-worker.ts';
@@ -25,7 +26,8 @@ export interface ScaleOptions {
 function runWorker(nodes: number, npus: number, updateSeconds: number): Promise<ScaleResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--expose-gc', WORKER, '--nodes', String(nodes), '--npus', String(npus), '--update-seconds', String(updateSeconds)], {
-      stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1' },
+      // With the image's V8 heap flags, so the figures are those of the process as it ships.
+      stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1', NODE_OPTIONS: imageNodeOptions() },
     });
     let out = '';
     let err = '';
