@@ -37,6 +37,9 @@ export function useControllerEntry(e: ControllerEntry): void {
   if (e === 'dist') {
     const r = spawnSync(process.execPath, [join(REPO, 'node_modules/typescript/bin/tsc'), '-p', join(REPO, 'tsconfig.build.json')], { cwd: REPO, encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`tsc -p tsconfig.build.json failed: ${r.stdout}${r.stderr}`);
+    // The rest of the Dockerfile's build step: the gRPC protos and the JSON schemas beside the code.
+    const c = spawnSync('sh', ['-c', "mkdir -p dist/grpc && rm -rf dist/grpc/protos && cp -r grpc/protos dist/grpc/protos && find schemas -name '*.json' ! -name '*.test.*' -exec cp --parents {} dist/ \\;"], { cwd: REPO, encoding: 'utf8' });
+    if (c.status !== 0 || !existsSync(join(REPO, 'dist/grpc/protos/recover.proto'))) throw new Error(`dist: copying protos and schemas failed: ${c.stderr}`);
   }
   entry = e;
 }
