@@ -2,7 +2,9 @@
  * The layering, checked by tools/layering/layering.test.ts (unit project, so the test command runs it).
  * Floors, bottom up: vocabulary/ (shared fault and signal vocabulary) -> schemas/ (wire formats) ->
  * policy/ (pure decisions: no I/O, no clock) -> runtime/ (client, informers, queue) -> reconcilers/
- * and actions/ (the writers) -> controllers/ (wiring) -> main.ts. Test files and test/ are not
+ * and actions/ (the writers) -> controllers/ (wiring) -> main.ts. Beside main.ts, the top floor
+ * cli/ (kubectl-clusterd, a separate program talking to the apiserver only) may read vocabulary/,
+ * schemas/, policy/ and runtime/ to decode formats; nothing imports it. Test files and test/ are not
  * checked. There is no exceptions list: any violation fails the test.
  */
 const ABOVE_POLICY = '^(runtime|controllers|reconcilers|actions|grpc|telemetry|tools|test)/|^main\\.ts$';
@@ -58,6 +60,20 @@ module.exports = {
       comment: 'runtime/ (client, informers, queue, Kubernetes object types) is below the writers and the wiring.',
       from: { path: '^runtime/' },
       to: { path: '^(controllers|reconcilers|actions|policy|grpc)/|^main\\.ts$' },
+    },
+    {
+      name: 'nothing-imports-cli',
+      severity: 'error',
+      comment: 'cli/ (kubectl-clusterd) is a separate program on top: the controller never imports it.',
+      from: { pathNot: '^cli/' },
+      to: { path: '^cli/' },
+    },
+    {
+      name: 'cli-not-controller',
+      severity: 'error',
+      comment: 'cli/ talks to the apiserver with the user\'s RBAC; it decodes formats (vocabulary, schemas, policy) and uses the kube client, never the controller\'s wiring, writers, gRPC or telemetry.',
+      from: { path: '^cli/' },
+      to: { path: '^(controllers|reconcilers|actions|grpc|telemetry|tools)/|^main\\.ts$' },
     },
     {
       name: 'actions-not-reconcilers',

@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 NODE := $(CURDIR)/node_modules/.bin/node
 KUBECONFIG ?= $(CURDIR)/.cluster/kubeconfig
 
-.PHONY: all deps control-plane clusterd-peer conformance promtool test test-unit test-integration typecheck build cluster-up cluster-down run demo bench lint clean
+.PHONY: all deps control-plane clusterd-peer conformance promtool test test-unit test-integration typecheck build cluster-up cluster-down run demo bench lint clean kubectl-clusterd
 
 all: test
 
@@ -34,11 +34,11 @@ clusterd-peer:
 conformance: deps control-plane clusterd-peer
 	$(NODE) --experimental-vm-modules node_modules/jest/bin/jest.js --selectProjects conformance
 
-# promtool (Debian's prometheus package) checks metric names in the tests.
+# promtool (Debian's prometheus package) checks metric names and the shipped alert rules in the tests.
 promtool:
 	@command -v promtool >/dev/null || { echo "==> apt-get install prometheus (for promtool)"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null) \
-	  || echo "warning: could not install promtool (not root?); the metrics lint test will be skipped outside CI"; }
+	  || echo "warning: could not install promtool (not root?); the metrics lint and alert rules tests will be skipped outside CI"; }
 
 typecheck: deps
 	$(NODE) node_modules/typescript/bin/tsc -p tsconfig.json --noEmit
@@ -67,6 +67,16 @@ cluster-down: deps
 # The controller in the foreground against $(KUBECONFIG).
 run: deps
 	KUBECONFIG=$(KUBECONFIG) $(NODE) main.ts $(ARGS)
+
+# The kubectl plugin (README "kubectl clusterd"): runs from the sources (export PATH=$PWD/cli/bin:$PATH);
+# this packs dist/kubectl-clusterd.tar.gz for cli/plugin.yaml (sources it imports + production deps).
+kubectl-clusterd: deps
+	$(NODE) cli/kubectl-clusterd.ts --help >/dev/null
+	rm -rf dist/kubectl-clusterd && mkdir -p dist/kubectl-clusterd
+	cp -r cli schemas policy vocabulary runtime package.json package-lock.json dist/kubectl-clusterd/
+	cd dist/kubectl-clusterd && npm install --omit=dev --ignore-scripts --no-audit --no-fund >/dev/null
+	tar -C dist/kubectl-clusterd -czf dist/kubectl-clusterd.tar.gz .
+	@echo "dist/kubectl-clusterd.tar.gz (bin: cli/bin/kubectl-clusterd); or without packing: export PATH=$(CURDIR)/cli/bin:\$$PATH"
 
 demo: deps control-plane
 	$(NODE) tools/demo.ts

@@ -13,8 +13,8 @@ import { randomInt } from 'node:crypto';
 import type { Pod } from '../runtime/kube-objects.ts';
 import { paths, type KubeClient, type KubeObject } from '../runtime/kube-client.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import { HOT_SWITCH_ANNOTATION as A } from '../policy/hot-switch-types.ts';
-import { ASCEND_REAL_ANNOTATION, FAULT_TYPE_LABEL } from '../policy/job-view.ts';
+import { HOT_SWITCH_ANNOTATION as A } from '../policy/recovery/hot-switch-types.ts';
+import { ASCEND_REAL_ANNOTATION, FAULT_TYPE_LABEL } from '../policy/jobs/job-view.ts';
 import { deletePods } from './pod-deletion.action.ts';
 import { patchPodMeta } from './recovery-patch.action.ts';
 

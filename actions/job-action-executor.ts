@@ -1,5 +1,5 @@
 /**
- * Carries out a job decision's actions, in order (policy/job-decision-types.ts JobAction). Every
+ * Carries out a job decision's actions, in order (policy/jobs/job-decision-types.ts JobAction). Every
  * action is safe to run twice: deletions carry UID preconditions, annotations a UID precondition,
  * reset-config changes are absolute values, reason records are skipped on a replay when already
  * written. The controller persists the decision before calling `run`, and calls it again after a

@@ -4,7 +4,7 @@
  * Best effort: an Event that cannot be written is logged by the caller and never fails a decision.
  */
 import { isConflict, paths, type KubeClient } from '../runtime/kube-client.ts';
-import { fingerprintHash } from '../policy/job-decision-id.ts';
+import { fingerprintHash } from '../policy/jobs/job-decision-id.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 
 export const EVENT_MESSAGE_MAX_BYTES = 1024;

@@ -6,7 +6,7 @@
  * A pristine state (nothing started, nothing acted, budget untouched) of a job that has no ConfigMap
  * yet is not written: most jobs never see a fault and get no ConfigMap.
  *
- * An action of the job_decisions reconciler (controllers/job-decisions.ts), which persists a decision
+ * An action of the job_decisions reconciler (reconcilers/job-decisions.reconciler.ts), which persists a decision
  * here BEFORE carrying it out: a failed write throws back to that reconcile, and its work queue retries
  * the job with backoff (nothing is retried or dropped here).
  *

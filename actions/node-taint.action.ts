@@ -1,5 +1,5 @@
 /**
- * Node isolation for node-wide faults (policy/job-isolation.ts): put or lift our one taint
+ * Node isolation for node-wide faults (policy/faults/job-isolation.ts): put or lift our one taint
  * `huawei.com/clusterd-fault=<level>:NoSchedule|PreferNoSchedule`. Taints with any other key are
  * never touched. The merge patch replaces `spec.taints` as a whole, so it carries the cached
  * `metadata.resourceVersion`: if anyone changed the Node meanwhile the apiserver answers 409 and the
@@ -8,7 +8,7 @@
 import { ApiError, paths, type KubeClient } from '../runtime/kube-client.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { Node } from '../runtime/kube-objects.ts';
-import type { NodeTaint, NodeTaintPlan } from '../policy/job-isolation.ts';
+import type { NodeTaint, NodeTaintPlan } from '../policy/faults/job-isolation.ts';
 
 type Taint = { key: string; value?: string; effect: string; timeAdded?: string };
 

@@ -6,7 +6,7 @@
  */
 import { isConflict, isNotFound, paths, type KubeClient } from '../runtime/kube-client.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import { POD_STATUS_ANNOTATION, type PodRef } from '../policy/job-view.ts';
+import { POD_STATUS_ANNOTATION, type PodRef } from '../policy/jobs/job-view.ts';
 
 export const POD_STATUS_ATTEMPTS = 3;
 export const POD_STATUS_RETRY_MS = 200;

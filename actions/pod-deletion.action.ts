@@ -7,7 +7,7 @@
  */
 import { ApiError, isConflict, isNotFound, paths, type KubeClient } from '../runtime/kube-client.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import type { PodRef } from '../policy/job-view.ts';
+import type { PodRef } from '../policy/jobs/job-view.ts';
 
 export const POD_DELETE_BATCH = 200;
 

@@ -1,12 +1,12 @@
 /**
  * Relation-fault pod label (behavior.md A.4 #32, 0.3): `fault-type=Separate` or `fault-type=SubHealth`
  * on the job's pod on the node a relation strategy was decided for. Volcano (and our jobs pipeline,
- * policy/job-aggregation.ts) reads `Separate` as the task fault `RelationFaultSeparate` and
+ * policy/jobs/job-aggregation.ts) reads `Separate` as the task fault `RelationFaultSeparate` and
  * `SubHealth` as a sub-health fault. A JSON merge patch carrying the pod's UID as a precondition, so a
  * pod recreated under the same name after the restart is never labelled (answered `gone`).
  */
 import type { RelationStrategy } from '../schemas/escalation-state/escalation-state.ts';
-import { FAULT_TYPE_LABEL } from '../policy/job-view.ts';
+import { FAULT_TYPE_LABEL } from '../policy/jobs/job-view.ts';
 import { patchPodMeta, type PatchDeps, type PatchResult } from './recovery-patch.action.ts';
 
 export interface LabelTarget {

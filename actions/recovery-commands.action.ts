@@ -1,6 +1,6 @@
 /**
- * Carries out the I/O commands of the recovery FSM (policy/recovery-types.ts) and the hot-switch FSM
- * (policy/hot-switch-types.ts): reset-config writes, signals, PodGroup and pod metadata, pod
+ * Carries out the I/O commands of the recovery FSM (policy/recovery/recovery-types.ts) and the hot-switch FSM
+ * (policy/recovery/hot-switch-types.ts): reset-config writes, signals, PodGroup and pod metadata, pod
  * deletions, the hand-over to pod/job-level rescheduling, and (option) the operator's backup pods.
  * In-memory commands (timers, step-retry holds, stream close, persistence) are the controller's.
  *
@@ -12,10 +12,10 @@
 import type { ConfigMap, Pod } from '../runtime/kube-objects.ts';
 import type { SignalStream } from '../grpc/handlers.ts';
 import type { ProcessManageSignal } from '../vocabulary/process-manage-signal.ts';
-import type { HotSwitchCommand } from '../policy/hot-switch-types.ts';
-import { HOT_SWITCH_ANNOTATION as A } from '../policy/hot-switch-types.ts';
-import { RANK_INDEX_ANNOTATION, parseRankIndex } from '../policy/job-view.ts';
-import type { RecoveryCommand } from '../policy/recovery-types.ts';
+import type { HotSwitchCommand } from '../policy/recovery/hot-switch-types.ts';
+import { HOT_SWITCH_ANNOTATION as A } from '../policy/recovery/hot-switch-types.ts';
+import { RANK_INDEX_ANNOTATION, parseRankIndex } from '../policy/jobs/job-view.ts';
+import type { RecoveryCommand } from '../policy/recovery/recovery-types.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import type { Logger } from '../telemetry/logger.ts';

@@ -1,12 +1,12 @@
 /**
  * Nodes whose scheduler view reads other nodes' faults. The recover-in-place filter (behavior.md A.3
- * #24, fault-filters.ts `otherNode`) judges a node's L2/L3 fault from every rank of its job, so a
+ * #24, policy/filters/fault-filters.ts `otherNode`) judges a node's L2/L3 fault from every rank of its job, so a
  * fault change on one node of such a job can change what the job's other nodes show although the
  * intake reports only the node that changed. The cluster-info reconciler re-renders these peers with
  * the nodes the intake names (its cache would otherwise keep their old entries).
  */
 import type { JobIndex } from './job-index.ts';
-import { jobNodes } from '../policy/job-view.ts';
+import { jobNodes } from '../policy/jobs/job-view.ts';
 
 /** Every node of the recover-in-place jobs (the same knobs as fault-filters.controller.ts) with a pod on `nodes`. */
 export function recoverInPlacePeers(index: Pick<JobIndex, 'jobKeysOnNodes' | 'job'>, nodes: readonly string[]): Set<string> {

@@ -1,6 +1,6 @@
 /**
  * The scheduler-view filters (behavior.md A.3 #20-#25, E.6) wired onto the intake: pods and
- * PodGroups -> which job holds which NPU and with which filter annotations -> fault-filters.ts per
+ * PodGroups -> which job holds which NPU and with which filter annotations -> policy/filters/fault-filters.ts per
  * node. This file holds the flow's only subscribe (style.md 2.1).
  *
  * Wiring (controllers/manager.ts):
@@ -10,7 +10,7 @@
  * - the step-retry stage is the recovery controller's `schedulerView` (its FSM's `setStepRetryHold`
  *   is the job's RecoverTime), called in its place in ClusterD's chain;
  * - the jobs pipeline takes `jobSnapshot(nodes)`: visible plus hidden faults and the `hidden` map
- *   (policy/job-aggregation.ts), so its aggregates mark hidden causes (B6 row 2);
+ *   (policy/jobs/job-aggregation.ts), so its aggregates mark hidden causes (B6 row 2);
  * - when a window ends (custom filter, UCE-accompany 5 s, step retry 10 s, recover-in-place 60 s) a
  *   timer re-evaluates the node and `notify`s it: cluster-info is re-rendered and the job re-decided,
  *   so a fault still present at the end of its window restarts the job then;
@@ -26,16 +26,16 @@ import { realClock, type QueueClock } from '../runtime/work-queue.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { faultKey, type FaultRecord } from '../vocabulary/fault-types.ts';
-import type { HiddenFault } from '../policy/job-aggregation.ts';
-import { customFilterRules, FILTER_FAULT_CODE_ANNOTATION, FILTER_FAULT_LEVEL_ANNOTATION, type CustomFilterRules } from '../policy/custom-filter.ts';
-import type { UceAccompanyState } from '../policy/uce-accompany.ts';
+import type { HiddenFault } from '../policy/jobs/job-aggregation.ts';
+import { customFilterRules, FILTER_FAULT_CODE_ANNOTATION, FILTER_FAULT_LEVEL_ANNOTATION, type CustomFilterRules } from '../policy/filters/custom-filter.ts';
+import type { UceAccompanyState } from '../policy/filters/uce-accompany.ts';
 import { formatChain } from '../policy/reasons.ts';
 import type { FilterState } from '../schemas/escalation-state/escalation-state.ts';
-import { filterNode, type FilterJob, type FilterOutcome, type NodeFilterResult } from './fault-filters.ts';
+import { filterNode, type FilterJob, type FilterOutcome, type NodeFilterResult } from '../policy/filters/fault-filters.ts';
 import { JobIndex, type JobEntry } from './job-index.ts';
 import type { Pod, PodGroup } from '../runtime/kube-objects.ts';
 import type { Sources } from './sources/sources.ts';
-import { jobNodes } from '../policy/job-view.ts';
+import { jobNodes } from '../policy/jobs/job-view.ts';
 
 /** MindIE server pods (behavior.md A.3 #21): label `jobID` set and `app=mindie-ms-server`. */
 export const MINDIE_SERVER_APP = 'mindie-ms-server';

@@ -27,7 +27,7 @@ import {
   parseManualSeparatePolicy,
   type ManualSeparatePolicy,
 } from '../schemas/manual-separate-policy/manual-separate-policy.ts';
-import type { LevelTables } from '../policy/fault-level.ts';
+import type { LevelTables } from '../policy/faults/fault-level.ts';
 import type { ConfigMap } from '../runtime/kube-objects.ts';
 
 export interface PolicyConfig {

@@ -228,3 +228,32 @@ describe('fault policy engine: central levels', () => {
     expect(t.levelOf('n1', 'Ascend910-0', '80E21007')).toBe('RestartNPU');
   });
 });
+
+describe('fault policy engine: kubectl clusterd release requests', () => {
+  it('releases a FaultFrequency ManuallySeparateNPU made before the request and resets its count; replaying the request changes nothing later', () => {
+    const t = setup();
+    t.engine.restore(undefined, undefined, t.clock.now());
+    const hit = (): void => {
+      t.put('n1', [rec('n1', 'Ascend910-0', '80E18005', 'RestartNPU', t.clock.now())]);
+      t.clock.advance(H);
+      t.put('n1', []);
+      t.clock.advance(H);
+    };
+    for (let i = 0; i < 3; i++) hit();
+    const separated = (): boolean => t.engine.effective('n1', [], t.clock.now()).some((r) => r.device === 'Ascend910-0' && r.level === 'ManuallySeparateNPU');
+    expect(separated()).toBe(true);
+    const req = { node: 'n1', npus: ['Ascend910-0'], by: 'alice', atMs: t.clock.now() };
+    t.engine.operatorReleases([req], t.clock.now());
+    expect(separated()).toBe(false);
+    expect(t.lines.find((l) => l.msg === 'fault escalation ended')).toMatchObject({ rule: 'FaultFrequency', cause: 'operator' });
+    expect(t.engine.persistedState(t.clock.now())?.escalation.tracks['n1/Ascend910-0/80E18005']?.upgrade ?? null).toBeNull();
+    // Counting starts again: two more do not separate; a third does, and the old request (replayed
+    // after a restart) does not release that newer separation.
+    hit(); hit();
+    expect(separated()).toBe(false);
+    hit();
+    expect(separated()).toBe(true);
+    t.engine.operatorReleases([req], t.clock.now());
+    expect(separated()).toBe(true);
+  });
+});

@@ -14,13 +14,13 @@
  * manager calls once the caches (the state ConfigMap among them) are synced.
  */
 import { EMPTY_ESCALATION_STATE, EMPTY_FILTER_STATE, EMPTY_RELATION_STATE, type EscalationState, type EscalationStateDoc, type FilterState, type ManualSeparationState, type RelationState } from '../schemas/escalation-state/escalation-state.ts';
-import { activeEscalations, escalationPolicy, type Escalation, type EscalationInput } from '../policy/escalation.ts';
-import { composeEscalationState, pruneEscalationState } from '../policy/escalation-persistence.ts';
-import { MANUALLY_SEPARATE_PSEUDO_CODE, resolveFaultLevel, type LeveledFault } from '../policy/fault-level.ts';
-import { manualInfoView, manualSeparationPolicy, manuallySeparatedDevices, type ManualInfoNode, type ManualSeparationInput } from '../policy/manual-separation.ts';
+import { activeEscalations, escalationPolicy, type Escalation, type EscalationInput } from '../policy/faults/escalation.ts';
+import { composeEscalationState, pruneEscalationState } from '../policy/faults/escalation-persistence.ts';
+import { MANUALLY_SEPARATE_PSEUDO_CODE, resolveFaultLevel, type LeveledFault } from '../policy/faults/fault-level.ts';
+import { manualInfoView, manualSeparationPolicy, manuallySeparatedDevices, type ManualInfoNode, type ManualSeparationInput } from '../policy/faults/manual-separation.ts';
 import { TICK, type ConfigChange, type Tick } from '../policy/policy-operator.ts';
-import { DEFAULT_RELATION_FAULT_CONFIG } from '../policy/relation-fault-config.ts';
-import { deviceVerdicts, type DeviceVerdict } from '../policy/device-verdict.ts';
+import { DEFAULT_RELATION_FAULT_CONFIG } from '../policy/faults/relation-fault-config.ts';
+import { deviceVerdicts, type DeviceVerdict } from '../policy/faults/device-verdict.ts';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import type { FaultCustomization } from '../schemas/fault-customization/fault-customization.ts';
 import type { ManualSeparatePolicy } from '../schemas/manual-separate-policy/manual-separate-policy.ts';
@@ -31,7 +31,7 @@ import type { FaultPolicy } from './device-faults.controller.ts';
 import type { ConfigUpdate, PolicyConfig } from './fault-policy-config.ts';
 import type { NpuUsage } from './fault-policy-pods.ts';
 import { FaultGauge, reportEscalation, reportManualSeparation } from './fault-policy-report.ts';
-import { effectiveRecords, manualObservations, recordsSignature, type SeparatedChip } from './fault-policy-view.ts';
+import { effectiveRecords, manualObservations, recordsSignature, type SeparatedChip } from '../policy/faults/fault-policy-view.ts';
 
 /** Longest single timer; a later deadline is reached by re-arming (setTimeout caps at ~24.8 days). */
 const MAX_TIMER_MS = 3_600_000;
@@ -194,6 +194,27 @@ export class FaultPolicyEngine implements FaultPolicy {
   manualInfoChanged(total: Readonly<Record<string, readonly string[]>>, nowMs: number): void {
     if (!this.ready) return;
     this.stepManual({ type: 'manual-info', total }, nowMs);
+    this.queueFlush();
+    this.rearm();
+  }
+
+  /**
+   * `kubectl clusterd release` requests (schemas/release-request): per NPU, our escalation upgrades and
+   * manual separations in force since at most the request's time are released and their counters
+   * reset, then the node is re-evaluated. Replaying old requests changes nothing.
+   */
+  operatorReleases(requests: readonly { readonly node: string; readonly npus: readonly string[]; readonly by: string; readonly atMs: number }[], nowMs: number): void {
+    if (!this.ready) return;
+    const nodes = new Set<string>();
+    for (const r of requests) {
+      for (const device of r.npus) {
+        const state = this.esc.get(r.node);
+        if (state !== undefined) this.stepEscalation(r.node, state, { type: 'release', node: r.node, device, beforeMs: r.atMs, by: r.by }, nowMs);
+        this.stepManual({ type: 'operator-release', node: r.node, device, beforeMs: r.atMs, by: r.by }, nowMs);
+      }
+      nodes.add(r.node);
+    }
+    for (const n of nodes) this.evaluate(n, undefined, nowMs, true);
     this.queueFlush();
     this.rearm();
   }

@@ -7,8 +7,9 @@
  * pod's controller, the same key the job view uses. Kept incrementally from pod events.
  */
 import { objectKey, type WatchEvent } from '../runtime/reflector.ts';
-import { ASCEND_REAL_ANNOTATION, parseAscendReal } from '../policy/job-view.ts';
+import { ASCEND_REAL_ANNOTATION, parseAscendReal } from '../policy/jobs/job-view.ts';
 import type { Pod } from '../runtime/kube-objects.ts';
+import type { NpuUsage } from '../policy/faults/fault-policy-view.ts';
 
 const GROUP_NAME_ANNOTATION = 'scheduling.k8s.io/group-name';
 
@@ -18,12 +19,7 @@ interface PodUse {
   readonly jobKey: string | undefined;
 }
 
-/** What the policy asks about NPU usage (an interface so tests can pass a plain object). */
-export interface NpuUsage {
-  jobOf(node: string, device: string): string | undefined;
-  inUse(node: string, device: string): boolean;
-  nodeHasNpuPods(node: string): boolean;
-}
+export type { NpuUsage };
 
 export function podUse(p: Pod): PodUse | undefined {
   const node = p.spec?.nodeName;

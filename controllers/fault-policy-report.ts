@@ -5,14 +5,15 @@
  * one `clusterd_escalations_total{rule,level}`; releases and judgements are logged too. The faults
  * gauge follows the published records, adjusted per node so a pass over 16,000 nodes stays cheap.
  */
-import type { EscalationOutput } from '../policy/escalation.ts';
-import type { ManualSeparationOutput } from '../policy/manual-separation.ts';
-import { isParameterPlaneCode } from '../policy/pre-separate.ts';
+import type { EscalationOutput } from '../policy/faults/escalation.ts';
+import type { ManualSeparationOutput } from '../policy/faults/manual-separation.ts';
+import { isParameterPlaneCode } from '../policy/faults/pre-separate.ts';
 import { formatChain } from '../policy/reasons.ts';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { OVERFLOW_LABEL } from '../telemetry/series-cap.ts';
+import { CappedGauge } from '../telemetry/capped-gauge.ts';
 
 /** Metric `rule` label of an escalation. */
 export type EscalationRuleLabel = 'frequency' | 'duration' | 'parameter_plane' | 'manual_separation';
@@ -58,54 +59,43 @@ export function reportManualSeparation(log: Logger, metrics: Metrics | undefined
 }
 
 /**
- * `clusterd_faults{source,level,code}` from the published records, kept per node. Past the metric's
- * series cap (telemetry/series-cap.ts) a new code is added to `{source,level,code="other"}` and stays
- * there until its count is back to zero.
+ * `clusterd_faults{source,level,code}`, `clusterd_node_faults{node,level}` and
+ * `clusterd_npu_faults{node,npu,level}` from the published records, kept per node. Past a metric's
+ * series cap (telemetry/series-cap.ts) a new label set is added to its `other` series (code, or node
+ * and npu) and stays there until its count is back to zero.
  */
 export class FaultGauge {
   private readonly perNode = new Map<string, ReadonlyMap<string, number>>();
-  private readonly totals = new Map<string, number>();
-  /** `source\0level` -> the sum of the codes aggregated into `other`. */
-  private readonly overflow = new Map<string, number>();
-  private readonly metrics: Metrics | undefined;
+  private readonly gauges: { readonly faults: CappedGauge<'source' | 'level' | 'code'>; readonly node: CappedGauge<'node' | 'level'>; readonly npu: CappedGauge<'node' | 'npu' | 'level'> } | undefined;
 
   constructor(metrics: Metrics | undefined) {
-    this.metrics = metrics;
+    this.gauges = metrics === undefined ? undefined : {
+      faults: new CappedGauge(metrics.faults, metrics.faultSeries, ['source', 'level', 'code'], (l) => ({ ...l, code: OVERFLOW_LABEL })),
+      node: new CappedGauge(metrics.nodeFaults, metrics.nodeFaultSeries, ['node', 'level'], (l) => ({ ...l, node: OVERFLOW_LABEL })),
+      npu: new CappedGauge(metrics.npuFaults, metrics.npuFaultSeries, ['node', 'npu', 'level'], (l) => ({ ...l, node: OVERFLOW_LABEL, npu: OVERFLOW_LABEL })),
+    };
   }
 
   update(node: string, records: readonly FaultRecord[]): void {
-    if (this.metrics === undefined) return;
+    if (this.gauges === undefined) return;
+    // One map per node of `gauge\0labels...` -> count, diffed against the node's last update.
     const next = new Map<string, number>();
+    const add = (k: string): void => { next.set(k, (next.get(k) ?? 0) + 1); };
     for (const r of records) {
-      const k = `${r.source}\u0000${r.level}\u0000${r.code}`;
-      next.set(k, (next.get(k) ?? 0) + 1);
+      add(`f\u0000${r.source}\u0000${r.level}\u0000${r.code}`);
+      add(`n\u0000${r.node}\u0000${r.level}`);
+      if (r.device !== undefined) add(`d\u0000${r.node}\u0000${r.device}\u0000${r.level}`);
     }
     const prev = this.perNode.get(node) ?? new Map<string, number>();
     for (const k of new Set([...prev.keys(), ...next.keys()])) {
       const delta = (next.get(k) ?? 0) - (prev.get(k) ?? 0);
       if (delta === 0) continue;
-      const before = this.totals.get(k) ?? 0;
-      const total = before + delta;
-      if (total === 0) this.totals.delete(k);
-      else this.totals.set(k, total);
-      this.publish(k, before, total, delta);
+      const [g, a, b, c] = k.split('\u0000') as [string, string, string, string];
+      if (g === 'f') this.gauges.faults.add({ source: a, level: b, code: c }, delta);
+      else if (g === 'n') this.gauges.node.add({ node: a, level: b }, delta);
+      else this.gauges.npu.add({ node: a, npu: b, level: c }, delta);
     }
     if (next.size === 0) this.perNode.delete(node);
     else this.perNode.set(node, next);
-  }
-
-  private publish(k: string, before: number, total: number, delta: number): void {
-    const gauge = this.metrics!.faults;
-    const cap = this.metrics!.faultSeries;
-    const [source, level, code] = k.split('\u0000') as [string, string, string];
-    if (cap.has(k) || (before === 0 && cap.admit(k))) {
-      if (total === 0) { gauge.remove({ source, level, code }); cap.release(k); }
-      else gauge.set({ source, level, code }, total);
-      return;
-    }
-    const ok = `${source}\u0000${level}`;
-    const sum = (this.overflow.get(ok) ?? 0) + delta;
-    if (sum === 0) { this.overflow.delete(ok); gauge.remove({ source, level, code: OVERFLOW_LABEL }); }
-    else { this.overflow.set(ok, sum); gauge.set({ source, level, code: OVERFLOW_LABEL }, sum); }
   }
 }

@@ -16,10 +16,11 @@ import { realClock, type QueueClock } from '../runtime/work-queue.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
-import type { ManualInfoNode } from '../policy/manual-separation.ts';
-import type { DeviceVerdict } from '../policy/device-verdict.ts';
+import type { ManualInfoNode } from '../policy/faults/manual-separation.ts';
+import type { DeviceVerdict } from '../policy/faults/device-verdict.ts';
 import { ESCALATION_STATE_CM_NAME, ESCALATION_STATE_KEY, parseEscalationState, type EscalationStateDoc } from '../schemas/escalation-state/escalation-state.ts';
 import { FAULT_CONFIG_CM_NAME, FAULT_CONFIG_CM_NAMESPACE } from '../schemas/fault-config-cm/fault-config-cm.ts';
+import { RELEASE_REQUESTS_CM_NAME, parseReleaseRequests } from '../schemas/release-request/release-request.ts';
 import { MANUAL_INFO_CM_NAME, parseManualInfoData } from '../schemas/manual-info/manual-info.ts';
 import { CLUSTERD_CONFIG_CM_NAME } from '../schemas/manual-separate-policy/manual-separate-policy.ts';
 import type { ClusterInfoView } from '../reconcilers/cluster-info.reconciler.ts';
@@ -27,7 +28,7 @@ import type { FaultPolicy } from './device-faults.controller.ts';
 import { PolicyConfigTracker, type ConfigUpdate, type PolicyConfig } from './fault-policy-config.ts';
 import { FaultPolicyEngine } from './fault-policy-engine.ts';
 import { NpuUsageIndex } from './fault-policy-pods.ts';
-import { applyPreSeparate } from './fault-policy-view.ts';
+import { applyPreSeparate } from '../policy/faults/fault-policy-view.ts';
 import type { ConfigMap, Pod } from '../runtime/kube-objects.ts';
 import type { Sources } from './sources/sources.ts';
 
@@ -114,6 +115,7 @@ export class FaultPolicyController implements FaultPolicy {
     this.engine.restore(this.readState(), this.readManualInfo()?.info, now);
     const total = this.readManualInfo()?.total;
     if (total !== undefined) this.engine.manualInfoChanged(total, now);
+    this.applyReleaseRequests(now);
     this.log.info('fault policy started', {
       central: this.engine.config.fault.central, devicePluginRules: this.deps.deviceRules === true, manualSeparation: this.engine.config.manual.enabled,
       restoredTracks: Object.keys(this.engine.persistedState(now)?.escalation.tracks ?? {}).length,
@@ -151,10 +153,29 @@ export class FaultPolicyController implements FaultPolicy {
         else if (name === MANUAL_INFO_CM_NAME) {
           const info = this.readManualInfo();
           if (info !== undefined) this.engine.manualInfoChanged(info.total, now);
+        } else if (name === RELEASE_REQUESTS_CM_NAME && input.ev.type !== 'delete') {
+          this.applyReleaseRequests(now);
         } else if (name === ESCALATION_STATE_CM_NAME && input.ev.type === 'delete' && this.deps.persistState !== false) this.deps.onStateChange(); // rewrite a deleted state
         return;
       }
     }
+  }
+
+  /** `kubectl clusterd release` requests (idempotent: each releases only what was separated before it). */
+  private applyReleaseRequests(now: number): void {
+    const cm = this.cm(RELEASE_REQUESTS_CM_NAME);
+    if (cm === undefined) return;
+    const p = parseReleaseRequests(cm.data);
+    if (!p.ok) {
+      this.log.warn('release requests unreadable; ignored', { configMap: RELEASE_REQUESTS_CM_NAME, reason: p.reason });
+      this.deps.metrics?.invalidInput.inc({ format: 'release-requests', reason: p.kind ?? 'invalid' });
+      return;
+    }
+    for (const s of p.value.skipped) {
+      this.log.warn('release request skipped', { configMap: RELEASE_REQUESTS_CM_NAME, reason: s });
+      this.deps.metrics?.invalidInput.inc({ format: 'release-requests', reason: 'schema' });
+    }
+    this.engine.operatorReleases(p.value.requests, now);
   }
 
   private applyConfig(update: ConfigUpdate, now: number): void {

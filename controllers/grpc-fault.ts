@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import type { SignalStream, StreamSubscription } from '../grpc/handlers.ts';
 import type { DeviceFaultInfo, FaultMsgSignal, NodeFaultInfo } from '../grpc/messages.ts';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
-import { npuId } from '../policy/job-view.ts';
+import { npuId } from '../policy/jobs/job-view.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Sources } from './sources/sources.ts';
 

@@ -22,7 +22,7 @@ import { grpcHandlers } from './grpc-handlers.ts';
 import type { Options } from './options.ts';
 import type { RecoveryController } from './recovery.controller.ts';
 import type { Sources } from './sources/sources.ts';
-import { jobNodes } from '../policy/job-view.ts';
+import { jobNodes } from '../policy/jobs/job-view.ts';
 
 export interface GrpcControllerDeps {
   readonly options: Options;

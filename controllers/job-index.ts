@@ -8,7 +8,7 @@
  *   ownerReference (a Volcano Job or an AscendJob); a PodGroup without one is not a job we handle.
  * - A pod belongs to the job whose UID is its controller ownerReference (both Volcano and the Ascend
  *   operator own their pods), or whose PodGroup its `scheduling.k8s.io/group-name` annotation names.
- * - Rank = `hccl/rankIndex`, NPUs = `huawei.com/AscendReal` (policy/job-view.ts podViewFromMeta).
+ * - Rank = `hccl/rankIndex`, NPUs = `huawei.com/AscendReal` (policy/jobs/job-view.ts podViewFromMeta).
  * - Knobs are read from the PodGroup's labels and annotations (formats.md 4.2; schemas/job-knobs).
  *
  * The index of pods by owner, group and node is kept incrementally from the pod events the jobs
@@ -17,7 +17,7 @@
 import { objectKey, type WatchEvent } from '../runtime/reflector.ts';
 import type { KubeObject } from '../runtime/kube-client.ts';
 import { parseJobKnobs, type JobKnobs } from '../schemas/job-knobs/job-knobs.ts';
-import { podViewFromMeta, type JobKind, type JobKnobsInput, type JobView, type PodMetaInput } from '../policy/job-view.ts';
+import { podViewFromMeta, type JobKind, type JobKnobsInput, type JobView, type PodMetaInput } from '../policy/jobs/job-view.ts';
 import type { Pod, PodGroup } from '../runtime/kube-objects.ts';
 import type { Sources } from './sources/sources.ts';
 

@@ -14,8 +14,8 @@ import { ControllerLoop } from '../runtime/controller-loop.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import type { SummaryPod, SummaryPodGroup } from '../policy/job-summary.ts';
-import type { ExceptionInputs, ExceptionJobObject } from '../policy/scheduling-exception.ts';
+import type { SummaryPod, SummaryPodGroup } from '../policy/jobs/job-summary.ts';
+import type { ExceptionInputs, ExceptionJobObject } from '../policy/jobs/scheduling-exception.ts';
 import { jobSummaryReconciler, JobSummaryStore } from '../reconcilers/job-summary.reconciler.ts';
 import type { Sources } from './sources/sources.ts';
 

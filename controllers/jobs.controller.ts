@@ -1,9 +1,10 @@
 /**
  * The jobs flow (issue 4): pods, PodGroups and node faults -> the keys of the jobs they touch
- * (job-pipeline.ts) -> the burst window (runtime/burst-gate.ts: a quiet job's key is queued at once,
- * what follows within --burst-window-ms coalesced by `addAfter`) -> the per-job decision reconcile
- * (job-decisions.ts, which aggregates the job from the caches) -> actions/ and the job ConfigMap
- * reconcilers. This file holds the flow's only subscribe (style.md 2.1).
+ * (policy/jobs/job-pipeline.ts) -> the burst window (runtime/burst-gate.ts: a quiet job's key is
+ * queued at once, what follows within --burst-window-ms coalesced by `addAfter`) -> the per-job
+ * decision reconcile (reconcilers/job-decisions.reconciler.ts, which aggregates the job from the
+ * caches) -> actions/ and the job ConfigMap reconcilers. This file holds the flow's only subscribe
+ * (style.md 2.1).
  *
  * Modes:
  * - `--rescheduling=false` (ClusterD role beside the real Volcano ascend plugin): the job index is kept
@@ -19,13 +20,13 @@ import { BurstGate } from '../runtime/burst-gate.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import type { HiddenFault, JobFaultAggregate } from '../policy/job-aggregation.ts';
+import type { HiddenFault, JobFaultAggregate } from '../policy/jobs/job-aggregation.ts';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import { JOB_RESCHEDULE_REASON_CM_NAME, JOB_RESCHEDULE_REASON_NAMESPACE } from '../schemas/job-reschedule-reason/job-reschedule-reason.ts';
 import { VCJOB_FAULT_NPU_CM_NAME, VCJOB_FAULT_NPU_NAMESPACE } from '../schemas/vcjob-fault-npu/vcjob-fault-npu.ts';
 import { TOR_SHARE_CM_NAME, TOR_SHARE_NAMESPACE } from '../schemas/tor-share/tor-share.ts';
 import { JOB_STATE_NAMESPACE, type PendingDecision } from '../schemas/job-state/job-state.ts';
-import { CLUSTERD_FAULT_TAINT_KEY } from '../policy/job-isolation.ts';
+import { CLUSTERD_FAULT_TAINT_KEY } from '../policy/faults/job-isolation.ts';
 import { JobActionExecutor, type HandOffSink, type JobActionHooks } from '../actions/job-action-executor.ts';
 import { JOB_RESCHEDULE_REASON_KEY, RescheduleReasonStore, rescheduleReasonReconciler } from '../reconcilers/job-reschedule-reason.reconciler.ts';
 import { VCJOB_FAULT_NPU_KEY, vcjobFaultNpuReconciler } from '../reconcilers/vcjob-fault-npu.reconciler.ts';
@@ -35,11 +36,13 @@ import type { DeviceFaultsController } from './device-faults.controller.ts';
 import type { Options } from './options.ts';
 import type { Sources } from './sources/sources.ts';
 import { JobIndex } from './job-index.ts';
-import { jobKeys$ } from './job-pipeline.ts';
+import { jobKeys$ } from '../policy/jobs/job-pipeline.ts';
 import { JobStateStore } from '../actions/job-state.action.ts';
-import { DecisionReporter } from './job-report.ts';
-import { aggregateFromCache, jobDecisionsReconciler } from './job-decisions.ts';
-import { nodeIsolationReconciler } from './job-isolation.ts';
+import { DecisionReporter } from '../actions/job-report.action.ts';
+import { aggregateFromCache, jobDecisionsReconciler } from '../reconcilers/job-decisions.reconciler.ts';
+import { nodeIsolationReconciler } from '../reconcilers/job-isolation.reconciler.ts';
+import { DecisionHistory } from '../actions/decision-history.action.ts';
+import { DECISION_HISTORY_KEY, decisionHistoryReconciler } from '../reconcilers/decision-history.reconciler.ts';
 
 export interface JobsControllerDeps {
   readonly client: KubeClient;
@@ -73,6 +76,8 @@ interface Loops {
   readonly reasons: ControllerLoop;
   readonly torShare: ControllerLoop;
   readonly isolation: ControllerLoop;
+  /** Prunes the decision history (per job, total, TTL). */
+  readonly history: ControllerLoop;
 }
 
 export class JobsController {
@@ -81,6 +86,12 @@ export class JobsController {
   readonly loops: Loops | undefined;
   /** The burst window (--burst-window-ms) on the decision queue's job keys. */
   private readonly gate: BurstGate | undefined;
+  /**
+   * The durable decision history (DecisionRecords): every decision about a job is recorded through
+   * `recordDecision(history, ...)` (actions/decision-history.action.ts); undefined only with
+   * --rescheduling=false, where no decision is taken.
+   */
+  readonly history: DecisionHistory | undefined;
   private sub: Subscription | undefined;
   private readonly d: JobsControllerDeps;
   private readonly now: () => number;
@@ -95,7 +106,7 @@ export class JobsController {
       cached: mindxDl, cachedNames: () => [...s.mindxDlConfigMaps.store.values()].map((c) => c.metadata?.name ?? ''),
       writer, client, dryRun: options.dryRun,
     });
-    if (!options.rescheduling) { this.loops = undefined; this.gate = undefined; return; }
+    if (!options.rescheduling) { this.loops = undefined; this.gate = undefined; this.history = undefined; return; }
     const faultsOf = (n: string) => d.deviceFaults.effective(n);
     const loop = (r: ConstructorParameters<typeof ControllerLoop>[0], workers = 1) => new ControllerLoop(r, { log, metrics, now: this.now, workers });
     const reasonStore = new RescheduleReasonStore({
@@ -113,11 +124,17 @@ export class JobsController {
       cached: () => s.volcanoConfigMaps.get(`${VCJOB_FAULT_NPU_NAMESPACE}/${VCJOB_FAULT_NPU_CM_NAME}`), writer,
     }));
     const reasons = loop(rescheduleReasonReconciler(reasonStore));
+    const bounds = { perJob: options.decisionHistoryPerJob, total: options.decisionHistoryMaxRecords, ttlMs: options.decisionHistoryTtlHours * 3_600_000 };
+    const history = new DecisionHistory({
+      client, log: log.child({ controller: 'decision_history' }), metrics, bounds, dryRun: options.dryRun,
+      onRecorded: () => this.loops?.history.queue.add(DECISION_HISTORY_KEY),
+    });
+    this.history = history;
     this.loops = {
       decisions: loop(jobDecisionsReconciler({
-        index: this.index, faultsOf, ...(d.filtered === undefined ? {} : { filtered: d.filtered }), states: this.states, executor, reporter, resetConfig, dryRun: options.dryRun,
+        index: this.index, faultsOf, ...(d.filtered === undefined ? {} : { filtered: d.filtered }), states: this.states, executor, reporter, history, resetConfig, dryRun: options.dryRun,
         config: { graceOverTimeMs: options.graceOverTimeSeconds * 1000, pendingEscalationMs: options.pendingEscalationSeconds * 1000 },
-        registered: d.registered, afterPersist: d.afterPersist,
+        registered: d.registered, afterPersist: d.afterPersist, goodput: metrics.goodput,
         onStateChanged: () => vcjobFaultNpu.queue.add(VCJOB_FAULT_NPU_KEY),
         onGone: () => { reasons.queue.add(JOB_RESCHEDULE_REASON_KEY); vcjobFaultNpu.queue.add(VCJOB_FAULT_NPU_KEY); },
       }), 4),
@@ -131,6 +148,8 @@ export class JobsController {
         node: (n) => s.nodes.get(n), faultsOf, client, metrics, dryRun: options.dryRun,
         enabled: options.nodeTaints, holdMs: options.nodeTaintHoldSeconds * 1000,
       }), 2),
+      // Dry run writes nothing, so it prunes nothing either.
+      history: loop(options.dryRun ? { name: 'decision_history', reconcile: async () => ({}) } : decisionHistoryReconciler({ client, index: history.index, bounds, metrics })),
     };
     this.gate = new BurstGate(this.loops.decisions.queue, options.burstWindowMs, this.now);
   }
@@ -188,6 +207,7 @@ export class JobsController {
     l.vcjobFaultNpu.queue.add(VCJOB_FAULT_NPU_KEY);
     l.reasons.queue.add(JOB_RESCHEDULE_REASON_KEY);
     l.torShare.queue.add(TOR_SHARE_KEY);
+    l.history.queue.add(DECISION_HISTORY_KEY);
     for (const n of this.d.deviceFaults.store.nodeNames()) l.isolation.queue.add(n);
     for (const [name, node] of this.d.sources.nodes.store) {
       if ((node.spec?.taints ?? []).some((t) => t.key === CLUSTERD_FAULT_TAINT_KEY)) l.isolation.queue.add(name);

@@ -1,4 +1,4 @@
-import { parseRecoveryTimings } from './recovery-timings.ts';
+import { parseRecoveryTimings } from '../policy/recovery/recovery-timings.ts';
 import { parseOptions, OptionsError, usage } from './options.ts';
 
 describe('controller options', () => {

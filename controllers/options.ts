@@ -4,7 +4,7 @@
  * Out-of-range values are rejected at start with a clear message (never silently clamped).
  */
 import { parseArgs } from 'node:util';
-import { RECOVERY_TIMING_KEYS, RECOVERY_TIMINGS_PATTERN } from './recovery-timings.ts';
+import { RECOVERY_TIMING_KEYS, RECOVERY_TIMINGS_PATTERN } from '../policy/recovery/recovery-timings.ts';
 
 interface FlagSpec {
   readonly type: 'string' | 'boolean' | 'number';
@@ -40,12 +40,15 @@ export const FLAGS = {
   'leader-election-namespace': { type: 'string', default: 'mindx-dl', env: 'POD_NAMESPACE', help: 'namespace of the Lease' },
   'lease-duration-seconds': { type: 'number', default: 15, min: 5, max: 300, help: 'Lease duration' },
   'grace-over-time-seconds': { type: 'number', default: 900, min: 2, max: 3600, help: 'job-level grace deletion: force after this many seconds (Volcano grace-over-time)' },
-  'pending-escalation-seconds': { type: 'number', default: 15, min: 5, max: 3600, help: 'pod-level rescheduling escalates to job level when a replacement pod stays Pending this long (time-based equivalent of Volcano\'s 12 pending sessions at 1 s, see policy/job-pending-escalation.ts)' },
+  'pending-escalation-seconds': { type: 'number', default: 15, min: 5, max: 3600, help: 'pod-level rescheduling escalates to job level when a replacement pod stays Pending this long (time-based equivalent of Volcano\'s 12 pending sessions at 1 s, see policy/jobs/job-pending-escalation.ts)' },
   'cluster-info-refresh-seconds': { type: 'number', default: 5, min: 0, max: 55, help: 'write the current cluster-info-* content (newer UpdateTimes included) at least this often, as ClusterD (5 s); unchanged content is not written; 0 = only on change' },
   'cluster-info-refresh-annotation': { type: 'boolean', default: false, help: 'extension: bump annotation clusterd-ts.io/refreshed-at on cluster-info-* every 30 s, so Volcano\'s informers see an event even on an idle cluster (3 watch events per 30 s to every scheduler); off = ClusterD: no annotation (a left-over one is removed)' },
   'node-taints': { type: 'boolean', default: false, help: 'extension: taint Nodes with node-wide faults huawei.com/clusterd-fault=<level>:NoSchedule (PreferNoSchedule for sub-health) and lift the taint when they recover; off = ClusterD: no taints (a left-over one of ours is removed)' },
   'node-taint-hold-seconds': { type: 'number', default: 60, min: 0, max: 3600, help: 'with --node-taints: lift the taint after the node has had no node-wide fault for this long (a flapping report does not make it blink)' },
   'persist-policy-state': { type: 'boolean', default: true, help: 'extension, on by default: persist the fault policy\'s state (manual-separation counters and pending judgements, --device-plugin-rules escalation timers, relation-fault and filter memories) in ConfigMap clusterd-ts-escalation-state (in --cluster-system-namespace), and each registered job\'s process-recovery and hot-switch FSM state in mindx-dl/clusterd-ts-recovery-<job uid>, so a restart or a new leader continues where the last one stopped; off = ClusterD: that state lives in memory only, a restart starts counting anew (separated NPUs are still kept, read back from clusterd-manual-info-cm) and forgets registered jobs (TaskD registers again once its stream breaks), recoveries in flight and hot-switch downgrades; left-over state objects are then neither read nor written' },
+  'decision-history-per-job': { type: 'number', default: 50, min: 1, max: 1_000, help: 'decision history (DecisionRecord objects, kubectl clusterd explain): keep at most this many records per job, newest first' },
+  'decision-history-max-records': { type: 'number', default: 5_000, min: 10, max: 100_000, help: 'decision history: keep at most this many records cluster-wide (each under ~8 KiB), newest first' },
+  'decision-history-ttl-hours': { type: 'number', default: 168, min: 1, max: 8_760, help: 'decision history: delete records older than this (also of jobs that are gone)' },
   'burst-window-ms': { type: 'number', default: 200, min: 0, max: 10_000, help: 'coalesce fault events of one job within this window into one decision' },
   'device-plugin-rules': { type: 'boolean', default: false, help: 'extension: also apply the device plugin\'s detection rules centrally (re-level codes from kube-system/mindx-dl-fault-config, FaultFrequency/FaultDuration escalation such as 81078603 held > 20 s -> PreSeparateNPU); off = ClusterD: the level the device plugin wrote is kept (it applies these rules itself)' },
   'cluster-system-namespace': { type: 'string', default: 'cluster-system', help: 'namespace of clusterd-config-cm, clusterd-manual-info-cm and the persisted escalation state (ClusterD: cluster-system)' },

@@ -5,9 +5,9 @@
  * reports), stream close, and the hot-switch downgrade, which is written to the state store before
  * the FSM moves on.
  */
-import type { HotSwitchCommand } from '../policy/hot-switch-types.ts';
-import type { RecoveryCommand } from '../policy/recovery-types.ts';
-import { BUSINESS_REPORT_EXPIRY_MS, type StepRetryJob } from '../policy/step-retry-filter.ts';
+import type { HotSwitchCommand } from '../policy/recovery/hot-switch-types.ts';
+import type { RecoveryCommand } from '../policy/recovery/recovery-types.ts';
+import { BUSINESS_REPORT_EXPIRY_MS, type StepRetryJob } from '../policy/filters/step-retry-filter.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { RetryReport } from './recovery-feed.ts';
 import type { JobCommand, JobFsm } from './recovery-job.ts';
@@ -39,7 +39,7 @@ export class MemoryCommands {
     this.d = d;
   }
 
-  /** Step-retry facts of a job for the step-retry filter (policy/step-retry-filter.ts). */
+  /** Step-retry facts of a job for the step-retry filter (policy/filters/step-retry-filter.ts). */
   /**
    * RecoverTime is when the business plane reported the retry fault (ClusterD's ReportRetryInfo from
    * ReportProcessFault), else when our step retry began. No completion time: ClusterD never sets

@@ -1,5 +1,5 @@
 import type { FaultRecord, NpuFaultLevel } from '../vocabulary/fault-types.ts';
-import { podViewFromMeta } from '../policy/job-view.ts';
+import { podViewFromMeta } from '../policy/jobs/job-view.ts';
 import { parseJobKnobs } from '../schemas/job-knobs/job-knobs.ts';
 import { knobsInputOf, type JobEntry } from './job-index.ts';
 import { recoveryFeed, retryReportDevices, type FeedInput } from './recovery-feed.ts';

@@ -20,14 +20,14 @@
  * Retry faults the agent reported (ReportProcessFault, retry-only, A.9 #69) are merged in for 10 s
  * from the report (ClusterD's business-plane window), then only through device-info.
  */
-import { aggregateJob, type JobHealthState } from '../policy/job-aggregation.ts';
+import { aggregateJob, type JobHealthState } from '../policy/jobs/job-aggregation.ts';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
-import type { FaultyPod, HotSwitchConfig, HotSwitchPod } from '../policy/hot-switch-types.ts';
-import { jobNodes, npuId, rankPods, type JobPodView } from '../policy/job-view.ts';
-import { strategyMenu } from '../policy/recovery-choice.ts';
-import type { FaultType } from '../policy/recovery-signals.ts';
-import type { ObservedFaultRank, PodObservation, RecoveryJobConfig } from '../policy/recovery-types.ts';
-import { RETRY_FAULT_TYPES } from '../policy/step-retry-filter.ts';
+import type { FaultyPod, HotSwitchConfig, HotSwitchPod } from '../policy/recovery/hot-switch-types.ts';
+import { jobNodes, npuId, rankPods, type JobPodView } from '../policy/jobs/job-view.ts';
+import { strategyMenu } from '../policy/recovery/recovery-choice.ts';
+import type { FaultType } from '../policy/recovery/recovery-signals.ts';
+import type { ObservedFaultRank, PodObservation, RecoveryJobConfig } from '../policy/recovery/recovery-types.ts';
+import { RETRY_FAULT_TYPES } from '../policy/filters/step-retry-filter.ts';
 import type { JobEntry } from './job-index.ts';
 import type { Pod } from '../runtime/kube-objects.ts';
 

@@ -6,8 +6,8 @@
 import { VirtualAction, VirtualTimeScheduler } from 'rxjs';
 import type { SignalStream } from '../grpc/handlers.ts';
 import type { ProcessManageSignal } from '../vocabulary/process-manage-signal.ts';
-import { initialHotSwitchState } from '../policy/hot-switch-fsm.ts';
-import { initialRecoveryState } from '../policy/recovery-fsm.ts';
+import { initialHotSwitchState } from '../policy/recovery/hot-switch-fsm.ts';
+import { initialRecoveryState } from '../policy/recovery/recovery-fsm.ts';
 import { silentLogger } from '../telemetry/logger.ts';
 import { JobFsm, type JobCommand } from './recovery-job.ts';
 

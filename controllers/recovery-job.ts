@@ -1,7 +1,7 @@
 /**
  * One registered job's two state machines, run as ClusterD runs its per-job controller: the
- * process-level recovery FSM (policy/recovery-fsm.ts, B1) and the hot-switch FSM
- * (policy/hot-switch-fsm.ts, B2), fed one event at a time from a single queue, so that routing
+ * process-level recovery FSM (policy/recovery/recovery-fsm.ts, B1) and the hot-switch FSM
+ * (policy/recovery/hot-switch-fsm.ts, B2), fed one event at a time from a single queue, so that routing
  * decisions see both current states:
  * - ReportRecoverStrategy / ReportRecoverStatus go to the hot-switch FSM while it is not idle, else
  *   to the recovery FSM (hot-switch-fsm.ts wiring rules);
@@ -16,10 +16,10 @@
 import { asyncScheduler, type SchedulerLike, type Subscription } from 'rxjs';
 import type { SignalStream } from '../grpc/handlers.ts';
 import type { ProcessManageSignal } from '../vocabulary/process-manage-signal.ts';
-import { hotSwitchIdle, hotSwitchStep, type HotSwitchCommand, type HotSwitchEvent, type HotSwitchState } from '../policy/hot-switch-fsm.ts';
-import { dueTimers, nextTimerDue, type StepResult } from '../policy/recovery-kit.ts';
-import { recoveryIdle, step as recoveryStep } from '../policy/recovery-fsm.ts';
-import type { RecoveryCommand, RecoveryEvent, RecoveryState } from '../policy/recovery-types.ts';
+import { hotSwitchIdle, hotSwitchStep, type HotSwitchCommand, type HotSwitchEvent, type HotSwitchState } from '../policy/recovery/hot-switch-fsm.ts';
+import { dueTimers, nextTimerDue, type StepResult } from '../policy/recovery/recovery-kit.ts';
+import { recoveryIdle, step as recoveryStep } from '../policy/recovery/recovery-fsm.ts';
+import type { RecoveryCommand, RecoveryEvent, RecoveryState } from '../policy/recovery/recovery-types.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { RecoveryJobTarget } from '../actions/recovery-commands.action.ts';
 

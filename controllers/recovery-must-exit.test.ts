@@ -5,10 +5,10 @@
  * restarted in place stays hidden until 60 s.
  */
 import { VirtualAction, VirtualTimeScheduler, type Subscription } from 'rxjs';
-import { initialHotSwitchState } from '../policy/hot-switch-fsm.ts';
-import { initialRecoveryState } from '../policy/recovery-fsm.ts';
+import { initialHotSwitchState } from '../policy/recovery/hot-switch-fsm.ts';
+import { initialRecoveryState } from '../policy/recovery/recovery-fsm.ts';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
-import type { ObservedFaultRank } from '../policy/recovery-types.ts';
+import type { ObservedFaultRank } from '../policy/recovery/recovery-types.ts';
 import type { QueueClock } from '../runtime/work-queue.ts';
 import { silentLogger } from '../telemetry/logger.ts';
 import { recordingLogger, type LogLine } from '../test/support/fault-policy-test-kit.ts';

@@ -2,7 +2,7 @@
  * The step-retry filter on the scheduler view (behavior.md A.3 #23, B6 row 2, E.6): for a job with
  * `process-recover-enable=on` and `retry` in `recover-strategy`, the retry faults 80E01801 (UCE) and
  * 8C1F860B (HCCL) on its chips are kept out of what the rescheduler sees (cluster-info and the jobs
- * pipeline, both read DeviceFaultsController.effective) while policy/step-retry-filter.ts says so:
+ * pipeline, both read DeviceFaultsController.effective) while policy/filters/step-retry-filter.ts says so:
  * the first 10 s of a fault, then while the recovery FSM's step retry runs (its `setStepRetryHold`
  * is the job's RecoverTime; a success is its completion). The recovery FSM is fed this view too
  * (ClusterD's job fault list comes from the filtered device-info; the business-plane report stands
@@ -16,8 +16,8 @@ import type { SchedulerLike, Subscription } from 'rxjs';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import {
   isStepRetryJob, RETRY_FAULT_TYPES, STEP_RETRY_COMPLETE_WINDOW_MS, STEP_RETRY_FAULT_WINDOW_MS, stepRetryVerdict, type StepRetryJob,
-} from '../policy/step-retry-filter.ts';
-import { jobNodes, npuId } from '../policy/job-view.ts';
+} from '../policy/filters/step-retry-filter.ts';
+import { jobNodes, npuId } from '../policy/jobs/job-view.ts';
 import type { JobIndex } from './job-index.ts';
 
 export interface StepRetryViewDeps {

@@ -19,11 +19,11 @@
 import { asyncScheduler, filter, map, merge, type SchedulerLike, type Subscription } from 'rxjs';
 import type { SignalStream, StreamCloseReason } from '../grpc/handlers.ts';
 import type { ProcessManageSignal } from '../vocabulary/process-manage-signal.ts';
-import { initialHotSwitchState } from '../policy/hot-switch-fsm.ts';
-import { initialRecoveryState } from '../policy/recovery-fsm.ts';
-import type { RecoveryEvent } from '../policy/recovery-types.ts';
+import { initialHotSwitchState } from '../policy/recovery/hot-switch-fsm.ts';
+import { initialRecoveryState } from '../policy/recovery/recovery-fsm.ts';
+import type { RecoveryEvent } from '../policy/recovery/recovery-types.ts';
 import type { HandOffSink } from '../actions/job-action-executor.ts';
-import { parseRecoveryTimings } from './recovery-timings.ts';
+import { parseRecoveryTimings } from '../policy/recovery/recovery-timings.ts';
 import { objectKey } from '../runtime/reflector.ts';
 import { ControllerLoop } from '../runtime/controller-loop.ts';
 import { WorkQueue } from '../runtime/work-queue.ts';
@@ -34,7 +34,7 @@ import type { Metrics } from '../telemetry/metrics.ts';
 import { isIoCommand, RecoveryActions, type RecoveryJobTarget } from '../actions/recovery-commands.action.ts';
 import { promoteBackupPod } from '../actions/hot-switch-backup.action.ts';
 import { patchPodGroupMeta } from '../actions/recovery-patch.action.ts';
-import { HOT_SWITCH_ANNOTATION as A } from '../policy/hot-switch-types.ts';
+import { HOT_SWITCH_ANNOTATION as A } from '../policy/recovery/hot-switch-types.ts';
 import type { DeviceFaultsController } from './device-faults.controller.ts';
 import { JobIndex, jobOwnerOf, type JobEntry } from './job-index.ts';
 import type { Options } from './options.ts';
@@ -46,7 +46,11 @@ import type { Pod } from '../runtime/kube-objects.ts';
 import type { Sources } from './sources/sources.ts';
 import { StepRetryView } from './recovery-step-retry.ts';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
-import { jobNodes } from '../policy/job-view.ts';
+import { jobNodes } from '../policy/jobs/job-view.ts';
+
+/** Recovery FSM edges (policy/recovery/recovery-fsm.ts reason lines `from -(event)-> to [B1 row n]`) for the goodput stages. */
+const FAULT_EDGE = /^(INIT|ScaleRunningState) -\(faultOccur\)->/;
+const RESUMED_EDGE = /^\S+ -\((recoverSuccess|scaleInSuccessEvent|scaleOutSuccessEvent)\)->|^FaultRetryState -\(finish\)-> INIT/;
 
 export interface RecoveryControllerDeps {
   readonly client: KubeClient;
@@ -351,6 +355,7 @@ export class RecoveryController {
         scheduler: this.scheduler,
         onStep: (j, machine, r) => {
           this.observeGauge(j);
+          if (machine === 'recovery') this.observeGoodput(j, r.reasons);
           // ClusterD refills a reset controller's fault cache from the fault center's next 1 s tick:
           // feed the job's current picture again so the ranks still listed rejoin the cache.
           if (machine === 'recovery' && r.reasons.some((x) => x.startsWith('reset'))) this.markDirty(j.target.key);
@@ -370,6 +375,18 @@ export class RecoveryController {
   private persist(job: JobFsm): Promise<void> {
     if (!this.acting || job.stopped) return Promise.resolve();
     return this.store.save({ version: 1, jobId: job.jobId, jobKey: job.target.key, registered: true, recovery: job.recovery, hotSwitch: job.hotSwitch, savedAtMs: this.now() });
+  }
+
+  /**
+   * Goodput stages the recovery FSM observes (telemetry/goodput.ts): a fault taken from INIT opens
+   * the job's episode; a success edge (the agents reported their processes recovered, scaled in or
+   * out, or restarted by fault retry) is training resumed. The time is the FSM's scheduler clock.
+   */
+  private observeGoodput(job: JobFsm, reasons: readonly string[]): void {
+    const g = this.d.metrics.goodput;
+    const t = job.target;
+    if (reasons.some((x) => FAULT_EDGE.test(x))) g.faultObserved({ key: t.key, namespace: t.namespace, name: t.jobName }, this.scheduler.now());
+    if (reasons.some((x) => RESUMED_EDGE.test(x))) g.resumed(t.key, this.scheduler.now());
   }
 
   private observeGauge(job: JobFsm): void {

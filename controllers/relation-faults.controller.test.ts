@@ -2,7 +2,7 @@ import { Subject } from 'rxjs';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import { Metrics } from '../telemetry/metrics.ts';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
-import { SWITCH_LINK_DOWN } from '../policy/relation-fault-config.ts';
+import { SWITCH_LINK_DOWN } from '../policy/faults/relation-fault-config.ts';
 import { ManualClock, recordingLogger, settle, type LogLine } from '../test/support/fault-policy-test-kit.ts';
 import { RelationFaultsController } from './relation-faults.controller.ts';
 import { fakeSources, pod, podGroup, rec } from '../test/support/fault-filters-fakes.ts';

@@ -1,9 +1,9 @@
 /**
  * The relation-fault flow (behavior.md A.4 #32, B7 #7, formats.md 2.6): pods, PodGroups and node
  * faults -> per job, every fault on its NPUs and on the UB switches of its nodes (the scheduler view,
- * as ClusterD's job center reads the processed views) -> policy/relation-faults.ts -> on a strategy
+ * as ClusterD's job center reads the processed views) -> policy/faults/relation-faults.ts -> on a strategy
  * change, the job's pod on that node is labelled `fault-type=Separate|SubHealth`
- * (relation-faults-labels.ts, leader only). The jobs pipeline reads the label: `Separate` is the task
+ * (reconcilers/relation-faults-labels.reconciler.ts, leader only). The jobs pipeline reads the label: `Separate` is the task
  * fault `RelationFaultSeparate`, which is also the reschedule reason Volcano records. This file holds
  * the flow's only subscribe (style.md 2.1).
  *
@@ -22,12 +22,12 @@ import type { Metrics } from '../telemetry/metrics.ts';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import { TICK } from '../policy/policy-operator.ts';
 import { formatChain } from '../policy/reasons.ts';
-import { DEFAULT_RELATION_FAULT_CONFIG, type RelationFaultConfig } from '../policy/relation-fault-config.ts';
-import { relationFaultPolicy, type RelationInput, type RelationOutput } from '../policy/relation-faults.ts';
+import { DEFAULT_RELATION_FAULT_CONFIG, type RelationFaultConfig } from '../policy/faults/relation-fault-config.ts';
+import { relationFaultPolicy, type RelationInput, type RelationOutput } from '../policy/faults/relation-faults.ts';
 import type { RelationJobState, RelationState } from '../schemas/escalation-state/escalation-state.ts';
-import { holdsDevice } from './fault-filters.ts';
+import { holdsDevice } from '../policy/filters/fault-filters.ts';
 import { JobIndex } from './job-index.ts';
-import { pendingLabelKey, relationLabelReconciler, type PendingLabel } from './relation-faults-labels.ts';
+import { pendingLabelKey, relationLabelReconciler, type PendingLabel } from '../reconcilers/relation-faults-labels.reconciler.ts';
 import type { Pod, PodGroup } from '../runtime/kube-objects.ts';
 import type { Sources } from './sources/sources.ts';
 

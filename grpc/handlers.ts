@@ -1,7 +1,7 @@
 /**
  * What the gRPC transport needs from the rest of the controller. The transport validates, rate-limits
  * and keeps the client registry; everything that needs cluster state or the recovery state machine
- * (policy/recovery-fsm.ts via actions/) is one of these injected handlers.
+ * (policy/recovery/recovery-fsm.ts via actions/) is one of these injected handlers.
  */
 import type { Status } from './codes.ts';
 import type { ProcessManageSignal } from '../vocabulary/process-manage-signal.ts';

@@ -24,7 +24,7 @@
  * annotation (bumped every full render, so Volcano always sees events) is an extension behind
  * `refreshAnnotation`; without it the annotation is removed from ConfigMaps that still carry it.
  */
-import { CLUSTER_INFO_DEVICE_PREFIX, CLUSTER_INFO_LABELS, CLUSTER_INFO_MAX_SHARD_BYTES, CLUSTER_INFO_NAMESPACE, CLUSTER_INFO_NODE_CM, CLUSTER_INFO_SWITCH_PREFIX, encodeClusterInfo, type ClusterInfoEntry, type DeviceInfoEntry, type NodeInfoEntry, type SwitchInfoEntry } from '../schemas/cluster-info/cluster-info.ts';
+import { CLUSTER_INFO_DEVICE_PREFIX, CLUSTER_INFO_LABELS, CLUSTER_INFO_MAX_SHARD_BYTES, CLUSTER_INFO_NAMESPACE, CLUSTER_INFO_NODE_CM, CLUSTER_INFO_SWITCH_PREFIX, encodeClusterInfo, type ClusterInfoEntry, type ClusterInfoView } from '../schemas/cluster-info/cluster-info.ts';
 import { mergeDeviceFaults, recomputeDeviceList } from '../schemas/cluster-info/device-list.ts';
 import { encodeEntry, joinRange, shardClusterInfo, shardRanges, type EncodedEntry } from '../schemas/cluster-info/shard.ts';
 import { compareUtf8 } from '../schemas/go-json.ts';
@@ -43,11 +43,7 @@ export const CLUSTER_INFO_KEY = 'cluster-info';
 /** Extension (refreshAnnotation): bumped on each full render so Volcano's informer gets an event. */
 export const REFRESHED_AT_ANNOTATION = 'clusterd-ts.io/refreshed-at';
 
-export interface ClusterInfoView {
-  readonly device: Record<string, DeviceInfoEntry>;
-  readonly node: Record<string, NodeInfoEntry>;
-  readonly switch: Record<string, SwitchInfoEntry>;
-}
+export type { ClusterInfoView };
 
 /**
  * Builds the entries Volcano reads from the store and the records after policy. Device entries are

@@ -2,7 +2,7 @@ import { jobStatisticReconciler } from './job-statistic.reconciler.ts';
 import { fakeConfigMaps } from '../test/support/fault-policy-test-kit.ts';
 import type { ReconcileContext } from '../runtime/reconciler.ts';
 import { silentLogger } from '../telemetry/logger.ts';
-import type { TimedStatEvent } from '../policy/job-statistic.ts';
+import type { TimedStatEvent } from '../policy/jobs/job-statistic.ts';
 
 const ctx = (now: number): ReconcileContext => ({ log: silentLogger, signal: new AbortController().signal, now: () => now });
 const KEY = 'mindx-dl/current-job-statistic';

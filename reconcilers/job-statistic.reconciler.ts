@@ -5,12 +5,12 @@
  * a fresh object (no labels, no annotations). Nothing is written while nothing moved, so a
  * ConfigMap deleted by someone comes back with the next change, as ClusterD's does.
  *
- * The statistic itself (policy/job-statistic.ts) lives in memory, as ClusterD's: the first pass
+ * The statistic itself (policy/jobs/job-statistic.ts) lives in memory, as ClusterD's: the first pass
  * loads the ConfigMap the last process left (entries of jobs that still have a PodGroup), then the
  * job and job-summary events collected since (the controller's inbox, each with its time) are
  * applied in order. A failed write is retried (ClusterD waits for the next change).
  */
-import { applyStatEvents, loadStatistics, type JobStatEntry, type TimedStatEvent } from '../policy/job-statistic.ts';
+import { applyStatEvents, loadStatistics, type JobStatEntry, type TimedStatEvent } from '../policy/jobs/job-statistic.ts';
 import { JOB_STATISTIC_CM_NAME, JOB_STATISTIC_WRITE_INTERVAL_MS, jobStatisticData, parseJobStatistics } from '../schemas/job-statistic/job-statistic.ts';
 import type { ConfigMap } from '../runtime/kube-objects.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';

@@ -1,6 +1,6 @@
 /**
  * Writes ClusterD's `<job ns>/job-summary-<job>[-<i>]` ConfigMaps (schemas/job-summary) for every
- * job with a PodGroup, as ClusterD's job processor does (policy/job-summary.ts has the state
+ * job with a PodGroup, as ClusterD's job processor does (policy/jobs/job-summary.ts has the state
  * machine): the pending form when the PodGroup appears, the add form with the rank table when the
  * job runs, again when it fails or completes, the delete form when its PodGroup and pods are gone,
  * and deletion of the ConfigMaps on ClusterD's first minute tick at least 60 s after that (unless a
@@ -12,7 +12,7 @@
  * retried from the same state.
  */
 import { Subject } from 'rxjs';
-import { deleteDueSec, summaryStep, type JobSummaryState, type SummaryContext, type SummaryPod, type SummaryPodGroup } from '../policy/job-summary.ts';
+import { deleteDueSec, summaryStep, type JobSummaryState, type SummaryContext, type SummaryPod, type SummaryPodGroup } from '../policy/jobs/job-summary.ts';
 import { jobSummaryCmName, jobSummaryLabels } from '../schemas/job-summary/job-summary.ts';
 import type { ConfigMap } from '../runtime/kube-objects.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';

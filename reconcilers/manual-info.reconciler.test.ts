@@ -2,7 +2,7 @@ import { manualInfoReconciler } from './manual-info.reconciler.ts';
 import { fakeConfigMaps as fakeCluster } from '../test/support/fault-policy-test-kit.ts';
 import type { ReconcileContext } from '../runtime/reconciler.ts';
 import { silentLogger } from '../telemetry/logger.ts';
-import type { ManualInfoNode } from '../policy/manual-separation.ts';
+import type { ManualInfoNode } from '../policy/faults/manual-separation.ts';
 
 const ctx = (now: number): ReconcileContext => ({ log: silentLogger, signal: new AbortController().signal, now: () => now });
 

@@ -7,7 +7,7 @@
  * policy (fault-policy.controller.ts), which releases it; the next pass writes or deletes the result.
  */
 import { MANUAL_INFO_CM_NAME, encodeManualInfoData, type ManualInfo } from '../schemas/manual-info/manual-info.ts';
-import type { ManualInfoNode } from '../policy/manual-separation.ts';
+import type { ManualInfoNode } from '../policy/faults/manual-separation.ts';
 import type { ConfigMap } from '../runtime/kube-objects.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { Outcome, ReconcileContext, Reconciler } from '../runtime/reconciler.ts';

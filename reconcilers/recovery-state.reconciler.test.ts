@@ -3,8 +3,8 @@
  * stay readable (`mustExitAtMs`, the recover-in-place must-exit stamps). The recovery_state loop writes
  * the newest desired state and retries a failed write through its work queue until it lands.
  */
-import { initialHotSwitchState } from '../policy/hot-switch-fsm.ts';
-import { initialRecoveryState } from '../policy/recovery-fsm.ts';
+import { initialHotSwitchState } from '../policy/recovery/hot-switch-fsm.ts';
+import { initialRecoveryState } from '../policy/recovery/recovery-fsm.ts';
 import { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import { ControllerLoop } from '../runtime/controller-loop.ts';
 import { ApiError } from '../runtime/kube-client.ts';

@@ -21,8 +21,8 @@ import { isNotFound, paths, type KubeClient } from '../runtime/kube-client.ts';
 import type { Outcome, Reconciler } from '../runtime/reconciler.ts';
 import type { WorkQueueOptions } from '../runtime/work-queue.ts';
 import type { Logger } from '../telemetry/logger.ts';
-import type { HotSwitchState } from '../policy/hot-switch-types.ts';
-import type { RecoveryState } from '../policy/recovery-types.ts';
+import type { HotSwitchState } from '../policy/recovery/hot-switch-types.ts';
+import type { RecoveryState } from '../policy/recovery/recovery-types.ts';
 import type { ConfigMap } from '../runtime/kube-objects.ts';
 
 export const RECOVERY_STATE_NAMESPACE = 'mindx-dl';

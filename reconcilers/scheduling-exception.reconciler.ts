@@ -1,13 +1,13 @@
 /**
  * Keeps `<cluster-system>/scheduling-exception-report` as ClusterD's collector does: every 10 s
  * (first one interval after start; the Manager queues it so) the jobs' scheduling conditions are
- * checked (policy/scheduling-exception.ts, over the job summary and the Volcano Job / AscendJob
+ * checked (policy/jobs/scheduling-exception.ts, over the job summary and the Volcano Job / AscendJob
  * caches) and the report's data replaced with the jobs reported (empty when none: the apiserver
  * stores no `data` field). Labels and annotations of an existing report are left as they are, as
  * ClusterD's update of the object it read does. A deleted report comes back at the next check.
  */
 import { SCHEDULING_EXCEPTION_CHECK_INTERVAL_MS, SCHEDULING_EXCEPTION_CM_NAME, encodeJobException, type JobException } from '../schemas/scheduling-exception/scheduling-exception.ts';
-import { checkExceptions, type ExceptionInputs } from '../policy/scheduling-exception.ts';
+import { checkExceptions, type ExceptionInputs } from '../policy/jobs/scheduling-exception.ts';
 import type { ConfigMap } from '../runtime/kube-objects.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { Outcome, ReconcileContext, Reconciler } from '../runtime/reconciler.ts';

@@ -7,7 +7,7 @@
  *   npu name and levels (seed 002: "heartbeatTimeOut: the node status is lost");
  * - NodeD or UB-switch faults that make the node UnHealthy (any level but NotHandle, PreSeparate,
  *   SubHealth) -> NodeUnhealthy, one entry per code (npu name and levels empty: "left empty for node faults");
- * - chips not usable for new work (policy/job-isolation.ts unusableNpus: the chip left `<P>`) ->
+ * - chips not usable for new work (policy/faults/job-isolation.ts unusableNpus: the chip left `<P>`) ->
  *   `UnhealthyNPU` / `NetworkUnhealthyNPU`, one entry per chip with the most serious level and its codes.
  * NodeHealthState = NodeUnhealthy > CardUnhealthy > CardNetworkUnhealthy; healthy nodes are not listed.
  * Volcano stamps `UpdateTime` with its session time; to keep the bytes stable we use the newest
@@ -20,9 +20,9 @@ import type { ConfigMap } from '../runtime/kube-objects.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { Outcome, ReconcileContext, Reconciler } from '../runtime/reconciler.ts';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
-import { unusableNpus } from '../policy/job-isolation.ts';
-import { HEARTBEAT_TIMEOUT_CODE } from '../policy/job-aggregation.ts';
-import { syncRetryBudget, type RetryBudget } from '../policy/job-retry-budget.ts';
+import { unusableNpus } from '../policy/faults/job-isolation.ts';
+import { HEARTBEAT_TIMEOUT_CODE } from '../policy/jobs/job-aggregation.ts';
+import { syncRetryBudget, type RetryBudget } from '../policy/jobs/job-retry-budget.ts';
 import {
   VCJOB_FAULT_NPU_CM_NAME, VCJOB_FAULT_NPU_NAMESPACE, encodeVcjobFaultNpuData,
   type FaultDeviceList, type FaultNode, type RemainRetryTimes,

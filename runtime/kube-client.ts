@@ -51,9 +51,13 @@ export class ApiError extends Error {
   readonly statusCode: number;
   readonly reason: string;
   readonly body: unknown;
+  readonly method: string;
+  readonly path: string;
   constructor(method: string, path: string, statusCode: number, body: unknown) {
     const st = (typeof body === 'object' && body !== null ? body : {}) as { reason?: string; message?: string };
     super(`${method} ${path}: ${statusCode} ${st.reason ?? ''} ${st.message ?? ''}`.trim());
+    this.method = method;
+    this.path = path;
     this.statusCode = statusCode;
     this.reason = st.reason ?? '';
     this.body = body;

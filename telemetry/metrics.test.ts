@@ -21,6 +21,10 @@ describe('metrics', () => {
     m.decisions.inc({ kind: 'job', outcome: 'acted' });
     m.faultToAction.observe({ action: 'delete_pods' }, 0.12);
     m.grpcRequests.inc({ method: '/Recover/Init', code: '0' });
+    m.nodeFaults.set({ node: 'node-1', level: 'SeparateNPU' }, 1);
+    m.npuFaults.set({ node: 'node-1', npu: 'Ascend910-3', level: 'SeparateNPU' }, 1);
+    m.goodput.decided({ key: 'ns/job-uid', namespace: 'ns', name: 'job' }, { faultSinceMs: 1_000, atMs: 1_500, awaitResume: false, targets: ['a'], minRunning: 1 });
+    m.goodput.podsObserved('ns/job-uid', [{ uid: 'b', phase: 'Running' }], 9_000);
     const text = await m.registry.metrics();
     const out = execFileSync(promtool || 'promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
     expect(out.trim()).toBe('');

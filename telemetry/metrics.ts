@@ -5,6 +5,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ReflectorHealth } from '../runtime/reflector.ts';
 import { BoundReporter } from './bounds.ts';
+import { GoodputTracker } from './goodput.ts';
 import { DEFAULT_MAX_SERIES_PER_METRIC, OVERFLOW_LABEL, SeriesCap } from './series-cap.ts';
 
 export const PREFIX = 'clusterd_';
@@ -25,11 +26,16 @@ export class Metrics {
   readonly invalidInput = new Counter({ name: `${PREFIX}invalid_input_total`, help: 'Inputs, or parts of inputs, rejected and quarantined (last good state kept), by format and reason (README: Bad input).', labelNames: ['format', 'reason'], registers: [this.registry] });
   readonly unknownNodeInputs = new Counter({ name: `${PREFIX}unknown_node_inputs_total`, help: 'Device-info and node-info ConfigMaps accepted for a node that has no Node object (ClusterD accepts them too), by format.', labelNames: ['format'], registers: [this.registry] });
   readonly faults = new Gauge({ name: `${PREFIX}faults`, help: 'Active faults by source, level and code.', labelNames: ['source', 'level', 'code'], registers: [this.registry] });
+  readonly nodeFaults = new Gauge({ name: `${PREFIX}node_faults`, help: 'Active faults on a node (its chips, the node itself, its switch) by level; only faulty nodes have series, past the series cap node="other".', labelNames: ['node', 'level'], registers: [this.registry] });
+  readonly npuFaults = new Gauge({ name: `${PREFIX}npu_faults`, help: 'Active faults on one NPU by level; only faulty chips have series, past the series cap node="other",npu="other".', labelNames: ['node', 'npu', 'level'], registers: [this.registry] });
   readonly escalations = new Counter({ name: `${PREFIX}escalations_total`, help: 'Fault level escalations by rule (frequency, duration, manual_separation, parameter_plane, relation).', labelNames: ['rule', 'level'], registers: [this.registry] });
   readonly filterVerdicts = new Counter({ name: `${PREFIX}fault_filter_verdicts_total`, help: 'Fault filter verdict changes (custom-filter, uce-accompany, step-retry, recover-in-place, stress-test) by verdict (hide, drop, relevel, report).', labelNames: ['filter', 'verdict'], registers: [this.registry] });
   readonly relationDecisions = new Counter({ name: `${PREFIX}relation_fault_decisions_total`, help: 'Relation-fault decisions by strategy (Separate, SubHealth: pod label fault-type set; none: a relation fault timed out without a trigger).', labelNames: ['strategy'], registers: [this.registry] });
   readonly decisions = new Counter({ name: `${PREFIX}decisions_total`, help: 'Job recovery decisions by kind (job, pod, process, hot_switch, none) and outcome.', labelNames: ['kind', 'outcome'], registers: [this.registry] });
+  readonly decisionRecords = new Counter({ name: `${PREFIX}decision_records_total`, help: 'DecisionRecord objects (the durable decision history, kubectl clusterd explain) by result: recorded, duplicate (a replayed decision, already recorded), failed (not written; the decision still stands, its Event and log line remain), pruned (deleted by the per-job, total or TTL bound).', labelNames: ['result'], registers: [this.registry] });
   readonly reschedules = new Counter({ name: `${PREFIX}job_reschedules_total`, help: 'Restarts carried out, by job namespace and reason.', labelNames: ['namespace', 'reason'], registers: [this.registry] });
+  readonly jobRecoveryStages = new Histogram({ name: `${PREFIX}job_recovery_seconds`, help: 'Seconds from the first fault observed in a job\'s recovery episode to each stage (decided, pods_deleted, pods_running, resumed), once per episode; README "Goodput".', labelNames: ['job_namespace', 'job_name', 'stage'], buckets: [1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600, 1800], registers: [this.registry] });
+  readonly jobLostSeconds = new Counter({ name: `${PREFIX}job_lost_seconds_total`, help: 'Seconds of training lost to faults: per episode, first fault observed -> training resumed (process-level recovery) or replacement pods Running (otherwise), counted up stage by stage; README "Goodput".', labelNames: ['job_namespace', 'job_name'], registers: [this.registry] });
   readonly faultToAction = new Histogram({ name: `${PREFIX}fault_to_action_seconds`, help: 'Time from a fault being observed to the action that handles it.', labelNames: ['action'], buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers: [this.registry] });
   readonly reconciles = new Counter({ name: `${PREFIX}reconcile_total`, help: 'Reconcile passes by controller and result.', labelNames: ['controller', 'result'], registers: [this.registry] });
   readonly reconcileDuration = new Histogram({ name: `${PREFIX}reconcile_duration_seconds`, help: 'Duration of reconcile passes.', labelNames: ['controller'], buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5], registers: [this.registry] });
@@ -46,11 +52,21 @@ export class Metrics {
   /** Series caps of the metrics whose label values come from input (fault codes, job namespaces). */
   readonly faultSeries: SeriesCap;
   readonly rescheduleSeries: SeriesCap;
+  readonly nodeFaultSeries: SeriesCap;
+  readonly npuFaultSeries: SeriesCap;
+  /** One series set per job for the goodput metrics (both share the cap: they have the same jobs). */
+  readonly jobSeries: SeriesCap;
+  /** Per-job recovery episodes behind job_recovery_seconds / job_lost_seconds_total. */
+  readonly goodput: GoodputTracker;
 
   constructor(opts: { processMetrics?: boolean; maxSeriesPerMetric?: number } = {}) {
     const maxSeries = opts.maxSeriesPerMetric ?? DEFAULT_MAX_SERIES_PER_METRIC;
     this.faultSeries = new SeriesCap(`${PREFIX}faults`, maxSeries, this.bounds);
     this.rescheduleSeries = new SeriesCap(`${PREFIX}job_reschedules_total`, maxSeries, this.bounds);
+    this.nodeFaultSeries = new SeriesCap(`${PREFIX}node_faults`, maxSeries, this.bounds);
+    this.npuFaultSeries = new SeriesCap(`${PREFIX}npu_faults`, maxSeries, this.bounds);
+    this.jobSeries = new SeriesCap(`${PREFIX}job_recovery_seconds`, maxSeries, this.bounds);
+    this.goodput = new GoodputTracker({ stages: this.jobRecoveryStages, lost: this.jobLostSeconds, cap: this.jobSeries });
     if (opts.processMetrics !== false) {
       collectDefaultMetrics({ register: this.registry, prefix: PREFIX });
       // prom-client names these gauges `_total`, which Prometheus reserves for counters (promtool

@@ -51,3 +51,37 @@ describe('metric series cap', () => {
     expect(s.find((x) => x.labels.namespace === OVERFLOW_LABEL)?.value).toBe(40);
   });
 });
+
+describe('per-node and per-NPU fault gauges', () => {
+  const rec = (node: string, device: string | undefined, level: FaultRecord['level'], code = '80E18402'): FaultRecord => ({ node, ...(device === undefined ? {} : { device }), source: device === undefined ? 'node' : 'npu', code, level, reportedLevel: level, firstSeenMs: 0 });
+  const values = async (g: { get(): Promise<{ values: Array<{ labels: Record<string, string | number>; value: number }> }> }) =>
+    Object.fromEntries((await g.get()).values.map((v) => [Object.values(v.labels).join('/'), v.value]));
+
+  it('counts active faults by node and by chip, and removes a series when its faults clear', async () => {
+    const m = new Metrics({ processMetrics: false });
+    const g = new FaultGauge(m);
+    g.update('n1', [rec('n1', 'Ascend910-0', 'SeparateNPU'), rec('n1', 'Ascend910-0', 'SeparateNPU', '80E01801'), rec('n1', 'Ascend910-3', 'SubHealthFault'), rec('n1', undefined, 'SeparateNPU', '0x1')]);
+    expect(await values(m.nodeFaults)).toEqual({ 'n1/SeparateNPU': 3, 'n1/SubHealthFault': 1 });
+    expect(await values(m.npuFaults)).toEqual({ 'n1/Ascend910-0/SeparateNPU': 2, 'n1/Ascend910-3/SubHealthFault': 1 });
+    g.update('n1', [rec('n1', 'Ascend910-3', 'SubHealthFault')]);
+    expect(await values(m.nodeFaults)).toEqual({ 'n1/SubHealthFault': 1 });
+    expect(await values(m.npuFaults)).toEqual({ 'n1/Ascend910-3/SubHealthFault': 1 });
+    g.update('n1', []);
+    expect(await values(m.nodeFaults)).toEqual({});
+    expect(await values(m.npuFaults)).toEqual({});
+  });
+
+  it('16,000 faulty nodes make at most the cap of series, the rest under node="other"', async () => {
+    const m = new Metrics({ processMetrics: false, maxSeriesPerMetric: 100 });
+    const g = new FaultGauge(m);
+    for (let i = 0; i < 16_000; i++) g.update(`n${i}`, [rec(`n${i}`, 'Ascend910-1', 'SeparateNPU')]);
+    const nodes = await values(m.nodeFaults);
+    expect(Object.keys(nodes).length).toBe(101);
+    expect(nodes['other/SeparateNPU']).toBe(15_900);
+    const npus = await values(m.npuFaults);
+    expect(Object.keys(npus).length).toBe(101);
+    expect(npus['other/other/SeparateNPU']).toBe(15_900);
+    for (let i = 0; i < 16_000; i++) g.update(`n${i}`, []);
+    expect(await values(m.nodeFaults)).toEqual({});
+  });
+});

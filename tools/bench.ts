@@ -23,7 +23,7 @@ import { useControllerEntry, type ControllerEntry } from './bench/controller-pro
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..');
 /**
  * Also the order they run in: steady comes before storm because the switch-domain storm's node taints
- * are lifted 60 s after its recovery (policy/job-isolation.ts UNTAINT_HOLD_MS), which would land in
+ * are lifted 60 s after its recovery (policy/faults/job-isolation.ts UNTAINT_HOLD_MS), which would land in
  * the steady-state window; cold comes last because it restarts the controller.
  */
 export const SCENARIOS = ['scale', 'single', 'steady', 'storm', 'cold'] as const;

@@ -62,6 +62,19 @@ async function metricsLines(prefixes: string[]): Promise<string[]> {
   return text.split('\n').filter((l) => !l.startsWith('#') && prefixes.some((p) => l.startsWith(p)) && !/ 0$/.test(l));
 }
 
+/** Seconds from the fault to each recovery stage (histogram sums: the demo job has one episode) and the lost seconds of one job. */
+function goodputOf(text: string, jobName: string): Record<string, number | undefined> {
+  const out: Record<string, number | undefined> = {};
+  for (const l of text.split('\n')) {
+    if (!l.includes(`job_name="${jobName}"`)) continue;
+    const v = Number(l.slice(l.lastIndexOf(' ') + 1));
+    const stage = /stage="(\w+)"/.exec(l)?.[1];
+    if (l.startsWith('clusterd_job_recovery_seconds_sum{') && stage !== undefined) out[stage] = v;
+    if (l.startsWith('clusterd_job_lost_seconds_total{')) out.lost = v;
+  }
+  return out;
+}
+
 /** Undo what the demo started (the controller, the cluster); set as soon as each part is up. */
 const cleanups: Array<() => Promise<void> | void> = [];
 async function cleanup(): Promise<void> {
@@ -167,9 +180,33 @@ async function main(): Promise<void> {
     say('(no pod replaced within 60 s: see the decision above and .cluster/controller.log)');
   }
 
+  step('Goodput: what the fault cost the job (clusterd_job_recovery_seconds, clusterd_job_lost_seconds_total)');
+  try {
+    const text = await until('the goodput histogram', async () => {
+      const t = await (await fetch(`http://127.0.0.1:${HTTP_PORT}/metrics`)).text();
+      return goodputOf(t, jobs.vcjobName).pods_running !== undefined ? t : undefined;
+    }, 30_000);
+    const g = goodputOf(text, jobs.vcjobName);
+    const at = (stage: string): string => (g[stage] === undefined ? '-' : `${g[stage]!.toFixed(2)} s`);
+    say(`demo/${jobs.vcjobName}: fault -> decided ${at('decided')}, -> pods deleted ${at('pods_deleted')}, -> replacements Running ${at('pods_running')}`);
+    say(`lost seconds: ${g.lost === undefined ? '-' : g.lost.toFixed(2)} (first fault observed -> replacements Running; no process-level recovery, so no "resumed" report)`);
+  } catch {
+    say('(no goodput figure within 30 s: see .cluster/controller.log)');
+  }
+  cmd(`curl -s http://127.0.0.1:${HTTP_PORT}/metrics | grep -E 'clusterd_job_(recovery_seconds_(sum|count)|lost_seconds_total)'`);
+
   step('Metrics');
-  for (const l of await metricsLines(['clusterd_decisions_total', 'clusterd_job_reschedules_total', 'clusterd_api_writes_total', 'clusterd_fault_to_action_seconds_count', 'clusterd_escalations_total', 'clusterd_invalid_input_total'])) say(l);
+  for (const l of await metricsLines(['clusterd_decisions_total', 'clusterd_job_reschedules_total', 'clusterd_api_writes_total', 'clusterd_fault_to_action_seconds_count', 'clusterd_job_recovery_seconds_count', 'clusterd_job_lost_seconds_total', 'clusterd_npu_faults', 'clusterd_escalations_total', 'clusterd_invalid_input_total'])) say(l);
   cmd(`curl -s http://127.0.0.1:${HTTP_PORT}/metrics | grep clusterd_`);
+
+  step(`The decision history: kubectl clusterd explain demo/${jobs.vcjobName} (DecisionRecords, the kubectl plugin in cli/)`);
+  const explain = (): string => execFileSync(process.execPath, [join(REPO, 'cli', 'kubectl-clusterd.ts'), 'explain', `demo/${jobs.vcjobName}`], {
+    env: { ...process.env, KUBECONFIG: LOCAL_KUBECONFIG }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const history = await until('the job\'s decision history', async () => explain(), 20_000).catch((e: unknown) => `(no history yet: ${String((e as { stderr?: string }).stderr ?? e)})`);
+  for (const line of history.trimEnd().split('\n')) say(line);
+  cmd(`PATH=$PWD/cli/bin:$PATH kubectl --kubeconfig .cluster/kubeconfig clusterd explain demo/${jobs.vcjobName}`);
+  cmd('kubectl --kubeconfig .cluster/kubeconfig get decisionrecords -A -o wide');
 
   console.log(`\n${bold('The cluster stays up for exploration. Ctrl-C stops the controller and the cluster.')}`);
   console.log('    node tools/simulator/cli.ts inject --node node-001 --npu Ascend910-0 --code 80E01801   # inject more faults');

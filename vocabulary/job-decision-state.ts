@@ -23,7 +23,7 @@ export type RescheduleFaultType =
   | 'pod-failed'
   | 'process-exception';
 
-/** The unconditional retry budget (`fault-retry-times`; policy/job-retry-budget.ts spends it). */
+/** The unconditional retry budget (`fault-retry-times`; policy/jobs/job-retry-budget.ts spends it). */
 export interface RetryBudget {
   /** Job UID the budget belongs to (the `UUID` of the wire entry). */
   readonly uid: string;

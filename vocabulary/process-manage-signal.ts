@@ -11,7 +11,7 @@ export interface WireFaultRank {
 
 /**
  * recover.proto ProcessManageSignal (field order as in the proto). `signalType` is a string because
- * a decoder sees whatever the peer sent; the signals we build use SIGNAL_TYPE (policy/recovery-signals.ts).
+ * a decoder sees whatever the peer sent; the signals we build use SIGNAL_TYPE (policy/recovery/recovery-signals.ts).
  * `timeout` is in seconds (int64 on the wire; below 2^53, longs: Number).
  */
 export interface ProcessManageSignal {

@@ -54,6 +54,13 @@ export interface SwitchInfoEntry extends SwitchFaultInfo {
 
 export type ClusterInfoEntry = DeviceInfoEntry | NodeInfoEntry | SwitchInfoEntry;
 
+/** What the cluster-info writer renders: the entries of each kind by CM name. */
+export interface ClusterInfoView {
+  readonly device: Record<string, DeviceInfoEntry>;
+  readonly node: Record<string, NodeInfoEntry>;
+  readonly switch: Record<string, SwitchInfoEntry>;
+}
+
 export const deviceEntryWire = (e: DeviceInfoEntry): unknown => {
   const { DeviceList, UpdateTime } = deviceInfoWire(e) as { DeviceList: unknown; UpdateTime: number };
   return { DeviceList, UpdateTime, CmName: e.CmName, SuperPodID: e.SuperPodID, RackID: e.RackID, ServerIndex: e.ServerIndex };

@@ -26,7 +26,7 @@ export interface DurationPhase {
   readonly escalatedAtMs: number | null;
 }
 
-/** FaultFrequency / FaultDuration tracking of one code on one NPU (policy/escalation.ts). */
+/** FaultFrequency / FaultDuration tracking of one code on one NPU (policy/faults/escalation.ts). */
 export interface CodeTrack {
   readonly node: string;
   readonly device: string;
@@ -46,7 +46,7 @@ export interface CodeTrack {
   readonly upgrade: { readonly level: string; readonly sinceMs: number } | null;
 }
 
-/** Key `node/device/code` (escalationKey in policy/escalation.ts). */
+/** Key `node/device/code` (escalationKey in policy/faults/escalation.ts). */
 export interface EscalationState {
   readonly tracks: Readonly<Record<string, CodeTrack>>;
 }
@@ -66,7 +66,7 @@ export interface ManualSeparatedNpu {
   readonly entries: ReadonlyArray<{ readonly code: string; readonly lastSeparateTimeMs: number }>;
 }
 
-/** ClusterD manual separation (policy/manual-separation.ts, behavior.md A.5). */
+/** ClusterD manual separation (policy/faults/manual-separation.ts, behavior.md A.5). */
 export interface ManualSeparationState {
   /** `node/device/code` -> receive time of the last processed instance (de-duplication). */
   readonly lastSeen: Readonly<Record<string, number>>;
@@ -108,12 +108,12 @@ export interface RelationJobState {
   readonly strategies: Readonly<Record<string, RelationStrategy>>;
 }
 
-/** Relation faults (policy/relation-faults.ts, behavior.md A.4 #32), keyed by job. */
+/** Relation faults (policy/faults/relation-faults.ts, behavior.md A.4 #32), keyed by job. */
 export interface RelationState {
   readonly jobs: Readonly<Record<string, RelationJobState>>;
 }
 
-/** Short memories of the per-node filters (policy/uce-accompany.ts, policy/step-retry-filter.ts). */
+/** Short memories of the per-node filters (policy/filters/uce-accompany.ts, policy/filters/step-retry-filter.ts). */
 export interface FilterState {
   /** `faultKey@firstSeenMs` of an AIC/AIV fault -> decision. */
   readonly uceAccompany: Readonly<Record<string, 'drop' | 'report'>>;
@@ -227,7 +227,7 @@ function mutableCopy(doc: EscalationStateDoc): MutableDoc {
 
 /**
  * Encodes the state within `maxBytes` (UTF-8). Expired entries should already be pruned
- * (policy/escalation-persistence.ts); if the text is still too large, the least valuable entries are
+ * (policy/faults/escalation-persistence.ts); if the text is still too large, the least valuable entries are
  * evicted (reported in `evicted`). Fails only when what must be kept does not fit.
  */
 export function encodeEscalationState(doc: EscalationStateDoc, maxBytes: number = ESCALATION_STATE_MAX_BYTES): EncodedEscalationState {

@@ -109,7 +109,7 @@ export function buildFaultCodeTable(config: FaultCodeConfig): FaultCodeTable {
  * The default table this project ships: every code the spec and the user's documents name, at the level
  * the shipped faultCode.json gives it (formats.md 2.1 "Representative codes", behavior.md 0.4).
  * The real default file has 802 unique codes; the spec does not list them, so codes not here are
- * classified by the reported level/severity (policy/fault-level.ts).
+ * classified by the reported level/severity (policy/faults/fault-level.ts).
  */
 export const DEFAULT_FAULT_CODE_CONFIG: FaultCodeConfig = {
   NotHandleFaultCodes: [

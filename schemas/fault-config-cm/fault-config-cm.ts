@@ -2,7 +2,7 @@
  * `kube-system/mindx-dl-fault-config` (formats.md 2.4): the user-editable override of the device
  * plugin's fault configuration. Each data key is optional; a missing key means "use the built-in
  * file", a missing ConfigMap means "use the built-in files". Its presence is also what makes the
- * controller re-level codes centrally (policy/fault-level.ts).
+ * controller re-level codes centrally (policy/faults/fault-level.ts).
  */
 import schema from './fault-config-cm.schema.json' with { type: 'json' };
 import { buildFaultCodeTable, parseFaultCode, type FaultCodeConfig, type FaultCodeTable } from '../fault-code/fault-code.ts';

@@ -1,5 +1,5 @@
 import { JOB_STATISTIC_CM_NAME, MAX_JOB_STATISTICS, ZERO_STATISTIC, jobStatisticData, parseJobStatistics, type JobStatisticFields } from './job-statistic.ts';
-import { applyStatEvents, loadStatistics, type JobStatEntry, type StatEvent, type TimedStatEvent } from '../../policy/job-statistic.ts';
+import { applyStatEvents, loadStatistics, type JobStatEntry, type StatEvent, type TimedStatEvent } from '../../policy/jobs/job-statistic.ts';
 
 const UID = '0a045946-5690-4b85-ae90-5d30286f8120';
 const entry = (id: string, over: Partial<JobStatisticFields> = {}): JobStatisticFields => ({ id, ...ZERO_STATISTIC, ...over });

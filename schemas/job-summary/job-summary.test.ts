@@ -1,5 +1,5 @@
 import { DEFAULT_HCCL_JSON, addData, deleteData, encodeRankTable, hcclSlices, jobSummaryCmName, jobSummaryLabels, pendingData, type HcclServer, type RankTable } from './job-summary.ts';
-import { summaryStep, type JobSummaryState, type SummaryContext, type SummaryPod, type SummaryPodGroup } from '../../policy/job-summary.ts';
+import { summaryStep, type JobSummaryState, type SummaryContext, type SummaryPod, type SummaryPodGroup } from '../../policy/jobs/job-summary.ts';
 
 const server = (i: number, over: Partial<HcclServer> = {}): HcclServer => ({
   devices: [{ deviceId: '0', deviceIp: `192.168.${i}.0`, rankId: String(2 * i) }, { deviceId: '1', deviceIp: `192.168.${i}.1`, rankId: String(2 * i + 1) }],

@@ -140,6 +140,7 @@ function allFeatureValues(ns: string, leaseNs: string): Record<string, unknown> 
       recoveryReportTimeoutSeconds: 600, recoveryTimings: 'preExitWait=5000,flush=500', recoveryFeedWindowMs: 50, hotSwitchNewPodTimeoutSeconds: 120, hotSwitchBackupPods: true,
       rescheduling: false, dryRun: true, leaderElect: true, leaderElectionNamespace: leaseNs, leaseDurationSeconds: 30,
       graceOverTimeSeconds: 1200, pendingEscalationSeconds: 120, clusterInfoRefreshSeconds: 20, burstWindowMs: 500,
+      decisionHistoryPerJob: 20, decisionHistoryMaxRecords: 900, decisionHistoryTtlHours: 48,
       clusterInfoRefreshAnnotation: true, nodeTaints: true, nodeTaintHoldSeconds: 30, devicePluginRules: true, persistPolicyState: false,
       clusterSystemNamespace: `${ns}-cs`, maxPublicFaults: 1000, maxSeriesPerMetric: 200, kubeconfig: '/etc/clusterd-ts/kubeconfig/config', extraArgs: ['--log-level=warn'],
     },
@@ -153,6 +154,7 @@ function allFeatureValues(ns: string, leaseNs: string): Record<string, unknown> 
     service: { name: 'clusterd-grpc-svc', type: 'ClusterIP', annotations: { 'example.com/a': 'b' }, labels: { team: 'ascend' }, grpcPort: 8899, metricsPort: 11253 },
     podDisruptionBudget: { enabled: true, minAvailable: 2 },
     serviceMonitor: { enabled: true, namespace: '', labels: { release: 'prometheus' }, interval: '15s', scrapeTimeout: '5s' },
+    prometheusRule: { enabled: true, namespace: '', labels: { release: 'prometheus' } },
     dashboards: { enabled: true, namespace: ns, labels: { grafana_dashboard: '1' }, annotations: { grafana_folder: 'MindCluster' } },
     extraNamespaces: { create: true, names: [`${ns}-a`, `${ns}-b`, ns] },
     nodeSelector: { masterselector: 'dls-master-node' },
@@ -180,6 +182,7 @@ const DEFAULT_RULES: Rule[] = [
   { apiGroups: ['scheduling.volcano.sh'], resources: ['podgroups'], verbs: ['get', 'list', 'watch', 'update', 'patch'] },
   { apiGroups: ['batch.volcano.sh'], resources: ['jobs'], verbs: ['get', 'list', 'watch'] },
   { apiGroups: ['mindxdl.gitee.com'], resources: ['ascendjobs'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: ['clusterd-ts.io'], resources: ['decisionrecords'], verbs: ['list', 'create', 'delete'] },
   { apiGroups: ['', 'events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
 ];
 const LEASE_RULES: Rule[] = [
@@ -350,7 +353,7 @@ describe('helm chart charts/clusterd-ts: rendering', () => {
     const ns = 'ns-under-test';
     const FULL_ALL = 'clusterd-ts'; // release name clusterd-ts (render's default)
     const out = await render(ns, ['-f', valuesFile(allFeatureValues(ns, 'lease-ns'))]);
-    expect(out.kinds()).toEqual(['ClusterRole', 'ClusterRoleBinding', 'ConfigMap', 'Deployment', 'Namespace', 'Namespace', 'Namespace', 'NetworkPolicy', 'PodDisruptionBudget', 'Role', 'Role', 'RoleBinding', 'RoleBinding', 'Service', 'Service', 'ServiceAccount', 'ServiceMonitor']);
+    expect(out.kinds()).toEqual(['ClusterRole', 'ClusterRoleBinding', 'ConfigMap', 'Deployment', 'Namespace', 'Namespace', 'Namespace', 'NetworkPolicy', 'PodDisruptionBudget', 'PrometheusRule', 'Role', 'Role', 'RoleBinding', 'RoleBinding', 'Service', 'Service', 'ServiceAccount', 'ServiceMonitor']);
     const c = out.container;
     const pod = out.deployment.spec.template.spec;
 
@@ -362,6 +365,7 @@ describe('helm chart charts/clusterd-ts: rendering', () => {
       recoveryReportTimeoutSeconds: 600, recoveryTimings: 'preExitWait=5000,flush=500', recoveryFeedWindowMs: 50, hotSwitchNewPodTimeoutSeconds: 120, hotSwitchBackupPods: true,
       rescheduling: false, dryRun: true, leaderElect: true, leaderElectionNamespace: 'lease-ns', leaseDurationSeconds: 30,
       graceOverTimeSeconds: 1200, pendingEscalationSeconds: 120, clusterInfoRefreshSeconds: 20, burstWindowMs: 500,
+      decisionHistoryPerJob: 20, decisionHistoryMaxRecords: 900, decisionHistoryTtlHours: 48,
       clusterInfoRefreshAnnotation: true, nodeTaints: true, nodeTaintHoldSeconds: 30, devicePluginRules: true, persistPolicyState: false,
       clusterSystemNamespace: `${ns}-cs`, maxPublicFaults: 1000, maxSeriesPerMetric: 200, nodeName: 'node-a',
     };
@@ -486,12 +490,12 @@ describe('helm chart charts/clusterd-ts on the real apiserver', () => {
     expect(out.all('Role').map((r) => r.metadata.namespace).sort()).toEqual([leaseNs, JOB_STATE_NAMESPACE, dryNs].sort());
     const checked: string[] = [];
     for (const d of out.docs) {
-      if (d.kind === 'ServiceMonitor') continue; // no Prometheus Operator CRD on the test control plane
+      if (d.kind === 'ServiceMonitor' || d.kind === 'PrometheusRule') continue; // no Prometheus Operator CRDs on the test control plane
       const res = await admin.request('POST', collectionPath(d), { body: d, query: { dryRun: 'All', fieldValidation: 'Strict' } }).then(() => 'ok', (e: unknown) => String(e));
       expect({ kind: d.kind, name: d.metadata.name, res }).toEqual({ kind: d.kind, name: d.metadata.name, res: 'ok' });
       checked.push(d.kind);
     }
-    expect(checked).toHaveLength(out.docs.length - 1);
+    expect(checked).toHaveLength(out.docs.length - 2);
   }, 30_000);
 
   it('installs into a fresh namespace with helm install', async () => {
@@ -552,6 +556,9 @@ describe('helm chart charts/clusterd-ts on the real apiserver', () => {
     [true, 'create', '', 'events', JOB_NS],
     [true, 'patch', '', 'events', JOB_NS],
     [true, 'create', 'events.k8s.io', 'events', JOB_NS],
+    [true, 'create', 'clusterd-ts.io', 'decisionrecords', JOB_NS],
+    [true, 'delete', 'clusterd-ts.io', 'decisionrecords', JOB_NS],
+    [true, 'list', 'clusterd-ts.io', 'decisionrecords', ''],
     [true, 'create', 'coordination.k8s.io', 'leases', RELEASE_NS],
     [true, 'get', 'coordination.k8s.io', 'leases', RELEASE_NS, undefined, LEASE],
     [true, 'update', 'coordination.k8s.io', 'leases', RELEASE_NS, undefined, LEASE],
@@ -572,6 +579,7 @@ describe('helm chart charts/clusterd-ts on the real apiserver', () => {
     [false, 'update', 'batch.volcano.sh', 'jobs', JOB_NS],
     [false, 'delete', 'batch.volcano.sh', 'jobs', JOB_NS],
     [false, 'update', 'mindxdl.gitee.com', 'ascendjobs', JOB_NS],
+    [false, 'update', 'clusterd-ts.io', 'decisionrecords', JOB_NS],
     [false, 'get', '', 'services', RELEASE_NS],
     [false, 'update', 'coordination.k8s.io', 'leases', RELEASE_NS, undefined, 'kube-controller-manager'],
     [false, 'get', 'coordination.k8s.io', 'leases', RELEASE_NS, undefined, 'some-other-lease'],

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { paths } from '../../runtime/kube-client.ts';
 import type { Manager } from '../../controllers/manager.ts';
 import type { Node } from '../../runtime/kube-objects.ts';
-import { CLUSTERD_FAULT_TAINT_KEY } from '../../policy/job-isolation.ts';
+import { CLUSTERD_FAULT_TAINT_KEY } from '../../policy/faults/job-isolation.ts';
 import { NodeDSimulator } from '../../tools/simulator/noded.ts';
 import { createFakeNodes } from '../../tools/simulator/nodes.ts';
 import { adminClient, ensureNamespace, eventually } from '../support/cluster.ts';

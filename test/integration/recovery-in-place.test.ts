@@ -9,7 +9,7 @@
  */
 import type { Manager } from '../../controllers/manager.ts';
 import { codesIn, deviceEntry } from '../support/cluster-info-read.ts';
-import { RECOVER_IN_PLACE_MAX_AGE_MS } from '../../policy/recover-in-place-filter.ts';
+import { RECOVER_IN_PLACE_MAX_AGE_MS } from '../../policy/filters/recover-in-place-filter.ts';
 import { paths } from '../../runtime/kube-client.ts';
 import { encodeDeviceInfoData, makeDeviceFault } from '../../schemas/device-info/device-info-encode.ts';
 import { DEVICE_INFO_LABELS, deviceInfoCmName } from '../../schemas/device-info/device-info.ts';

@@ -4,6 +4,7 @@
  * a Volcano-like peer that re-creates deleted pods.
  */
 import type { Manager } from '../../controllers/manager.ts';
+import type { Metrics } from '../../telemetry/metrics.ts';
 import type { KubeClient } from '../../runtime/kube-client.ts';
 import type { TaskdClient } from '../support/taskd-client.ts';
 import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
@@ -19,10 +20,11 @@ describe('process-level recovery with a TaskD-like client', () => {
   const client = adminClient();
   let manager: Manager;
   let target: string;
+  let metrics: Metrics;
   const cleanups: Array<() => void | Promise<void>> = [];
 
   beforeAll(async () => {
-    ({ manager, target } = await startManager(client));
+    ({ manager, target, metrics } = await startManager(client));
   }, 60_000);
 
   afterEach(async () => { for (const c of cleanups.splice(0)) await c(); });
@@ -85,7 +87,16 @@ describe('process-level recovery with a TaskD-like client', () => {
     expect(resets.badCheckCode).toBe(0);
     expect(resets.versions.some((v) => v.FaultFlushing)).toBe(true);
     expect(resets.versions.some((v) => (v.RankList ?? []).some((r) => r.RankId === 3 && r.Status === 'fault'))).toBe(true);
-    process.stdout.write(`recover scenario: ${Date.now() - t0} ms from fault to recover-success\n`);
+    // Goodput: the episode ends at the agent's recover-success report (stage resumed), after the replacement.
+    const stage = async (name: string, s: string): Promise<number | undefined> => (await metrics.jobRecoveryStages.get()).values
+      .find((v) => v.metricName === `clusterd_job_recovery_seconds_${name}` && v.labels.job_name === job.name && v.labels.stage === s)?.value;
+    expect(await stage('count', 'resumed')).toBe(1);
+    expect(await stage('sum', 'resumed')).toBeLessThanOrEqual((Date.now() - t0) / 1000 + 1);
+    expect(await stage('sum', 'resumed')).toBeGreaterThanOrEqual((await stage('sum', 'decided'))!);
+    const lost = (await metrics.jobLostSeconds.get()).values.find((v) => v.labels.job_name === job.name)?.value;
+    expect(lost).toBeCloseTo((await stage('sum', 'resumed'))!, 6);
+    expect(metrics.goodput.openEpisodes()).toBe(0);
+    process.stdout.write(`recover scenario: ${Date.now() - t0} ms from fault to recover-success; goodput: resumed ${String(await stage('sum', 'resumed'))} s after the fault\n`);
   }, 90_000);
 
   it('UCE step retry (80E01801, retry configured): hidden from rescheduling, retry succeeds', async () => {

@@ -6,9 +6,9 @@ import { Subject } from 'rxjs';
 import type { KubeObject } from '../../runtime/kube-client.ts';
 import type { WatchEvent } from '../../runtime/reflector.ts';
 import type { FaultRecord, FaultSource, NpuFaultLevel } from '../../vocabulary/fault-types.ts';
-import type { JobPodView } from '../../policy/job-view.ts';
-import { NO_FILTER_RULES } from '../../policy/custom-filter.ts';
-import type { FilterJob } from '../../controllers/fault-filters.ts';
+import type { JobPodView } from '../../policy/jobs/job-view.ts';
+import { NO_FILTER_RULES } from '../../policy/filters/custom-filter.ts';
+import type { FilterJob } from '../../policy/filters/fault-filters.ts';
 import { podGroupOf, podOf } from './job-fakes.ts';
 import type { Sources } from '../../controllers/sources/sources.ts';
 

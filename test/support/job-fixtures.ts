@@ -3,10 +3,10 @@
  * reference job: ranks 0-3 on node-0..node-3, 8 NPUs each (`Ascend910-0..7`).
  */
 import type { FaultRecord, FaultSource, NpuFaultLevel } from '../../vocabulary/fault-types.ts';
-import { aggregateJob, type HiddenFault, type JobFaultAggregate } from '../../policy/job-aggregation.ts';
-import type { JobRescheduleState } from '../../policy/job-decision-types.ts';
-import { decideJob, type JobDecisionOutput } from '../../policy/job-restart.ts';
-import { jobKeyOf, type JobKnobsInput, type JobPodView, type JobView } from '../../policy/job-view.ts';
+import { aggregateJob, type HiddenFault, type JobFaultAggregate } from '../../policy/jobs/job-aggregation.ts';
+import type { JobRescheduleState } from '../../policy/jobs/job-decision-types.ts';
+import { decideJob, type JobDecisionOutput } from '../../policy/jobs/job-restart.ts';
+import { jobKeyOf, type JobKnobsInput, type JobPodView, type JobView } from '../../policy/jobs/job-view.ts';
 
 export const NPUS = ['Ascend910-0', 'Ascend910-1', 'Ascend910-2', 'Ascend910-3', 'Ascend910-4', 'Ascend910-5', 'Ascend910-6', 'Ascend910-7'];
 

@@ -3,10 +3,10 @@
  * harness that steps events with explicit time, executes nothing but acknowledges awaited commands
  * (optionally failing some), and fires due timers when time advances.
  */
-import { dueTimers, type CommandMeta, type StepResult } from '../../policy/recovery-kit.ts';
-import { initialRecoveryState, step } from '../../policy/recovery-fsm.ts';
+import { dueTimers, type CommandMeta, type StepResult } from '../../policy/recovery/recovery-kit.ts';
+import { initialRecoveryState, step } from '../../policy/recovery/recovery-fsm.ts';
 import type { ProcessManageSignal } from '../../vocabulary/process-manage-signal.ts';
-import type { PodObservation, RecoveryCommand, RecoveryEvent, RecoveryJobConfig, RecoveryState, RecoveryTimings } from '../../policy/recovery-types.ts';
+import type { PodObservation, RecoveryCommand, RecoveryEvent, RecoveryJobConfig, RecoveryState, RecoveryTimings } from '../../policy/recovery/recovery-types.ts';
 
 export const JOB_ID = 'job-uid-1';
 

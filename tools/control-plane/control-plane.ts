@@ -282,7 +282,8 @@ export class ControlPlane {
   }
 
   private async installCrds(): Promise<void> {
-    this.kubectl(['apply', '--server-side', '-f', join(REPO, 'crds')]);
+    // Third-party CRDs (crds/) and our own (the chart's crds/: DecisionRecord).
+    this.kubectl(['apply', '--server-side', '-f', join(REPO, 'crds'), '-f', join(REPO, 'charts', 'clusterd-ts', 'crds')]);
     this.kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd', '--all']);
     // Established is not enough: the custom-resource storage answers 429 "storage is
     // (re)initializing" for a moment after it; wait until every kind lists.

@@ -114,6 +114,9 @@ downward API provides (--grpc-host <- POD_IP, --node-name <- NODE_NAME) are only
 - {{ printf "--device-plugin-rules=%t" $c.devicePluginRules | quote }}
 - {{ printf "--persist-policy-state=%t" $c.persistPolicyState | quote }}
 - {{ printf "--burst-window-ms=%d" (int64 $c.burstWindowMs) | quote }}
+- {{ printf "--decision-history-per-job=%d" (int64 $c.decisionHistoryPerJob) | quote }}
+- {{ printf "--decision-history-max-records=%d" (int64 $c.decisionHistoryMaxRecords) | quote }}
+- {{ printf "--decision-history-ttl-hours=%d" (int64 $c.decisionHistoryTtlHours) | quote }}
 - {{ printf "--cluster-system-namespace=%s" $c.clusterSystemNamespace | quote }}
 - {{ printf "--max-public-faults=%d" (int64 $c.maxPublicFaults) | quote }}
 - {{ printf "--max-series-per-metric=%d" (int64 $c.maxSeriesPerMetric) | quote }}

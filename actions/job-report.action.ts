@@ -1,0 +1,147 @@
+/**
+ * What every job decision leaves behind (style.md 2.7): one structured log line with the job, the
+ * pods, nodes, NPUs, codes and levels involved and the reason chain (code -> level -> rule -> action);
+ * the same chain as an Event on the PodGroup (message cut to 1 KB); and `decisions_total`.
+ *
+ * "Notable" decisions are reported: any decision with actions, every lifecycle step (force, escalate,
+ * extend, complete, expire), and a fault the job sees that leads to no action (e.g. fault-scheduling
+ * off, retry budget spent). Each distinct decision id is reported once per process; a job merely
+ * waiting for its restart logs at debug level only. Dry run: no Events.
+ */
+import type { KubeClient } from '../runtime/kube-client.ts';
+import type { Logger } from '../telemetry/logger.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
+import type { JobFaultAggregate } from '../policy/jobs/job-aggregation.ts';
+import type { JobDecision, ReasonStep } from '../policy/jobs/job-decision-types.ts';
+import { recordJobEvent } from './job-event.action.ts';
+import type { DecisionRecordInput, DecisionRecordOutcome } from '../schemas/decision-record/decision-record.ts';
+
+export type DecisionOutcome = 'acted' | 'dry_run' | 'no_action' | 'already_acted' | 'replayed';
+
+/** `evictPods(p-0,p-1)`: an action as logs and the decision history show it. */
+export const actionText = (a: { readonly type: string } & Partial<{ readonly pods: readonly { readonly name: string }[]; readonly pod: { readonly name: string } }>): string =>
+  a.pods !== undefined ? `${a.type}(${a.pods.map((p) => p.name).join(',')})` : a.pod !== undefined ? `${a.type}(${a.pod.name})` : a.type;
+
+/** The decision history's record of a decision (actions/decision-history.action.ts): faults with levels and notes, the reason chain, the actions. */
+export function decisionRecordInput(
+  job: { readonly namespace: string; readonly name: string; readonly podGroup: string; readonly uid: string },
+  agg: JobFaultAggregate | undefined,
+  d: { readonly decisionId: string; readonly kind: JobDecision['kind']; readonly phase: string; readonly row?: number; readonly actions: readonly { readonly type: string }[] },
+  reasons: readonly { readonly stage: string; readonly detail: string }[],
+  outcome: DecisionRecordOutcome,
+  atMs: number,
+): DecisionRecordInput {
+  const faults = (agg?.ranks ?? []).flatMap((r) => r.causes.map((c) => ({
+    ...(c.node ?? r.node ? { node: (c.node ?? r.node)! } : {}), ...(c.device === undefined ? {} : { device: c.device }),
+    code: c.code, ...(c.level === undefined ? {} : { level: c.level }), faultType: c.faultType, ...(c.note === '' ? {} : { note: c.note }),
+  })));
+  return {
+    job, decisionId: d.decisionId, atMs, kind: d.kind, phase: d.phase, ...(d.row === undefined ? {} : { row: d.row }), outcome,
+    faults, reasons: reasons.map((r) => ({ stage: r.stage, detail: r.detail })), actions: d.actions.map((a) => actionText(a)),
+  };
+}
+
+export const chainOf = (reasons: readonly ReasonStep[]): string => reasons.map((r) => r.detail).join(' -> ');
+
+/** Pods, nodes, NPUs, codes and levels behind the job's fault ranks, for the log line. */
+export function faultFields(agg: JobFaultAggregate): Record<string, string[]> {
+  const uniq = (xs: Array<string | undefined>): string[] => [...new Set(xs.filter((x): x is string => x !== undefined && x !== ''))].sort();
+  const causes = agg.ranks.flatMap((r) => r.causes);
+  return {
+    pods: uniq(agg.ranks.map((r) => r.pod.name)),
+    ranks: uniq(agg.ranks.map((r) => (r.podRank === undefined ? undefined : String(r.podRank)))),
+    nodes: uniq(agg.ranks.map((r) => r.node)),
+    npus: uniq(causes.map((c) => c.device)),
+    codes: uniq(causes.map((c) => c.code)),
+    levels: uniq(causes.map((c) => c.level)),
+    faultTypes: uniq(agg.ranks.map((r) => r.faultType)),
+  };
+}
+
+/** `code@node[/npu]` of every fault behind the job's fault ranks (first 10), to head the Event message. */
+export function faultSummary(agg: JobFaultAggregate): string {
+  const items = [...new Set(agg.ranks.flatMap((r) => r.causes.map((c) => `${c.code}@${c.node ?? r.node ?? '?'}${c.device === undefined ? '' : `/${c.device}`}`)))];
+  if (items.length === 0) return '';
+  return `faults ${items.slice(0, 10).join(', ')}${items.length > 10 ? ` (+${items.length - 10})` : ''}: `;
+}
+
+export function eventKindOf(d: JobDecision): { readonly type: 'Normal' | 'Warning'; readonly reason: string } {
+  switch (d.phase) {
+    case 'complete': return { type: 'Normal', reason: 'RescheduleSucceeded' };
+    case 'expire': return { type: 'Warning', reason: 'RescheduleExpired' };
+    default:
+      if (d.kind === 'none') return { type: 'Normal', reason: 'FaultNoAction' };
+      if (d.kind === 'external') return { type: 'Warning', reason: 'FaultExternalRescheduling' };
+      if (d.kind === 'process') return { type: 'Normal', reason: 'FaultProcessRecovery' };
+      return { type: 'Warning', reason: 'FaultRescheduling' };
+  }
+}
+
+export interface ReporterJob {
+  readonly key: string;
+  readonly namespace: string;
+  readonly podGroupName: string;
+  readonly podGroupUid?: string;
+}
+
+export interface ReporterDeps {
+  readonly log: Logger;
+  readonly metrics: Metrics;
+  /** Undefined = no Events (dry run). */
+  readonly events?: KubeClient;
+}
+
+export class DecisionReporter {
+  private readonly d: ReporterDeps;
+  private readonly last = new Map<string, string>();
+
+  constructor(d: ReporterDeps) {
+    this.d = d;
+  }
+
+  notable(d: JobDecision, agg: JobFaultAggregate): boolean {
+    if (d.actions.length > 0) return true;
+    if (d.phase === 'wait') return false;
+    if (d.phase === 'idle') return agg.ranks.length > 0;
+    return true;
+  }
+
+  /** Logs and counts a notable decision once; answers whether it was reported now. */
+  decided(job: ReporterJob, agg: JobFaultAggregate, d: JobDecision, outcome: DecisionOutcome): boolean {
+    const fields = { job: job.key, decisionId: d.decisionId, kind: d.kind, phase: d.phase, row: d.row, outcome };
+    if (!this.notable(d, agg) || this.last.get(job.key) === d.decisionId) {
+      this.d.log.debug('job decision', fields);
+      return false;
+    }
+    this.last.set(job.key, d.decisionId);
+    this.d.metrics.decisions.inc({ kind: d.kind, outcome });
+    this.d.log.info('job decision', {
+      ...fields, ...faultFields(agg),
+      actions: d.actions.map((a) => actionText(a)),
+      requeueAfterMs: d.requeueAfterMs, reasons: chainOf(d.reasons),
+    });
+    return true;
+  }
+
+  /** The Event for a reported decision (best effort: failures are logged, never thrown). */
+  async event(job: ReporterJob, d: JobDecision | { decisionId: string; kind: JobDecision['kind']; phase: JobDecision['phase'] }, chain: string, atMs: number): Promise<void> {
+    if (this.d.events === undefined) return;
+    const { type, reason } = eventKindOf(d as JobDecision);
+    try {
+      await recordJobEvent(this.d.events, {
+        object: { namespace: job.namespace, name: job.podGroupName, ...(job.podGroupUid ? { uid: job.podGroupUid } : {}) },
+        decisionId: d.decisionId, type, reason, message: chain, atMs,
+      }, this.d.metrics);
+    } catch (e) {
+      this.d.log.warn('could not record the decision Event', { job: job.key, decisionId: d.decisionId, err: String(e) });
+    }
+  }
+
+  countReplay(kind: JobDecision['kind']): void {
+    this.d.metrics.decisions.inc({ kind, outcome: 'replayed' });
+  }
+
+  forget(key: string): void {
+    this.last.delete(key);
+  }
+}

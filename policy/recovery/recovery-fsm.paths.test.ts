@@ -1,0 +1,200 @@
+/**
+ * Further B1 paths with explicit time: recover-in-place, dump, elastic training, kill-master paths,
+ * and the A.9 #68/#69 input rules.
+ */
+import { podsOf, recoveryHarness, resetOps, signalsOf, signalTypes, type RecoveryHarness } from '../../test/support/recovery-fixtures.ts';
+import type { ObservedFaultRank } from './recovery-types.ts';
+
+const feed = (h: RecoveryHarness, ranks: ObservedFaultRank[], jobHealth: 'Healthy' | 'SubHealthy' | 'UnHealthy' = 'UnHealthy') =>
+  h.feed({ type: 'faultObserved', jobHealth, ranks });
+const report = (h: RecoveryHarness, rank = 3) => h.feed({ type: 'processFaultReported', faultRanks: [{ rankId: String(rank), faultType: '1' }] });
+
+describe('recover-in-place (A.9 #73)', () => {
+  const inPlace = { ranksPerPod: 2, strategies: ['recover-in-place' as const, 'recover' as const, 'exit' as const] };
+
+  it('L2/L3 fault disappears within the check: restart in place, no pod replaced', () => {
+    const h = recoveryHarness(inPlace);
+    feed(h, [{ rankId: 3, faultType: '1', restartInPlace: true }]);
+    report(h);
+    h.feed({ type: 'stopCompleteReported', code: 0 });
+    h.advance(11_000);
+    expect(h.state).toMatchObject({ phase: 'NotifyGlobalFaultState', step: 'inPlaceCheck' });
+    h.now += 4_000;
+    feed(h, []); // the fault cleared
+    expect(h.commands('writeResetConfig').at(-1)).toMatchObject({ op: 'fault', rankIds: [3], restartFaultProcess: true });
+    expect(h.commands('replaceFaultPods')).toEqual([]);
+    h.feed({ type: 'recoverStrategyReported', strategies: ['recover'] });
+    expect(signalsOf(h).at(-1)).toMatchObject({
+      changeStrategy: 'recover', extraParams: 'recover-in-place', actions: ['change_strategy', 'fault_nodes_restart'], nodeRankIds: ['1'],
+    });
+    // PodGroup Running and no exit pods: rescheduled at once; clear after 5 s.
+    expect(h.state.step).toBe('inPlaceClear');
+    h.advance(5_000);
+    expect(resetOps(h).at(-1)).toBe('clear');
+    h.feed({ type: 'recoverStatusReported', code: 0, strategy: 'recover' });
+    expect(h.commands('setPodGroupAnnotations').at(-1)).toMatchObject({ annotations: { ProcessRecoverStatus: 'recover-success' } });
+    expect(h.state.mustExitAtMs).toEqual({}); // restarted in place: never reported as must exit
+  });
+
+  it('the plan stamps when each pod goes on its exit list: a non-qualifying pod at once, a lingering one after the check', () => {
+    const h = recoveryHarness(inPlace);
+    // pod 1: L2/L3 (in place); pod 2: a fault that cannot restart in place
+    feed(h, [{ rankId: 3, faultType: '1', restartInPlace: true }, { rankId: 5, faultType: '1' }]);
+    report(h);
+    h.feed({ type: 'stopCompleteReported', code: 0 });
+    h.advance(11_000);
+    expect(h.state).toMatchObject({ step: 'inPlaceCheck', inPlace: { restartPods: [1], exitPods: [2] } });
+    const planned = h.state.mustExitAtMs['2'];
+    expect(planned).toBeGreaterThan(0);
+    expect(planned).toBeLessThanOrEqual(h.now);
+    expect(h.state.mustExitAtMs['1']).toBeUndefined();
+    const checkDue = h.state.timers.find((t) => t.id === 'inPlaceCheck')!.dueAtMs;
+    h.advance(15_000);
+    expect(h.state.inPlace).toEqual({ restartPods: [], exitPods: [1, 2] });
+    expect(h.state.mustExitAtMs).toEqual({ 1: checkDue, 2: planned });
+    // kept across a reset: the filter compares it with the fault time, so it cannot touch a later fault
+    h.feed({ type: 'streamClosed' });
+    expect(h.state.phase).toBe('INIT');
+    expect(h.state.mustExitAtMs).toEqual({ 1: checkDue, 2: planned });
+  });
+
+  it('fault still present after 15 s: that pod exits and is replaced instead', () => {
+    const h = recoveryHarness(inPlace);
+    feed(h, [{ rankId: 3, faultType: '1', restartInPlace: true }]);
+    report(h);
+    h.feed({ type: 'stopCompleteReported', code: 0 });
+    h.advance(11_000 + 15_000);
+    expect(h.reasons).toContain('recover-in-place: faults remain on pods 1; they exit instead');
+    expect(h.reasons).toContain('recover-in-place: pods 1 must exit');
+    expect(h.commands('writeResetConfig').at(-1)).toMatchObject({ rankIds: [2, 3], restartFaultProcess: false });
+    expect(h.commands('replaceFaultPods')).toMatchObject([{ podRanks: [1] }]);
+    h.feed({ type: 'recoverStrategyReported', strategies: ['recover'] });
+    expect(signalsOf(h).at(-1)).toMatchObject({ changeStrategy: 'recover', extraParams: '' });
+  });
+});
+
+describe('dump', () => {
+  it('dump first and job UnHealthy: saveAndExit, dump-success, exit dump_exit, RetryTime+1 after the pods return', () => {
+    const h = recoveryHarness({ ranksPerPod: 2, strategies: ['dump', 'exit'] });
+    feed(h, [{ rankId: 3, faultType: '1' }]);
+    report(h);
+    expect(signalTypes(h)).toEqual(['preExitProcess', 'saveAndExit']);
+    expect(resetOps(h)).toEqual(['fault']);
+    expect(h.state.phase).toBe('WaitReportDumpStatusState');
+    h.feed({ type: 'recoverStatusReported', code: 0, strategy: 'dump' });
+    expect(h.commands('setPodGroupAnnotations')).toMatchObject([{ annotations: { ProcessRecoverStatus: 'dump-success' } }]);
+    expect(signalsOf(h).at(-1)).toMatchObject({ changeStrategy: 'exit', extraParams: 'dump_exit', nodeRankIds: ['1'] });
+    expect(h.state.phase).toBe('ListenScheduleResultState');
+    h.now += 8_000;
+    h.feed({ type: 'podsObserved', pods: podsOf(4, 1, [1]) });
+    expect(resetOps(h).at(-1)).toBe('restartAllProcess');
+    h.advance(60_000);
+    // restartFinish -> clear -> clearSuccess -> fault retry (rows 38, 39): pods already replaced, so pause and on at once.
+    expect(h.reasons).toContain('FaultClearState -(clearSuccess)-> FaultRetryState [B1 row 39]');
+    expect(h.commands('setPodGroupLabel').map((c) => c.value)).toEqual(['pause', 'on']);
+    expect(h.state.phase).toBe('INIT');
+  });
+});
+
+describe('elastic training (A.9 #75)', () => {
+  it('schedule timeout with elastic-training: downgrade, 201 isolate ranks, scale-in, scale-out when pods return', () => {
+    const h = recoveryHarness({ ranksPerPod: 2, strategies: ['recover', 'elastic-training', 'exit'], jobRescheduling: false });
+    feed(h, [{ rankId: 3, faultType: '1' }]);
+    report(h);
+    h.feed({ type: 'stopCompleteReported', code: 0 });
+    h.advance(11_000);
+    h.feed({ type: 'recoverStrategyReported', strategies: ['recover', 'downgrade'] });
+    h.advance(270_000);
+    expect(signalsOf(h).at(-1)).toMatchObject({ changeStrategy: 'downgrade', extraParams: '{"scale-in-strategy": "DP"}' });
+    h.feed({ type: 'recoverStatusReported', code: 201, strategy: 'downgrade', isolateRankIds: ['2', '3'] });
+    expect(signalsOf(h).at(-1)).toMatchObject({ signalType: 'faultNodesExit', actions: ['fault_nodes_exit'], nodeRankIds: ['1'] });
+    h.feed({ type: 'recoverStatusReported', code: 0, strategy: 'downgrade' });
+    expect(h.state).toMatchObject({ phase: 'ScaleRunningState', scaleInRunning: true });
+    h.feed({ type: 'podsObserved', pods: podsOf(4, 1, [1]) });
+    expect(signalsOf(h).at(-1)).toMatchObject({ changeStrategy: 'upgrade', extraParams: '{"scale-out-strategy": "DP"}' });
+    h.feed({ type: 'recoverStatusReported', code: 0, strategy: 'upgrade' });
+    expect(h.state.phase).toBe('INIT');
+  });
+
+  it('with rescheduling configured, waits 20 s before choosing scale-in', () => {
+    const h = recoveryHarness({ ranksPerPod: 2, strategies: ['elastic-training', 'exit'], podRescheduling: true });
+    feed(h, [{ rankId: 3, faultType: '1' }]);
+    report(h);
+    h.feed({ type: 'stopCompleteReported', code: 0 });
+    h.advance(11_000);
+    h.feed({ type: 'recoverStrategyReported', strategies: ['downgrade'] });
+    expect(h.state.step).toBe('scaleInWait');
+    h.advance(20_000);
+    expect(signalsOf(h).at(-1)).toMatchObject({ changeStrategy: 'downgrade' });
+  });
+});
+
+describe('kill master', () => {
+  it('globalFault cannot be delivered: killMaster, then reset (stream closed)', () => {
+    const h = recoveryHarness({ ranksPerPod: 2 }, { failWhen: (c) => c.type === 'sendSignal' && c.signal.signalType === 'globalFault' });
+    feed(h, [{ rankId: 3, faultType: '1' }]);
+    report(h);
+    h.feed({ type: 'stopCompleteReported', code: 0 });
+    h.advance(11_000);
+    expect(signalTypes(h).slice(-2)).toEqual(['globalFault', 'killMaster']);
+    expect(h.state.phase).toBe('INIT');
+    expect(h.commands('closeSignalStream')).toHaveLength(1);
+  });
+
+  it('ReportStopComplete 404 (process not ready): killMaster', () => {
+    const h = recoveryHarness({ ranksPerPod: 2 });
+    report(h);
+    h.feed({ type: 'stopCompleteReported', code: 404 });
+    expect(signalTypes(h).at(-1)).toBe('killMaster');
+  });
+
+  it('label pause cannot be written: killMaster', () => {
+    const h = recoveryHarness({ ranksPerPod: 2 }, { failWhen: (c) => c.type === 'setPodGroupLabel' });
+    report(h);
+    h.advance(15 * 60_000);
+    expect(signalTypes(h).at(-1)).toBe('killMaster');
+  });
+});
+
+describe('fault entry rules (A.9 #68, #69)', () => {
+  it('drops NotReady-only ranks and SubHealth ranks of a job that is not SubHealthy', () => {
+    const h = recoveryHarness({ ranksPerPod: 2 });
+    const r = feed(h, [{ rankId: 3, faultType: '1', nodeNotReadyOnly: true }, { rankId: 5, faultType: '1', subHealth: true }]);
+    expect(r.commands).toEqual([]);
+    expect(h.state.faults).toEqual([]);
+  });
+
+  it('ignores a SubHealthy job (hotSwitch ones go to the hot-switch FSM)', () => {
+    const h = recoveryHarness({ ranksPerPod: 2, subHealthyStrategy: 'hotSwitch' });
+    const r = feed(h, [{ rankId: 3, faultType: '1', subHealth: true }], 'SubHealthy');
+    expect(r.reasons).toEqual(['sub-healthy hotSwitch job: left to the hot-switch FSM']);
+  });
+
+  it('a fault seen again next cycle is not new; preExit only for pods that are still the original ones', () => {
+    const h = recoveryHarness({ ranksPerPod: 2 });
+    feed(h, [{ rankId: 3, faultType: '1' }]);
+    expect(feed(h, [{ rankId: 3, faultType: '1' }]).reasons).toEqual([]);
+    h.feed({ type: 'podsObserved', pods: podsOf(4, 1, [1]) });
+    h.advance(10_000);
+    expect(h.commands('sendSignal')).toEqual([]);
+    expect(h.reasons).toContain('preExitProcess skipped: the fault pods are no longer the original pods');
+  });
+
+  it('retry-only ReportProcessFault: label retry-fault and feed back to the fault center', () => {
+    const h = recoveryHarness({ ranksPerPod: 2 });
+    h.feed({ type: 'processFaultReported', faultRanks: [{ rankId: '3', faultType: '0' }, { rankId: 'x', faultType: '1' }] });
+    expect(h.commands('labelPods')).toMatchObject([{ podRanks: [1], value: 'retry-fault' }]);
+    expect(h.commands('forwardRetryFaults')).toMatchObject([{ faults: [{ rankId: 3, faultType: '0' }] }]);
+    expect(h.state.phase).toBe('INIT');
+  });
+
+  it('(re)subscribing resets a recovery in flight without closing the new stream', () => {
+    const h = recoveryHarness({ ranksPerPod: 2 });
+    report(h);
+    h.clearLog();
+    h.feed({ type: 'clientSubscribed' });
+    expect(h.state).toMatchObject({ phase: 'INIT', faults: [], timers: [] });
+    expect(resetOps(h)).toEqual(['clear']);
+    expect(h.commands('closeSignalStream')).toEqual([]);
+  });
+});

@@ -1,0 +1,295 @@
+/**
+ * Types of the process-level recovery FSM (behavior.md B1): persisted state, input events and output
+ * commands. Everything is plain serialisable data (the controller persists the state and restores it
+ * after a restart or failover).
+ */
+import type { CD_RESET_OPERATIONS } from '../../schemas/reset-config/reset-config.transitions.ts';
+import type { JobHealthState } from '../jobs/job-aggregation.ts';
+import type { PodFaultTypeLabel, SubHealthyStrategy } from '../jobs/job-view.ts';
+import type { ProcessStrategy } from './recovery-choice.ts';
+import type { Awaiting, CommandMeta, EffectResult, FsmTimer, TimerCommandBody, TimerFired } from './recovery-kit.ts';
+import type { ProcessManageSignal, WireFaultRank } from '../../vocabulary/process-manage-signal.ts';
+import type { FaultType, RankFault } from './recovery-signals.ts';
+
+/** ClusterD state names (CD/application/recover/rules.go), kept for traceability of the path graph. */
+export const RECOVERY_PHASES = [
+  'INIT',
+  'NotifyWaitFaultFlushingState',
+  'NotifyStopTrainState',
+  'NotifyDumpState',
+  'WaitReportStopCompleteState',
+  'WaitFaultFlushFinishedState',
+  'NotifyGlobalFaultState',
+  'WaitReportRecoverStrategyState',
+  'NotifyDecidedStrategyState',
+  'WaitReportStepRetryStatusState',
+  'WaitReportProcessRecoverStatusState',
+  'WaitReportDumpStatusState',
+  'CheckRecoverResultState',
+  'KillPodForUnrecoverableRetryState',
+  'ListenScheduleResultState',
+  'NotifyRestartAllProcessState',
+  'WaitRestartAllProcessState',
+  'FaultClearState',
+  'FaultRetryState',
+  'NotifyKillJobState',
+  'NotifyScaleInStrategyState',
+  'WaitReportScaleInIsolateRanksState',
+  'CheckReportScaleInIsolateRanksState',
+  'WaitReportScaleInStatusState',
+  'ScaleRunningState',
+  'WaitReportScaleOutStatusState',
+] as const;
+export type RecoveryPhase = (typeof RECOVERY_PHASES)[number];
+
+/** ClusterD's internal FSM events (the edges of the B1 table). */
+export type RecoveryFsmEvent =
+  | 'faultOccur'
+  | 'notifyFinish'
+  | 'notifySuccess'
+  | 'notifyFail'
+  | 'dumpForFault'
+  | 'receiveReport'
+  | 'receiveTimeout'
+  | 'processNotReadyEvent'
+  | 'flushFinished'
+  | 'notifyRetryStrategySuccess'
+  | 'notifyRecoverStrategySuccess'
+  | 'notifyDumpStrategySuccess'
+  | 'notifyExitStrategySuccess'
+  | 'notifyScaleInStrategySuccessEvent'
+  | 'notifyScaleOutStrategySuccessEvent'
+  | 'notifyFaultNodesExitSuccessEvent'
+  | 'scheduleTimeout'
+  | 'scheduleSuccess'
+  | 'clearSuccess'
+  | 'clearFail'
+  | 'needTryScaleStrategyInEvent'
+  | 'recoverSuccess'
+  | 'recoverFail'
+  | 'recoverableRetryError'
+  | 'unRecoverableRetryError'
+  | 'finishKillPod'
+  | 'checkFinish'
+  | 'restartFinish'
+  | 'finish'
+  | 'changeSwitchPauseError'
+  | 'changeSwitchEnableError'
+  | 'scaleInSuccessEvent'
+  | 'scaleOutSuccessEvent';
+
+/** Work done inside a state without a transition (a wait finished, an effect acknowledged). */
+export type RecoveryContinuation =
+  | 'afterForceRelease'
+  | 'afterInPlaceCheck'
+  | 'notifyGlobal'
+  | 'sendDecided'
+  | 'chooseAgain'
+  | 'clearAfterReschedule'
+  | 'rescheduleCleared'
+  | 'retryPaused'
+  | 'sendPreExit';
+
+export type RecoveryNext = { readonly ev: RecoveryFsmEvent } | { readonly cont: RecoveryContinuation };
+
+/** Timer ids (state.timers[].id). */
+export const RECOVERY_TIMER = {
+  report: 'report', // 15 min for each awaited report
+  flush: 'flush', // 1 s fault flush wait
+  preExit: 'preExit', // up to 10 s for the FSM to leave INIT before preExitProcess
+  forceRelease: 'forceRelease', // 10 s SuperPod IPC force release
+  inPlaceCheck: 'inPlaceCheck', // 5 x 3 s for L2/L3 faults to disappear
+  hcclWait: 'hcclWait', // 3 s HCCL routing convergence
+  scaleInWait: 'scaleInWait', // MINDIO_WAIT_MINDX_TIME - 10 s before a scale-in decision
+  schedule: 'schedule', // wait-reschedule-timeout (30-270 s) for rescheduled pods
+  schedulePoll: 'schedulePoll', // 5 s between two looks of the schedule poller
+  inPlaceClear: 'inPlaceClear', // 5 s before clearing reset-config after an in-place restart
+  scheduleCheck: 'scheduleCheck', // 4 x 5 s after exit/dump
+  restartAll: 'restartAll', // 1 min after RetryTime+1
+  retryRunning: 'retryRunning', // 27 x 5 s = 135 s back to Running after label pause
+} as const;
+export type RecoveryTimerId = (typeof RECOVERY_TIMER)[keyof typeof RECOVERY_TIMER];
+
+/** Durations (ms). Defaults in recovery-fsm.ts DEFAULT_RECOVERY_TIMINGS (behavior.md C.1). */
+export interface RecoveryTimings {
+  reportMs: number;
+  flushMs: number;
+  preExitWaitMs: number;
+  forceReleaseMs: number;
+  inPlaceCheckMs: number;
+  hcclConvergeMs: number;
+  /** HCCL step-retry timeout sent to the agent, seconds (3 + 30). */
+  hcclRetryTimeoutS: number;
+  scaleInWaitMs: number;
+  inPlaceClearMs: number;
+  scheduleCheckMs: number;
+  restartAllMs: number;
+  retryRunningMs: number;
+}
+
+/** Read from the PodGroup at Init/Register (A.9 #66) plus a few job facts. */
+export interface RecoveryJobConfig {
+  /** ClientInfo.jobId (the job UID); put into every signal. */
+  jobId: string;
+  strategies: ProcessStrategy[];
+  jobRescheduling: boolean;
+  podRescheduling: boolean;
+  subHealthyStrategy: SubHealthyStrategy;
+  /** NPUs (ranks) per pod: rank r lives on pod floor(r / ranksPerPod). */
+  ranksPerPod: number;
+  /** PG annotation `wait-reschedule-timeout` (30-270 s, default 270). */
+  waitRescheduleTimeoutS: number;
+}
+
+/** One rank of the job's current fault view, from the fault pipeline (every cycle, full snapshot). */
+export interface ObservedFaultRank extends RankFault {
+  /** SubHealth-level fault: dropped unless the job is SubHealthy (A.9 #68). */
+  subHealth?: boolean;
+  /** Fault pipeline flag DoRestartInPlace (hardware L2/L3, age <= 60 s). */
+  restartInPlace?: boolean;
+  /** Rank faulty only because its node is NotReady: never drives process recovery (E.7). */
+  nodeNotReadyOnly?: boolean;
+}
+
+export interface PodObservation {
+  name: string;
+  uid: string;
+  /** `hccl/rankIndex`. */
+  podRank: number;
+  phase: string;
+  /** `huawei.com/AscendReal` is non-empty. */
+  npusAllocated: boolean;
+}
+
+export interface CachedFault extends RankFault {
+  /** Reported by the agent (ReportProcessFault) rather than seen on a device. */
+  software: boolean;
+  restartInPlace: boolean;
+}
+
+export interface StatusReport {
+  code: number;
+  strategy: string;
+  isolateRankIds: number[];
+}
+
+export interface RecoveryState {
+  kind: 'recovery';
+  version: 1;
+  config: RecoveryJobConfig;
+  timings: RecoveryTimings;
+  phase: RecoveryPhase;
+  /** Sub-step inside the phase ('' when none); e.g. 'forceRelease' in NotifyGlobalFaultState. */
+  step: string;
+  uuid: string;
+  uuidSeq: number;
+  nextCommandId: number;
+  awaiting: Awaiting<RecoveryNext> | null;
+  timers: FsmTimer[];
+  // --- observations (level-triggered inputs) ---
+  pods: PodObservation[];
+  podGroup: { exists: boolean; phase: string };
+  /** podRank -> UID captured at the last reset ("original pods"). */
+  originalPodUids: Record<string, string>;
+  jobHealth: JobHealthState;
+  lastFeed: ObservedFaultRank[];
+  /**
+   * podRank -> when a recover-in-place plan last put the pod on its exit list (A.9 #73: the pod is
+   * "reported as must exit"). Kept across resets: the recover-in-place scheduler-view filter (A.3 #24)
+   * compares it with the fault time, so an old entry never touches a later fault. Absent in states
+   * stored before it existed (reconcilers/recovery-state.reconciler.ts fills it in).
+   */
+  mustExitAtMs: Record<string, number>;
+  // --- the recovery in flight (cleared by reset) ---
+  faults: CachedFault[];
+  preExitRanks: number[];
+  agentStrategies: string[] | null;
+  retryPath: boolean;
+  retryHeld: number[];
+  inPlace: { restartPods: number[]; exitPods: number[] } | null;
+  replacementRequested: number[];
+  /** Strategy last sent ('' before the first choice); decides the fallback order (A.9 #71). */
+  current: ProcessStrategy | 'downgrade' | 'upgrade' | '';
+  scaleInWaitDone: boolean;
+  scaleInRunning: boolean;
+  schedule: 'idle' | 'pending' | 'ok' | 'timeout';
+  lastStatus: StatusReport | null;
+  reports: {
+    stopComplete: { code: number } | null;
+    recoverStrategy: { strategies: string[] } | null;
+    recoverStatus: StatusReport | null;
+  };
+}
+
+export type RecoveryEvent =
+  | { readonly type: 'faultObserved'; readonly jobHealth: JobHealthState; readonly ranks: readonly ObservedFaultRank[] }
+  | { readonly type: 'processFaultReported'; readonly faultRanks: readonly WireFaultRank[] }
+  | { readonly type: 'clientSubscribed' }
+  | { readonly type: 'streamClosed' }
+  | { readonly type: 'stopCompleteReported'; readonly code: number; readonly faultRanks?: readonly WireFaultRank[] }
+  | { readonly type: 'recoverStrategyReported'; readonly strategies: readonly string[]; readonly faultRanks?: readonly WireFaultRank[] }
+  | { readonly type: 'recoverStatusReported'; readonly code: number; readonly strategy: string; readonly isolateRankIds?: readonly string[] }
+  | { readonly type: 'podsObserved'; readonly pods: readonly PodObservation[] }
+  | { readonly type: 'podGroupObserved'; readonly exists: boolean; readonly phase: string }
+  | { readonly type: 'configChanged'; readonly config: Partial<RecoveryJobConfig> }
+  | EffectResult
+  | TimerFired;
+
+export type ResetConfigOperation = keyof typeof CD_RESET_OPERATIONS;
+
+/** ClusterD's PodGroup annotation values for the AI platform (formats.md 4.2). */
+export type ProcessRecoverStatus =
+  | 'retry-success'
+  | 'retry-failed'
+  | 'recover-success'
+  | 'recover-failed'
+  | 'dump-success'
+  | 'dump-failed'
+  | 'exit-completed';
+
+export type RecoveryCommandBody =
+  /** reset-config-<job>: the named ClusterD operation (B3.2); the reconciler does read-modify-write. */
+  | { readonly type: 'writeResetConfig'; readonly op: ResetConfigOperation; readonly rankIds?: readonly number[]; readonly restartFaultProcess?: boolean }
+  | { readonly type: 'sendSignal'; readonly signal: ProcessManageSignal }
+  | { readonly type: 'setPodGroupLabel'; readonly key: 'process-recover-enable'; readonly value: 'on' | 'pause' }
+  | { readonly type: 'setPodGroupAnnotations'; readonly annotations: Readonly<Record<string, string>> }
+  | { readonly type: 'labelPods'; readonly podRanks: readonly number[]; readonly key: 'fault-type'; readonly value: PodFaultTypeLabel }
+  /** Delete the fault pods so that they are re-created elsewhere (Volcano's part in process mode, B6 row 8). */
+  | { readonly type: 'replaceFaultPods'; readonly podRanks: readonly number[]; readonly reason: string }
+  /** Recovery gave up: reschedule at pod or job level (B6 rows 9-11). */
+  | { readonly type: 'escalateRescheduling'; readonly level: 'pod' | 'job'; readonly podRanks: readonly number[]; readonly reason: string }
+  /**
+   * Keep (hold=true) or stop keeping step-retry faults out of the scheduler view (B6 row 2). For
+   * policy/filters/step-retry-filter.ts: hold=true is the job's RecoverTime, a release with completed=true
+   * its completion; completed=false (failure, timeout, reset) makes the faults visible again.
+   */
+  | { readonly type: 'setStepRetryHold'; readonly rankIds: readonly number[]; readonly hold: boolean; readonly completed?: boolean }
+  /** Retry-only ReportProcessFault: feed back to the fault center as business-plane reports (A.9 #69). */
+  | { readonly type: 'forwardRetryFaults'; readonly faults: readonly { rankId: number; faultType: FaultType }[] }
+  /** cluster-system/fault-job-info: SuperPod devices to force-release (A.9 #80). */
+  | { readonly type: 'publishFaultJobInfo'; readonly rankIds: readonly number[] }
+  | { readonly type: 'clearFaultJobInfo' }
+  /** End the job's signal stream with status OK (every reset that the client did not cause itself). */
+  | { readonly type: 'closeSignalStream' }
+  | TimerCommandBody;
+
+export type RecoveryCommand = RecoveryCommandBody & CommandMeta;
+
+/** The fields of a recovery with nothing in flight: a new FSM and a reset one both start here. */
+export function idleRecoveryFields() {
+  return {
+    faults: [],
+    preExitRanks: [],
+    agentStrategies: null,
+    retryPath: false,
+    retryHeld: [],
+    inPlace: null,
+    replacementRequested: [],
+    current: '',
+    scaleInWaitDone: false,
+    scaleInRunning: false,
+    schedule: 'idle',
+    lastStatus: null,
+    reports: { stopComplete: null, recoverStrategy: null, recoverStatus: null },
+  } satisfies Partial<RecoveryState>;
+}

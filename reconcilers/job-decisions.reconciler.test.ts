@@ -1,0 +1,143 @@
+import { ConfigMapWriter } from '../runtime/configmap-writer.ts';
+import type { ReconcileContext } from '../runtime/reconciler.ts';
+import { silentLogger } from '../telemetry/logger.ts';
+import { Metrics } from '../telemetry/metrics.ts';
+import { chipFault } from '../test/support/job-fixtures.ts';
+import { faultKey, type FaultRecord } from '../vocabulary/fault-types.ts';
+import { JOB_STATE_KEY, parseJobState, type PendingDecision } from '../schemas/job-state/job-state.ts';
+import type { JobActionExecutor, JobTarget } from '../actions/job-action-executor.ts';
+import { FakeConfigMaps, FakeStore, podGroupOf, podOf } from '../test/support/job-fakes.ts';
+import { JobIndex } from '../controllers/job-index.ts';
+import { JobStateStore } from '../actions/job-state.action.ts';
+import { DecisionHistory } from '../actions/decision-history.action.ts';
+import { DecisionReporter } from '../actions/job-report.action.ts';
+import { jobDecisionsReconciler } from './job-decisions.reconciler.ts';
+import type { Sources } from '../controllers/sources/sources.ts';
+import type { KubeObject } from '../runtime/kube-client.ts';
+
+const NS = 'team-a';
+const UID = 'u1';
+const KEY = `${NS}/llama-${UID}`;
+const NPUS = ['Ascend910-0', 'Ascend910-1'];
+
+function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string>; hiddenUntilMs?: number; visibleOn3?: boolean } = {}) {
+  const pods = new FakeStore<KubeObject>();
+  const groups = new FakeStore<KubeObject>();
+  groups.put(podGroupOf(NS, 'llama', UID, opts.labels ?? { 'fault-scheduling': 'force' }));
+  for (let r = 0; r < 4; r++) pods.put(podOf(NS, 'llama', UID, r, `node-${r}`, NPUS));
+  const index = new JobIndex({ pods, podGroups: groups } as unknown as Pick<Sources, 'pods' | 'podGroups'>);
+  index.rebuild();
+  const cms = new FakeConfigMaps();
+  const writer = new ConfigMapWriter(cms.client());
+  const states = new JobStateStore({
+    cached: (name) => cms.get('mindx-dl', name), cachedNames: () => [...cms.objects.values()].map((c) => c.metadata?.name ?? ''),
+    writer, client: cms.client(), dryRun: false,
+  });
+  const faults: Record<string, FaultRecord[]> = { 'node-2': [chipFault('node-2', 'Ascend910-0', 'SeparateNPU', '80E18402')] };
+  const visible: Record<string, FaultRecord[]> = opts.visibleOn3 === true ? { 'node-3': [chipFault('node-3', 'Ascend910-1', 'SeparateNPU', '80E18401')] } : {};
+  const log: string[] = [];
+  const chains: string[] = [];
+  let runs = 0;
+  const executor = {
+    async run(job: JobTarget, p: PendingDecision, o: { replay: boolean }) {
+      runs++;
+      chains.push(p.chain);
+      const stored = parseJobState(cms.get('mindx-dl', `clusterd-ts-job-state-${UID}`)?.data?.[JOB_STATE_KEY]);
+      log.push(`run ${job.key} ${p.actions.map((a) => a.type).join('+')} replay=${o.replay} persisted=${stored.ok && stored.value.pending?.decisionId === p.decisionId}`);
+      if (opts.failFirstRun === true && runs === 1) throw new Error('crash after persisting');
+      return { deleted: [], alreadyGone: [], annotated: 0, recorded: true };
+    },
+  } as unknown as JobActionExecutor;
+  // With a hide window, the scheduler view leaves the fault out and the filters' snapshot marks it hidden.
+  const until = opts.hiddenUntilMs;
+  const filtered = until === undefined ? {} : {
+    filtered: (nodes: readonly string[]) => {
+      const hidden = nodes.flatMap((n) => faults[n] ?? []);
+      return { faults: [...hidden, ...nodes.flatMap((n) => visible[n] ?? [])], hidden: new Map(hidden.map((f) => [faultKey(f), { by: 'custom-filter', untilMs: until }])) };
+    },
+  };
+  let nowMs = 1_000_000;
+  const r = jobDecisionsReconciler({
+    index, faultsOf: (n) => (until === undefined ? faults[n] ?? [] : visible[n] ?? []), ...filtered, states, executor,
+    reporter: new DecisionReporter({ log: silentLogger, metrics: new Metrics({ processMetrics: false }) }),
+    // The history's writes are covered on the real apiserver (test/integration/kubectl-clusterd.test.ts).
+    history: new DecisionHistory({ client: cms.client(), log: silentLogger, metrics: new Metrics({ processMetrics: false }), bounds: { perJob: 50, total: 5000, ttlMs: 3_600_000 }, dryRun: true }),
+    resetConfig: { cached: () => undefined, writer }, config: {}, dryRun: false,
+    registered: () => false, onStateChanged: () => undefined, onGone: () => undefined,
+  });
+  const ctx: ReconcileContext = { log: silentLogger, signal: new AbortController().signal, now: () => nowMs };
+  return { r, ctx, cms, log, chains, states, pods, groups, advance: (ms: number) => { nowMs += ms; } };
+}
+
+describe('job decisions reconcile', () => {
+  it('persists the decision with its actions before acting, then clears the pending mark', async () => {
+    const { r, ctx, cms, log } = setup();
+    const out = await r.reconcile(KEY, ctx);
+    expect(log).toEqual([`run ${KEY} forceDeletePods+recordRescheduleReason replay=false persisted=true`]);
+    expect(cms.writes.map((w) => w.verb)).toEqual(['create', 'replace']);
+    const stored = parseJobState(cms.get('mindx-dl', `clusterd-ts-job-state-${UID}`)?.data?.[JOB_STATE_KEY]);
+    expect(stored.ok && stored.value.pending).toBeUndefined();
+    expect(stored.ok && stored.value.state.active?.scope).toBe('job');
+    expect(stored.ok && stored.value.state.acted).toHaveLength(1);
+    expect(out.requeueAfterMs).toBeGreaterThan(0);
+  });
+
+  it('a resync with nothing new writes nothing and acts on nothing', async () => {
+    const { r, ctx, cms, log } = setup();
+    await r.reconcile(KEY, ctx);
+    const writes = cms.writes.length;
+    await r.reconcile(KEY, ctx);
+    await r.reconcile(KEY, ctx);
+    expect(cms.writes.length).toBe(writes);
+    expect(log).toHaveLength(1);
+  });
+
+  it('after a crash between persisting and acting, finishes the same decision and decides nothing new', async () => {
+    const { r, ctx, cms, log } = setup({ failFirstRun: true });
+    await expect(r.reconcile(KEY, ctx)).rejects.toThrow('crash after persisting');
+    const pending = parseJobState(cms.get('mindx-dl', `clusterd-ts-job-state-${UID}`)?.data?.[JOB_STATE_KEY]);
+    expect(pending.ok && pending.value.pending?.actions.map((a) => a.type)).toEqual(['forceDeletePods', 'recordRescheduleReason']);
+    await r.reconcile(KEY, ctx);
+    expect(log).toEqual([
+      `run ${KEY} forceDeletePods+recordRescheduleReason replay=false persisted=true`,
+      `run ${KEY} forceDeletePods+recordRescheduleReason replay=true persisted=true`,
+    ]);
+    const after = parseJobState(cms.get('mindx-dl', `clusterd-ts-job-state-${UID}`)?.data?.[JOB_STATE_KEY]);
+    expect(after.ok && after.value.pending).toBeUndefined();
+    expect(after.ok && after.value.state.generation).toBe(1);
+  });
+
+  it('fault-scheduling absent: no deletion, no state ConfigMap for a pristine job', async () => {
+    const { r, ctx, cms, log } = setup({ labels: {} });
+    await r.reconcile(KEY, ctx);
+    expect(log).toEqual([]);
+    expect(cms.writes).toEqual([]);
+  });
+
+  it('a fault hidden by a filter (the pipeline snapshot) is B6 row 2: nothing until its window ends, then the job restarts', async () => {
+    const { r, ctx, log, advance } = setup({ hiddenUntilMs: 1_005_000 });
+    const out = await r.reconcile(KEY, ctx);
+    expect(log).toEqual([]);
+    expect(out.requeueAfterMs).toBe(5_000); // wakes at the window's end without new intake
+    advance(5_000);
+    await r.reconcile(KEY, ctx);
+    expect(log).toEqual([`run ${KEY} forceDeletePods+recordRescheduleReason replay=false persisted=true`]);
+  });
+
+  it('a decision on a visible fault names and times only it, not a fault still hidden on another rank', async () => {
+    const { r, ctx, log, chains } = setup({ hiddenUntilMs: 1_005_000, visibleOn3: true });
+    await r.reconcile(KEY, ctx);
+    expect(log).toHaveLength(1);
+    expect(chains[0]).toContain('80E18401@node-3/Ascend910-1');
+    expect(chains[0]).not.toContain('80E18402');
+  });
+
+  it('deletes the state of a job whose PodGroup is gone', async () => {
+    const { r, ctx, cms, groups } = setup();
+    await r.reconcile(KEY, ctx);
+    groups.remove(podGroupOf(NS, 'llama', UID));
+    await r.reconcile(KEY, ctx);
+    expect(cms.writes.at(-1)?.verb).toBe('delete');
+    expect(cms.objects.size).toBe(0);
+  });
+});

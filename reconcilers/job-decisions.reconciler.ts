@@ -1,0 +1,202 @@
+/**
+ * The per-job reconcile: decide, record, act (style.md 2.4, 1.6 "deciding apart from doing").
+ *
+ * For a job key (`<ns>/<podGroupName>`), on every burst of its faults or pod changes and on its timers:
+ * 1. a pending decision left by a crash or a failed pass is carried out first (replay, idempotent);
+ * 2. the job is aggregated from the caches, with the same snapshot as the aggregation pipeline (hidden
+ *    faults marked, B6 row 2; policy/job-aggregation), and decided (policy/job-restart
+ *    `decideJob`, B6 + B4) against the persisted state;
+ * 3. a decision with actions not yet acted on is persisted WITH its resolved actions before anything
+ *    is done, then carried out, then the pending mark is cleared. A restart between 3a and 3c finds
+ *    the pending decision and finishes it; it never decides that restart again (the state already
+ *    holds it), so a job's pods are deleted once per fault;
+ * 4. timers (grace -> force, pending escalation, fault-job lifetime) come back as `requeueAfterMs`
+ *    computed from persisted timestamps.
+ * A job whose PodGroup is gone has its state deleted.
+ */
+import { aggregateJob, type FaultCause, type HiddenFault, type JobFaultAggregate, type JobFaultSnapshot } from '../policy/jobs/job-aggregation.ts';
+import { alreadyActed, markActed } from '../policy/jobs/job-decision-id.ts';
+import { decideJob } from '../policy/jobs/job-restart.ts';
+import { faultKey, type FaultRecord } from '../vocabulary/fault-types.ts';
+import type { JobDecision, JobDecisionConfig, JobRescheduleState } from '../policy/jobs/job-decision-types.ts';
+import { TerminalError, type Outcome, type ReconcileContext, type Reconciler } from '../runtime/reconciler.ts';
+import type { ExecAction, PendingDecision } from '../schemas/job-state/job-state.ts';
+import { readResetConfig, type ResetConfigDeps } from '../actions/job-reset-config.action.ts';
+import type { JobActionExecutor } from '../actions/job-action-executor.ts';
+import type { JobEntry, JobIndex } from '../controllers/job-index.ts';
+import type { JobStateStore } from '../actions/job-state.action.ts';
+import { chainOf, decisionRecordInput, faultSummary, type DecisionOutcome, type DecisionReporter, type ReporterJob } from '../actions/job-report.action.ts';
+import { recordDecision, type DecisionHistory } from '../actions/decision-history.action.ts';
+import type { DecisionRecordOutcome } from '../schemas/decision-record/decision-record.ts';
+import { jobNodes } from '../policy/jobs/job-view.ts';
+import type { GoodputTracker } from '../telemetry/goodput.ts';
+
+export interface JobDecisionsDeps {
+  readonly index: JobIndex;
+  /** The scheduler view of a node (hidden faults left out). */
+  readonly faultsOf: (node: string) => readonly FaultRecord[];
+  /**
+   * The snapshot the aggregation pipeline uses (fault-filters.controller.ts jobSnapshot): visible plus
+   * hidden faults of these nodes and the hide windows, so a hidden cause is B6 row 2 (wait for its
+   * window, then re-decide) rather than no fault at all. Default: `faultsOf`, nothing hidden.
+   */
+  readonly filtered?: JobFaultsFiltered;
+  readonly states: JobStateStore;
+  readonly executor: JobActionExecutor;
+  readonly reporter: DecisionReporter;
+  /** The durable decision history: every reported decision is recorded there (issue 12 item 4). */
+  readonly history: DecisionHistory;
+  readonly resetConfig: ResetConfigDeps;
+  readonly config: Partial<JobDecisionConfig>;
+  readonly dryRun: boolean;
+  /** TaskD/MindIO registered the job with the Recover service (B6 rows 6, 8); owned elsewhere. */
+  readonly registered: (jobUid: string) => boolean;
+  /** The job's retry budget or state changed (vcjob-fault-npu-cm). */
+  readonly onStateChanged: () => void;
+  /** A job went away (prune job-reschedule-reason). */
+  readonly onGone: (key: string) => void;
+  /** Test hook: called right after a decision is persisted, before it is carried out. */
+  readonly afterPersist?: (key: string, pending: PendingDecision) => void;
+  /** Goodput episodes (telemetry/goodput.ts): this reconcile observes decided, pods deleted and pods Running. */
+  readonly goodput?: GoodputTracker;
+}
+
+const historyJob = (e: JobEntry) => ({ namespace: e.view.namespace, name: e.view.name, podGroup: e.podGroup.metadata?.name ?? '', uid: e.view.uid });
+const HISTORY_OUTCOME: Record<DecisionOutcome, DecisionRecordOutcome> = { acted: 'acted', replayed: 'acted', dry_run: 'dry_run', no_action: 'no_action', already_acted: 'already_acted' };
+
+const reporterJob = (e: JobEntry): ReporterJob => ({
+  key: e.view.key, namespace: e.view.namespace, podGroupName: e.podGroup.metadata?.name ?? '',
+  ...(e.podGroup.metadata?.uid ? { podGroupUid: e.podGroup.metadata.uid } : {}),
+});
+
+/** Visible plus hidden faults of some nodes and the hide windows (faultKey -> window). */
+export type JobFaultsFiltered = (nodes: readonly string[]) => { readonly faults: readonly FaultRecord[]; readonly hidden: ReadonlyMap<string, HiddenFault> };
+
+/** The job's fault snapshot from the caches: the pipeline's (`filtered`) when given, else the scheduler view. */
+export function snapshotFromCache(entry: JobEntry, faultsOf: (node: string) => readonly FaultRecord[], filtered?: JobFaultsFiltered): JobFaultSnapshot {
+  const nodes = jobNodes(entry.view);
+  const f = filtered?.(nodes);
+  return f === undefined ? { job: entry.view, faults: nodes.flatMap((n) => faultsOf(n)) } : { job: entry.view, faults: f.faults, hidden: f.hidden };
+}
+
+/** The job's aggregate from the caches (pure apart from the reads). */
+export function aggregateFromCache(entry: JobEntry, faultsOf: (node: string) => readonly FaultRecord[], filtered?: JobFaultsFiltered): JobFaultAggregate {
+  return aggregateJob(snapshotFromCache(entry, faultsOf, filtered));
+}
+
+/**
+ * The causes a decision acts on: those not inside a hide window (job-fault-tasks.ts counts them the
+ * same way). Heads the Event message and times fault -> action, so a fault Volcano would not see yet
+ * is neither named nor timed. Only `causes` are filtered; ranks left with none are dropped.
+ */
+export function withoutHidden(agg: JobFaultAggregate, nowMs: number): JobFaultAggregate {
+  const live = (c: FaultCause): boolean => c.hidden === undefined || c.hidden.untilMs <= nowMs;
+  if (agg.ranks.every((r) => r.causes.every(live))) return agg;
+  return { ...agg, ranks: agg.ranks.flatMap((r) => { const causes = r.causes.filter(live); return causes.length === 0 ? [] : [{ ...r, causes }]; }) };
+}
+
+/** Earliest first-seen time of the hardware faults behind the aggregate; 0 when none (failed pods). */
+export function faultSinceMs(agg: JobFaultAggregate, faults: readonly FaultRecord[]): number {
+  const byKey = new Map(faults.map((f) => [faultKey(f), f.firstSeenMs]));
+  const times = agg.ranks.flatMap((r) => r.causes.flatMap((c) => (byKey.has(c.key) ? [byKey.get(c.key)!] : [])));
+  return times.length === 0 ? 0 : Math.min(...times);
+}
+
+export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
+  const warned = new Map<string, string>();
+
+  /** Resolves relative actions against the current cluster state so the persisted ones are absolute. */
+  const resolve = (entry: JobEntry, dec: JobDecision, nowMs: number): ExecAction[] =>
+    dec.actions.flatMap((a): ExecAction[] => {
+      if (a.type !== 'bumpResetConfigRetryTime') return [a];
+      const cur = readResetConfig(d.resetConfig, entry.view.namespace, entry.view.name);
+      return typeof cur === 'string' ? [] : [{ type: 'podRescheduledResetConfig', retryTime: cur.info.RetryTime + 1, updateTimeS: Math.floor(nowMs / 1000) }];
+    });
+
+  /**
+   * Carries out a persisted decision, then records it in the history. `recorded` = the structured
+   * record (faults, reason steps) of a fresh decision; a replay records from the persisted chain, and
+   * if the first run had recorded it already the record's name makes that a no-op (409).
+   */
+  const carryOut = async (entry: JobEntry, p: PendingDecision, state: JobRescheduleState | undefined, replay: boolean, ctx: ReconcileContext, recorded?: Parameters<typeof recordDecision>[1]): Promise<void> => {
+    const job = { key: entry.view.key, namespace: entry.view.namespace, name: entry.view.name, uid: entry.view.uid };
+    // The episode opens (or, after a restart, reopens from the persisted times) before acting. A
+    // restart's completion (GracefulExit back to 0, RetryTime + 1) is bookkeeping, not a decision on a fault.
+    const active = state?.active;
+    if (p.phase !== 'complete') d.goodput?.decided(job, {
+      faultSinceMs: p.faultSinceMs, atMs: p.atMs, awaitResume: p.kind === 'process',
+      targets: (active?.targets ?? []).map((t) => t.uid), minRunning: active?.minAvailable ?? 0,
+    });
+    const s = await d.executor.run(job, p, { replay, signal: ctx.signal });
+    if (s.deleted.length > 0) d.goodput?.podsDeleted(job.key, ctx.now());
+    if (replay) d.reporter.countReplay(p.kind);
+    ctx.log.info(replay ? 'pending job decision carried out (replay)' : 'job decision carried out', {
+      job: job.key, decisionId: p.decisionId, deleted: s.deleted, alreadyGone: s.alreadyGone, annotated: s.annotated, recorded: s.recorded,
+    });
+    await d.reporter.event(reporterJob(entry), p, p.chain, p.atMs);
+    await recordDecision(d.history, recorded ?? decisionRecordInput(historyJob(entry), undefined, p, [{ stage: 'rule', detail: p.chain }], 'acted', p.atMs), ctx.signal);
+  };
+
+  return {
+    name: 'job_decisions',
+    async reconcile(key: string, ctx: ReconcileContext): Promise<Outcome> {
+      const entry = d.index.job(key);
+      if (entry === undefined) {
+        for (const r of d.states.all().filter((x) => x.jobKey === key)) await d.states.remove(r.jobUid);
+        d.reporter.forget(key);
+        d.goodput?.jobGone(key);
+        d.onGone(key);
+        return {};
+      }
+      const rv = entry.podGroup.metadata?.resourceVersion ?? '';
+      if (entry.warnings.length > 0 && warned.get(key) !== rv) {
+        warned.set(key, rv);
+        ctx.log.warn('job knobs corrected', { job: key, warnings: entry.warnings });
+      }
+      const uid = entry.view.uid;
+      const stored = d.states.get(uid);
+      if (stored !== undefined && !stored.ok) {
+        throw new TerminalError(`job state of ${key} unreadable (${stored.reason}); delete ConfigMap to reset`);
+      }
+      let state = stored?.value.state;
+      const pending = stored?.value.pending;
+      if (pending !== undefined && !d.dryRun) {
+        await carryOut(entry, pending, state, true, ctx);
+        await d.states.put(key, stored!.value.state);
+      }
+
+      const nowMs = ctx.now();
+      d.goodput?.podsObserved(key, entry.view.pods, nowMs);
+      const snapshot = snapshotFromCache(entry, d.faultsOf, d.filtered);
+      const aggregate = aggregateJob(snapshot);
+      const out = decideJob({
+        aggregate, knobs: entry.knobsInput, state, nowMs, config: d.config, registered: d.registered(uid),
+      });
+      const dec = out.decision;
+      const shown = withoutHidden(aggregate, nowMs);
+      const acting = dec.actions.length > 0 && !alreadyActed(state, dec);
+      const next = acting ? markActed(out.state, dec) : out.state;
+      const outcome = !acting ? (dec.actions.length > 0 ? 'already_acted' : 'no_action') : d.dryRun ? 'dry_run' : 'acted';
+      const reported = d.reporter.decided(reporterJob(entry), aggregate, dec, outcome);
+      const budgetBefore = state?.retry?.times ?? (entry.knobs.faultRetryTimes > 0 ? entry.knobs.faultRetryTimes : undefined);
+      if (acting && !d.dryRun) {
+        const p: PendingDecision = {
+          decisionId: dec.decisionId, atMs: nowMs, kind: dec.kind, phase: dec.phase, ...(dec.row === undefined ? {} : { row: dec.row }),
+          chain: faultSummary(shown) + chainOf(dec.reasons), faultSinceMs: faultSinceMs(shown, snapshot.faults), actions: resolve(entry, dec, nowMs),
+        };
+        await d.states.put(key, next, p); // BEFORE acting
+        d.afterPersist?.(key, p);
+        await carryOut(entry, p, next, false, ctx, decisionRecordInput(historyJob(entry), shown, dec, dec.reasons, 'acted', nowMs));
+        await d.states.put(key, next);
+      } else {
+        if (acting) ctx.log.info('dry run: decision not carried out', { job: key, decisionId: dec.decisionId });
+        await d.states.put(key, next);
+        if (reported && !d.dryRun) await d.reporter.event(reporterJob(entry), dec, faultSummary(shown) + chainOf(dec.reasons), nowMs);
+        if (reported) await recordDecision(d.history, decisionRecordInput(historyJob(entry), shown, dec, dec.reasons, HISTORY_OUTCOME[outcome], nowMs), ctx.signal);
+      }
+      state = next;
+      if (budgetBefore !== state.retry?.times) d.onStateChanged();
+      return dec.requeueAfterMs === undefined ? {} : { requeueAfterMs: Math.max(dec.requeueAfterMs, 50) };
+    },
+  };
+}
