@@ -164,6 +164,22 @@ export class KubeClient {
     return this.pool.dispatcher;
   }
 
+  /**
+   * What client-node's Watch needs of a KubeConfig, with this client's pooled dispatcher: a watch
+   * that ends cleanly (the server's timeoutSeconds) leaves its connection to the next request or
+   * watch instead of a TLS handshake per reconnect.
+   */
+  watchConfig(): Pick<KubeConfig, 'getCurrentCluster' | 'applySecurityAuthentication'> {
+    return {
+      getCurrentCluster: () => this.kc.getCurrentCluster(),
+      applySecurityAuthentication: async (ctx) => {
+        await this.kc.applySecurityAuthentication(ctx);
+        const pooled = this.dispatcher((ctx as unknown as AuthContext).getDispatcher());
+        if (pooled !== undefined) (ctx as unknown as { setDispatcher(d: Dispatcher): void }).setDispatcher(pooled);
+      },
+    };
+  }
+
   get<T extends KubeObject>(path: string): Promise<T> {
     return this.request<T>('GET', path);
   }
