@@ -33,6 +33,7 @@ export function imageNodeOptions(): string {
  */
 export type ControllerEntry = 'ts' | 'dist';
 let entry: ControllerEntry = 'ts';
+export const controllerEntry = (): ControllerEntry => entry;
 export function useControllerEntry(e: ControllerEntry): void {
   if (e === 'dist') {
     const r = spawnSync(process.execPath, [join(REPO, 'node_modules/typescript/bin/tsc'), '-p', join(REPO, 'tsconfig.build.json')], { cwd: REPO, encoding: 'utf8' });
