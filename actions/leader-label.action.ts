@@ -17,11 +17,15 @@
  * - a replica standing down removes the label from its own pod, and so does every replica at start
  *   (a container restarted in place keeps its pod's labels).
  * Every write is a JSON merge patch carrying the resourceVersion it was based on (409: read again),
- * so a decision taken on a stale read never lands. Failures are logged, counted and retried with
- * backoff; nothing here throws into the caller. While leading, the state is checked again every
- * resync period (a label removed by hand, a late write from a deposed leader).
+ * so a decision taken on a stale read never lands. Passes run one at a time on a work queue (one
+ * key): failures are logged, counted and retried with the queue's backoff; nothing here throws into
+ * the caller. While leading, the state is checked again every resync period (a label removed by
+ * hand, a late write from a deposed leader): the pass's `requeueAfterMs`.
  */
+import { ControllerLoop } from '../runtime/controller-loop.ts';
 import { isConflict, isNotFound, paths, type KubeClient, type KubeObject } from '../runtime/kube-client.ts';
+import type { Outcome as PassOutcome } from '../runtime/reconciler.ts';
+import { WorkQueue } from '../runtime/work-queue.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 
@@ -53,25 +57,25 @@ export interface LeaderLabelDeps {
 
 type Outcome = 'converged' | 'conflict';
 
+/** The one key of the labeler's queue. */
+const KEY = 'leader-label';
+
 export class LeaderLabeler {
   private readonly d: LeaderLabelDeps;
   private readonly retryMinMs: number;
-  private readonly retryMaxMs: number;
+  private readonly loop: ControllerLoop;
   private desired: boolean | undefined;
-  private running = false;
-  private again = false;
   private stopped = false;
-  private backoffMs: number;
-  private timer: NodeJS.Timeout | undefined;
-  private current: Promise<void> = Promise.resolve();
   private warnedMissing = false;
   private own: OwnLabelState = 'unknown';
 
   constructor(d: LeaderLabelDeps) {
     this.d = d;
     this.retryMinMs = d.retryMinMs ?? 1_000;
-    this.retryMaxMs = d.retryMaxMs ?? 30_000;
-    this.backoffMs = this.retryMinMs;
+    // A change of mind during a pass re-adds the key: the queue runs one more pass right after it.
+    const queue = new WorkQueue({ baseDelayMs: this.retryMinMs, maxDelayMs: d.retryMaxMs ?? 30_000 });
+    this.loop = new ControllerLoop({ name: 'leader_label', reconcile: async () => this.run() }, { log: d.log, queue });
+    this.loop.start();
   }
 
   get ownLabel(): OwnLabelState { return this.own; }
@@ -82,56 +86,39 @@ export class LeaderLabeler {
   /** This replica stands by: its pod must not carry the label. */
   release(): void { this.want(false); }
 
-  /** No more retries or resyncs; waits (at most `waitMs`) for the write in flight, e.g. a release. */
+  /**
+   * No more retries or resyncs; waits (at most `waitMs`) for the passes already asked for, e.g. a
+   * release, then stops the queue.
+   */
   async stop(waitMs = 5_000): Promise<void> {
     this.stopped = true;
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    let t: NodeJS.Timeout | undefined;
-    await Promise.race([this.current, new Promise<void>((r) => { t = setTimeout(r, waitMs); t.unref(); })]);
-    clearTimeout(t);
+    await this.loop.idle(waitMs).catch(() => undefined);
+    await this.loop.stop();
   }
 
   private want(leading: boolean): void {
     if (this.stopped) return;
     this.desired = leading;
-    this.backoffMs = this.retryMinMs;
-    this.kick();
+    this.loop.queue.forget(KEY); // a new wish starts the backoff over
+    this.loop.queue.add(KEY);
   }
 
-  private kick(): void {
-    if (this.timer !== undefined) { clearTimeout(this.timer); this.timer = undefined; }
-    if (this.running) { this.again = true; return; }
-    this.running = true;
-    this.current = this.run();
-  }
-
-  /** Passes one at a time; a change of mind during a pass runs another pass right after it. */
-  private async run(): Promise<void> {
-    let next: number | undefined;
-    do {
-      this.again = false;
-      const leading = this.desired;
-      if (leading === undefined) break;
-      try {
-        const out = await this.pass(leading);
-        if (out === 'conflict') {
-          next = this.retryMinMs; // someone wrote the pod meanwhile: read again soon
-        } else {
-          this.backoffMs = this.retryMinMs;
-          next = leading ? this.d.resyncMs : undefined;
-        }
-      } catch (e) {
-        this.own = 'unknown';
-        this.d.log.warn('leader label: pod read or write failed; retrying', { pod: this.ownKey(), leading, retryInMs: this.backoffMs, err: String(e) });
-        next = this.backoffMs;
-        this.backoffMs = Math.min(this.retryMaxMs, this.backoffMs * 2);
-      }
-    } while (this.again);
-    this.running = false;
-    if (next !== undefined && !this.stopped) {
-      this.timer = setTimeout(() => { this.timer = undefined; this.kick(); }, next);
-      this.timer.unref();
+  /** One pass (the queue runs them one at a time); a failure throws: retried with the queue's backoff. */
+  private async run(): Promise<PassOutcome> {
+    const leading = this.desired;
+    if (leading === undefined) return {};
+    let out: Outcome;
+    try {
+      out = await this.pass(leading);
+    } catch (e) {
+      this.own = 'unknown';
+      if (this.stopped) return {};
+      // The loop logs it ('reconcile failed; requeued', with the backoff) and runs the pass again.
+      throw new Error(`leader label of ${this.ownKey()} (leading: ${leading}): pod read or write failed: ${String(e)}`);
     }
+    if (this.stopped) return {};
+    if (out === 'conflict') return { requeueAfterMs: this.retryMinMs }; // someone wrote the pod meanwhile: read again soon
+    return leading ? { requeueAfterMs: this.d.resyncMs } : {};
   }
 
   private async pass(leading: boolean): Promise<Outcome> {

@@ -23,8 +23,8 @@ import type { Metrics } from '../telemetry/metrics.ts';
 import { deleteBackupPod, ensureBackupPod } from './hot-switch-backup.action.ts';
 import { deletePods } from './pod-deletion.action.ts';
 import { annotationPatch, patchPodGroupMeta, patchPodMeta } from './recovery-patch.action.ts';
-import { writeRecoveryResetConfig } from './recovery-reset-config.action.ts';
-import { sendProcessSignal } from './recovery-signal.action.ts';
+import { RESET_CONFIG_TRIES, writeRecoveryResetConfig } from './recovery-reset-config.action.ts';
+import { SIGNAL_TRIES, sendProcessSignal } from './recovery-signal.action.ts';
 
 /** The job a command is for. */
 export interface RecoveryJobTarget {
@@ -69,7 +69,18 @@ export interface RecoveryActionDeps {
    * controller re-decides the job itself; false = carry the rescheduling out here.
    */
   readonly handover: (job: RecoveryJobTarget, level: 'pod' | 'job') => boolean;
-  readonly sleep?: (ms: number) => Promise<void>;
+}
+
+/**
+ * How many times a command is tried before its failure reaches the FSM; the caller's work queue
+ * spaces the tries (1 s, 2 s: ClusterD's waits for both). A TerminalError is never tried again.
+ */
+export function ioCommandTries(c: RecoveryCommand | HotSwitchCommand): number {
+  switch (c.type) {
+    case 'sendSignal': return SIGNAL_TRIES;
+    case 'writeResetConfig': return RESET_CONFIG_TRIES;
+    default: return 1;
+  }
 }
 
 const podName = (p: Pod): string => p.metadata?.name ?? '';
@@ -114,14 +125,14 @@ export class RecoveryActions {
     switch (c.type) {
       case 'writeResetConfig': {
         if (this.dry('write reset-config', job, { op: c.op })) return;
-        const out = await writeRecoveryResetConfig({ cached: d.resetConfig, writer: d.writer, now: d.now, ...(d.sleep ? { sleep: d.sleep } : {}) },
+        const out = await writeRecoveryResetConfig({ cached: d.resetConfig, writer: d.writer, now: d.now },
           job.namespace, job.jobName, { op: c.op, ...(c.rankIds ? { rankIds: c.rankIds } : {}), ...(c.restartFaultProcess !== undefined ? { restartFaultProcess: c.restartFaultProcess } : {}) });
         d.log[out === 'written' ? 'info' : 'debug']('reset-config', { job: job.key, op: c.op, outcome: out, ranks: c.rankIds?.length ?? 0 });
         return;
       }
       case 'sendSignal': {
-        const ok = await sendProcessSignal({ stream: () => d.stream(job.jobId), ...(d.sleep ? { sleep: d.sleep } : {}), ...(signal ? { signal } : {}) }, c.signal);
-        d.log.info(ok ? 'signal sent' : 'signal not delivered after 3 tries', {
+        const ok = await sendProcessSignal({ stream: () => d.stream(job.jobId), ...(signal ? { signal } : {}) }, c.signal);
+        d.log[ok ? 'info' : 'warn'](ok ? 'signal sent' : 'signal not delivered (no open stream, or the write failed)', {
           job: job.key, signalType: c.signal.signalType, actions: c.signal.actions, changeStrategy: c.signal.changeStrategy || undefined,
           faultRanks: c.signal.faultRanks.length, nodeRankIds: c.signal.nodeRankIds, uuid: c.signal.uuid,
         });

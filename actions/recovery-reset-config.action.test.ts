@@ -24,7 +24,7 @@ function setUp(info: TaskResetInfo | undefined, opts: { labelled?: boolean; conf
     },
     create: async () => { throw new Error('reset-config must never be created'); },
   } as unknown as KubeClient;
-  const d: RecoveryResetDeps = { cached: () => cm, writer: new ConfigMapWriter(client), now: () => NOW, sleep: async () => undefined };
+  const d: RecoveryResetDeps = { cached: () => cm, writer: new ConfigMapWriter(client), now: () => NOW };
   const read = () => parseResetConfigData(cm?.data, { verifyCheckCode: true });
   return { d, writes, read };
 }

@@ -5,7 +5,9 @@
  * `checkCode` (schemas/reset-config). Only a ConfigMap that exists with label `reset=true` is
  * written (the user creates it); keys we do not own (`restartType`, ...) are kept.
  *
- * Like ClusterD (setNewTaskInfo): 3 tries with 0 / 1 / 2 s back-off on write errors, and the write
+ * Like ClusterD (setNewTaskInfo): 3 tries with 0 / 1 / 2 s back-off on write errors — the caller's
+ * work queue runs them (RESET_CONFIG_TRIES, recovery-job.ts); here a write that lost to another
+ * writer (409) is decided again on the fresher copy at once, up to 3 times — and the write
  * is refused while the device plugin runs a hot reset (a rank with Policy reset/restart). As
  * ClusterD, every operation writes, even one that only moves `UpdateTime` (a clear of a clear
  * reset.json at each registration: a watcher of the mounted file sees it, as with ClusterD; the
@@ -14,7 +16,8 @@
  */
 import type { ConfigMap } from '../runtime/kube-objects.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
-import { isNotFound } from '../runtime/kube-client.ts';
+import { isConflict, isNotFound } from '../runtime/kube-client.ts';
+import { TerminalError } from '../runtime/reconciler.ts';
 import {
   RESET_CONFIG_LABEL_KEY, RESET_CONFIG_LABEL_VALUE, encodeResetConfigData, parseResetConfigData, resetConfigName,
   type TaskResetInfo,
@@ -34,17 +37,18 @@ export interface RecoveryResetDeps {
   readonly cached: (namespace: string, name: string) => ConfigMap | undefined;
   readonly writer: ConfigMapWriter;
   readonly now: () => number;
-  readonly sleep?: (ms: number) => Promise<void>;
 }
 
 export type RecoveryResetOutcome = 'written' | 'unchanged' | 'absent';
 
 /** A write ClusterD would refuse too (hot reset running, unreadable reset.json): retrying cannot help. */
-export class ResetConfigRefused extends Error {
+export class ResetConfigRefused extends TerminalError {
   override readonly name = 'ResetConfigRefused';
 }
 
-const BACKOFF_MS = [0, 1_000, 2_000] as const;
+/** ClusterD's tries of one write (setNewTaskInfo); spaced 1 s, 2 s by the caller's work queue. */
+export const RESET_CONFIG_TRIES = 3;
+const CONFLICT_TRIES = 3;
 
 /** The transition for one operation (pure). */
 export function nextResetInfo(old: TaskResetInfo, req: RecoveryResetRequest, nowMs: number): ResetWrite {
@@ -74,19 +78,17 @@ async function writeOnce(d: RecoveryResetDeps, namespace: string, jobName: strin
   return res.written ? 'written' : 'unchanged';
 }
 
-/** Applies the operation with ClusterD's retries; throws after the last failed try. */
+/**
+ * Applies the operation once (a conflict is decided again on the fresher copy, up to 3 times);
+ * throws on failure: ResetConfigRefused (a TerminalError) is not worth retrying, other errors are.
+ */
 export async function writeRecoveryResetConfig(d: RecoveryResetDeps, namespace: string, jobName: string, req: RecoveryResetRequest): Promise<RecoveryResetOutcome> {
-  const sleep = d.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref()));
-  let last: unknown;
-  for (const wait of BACKOFF_MS) {
-    if (wait > 0) await sleep(wait);
+  for (let attempt = 1; ; attempt++) {
     try {
       return await writeOnce(d, namespace, jobName, req);
     } catch (e) {
-      if (e instanceof ResetConfigRefused) throw e;
       if (isNotFound(e)) return 'absent';
-      last = e;
+      if (!isConflict(e) || attempt >= CONFLICT_TRIES) throw e;
     }
   }
-  throw last;
 }

@@ -1,7 +1,8 @@
 /**
- * Sends one ProcessManageSignal on a job's subscription stream as ClusterD does (behavior.md A.9
- * #67, C.1): up to 3 tries, sleeping 1 s and 2 s after the failed ones. A job without an open stream
- * counts as a failed try (the agent may be re-subscribing). The FSM turns the outcome into
+ * Sends one ProcessManageSignal on a job's subscription stream (behavior.md A.9 #67, C.1): one try
+ * per call. ClusterD tries 3 times, sleeping 1 s and 2 s after the failed ones: SIGNAL_TRIES, run by
+ * the caller's work queue (recovery-job.ts), whose backoff gives those waits. A job without an open
+ * stream counts as a failed try (the agent may be re-subscribing). The FSM turns the outcome into
  * notifySuccess / notifyFail.
  */
 import type { SignalStream } from '../grpc/handlers.ts';
@@ -9,13 +10,11 @@ import { processManageSignal } from '../grpc/messages.ts';
 import type { ProcessManageSignal } from '../vocabulary/process-manage-signal.ts';
 
 export const SIGNAL_TRIES = 3;
-export const SIGNAL_BACKOFF_MS = [1_000, 2_000] as const;
 
 export interface SignalSendDeps {
   /** The job's current stream (it may change between tries: a re-subscription). */
   readonly stream: () => SignalStream<ProcessManageSignal> | undefined;
-  readonly sleep?: (ms: number) => Promise<void>;
-  /** Stop retrying (controller stopping, FSM reset). */
+  /** Do not send (controller stopping, FSM reset). */
   readonly signal?: AbortSignal;
 }
 
@@ -33,16 +32,9 @@ export const toWireSignal = (s: ProcessManageSignal): ProcessManageSignal =>
     extraParams: s.extraParams,
   });
 
-/** Resolves true once a try succeeded, false after the last failed one. */
+/** One try: true when the signal was written on the job's open stream. */
 export async function sendProcessSignal(d: SignalSendDeps, signal: ProcessManageSignal): Promise<boolean> {
-  const sleep = d.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref()));
-  const wire = toWireSignal(signal);
-  for (let attempt = 0; attempt < SIGNAL_TRIES; attempt++) {
-    if (d.signal?.aborted === true) return false;
-    const stream = d.stream();
-    if (stream !== undefined && !stream.closed && (await stream.send(wire))) return true;
-    const wait = SIGNAL_BACKOFF_MS[attempt];
-    if (wait !== undefined) await sleep(wait);
-  }
-  return false;
+  if (d.signal?.aborted === true) return false;
+  const stream = d.stream();
+  return stream !== undefined && !stream.closed && (await stream.send(toWireSignal(signal)));
 }

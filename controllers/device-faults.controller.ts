@@ -2,12 +2,16 @@
  * The intake flow: device-info, node-info, public-fault ConfigMaps and Nodes -> FaultStore ->
  * policy -> the cluster-info reconciler and the job pipeline. This file holds the flow's only
  * subscribe (style.md 2.1). Bad input is logged with its reason, counted, and changes nothing.
+ * Delayed public-fault deletes run from one work-queue key armed for the next one due
+ * (runtime/timer-loop.ts).
  */
 import { Subject, filter, merge, map, skipUntil, take, type Observable, type Subscription } from 'rxjs';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { WatchEvent } from '../runtime/reflector.ts';
+import { realClock, type QueueClock } from '../runtime/work-queue.ts';
+import { TimerLoop } from '../runtime/timer-loop.ts';
 import { FaultStore, type Rejection } from './fault-store.ts';
 import { DeviceInfoLastGood } from './device-info-last-good.ts';
 import { nodeNameOfDeviceInfoCm } from '../schemas/device-info/device-info.ts';
@@ -16,6 +20,7 @@ import type { ConfigMap, Node } from '../runtime/kube-objects.ts';
 import type { Sources } from './sources/sources.ts';
 import { STATISTIC_FAULT_KEYS, parsePublicFaults } from '../schemas/statistic-fault/statistic-fault.ts';
 import { kindOf } from '../schemas/parsed.ts';
+import type { PubFaultInfo } from '../schemas/public-fault/public-fault.ts';
 
 /** Re-levels and escalates a node's records (policy/); identity = trust what the agents wrote. */
 export interface FaultPolicy {
@@ -23,6 +28,13 @@ export interface FaultPolicy {
 }
 
 export const trustReportedLevels: FaultPolicy = { effective: (_n, records) => records };
+
+/** A public-fault message from a sender other than a ConfigMap (gRPC): who sent it and the checked payload. */
+export interface PublicFaultMessage {
+  /** Stands in for the CM's namespace/name in logs and in the store's per-sender bookkeeping. */
+  readonly origin: string;
+  readonly info: PubFaultInfo;
+}
 
 /** Nodes whose effective faults may have changed, emitted once per intake event. */
 export interface FaultChange {
@@ -35,6 +47,8 @@ type Input =
   | { kind: 'device'; ev: WatchEvent<ConfigMap> }
   | { kind: 'nodeinfo'; ev: WatchEvent<ConfigMap> }
   | { kind: 'public'; ev: WatchEvent<ConfigMap> }
+  /** A public fault sent over gRPC (PubFault.SendPublicFault): the same message as a CM's payload, without a CM. */
+  | { kind: 'pubfault'; message: PublicFaultMessage }
   | { kind: 'node'; ev: WatchEvent<Node> };
 
 export interface DeviceFaultsDeps {
@@ -43,6 +57,8 @@ export interface DeviceFaultsDeps {
   readonly metrics: Metrics;
   readonly policy?: FaultPolicy;
   readonly now?: () => number;
+  /** Time and the timers of the public-fault delete key; defaults to real timers on `now`. */
+  readonly clock?: QueueClock;
   /** Called whenever the cluster view may have changed (enqueue the cluster-info key). */
   readonly onChange: (change: FaultChange) => void;
   /** Cluster-wide cap of public faults (`--max-public-faults`, ClusterD: 50,000). */
@@ -56,7 +72,13 @@ export interface DeviceFaultsDeps {
   readonly onPublicFaultMessage?: () => void;
 }
 
-/** How often due public-fault deletes are looked for (ClusterD's delete queue polls every 500 ms). */
+/** The work-queue key of the public-fault deletes, armed for the next one due. */
+const PUBLIC_FAULT_DELETE_KEY = 'public-fault-deletes';
+/**
+ * Due deletes run on this grid (from `start`), as a poll would find them: ClusterD's delete queue
+ * polls every 500 ms, so its deletes land 0-500 ms after they are due; ours 0-250 ms, and never
+ * before a write ClusterD would have made in between (a differential scenario waits right there).
+ */
 const PUBLIC_FAULT_DELETE_POLL_MS = 250;
 
 export class DeviceFaultsController {
@@ -67,7 +89,9 @@ export class DeviceFaultsController {
   /** Every change of node faults, for the job pipeline. */
   readonly changes$: Observable<FaultChange> = this.changes.asObservable();
   private sub: Subscription | undefined;
-  private expiryTimer: NodeJS.Timeout | undefined;
+  private readonly timers: TimerLoop;
+  /** Origin of the delete grid. */
+  private pollOriginMs: number;
   private readonly deps: DeviceFaultsDeps;
   private readonly now: () => number;
   private readonly policy: FaultPolicy;
@@ -80,6 +104,9 @@ export class DeviceFaultsController {
     this.lastGood = new DeviceInfoLastGood({ bounds: deps.metrics.bounds });
     this.now = deps.now ?? Date.now;
     this.policy = deps.policy ?? trustReportedLevels;
+    const clock = deps.clock ?? { ...realClock, now: this.now };
+    this.timers = new TimerLoop({ name: 'public_fault_deletes', log: deps.log, metrics: deps.metrics, clock }, (_key, nowMs) => this.runPublicFaultDeletes(nowMs));
+    this.pollOriginMs = this.now();
   }
 
   /** The records of a node after policy: what decisions and cluster-info use. */
@@ -104,18 +131,32 @@ export class DeviceFaultsController {
       next: (input) => this.apply(input),
       error: (err: unknown) => this.deps.log.error('intake stream failed', { err: String(err) }),
     });
-    this.expiryTimer = setInterval(() => {
-      const { ran } = this.store.expirePublicFaults(this.now());
-      if (ran === 0) return;
-      this.flush();
-      this.deps.onPublicFaultMessage?.();
-    }, PUBLIC_FAULT_DELETE_POLL_MS);
-    this.expiryTimer.unref();
+    this.pollOriginMs = this.now();
+    this.timers.start();
+    this.armPublicFaultDeletes();
   }
 
   stop(): void {
     this.sub?.unsubscribe();
-    if (this.expiryTimer !== undefined) clearInterval(this.expiryTimer);
+    void this.timers.stop(); // drops the armed key at once; the loop ends on its own
+  }
+
+  /** Runs the public-fault deletes due now; each batch that ran rewrites statistic-fault-info (as ClusterD). */
+  private runPublicFaultDeletes(nowMs: number): void {
+    const { ran } = this.store.expirePublicFaults(nowMs);
+    if (ran > 0) {
+      this.flush();
+      this.deps.onPublicFaultMessage?.();
+    }
+    this.armPublicFaultDeletes();
+  }
+
+  /** Arms the delete key at the grid point of the next delete due (an earlier armed one stays and re-arms when it runs). */
+  private armPublicFaultDeletes(): void {
+    const next = this.store.nextPublicFaultExpiry();
+    if (next === undefined) return;
+    const at = this.pollOriginMs + Math.ceil((next - this.pollOriginMs) / PUBLIC_FAULT_DELETE_POLL_MS) * PUBLIC_FAULT_DELETE_POLL_MS;
+    this.timers.after(PUBLIC_FAULT_DELETE_KEY, at - this.now());
   }
 
   /**
@@ -129,12 +170,19 @@ export class DeviceFaultsController {
     for (const n of s.nodes.store.values()) this.apply({ kind: 'node', ev: { type: 'add', obj: n } });
   }
 
-  private apply(input: Input): void {
+  private apply(input: Input): Rejection | undefined {
     if (input.kind === 'nodes-synced') {
       this.checkAllNodesKnown();
-      return;
+      return undefined;
     }
     const now = this.now();
+    if (input.kind === 'pubfault') {
+      const rejection = this.store.applyPublicFaultMessage(input.message.origin, input.message.info, now);
+      if (rejection === undefined) this.deps.onPublicFaultMessage?.();
+      this.armPublicFaultDeletes();
+      this.report(rejection, undefined, false);
+      return rejection;
+    }
     let rejection: Rejection | undefined;
     const { ev } = input;
     switch (input.kind) {
@@ -161,6 +209,7 @@ export class DeviceFaultsController {
         if (ev.type !== 'delete') {
           rejection = this.store.applyPublicFault(ev.obj as ConfigMap, now);
           if (rejection === undefined) this.deps.onPublicFaultMessage?.();
+          this.armPublicFaultDeletes();
         }
         break;
       case 'node':
@@ -171,11 +220,16 @@ export class DeviceFaultsController {
         }
         break;
     }
-    const resourceVersion = ev.obj.metadata?.resourceVersion;
+    this.report(rejection, ev.obj.metadata?.resourceVersion, input.kind === 'device' && !this.lastGood.isHeld(this.deviceNode(ev.obj as ConfigMap) ?? ''));
+    return rejection;
+  }
+
+  /** Logs and counts what the input lost (all of it, or parts), then publishes the changed nodes. */
+  private report(rejection: Rejection | undefined, resourceVersion: string | undefined, noEarlierDeviceInfo: boolean): void {
     if (rejection !== undefined) {
       this.deps.metrics.invalidInput.inc({ format: rejection.format, reason: rejection.kind });
       const fields = { format: rejection.format, object: rejection.object, reason: rejection.reason, kind: rejection.kind, resourceVersion };
-      if (input.kind === 'device' && !this.lastGood.isHeld(this.deviceNode(ev.obj as ConfigMap) ?? '')) this.deps.log.warn('input rejected; the node has no earlier good device-info, so no device faults are known for it', fields);
+      if (noEarlierDeviceInfo) this.deps.log.warn('input rejected; the node has no earlier good device-info, so no device faults are known for it', fields);
       else this.deps.log.warn('input rejected; last good state kept', fields);
     }
     for (const part of this.store.drainPartial()) {
@@ -245,16 +299,13 @@ export class DeviceFaultsController {
     for (const cm of s.nodeInfo.store.values()) this.checkNodeKnown('node-info', nodeNameOfNodeInfoCm(cm.metadata?.namespace ?? '', cm.metadata?.name ?? ''));
   }
 
-  /** A public fault that came over gRPC (the intake's path for a CM's payload); the rejection, if refused. */
-  applyPublicFaultMessage(cm: ConfigMap): Rejection | undefined {
-    const rejection = this.store.applyPublicFault(cm, this.now());
-    if (rejection === undefined) this.deps.onPublicFaultMessage?.();
-    for (const part of this.store.drainPartial()) {
-      this.deps.metrics.invalidInput.inc({ format: part.format, reason: part.kind });
-      this.deps.log.warn('part of a public fault rejected; kept in force: ' + (part.kept ?? 'the rest'), { format: part.format, object: part.object, reason: part.reason, kind: part.kind });
-    }
-    this.flush();
-    return rejection;
+  /**
+   * A public fault sent over gRPC enters the intake as an input of its own (no ConfigMap is made up
+   * for it): applied, logged and published like a public-fault ConfigMap's message. Returns the
+   * rejection, if nothing of it could be used, for the gRPC reply.
+   */
+  submitPublicFault(message: PublicFaultMessage): Rejection | undefined {
+    return this.apply({ kind: 'pubfault', message });
   }
 
   /**
@@ -270,6 +321,7 @@ export class DeviceFaultsController {
       return;
     }
     this.store.loadPublicFaults(parsed.value, this.now());
+    this.armPublicFaultDeletes();
     this.deps.log.info('public faults reloaded from statistic-fault-info', { nodes: parsed.value.size, faults: [...parsed.value.values()].reduce((n, l) => n + l.length, 0) });
     this.flush();
   }

@@ -50,9 +50,9 @@ describe('FaultFiltersController', () => {
     expect(snap.faults.map((r) => r.code)).toEqual(['80E18402']);
     expect(snap.hidden.get('n1/Ascend910-1/npu/80E18402')).toEqual({ by: 'custom-filter', untilMs: s.t0 + 5 * S + 1 });
 
-    s.clock.advance(4 * S);
+    await s.clock.run(4 * S);
     expect(s.notified).toEqual([]);
-    s.clock.advance(2 * S);
+    await s.clock.run(2 * S);
     expect(s.notified).toEqual([['n1']]);
     expect(s.lines.find((l) => l.msg === 'fault reported to the scheduler by its filter')).toMatchObject({ code: '80E18402', filter: 'custom-filter', before: 'hide' });
     expect(s.view('n1')).toEqual(['Ascend910-1/80E18402']);
@@ -103,7 +103,7 @@ describe('FaultFiltersController', () => {
     expect(s.c.state().uceAccompany).toEqual({ 'n9/Ascend910-0/npu/80CB8009@1': 'drop' });
   });
 
-  it('withheld: what the last evaluation of a node hid or dropped, for cluster-info to leave out', () => {
+  it('withheld: what the last evaluation of a node hid or dropped, for cluster-info to leave out', async () => {
     const s = setup({ annotations: { 'huawei.com/schedule.filter.faultCode': '80E18402:5' } });
     s.records.set('n1', [rec('n1', 'Ascend910-1', '80E18402', 'SeparateNPU', s.t0)]);
     s.records.set('n3', [rec('n3', 'Ascend910-2', '80E01801', 'RestartBusiness', s.t0), rec('n3', 'Ascend910-2', '80C98009', 'RestartRequest', s.t0 + S)]);
@@ -112,18 +112,18 @@ describe('FaultFiltersController', () => {
     s.view('n3');
     expect(s.c.withheld('n1').map((r) => `${r.device}/${r.code}`)).toEqual(['Ascend910-1/80E18402']);
     expect(s.c.withheld('n3').map((r) => `${r.device}/${r.code}`)).toEqual(['Ascend910-2/80C98009']); // dropped for good
-    s.clock.advance(6 * S); // the window ends; the timer re-evaluates n1
+    await s.clock.run(6 * S); // the window ends; the timer re-evaluates n1
     expect(s.c.withheld('n1')).toEqual([]);
     s.records.set('n3', []);
     s.view('n3');
     expect(s.c.withheld('n3')).toEqual([]);
   });
 
-  it('an AIC error with no UCE is hidden 5 s, then the timer re-evaluates, reports it and re-announces the node', () => {
+  it('an AIC error with no UCE is hidden 5 s, then the timer re-evaluates, reports it and re-announces the node', async () => {
     const s = setup();
     s.records.set('n4', [rec('n4', 'Ascend910-6', '80C98009', 'RestartRequest', s.t0)]);
     expect(s.view('n4')).toEqual([]);
-    s.clock.advance(5 * S + 100);
+    await s.clock.run(5 * S + 100);
     expect(s.notified).toEqual([['n4']]);
     expect(s.c.state().uceAccompany).toEqual({ [`n4/Ascend910-6/npu/80C98009@${s.t0}`]: 'report' });
     expect(s.view('n4')).toEqual(['Ascend910-6/80C98009']);

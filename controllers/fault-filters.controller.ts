@@ -11,9 +11,10 @@
  *   is the job's RecoverTime), called in its place in ClusterD's chain;
  * - the jobs pipeline takes `jobSnapshot(nodes)`: visible plus hidden faults and the `hidden` map
  *   (policy/jobs/job-aggregation.ts), so its aggregates mark hidden causes (B6 row 2);
- * - when a window ends (custom filter, UCE-accompany 5 s, step retry 10 s, recover-in-place 60 s) a
- *   timer re-evaluates the node and `notify`s it: cluster-info is re-rendered and the job re-decided,
- *   so a fault still present at the end of its window restarts the job then;
+ * - when a window ends (custom filter, UCE-accompany 5 s, step retry 10 s, recover-in-place 60 s) the
+ *   node's work-queue key (runtime/timer-loop.ts) re-evaluates the node and `notify`s it:
+ *   cluster-info is re-rendered and the job re-decided, so a fault still present at the end of its
+ *   window restarts the job then;
  * - cluster-info leaves out what the last evaluation of a node hid or dropped (`withheld`): chips
  *   whose only non-normal faults are withheld leave the device plugin's unhealthy lists, withheld
  *   UB switch codes leave the switch entry (behavior.md E.6);
@@ -23,6 +24,7 @@
 import { merge, map, type Subscription } from 'rxjs';
 import { objectKey, type WatchEvent } from '../runtime/reflector.ts';
 import { realClock, type QueueClock } from '../runtime/work-queue.ts';
+import { TimerLoop } from '../runtime/timer-loop.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { faultKey, type FaultRecord } from '../vocabulary/fault-types.ts';
@@ -43,7 +45,7 @@ export const MINDIE_SERVER_APP = 'mindie-ms-server';
 export const OPEN_ENDED_RECHECK_MS = 30_000;
 /** Job facts are rebuilt at least this often. */
 const JOB_CACHE_MS = 1_000;
-/** Timers fire this long after a window's end, so the re-evaluation is past it. */
+/** A node's key fires this long after a window's end, so the re-evaluation is past it. */
 const SLACK_MS = 20;
 /** PodGroup metadata the filters read; a change re-renders the job's nodes. */
 const FILTER_LABELS = ['process-recover-enable', 'subHealthyStrategy'] as const;
@@ -54,7 +56,7 @@ export interface FaultFiltersDeps {
   readonly log: Logger;
   readonly metrics?: Metrics;
   readonly now?: () => number;
-  /** Timers; defaults to real timers on `now`. */
+  /** Time and the timers of the window queue; defaults to real timers on `now`. */
   readonly clock?: QueueClock;
   /** The job view of a node: its records after the fault policy, before these filters. */
   readonly jobView: (node: string) => readonly FaultRecord[];
@@ -93,7 +95,8 @@ export class FaultFiltersController {
   private linkDowns: FilterState['linkDowns'] = {};
   /** node -> fault instance -> last verdict tag (for transition logs). */
   private readonly tags = new Map<string, Map<string, string>>();
-  private readonly timers = new Map<string, { readonly atMs: number; readonly handle: unknown }>();
+  /** One key per node, armed for its earliest window end. */
+  private readonly timers: TimerLoop;
   /** Job facts by key, dropped on every pod or PodGroup event and after JOB_CACHE_MS (fault subscriptions change too). */
   private readonly jobs = new Map<string, FilterJob | undefined>();
   private jobsSinceMs = 0;
@@ -106,10 +109,15 @@ export class FaultFiltersController {
     this.d = d;
     this.clock = d.clock ?? { ...realClock, now: d.now ?? realClock.now };
     this.index = new JobIndex(d.sources);
+    this.timers = new TimerLoop({ name: 'fault_filter_windows', log: d.log, clock: this.clock, ...(d.metrics ? { metrics: d.metrics } : {}) }, (node, nowMs) => {
+      this.evaluate(node, this.d.jobView(node), nowMs);
+      this.d.notify([node]);
+    });
   }
 
   /** Subscribes pods and PodGroups; call before the sources start so the initial lists feed the index. */
   start(): void {
+    this.timers.start();
     const s = this.d.sources;
     this.sub = merge(
       s.pods.events$.pipe(map((ev): Input => ({ kind: 'pod', ev }))),
@@ -122,8 +130,7 @@ export class FaultFiltersController {
 
   stop(): void {
     this.sub?.unsubscribe();
-    for (const t of this.timers.values()) this.clock.clearTimeout(t.handle);
-    this.timers.clear();
+    void this.timers.stop(); // drops the armed keys at once; the loop ends on its own
   }
 
   /** The persisted memory (UCE-accompany decisions; link-down memories kept as restored). */
@@ -333,18 +340,10 @@ export class FaultFiltersController {
     this.d.metrics?.filterVerdicts.inc({ filter: o.by, verdict });
   }
 
-  /** One timer per node, at the earliest pending window end. */
+  /** The node's key, at the earliest pending window end (an earlier armed one stays). */
   private arm(node: string, atMs: number | undefined, nowMs: number): void {
     if (atMs === undefined) return;
     if (atMs <= nowMs) atMs = nowMs + OPEN_ENDED_RECHECK_MS; // never spin on a window already over
-    const cur = this.timers.get(node);
-    if (cur !== undefined && cur.atMs <= atMs && cur.atMs > nowMs) return;
-    if (cur !== undefined) this.clock.clearTimeout(cur.handle);
-    const handle = this.clock.setTimeout(() => {
-      this.timers.delete(node);
-      this.evaluate(node, this.d.jobView(node), this.clock.now());
-      this.d.notify([node]);
-    }, Math.max(1, atMs + SLACK_MS - nowMs));
-    this.timers.set(node, { atMs, handle });
+    this.timers.after(node, Math.max(1, atMs + SLACK_MS - nowMs));
   }
 }

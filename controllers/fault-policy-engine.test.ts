@@ -23,7 +23,7 @@ function setup(opts: { usage?: NpuUsage; clock?: ManualClock; deviceRules?: bool
   tracker.updateFaultConfig(undefined);
   tracker.updateClusterdConfig(undefined);
   const engine = new FaultPolicyEngine({
-    log: recordingLogger(lines), metrics, clock,
+    log: recordingLogger(lines, {}, () => clock.now()), metrics, clock,
     usage: opts.usage ?? { jobOf: () => undefined, inUse: () => false, nodeHasNpuPods: () => false },
     records: (n) => store.get(n) ?? [], nodes: () => store.keys(),
     onViewChange: (nodes) => viewChanges.push([...nodes]), onStateChange: () => { stateChanges++; },
@@ -44,21 +44,21 @@ describe('fault policy engine: default, as ClusterD (no --device-plugin-rules)',
     t.engine.restore(undefined, undefined, t.clock.now());
     t.put('n1', [rec('n1', 'Ascend910-2', LINK_DOWN, 'NotHandleFault', t.clock.now(), 'network')]);
     expect(t.clock.pending).toBe(0);
-    t.clock.advance(30 * S);
+    await t.clock.run(30 * S);
     await settle();
     expect(t.levelOf('n1', 'Ascend910-2', LINK_DOWN)).toBe('NotHandleFault');
     expect(t.lines.filter((l) => l.msg === 'fault escalated')).toEqual([]);
     expect(t.engine.persistedState(t.clock.now())?.escalation.tracks).toEqual({});
   });
 
-  it('a FaultFrequency code 3 times in 24 h is not escalated, and mindx-dl-fault-config re-levels nothing', () => {
+  it('a FaultFrequency code 3 times in 24 h is not escalated, and mindx-dl-fault-config re-levels nothing', async () => {
     const t = setup({ deviceRules: false });
     t.engine.restore(undefined, undefined, t.clock.now());
     for (let i = 0; i < 3; i++) {
       t.put('n1', [rec('n1', 'Ascend910-0', '80E18005', 'RestartNPU', t.clock.now())]);
-      t.clock.advance(H);
+      await t.clock.run(H);
       t.put('n1', []);
-      t.clock.advance(H);
+      await t.clock.run(H);
     }
     expect(t.engine.effective('n1', [], t.clock.now())).toEqual([]);
     const faultCode = encodeFaultCode({ ...DEFAULT_FAULT_CODE_CONFIG, NotHandleFaultCodes: DEFAULT_FAULT_CODE_CONFIG.NotHandleFaultCodes.filter((c) => c !== '80E21007'), SeparateNPUCodes: [...DEFAULT_FAULT_CODE_CONFIG.SeparateNPUCodes, '80E21007'] });
@@ -75,11 +75,11 @@ describe('fault policy engine (--device-plugin-rules): parameter plane 20 s rule
     t.engine.restore(undefined, undefined, t.clock.now());
     const t0 = t.clock.now();
     t.put('n1', [rec('n1', 'Ascend910-2', LINK_DOWN, 'NotHandleFault', t0, 'network')]);
-    t.clock.advance(20 * S);
+    await t.clock.run(20 * S);
     expect(t.levelOf('n1', 'Ascend910-2', LINK_DOWN)).toBe('NotHandleFault');
     await settle();
     t.viewChanges.length = 0;
-    t.clock.advance(1); // 20.001 s: the timer fires
+    await t.clock.run(1); // 20.001 s: the timer fires
     await settle();
     expect(t.viewChanges).toEqual([['n1']]);
     expect(t.levelOf('n1', 'Ascend910-2', LINK_DOWN)).toBe('PreSeparateNPU');
@@ -91,19 +91,19 @@ describe('fault policy engine (--device-plugin-rules): parameter plane 20 s rule
     expect(t.engine.verdicts('n1')[0]).toMatchObject({ device: 'Ascend910-2', level: 'PreSeparateNPU' });
   });
 
-  it('held <= 20 s it stays a NotHandleFault network fault', () => {
+  it('held <= 20 s it stays a NotHandleFault network fault', async () => {
     const t = setup();
     t.engine.restore(undefined, undefined, t.clock.now());
     t.put('n1', [rec('n1', 'Ascend910-2', LINK_DOWN, 'NotHandleFault', t.clock.now(), 'network')]);
-    t.clock.advance(20 * S);
+    await t.clock.run(20 * S);
     t.put('n1', []);
-    t.clock.advance(120 * S);
+    await t.clock.run(120 * S);
     expect(t.lines.filter((l) => l.msg === 'fault escalated')).toEqual([]);
     expect(t.engine.persistedState(t.clock.now())?.escalation.tracks).toEqual({});
     expect(t.clock.pending).toBe(0);
   });
 
-  it('makes no decision before restore, and trusts the reported records meanwhile', () => {
+  it('makes no decision before restore, and trusts the reported records meanwhile', async () => {
     const t = setup();
     const r = [rec('n1', 'Ascend910-2', LINK_DOWN, 'NotHandleFault', t.clock.now() - 60 * S, 'network')];
     t.store.set('n1', r);
@@ -123,12 +123,12 @@ describe('fault policy engine: ClusterD manual separation', () => {
     const code = '8C084E00';
     for (let i = 0; i < 3; i++) {
       t.put('n1', [rec('n1', 'Ascend910-1', code, 'FreeRestartNPU', t.clock.now())]);
-      t.clock.advance(2 * S);
+      await t.clock.run(2 * S);
       t.put('n1', []);
-      t.clock.advance(2 * S);
+      await t.clock.run(2 * S);
     }
     expect(t.engine.manualInfo()).toEqual({});
-    t.clock.advance(30 * S); // the job's 30 s software/hardware judgement, from the engine's own timer
+    await t.clock.run(30 * S); // the job's 30 s software/hardware judgement, from the engine's own timer
     await settle();
     expect(t.engine.manualInfo()).toEqual({ n1: { Total: ['Ascend910-1'], Detail: { 'Ascend910-1': [{ FaultCode: code, FaultLevel: 'ManuallySeparateNPU', LastSeparateTime: expect.any(Number) }] } } });
     const eff = t.engine.effective('n1', [], t.clock.now());
@@ -152,34 +152,34 @@ describe('fault policy engine: ClusterD manual separation', () => {
     for (let i = 0; i < 3; i++) {
       const at = t.clock.now();
       t.put('n1', [rec('n1', 'Ascend910-0', '8C084E00', 'FreeRestartNPU', at), rec('n1', 'Ascend910-1', '8C084E00', 'FreeRestartNPU', at + 5 * S)]);
-      t.clock.advance(S);
+      await t.clock.run(S);
       t.put('n1', []);
-      t.clock.advance(40 * S);
+      await t.clock.run(40 * S);
     }
     expect(t.engine.manualInfo()).toEqual({});
     expect(t.lines.filter((l) => l.msg.startsWith('fault on several NPUs of one job judged software'))).toHaveLength(3);
     for (let i = 0; i < 3; i++) {
       t.put('n1', [rec('n1', 'Ascend910-0', '8C084E00', 'FreeRestartNPU', t.clock.now())]);
-      t.clock.advance(S);
+      await t.clock.run(S);
       t.put('n1', []);
     }
-    t.clock.advance(30 * S);
+    await t.clock.run(30 * S);
     expect(Object.keys(t.engine.manualInfo() ?? {})).toEqual(['n1']);
-    t.clock.advance(48 * H); // fault_free_hours, through the engine's re-armed timer
+    await t.clock.run(48 * H); // fault_free_hours, through the engine's re-armed timer
     await settle();
     expect(t.engine.manualInfo()).toEqual({});
     expect(t.lines.find((l) => l.msg === 'manual separation released')).toMatchObject({ cause: 'fault_free_hours' });
   });
 
-  it('faults on an NPU no job uses are not counted', () => {
+  it('faults on an NPU no job uses are not counted', async () => {
     const t = setup({ usage });
     t.engine.restore(undefined, undefined, t.clock.now());
     for (let i = 0; i < 3; i++) {
       t.put('n1', [rec('n1', 'Ascend910-5', '8C084E00', 'FreeRestartNPU', t.clock.now())]);
-      t.clock.advance(S);
+      await t.clock.run(S);
       t.put('n1', []);
     }
-    t.clock.advance(60 * S);
+    await t.clock.run(60 * S);
     expect(t.engine.manualInfo()).toEqual({});
   });
 });
@@ -188,14 +188,14 @@ describe('fault policy engine: persistence', () => {
   it('counters and escalations survive a restart through the persisted document', async () => {
     const a = setup();
     a.engine.restore(undefined, undefined, a.clock.now());
-    const hit = (t: typeof a, device: string): void => {
+    const hit = async (t: typeof a, device: string): Promise<void> => {
       t.put('n1', [rec('n1', device, '80E18005', 'RestartNPU', t.clock.now())]);
-      t.clock.advance(H);
+      await t.clock.run(H);
       t.put('n1', []);
-      t.clock.advance(H);
+      await t.clock.run(H);
     };
-    for (let i = 0; i < 3; i++) hit(a, 'Ascend910-0'); // 3 in 24 h -> ManuallySeparateNPU (FaultFrequency)
-    for (let i = 0; i < 2; i++) hit(a, 'Ascend910-4'); // 2 so far
+    for (let i = 0; i < 3; i++) await hit(a, 'Ascend910-0'); // 3 in 24 h -> ManuallySeparateNPU (FaultFrequency)
+    for (let i = 0; i < 2; i++) await hit(a, 'Ascend910-4'); // 2 so far
     expect(a.engine.effective('n1', [], a.clock.now())).toEqual([expect.objectContaining({ device: 'Ascend910-0', code: 'ManuallySeparateNPU', level: 'ManuallySeparateNPU' })]);
     await settle();
     expect(a.stateChanges()).toBeGreaterThan(0); // counted occurrences ask for a write (coalesced per step)
@@ -204,7 +204,7 @@ describe('fault policy engine: persistence', () => {
     const b = setup({ clock: a.clock });
     b.engine.restore(doc, undefined, b.clock.now());
     expect(b.engine.effective('n1', [], b.clock.now()).map((r) => `${r.device}:${r.level}`)).toEqual(['Ascend910-0:ManuallySeparateNPU']);
-    hit(b, 'Ascend910-4'); // the third, after the restart
+    await hit(b, 'Ascend910-4'); // the third, after the restart
     expect(b.engine.effective('n1', [], b.clock.now()).map((r) => r.device).sort()).toEqual(['Ascend910-0', 'Ascend910-4']);
   });
 });
@@ -229,17 +229,68 @@ describe('fault policy engine: central levels', () => {
   });
 });
 
-describe('fault policy engine: kubectl clusterd release requests', () => {
-  it('releases a FaultFrequency ManuallySeparateNPU made before the request and resets its count; replaying the request changes nothing later', () => {
+describe('fault policy engine: deadlines run from the work queue, in virtual time', () => {
+  // The production path: the engines' earliest deadline is a work-queue key (runtime/timer-loop.ts)
+  // on the queue's clock; nothing below gives the engine new input when a deadline passes.
+  const since = (t0: number, l: LogLine): string => `${(l.nowMs as number) - t0}:${l.msg}:${String(l.rule ?? l.cause)}`;
+
+  it('81078603 down 30 s in each of five hours: every escalation and its end fire at their own time, the 48 h release through 48 re-armed keys', async () => {
     const t = setup();
     t.engine.restore(undefined, undefined, t.clock.now());
-    const hit = (): void => {
-      t.put('n1', [rec('n1', 'Ascend910-0', '80E18005', 'RestartNPU', t.clock.now())]);
-      t.clock.advance(H);
+    const t0 = t.clock.now();
+    for (let i = 0; i < 5; i++) {
+      t.put('n1', [rec('n1', 'Ascend910-2', LINK_DOWN, 'NotHandleFault', t.clock.now(), 'network')]);
+      await t.clock.run(30 * S);
       t.put('n1', []);
-      t.clock.advance(H);
+      await t.clock.run(H - 30 * S);
+    }
+    await t.clock.run(60 * H);
+    const expected: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      expected.push(`${i * H + 20 * S + 1}:fault escalated:FaultDuration`);
+      if (i === 4) expected.push(`${4 * H + 20 * S + 1}:fault escalated:FaultFrequency`);
+      expected.push(`${i * H + 90 * S + 1}:fault escalation ended:FaultDuration`);
+    }
+    expected.push(`${4 * H + 90 * S + 1 + 48 * H + 1}:fault escalation ended:FaultFrequency`);
+    expect(t.lines.filter((l) => l.msg.startsWith('fault escalat')).map((l) => since(t0, l))).toEqual(expected);
+    expect(t.engine.persistedState(t.clock.now())?.escalation.tracks).toEqual({});
+  });
+
+  it('manual separation: each fault counted at its 30 s judgement, separated at the third, released 48 h after the third fault\'s receive time', async () => {
+    const usage: NpuUsage = { jobOf: (_n, d) => (d === 'Ascend910-1' ? 'ns/job-a' : undefined), inUse: (_n, d) => d === 'Ascend910-1', nodeHasNpuPods: () => true };
+    const t = setup({ usage });
+    t.engine.restore(undefined, undefined, t.clock.now());
+    const t0 = t.clock.now();
+    for (const at of [0, 10 * H, 20 * H]) {
+      await t.clock.run(t0 + at - t.clock.now());
+      t.put('n1', [rec('n1', 'Ascend910-1', '8C084E00', 'FreeRestartNPU', t.clock.now())]);
+      await t.clock.run(S);
+      t.put('n1', []);
+    }
+    await t.clock.run(60 * H);
+    const manual = t.lines.filter((l) => l.msg === 'hardware fault counted for manual separation' || l.rule === 'manual-separation' || l.msg === 'manual separation released');
+    expect(manual.map((l) => since(t0, l))).toEqual([
+      `${30 * S}:hardware fault counted for manual separation:undefined`,
+      `${10 * H + 30 * S}:hardware fault counted for manual separation:undefined`,
+      `${20 * H + 30 * S}:hardware fault counted for manual separation:undefined`,
+      `${20 * H + 30 * S}:fault escalated:manual-separation`,
+      `${20 * H + 48 * H}:manual separation released:fault_free_hours`,
+    ]);
+    expect(t.engine.manualInfo()).toEqual({});
+  });
+});
+
+describe('fault policy engine: kubectl clusterd release requests', () => {
+  it('releases a FaultFrequency ManuallySeparateNPU made before the request and resets its count; replaying the request changes nothing later', async () => {
+    const t = setup();
+    t.engine.restore(undefined, undefined, t.clock.now());
+    const hit = async (): Promise<void> => {
+      t.put('n1', [rec('n1', 'Ascend910-0', '80E18005', 'RestartNPU', t.clock.now())]);
+      await t.clock.run(H);
+      t.put('n1', []);
+      await t.clock.run(H);
     };
-    for (let i = 0; i < 3; i++) hit();
+    for (let i = 0; i < 3; i++) await hit();
     const separated = (): boolean => t.engine.effective('n1', [], t.clock.now()).some((r) => r.device === 'Ascend910-0' && r.level === 'ManuallySeparateNPU');
     expect(separated()).toBe(true);
     const req = { node: 'n1', npus: ['Ascend910-0'], by: 'alice', atMs: t.clock.now() };
@@ -249,9 +300,9 @@ describe('fault policy engine: kubectl clusterd release requests', () => {
     expect(t.engine.persistedState(t.clock.now())?.escalation.tracks['n1/Ascend910-0/80E18005']?.upgrade ?? null).toBeNull();
     // Counting starts again: two more do not separate; a third does, and the old request (replayed
     // after a restart) does not release that newer separation.
-    hit(); hit();
+    await hit(); await hit();
     expect(separated()).toBe(false);
-    hit();
+    await hit();
     expect(separated()).toBe(true);
     t.engine.operatorReleases([req], t.clock.now());
     expect(separated()).toBe(true);

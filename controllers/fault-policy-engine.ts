@@ -6,9 +6,9 @@
  * -> escalationPolicy (FaultFrequency / FaultDuration, the 20 s parameter-plane rule) -> ClusterD
  * manualSeparationPolicy (observations with the job using each NPU) -> effectiveRecords. The
  * escalation state is partitioned by node (a node's step costs O(its tracks), not O(cluster)); the
- * manual-separation state is shared except its per-node `lastSeen`. Each engine's nextDeadlineMs
- * arms one timer, so a 20 s duration rule or a 30 s software/hardware judgement fires with no new
- * input; nodes whose published view changed are reported through `onViewChange` (the intake flow
+ * manual-separation state is shared except its per-node `lastSeen`. The earliest of the engines'
+ * nextDeadlineMs is one work-queue key (runtime/timer-loop.ts), so a 20 s duration rule or a 30 s
+ * software/hardware judgement fires with no new input, on the queue's clock; nodes whose published view changed are reported through `onViewChange` (the intake flow
  * then enqueues cluster-info and tells the job pipeline), state changes through `onStateChange`
  * (the escalation-state and manual-info reconcilers). Nothing is decided before `restore`, which the
  * manager calls once the caches (the state ConfigMap among them) are synced.
@@ -25,6 +25,7 @@ import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import type { FaultCustomization } from '../schemas/fault-customization/fault-customization.ts';
 import type { ManualSeparatePolicy } from '../schemas/manual-separate-policy/manual-separate-policy.ts';
 import type { QueueClock } from '../runtime/work-queue.ts';
+import { TimerLoop } from '../runtime/timer-loop.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { FaultPolicy } from './device-faults.controller.ts';
@@ -33,13 +34,13 @@ import type { NpuUsage } from './fault-policy-pods.ts';
 import { FaultGauge, reportEscalation, reportManualSeparation } from './fault-policy-report.ts';
 import { effectiveRecords, manualObservations, recordsSignature, type SeparatedChip } from '../policy/faults/fault-policy-view.ts';
 
-/** Longest single timer; a later deadline is reached by re-arming (setTimeout caps at ~24.8 days). */
-const MAX_TIMER_MS = 3_600_000;
+/** The work-queue key of the engines' earliest deadline. */
+const DEADLINE_KEY = 'deadline';
 
 export interface FaultPolicyEngineDeps {
   readonly log: Logger;
   readonly metrics?: Metrics;
-  /** Time and timers (runtime/work-queue QueueClock); tests pass a manual clock. */
+  /** Time, and the timers of the deadline queue (runtime/work-queue QueueClock); tests pass a manual clock. */
   readonly clock: QueueClock;
   readonly usage: NpuUsage;
   /** The agents' records of a node (FaultStore.records) and every node with records. */
@@ -98,7 +99,8 @@ export class FaultPolicyEngine implements FaultPolicy {
   private readonly viewChanged = new Set<string>();
   private stateChanged = false;
   private flushQueued = false;
-  private timer: { readonly handle: unknown; readonly atMs: number } | undefined;
+  /** The deadline key's queue and loop; a due key runs `tick`. */
+  private readonly timers: TimerLoop;
   private readonly gauge: FaultGauge;
   private readonly deps: FaultPolicyEngineDeps;
 
@@ -106,6 +108,7 @@ export class FaultPolicyEngine implements FaultPolicy {
     this.deps = deps;
     this.cfg = config;
     this.gauge = new FaultGauge(deps.metrics);
+    this.timers = new TimerLoop({ name: 'fault_policy_deadlines', log: deps.log, clock: deps.clock, ...(deps.metrics ? { metrics: deps.metrics } : {}) }, (_key, nowMs) => this.tick(nowMs));
   }
 
   get isReady(): boolean { return this.ready; }
@@ -163,6 +166,7 @@ export class FaultPolicyEngine implements FaultPolicy {
       this.passthrough = { relation: p.relation, filters: p.filters };
     }
     this.ready = true;
+    this.timers.start();
     if (doc === undefined && manualInfo !== undefined && Object.keys(manualInfo).length > 0) this.stepManual({ type: 'adopt', info: manualInfo }, nowMs);
     const nodes = new Set([...this.deps.nodes(), ...this.esc.keys(), ...this.lastSeen.keys(), ...Object.values(this.manual.separated).map((s) => s.node)]);
     for (const n of nodes) this.ensure(n, this.deps.records(n), nowMs, false);
@@ -219,7 +223,7 @@ export class FaultPolicyEngine implements FaultPolicy {
     this.rearm();
   }
 
-  /** Fires every deadline due now (the timer calls this; tests with an injected clock may too). */
+  /** Fires every deadline due now (the deadline key calls this; tests with an injected clock may too). */
   tick(nowMs: number = this.deps.clock.now()): void {
     if (!this.ready) return;
     for (const [node, due] of [...this.deadlines]) if (due <= nowMs) this.evaluate(node, undefined, nowMs, true);
@@ -255,9 +259,9 @@ export class FaultPolicyEngine implements FaultPolicy {
     return this.ready ? manualInfoView({ lastSeen: {}, ...this.manual }) : undefined;
   }
 
+  /** Drops the armed deadline; the loop ends on its own (nothing of it is awaited). */
   stop(): void {
-    if (this.timer !== undefined) this.deps.clock.clearTimeout(this.timer.handle);
-    this.timer = undefined;
+    void this.timers.stop();
   }
 
   private ensure(node: string, records: readonly FaultRecord[], nowMs: number, notify: boolean): void {
@@ -352,15 +356,14 @@ export class FaultPolicyEngine implements FaultPolicy {
     if (touched.size > 0) this.queueFlush();
   }
 
+  /**
+   * Arms the deadline key for the earliest deadline. A key already armed for earlier stays: its tick
+   * finds nothing due and arms this one then.
+   */
   private rearm(): void {
     let next = this.manualDeadline;
     for (const d of this.deadlines.values()) if (next === undefined || d < next) next = d;
-    if (this.timer !== undefined && this.timer.atMs === next) return;
-    if (this.timer !== undefined) this.deps.clock.clearTimeout(this.timer.handle);
-    this.timer = undefined;
-    if (next === undefined) return;
-    const delay = Math.min(MAX_TIMER_MS, Math.max(1, next - this.deps.clock.now()));
-    this.timer = { atMs: next, handle: this.deps.clock.setTimeout(() => { this.timer = undefined; this.tick(); }, delay) };
+    if (next !== undefined) this.timers.at(DEADLINE_KEY, next);
   }
 
   private queueFlush(): void {

@@ -9,7 +9,7 @@ import type { DeviceInfoData } from '../schemas/device-info/device-info.ts';
 import { deviceInfoRecords } from '../schemas/device-info/device-info-records.ts';
 import { nodeNameOfDeviceInfoCm } from '../schemas/device-info/device-info.ts';
 import { parseNodeInfoData, nodeNameOfNodeInfoCm, splitNodeFaults, type NodeInfoData } from '../schemas/node-info/node-info.ts';
-import { parsePublicFaultData } from '../schemas/public-fault/public-fault.ts';
+import { parsePublicFaultData, type PubFaultInfo } from '../schemas/public-fault/public-fault.ts';
 import { publicFaultItems } from '../schemas/public-fault/public-fault-records.ts';
 import { DEFAULT_PUBLIC_FAULT_CONFIG, publicFaultLevel } from '../schemas/public-fault/public-fault-config.ts';
 import { kindOf, type RejectKind } from '../schemas/parsed.ts';
@@ -165,8 +165,13 @@ export class FaultStore {
     const obj = `${cm.metadata?.namespace}/${cm.metadata?.name}`;
     const parsed = parsePublicFaultData(cm.data);
     if (!parsed.ok) return { format: 'public-fault', object: obj, reason: parsed.reason, kind: kindOf(parsed) };
-    for (const d of parsed.value.dropped ?? []) this.partial.push({ format: 'public-fault', object: obj, reason: d.reason, kind: d.kind, kept: 'the message\'s valid faults' });
-    const out = publicFaultItems(parsed.value, { nodeBySn: (sn) => this.serialToNode.get(sn) });
+    return this.applyPublicFaultMessage(obj, parsed.value, nowMs);
+  }
+
+  /** A checked public-fault message from `origin` (a CM's namespace/name, or a gRPC sender's). */
+  applyPublicFaultMessage(obj: string, info: PubFaultInfo, nowMs: number): Rejection | undefined {
+    for (const d of info.dropped ?? []) this.partial.push({ format: 'public-fault', object: obj, reason: d.reason, kind: d.kind, kept: 'the message\'s valid faults' });
+    const out = publicFaultItems(info, { nodeBySn: (sn) => this.serialToNode.get(sn) });
     if (out.unresolved.length > 0 && out.items.length === 0) return { format: 'public-fault', object: obj, reason: `unknown nodeSN in fault(s) ${out.unresolved.join(', ')}: no valid fault`, kind: 'unknown_node' };
     for (const id of out.unresolved) this.partial.push({ format: 'public-fault', object: obj, reason: `fault ${id}: an influence names an unknown nodeSN`, kind: 'unknown_node', kept: 'the message\'s valid faults' });
     for (const node of this.publicFaults.apply(obj, out.items, nowMs)) this.dirty.add(node);

@@ -15,14 +15,13 @@
 import { Code, Info, reportReceived, status, type Status } from '../grpc/codes.ts';
 import type { GrpcHandlers } from '../grpc/handlers.ts';
 import type { PublicFaultRequest } from '../grpc/messages.ts';
-import { encodePublicFault, PUBLIC_FAULT_DATA_KEY, validatePublicFault } from '../schemas/public-fault/public-fault.ts';
+import { validatePublicFault } from '../schemas/public-fault/public-fault.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { DeviceFaultsController } from './device-faults.controller.ts';
 import type { FaultPublisher } from './grpc-fault.ts';
 import { PROCESS_RECOVER_ENABLE_LABEL, type RecoveryController } from './recovery.controller.ts';
-import type { ConfigMap } from '../runtime/kube-objects.ts';
 
-/** Namespace of the pseudo ConfigMaps that carry gRPC public faults into the fault store. */
+/** Origin prefix of public faults sent over gRPC (`grpc-pubfault/<resource>`), in logs and the store. */
 export const GRPC_PUBLIC_FAULT_SOURCE = 'grpc-pubfault';
 
 export interface GrpcWiringDeps {
@@ -36,7 +35,7 @@ export interface GrpcWiringDeps {
 const received = (jobId: string, uuid: string, rpc: string, accepted: boolean): Status =>
   accepted ? reportReceived(jobId, uuid, rpc) : status(Code.ServerInnerError, `${Info.reportChanClosed(jobId, uuid)}: an earlier ${rpc} is still queued`);
 
-/** The public fault as the intake's fault store takes it (a PublicFault ConfigMap value). */
+/** A public fault sent over gRPC: checked, then handed to the intake as a public-fault message. */
 export function ingestPublicFault(deviceFaults: DeviceFaultsController, req: PublicFaultRequest): Status {
   const checked = validatePublicFault({
     id: req.id, timestamp: req.timestamp, version: req.version, resource: req.resource,
@@ -47,14 +46,9 @@ export function ingestPublicFault(deviceFaults: DeviceFaultsController, req: Pub
     })),
   });
   if (!checked.ok) return status(Code.InvalidReqParam, checked.reason);
-  const cm: ConfigMap = {
-    apiVersion: 'v1', kind: 'ConfigMap',
-    metadata: { namespace: GRPC_PUBLIC_FAULT_SOURCE, name: req.resource },
-    data: { [PUBLIC_FAULT_DATA_KEY]: encodePublicFault(checked.value) },
-  };
   // The intake's public-fault path (one fault per node and resource + faultId, whoever sent it),
   // then the changed nodes are announced to cluster-info and the jobs pipeline.
-  const rejection = deviceFaults.applyPublicFaultMessage(cm);
+  const rejection = deviceFaults.submitPublicFault({ origin: `${GRPC_PUBLIC_FAULT_SOURCE}/${req.resource}`, info: checked.value });
   if (rejection !== undefined) return status(Code.InvalidReqParam, rejection.reason);
   return status(Code.OK, Info.pubFaultSuccess);
 }

@@ -12,7 +12,8 @@
  * code when the reply carries one, else the gRPC status name).
  */
 import { readFile } from 'node:fs/promises';
-import { auditTime, merge, type Subscription } from 'rxjs';
+import { merge, type Subscription } from 'rxjs';
+import { TimerLoop } from '../runtime/timer-loop.ts';
 import { startGrpcServer, type GrpcLimits, type GrpcServerHandle } from '../grpc/index.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
@@ -23,6 +24,9 @@ import type { Options } from './options.ts';
 import type { RecoveryController } from './recovery.controller.ts';
 import type { Sources } from './sources/sources.ts';
 import { jobNodes } from '../policy/jobs/job-view.ts';
+
+const FAULT_PUSH_WINDOW_KEY = 'push';
+const FAULT_PUSH_WINDOW_MS = 200;
 
 export interface GrpcControllerDeps {
   readonly options: Options;
@@ -43,6 +47,7 @@ export class GrpcController {
   private handle: GrpcServerHandle | undefined;
   private starting: Promise<GrpcServerHandle | undefined> | undefined;
   private sub: Subscription | undefined;
+  private publisher: TimerLoop | undefined;
   private readonly d: GrpcControllerDeps;
 
   constructor(d: GrpcControllerDeps) {
@@ -104,8 +109,12 @@ export class GrpcController {
       await handle.recoverRegistry.register(c, () => ({ code: 0, info: '' }));
     }
     const s = this.d.sources;
-    this.sub = merge(this.d.deviceFaults.changes$, s.pods.events$).pipe(auditTime(200)).subscribe({
-      next: () => this.faults.changed(),
+    // Fault subscribers hear at most one push per 200 ms window, opened by the first change in it.
+    const push = new TimerLoop({ name: 'fault_publisher', log }, () => this.faults.changed());
+    push.start();
+    this.publisher = push;
+    this.sub = merge(this.d.deviceFaults.changes$, s.pods.events$).subscribe({
+      next: () => push.after(FAULT_PUSH_WINDOW_KEY, FAULT_PUSH_WINDOW_MS),
       error: (err: unknown) => log.error('fault publisher flow failed', { err: String(err) }),
     });
     return handle;
@@ -116,6 +125,8 @@ export class GrpcController {
     this.starting = undefined;
     this.sub?.unsubscribe();
     this.sub = undefined;
+    await this.publisher?.stop();
+    this.publisher = undefined;
     this.handle = undefined;
     this.d.recovery.onJobGone = undefined;
     await h?.shutdown(2_000);

@@ -43,6 +43,8 @@ import { aggregateFromCache, jobDecisionsReconciler } from '../reconcilers/job-d
 import { nodeIsolationReconciler } from '../reconcilers/job-isolation.reconciler.ts';
 import { DecisionHistory } from '../actions/decision-history.action.ts';
 import { DECISION_HISTORY_KEY, decisionHistoryReconciler } from '../reconcilers/decision-history.reconciler.ts';
+import type { BreakerGate } from './breaker.controller.ts';
+import { FlapDamper } from './flap-damper.ts';
 
 export interface JobsControllerDeps {
   readonly client: KubeClient;
@@ -65,6 +67,8 @@ export interface JobsControllerDeps {
    * and the hide windows, so aggregates mark hidden causes (B6 row 2). Default: the filtered view only.
    */
   readonly filtered?: (nodes: readonly string[]) => { readonly faults: readonly FaultRecord[]; readonly hidden: ReadonlyMap<string, HiddenFault> };
+  /** The blast-radius breaker (breaker.controller.ts): asked before every reschedule and node isolation. */
+  readonly breaker: BreakerGate;
 }
 
 /** What the flow hands its one subscriber. */
@@ -95,11 +99,27 @@ export class JobsController {
   private sub: Subscription | undefined;
   private readonly d: JobsControllerDeps;
   private readonly now: () => number;
+  /** Flap damping of the decision view (policy/flap-damping.ts). */
+  readonly damper: FlapDamper;
+  /** The decision view of a node: the scheduler view with flapping hardware held faulty. */
+  private readonly dampedFaultsOf: (node: string) => readonly FaultRecord[];
+  private readonly dampedFiltered: JobsControllerDeps['filtered'];
 
   constructor(d: JobsControllerDeps) {
     this.d = d;
     this.now = d.now ?? Date.now;
     const { sources: s, writer, options, log, metrics, client } = d;
+    this.damper = new FlapDamper({
+      holdMs: options.flapDampingSeconds * 1000, recoveries: options.flapDampingRecoveries, windowMs: options.flapDampingWindowSeconds * 1000,
+    }, this.now, metrics);
+    this.dampedFaultsOf = (n) => this.damper.view(n, d.deviceFaults.effective(n));
+    this.dampedFiltered = d.filtered === undefined ? undefined : (nodes) => {
+      const f = d.filtered!(nodes);
+      if (!this.damper.enabled) return f;
+      const byNode = new Map<string, FaultRecord[]>(nodes.map((n) => [n, []]));
+      for (const r of f.faults) { const l = byNode.get(r.node); if (l === undefined) byNode.set(r.node, [r]); else l.push(r); }
+      return { faults: [...byNode].flatMap(([n, rs]) => this.damper.view(n, rs)), hidden: f.hidden };
+    };
     this.index = new JobIndex(s);
     const mindxDl = (name: string) => s.mindxDlConfigMaps.get(`${JOB_STATE_NAMESPACE}/${name}`);
     this.states = new JobStateStore({
@@ -132,7 +152,8 @@ export class JobsController {
     this.history = history;
     this.loops = {
       decisions: loop(jobDecisionsReconciler({
-        index: this.index, faultsOf, ...(d.filtered === undefined ? {} : { filtered: d.filtered }), states: this.states, executor, reporter, history, resetConfig, dryRun: options.dryRun,
+        index: this.index, faultsOf: this.dampedFaultsOf, ...(this.dampedFiltered === undefined ? {} : { filtered: this.dampedFiltered }),
+        states: this.states, executor, reporter, history, resetConfig, dryRun: options.dryRun, breaker: d.breaker, damper: this.damper,
         config: { graceOverTimeMs: options.graceOverTimeSeconds * 1000, pendingEscalationMs: options.pendingEscalationSeconds * 1000 },
         registered: d.registered, afterPersist: d.afterPersist, goodput: metrics.goodput,
         onStateChanged: () => vcjobFaultNpu.queue.add(VCJOB_FAULT_NPU_KEY),
@@ -146,7 +167,7 @@ export class JobsController {
       })),
       isolation: loop(nodeIsolationReconciler({
         node: (n) => s.nodes.get(n), faultsOf, client, metrics, dryRun: options.dryRun,
-        enabled: options.nodeTaints, holdMs: options.nodeTaintHoldSeconds * 1000,
+        enabled: options.nodeTaints, holdMs: options.nodeTaintHoldSeconds * 1000, breaker: d.breaker,
       }), 2),
       // Dry run writes nothing, so it prunes nothing either.
       history: loop(options.dryRun ? { name: 'decision_history', reconcile: async () => ({}) } : decisionHistoryReconciler({ client, index: history.index, bounds, metrics })),
@@ -191,6 +212,9 @@ export class JobsController {
         l?.vcjobFaultNpu.queue.add(VCJOB_FAULT_NPU_KEY);
         break;
       case 'nodes':
+        // Every fault change is shown to the damper, also of nodes no job pod sits on right now (a
+        // restarted job's pods may be Pending), so a recovery there is not missed.
+        for (const n of w.nodes) this.dampedFaultsOf(n);
         l?.vcjobFaultNpu.queue.add(VCJOB_FAULT_NPU_KEY);
         for (const n of w.nodes) l?.isolation.queue.add(n);
         break;
@@ -212,6 +236,14 @@ export class JobsController {
     for (const [name, node] of this.d.sources.nodes.store) {
       if ((node.spec?.taints ?? []).some((t) => t.key === CLUSTERD_FAULT_TAINT_KEY)) l.isolation.queue.add(name);
     }
+  }
+
+  /** After a breaker reset: every job and node is decided again from the current state. */
+  requeueAll(): void {
+    const l = this.loops;
+    if (l === undefined) return;
+    for (const key of this.index.jobKeys()) l.decisions.queue.add(key);
+    for (const n of this.d.sources.nodes.store.keys()) l.isolation.queue.add(n);
   }
 
   /** Stops the reconcilers (lost leadership, shutdown); the flow keeps the job index current. */

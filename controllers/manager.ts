@@ -8,6 +8,7 @@ import type { KubeClient } from '../runtime/kube-client.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { startHttpServer, type HealthSource, type Leadership } from '../telemetry/http-server.ts';
+import { Periodic } from '../runtime/periodic.ts';
 import { LeaderLabeler, type PodRef } from '../actions/leader-label.action.ts';
 import type { Options } from './options.ts';
 import { createSources, sourcesHealth, startSources, stopSources, waitForSync, type Sources } from './sources/sources.ts';
@@ -36,11 +37,14 @@ import { RelationFaultsController } from './relation-faults.controller.ts';
 import { recoverInPlacePeers } from './fault-filters-peers.ts';
 import { LAST_GOOD_CM_NAME, parseLastGood } from './device-info-last-good.ts';
 import { LAST_GOOD_RECONCILE_KEY, lastGoodReconciler } from '../reconcilers/device-info-last-good.reconciler.ts';
+import { BreakerController, breakerConfigOf } from './breaker.controller.ts';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 
 /** An informer that has not heard from the apiserver for this long while disconnected is stuck. */
 const STALL_LIMIT_MS = 5 * 60_000;
+/** How often the watch-health gauges are refreshed between scrapes. */
+const WATCH_HEALTH_PERIOD_MS = 5_000;
 
 export interface ManagerDeps {
   readonly client: KubeClient;
@@ -94,12 +98,15 @@ export class Manager implements HealthSource {
   readonly filters: FaultFiltersController;
   /** Relation faults -> pod label fault-type=Separate|SubHealth. */
   readonly relations: RelationFaultsController;
+  /** Blast-radius breaker: gates every reschedule and node isolation; state in mindx-dl/clusterd-ts-breaker. */
+  readonly breaker: BreakerController;
   private server: Server | undefined;
   private elector: LeaderElector | undefined;
   private leaderLabel: LeaderLabeler | undefined;
   private identity = '';
   private acting = false;
-  private healthTimer: NodeJS.Timeout | undefined;
+  /** Watch-health metrics between scrapes (every 5 s, through a work queue). */
+  private watchHealth: Periodic | undefined;
   private readonly deps: ManagerDeps;
   private readonly now: () => number;
 
@@ -197,7 +204,15 @@ export class Manager implements HealthSource {
       client: deps.client, log: log.child({ controller: 'relation_faults' }), metrics, now: this.now, dryRun: options.dryRun,
       onStateChange: () => persistSide(),
     });
+    this.breaker = new BreakerController({
+      sources: this.sources, writer: this.writer, client: deps.client, config: breakerConfigOf(options), domainLabel: options.breakerDomainLabel,
+      superPodOf: (n) => this.deviceFaults.store.nodeState(n)?.device?.data.cfg.SuperPodID,
+      faultsOf: (n) => this.deviceFaults.effective(n),
+      onReset: () => this.jobs.requeueAll(),
+      log: log.child({ controller: 'breaker' }), metrics, now: this.now,
+    });
     this.jobs = new JobsController({
+      breaker: this.breaker,
       registered: (uid) => this.recovery.isRegistered(uid),
       // B6 rows 6/8: the decision's hand-off starts the job's FSM now (preExitProcess before the
       // fault pods are deleted, as ClusterD's order has it); see RecoveryController.handOff.
@@ -252,12 +267,13 @@ export class Manager implements HealthSource {
     this.filters.start();
     this.relations.start();
     this.jobs.start();
+    this.breaker.start(this.deviceFaults.changes$.pipe(map((c) => c.nodes)));
     this.jobSummary.start();
     this.jobStatistic.start();
     this.recovery.start();
     startSources(this.sources);
-    this.healthTimer = setInterval(() => metrics.observeWatchHealth(sourcesHealth(this.sources), this.now()), 5_000);
-    this.healthTimer.unref();
+    this.watchHealth = new Periodic('watch_health', WATCH_HEALTH_PERIOD_MS, () => metrics.observeWatchHealth(sourcesHealth(this.sources), this.now()), { log });
+    this.watchHealth.start();
     await waitForSync(this.sources);
     metrics.observeWatchHealth(sourcesHealth(this.sources), this.now());
     log.info('caches synced', { objects: Object.fromEntries(sourcesHealth(this.sources).map((h) => [h.name, h.objects])) });
@@ -327,6 +343,9 @@ export class Manager implements HealthSource {
     // ClusterD's collector first looks (and creates the report) one check interval after start.
     this.schedulingException.start();
     this.schedulingException.queue.addAfter(SCHEDULING_EXCEPTION_RECONCILE_KEY, SCHEDULING_EXCEPTION_CHECK_INTERVAL_MS);
+    // The breaker's state is restored before the first decision can ask it (rescheduling only: in
+    // the ClusterD role nothing is rescheduled or isolated, so there is nothing to hold).
+    if (this.jobs.loops !== undefined && !this.deps.options.dryRun) this.breaker.startActing();
     this.jobs.startLoops();
     // Before the job summary acts: its first changes are events of the statistic (ClusterD loads the
     // statistic ConfigMap first, then handles the informers' adds).
@@ -349,6 +368,7 @@ export class Manager implements HealthSource {
     await this.clusterInfo.stop();
     await Promise.all([this.escalationState.stop(), this.manualInfo.stop(), this.lastGood.stop(), this.statisticFault.stop(), this.schedulingException.stop()]);
     await this.jobs.stopLoops();
+    await this.breaker.stop();
     await this.jobSummary.stopActing();
     await this.jobStatistic.stopActing();
     await this.relations.stopActing();
@@ -357,13 +377,14 @@ export class Manager implements HealthSource {
   }
 
   async stop(): Promise<void> {
-    if (this.healthTimer !== undefined) clearInterval(this.healthTimer);
+    await this.watchHealth?.stop();
     this.deviceFaults.stop();
     this.jobSummary.stop();
     this.jobStatistic.stop();
     this.filters.stop();
     this.faultPolicy.stop();
     await this.stopActing();
+    await this.breaker.stop();
     await this.jobs.stop();
     await this.relations.stop();
     await this.recovery.stop();

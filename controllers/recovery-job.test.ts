@@ -9,24 +9,29 @@ import type { ProcessManageSignal } from '../vocabulary/process-manage-signal.ts
 import { initialHotSwitchState } from '../policy/recovery/hot-switch-fsm.ts';
 import { initialRecoveryState } from '../policy/recovery/recovery-fsm.ts';
 import { silentLogger } from '../telemetry/logger.ts';
-import { JobFsm, type JobCommand } from './recovery-job.ts';
+import { schedulerClock } from '../runtime/work-queue.ts';
+import { JobFsm, recoveryCommandLoop, type JobCommand } from './recovery-job.ts';
 
 const pods = [0, 1, 2].map((r) => ({ name: `w-${r}`, uid: `u-${r}`, podRank: r, phase: 'Running', npusAllocated: true }));
 
-function setUp(opts: { fail?: (c: JobCommand) => boolean } = {}) {
+function setUp(opts: { fail?: (c: JobCommand) => boolean; tries?: (c: JobCommand) => number } = {}) {
   const vts = new VirtualTimeScheduler(VirtualAction, Infinity);
   const ran: JobCommand[] = [];
+  const tried: Array<[number, string]> = [];
   const recovery = initialRecoveryState({
     config: { jobId: 'u1', strategies: ['retry', 'recover', 'exit'], jobRescheduling: true, podRescheduling: false, subHealthyStrategy: 'hotSwitch', ranksPerPod: 2, waitRescheduleTimeoutS: 270 },
     pods,
   });
   const hotSwitch = initialHotSwitchState({ jobId: 'u1', framework: 'pytorch', subHealthyStrategy: 'hotSwitch' });
-  const job = new JobFsm({ jobId: 'u1', key: 'ns/job-u1', namespace: 'ns', jobName: 'job', podGroupName: 'job-u1' }, recovery, hotSwitch, {
+  const loop = recoveryCommandLoop(() => job, { log: silentLogger, clock: schedulerClock(vts) });
+  loop.start();
+  const job: JobFsm = new JobFsm({ jobId: 'u1', key: 'ns/job-u1', namespace: 'ns', jobName: 'job', podGroupName: 'job-u1' }, recovery, hotSwitch, {
     execute: async (_j, c) => {
+      tried.push([vts.now(), c.cmd.type === 'sendSignal' ? `signal:${c.cmd.signal.signalType}` : c.cmd.type]);
       ran.push(c);
       if (opts.fail?.(c) === true) throw new Error('boom');
     },
-    persist: () => undefined, log: silentLogger, scheduler: vts,
+    commands: loop.queue, ...(opts.tries === undefined ? {} : { tries: opts.tries }), persist: () => undefined, log: silentLogger, scheduler: vts,
   });
   job.start();
   /** Lets the command chain and the fed-back results run. */
@@ -41,7 +46,7 @@ function setUp(opts: { fail?: (c: JobCommand) => boolean } = {}) {
     await settle();
   };
   const types = (): string[] => ran.map((c) => (c.cmd.type === 'sendSignal' ? `signal:${c.cmd.signal.signalType}${c.cmd.signal.changeStrategy ? `:${c.cmd.signal.changeStrategy}` : ''}` : c.cmd.type));
-  return { vts, job, ran, settle, advance, types };
+  return { vts, job, ran, tried, settle, advance, types };
 }
 
 describe('JobFsm (one job, two FSMs)', () => {
@@ -68,6 +73,23 @@ describe('JobFsm (one job, two FSMs)', () => {
     await t.settle();
     // Row 7: stopTrain not delivered -> FaultClearState -> clear -> fault retry.
     expect(t.types().slice(0, 4)).toEqual(['labelPods', 'writeResetConfig', 'signal:stopTrain', 'writeResetConfig']);
+    expect(t.job.recovery.phase).toBe('FaultRetryState');
+  });
+
+  it('tries a failing signal again through the command queue, 1 s then 2 s later (ClusterD), then reports the failure', async () => {
+    let failures = 0;
+    const t = setUp({
+      fail: (c) => c.cmd.type === 'sendSignal' && c.cmd.signal.signalType === 'stopTrain' && ++failures <= 3,
+      tries: (c) => (c.cmd.type === 'sendSignal' ? 3 : 1),
+    });
+    await t.job.feed({ machine: 'recovery', event: { type: 'processFaultReported', faultRanks: [{ rankId: '3', faultType: '1' }] } });
+    await t.settle();
+    expect(t.tried.filter(([, c]) => c === 'signal:stopTrain')).toEqual([[0, 'signal:stopTrain']]);
+    expect(t.job.recovery.phase).not.toBe('FaultRetryState');
+    await t.advance(1_000);
+    await t.advance(2_000);
+    // Third failed try: only now the FSM hears of it (row 7: clear, fault retry).
+    expect(t.tried.filter(([, c]) => c === 'signal:stopTrain').map(([at]) => at)).toEqual([0, 1_000, 3_000]);
     expect(t.job.recovery.phase).toBe('FaultRetryState');
   });
 

@@ -8,20 +8,28 @@
  * - a hot switch starts only while the recovery FSM is idle (`recoveryIdle` in `subHealthFault`);
  * - subscribe / stream close reach both.
  *
- * After each step the state is handed to `persist`, and the commands are executed in order on one
- * chain per job (so two reset-config writes never race); each command the FSM awaits gets its
- * `effectResult` fed back. FSM timers live in the state as absolute due times and are armed here on
- * the injected scheduler, so a restored state resumes its timers.
+ * After each step the state is handed to `persist`, and the commands are executed in order, one at
+ * a time per job (so two reset-config writes never race), by the `recovery_commands` work queue
+ * (key: the job id; `recoveryCommandLoop`): a failed try of a command that ClusterD retries throws,
+ * and the queue runs it again after its backoff; each command the FSM awaits gets its
+ * `effectResult` fed back. Each machine runs under the RxJS driver of policy/recovery/recovery-driver.ts
+ * (`driveFsm$`, the one the virtual-time tests exercise): it steps the machine and fires the timers
+ * the state holds as absolute due times on the injected scheduler, so a restored state resumes them.
  */
-import { asyncScheduler, type SchedulerLike, type Subscription } from 'rxjs';
+import { asyncScheduler, filter, firstValueFrom, fromEvent, race, startWith, Subject, Subscription, take, timer, type SchedulerLike } from 'rxjs';
+import { driveFsm$ } from '../policy/recovery/recovery-driver.ts';
 import type { SignalStream } from '../grpc/handlers.ts';
 import type { ProcessManageSignal } from '../vocabulary/process-manage-signal.ts';
 import { hotSwitchIdle, hotSwitchStep, type HotSwitchCommand, type HotSwitchEvent, type HotSwitchState } from '../policy/recovery/hot-switch-fsm.ts';
-import { dueTimers, nextTimerDue, type StepResult } from '../policy/recovery/recovery-kit.ts';
+import type { FsmTimer, StepResult } from '../policy/recovery/recovery-kit.ts';
 import { recoveryIdle, step as recoveryStep } from '../policy/recovery/recovery-fsm.ts';
 import type { RecoveryCommand, RecoveryEvent, RecoveryState } from '../policy/recovery/recovery-types.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { RecoveryJobTarget } from '../actions/recovery-commands.action.ts';
+import { ControllerLoop } from '../runtime/controller-loop.ts';
+import { TerminalError, type Outcome } from '../runtime/reconciler.ts';
+import { WorkQueue, type QueueClock } from '../runtime/work-queue.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
 
 export type Machine = 'recovery' | 'hotSwitch';
 export type JobCommand =
@@ -42,8 +50,12 @@ export interface InputOutcome {
 }
 
 export interface JobFsmDeps {
-  /** Runs one command; throws on failure. */
+  /** Runs one try of a command; throws on failure. */
   readonly execute: (job: JobFsm, c: JobCommand, signal: AbortSignal) => Promise<void>;
+  /** The work queue that runs the job's commands (`recoveryCommandLoop`): commands are waiting. */
+  readonly commands: { add(jobId: string): void };
+  /** Tries of a command before its failure reaches the FSM (default 1). */
+  readonly tries?: (c: JobCommand) => number;
   readonly persist: (job: JobFsm) => void;
   readonly log: Logger;
   readonly scheduler?: SchedulerLike;
@@ -55,6 +67,8 @@ export interface JobFsmDeps {
 
 interface Queued { readonly input: JobInput; readonly resolve: (o: InputOutcome) => void }
 
+type Routed = { machine: 'recovery'; event: RecoveryEvent } | { machine: 'hotSwitch'; event: HotSwitchEvent };
+
 export class JobFsm {
   readonly target: RecoveryJobTarget;
   recovery: RecoveryState;
@@ -64,11 +78,19 @@ export class JobFsm {
   private readonly scheduler: SchedulerLike;
   private readonly queue: Queued[] = [];
   private busy = false;
-  private chain: Promise<void> = Promise.resolve();
+  /** Commands not run yet, in order; the head may have failed tries behind it. */
+  private readonly pending: Array<{ readonly c: JobCommand; tries: number }> = [];
   private readonly abort = new AbortController();
-  private readonly armed: Record<Machine, { due: number; sub: Subscription } | undefined> = { recovery: undefined, hotSwitch: undefined };
-  /** Checked after every drain and at stop (preExitSettled). */
-  private readonly waiters = new Set<() => void>();
+  /** The drivers' inputs; their subscriptions own the armed timers. */
+  private readonly inputs = { recovery: new Subject<RecoveryEvent>(), hotSwitch: new Subject<HotSwitchEvent>() };
+  private readonly drivers = new Subscription();
+  /** What the step just taken was fed, and whether it threw (set by the guarded step functions). */
+  private stepping: { machine: Machine; event: string; threw: boolean } | undefined;
+  /** Nexts after every drain, timer step and at stop (preExitSettled). */
+  private readonly changed$ = new Subject<void>();
+  private started = false;
+  /** `accepted` of the last step taken. */
+  private lastAccepted = false;
 
   constructor(target: RecoveryJobTarget, recovery: RecoveryState, hotSwitch: HotSwitchState, d: JobFsmDeps) {
     this.target = target;
@@ -96,43 +118,45 @@ export class JobFsm {
     return hotSwitchIdle(this.hotSwitch) ? this.recovery.uuid : this.hotSwitch.uuid;
   }
 
-  /** Arms the timers of restored states; call once after construction. */
+  /** Starts both drivers (arming the timers of restored states); call once after construction. */
   start(): void {
-    this.arm('recovery');
-    this.arm('hotSwitch');
+    if (this.started || this.stopped) return;
+    this.started = true;
+    this.drivers.add(driveFsm$(this.guard('recovery', recoveryStep), this.inputs.recovery, this.recovery, this.scheduler)
+      .subscribe((r) => this.stepped('recovery', r)));
+    this.drivers.add(driveFsm$(this.guard('hotSwitch', hotSwitchStep), this.inputs.hotSwitch, this.hotSwitch, this.scheduler)
+      .subscribe((r) => this.stepped('hotSwitch', r)));
   }
 
   /** Stops timers and drops commands not started yet (leadership lost, job gone, shutdown). */
   stop(): void {
     this.abort.abort();
-    for (const m of ['recovery', 'hotSwitch'] as const) this.armed[m]?.sub.unsubscribe();
+    this.drivers.unsubscribe();
     this.queue.splice(0).forEach((q) => q.resolve({ accepted: false, machine: 'recovery', uuid: this.recovery.uuid }));
-    for (const w of [...this.waiters]) w();
+    this.pending.splice(0);
+    this.changed$.next();
+    this.changed$.complete();
   }
 
   /**
    * Resolves once no preExitProcess is pending (it was sent: its send command has run; or skipped)
-   * — true — or after `capMs`, on abort or stop — false.
+   * — true — or after `capMs` (on the scheduler), on abort or stop — false.
    */
   async preExitSettled(capMs: number, signal?: AbortSignal): Promise<boolean> {
     const pending = (): boolean => this.recovery.preExitRanks.length > 0 && !this.stopped;
-    if (pending()) {
-      await new Promise<void>((resolve) => {
-        const finish = (): void => { clearTimeout(timer); signal?.removeEventListener('abort', finish); this.waiters.delete(check); resolve(); };
-        const check = (): void => { if (!pending()) finish(); };
-        const timer = setTimeout(finish, capMs);
-        signal?.addEventListener('abort', finish);
-        this.waiters.add(check);
-      });
+    if (pending() && signal?.aborted !== true) {
+      const settled$ = this.changed$.pipe(startWith(undefined), filter(() => !pending()));
+      const aborted$ = signal === undefined ? [] : [fromEvent(signal, 'abort')];
+      await firstValueFrom(race(settled$, timer(capMs, this.scheduler), ...aborted$).pipe(take(1)), { defaultValue: undefined });
     }
     if (pending() || this.stopped || signal?.aborted === true) return false;
-    await this.chain;
+    await this.settled();
     return true;
   }
 
-  /** Resolves after every command queued so far has run (tests, shutdown). */
-  settled(): Promise<void> {
-    return this.chain;
+  /** Resolves once no command is waiting (or the job stopped): tests, the hand-off. */
+  async settled(): Promise<void> {
+    await firstValueFrom(this.changed$.pipe(startWith(undefined), filter(() => this.pending.length === 0 || this.stopped)), { defaultValue: undefined });
   }
 
   feed(input: JobInput): Promise<InputOutcome> {
@@ -149,41 +173,73 @@ export class JobFsm {
     try {
       while (this.queue.length > 0 && !this.stopped) {
         const q = this.queue.shift()!;
-        try {
-          q.resolve(this.apply(q.input));
-        } catch (err) {
-          // A bug in a transition: keep the last good state, refuse the input, keep the process up.
-          this.d.log.error('fsm step failed; input refused', { job: this.target.key, machine: q.input.machine, event: q.input.event.type, err: String(err), stack: (err as Error)?.stack });
-          q.resolve({ accepted: false, machine: 'recovery', uuid: this.recovery.uuid });
-        }
+        q.resolve(this.apply(q.input));
       }
     } finally {
       this.busy = false;
     }
-    this.arm('recovery');
-    this.arm('hotSwitch');
-    for (const w of [...this.waiters]) w();
+    this.changed$.next();
   }
 
+  /** One input through its machine's driver, which steps it synchronously (the driver is idle here). */
   private apply(input: JobInput): InputOutcome {
-    let routed: { machine: 'recovery'; event: RecoveryEvent } | { machine: 'hotSwitch'; event: HotSwitchEvent };
+    let routed: Routed;
     if (input.machine === 'route') {
       routed = hotSwitchIdle(this.hotSwitch) ? { machine: 'recovery', event: input.event } : { machine: 'hotSwitch', event: input.event };
     } else routed = input;
-    const now = this.scheduler.now();
-    if (routed.machine === 'recovery') {
-      const before = this.recovery.mustExitAtMs;
-      const r = recoveryStep(this.recovery, routed.event, now);
-      this.recovery = r.state;
-      this.after('recovery', routed.event.type, r, r.commands.map((cmd) => ({ machine: 'recovery' as const, cmd, streamId: this.stream?.id })));
-      const stamped = Object.entries(this.recovery.mustExitAtMs).filter(([k, t]) => before[k] !== t).map(([k]) => Number(k));
-      if (stamped.length > 0) this.d.mustExitChanged?.(this, stamped);
-      return { accepted: r.accepted, machine: 'recovery', uuid: this.recovery.uuid };
+    this.start();
+    this.stepping = undefined;
+    if (routed.machine === 'recovery') this.inputs.recovery.next(routed.event);
+    else this.inputs.hotSwitch.next(routed.event);
+    const s = this.stepping as { readonly threw: boolean } | undefined; // set by the driver's synchronous step
+    if (s === undefined || s.threw) return { accepted: false, machine: 'recovery', uuid: this.recovery.uuid };
+    return { accepted: this.lastAccepted, machine: routed.machine, uuid: routed.machine === 'recovery' ? this.recovery.uuid : this.hotSwitch.uuid };
+  }
+
+  /**
+   * The step function the driver runs: records what it was fed; a bug in a transition keeps the last
+   * good state and refuses the input, keeping the process up.
+   */
+  private guard<S extends { readonly timers: readonly FsmTimer[] }, E extends { readonly type: string }, C>(
+    machine: Machine, step: (state: S, event: E, nowMs: number) => StepResult<S, C>,
+  ): (state: S, event: E, nowMs: number) => StepResult<S, C> {
+    return (state, event, nowMs) => {
+      this.stepping = { machine, event: event.type, threw: false };
+      try {
+        return step(state, event, nowMs);
+      } catch (err) {
+        this.stepping.threw = true;
+        this.d.log.error('fsm step failed; input refused', { job: this.target.key, machine, event: event.type, err: String(err), stack: (err as Error)?.stack });
+        return { state, commands: [], reasons: [], accepted: false };
+      }
+    };
+  }
+
+  /** Every step a driver took: fed inputs (from drain) and fired timers (from the scheduler). */
+  private stepped(machine: Machine, r: StepResult<RecoveryState, RecoveryCommand> | StepResult<HotSwitchState, HotSwitchCommand>): void {
+    const s = this.stepping;
+    if (s === undefined || s.threw) return;
+    this.lastAccepted = r.accepted;
+    const fromTimer = !this.busy;
+    this.busy = true;
+    try {
+      if (machine === 'recovery') {
+        const before = this.recovery.mustExitAtMs;
+        const rr = r as StepResult<RecoveryState, RecoveryCommand>;
+        this.recovery = rr.state;
+        this.after('recovery', s.event, rr, rr.commands.map((cmd) => ({ machine: 'recovery' as const, cmd, streamId: this.stream?.id })));
+        const stamped = Object.entries(this.recovery.mustExitAtMs).filter(([k, t]) => before[k] !== t).map(([k]) => Number(k));
+        if (stamped.length > 0) this.d.mustExitChanged?.(this, stamped);
+      } else {
+        const hr = r as StepResult<HotSwitchState, HotSwitchCommand>;
+        this.hotSwitch = hr.state;
+        this.after('hotSwitch', s.event, hr, hr.commands.map((cmd) => ({ machine: 'hotSwitch' as const, cmd, streamId: this.stream?.id })));
+      }
+    } finally {
+      if (fromTimer) this.busy = false;
     }
-    const r = hotSwitchStep(this.hotSwitch, routed.event, now);
-    this.hotSwitch = r.state;
-    this.after('hotSwitch', routed.event.type, r, r.commands.map((cmd) => ({ machine: 'hotSwitch' as const, cmd, streamId: this.stream?.id })));
-    return { accepted: r.accepted, machine: 'hotSwitch', uuid: this.hotSwitch.uuid };
+    // A timer step outside drain: run what it queued, and tell the waiters.
+    if (fromTimer) this.drain();
   }
 
   private after(machine: Machine, eventType: string, r: StepResult<unknown, RecoveryCommand | HotSwitchCommand>, commands: JobCommand[]): void {
@@ -196,61 +252,69 @@ export class JobFsm {
     }
     if (r.commands.length > 0 || moved) this.d.persist(this);
     this.d.onStep?.(this, machine, r);
-    for (const c of io) this.chain = this.chain.then(() => this.run(c));
+    if (io.length === 0) return;
+    for (const c of io) this.pending.push({ c, tries: 0 });
+    this.d.commands.add(this.jobId);
   }
 
   phase(machine: Machine): string {
     return machine === 'recovery' ? this.recovery.phase : this.hotSwitch.phase;
   }
 
-  private async run(c: JobCommand): Promise<void> {
-    if (this.stopped) return;
+  /**
+   * One pass of the job's key on the command queue: one try of the oldest command. A failed try
+   * with tries left throws (the queue runs the key again after its backoff); otherwise the outcome
+   * goes to the FSM and the key is queued again while commands wait.
+   */
+  async runCommand(): Promise<Outcome> {
+    const head = this.pending[0];
+    if (head === undefined || this.stopped) return {};
+    const c = head.c;
     let ok = true;
     let error: string | undefined;
     try {
       await this.d.execute(this, c, this.abort.signal);
     } catch (e) {
-      ok = false;
+      head.tries += 1;
       error = e instanceof Error ? e.message : String(e);
-      this.d.log.warn('fsm command failed', { job: this.target.key, machine: c.machine, command: c.cmd.type, err: error });
+      const tries = this.d.tries?.(c) ?? 1;
+      if (!this.stopped && !(e instanceof TerminalError) && head.tries < tries) {
+        this.d.log.info('fsm command failed; tried again after the queue backoff', { job: this.target.key, machine: c.machine, command: c.cmd.type, try: head.tries, of: tries, err: error });
+        throw e;
+      }
+      ok = false;
+      this.d.log.warn('fsm command failed', { job: this.target.key, machine: c.machine, command: c.cmd.type, tries: head.tries, err: error });
     }
-    if (!c.cmd.awaitResult || this.stopped) return;
-    const result = { type: 'effectResult' as const, commandId: c.cmd.id, ok, ...(error !== undefined ? { error } : {}) };
-    void this.feed(c.machine === 'recovery' ? { machine: 'recovery', event: result } : { machine: 'hotSwitch', event: result });
-  }
-
-  /** (Re-)arms the machine's earliest timer on the scheduler; due timers fire as `timerFired`. */
-  private arm(machine: Machine): void {
-    if (this.stopped) return;
-    const timers = machine === 'recovery' ? this.recovery.timers : this.hotSwitch.timers;
-    const due = nextTimerDue(timers);
-    const cur = this.armed[machine];
-    if (cur !== undefined && cur.due === due) return;
-    cur?.sub.unsubscribe();
-    this.armed[machine] = undefined;
-    if (due === undefined) return;
-    const sub = this.scheduler.schedule(() => {
-      this.armed[machine] = undefined;
-      this.fire(machine);
-    }, Math.max(0, due - this.scheduler.now()));
-    this.armed[machine] = { due, sub };
-  }
-
-  private fire(machine: Machine): void {
-    const timers = machine === 'recovery' ? this.recovery.timers : this.hotSwitch.timers;
-    const due = dueTimers(timers, this.scheduler.now());
-    if (due.length === 0) {
-      this.arm(machine);
-      return;
+    if (this.stopped || this.pending[0] !== head) return {};
+    this.pending.shift();
+    if (c.cmd.awaitResult) {
+      const result = { type: 'effectResult' as const, commandId: c.cmd.id, ok, ...(error !== undefined ? { error } : {}) };
+      void this.feed(c.machine === 'recovery' ? { machine: 'recovery', event: result } : { machine: 'hotSwitch', event: result });
     }
-    for (const t of due) {
-      const event = { type: 'timerFired' as const, id: t.id };
-      void this.feed(machine === 'recovery' ? { machine: 'recovery', event } : { machine: 'hotSwitch', event });
-    }
+    this.changed$.next();
+    return this.pending.length > 0 ? { requeueAfterMs: 0 } : {};
   }
 
   /** True while the recovery FSM is idle (a hot switch may start). */
   get recoveryIdle(): boolean {
     return recoveryIdle(this.recovery);
   }
+}
+
+/** ClusterD's waits between the tries of a signal or a reset-config write: 1 s, then 2 s. */
+export const RECOVERY_COMMAND_BACKOFF_MS = 1_000;
+export const RECOVERY_COMMANDS_CONTROLLER = 'recovery_commands';
+/** Jobs whose commands run at the same time (one command at a time per job). */
+const RECOVERY_COMMAND_WORKERS = 8;
+
+/**
+ * The work queue and loop that run the jobs' commands (key: job id; see `JobFsm.runCommand`). Its
+ * per-key backoff starts at 1 s and doubles, so a command's second and third tries come 1 s and 2 s
+ * after the failed ones, as ClusterD's sleeps.
+ */
+export function recoveryCommandLoop(job: (jobId: string) => JobFsm | undefined, o: { log: Logger; metrics?: Metrics; clock?: QueueClock; now?: () => number }): ControllerLoop {
+  const queue = new WorkQueue({ baseDelayMs: RECOVERY_COMMAND_BACKOFF_MS, maxDelayMs: 60_000, ...(o.clock === undefined ? {} : { clock: o.clock }) });
+  return new ControllerLoop({ name: RECOVERY_COMMANDS_CONTROLLER, reconcile: async (jobId) => (await job(jobId)?.runCommand()) ?? {} }, {
+    log: o.log, queue, workers: RECOVERY_COMMAND_WORKERS, ...(o.metrics === undefined ? {} : { metrics: o.metrics }), ...(o.now === undefined ? {} : { now: o.now }),
+  });
 }

@@ -14,7 +14,8 @@ import { silentLogger } from '../telemetry/logger.ts';
 import { recordingLogger, type LogLine } from '../test/support/fault-policy-test-kit.ts';
 import { FaultFiltersController } from './fault-filters.controller.ts';
 import { fakeSources, pod, podGroup, rec } from '../test/support/fault-filters-fakes.ts';
-import { JobFsm } from './recovery-job.ts';
+import { schedulerClock } from '../runtime/work-queue.ts';
+import { JobFsm, recoveryCommandLoop } from './recovery-job.ts';
 
 const S = 1000;
 const NS = 'team-a';
@@ -33,14 +34,16 @@ function setUp() {
   const lines: LogLine[] = [];
   const announced: string[][] = [];
   const ranks = [0, 1, 2];
-  const job = new JobFsm({ jobId: UID, key: `${NS}/llama-${UID}`, namespace: NS, jobName: 'llama', podGroupName: `llama-${UID}` },
+  const loop = recoveryCommandLoop(() => job, { log: silentLogger, clock: schedulerClock(vts) });
+  loop.start();
+  const job: JobFsm = new JobFsm({ jobId: UID, key: `${NS}/llama-${UID}`, namespace: NS, jobName: 'llama', podGroupName: `llama-${UID}` },
     initialRecoveryState({
       config: { jobId: UID, strategies: ['recover-in-place', 'recover', 'exit'], jobRescheduling: true, podRescheduling: false, subHealthyStrategy: 'ignore', ranksPerPod: 2, waitRescheduleTimeoutS: 270 },
       pods: ranks.map((r) => ({ name: `llama-worker-${r}`, uid: `p${r}`, podRank: r, phase: 'Running', npusAllocated: true })),
     }),
     initialHotSwitchState({ jobId: UID, framework: 'pytorch', subHealthyStrategy: 'ignore' }),
     {
-      execute: async () => undefined, persist: () => undefined, log: silentLogger, scheduler: vts,
+      execute: async () => undefined, commands: loop.queue, persist: () => undefined, log: silentLogger, scheduler: vts,
       // What RecoveryController does: re-announce the job's nodes.
       mustExitChanged: () => announced.push(['n0', 'n1', 'n2']),
     });

@@ -12,12 +12,15 @@
  * the job's nodes are re-announced to the intake (`notify`) when a window ends or a hold changes:
  * cluster-info is re-rendered and the job re-decided.
  */
-import type { SchedulerLike, Subscription } from 'rxjs';
+import type { SchedulerLike } from 'rxjs';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import {
   isStepRetryJob, RETRY_FAULT_TYPES, STEP_RETRY_COMPLETE_WINDOW_MS, STEP_RETRY_FAULT_WINDOW_MS, stepRetryVerdict, type StepRetryJob,
 } from '../policy/filters/step-retry-filter.ts';
 import { jobNodes, npuId } from '../policy/jobs/job-view.ts';
+import { TimerLoop } from '../runtime/timer-loop.ts';
+import { schedulerClock } from '../runtime/work-queue.ts';
+import type { Logger } from '../telemetry/logger.ts';
 import type { JobIndex } from './job-index.ts';
 
 export interface StepRetryViewDeps {
@@ -28,8 +31,10 @@ export interface StepRetryViewDeps {
   readonly jobView: (node: string) => readonly FaultRecord[];
   /** Re-announce nodes whose scheduler view changed. */
   readonly notify: (nodes: readonly string[]) => void;
+  /** Time: the window ends are work-queue keys on this scheduler's clock (tests pass a virtual one). */
   readonly scheduler: SchedulerLike;
   readonly now: () => number;
+  readonly log: Logger;
 }
 
 /** Slack after a window's end before looking again. */
@@ -37,10 +42,13 @@ const SLACK_MS = 50;
 
 export class StepRetryView {
   private readonly d: StepRetryViewDeps;
-  private readonly pending = new Map<string, Subscription>();
+  /** Per job key, the instants at which to look again; the timer key is the job key, armed for the earliest. */
+  private readonly due = new Map<string, Set<number>>();
+  private readonly timers: TimerLoop;
 
   constructor(d: StepRetryViewDeps) {
     this.d = d;
+    this.timers = new TimerLoop({ name: 'step_retry_windows', log: d.log, clock: schedulerClock(d.scheduler) }, (key, nowMs) => this.fire(key, nowMs));
   }
 
   /** The job holding `device` on `node` as a step-retry job, if any. */
@@ -63,12 +71,23 @@ export class StepRetryView {
   }
 
   private nudgeAt(key: string, atMs: number): void {
-    const id = `${key}@${atMs}`;
-    if (this.pending.has(id)) return;
-    this.pending.set(id, this.d.scheduler.schedule(() => {
-      this.pending.delete(id);
-      this.d.notify(this.nodesOf(key));
-    }, Math.max(0, atMs - this.d.now())));
+    const times = this.due.get(key) ?? new Set<number>();
+    if (times.has(atMs)) return;
+    times.add(atMs);
+    this.due.set(key, times);
+    this.timers.start();
+    this.timers.at(key, atMs);
+  }
+
+  /** The job's key is due: re-announce its nodes if one of its instants passed, then arm the next. */
+  private fire(key: string, nowMs: number): void {
+    const times = this.due.get(key);
+    if (times === undefined) return;
+    let passed = false;
+    for (const t of times) if (t <= nowMs) { times.delete(t); passed = true; }
+    if (passed) this.d.notify(this.nodesOf(key));
+    if (times.size === 0) this.due.delete(key);
+    else this.timers.at(key, Math.min(...times));
   }
 
   /** The job's faults changed: when a retry fault's 10 s window ends, look again. */
@@ -89,8 +108,8 @@ export class StepRetryView {
   }
 
   stop(): void {
-    for (const s of this.pending.values()) s.unsubscribe();
-    this.pending.clear();
+    this.due.clear();
+    void this.timers.stop();
   }
 
   /** `records` of `node` as the rescheduler sees them (hidden retry faults dropped, HCCL re-levelled). */

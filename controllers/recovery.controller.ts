@@ -26,12 +26,13 @@ import type { HandOffSink } from '../actions/job-action-executor.ts';
 import { parseRecoveryTimings } from '../policy/recovery/recovery-timings.ts';
 import { objectKey } from '../runtime/reflector.ts';
 import { ControllerLoop } from '../runtime/controller-loop.ts';
-import { WorkQueue } from '../runtime/work-queue.ts';
+import { schedulerClock, WorkQueue } from '../runtime/work-queue.ts';
+import type { Outcome } from '../runtime/reconciler.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import { isIoCommand, RecoveryActions, type RecoveryJobTarget } from '../actions/recovery-commands.action.ts';
+import { ioCommandTries, isIoCommand, RecoveryActions, type RecoveryJobTarget } from '../actions/recovery-commands.action.ts';
 import { promoteBackupPod } from '../actions/hot-switch-backup.action.ts';
 import { patchPodGroupMeta } from '../actions/recovery-patch.action.ts';
 import { HOT_SWITCH_ANNOTATION as A } from '../policy/recovery/hot-switch-types.ts';
@@ -40,7 +41,7 @@ import { JobIndex, jobOwnerOf, type JobEntry } from './job-index.ts';
 import type { Options } from './options.ts';
 import { MemoryCommands } from './recovery-commands.ts';
 import { recoveryFeed, retryReportDevices, type RecoveryFeed } from './recovery-feed.ts';
-import { JobFsm, type InputOutcome, type JobInput, type Machine } from './recovery-job.ts';
+import { JobFsm, recoveryCommandLoop, type InputOutcome, type JobInput, type Machine } from './recovery-job.ts';
 import { RECOVERY_STATE_NAMESPACE, RECOVERY_STATE_QUEUE, RecoveryStateStore, recoveryStateReconciler, type RecoveryRecord } from '../reconcilers/recovery-state.reconciler.ts';
 import type { Pod } from '../runtime/kube-objects.ts';
 import type { Sources } from './sources/sources.ts';
@@ -73,6 +74,7 @@ export interface RecoveryControllerDeps {
 }
 
 export const PROCESS_RECOVER_ENABLE_LABEL = 'process-recover-enable';
+export const RECOVERY_FEED_CONTROLLER = 'recovery_feed';
 
 /** A hand-off waits at most the preExit wait plus this (signal tries: 1 s + 2 s of back-off). */
 const PRE_EXIT_SLACK_MS = 5_000;
@@ -84,9 +86,14 @@ export class RecoveryController {
   readonly stepRetry: StepRetryView;
   private readonly jobs = new Map<string, JobFsm>();
   private readonly uidToKey = new Map<string, string>();
-  private readonly dirty = new Set<string>();
   private readonly gaugeState = new Map<string, string>();
-  private flushSub: Subscription | undefined;
+  /**
+   * Feeds a job's current picture to its FSMs (`recovery_feed`, key: the job key); a key added with
+   * `addAfter(recoveryFeedWindowMs)` coalesces the job's changes within the window. One per leadership term.
+   */
+  private feedLoop: ControllerLoop | undefined;
+  /** Runs the jobs' FSM commands with ClusterD's retries (recovery-job.ts). One per leadership term. */
+  private commandLoop: ControllerLoop | undefined;
   /** Writes the stored states (reconcilers/recovery-state.reconciler.ts); one per leadership term. */
   private persistLoop: ControllerLoop | undefined;
   private sub: Subscription | undefined;
@@ -118,7 +125,7 @@ export class RecoveryController {
     });
     this.stepRetry = new StepRetryView({
       index: this.index, stepRetry: (jobId, enabled) => this.memory.stepRetryJob(jobId, enabled), jobView: (n) => this.jobView(n),
-      notify: (nodes) => d.deviceFaults.notify(nodes), scheduler: this.scheduler, now: this.now,
+      notify: (nodes) => d.deviceFaults.notify(nodes), scheduler: this.scheduler, now: this.now, log: d.log,
     });
     this.actions = new RecoveryActions({
       client: d.client, writer: d.writer, metrics: d.metrics, log: d.log, now: this.now,
@@ -216,6 +223,12 @@ export class RecoveryController {
     this.persistLoop = loop;
     loop.start();
     this.store.attach((uid) => loop.queue.add(uid));
+    this.feedLoop = new ControllerLoop({ name: RECOVERY_FEED_CONTROLLER, reconcile: async (key) => this.feedKey(key) }, {
+      log: this.d.log, metrics: this.d.metrics, now: this.now, queue: new WorkQueue({ clock: schedulerClock(this.scheduler) }),
+    });
+    this.feedLoop.start();
+    this.commandLoop = recoveryCommandLoop((jobId) => this.jobs.get(jobId), { log: this.d.log, metrics: this.d.metrics, now: this.now, clock: schedulerClock(this.scheduler) });
+    this.commandLoop.start();
     this.index.rebuild();
     for (const r of this.store.all()) {
       if (this.lookup(r.jobId) === undefined) {
@@ -231,12 +244,16 @@ export class RecoveryController {
   async stopActing(): Promise<void> {
     if (!this.acting) return;
     this.acting = false;
-    this.flushSub?.unsubscribe();
-    this.flushSub = undefined;
+    const feedStopped = this.feedLoop?.stop();
+    this.feedLoop = undefined;
     for (const j of this.jobs.values()) j.stop();
     this.jobs.clear();
+    // Not awaited: a command in flight may wait on an apiserver that is gone; its job is stopped.
+    void this.commandLoop?.stop();
+    this.commandLoop = undefined;
     for (const [, state] of this.gaugeState) this.d.metrics.recoveryJobs.dec({ state });
     this.gaugeState.clear();
+    await feedStopped;
     await this.store.flush();
     this.store.attach(undefined);
     await this.persistLoop?.stop();
@@ -249,23 +266,15 @@ export class RecoveryController {
     return this.stepRetry.schedulerView(node, records, nowMs);
   }
 
+  /** The job's pods, PodGroup or faults changed: feed it within the window (no FSM while not leading). */
   private markDirty(key: string): void {
-    this.dirty.add(key);
-    if (this.flushSub !== undefined || !this.acting) return;
-    this.flushSub = this.scheduler.schedule(() => {
-      this.flushSub = undefined;
-      this.flush();
-    }, this.d.options.recoveryFeedWindowMs);
+    this.feedLoop?.queue.addAfter(key, this.d.options.recoveryFeedWindowMs);
   }
 
-  private flush(): void {
-    const keys = [...this.dirty];
-    this.dirty.clear();
-    const byKey = new Map([...this.jobs.values()].map((j) => [j.target.key, j]));
-    for (const key of keys) {
-      const job = byKey.get(key);
-      if (job !== undefined) this.feedJob(job);
-    }
+  private async feedKey(key: string): Promise<Outcome> {
+    const job = [...this.jobs.values()].find((j) => j.target.key === key);
+    if (job !== undefined) this.feedJob(job);
+    return {};
   }
 
   /** The nodes the job's pods run on. */
@@ -350,6 +359,8 @@ export class RecoveryController {
           if (await this.memory.run(j, c)) return;
           if (isIoCommand(c.cmd)) await this.actions.run(j.target, c.cmd, signal, j.recovery.originalPodUids);
         },
+        commands: { add: (id) => this.commandLoop?.queue.add(id) },
+        tries: (c) => (isIoCommand(c.cmd) ? ioCommandTries(c.cmd) : 1),
         persist: (j) => void this.persist(j),
         log: this.d.log,
         scheduler: this.scheduler,

@@ -24,7 +24,7 @@ function setup(opts: { dryRun?: boolean; a3?: boolean } = {}) {
   let stateChanges = 0;
   const c = new RelationFaultsController({
     sources, faultsOf: (n) => faults.get(n) ?? [], faultNodes$: nodes$, a3Node: () => opts.a3 ?? false,
-    client, log: recordingLogger(lines), metrics, clock, now: () => clock.now(), dryRun: opts.dryRun ?? false,
+    client, log: recordingLogger(lines, {}, () => clock.now()), metrics, clock, now: () => clock.now(), dryRun: opts.dryRun ?? false,
     onStateChange: () => { stateChanges++; },
   });
   c.start();
@@ -32,10 +32,10 @@ function setup(opts: { dryRun?: boolean; a3?: boolean } = {}) {
   pods.put(pod(NS, 'llama', 'u1', 0, 'n1', ['Ascend910-0', 'Ascend910-1']));
   pods.put(pod(NS, 'llama', 'u1', 1, 'n2', ['Ascend910-0']));
   /** Sets a node's faults at time `at` and lets the batch run. */
-  const fault = (node: string, list: FaultRecord[]): void => {
+  const fault = async (node: string, list: FaultRecord[]): Promise<void> => {
     faults.set(node, list);
     nodes$.next([node]);
-    clock.advance(200);
+    await clock.run(200);
   };
   return { c, clock, t0, pods, podGroups, lines, metrics, faults, patches, fault, stateChanges: () => stateChanges };
 }
@@ -48,12 +48,12 @@ describe('RelationFaultsController', () => {
     const s = setup();
     s.c.restore({ jobs: {} });
     s.c.startActing();
-    s.clock.advance(S);
+    await s.clock.run(S);
     const link = rec('n1', 'Ascend910-1', '81078603', 'NotHandleFault', s.clock.now(), 'network');
-    s.fault('n1', [link]);
+    await s.fault('n1', [link]);
     expect(s.lines.find((l) => l.msg === 'relation fault waiting for a trigger')).toMatchObject({ job: JOB, node: 'n1', npu: 'Ascend910-1', code: '81078603', deadlineMs: link.firstSeenMs + 300 * S });
-    s.clock.advance(10 * S);
-    s.fault('n2', [rec('n2', 'Ascend910-0', '8C1F860B', 'NotHandleFault', s.clock.now())]);
+    await s.clock.run(10 * S);
+    await s.fault('n2', [rec('n2', 'Ascend910-0', '8C1F860B', 'NotHandleFault', s.clock.now())]);
     const line = s.lines.find((l) => l.msg === 'relation fault strategy decided');
     expect(line).toMatchObject({ job: JOB, node: 'n1', strategy: 'Separate' });
     expect(String(line?.reasons)).toMatch(/relation fault 81078603 on n1\/Ascend910-1.*trigger 8C1F860B on n2/);
@@ -65,7 +65,7 @@ describe('RelationFaultsController', () => {
     expect(s.stateChanges()).toBeGreaterThan(0);
     // sticky: the same trigger again, and the job's new pod on that node, are not labelled again
     s.pods.put(pod(NS, 'llama', 'u1', 0, 'n1', ['Ascend910-0', 'Ascend910-1']));
-    s.fault('n2', [rec('n2', 'Ascend910-0', '8C1F860B', 'NotHandleFault', s.clock.now())]);
+    await s.fault('n2', [rec('n2', 'Ascend910-0', '8C1F860B', 'NotHandleFault', s.clock.now())]);
     await s.c.labels.idle();
     expect(s.patches).toHaveLength(1);
     await s.c.stop();
@@ -75,11 +75,11 @@ describe('RelationFaultsController', () => {
     const s = setup();
     s.c.restore({ jobs: {} });
     s.c.startActing();
-    s.clock.advance(S);
-    s.fault('n2', [rec('n2', undefined, SWITCH_LINK_DOWN, 'SubHealthFault', s.clock.now(), 'switch'), rec('n2', 'Ascend910-0', '81078603', 'NotHandleFault', s.clock.now(), 'network')]);
-    s.clock.advance(299 * S);
+    await s.clock.run(S);
+    await s.fault('n2', [rec('n2', undefined, SWITCH_LINK_DOWN, 'SubHealthFault', s.clock.now(), 'switch'), rec('n2', 'Ascend910-0', '81078603', 'NotHandleFault', s.clock.now(), 'network')]);
+    await s.clock.run(299 * S);
     expect(s.lines.some((l) => l.msg === 'relation fault strategy decided')).toBe(false);
-    s.clock.advance(2 * S);
+    await s.clock.run(2 * S);
     expect(s.lines.find((l) => l.msg === 'relation fault strategy decided')).toMatchObject({ node: 'n2', strategy: 'SubHealth' });
     expect(s.lines.find((l) => l.msg === 'relation fault window over without a trigger; no strategy')).toMatchObject({ code: '81078603' });
     expect(await decided(s.metrics, 'none')).toBe(1);
@@ -89,16 +89,32 @@ describe('RelationFaultsController', () => {
     await s.c.stop();
   });
 
+  it('the 300 s window ends from the deadline key alone, at its own time; a 100 ms batch is one observation', async () => {
+    const s = setup();
+    s.c.restore({ jobs: {} });
+    await s.clock.run(S);
+    const at = s.clock.now();
+    s.faults.set('n2', [rec('n2', undefined, SWITCH_LINK_DOWN, 'SubHealthFault', at, 'switch')]);
+    s.podGroups.put(podGroup(NS, 'llama', 'u1', { annotations: { touched: '1' } }));
+    await s.clock.run(99);
+    expect(s.lines.some((l) => l.msg === 'relation fault waiting for a trigger')).toBe(false); // the batch window is open
+    await s.clock.run(1);
+    expect(s.lines.filter((l) => l.msg === 'relation fault waiting for a trigger').map((l) => (l.nowMs as number) - at)).toEqual([100]);
+    await s.clock.run(400 * S);
+    expect(s.lines.filter((l) => l.msg === 'relation fault strategy decided').map((l) => [(l.nowMs as number) - at, l.node, l.strategy])).toEqual([[300 * S, 'n2', 'SubHealth']]);
+    await s.c.stop();
+  });
+
   it('nothing is decided before restore; faults older than the job\'s first sight are skipped; a deleted job is forgotten', async () => {
     const s = setup();
     s.faults.set('n1', [rec('n1', 'Ascend910-0', '81078603', 'NotHandleFault', s.t0 - 60 * S, 'network'), rec('n1', 'Ascend910-0', '8C1F860B', 'NotHandleFault', s.t0)]);
-    s.clock.advance(S);
+    await s.clock.run(S);
     expect(s.c.state()).toEqual({ jobs: {} });
     s.c.restore({ jobs: { 'gone/job-x': { firstSeenMs: 0, a3: false, candidates: [], triggers: [], strategies: { n: 'Separate' } } } });
     expect(Object.keys(s.c.state().jobs)).toEqual([JOB]);
     expect(s.c.strategies(JOB)).toEqual({});
     s.podGroups.remove(s.podGroups.get(JOB)!);
-    s.clock.advance(200);
+    await s.clock.run(200);
     expect(s.c.state()).toEqual({ jobs: {} });
     await s.c.stop();
   });
@@ -106,8 +122,8 @@ describe('RelationFaultsController', () => {
   it('dry run decides and logs but labels nothing; labels wait for leadership', async () => {
     const s = setup({ dryRun: true });
     s.c.restore({ jobs: {} });
-    s.clock.advance(S);
-    s.fault('n1', [rec('n1', 'Ascend910-0', '81078603', 'NotHandleFault', s.clock.now(), 'network'), rec('n1', 'Ascend910-0', '8C1F8609', 'NotHandleFault', s.clock.now())]);
+    await s.clock.run(S);
+    await s.fault('n1', [rec('n1', 'Ascend910-0', '81078603', 'NotHandleFault', s.clock.now(), 'network'), rec('n1', 'Ascend910-0', '8C1F8609', 'NotHandleFault', s.clock.now())]);
     expect(s.c.strategies(JOB)).toEqual({ n1: 'SubHealth' });
     expect(s.c.pending.size).toBe(1);
     s.c.startActing();

@@ -8,8 +8,9 @@
  * the flow's only subscribe (style.md 2.1).
  *
  * A job is observed as soon as it is seen (its first sight: older relation faults are skipped) and
- * again whenever its pods, PodGroup or node faults change, in batches. The policy's deadlines (300 s
- * relation windows) arm one timer. The state (windows, triggers, sticky strategies) is persisted with
+ * again whenever its pods, PodGroup or node faults change, in batches of RELATION_BATCH_MS. The batch
+ * window and the policy's earliest deadline (300 s relation windows) are two work-queue keys
+ * (runtime/timer-loop.ts) on the queue's clock. The state (windows, triggers, sticky strategies) is persisted with
  * the escalation state (`state()` / `restore()`); nothing is decided before `restore`.
  */
 import { filter, map, merge, mergeMap, type Observable, type Subscription } from 'rxjs';
@@ -17,6 +18,7 @@ import { objectKey, type WatchEvent } from '../runtime/reflector.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import { ControllerLoop } from '../runtime/controller-loop.ts';
 import { realClock, type QueueClock } from '../runtime/work-queue.ts';
+import { TimerLoop } from '../runtime/timer-loop.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
@@ -33,7 +35,9 @@ import type { Sources } from './sources/sources.ts';
 
 /** Observations of a burst are batched this long. */
 export const RELATION_BATCH_MS = 100;
-const MAX_TIMER_MS = 3_600_000;
+/** Work-queue keys: the end of the current batch window, and the earliest policy deadline. */
+const BATCH_KEY = 'batch';
+const DEADLINE_KEY = 'deadline';
 
 export interface RelationFaultsDeps {
   readonly sources: Pick<Sources, 'pods' | 'podGroups'>;
@@ -69,8 +73,7 @@ export class RelationFaultsController {
   private readonly gone = new Set<string>();
   private restored = false;
   private acting = false;
-  private batch: unknown;
-  private timer: { readonly atMs: number; readonly handle: unknown } | undefined;
+  private readonly timers: TimerLoop;
   private sub: Subscription | undefined;
 
   constructor(d: RelationFaultsDeps) {
@@ -80,10 +83,13 @@ export class RelationFaultsController {
     this.index = new JobIndex(d.sources);
     this.labels = new ControllerLoop(relationLabelReconciler({ pending: this.pending, client: d.client, dryRun: d.dryRun, ...(d.metrics ? { metrics: d.metrics } : {}) }),
       { log: d.log, ...(d.metrics ? { metrics: d.metrics } : {}), ...(d.now ? { now: d.now } : {}) });
+    this.timers = new TimerLoop({ name: 'relation_fault_timers', log: d.log, clock: this.clock, ...(d.metrics ? { metrics: d.metrics } : {}) },
+      (key, nowMs) => (key === BATCH_KEY ? this.flush() : this.fireDue(nowMs)));
   }
 
   /** Subscribes the inputs; call before the sources start. */
   start(): void {
+    this.timers.start();
     const s = this.d.sources;
     const inputs$ = merge(
       s.pods.events$.pipe(map((ev): Input => ({ kind: 'pod', ev }))),
@@ -133,14 +139,11 @@ export class RelationFaultsController {
 
   async stop(): Promise<void> {
     this.sub?.unsubscribe();
-    if (this.batch !== undefined) this.clock.clearTimeout(this.batch);
-    if (this.timer !== undefined) this.clock.clearTimeout(this.timer.handle);
-    this.batch = undefined;
-    this.timer = undefined;
+    await this.timers.stop();
     await this.stopActing();
   }
 
-  /** Runs every due deadline now (the timer does this by itself). */
+  /** Runs every due deadline now (the deadline key does this by itself). */
   tick(nowMs: number = this.clock.now()): void {
     if (!this.restored) return;
     const step = relationFaultPolicy({ jobs: this.jobs }, TICK, nowMs, this.config);
@@ -167,10 +170,19 @@ export class RelationFaultsController {
     }
   }
 
+  /** The batch window opens at the first dirty job and is not extended by later ones. */
   private markDirty(key: string): void {
     this.dirty.add(key);
-    if (this.batch !== undefined || !this.restored) return;
-    this.batch = this.clock.setTimeout(() => { this.batch = undefined; this.flush(); }, RELATION_BATCH_MS);
+    if (!this.restored) return;
+    this.timers.after(BATCH_KEY, RELATION_BATCH_MS);
+  }
+
+  /** The deadline key: ticks when a deadline is due, else (armed for an earlier one since moved) re-arms. */
+  private fireDue(nowMs: number): void {
+    let next = Infinity;
+    for (const d of this.deadlines.values()) next = Math.min(next, d);
+    if (next <= nowMs) this.tick(nowMs);
+    else this.rearm();
   }
 
   private flush(): void {
@@ -250,17 +262,13 @@ export class RelationFaultsController {
     return Math.min(Infinity, ...j.candidates.map((c) => c.deadlineMs));
   }
 
+  /** Arms the deadline key for the earliest deadline (a key armed for earlier stays; see fireDue). */
   private rearm(): void {
     let next = Infinity;
     for (const [k, d] of this.deadlines) {
       if (d === Infinity) this.deadlines.delete(k);
       else next = Math.min(next, d);
     }
-    if (this.timer !== undefined && this.timer.atMs === next) return;
-    if (this.timer !== undefined) this.clock.clearTimeout(this.timer.handle);
-    this.timer = undefined;
-    if (next === Infinity) return;
-    const delay = Math.min(MAX_TIMER_MS, Math.max(1, next - this.clock.now()));
-    this.timer = { atMs: next, handle: this.clock.setTimeout(() => { this.timer = undefined; this.tick(); }, delay) };
+    if (next !== Infinity) this.timers.at(DEADLINE_KEY, next);
   }
 }

@@ -1,7 +1,8 @@
 /**
- * Replays timed inputs through a policy without a scheduler, firing each deadline the policy asks for
- * before the next input. The same semantics as runPolicy, as a plain loop: for tests with explicit
- * `nowMs`, and for replaying a recorded history at start-up.
+ * Replays timed inputs through a policy, firing each deadline the policy asks for before the next
+ * input: the step functions' tests, with explicit `nowMs`. The same semantics as the controllers'
+ * deadline keys (a tick at each deadline; one that does not move forward is pushed 1 ms on), whose
+ * own tests drive the production path on the work queue's manual clock.
  */
 import { TICK, type ConfigChange, type Policy, type PolicyStep, type Tick } from './policy-operator.ts';
 
@@ -20,7 +21,7 @@ export interface DriveResult<S, I, O> {
 
 /**
  * Runs `inputs` (sorted by time) and then ticks up to `untilMs` (default: the last input). A deadline
- * that does not move forward after a tick is pushed 1 ms on, as runPolicy does.
+ * that does not move forward after a tick is pushed 1 ms on, as the controllers do.
  */
 export function drivePolicy<S, I, O, C>(
   policy: Policy<S, I, O, C>,

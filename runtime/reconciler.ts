@@ -20,5 +20,5 @@ export interface Reconciler {
 
 /** Thrown for errors that retrying cannot fix (style.md 2.6 Terminal): no requeue until the next change. */
 export class TerminalError extends Error {
-  override readonly name = 'TerminalError';
+  override readonly name: string = 'TerminalError';
 }

@@ -4,6 +4,8 @@
  * meanwhile it runs once more afterwards. `addAfter` delays, `addRateLimited` backs off per key
  * (5 ms doubling, capped) under an overall token bucket.
  */
+import type { SchedulerLike, Subscription } from 'rxjs';
+
 export interface QueueClock {
   now(): number;
   setTimeout(fn: () => void, ms: number): unknown;
@@ -15,6 +17,18 @@ export const realClock: QueueClock = {
   setTimeout: (fn, ms) => { const t = setTimeout(fn, ms); t.unref(); return t; },
   clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
 };
+
+/**
+ * A queue clock on an RxJS scheduler: the queue's delays run on the same (virtual, in tests)
+ * time as the FSM drivers of the flow that owns it.
+ */
+export function schedulerClock(scheduler: SchedulerLike): QueueClock {
+  return {
+    now: () => scheduler.now(),
+    setTimeout: (fn, ms) => scheduler.schedule(fn, ms),
+    clearTimeout: (h) => (h as Subscription).unsubscribe(),
+  };
+}
 
 export interface WorkQueueOptions {
   readonly baseDelayMs?: number;

@@ -9,13 +9,12 @@
  * with restored state the same faults are not counted again. State is plain data
  * (schemas/escalation-state `EscalationState`); persist it after every step that changed it.
  */
-import type { SchedulerLike } from 'rxjs';
 import type { CodeTrack, EscalationState } from '../../schemas/escalation-state/escalation-state.ts';
 import type { FaultCustomization } from '../../schemas/fault-customization/fault-customization.ts';
 import type { NpuFaultLevel } from '../../vocabulary/fault-types.ts';
 import type { LeveledFault } from './fault-level.ts';
 import { advance, isIdleTrack, newTrack, occur, recover, trackDeadline, trackEscalations, type CodeRules, type TrackEvent } from './escalation-rules.ts';
-import { earliest, runPolicy, type ConfigChange, type PolicyStep, type Tick } from '../policy-operator.ts';
+import { earliest, type ConfigChange, type PolicyStep, type Tick } from '../policy-operator.ts';
 import { reason, type Reason, type ReasonChain } from '../reasons.ts';
 
 export type EscalationInput =
@@ -190,10 +189,6 @@ export function escalationPolicy(
   }
   return w.finish();
 }
-
-/** Operator form: feed observations (and config changes); emits every step with the state to persist. */
-export const escalate = (initial: { readonly state: EscalationState; readonly config: FaultCustomization }, scheduler?: SchedulerLike) =>
-  runPolicy(escalationPolicy, initial, scheduler);
 
 /** Every escalation in force, most recent rule per (track, rule). */
 export function activeEscalations(state: EscalationState, config: FaultCustomization): Escalation[] {

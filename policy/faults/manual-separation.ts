@@ -14,12 +14,11 @@
  *   informer event) (#38); disabling the policy clears everything (#39).
  * Unlike ClusterD, the counters survive restarts: the state is schemas/escalation-state data.
  */
-import type { SchedulerLike } from 'rxjs';
 import type { ManualPendingFault, ManualSeparatedNpu, ManualSeparationState } from '../../schemas/escalation-state/escalation-state.ts';
 import type { ManualSeparatePolicy } from '../../schemas/manual-separate-policy/manual-separate-policy.ts';
 import type { NpuFaultLevel } from '../../vocabulary/fault-types.ts';
 import { MANUALLY_SEPARATE_PSEUDO_CODE } from './fault-level.ts';
-import { earliest, runPolicy, type ConfigChange, type PolicyStep, type Tick } from '../policy-operator.ts';
+import { earliest, type ConfigChange, type PolicyStep, type Tick } from '../policy-operator.ts';
 import { reason, type Reason, type ReasonChain } from '../reasons.ts';
 
 export const SOFTWARE_FAULT_WINDOW_MS = 30_000;
@@ -257,9 +256,6 @@ export function manualSeparationPolicy(
   w.advance(nowMs);
   return { state: w.state(), outputs: w.outputs, reasons: w.reasons, nextDeadlineMs: w.deadline() };
 }
-
-export const separateManually = (initial: { readonly state: ManualSeparationState; readonly config: ManualSeparatePolicy }, scheduler?: SchedulerLike) =>
-  runPolicy(manualSeparationPolicy, initial, scheduler);
 
 /** The desired clusterd-manual-info-cm content: node -> {Total, Detail}; nodes with nothing are absent (the CM is deleted when empty). */
 export function manualInfoView(state: ManualSeparationState): Record<string, ManualInfoNode> {

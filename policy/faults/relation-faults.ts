@@ -8,10 +8,9 @@
  * Separate only on an A3 job that saw a CQE trigger (8C1F8608/4C1F8608) inside the window. Faults older
  * than the job's first sight are skipped. Separate is sticky for the (job, node) until `forget`.
  */
-import type { SchedulerLike } from 'rxjs';
 import type { RelationCandidate, RelationJobState, RelationState, RelationStrategy, RelationTrigger } from '../../schemas/escalation-state/escalation-state.ts';
 import type { LeveledFault } from './fault-level.ts';
-import { earliest, runPolicy, type ConfigChange, type PolicyStep, type Tick } from '../policy-operator.ts';
+import { earliest, type ConfigChange, type PolicyStep, type Tick } from '../policy-operator.ts';
 import { reason, type Reason, type ReasonChain } from '../reasons.ts';
 import { CQE_TRIGGER_CODES, type RelationFaultConfig } from './relation-fault-config.ts';
 
@@ -150,9 +149,6 @@ export function relationFaultPolicy(
   w.advance(nowMs);
   return w.step();
 }
-
-export const relateFaults = (initial: { readonly state: RelationState; readonly config: RelationFaultConfig }, scheduler?: SchedulerLike) =>
-  runPolicy(relationFaultPolicy, initial, scheduler);
 
 /** Node -> strategy for one job: the pod label `fault-type` to set on the job's pod on that node. */
 export const relationStrategies = (state: RelationState, jobKey: string): Readonly<Record<string, RelationStrategy>> => state.jobs[jobKey]?.strategies ?? {};

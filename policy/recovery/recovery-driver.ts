@@ -48,13 +48,21 @@ export function driveFsm$<S extends { readonly timers: readonly FsmTimer[] }, E,
       if (inputDone && inFlight === 0 && state.timers.length === 0 && queue.length === 0) out.complete();
     };
 
+    let armedDue: number | undefined;
     const arm = (): void => {
+      const due = nextTimerDue(state.timers);
+      if (timer !== undefined && armedDue === due) return; // already armed for it
       timer?.unsubscribe();
       timer = undefined;
-      const due = nextTimerDue(state.timers);
+      armedDue = due;
       if (due === undefined) return;
-      timer = scheduler.schedule(fireDue, Math.max(0, due - scheduler.now()));
-      subs.add(timer);
+      const t = scheduler.schedule(() => {
+        subs.remove(t);
+        timer = undefined;
+        fireDue();
+      }, Math.max(0, due - scheduler.now()));
+      timer = t;
+      subs.add(t);
     };
 
     const execute = (commands: readonly C[]): void => {

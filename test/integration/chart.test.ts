@@ -142,6 +142,8 @@ function allFeatureValues(ns: string, leaseNs: string): Record<string, unknown> 
       graceOverTimeSeconds: 1200, pendingEscalationSeconds: 120, clusterInfoRefreshSeconds: 20, burstWindowMs: 500,
       decisionHistoryPerJob: 20, decisionHistoryMaxRecords: 900, decisionHistoryTtlHours: 48,
       clusterInfoRefreshAnnotation: true, nodeTaints: true, nodeTaintHoldSeconds: 30, devicePluginRules: true, persistPolicyState: false,
+      breakerWindowSeconds: 300, breakerDomainNodes: 4, breakerDomainChips: 16, breakerDomainJobs: 8, breakerClusterNodes: 80, breakerClusterChips: 320,
+      breakerClusterJobs: 100, breakerAutoResetSeconds: 3600, breakerDomainLabel: 'example.com/rack', flapDampingSeconds: 60, flapDampingRecoveries: 3, flapDampingWindowSeconds: 120,
       clusterSystemNamespace: `${ns}-cs`, maxPublicFaults: 1000, maxSeriesPerMetric: 200, kubeconfig: '/etc/clusterd-ts/kubeconfig/config', extraArgs: ['--log-level=warn'],
     },
     networkPolicy: {
@@ -367,6 +369,8 @@ describe('helm chart charts/clusterd-ts: rendering', () => {
       graceOverTimeSeconds: 1200, pendingEscalationSeconds: 120, clusterInfoRefreshSeconds: 20, burstWindowMs: 500,
       decisionHistoryPerJob: 20, decisionHistoryMaxRecords: 900, decisionHistoryTtlHours: 48,
       clusterInfoRefreshAnnotation: true, nodeTaints: true, nodeTaintHoldSeconds: 30, devicePluginRules: true, persistPolicyState: false,
+      breakerWindowSeconds: 300, breakerDomainNodes: 4, breakerDomainChips: 16, breakerDomainJobs: 8, breakerClusterNodes: 80, breakerClusterChips: 320,
+      breakerClusterJobs: 100, breakerAutoResetSeconds: 3600, breakerDomainLabel: 'example.com/rack', flapDampingSeconds: 60, flapDampingRecoveries: 3, flapDampingWindowSeconds: 120,
       clusterSystemNamespace: `${ns}-cs`, maxPublicFaults: 1000, maxSeriesPerMetric: 200, nodeName: 'node-a',
     };
     expect(Object.keys(want).sort()).toEqual(FLAG_LIST.map(([f]) => camel(f)).sort());

@@ -43,13 +43,34 @@ export class ManualClock implements QueueClock {
     }
     this.t = end;
   }
+
+  /**
+   * Moves time forward like `advance`, and lets the controller loops that own the fired keys run at
+   * each timer's instant (runtime/timer-loop.ts hands a due key to its handler asynchronously), so a
+   * deadline re-armed by its handler fires within the same call at its own time.
+   */
+  async run(ms: number): Promise<void> {
+    const end = this.t + ms;
+    await settle();
+    for (;;) {
+      let next: [number, { at: number; fn: () => void }] | undefined;
+      for (const e of this.timers) if (e[1].at <= end && (next === undefined || e[1].at < next[1].at)) next = e;
+      if (next === undefined) break;
+      this.timers.delete(next[0]);
+      this.t = Math.max(this.t, next[1].at);
+      next[1].fn();
+      await settle();
+    }
+    this.t = end;
+  }
 }
 
 export interface LogLine { readonly level: string; readonly msg: string; readonly [k: string]: unknown }
 
-export function recordingLogger(lines: LogLine[], base: object = {}): Logger {
-  const put = (level: string) => (msg: string, fields?: object): void => { lines.push({ ...base, ...fields, level, msg }); };
-  return { debug: put('debug'), info: put('info'), warn: put('warn'), error: put('error'), child: (f) => recordingLogger(lines, { ...base, ...f }) };
+/** `now`: each line also records `nowMs`, the (virtual) time it was logged at. */
+export function recordingLogger(lines: LogLine[], base: object = {}, now?: () => number): Logger {
+  const put = (level: string) => (msg: string, fields?: object): void => { lines.push({ ...base, ...fields, ...(now === undefined ? {} : { nowMs: now() }), level, msg }); };
+  return { debug: put('debug'), info: put('info'), warn: put('warn'), error: put('error'), child: (f) => recordingLogger(lines, { ...base, ...f }, now) };
 }
 
 export function rec(node: string, device: string, code: string, level: NpuFaultLevel, firstSeenMs: number, source: FaultSource = 'npu'): FaultRecord {

@@ -62,6 +62,11 @@ describe('layering', () => {
           'export type Wiring = number;',
           "export const w = (k: KubeClient | undefined, cm: ConfigMapWriter): unknown => [k?.delete('x'), k?.request('PUT', 'x'), cm.ensure('x')];",
         ].join('\n'),
+        'controllers/timers.ts': [
+          "import { timer, type SchedulerLike } from 'rxjs';",
+          'export const later = (s: SchedulerLike): unknown => [setTimeout(() => {}, 1), s.schedule(() => {}, 1), timer(5), timer(5, s)];',
+        ].join('\n'),
+        'actions/clock-timer.ts': 'export const later = (c: { setInterval(f: () => void, ms: number): unknown }): unknown => c.setInterval(() => {}, 1);\n',
         'controllers/reads.ts': [
           "import type { KubeClient } from '../runtime/kube-client.ts';",
           "export const reads = (k: KubeClient, m: Map<string, number>): unknown => [k.get('x'), k.request('GET', 'x'), m.delete('x'), 'a'.replace('a', 'b')];",
@@ -76,7 +81,7 @@ describe('layering', () => {
       if (root !== '') rmSync(root, { recursive: true, force: true });
     });
 
-    it('reports exactly the violations it was given (and not Map.delete, String.replace, request GET or test files)', () => {
+    it('reports exactly the violations it was given (and not Map.delete, String.replace, request GET, timer() on an injected scheduler or test files)', () => {
       const keys = check(root).map(violationKey).sort();
       expect(keys).toEqual([
         'actions-not-reconcilers: actions/a.ts -> reconcilers/r.ts',
@@ -92,6 +97,10 @@ describe('layering', () => {
         'policy-only-rxjs: policy/p.ts -> node_modules/winston/lib/winston.js',
         'runtime-not-above: runtime/uses-wiring.ts -> controllers/writes.ts',
         'schemas-not-above: schemas/s.ts -> policy/p.ts',
+        'timers-through-runtime: actions/clock-timer.ts -> setInterval()',
+        'timers-through-runtime: controllers/timers.ts -> rxjs timer() without an injected scheduler',
+        'timers-through-runtime: controllers/timers.ts -> scheduler.schedule()',
+        'timers-through-runtime: controllers/timers.ts -> setTimeout()',
         'vocabulary-is-ground: vocabulary/v.ts -> node_modules/rxjs/dist/cjs/index.js',
       ]);
     }, 180_000);

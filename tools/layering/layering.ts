@@ -9,6 +9,12 @@
  * - `policy-no-clock`: policy/ reads no clock and schedules nothing itself (Date.now(), new Date(),
  *   performance.now(), process.hrtime, setTimeout/setInterval/setImmediate); time reaches it as a
  *   parameter or an injected RxJS scheduler.
+ * - `timers-through-runtime`: controllers/, reconcilers/ and actions/ arm no timer of their own
+ *   (issue 11: one mechanism for time). Every delay goes through the runtime's work queue
+ *   (runtime/timer-loop.ts, WorkQueue.addAfter, the rate limiter) or the FSM driver on an injected
+ *   scheduler: no setTimeout/setInterval/setImmediate (global or as a method, e.g. a QueueClock's),
+ *   no `schedule` call on an RxJS scheduler, no RxJS time operator (timer, delay, auditTime, ...)
+ *   without an injected scheduler argument.
  *
  * The result is compared with tools/layering/known-violations.ts, which may only shrink.
  * `node tools/layering/layering.ts` prints the report (exit 1 on a new or a stale entry);
@@ -59,6 +65,10 @@ const WRITE_METHODS: Record<string, ReadonlySet<string>> = {
   'runtime/configmap-writer.ts#ConfigMapWriter': new Set(['ensure']),
 };
 const TIMERS = new Set(['setTimeout', 'setInterval', 'setImmediate']);
+/** The floors that must leave time to the runtime. */
+const NO_PRIVATE_TIMERS = /^(controllers|reconcilers|actions)\//;
+/** RxJS creation functions and operators that wait on a scheduler (the async one unless given). */
+const RX_TIME = new Set(['timer', 'interval', 'delay', 'delayWhen', 'auditTime', 'debounceTime', 'bufferTime', 'throttleTime', 'sampleTime', 'timeout', 'timeoutWith', 'windowTime']);
 
 /** The AST rules (see the file comment). */
 export function astViolations(root: string): Violation[] {
@@ -87,7 +97,8 @@ export function astViolations(root: string): Violation[] {
     if (sf.isDeclarationFile || file.startsWith('..') || file.includes('node_modules/') || isTestFile(file)) continue;
     const checkWrites = !WRITERS.test(file);
     const checkClock = file.startsWith('policy/');
-    if (!checkWrites && !checkClock) continue;
+    const checkTimers = NO_PRIVATE_TIMERS.test(file);
+    if (!checkWrites && !checkClock && !checkTimers) continue;
     const at = (n: ts.Node): string => `${file}:${sf.getLineAndCharacterOfPosition(n.getStart(sf)).line + 1}`;
     const visit = (n: ts.Node): void => {
       if (checkWrites && ts.isPropertyAccessExpression(n)) {
@@ -104,11 +115,35 @@ export function astViolations(root: string): Violation[] {
         const clock = clockRead(n);
         if (clock !== undefined) out.push({ rule: 'policy-no-clock', from: file, to: clock, at: at(n) });
       }
+      if (checkTimers && ts.isCallExpression(n)) {
+        const timer = privateTimer(checker, n);
+        if (timer !== undefined) out.push({ rule: 'timers-through-runtime', from: file, to: timer, at: at(n) });
+      }
       ts.forEachChild(n, visit);
     };
     visit(sf);
   }
   return out;
+}
+
+/** A scheduler-like value: it has both `schedule` and `now` (rxjs SchedulerLike, TestScheduler, ...). */
+function isScheduler(checker: ts.TypeChecker, e: ts.Expression): boolean {
+  const t = checker.getNonNullableType(checker.getTypeAtLocation(e));
+  return t.getProperty('schedule') !== undefined && t.getProperty('now') !== undefined;
+}
+/** `setTimeout()`, `x.setInterval()`, `scheduler.schedule()`, or an RxJS time operator without a scheduler. */
+function privateTimer(checker: ts.TypeChecker, n: ts.CallExpression): string | undefined {
+  const e = n.expression;
+  const name = ts.isIdentifier(e) ? e.text : ts.isPropertyAccessExpression(e) ? e.name.text : undefined;
+  if (name === undefined) return undefined;
+  if (TIMERS.has(name)) return `${name}()`;
+  if (ts.isPropertyAccessExpression(e) && name === 'schedule' && isScheduler(checker, e.expression)) return 'scheduler.schedule()';
+  if (ts.isIdentifier(e) && RX_TIME.has(name)) {
+    const decl = checker.getSymbolAtLocation(e)?.declarations?.[0];
+    const fromRx = decl !== undefined && ts.isImportSpecifier(decl) && ts.isStringLiteral(decl.parent.parent.parent.moduleSpecifier) && decl.parent.parent.parent.moduleSpecifier.text === 'rxjs';
+    if (fromRx && !n.arguments.some((a) => isScheduler(checker, a))) return `rxjs ${name}() without an injected scheduler`;
+  }
+  return undefined;
 }
 
 function clockRead(n: ts.Node): string | undefined {
