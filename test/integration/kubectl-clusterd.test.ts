@@ -275,6 +275,9 @@ describe('kubectl clusterd (plugin as a subprocess, least-privilege user)', () =
     expect(cm.metadata?.annotations?.['clusterd-ts.io/breaker-reset']).toBeUndefined();
     const after = await plugin(kubeconfig, ['breaker', 'status', '-o', 'json']);
     expect((JSON.parse(after.stdout) as { scopes: Array<{ scope: string; tripped: boolean }> }).scopes.some((x) => x.scope === 'rack-7' && x.tripped)).toBe(false); // reset (and, idle, pruned)
+    // status tells who reset it (the controller's record, not the request it removed).
+    expect((JSON.parse(after.stdout) as { lastReset?: { scope: string; by: string } }).lastReset).toEqual(expect.objectContaining({ scope: 'rack-7', by: user }));
+    expect((await plugin(kubeconfig, ['breaker', 'status'])).stdout).toContain(`last reset: {"scope":"rack-7","by":"${user}"`);
     // Another namespace: the user's Role does not reach it, and the error says which request.
     const other = await plugin(kubeconfig, ['breaker', 'status', '--controller-namespace', ctrlNs]);
     expect(other.code).toBe(4);
