@@ -1,25 +1,27 @@
 /**
- * The jobs flow (issue 4): pods, PodGroups and node faults -> per-job aggregates (policy/jobs/job-pipeline.ts)
- * -> the desired store of aggregates + the job key queued -> the per-job decision reconcile
- * (reconcilers/job-decisions.reconciler.ts) -> actions/ and the job ConfigMap reconcilers. This file holds the flow's only
- * subscribe (style.md 2.1).
+ * The jobs flow (issue 4): pods, PodGroups and node faults -> the keys of the jobs they touch
+ * (policy/jobs/job-pipeline.ts) -> the burst window (runtime/burst-gate.ts: a quiet job's key is
+ * queued at once, what follows within --burst-window-ms coalesced by `addAfter`) -> the per-job
+ * decision reconcile (reconcilers/job-decisions.reconciler.ts, which aggregates the job from the
+ * caches) -> actions/ and the job ConfigMap reconcilers. This file holds the flow's only subscribe
+ * (style.md 2.1).
  *
  * Modes:
- * - `--rescheduling=false` (ClusterD role beside the real Volcano ascend plugin): aggregates are kept
- *   for other consumers, but no decision is made and nothing is deleted, tainted or written
+ * - `--rescheduling=false` (ClusterD role beside the real Volcano ascend plugin): the job index is kept
+ *   for other consumers (`aggregateNow`), but no decision is made and nothing is deleted, tainted or written
  *   (no vcjob-fault-npu-cm, job-reschedule-reason, tor-share-cm, reset-config GracefulExit/RetryTime).
  * - `--dry-run`: decisions are made, logged and counted; nothing is written or acted on, no Events.
  */
-import { asyncScheduler, filter, map, merge, type SchedulerLike, type Subscription } from 'rxjs';
+import { filter, map, merge, type Subscription } from 'rxjs';
 import { objectKey } from '../runtime/reflector.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import { ControllerLoop } from '../runtime/controller-loop.ts';
+import { BurstGate } from '../runtime/burst-gate.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { HiddenFault, JobFaultAggregate } from '../policy/jobs/job-aggregation.ts';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
-import { DEFAULT_JOB_GROUP_IDLE_MS } from '../policy/jobs/job-fault-stream.ts';
 import { JOB_RESCHEDULE_REASON_CM_NAME, JOB_RESCHEDULE_REASON_NAMESPACE } from '../schemas/job-reschedule-reason/job-reschedule-reason.ts';
 import { VCJOB_FAULT_NPU_CM_NAME, VCJOB_FAULT_NPU_NAMESPACE } from '../schemas/vcjob-fault-npu/vcjob-fault-npu.ts';
 import { TOR_SHARE_CM_NAME, TOR_SHARE_NAMESPACE } from '../schemas/tor-share/tor-share.ts';
@@ -34,10 +36,10 @@ import type { DeviceFaultsController } from './device-faults.controller.ts';
 import type { Options } from './options.ts';
 import type { Sources } from './sources/sources.ts';
 import { JobIndex } from '../state/job-index.ts';
-import { jobAggregates$ } from '../policy/jobs/job-pipeline.ts';
+import { jobKeys$ } from '../policy/jobs/job-pipeline.ts';
 import { JobStateStore } from '../actions/job-state.action.ts';
 import { DecisionReporter } from '../actions/job-report.action.ts';
-import { aggregateFromCache, jobDecisionsReconciler, snapshotFromCache } from '../reconcilers/job-decisions.reconciler.ts';
+import { aggregateFromCache, jobDecisionsReconciler } from '../reconcilers/job-decisions.reconciler.ts';
 import { nodeIsolationReconciler } from '../reconcilers/job-isolation.reconciler.ts';
 import { DecisionHistory } from '../actions/decision-history.action.ts';
 import { DECISION_HISTORY_KEY, decisionHistoryReconciler } from '../reconcilers/decision-history.reconciler.ts';
@@ -53,7 +55,6 @@ export interface JobsControllerDeps {
   readonly log: Logger;
   readonly metrics: Metrics;
   readonly now?: () => number;
-  readonly scheduler?: SchedulerLike;
   /** Test hooks around action execution (make an action fail or hang). */
   readonly hooks?: JobActionHooks;
   readonly afterPersist?: (key: string, pending: PendingDecision) => void;
@@ -71,7 +72,7 @@ export interface JobsControllerDeps {
 }
 
 /** What the flow hands its one subscriber. */
-type Work = { type: 'job'; agg: JobFaultAggregate } | { type: 'gone'; key: string } | { type: 'pg'; key: string } | { type: 'nodes'; nodes: readonly string[] };
+type Work = { type: 'job'; key: string } | { type: 'gone'; key: string } | { type: 'pg'; key: string } | { type: 'nodes'; nodes: readonly string[] };
 
 interface Loops {
   readonly decisions: ControllerLoop;
@@ -85,10 +86,10 @@ interface Loops {
 
 export class JobsController {
   readonly index: JobIndex;
-  /** The desired store: the latest aggregate of every job (for the decision loop's triggers and other consumers). */
-  readonly aggregates = new Map<string, JobFaultAggregate>();
   readonly states: JobStateStore;
   readonly loops: Loops | undefined;
+  /** The burst window (--burst-window-ms) on the decision queue's job keys. */
+  private readonly gate: BurstGate | undefined;
   /**
    * The durable decision history (DecisionRecords): every decision about a job is recorded through
    * `recordDecision(history, ...)` (actions/decision-history.action.ts); undefined only with
@@ -125,7 +126,7 @@ export class JobsController {
       cached: mindxDl, cachedNames: () => [...s.mindxDlConfigMaps.store.values()].map((c) => c.metadata?.name ?? ''),
       writer, client, dryRun: options.dryRun,
     });
-    if (!options.rescheduling) { this.loops = undefined; this.history = undefined; return; }
+    if (!options.rescheduling) { this.loops = undefined; this.gate = undefined; this.history = undefined; return; }
     const faultsOf = (n: string) => d.deviceFaults.effective(n);
     const loop = (r: ConstructorParameters<typeof ControllerLoop>[0], workers = 1) => new ControllerLoop(r, { log, metrics, now: this.now, workers });
     const reasonStore = new RescheduleReasonStore({
@@ -171,6 +172,7 @@ export class JobsController {
       // Dry run writes nothing, so it prunes nothing either.
       history: loop(options.dryRun ? { name: 'decision_history', reconcile: async () => ({}) } : decisionHistoryReconciler({ client, index: history.index, bounds, metrics })),
     };
+    this.gate = new BurstGate(this.loops.decisions.queue, options.burstWindowMs, this.now);
   }
 
   /** Subscribes the flow; call before the sources start so the initial lists feed the index. */
@@ -178,19 +180,13 @@ export class JobsController {
     const { sources: s, deviceFaults, options, log } = this.d;
     if (!options.rescheduling) log.info('rescheduling off (ClusterD role): job decisions and job ConfigMaps are left to Volcano');
     const pgEvents$ = s.podGroups.events$;
-    const aggregates$ = jobAggregates$({
+    const keys$ = jobKeys$({
       podKeys$: s.pods.events$.pipe(map((ev) => this.index.apply(ev))),
       podGroupKeys$: pgEvents$.pipe(filter((ev) => ev.type !== 'delete'), map((ev) => objectKey(ev.obj))),
       faultNodes$: deviceFaults.changes$.pipe(map((c) => c.nodes)),
-    }, {
-      jobKeysOnNodes: (nodes) => this.index.jobKeysOnNodes(nodes),
-      snapshotOf: (key) => {
-        const e = this.index.job(key);
-        return e === undefined ? undefined : snapshotFromCache(e, this.dampedFaultsOf, this.dampedFiltered);
-      },
-    }, { windowMs: options.burstWindowMs, idleMs: DEFAULT_JOB_GROUP_IDLE_MS }, this.d.scheduler ?? asyncScheduler);
+    }, { jobKeysOnNodes: (nodes) => this.index.jobKeysOnNodes(nodes) });
     const work$ = merge(
-      aggregates$.pipe(map((agg): Work => ({ type: 'job', agg }))),
+      keys$.pipe(filter((key) => this.index.job(key) !== undefined), map((key): Work => ({ type: 'job', key }))),
       pgEvents$.pipe(map((ev): Work => (ev.type === 'delete' ? { type: 'gone', key: objectKey(ev.obj) } : { type: 'pg', key: objectKey(ev.obj) }))),
       deviceFaults.changes$.pipe(map((c): Work => ({ type: 'nodes', nodes: c.nodes }))),
     );
@@ -203,13 +199,13 @@ export class JobsController {
   private dispatch(w: Work): void {
     const l = this.loops;
     switch (w.type) {
-      case 'job':
-        this.aggregates.set(w.agg.job.key, w.agg);
-        l?.decisions.queue.add(w.agg.job.key);
-        l?.torShare.queue.add(TOR_SHARE_KEY);
+      case 'job': {
+        // Leading edge for a quiet job, the rest of its burst coalesced into one pass at the window's end.
+        const wait = this.gate?.touch(w.key);
+        if (wait !== undefined) l?.torShare.queue.addAfter(TOR_SHARE_KEY, wait);
         break;
+      }
       case 'gone':
-        this.aggregates.delete(w.key);
         l?.decisions.queue.add(w.key);
         break;
       case 'pg':
@@ -250,7 +246,7 @@ export class JobsController {
     for (const n of this.d.sources.nodes.store.keys()) l.isolation.queue.add(n);
   }
 
-  /** Stops the reconcilers (lost leadership, shutdown); the flow keeps the aggregates current. */
+  /** Stops the reconcilers (lost leadership, shutdown); the flow keeps the job index current. */
   async stopLoops(): Promise<void> {
     if (this.loops !== undefined) await Promise.all(Object.values(this.loops).map((l: ControllerLoop) => l.stop()));
   }

@@ -15,7 +15,7 @@ import { createSources, sourcesHealth, startSources, stopSources, waitForSync, t
 import { ControllerLoop } from '../runtime/controller-loop.ts';
 import { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import { DeviceFaultsController, type FaultPolicy } from './device-faults.controller.ts';
-import { CLUSTER_INFO_KEY, clusterInfoReconciler, renderClusterInfo } from '../reconcilers/cluster-info.reconciler.ts';
+import { CLUSTER_INFO_KEY, CLUSTER_INFO_WRITE_BURST, clusterInfoReconciler, renderClusterInfo } from '../reconcilers/cluster-info.reconciler.ts';
 import { CLUSTER_INFO_NAMESPACE } from '../schemas/cluster-info/cluster-info.ts';
 import { LeaderElector } from '../runtime/leader-election.ts';
 import { JobsController, type JobsControllerDeps } from './jobs.controller.ts';
@@ -128,6 +128,7 @@ export class Manager implements HealthSource {
       writer: this.writer,
       refreshMs: options.clusterInfoRefreshSeconds * 1000,
       refreshAnnotation: options.clusterInfoRefreshAnnotation,
+      burst: CLUSTER_INFO_WRITE_BURST,
     });
     this.clusterInfo = new ControllerLoop(clusterInfo, { log, metrics, now: this.now });
     const csNs = options.clusterSystemNamespace;

@@ -302,7 +302,7 @@ describe('helm chart charts/clusterd-ts: rendering', () => {
     expect(c.ports).toEqual([{ name: 'grpc', containerPort: 8899, protocol: 'TCP' }, { name: 'http', containerPort: 11253, protocol: 'TCP' }]);
     expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'http' });
     expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'http' });
-    expect(c.resources).toEqual({ requests: { cpu: '500m', memory: '512Mi' }, limits: { cpu: '1', memory: '1Gi' } });
+    expect(c.resources).toEqual({ requests: { cpu: '100m', memory: '256Mi' }, limits: { cpu: '1', memory: '1Gi' } });
     expect(pod.securityContext).toEqual(expect.objectContaining({ runAsNonRoot: true, runAsUser: 9000, runAsGroup: 9000 }));
     expect(c.securityContext).toEqual(expect.objectContaining({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, runAsUser: 9000, capabilities: { drop: ['ALL'] } }));
     expect(c.env.map((e) => [e.name, e.valueFrom?.fieldRef?.fieldPath])).toEqual([['NODE_NAME', 'spec.nodeName'], ['POD_NAME', 'metadata.name'], ['POD_IP', 'status.podIP'], ['POD_NAMESPACE', 'metadata.namespace']]);
