@@ -12,8 +12,8 @@
  * - the fault view (controllers/fault-view.ts) runs `evaluate` once per change of a node and keeps
  *   the result: the jobs pipeline's snapshot, cluster-info's withheld faults and the scheduler view;
  * - when a window ends (custom filter, UCE-accompany 5 s, step retry 10 s, recover-in-place 60 s) the
- *   node's work-queue key (runtime/timer-loop.ts) `notify`s it to the fault view, which evaluates it
- *   again: cluster-info is re-rendered and the job re-decided, so a fault still present at the end of its
+ *   node's work-queue key (runtime/timer-loop.ts) re-evaluates the node and `notify`s the fault view:
+ *   cluster-info is re-rendered and the job re-decided, so a fault still present at the end of its
  *   window restarts the job then;
  * - cluster-info leaves out what the last evaluation of a node hid or dropped (`withheld`): chips
  *   whose only non-normal faults are withheld leave the device plugin's unhealthy lists, withheld
@@ -125,8 +125,12 @@ export class FaultFiltersController {
     this.d = d;
     this.clock = d.clock ?? { ...realClock, now: d.now ?? realClock.now };
     this.index = new JobIndex(d.sources);
-    // A window ended: the fault view (controllers/fault-view.ts) evaluates the node again.
-    this.timers = new TimerLoop({ name: 'fault_filter_windows', log: d.log, clock: this.clock, ...(d.metrics ? { metrics: d.metrics } : {}) }, (node) => this.d.notify([node]));
+    // A window ended: evaluate the node (the verdict's log line and the persisted memory change
+    // here), then re-announce it so the fault view keeps the new result.
+    this.timers = new TimerLoop({ name: 'fault_filter_windows', log: d.log, clock: this.clock, ...(d.metrics ? { metrics: d.metrics } : {}) }, (node, nowMs) => {
+      this.evaluate(node, this.d.jobView(node), nowMs);
+      this.d.notify([node]);
+    });
   }
 
   /** Subscribes pods and PodGroups; call before the sources start so the initial lists feed the index. */
