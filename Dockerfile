@@ -28,8 +28,13 @@ LABEL org.opencontainers.image.title="clusterd-ts" \
       org.opencontainers.image.description="ClusterD-compatible fault-handling controller for Ascend NPU clusters" \
       org.opencontainers.image.version="0.1.0" \
       org.opencontainers.image.licenses="Apache-2.0"
+# V8 heap (issue 16, docs/benchmarks.md "Where the memory goes"): a 4 MiB semi-space instead of
+# V8's default (up to 16 MiB x 3 for the young generation, which an idle controller never needs but
+# keeps resident), and the old space capped at 3/4 of the chart's 1 GiB memory limit so V8 collects
+# before the kernel kills. Change both with resources.limits.memory (extraEnv NODE_OPTIONS replaces
+# this line). tools/bench runs the controller with these same options.
 ENV NODE_ENV=production \
-    NODE_OPTIONS=--enable-source-maps
+    NODE_OPTIONS="--enable-source-maps --max-semi-space-size=4 --max-old-space-size=768"
 WORKDIR /app
 # uid/gid 9000 like ClusterD's hwMindX user; the chart runs the pod as 9000 as well.
 RUN groupadd --system --gid 9000 hwMindX \

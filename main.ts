@@ -2,11 +2,15 @@
  * Entry point: parse flags, build the client, logger and metrics, start the manager. Nothing else
  * (style.md Part 3: main only wires). Runs directly on Node 24 (`node main.ts`) or from dist/.
  */
-import { KubeClient } from './runtime/kube-client.ts';
-import { createLogger } from './telemetry/logger.ts';
-import { Metrics } from './telemetry/metrics.ts';
-import { Manager } from './controllers/manager.ts';
-import { OptionsError, parseOptions, usage } from './controllers/options.ts';
+import { registerClientNodeSlim } from './runtime/client-node-slim.ts';
+
+// Before anything loads the Kubernetes client (static imports would be resolved first).
+registerClientNodeSlim();
+const { KubeClient } = await import('./runtime/kube-client.ts');
+const { createLogger } = await import('./telemetry/logger.ts');
+const { Metrics } = await import('./telemetry/metrics.ts');
+const { Manager } = await import('./controllers/manager.ts');
+const { OptionsError, parseOptions, usage } = await import('./controllers/options.ts');
 
 async function main(): Promise<void> {
   if (process.argv.includes('--help') || process.argv.includes('-h')) {

@@ -16,7 +16,7 @@ import type { JobDecision, ReasonStep } from '../policy/jobs/job-decision-types.
 import { recordJobEvent } from './job-event.action.ts';
 import type { DecisionRecordInput, DecisionRecordOutcome } from '../schemas/decision-record/decision-record.ts';
 
-export type DecisionOutcome = 'acted' | 'dry_run' | 'no_action' | 'already_acted' | 'replayed';
+export type DecisionOutcome = 'acted' | 'dry_run' | 'no_action' | 'already_acted' | 'replayed' | 'held' | 'deferred';
 
 /** `evictPods(p-0,p-1)`: an action as logs and the decision history show it. */
 export const actionText = (a: { readonly type: string } & Partial<{ readonly pods: readonly { readonly name: string }[]; readonly pod: { readonly name: string } }>): string =>
@@ -109,7 +109,8 @@ export class DecisionReporter {
   /** Logs and counts a notable decision once; answers whether it was reported now. */
   decided(job: ReporterJob, agg: JobFaultAggregate, d: JobDecision, outcome: DecisionOutcome): boolean {
     const fields = { job: job.key, decisionId: d.decisionId, kind: d.kind, phase: d.phase, row: d.row, outcome };
-    if (!this.notable(d, agg) || this.last.get(job.key) === d.decisionId) {
+    // `acted` is reported even after the same decision was reported held or deferred (acted once only).
+    if (!this.notable(d, agg) || (this.last.get(job.key) === d.decisionId && outcome !== 'acted')) {
       this.d.log.debug('job decision', fields);
       return false;
     }
@@ -134,6 +135,23 @@ export class DecisionReporter {
       }, this.d.metrics);
     } catch (e) {
       this.d.log.warn('could not record the decision Event', { job: job.key, decisionId: d.decisionId, err: String(e) });
+    }
+  }
+
+  /**
+   * A decision held by the blast-radius breaker: an Event `FaultRescheduleHeld` on the PodGroup with
+   * the reason chain and the breaker's reason. The one place held decisions are recorded (to move to
+   * the durable decision history, actions/decision-history.action.ts, when it lands).
+   */
+  async held(job: ReporterJob, d: Pick<JobDecision, 'decisionId'>, chain: string, atMs: number): Promise<void> {
+    if (this.d.events === undefined) return;
+    try {
+      await recordJobEvent(this.d.events, {
+        object: { namespace: job.namespace, name: job.podGroupName, ...(job.podGroupUid ? { uid: job.podGroupUid } : {}) },
+        decisionId: d.decisionId, type: 'Warning', reason: 'FaultRescheduleHeld', message: chain, atMs,
+      }, this.d.metrics);
+    } catch (e) {
+      this.d.log.warn('could not record the held decision Event', { job: job.key, decisionId: d.decisionId, err: String(e) });
     }
   }
 

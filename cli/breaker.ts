@@ -3,14 +3,14 @@
  * ConfigMap `clusterd-ts-breaker` in the controller namespace, data key `state` =
  * `{"scopes":[{"scope":"cluster"|"<domain>","tripped":bool,"trippedAt":RFC3339|null,"reason":string,"held":number,...}]}`;
  * a reset is the annotation `clusterd-ts.io/breaker-reset` = `{"scope":"all"|scope,"by":user,"at":RFC3339}`,
- * which the controller acts on.
+ * which the controller acts on: it resets the scope, removes the request and records it as
+ * `clusterd-ts.io/breaker-last-reset` (schemas/breaker-state).
  */
 import { isNotFound, paths, type KubeClient } from '../runtime/kube-client.ts';
+import { BREAKER_CM_NAME, BREAKER_LAST_RESET_ANNOTATION, BREAKER_RESET_ANNOTATION, BREAKER_STATE_KEY } from '../schemas/breaker-state/breaker-state.ts';
 import { CliError, EXIT } from './errors.ts';
 
-export const BREAKER_CM_NAME = 'clusterd-ts-breaker';
-export const BREAKER_STATE_KEY = 'state';
-export const BREAKER_RESET_ANNOTATION = 'clusterd-ts.io/breaker-reset';
+export { BREAKER_CM_NAME };
 
 export interface BreakerScope {
   readonly scope: string;
@@ -24,8 +24,10 @@ export interface BreakerScope {
 export interface BreakerStatus {
   readonly present: boolean;
   readonly scopes: readonly BreakerScope[];
-  /** The last reset asked for, if the annotation is there. */
+  /** The last reset the controller carried out (who, when, which scope). */
   readonly lastReset?: unknown;
+  /** A reset asked for that the controller has not carried out yet. */
+  readonly pendingReset?: unknown;
 }
 
 export async function breakerStatus(client: KubeClient, namespace: string): Promise<BreakerStatus> {
@@ -44,9 +46,13 @@ export async function breakerStatus(client: KubeClient, namespace: string): Prom
   }
   const scopes = (parsed as { scopes?: unknown }).scopes;
   if (!Array.isArray(scopes)) throw new CliError(`${namespace}/${BREAKER_CM_NAME}: ${BREAKER_STATE_KEY} has no scopes list`, EXIT.error);
-  const reset = cm.metadata?.annotations?.[BREAKER_RESET_ANNOTATION];
-  let lastReset: unknown;
-  if (reset !== undefined) { try { lastReset = JSON.parse(reset); } catch { lastReset = reset; } }
+  const annotation = (key: string): unknown => {
+    const text = cm.metadata?.annotations?.[key];
+    if (text === undefined) return undefined;
+    try { return JSON.parse(text); } catch { return text; }
+  };
+  const lastReset = annotation(BREAKER_LAST_RESET_ANNOTATION);
+  const pendingReset = annotation(BREAKER_RESET_ANNOTATION);
   return {
     present: true,
     scopes: scopes.map((s: Record<string, unknown>) => ({
@@ -55,6 +61,7 @@ export async function breakerStatus(client: KubeClient, namespace: string): Prom
       reason: typeof s.reason === 'string' ? s.reason : '', held: typeof s.held === 'number' ? s.held : 0,
     })),
     ...(lastReset === undefined ? {} : { lastReset }),
+    ...(pendingReset === undefined ? {} : { pendingReset }),
   };
 }
 

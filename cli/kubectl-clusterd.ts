@@ -83,10 +83,11 @@ export function program(): Command {
     .action(async () => {
       const fmt = parseFormat(g().output);
       const s = await breakerStatus(connect(g()), g().controllerNamespace);
+      const reset = (label: string, r: unknown): string => (r === undefined ? '' : `${label}: ${typeof r === 'string' ? r : JSON.stringify(r)}\n`);
       emit(fmt, s, () => (!s.present ? 'no breaker state\n' : table(
         ['scope', 'tripped', 'since', 'held', 'reason'],
         s.scopes.map((x) => [x.scope, x.tripped ? 'yes' : 'no', x.trippedAt ?? '-', String(x.held), x.reason || '-']),
-      )));
+      ) + reset('last reset', s.lastReset) + reset('reset requested, not yet carried out', s.pendingReset)));
     });
   breaker.command('reset')
     .description('reset a tripped scope (default: all); the controller acts on it and records who and when')

@@ -1,25 +1,27 @@
 /**
- * The jobs flow (issue 4): pods, PodGroups and node faults -> per-job aggregates (policy/jobs/job-pipeline.ts)
- * -> the desired store of aggregates + the job key queued -> the per-job decision reconcile
- * (reconcilers/job-decisions.reconciler.ts) -> actions/ and the job ConfigMap reconcilers. This file holds the flow's only
- * subscribe (style.md 2.1).
+ * The jobs flow (issue 4): pods, PodGroups and node faults -> the keys of the jobs they touch
+ * (policy/jobs/job-pipeline.ts) -> the burst window (runtime/burst-gate.ts: a quiet job's key is
+ * queued at once, what follows within --burst-window-ms coalesced by `addAfter`) -> the per-job
+ * decision reconcile (reconcilers/job-decisions.reconciler.ts, which aggregates the job from the
+ * caches) -> actions/ and the job ConfigMap reconcilers. This file holds the flow's only subscribe
+ * (style.md 2.1).
  *
  * Modes:
- * - `--rescheduling=false` (ClusterD role beside the real Volcano ascend plugin): aggregates are kept
- *   for other consumers, but no decision is made and nothing is deleted, tainted or written
+ * - `--rescheduling=false` (ClusterD role beside the real Volcano ascend plugin): the job index is kept
+ *   for other consumers (`aggregateNow`), but no decision is made and nothing is deleted, tainted or written
  *   (no vcjob-fault-npu-cm, job-reschedule-reason, tor-share-cm, reset-config GracefulExit/RetryTime).
  * - `--dry-run`: decisions are made, logged and counted; nothing is written or acted on, no Events.
  */
-import { asyncScheduler, filter, map, merge, type SchedulerLike, type Subscription } from 'rxjs';
+import { filter, map, merge, type Subscription } from 'rxjs';
 import { objectKey } from '../runtime/reflector.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import { ControllerLoop } from '../runtime/controller-loop.ts';
+import { BurstGate } from '../runtime/burst-gate.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { HiddenFault, JobFaultAggregate } from '../policy/jobs/job-aggregation.ts';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
-import { DEFAULT_JOB_GROUP_IDLE_MS } from '../policy/jobs/job-fault-stream.ts';
 import { JOB_RESCHEDULE_REASON_CM_NAME, JOB_RESCHEDULE_REASON_NAMESPACE } from '../schemas/job-reschedule-reason/job-reschedule-reason.ts';
 import { VCJOB_FAULT_NPU_CM_NAME, VCJOB_FAULT_NPU_NAMESPACE } from '../schemas/vcjob-fault-npu/vcjob-fault-npu.ts';
 import { TOR_SHARE_CM_NAME, TOR_SHARE_NAMESPACE } from '../schemas/tor-share/tor-share.ts';
@@ -34,13 +36,15 @@ import type { FaultView } from './fault-view.ts';
 import type { Options } from './options.ts';
 import type { Sources } from './sources/sources.ts';
 import { JobIndex } from './job-index.ts';
-import { jobAggregates$ } from '../policy/jobs/job-pipeline.ts';
+import { jobKeys$ } from '../policy/jobs/job-pipeline.ts';
 import { JobStateStore } from '../actions/job-state.action.ts';
 import { DecisionReporter } from '../actions/job-report.action.ts';
-import { aggregateFromCache, jobDecisionsReconciler, snapshotFromCache } from '../reconcilers/job-decisions.reconciler.ts';
+import { aggregateFromCache, jobDecisionsReconciler } from '../reconcilers/job-decisions.reconciler.ts';
 import { nodeIsolationReconciler } from '../reconcilers/job-isolation.reconciler.ts';
 import { DecisionHistory } from '../actions/decision-history.action.ts';
 import { DECISION_HISTORY_KEY, decisionHistoryReconciler } from '../reconcilers/decision-history.reconciler.ts';
+import type { BreakerGate } from './breaker.controller.ts';
+import { FlapDamper } from './flap-damper.ts';
 
 export interface JobsControllerDeps {
   readonly client: KubeClient;
@@ -52,7 +56,6 @@ export interface JobsControllerDeps {
   readonly log: Logger;
   readonly metrics: Metrics;
   readonly now?: () => number;
-  readonly scheduler?: SchedulerLike;
   /** Test hooks around action execution (make an action fail or hang). */
   readonly hooks?: JobActionHooks;
   readonly afterPersist?: (key: string, pending: PendingDecision) => void;
@@ -65,10 +68,12 @@ export interface JobsControllerDeps {
    * and the hide windows, so aggregates mark hidden causes (B6 row 2). Default: the filtered view only.
    */
   readonly filtered?: (nodes: readonly string[]) => { readonly faults: readonly FaultRecord[]; readonly hidden: ReadonlyMap<string, HiddenFault> };
+  /** The blast-radius breaker (breaker.controller.ts): asked before every reschedule and node isolation. */
+  readonly breaker: BreakerGate;
 }
 
 /** What the flow hands its one subscriber. */
-type Work = { type: 'job'; agg: JobFaultAggregate } | { type: 'gone'; key: string } | { type: 'pg'; key: string } | { type: 'nodes'; nodes: readonly string[] };
+type Work = { type: 'job'; key: string } | { type: 'gone'; key: string } | { type: 'pg'; key: string } | { type: 'nodes'; nodes: readonly string[] };
 
 interface Loops {
   readonly decisions: ControllerLoop;
@@ -82,10 +87,10 @@ interface Loops {
 
 export class JobsController {
   readonly index: JobIndex;
-  /** The desired store: the latest aggregate of every job (for the decision loop's triggers and other consumers). */
-  readonly aggregates = new Map<string, JobFaultAggregate>();
   readonly states: JobStateStore;
   readonly loops: Loops | undefined;
+  /** The burst window (--burst-window-ms) on the decision queue's job keys. */
+  private readonly gate: BurstGate | undefined;
   /**
    * The durable decision history (DecisionRecords): every decision about a job is recorded through
    * `recordDecision(history, ...)` (actions/decision-history.action.ts); undefined only with
@@ -95,18 +100,34 @@ export class JobsController {
   private sub: Subscription | undefined;
   private readonly d: JobsControllerDeps;
   private readonly now: () => number;
+  /** Flap damping of the decision view (policy/flap-damping.ts). */
+  readonly damper: FlapDamper;
+  /** The decision view of a node: the scheduler view with flapping hardware held faulty. */
+  private readonly dampedFaultsOf: (node: string) => readonly FaultRecord[];
+  private readonly dampedFiltered: JobsControllerDeps['filtered'];
 
   constructor(d: JobsControllerDeps) {
     this.d = d;
     this.now = d.now ?? Date.now;
     const { sources: s, writer, options, log, metrics, client } = d;
+    this.damper = new FlapDamper({
+      holdMs: options.flapDampingSeconds * 1000, recoveries: options.flapDampingRecoveries, windowMs: options.flapDampingWindowSeconds * 1000,
+    }, this.now, metrics);
+    this.dampedFaultsOf = (n) => this.damper.view(n, d.deviceFaults.effective(n));
+    this.dampedFiltered = d.filtered === undefined ? undefined : (nodes) => {
+      const f = d.filtered!(nodes);
+      if (!this.damper.enabled) return f;
+      const byNode = new Map<string, FaultRecord[]>(nodes.map((n) => [n, []]));
+      for (const r of f.faults) { const l = byNode.get(r.node); if (l === undefined) byNode.set(r.node, [r]); else l.push(r); }
+      return { faults: [...byNode].flatMap(([n, rs]) => this.damper.view(n, rs)), hidden: f.hidden };
+    };
     this.index = new JobIndex(s);
     const mindxDl = (name: string) => s.mindxDlConfigMaps.get(`${JOB_STATE_NAMESPACE}/${name}`);
     this.states = new JobStateStore({
       cached: mindxDl, cachedNames: () => [...s.mindxDlConfigMaps.store.values()].map((c) => c.metadata?.name ?? ''),
       writer, client, dryRun: options.dryRun,
     });
-    if (!options.rescheduling) { this.loops = undefined; this.history = undefined; return; }
+    if (!options.rescheduling) { this.loops = undefined; this.gate = undefined; this.history = undefined; return; }
     const faultsOf = (n: string) => d.deviceFaults.effective(n);
     const loop = (r: ConstructorParameters<typeof ControllerLoop>[0], workers = 1) => new ControllerLoop(r, { log, metrics, now: this.now, workers });
     const reasonStore = new RescheduleReasonStore({
@@ -132,7 +153,8 @@ export class JobsController {
     this.history = history;
     this.loops = {
       decisions: loop(jobDecisionsReconciler({
-        index: this.index, faultsOf, ...(d.filtered === undefined ? {} : { filtered: d.filtered }), states: this.states, executor, reporter, history, resetConfig, dryRun: options.dryRun,
+        index: this.index, faultsOf: this.dampedFaultsOf, ...(this.dampedFiltered === undefined ? {} : { filtered: this.dampedFiltered }),
+        states: this.states, executor, reporter, history, resetConfig, dryRun: options.dryRun, breaker: d.breaker, damper: this.damper,
         config: { graceOverTimeMs: options.graceOverTimeSeconds * 1000, pendingEscalationMs: options.pendingEscalationSeconds * 1000 },
         registered: d.registered, afterPersist: d.afterPersist, goodput: metrics.goodput,
         onStateChanged: () => vcjobFaultNpu.queue.add(VCJOB_FAULT_NPU_KEY),
@@ -146,11 +168,12 @@ export class JobsController {
       })),
       isolation: loop(nodeIsolationReconciler({
         node: (n) => s.nodes.get(n), faultsOf, client, metrics, dryRun: options.dryRun,
-        enabled: options.nodeTaints, holdMs: options.nodeTaintHoldSeconds * 1000,
+        enabled: options.nodeTaints, holdMs: options.nodeTaintHoldSeconds * 1000, breaker: d.breaker,
       }), 2),
       // Dry run writes nothing, so it prunes nothing either.
       history: loop(options.dryRun ? { name: 'decision_history', reconcile: async () => ({}) } : decisionHistoryReconciler({ client, index: history.index, bounds, metrics })),
     };
+    this.gate = new BurstGate(this.loops.decisions.queue, options.burstWindowMs, this.now);
   }
 
   /** Subscribes the flow; call before the sources start so the initial lists feed the index. */
@@ -158,19 +181,13 @@ export class JobsController {
     const { sources: s, deviceFaults, options, log } = this.d;
     if (!options.rescheduling) log.info('rescheduling off (ClusterD role): job decisions and job ConfigMaps are left to Volcano');
     const pgEvents$ = s.podGroups.events$;
-    const aggregates$ = jobAggregates$({
+    const keys$ = jobKeys$({
       podKeys$: s.pods.events$.pipe(map((ev) => this.index.apply(ev))),
       podGroupKeys$: pgEvents$.pipe(filter((ev) => ev.type !== 'delete'), map((ev) => objectKey(ev.obj))),
       faultNodes$: deviceFaults.changes$.pipe(map((c) => c.nodes)),
-    }, {
-      jobKeysOnNodes: (nodes) => this.index.jobKeysOnNodes(nodes),
-      snapshotOf: (key) => {
-        const e = this.index.job(key);
-        return e === undefined ? undefined : snapshotFromCache(e, (n) => deviceFaults.effective(n), this.d.filtered);
-      },
-    }, { windowMs: options.burstWindowMs, idleMs: DEFAULT_JOB_GROUP_IDLE_MS }, this.d.scheduler ?? asyncScheduler);
+    }, { jobKeysOnNodes: (nodes) => this.index.jobKeysOnNodes(nodes) });
     const work$ = merge(
-      aggregates$.pipe(map((agg): Work => ({ type: 'job', agg }))),
+      keys$.pipe(filter((key) => this.index.job(key) !== undefined), map((key): Work => ({ type: 'job', key }))),
       pgEvents$.pipe(map((ev): Work => (ev.type === 'delete' ? { type: 'gone', key: objectKey(ev.obj) } : { type: 'pg', key: objectKey(ev.obj) }))),
       deviceFaults.changes$.pipe(map((c): Work => ({ type: 'nodes', nodes: c.nodes }))),
     );
@@ -183,19 +200,22 @@ export class JobsController {
   private dispatch(w: Work): void {
     const l = this.loops;
     switch (w.type) {
-      case 'job':
-        this.aggregates.set(w.agg.job.key, w.agg);
-        l?.decisions.queue.add(w.agg.job.key);
-        l?.torShare.queue.add(TOR_SHARE_KEY);
+      case 'job': {
+        // Leading edge for a quiet job, the rest of its burst coalesced into one pass at the window's end.
+        const wait = this.gate?.touch(w.key);
+        if (wait !== undefined) l?.torShare.queue.addAfter(TOR_SHARE_KEY, wait);
         break;
+      }
       case 'gone':
-        this.aggregates.delete(w.key);
         l?.decisions.queue.add(w.key);
         break;
       case 'pg':
         l?.vcjobFaultNpu.queue.add(VCJOB_FAULT_NPU_KEY);
         break;
       case 'nodes':
+        // Every fault change is shown to the damper, also of nodes no job pod sits on right now (a
+        // restarted job's pods may be Pending), so a recovery there is not missed.
+        for (const n of w.nodes) this.dampedFaultsOf(n);
         l?.vcjobFaultNpu.queue.add(VCJOB_FAULT_NPU_KEY);
         for (const n of w.nodes) l?.isolation.queue.add(n);
         break;
@@ -219,7 +239,15 @@ export class JobsController {
     }
   }
 
-  /** Stops the reconcilers (lost leadership, shutdown); the flow keeps the aggregates current. */
+  /** After a breaker reset: every job and node is decided again from the current state. */
+  requeueAll(): void {
+    const l = this.loops;
+    if (l === undefined) return;
+    for (const key of this.index.jobKeys()) l.decisions.queue.add(key);
+    for (const n of this.d.sources.nodes.store.keys()) l.isolation.queue.add(n);
+  }
+
+  /** Stops the reconcilers (lost leadership, shutdown); the flow keeps the job index current. */
   async stopLoops(): Promise<void> {
     if (this.loops !== undefined) await Promise.all(Object.values(this.loops).map((l: ControllerLoop) => l.stop()));
   }

@@ -17,7 +17,7 @@ import { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import { DeviceFaultsController, type FaultChange, type FaultPolicy } from './device-faults.controller.ts';
 import { FaultView } from './fault-view.ts';
 import { runStep, runSyncStep, singleton, type Flow } from './flows.ts';
-import { CLUSTER_INFO_KEY, clusterInfoReconciler, renderClusterInfo } from '../reconcilers/cluster-info.reconciler.ts';
+import { CLUSTER_INFO_KEY, CLUSTER_INFO_WRITE_BURST, clusterInfoReconciler, renderClusterInfo } from '../reconcilers/cluster-info.reconciler.ts';
 import { CLUSTER_INFO_NAMESPACE } from '../schemas/cluster-info/cluster-info.ts';
 import { LeaderElector } from '../runtime/leader-election.ts';
 import { JobsController, type JobsControllerDeps } from './jobs.controller.ts';
@@ -39,6 +39,7 @@ import { RelationFaultsController } from './relation-faults.controller.ts';
 import { recoverInPlacePeers } from './fault-filters-peers.ts';
 import { LAST_GOOD_CM_NAME, parseLastGood } from './device-info-last-good.ts';
 import { LAST_GOOD_RECONCILE_KEY, lastGoodReconciler } from '../reconcilers/device-info-last-good.reconciler.ts';
+import { BreakerController, breakerConfigOf } from './breaker.controller.ts';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 
@@ -82,6 +83,7 @@ interface Ports {
   readonly publicFaultMessage: Subject<void>;
   readonly jobFacts: Subject<{ readonly jobId: string; readonly nodes: readonly string[] }>;
   readonly redecide: Subject<string>;
+  readonly breakerReset: Subject<void>;
 }
 
 export class Manager implements HealthSource {
@@ -115,6 +117,8 @@ export class Manager implements HealthSource {
   readonly filters: FaultFiltersController;
   /** Relation faults -> pod label fault-type=Separate|SubHealth. */
   readonly relations: RelationFaultsController;
+  /** Blast-radius breaker: gates every reschedule and node isolation; state in mindx-dl/clusterd-ts-breaker. */
+  readonly breaker: BreakerController;
   private server: Server | undefined;
   private elector: LeaderElector | undefined;
   private leaderLabel: LeaderLabeler | undefined;
@@ -157,6 +161,8 @@ export class Manager implements HealthSource {
       jobFacts: new Subject<{ readonly jobId: string; readonly nodes: readonly string[] }>(),
       /** Jobs the recovery hands back to the decisions loop (label `pause`, B6 row 9 -> 10/11). */
       redecide: new Subject<string>(),
+      /** The breaker was reset: every job is decided again. */
+      breakerReset: new Subject<void>(),
     };
 
     // Intake: sources -> FaultStore -> ports.intake.
@@ -213,7 +219,15 @@ export class Manager implements HealthSource {
       client: deps.client, log: log.child({ controller: 'relation_faults' }), metrics, now, dryRun: options.dryRun,
       onStateChange: () => ports.sideState.next(),
     });
+    this.breaker = new BreakerController({
+      sources: s, writer, client: deps.client, config: breakerConfigOf(options), domainLabel: options.breakerDomainLabel,
+      superPodOf: (n) => store.nodeState(n)?.device?.data.cfg.SuperPodID,
+      faultsOf: (n) => faults.effective(n),
+      onReset: () => ports.breakerReset.next(),
+      log: log.child({ controller: 'breaker' }), metrics, now,
+    });
     this.jobs = new JobsController({
+      breaker: this.breaker,
       registered: (uid) => recovery.isRegistered(uid),
       // B6 rows 6/8: the decision's hand-off starts the job's FSM now (preExitProcess before the
       // fault pods are deleted, as ClusterD's order has it); see RecoveryController.handOff.
@@ -232,6 +246,7 @@ export class Manager implements HealthSource {
       writer,
       refreshMs: options.clusterInfoRefreshSeconds * 1000,
       refreshAnnotation: options.clusterInfoRefreshAnnotation,
+      burst: CLUSTER_INFO_WRITE_BURST,
     });
     this.clusterInfo = loop(clusterInfo);
     this.escalationState = loop(escalationStateReconciler({
@@ -267,7 +282,7 @@ export class Manager implements HealthSource {
    */
   private buildFlows(ports: Ports, clusterInfo: ReturnType<typeof clusterInfoReconciler>): Flow[] {
     const { options } = this.deps;
-    const { deviceFaults, faultPolicy, faults, filters, relations, jobs, jobSummary, jobStatistic, recovery, grpc } = this;
+    const { deviceFaults, faultPolicy, faults, filters, relations, jobs, breaker, jobSummary, jobStatistic, recovery, grpc } = this;
     const subs: Subscription[] = [];
     const persistSide = (): void => faultPolicy.engine.setSideState({ filters: filters.state(), relation: relations.state() });
     return [
@@ -281,6 +296,7 @@ export class Manager implements HealthSource {
           subs.push(ports.sideState.subscribe(persistSide));
           subs.push(ports.jobFacts.subscribe(({ jobId, nodes }) => filters.jobFactsChanged(jobId, nodes)));
           subs.push(ports.redecide.subscribe((key) => jobs.loops?.decisions.queue.add(key)));
+          subs.push(ports.breakerReset.subscribe(() => jobs.requeueAll()));
           // Cluster-info: the view's changed nodes are re-rendered (one key for the whole burst).
           subs.push(faults.changes$.subscribe((c) => { clusterInfo.markDirty(c.nodes); this.clusterInfo.queue.add(CLUSTER_INFO_KEY); }));
         },
@@ -307,7 +323,17 @@ export class Manager implements HealthSource {
       singleton('statistic-fault', this.statisticFault, STATISTIC_FAULT_RECONCILE_KEY, { initial: 'never', watches: [{ source: ports.publicFaultMessage, whileActing: true }], acting: () => this.acting }),
       // ClusterD's collector first looks (and creates the report) one check interval after start.
       singleton('scheduling-exception', this.schedulingException, SCHEDULING_EXCEPTION_RECONCILE_KEY, { initial: { afterMs: SCHEDULING_EXCEPTION_CHECK_INTERVAL_MS } }),
-      { name: 'jobs', start: () => jobs.start(), startActing: () => jobs.startLoops(), stopActing: () => jobs.stopLoops(), stop: () => jobs.stop() },
+      {
+        name: 'jobs', start: () => { jobs.start(); breaker.start(faults.changes$.pipe(map((c) => c.nodes))); },
+        startActing: () => {
+          // The breaker's state is restored before the first decision can ask it (rescheduling only: in
+          // the ClusterD role nothing is rescheduled or isolated, so there is nothing to hold).
+          if (jobs.loops !== undefined && !options.dryRun) breaker.startActing();
+          jobs.startLoops();
+        },
+        stopActing: async () => { await jobs.stopLoops(); await breaker.stop(); },
+        stop: async () => { await breaker.stop(); await jobs.stop(); },
+      },
       {
         name: 'job-reports',
         start: () => { jobSummary.start(); jobStatistic.start(); },

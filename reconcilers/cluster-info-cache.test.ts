@@ -85,7 +85,7 @@ function captureLog() {
 
 const T0 = 1_732_182_160_000;
 
-function setup(opts: { refreshMs?: number; minIntervalMs?: number; refreshAnnotation?: boolean; peers?: ClusterInfoDeps['peers']; renderNode?: ClusterInfoDeps['renderNode'] } = {}) {
+function setup(opts: { refreshMs?: number; minIntervalMs?: number; burst?: number; refreshAnnotation?: boolean; peers?: ClusterInfoDeps['peers']; renderNode?: ClusterInfoDeps['renderNode'] } = {}) {
   const world = new World();
   const cluster = fakeCluster();
   const { log, warnings } = captureLog();
@@ -99,6 +99,7 @@ function setup(opts: { refreshMs?: number; minIntervalMs?: number; refreshAnnota
     writer: cluster.writer,
     refreshMs: opts.refreshMs ?? 30_000,
     minIntervalMs: opts.minIntervalMs ?? 200,
+    ...(opts.burst === undefined ? {} : { burst: opts.burst }),
     ...(opts.refreshAnnotation === undefined ? {} : { refreshAnnotation: opts.refreshAnnotation }),
   });
   const ctx = { log, signal: new AbortController().signal, now: () => now };
@@ -371,6 +372,35 @@ describe('clusterInfoReconciler with the per-node cache', () => {
     expect(s.world.rendered).toEqual([]);
     await s.pass(150);
     expect(s.world.rendered).toEqual(['a']);
+  });
+
+  it('with a write burst (ClusterD: 5 at once), a change right after a write goes out at once; a pass that writes nothing costs no token', async () => {
+    const r = new RandomEntries(13);
+    const s = setup({ refreshMs: 0, minIntervalMs: 200, burst: 3 });
+    for (const n of ['a', 'b']) s.world.nodes.set(n, { device: r.device(n, 10) });
+    await s.pass(); // primes and writes: 2 tokens left
+    for (let i = 0; i < 10; i++) { // passes with nothing to write (pod events): no token spent
+      s.reconciler.markDirty(['a']);
+      await s.pass(1);
+      expect(s.world.rendered).toEqual(['a']);
+    }
+    const writes = s.cluster.writes();
+    s.world.nodes.set('a', { device: r.device('a', 10) });
+    s.reconciler.markDirty(['a']);
+    await s.pass(1); // written at once, 1 token left
+    expect(s.cluster.writes()).toBe(writes + 1);
+    s.world.nodes.set('b', { device: r.device('b', 10) });
+    s.reconciler.markDirty(['b']);
+    await s.pass(1); // written at once, 0 left
+    expect(s.cluster.writes()).toBe(writes + 2);
+    s.world.nodes.set('a', { device: r.device('a', 10) });
+    s.reconciler.markDirty(['a']);
+    const held = await s.pass(1);
+    expect(held.requeueAfterMs).toBeGreaterThan(150); // the bucket is empty: the change waits for a token
+    expect(s.world.rendered).toEqual([]);
+    await s.pass(held.requeueAfterMs);
+    expect(s.world.rendered).toEqual(['a']);
+    expect(s.cluster.writes()).toBe(writes + 3);
   });
 
   it('re-renders the peers of dirty nodes', async () => {

@@ -131,13 +131,21 @@ export interface ClusterInfoDeps {
    */
   readonly refreshAnnotation?: boolean;
   /**
-   * At most one pass per this many ms (ClusterD: at most 5 writes a second): a burst of intake
-   * notifications must not cost one pass each; later ones wait and coalesce into the next pass.
+   * The write budget, a token bucket: `burst` passes at once, then one per `minIntervalMs`. A pass
+   * takes a token before it renders (a pass without one waits for the next token, and the dirty
+   * nodes coalesce into it) and gives it back when it wrote nothing, so passes that change nothing
+   * Volcano reads (pod events, policy re-notifications) never delay a fault. The manager follows
+   * ClusterD's reporter (report.go limitRate: every report at once, but after 5 within one second it
+   * sleeps a second): burst 5 (CLUSTER_INFO_WRITE_BURST), 5 a second sustained. The default burst,
+   * 1, is a fixed minimum interval between passes.
    */
   readonly minIntervalMs?: number;
+  readonly burst?: number;
 }
 
 export const CLUSTER_INFO_MIN_INTERVAL_MS = 200;
+/** Passes that may write back to back before `minIntervalMs` spaces them (ClusterD: maxTimePerSecond 5). */
+export const CLUSTER_INFO_WRITE_BURST = 5;
 /**
  * ClusterD creates an empty cluster-info-node-cm only with its cycle report, once this long has
  * passed without any cluster-info write (report.go cycleReport: atLeastReportCycle, counted from the
@@ -314,8 +322,18 @@ export function clusterInfoReconciler(deps: ClusterInfoDeps): ClusterInfoReconci
   let lastFullWriteMs = 0;
   let lastAuditMs = 0;
   const auditMs = Math.max(deps.refreshMs, AUDIT_INTERVAL_MS);
-  let lastPassMs = -Infinity;
   const minInterval = deps.minIntervalMs ?? CLUSTER_INFO_MIN_INTERVAL_MS;
+  const burst = Math.max(1, deps.burst ?? 1);
+  let tokens = burst;
+  let refilledMs = -Infinity;
+  /** Takes a write token; answers the wait until one is there when there is none. */
+  const take = (now: number): number => {
+    if (minInterval <= 0) return 0;
+    tokens = Math.min(burst, tokens + (now - refilledMs) / minInterval);
+    refilledMs = now;
+    if (tokens >= 1) { tokens -= 1; return 0; }
+    return Math.ceil((1 - tokens) * minInterval);
+  };
   const cache = new ClusterInfoCache();
   let primed = false;
   let dirty = new Set<string>();
@@ -372,9 +390,8 @@ export function clusterInfoReconciler(deps: ClusterInfoDeps): ClusterInfoReconci
     },
     async reconcile(_key: string, ctx: ReconcileContext): Promise<Outcome> {
       const now = ctx.now();
-      const wait = lastPassMs + minInterval - now;
+      const wait = take(now);
       if (wait > 0) return { requeueAfterMs: wait };
-      lastPassMs = now;
       const refresh = deps.refreshMs > 0 && now - lastFullWriteMs >= deps.refreshMs;
       const audit = refresh && now - lastAuditMs >= auditMs;
       const pending = dirty;
@@ -428,6 +445,7 @@ export function clusterInfoReconciler(deps: ClusterInfoDeps): ClusterInfoReconci
         if (name === CLUSTER_INFO_NODE_CM) nodeCmExists = true;
       }
       if (written > 0) lastReportMs = now;
+      else tokens = Math.min(burst, tokens + 1); // nothing written: the pass cost no write
       unwritten = false;
       lastShards = shards;
       if (refresh) lastFullWriteMs = now;

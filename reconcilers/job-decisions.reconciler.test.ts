@@ -13,6 +13,7 @@ import { DecisionHistory } from '../actions/decision-history.action.ts';
 import { DecisionReporter } from '../actions/job-report.action.ts';
 import { jobDecisionsReconciler } from './job-decisions.reconciler.ts';
 import type { Sources } from '../controllers/sources/sources.ts';
+import { FlapDamper } from '../controllers/flap-damper.ts';
 import type { KubeObject } from '../runtime/kube-client.ts';
 
 const NS = 'team-a';
@@ -64,6 +65,8 @@ function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string>; 
     history: new DecisionHistory({ client: cms.client(), log: silentLogger, metrics: new Metrics({ processMetrics: false }), bounds: { perJob: 50, total: 5000, ttlMs: 3_600_000 }, dryRun: true }),
     resetConfig: { cached: () => undefined, writer }, config: {}, dryRun: false,
     registered: () => false, onStateChanged: () => undefined, onGone: () => undefined,
+    // Breaker and damping are tested in breaker.test.ts / flap-damping.test.ts: here, an open gate.
+    breaker: { admit: () => ({ allowed: true }) }, damper: new FlapDamper({ holdMs: 0, recoveries: 2, windowMs: 60_000 }, () => nowMs),
   });
   const ctx: ReconcileContext = { log: silentLogger, signal: new AbortController().signal, now: () => nowMs };
   return { r, ctx, cms, log, chains, states, pods, groups, advance: (ms: number) => { nowMs += ms; } };

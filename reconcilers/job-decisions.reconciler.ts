@@ -30,6 +30,9 @@ import { recordDecision, type DecisionHistory } from '../actions/decision-histor
 import type { DecisionRecordOutcome } from '../schemas/decision-record/decision-record.ts';
 import { jobNodes } from '../policy/jobs/job-view.ts';
 import type { GoodputTracker } from '../telemetry/goodput.ts';
+import { entityOf } from '../policy/faults/flap-damping.ts';
+import type { BreakerGate } from '../controllers/breaker.controller.ts';
+import type { FlapDamper } from '../controllers/flap-damper.ts';
 
 export interface JobDecisionsDeps {
   readonly index: JobIndex;
@@ -57,12 +60,41 @@ export interface JobDecisionsDeps {
   readonly onGone: (key: string) => void;
   /** Test hook: called right after a decision is persisted, before it is carried out. */
   readonly afterPersist?: (key: string, pending: PendingDecision) => void;
+  /** The blast-radius breaker: asked before every reschedule (pod deletions); held = not carried out. */
+  readonly breaker: BreakerGate;
+  /** Flap damping: a restart for re-faults of the hardware the job was just restarted for waits. */
+  readonly damper: FlapDamper;
   /** Goodput episodes (telemetry/goodput.ts): this reconcile observes decided, pods deleted and pods Running. */
   readonly goodput?: GoodputTracker;
 }
 
+/** Decisions that delete pods: the reschedules the breaker counts and holds. */
+const reschedules = (dec: JobDecision): boolean => dec.actions.some((a) => a.type === 'evictPods' || a.type === 'forceDeletePods');
+
+/** The breaker counts a restart once, whatever its steps (grace, then force): `<uid>/g<generation>`. */
+const restartKeyOf = (decisionId: string): string => decisionId.split('/').slice(0, 2).join('/');
+
+/**
+ * The hardware (chips, nodes) behind the decision's causes; empty when a cause is not hardware (a
+ * failed pod), so such a restart is never deferred by flap damping.
+ */
+function causeEntities(agg: JobFaultAggregate): { readonly entities: readonly string[]; readonly nodes: readonly string[] } {
+  const entities: string[] = [];
+  const nodes = new Set<string>();
+  let hardware = true;
+  for (const r of agg.ranks) {
+    for (const c of r.causes) {
+      const node = c.node ?? r.node;
+      if (node !== undefined) nodes.add(node);
+      if (c.level === undefined || node === undefined) { hardware = false; continue; }
+      entities.push(entityOf({ node, ...(c.device === undefined ? {} : { device: c.device }) }));
+    }
+  }
+  return { entities: hardware ? [...new Set(entities)].sort() : [], nodes: [...nodes].sort() };
+}
+
 const historyJob = (e: JobEntry) => ({ namespace: e.view.namespace, name: e.view.name, podGroup: e.podGroup.metadata?.name ?? '', uid: e.view.uid });
-const HISTORY_OUTCOME: Record<DecisionOutcome, DecisionRecordOutcome> = { acted: 'acted', replayed: 'acted', dry_run: 'dry_run', no_action: 'no_action', already_acted: 'already_acted' };
+const HISTORY_OUTCOME: Record<DecisionOutcome, DecisionRecordOutcome> = { acted: 'acted', replayed: 'acted', dry_run: 'dry_run', no_action: 'no_action', already_acted: 'already_acted', held: 'held', deferred: 'held' };
 
 const reporterJob = (e: JobEntry): ReporterJob => ({
   key: e.view.key, namespace: e.view.namespace, podGroupName: e.podGroup.metadata?.name ?? '',
@@ -137,6 +169,19 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
     await recordDecision(d.history, recorded ?? decisionRecordInput(historyJob(entry), undefined, p, [{ stage: 'rule', detail: p.chain }], 'acted', p.atMs), ctx.signal);
   };
 
+  /**
+   * The one place a decision decided but not carried out (held by the breaker, deferred by flap
+   * damping) is recorded: log + decisions_total once per decision, the durable decision history
+   * (outcome `held`, the holding rule as the last reason step) and, for the breaker, an Event.
+   */
+  const recordHeld = async (
+    entry: JobEntry, shown: JobFaultAggregate, dec: JobDecision, outcome: 'held' | 'deferred', why: { readonly stage: string; readonly detail: string }, nowMs: number, ctx: ReconcileContext,
+  ): Promise<void> => {
+    if (!d.reporter.decided(reporterJob(entry), shown, dec, outcome)) return;
+    if (outcome === 'held') await d.reporter.held(reporterJob(entry), dec, `${faultSummary(shown)}${chainOf(dec.reasons)} -> ${why.detail}`, nowMs);
+    await recordDecision(d.history, decisionRecordInput(historyJob(entry), shown, dec, [...dec.reasons, why], HISTORY_OUTCOME[outcome], nowMs), ctx.signal);
+  };
+
   return {
     name: 'job_decisions',
     async reconcile(key: string, ctx: ReconcileContext): Promise<Outcome> {
@@ -144,6 +189,7 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
       if (entry === undefined) {
         for (const r of d.states.all().filter((x) => x.jobKey === key)) await d.states.remove(r.jobUid);
         d.reporter.forget(key);
+        d.damper.forget(key);
         d.goodput?.jobGone(key);
         d.onGone(key);
         return {};
@@ -176,6 +222,30 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
       const shown = withoutHidden(aggregate, nowMs);
       const acting = dec.actions.length > 0 && !alreadyActed(state, dec);
       const next = acting ? markActed(out.state, dec) : out.state;
+      const nodes = jobNodes(entry.view);
+      const viewChangeMs = d.damper.nextChangeMs(nodes);
+      const requeue = (ms: number | undefined): Outcome => {
+        const t = [ms, viewChangeMs === undefined ? undefined : viewChangeMs - nowMs].filter((x): x is number => x !== undefined);
+        return t.length === 0 ? {} : { requeueAfterMs: Math.max(Math.min(...t), 50) };
+      };
+      const causes = causeEntities(shown);
+      if (acting && !d.dryRun && reschedules(dec)) {
+        // Flap damping first (a deferred restart is not a reschedule the breaker should count).
+        const until = d.damper.deferUntil(key, causes.entities);
+        if (until !== undefined) {
+          ctx.log.info('job restart deferred by flap damping', { job: key, decisionId: dec.decisionId, entities: causes.entities, untilMs: until });
+          const why = `flap damping: ${causes.entities.join(', ')} faulted again after recovering, less than the damping period after the restart for them; decided again at ${new Date(until).toISOString()}`;
+          await recordHeld(entry, shown, dec, 'deferred', { stage: 'damping', detail: why }, nowMs, ctx);
+          return requeue(until - nowMs);
+        }
+        const v = d.breaker.admit('jobs', restartKeyOf(dec.decisionId), causes.nodes);
+        if (!v.allowed) {
+          // Held: nothing persisted or carried out. A reset re-queues the job, which is then decided
+          // again from the faults of that moment (not replayed).
+          await recordHeld(entry, shown, dec, 'held', { stage: 'breaker', detail: v.reason }, nowMs, ctx);
+          return requeue(undefined);
+        }
+      }
       const outcome = !acting ? (dec.actions.length > 0 ? 'already_acted' : 'no_action') : d.dryRun ? 'dry_run' : 'acted';
       const reported = d.reporter.decided(reporterJob(entry), aggregate, dec, outcome);
       const budgetBefore = state?.retry?.times ?? (entry.knobs.faultRetryTimes > 0 ? entry.knobs.faultRetryTimes : undefined);
@@ -188,6 +258,7 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
         d.afterPersist?.(key, p);
         await carryOut(entry, p, next, false, ctx, decisionRecordInput(historyJob(entry), shown, dec, dec.reasons, 'acted', nowMs));
         await d.states.put(key, next);
+        if (reschedules(dec)) d.damper.restarted(key, causes.entities);
       } else {
         if (acting) ctx.log.info('dry run: decision not carried out', { job: key, decisionId: dec.decisionId });
         await d.states.put(key, next);
@@ -196,7 +267,7 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
       }
       state = next;
       if (budgetBefore !== state.retry?.times) d.onStateChanged();
-      return dec.requeueAfterMs === undefined ? {} : { requeueAfterMs: Math.max(dec.requeueAfterMs, 50) };
+      return requeue(dec.requeueAfterMs);
     },
   };
 }

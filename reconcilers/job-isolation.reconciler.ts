@@ -20,6 +20,7 @@ import type { KubeClient } from '../runtime/kube-client.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { applyNodeTaintPlan } from '../actions/node-taint.action.ts';
 import type { Node } from '../runtime/kube-objects.ts';
+import type { BreakerGate } from '../controllers/breaker.controller.ts';
 
 export interface IsolationDeps {
   readonly node: (name: string) => Node | undefined;
@@ -31,6 +32,8 @@ export interface IsolationDeps {
   readonly enabled: boolean;
   /** --node-taint-hold-seconds in ms: continuous health before the taint is lifted. */
   readonly holdMs: number;
+  /** The blast-radius breaker: asked before a node gets a NoSchedule taint it did not have. */
+  readonly breaker: BreakerGate;
 }
 
 export function nodeIsolationReconciler(d: IsolationDeps): Reconciler {
@@ -44,6 +47,16 @@ export function nodeIsolationReconciler(d: IsolationDeps): Reconciler {
       const wish = d.enabled ? desiredNodeTaints(d.faultsOf(name)).get(name) : undefined;
       const plan = planNodeTaint(current, wish, holds.get(name) ?? {}, ctx.now(), d.enabled ? d.holdMs : 0);
       holds.set(name, plan.state);
+      // A new isolation (no NoSchedule taint of ours yet) asks the breaker; a held one is not applied
+      // (a reset re-queues every node and it is decided again from its faults of that moment).
+      const isolates = plan.add?.effect === 'NoSchedule' && !current.some((t) => t.key === plan.add!.key && t.effect === 'NoSchedule');
+      if (isolates && !d.dryRun) {
+        const v = d.breaker.admit('nodes', name, [name]);
+        if (!v.allowed) {
+          ctx.log.warn('node isolation held', { node: name, taint: plan.add, reason: plan.reason, held: v.reason });
+          return {};
+        }
+      }
       if (plan.remove.length > 0 || plan.add !== undefined) {
         if (d.dryRun) ctx.log.info('dry run: would change node taint', { node: name, add: plan.add, remove: plan.remove, reason: plan.reason });
         else if (await applyNodeTaintPlan(d.client, node, plan, d.metrics)) {

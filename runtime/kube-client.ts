@@ -5,7 +5,9 @@
  * Date objects while its watch hands out strings (kubernetes-client/javascript#655), and a cache that
  * mixes both breaks byte comparison in reconcilers.
  */
-import { KubeConfig, RequestContext, HttpMethod } from '@kubernetes/client-node';
+// Deep imports: the package root loads every generated API and model (runtime/client-node-slim.ts).
+import { KubeConfig } from '@kubernetes/client-node/dist/config.js';
+import { RequestContext, HttpMethod } from '@kubernetes/client-node/dist/gen/http/http.js';
 import { fetch } from 'undici';
 import type { Dispatcher } from 'undici';
 
@@ -15,6 +17,9 @@ interface AuthContext {
   getDispatcher(): Dispatcher | undefined;
   setHeaderParam(k: string, v: string): void;
 }
+
+/** How long one connection pool serves requests before a fresh one (rotated client certificates) replaces it. */
+const DISPATCHER_TTL_MS = 5 * 60_000;
 
 export interface KubeObject {
   apiVersion?: string;
@@ -84,6 +89,16 @@ export class KubeClient {
   /** Called after every request with method, HTTP status (0 on network error); for metrics. */
   onRequest?: (method: string, status: number) => void;
 
+  /**
+   * The connection pool requests go through. client-node's applySecurityAuthentication builds a new
+   * undici Agent on every call, so each request would open (and TLS-handshake, client certificate
+   * and CA parsed again) a connection of its own: a few ms of CPU on both sides and a round trip or
+   * two before every write, and a fresh socket per request. We keep the first Agent and reuse its
+   * kept-alive connections; it is replaced every DISPATCHER_TTL_MS (the old one drains and closes),
+   * so rotated certificate files are picked up. Headers (tokens) still come from every call.
+   */
+  private pool: { dispatcher: Dispatcher; sinceMs: number } | undefined;
+
   constructor(kc: KubeConfig) {
     this.kc = kc;
     const cluster = kc.getCurrentCluster();
@@ -125,7 +140,7 @@ export class KubeClient {
     const signals = [opts.signal, AbortSignal.timeout(opts.timeoutMs ?? 30_000)].filter((s): s is AbortSignal => s !== undefined);
     let status = 0;
     try {
-      const res = await fetch(url, { method, headers, body, dispatcher: ctx.getDispatcher(), signal: AbortSignal.any(signals) });
+      const res = await fetch(url, { method, headers, body, dispatcher: this.dispatcher(ctx.getDispatcher()), signal: AbortSignal.any(signals) });
       status = res.status;
       const text = await res.text();
       let parsed: unknown = text;
@@ -135,6 +150,34 @@ export class KubeClient {
     } finally {
       this.onRequest?.(method, status);
     }
+  }
+
+  /** The pooled dispatcher (see `pool`); `fresh` is the one client-node just built for this request. */
+  private dispatcher(fresh: Dispatcher | undefined): Dispatcher | undefined {
+    if (fresh === undefined) return undefined;
+    const now = Date.now();
+    if (this.pool === undefined || now - this.pool.sinceMs >= DISPATCHER_TTL_MS) {
+      const old = this.pool?.dispatcher;
+      this.pool = { dispatcher: fresh, sinceMs: now };
+      void old?.close().catch(() => undefined); // waits for its in-flight requests
+    }
+    return this.pool.dispatcher;
+  }
+
+  /**
+   * What client-node's Watch needs of a KubeConfig, with this client's pooled dispatcher: a watch
+   * that ends cleanly (the server's timeoutSeconds) leaves its connection to the next request or
+   * watch instead of a TLS handshake per reconnect.
+   */
+  watchConfig(): Pick<KubeConfig, 'getCurrentCluster' | 'applySecurityAuthentication'> {
+    return {
+      getCurrentCluster: () => this.kc.getCurrentCluster(),
+      applySecurityAuthentication: async (ctx) => {
+        await this.kc.applySecurityAuthentication(ctx);
+        const pooled = this.dispatcher((ctx as unknown as AuthContext).getDispatcher());
+        if (pooled !== undefined) (ctx as unknown as { setDispatcher(d: Dispatcher): void }).setDispatcher(pooled);
+      },
+    };
   }
 
   get<T extends KubeObject>(path: string): Promise<T> {

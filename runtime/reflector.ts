@@ -4,10 +4,14 @@
  * reports its health. client-node's own ListWatch stops for good on any error other than 410, so we
  * drive client-node's Watch (the streaming request) ourselves.
  */
-import { Watch } from '@kubernetes/client-node';
+import { Watch } from '@kubernetes/client-node/dist/watch.js';
+import type { KubeConfig } from '@kubernetes/client-node/dist/config.js'; // not the package root (runtime/client-node-slim.ts)
 import { BehaviorSubject, Subject, type Observable } from 'rxjs';
 import { Backoff } from './backoff.ts';
 import type { KubeClient, KubeObject } from './kube-client.ts';
+
+/** Longest silence on a watch before it is treated as dead and restarted (bookmarks come about every minute). */
+const WATCH_INACTIVITY_MS = 150_000;
 
 export type WatchEvent<T> =
   | { readonly type: 'add'; readonly obj: T }
@@ -81,7 +85,12 @@ export class Reflector<T extends KubeObject> {
     this.client = client;
     this.opts = opts;
     this.backoff = opts.backoff ?? new Backoff({ initialMs: 200, maxMs: 10_000 });
-    this.watcher = new Watch(client.kc);
+    this.watcher = new Watch(client.watchConfig() as KubeConfig);
+    // client-node aborts a watch that has sent nothing for 30 s. The apiserver sends a bookmark about
+    // once a minute, so every quiet watch (most of ours at idle) was torn down and reconnected twice a
+    // minute, each time on a new TLS connection: most of the idle CPU. A dead connection is still
+    // noticed within WATCH_INACTIVITY_MS, and the server ends every watch after timeoutSeconds.
+    (this.watcher as unknown as { requestTimeoutMs: number }).requestTimeoutMs = WATCH_INACTIVITY_MS;
     this.now = opts.now ?? Date.now;
   }
 

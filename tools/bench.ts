@@ -18,6 +18,7 @@ import { runSingle } from './bench/single.ts';
 import { runSteady } from './bench/steady.ts';
 import { runStorm } from './bench/storm.ts';
 import { runPeer } from './bench/peer.ts';
+import { useControllerEntry, type ControllerEntry } from './bench/controller-process.ts';
 
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..');
 /**
@@ -44,6 +45,7 @@ const FLAGS = {
   'timeout-seconds': { default: '60', help: 'longest wait for one outcome' },
   out: { default: '', help: 'JSON report path (default bench-results/<ISO timestamp>.json)' },
   'controller-args': { default: '', help: 'extra controller flags, space-separated; write it --controller-args="--burst-window-ms=0 --log-level=warn"' },
+  'controller-entry': { default: 'ts', help: 'ts: node main.ts (type stripping, as in development); dist: tsc -p tsconfig.build.json first, then node dist/main.js (as the image runs it). Both with the image\'s NODE_OPTIONS (Dockerfile)' },
   'cpu-prof': { default: '', help: 'write V8 CPU profiles of the controller process into this folder (node --cpu-prof)' },
   peer: { default: '', help: 'clusterd: also run the real ClusterD (tools/clusterd-peer) beside clusterd-ts on the same inputs and print <figure>_vs_clusterd ratios (use --scenario none for the comparison alone)' },
   'peer-nodes': { default: '100', help: 'peer: nodes (x 8 NPUs) on each of the two control planes' },
@@ -68,6 +70,7 @@ export interface BenchOptions {
   readonly out: string;
   readonly controllerArgs: readonly string[];
   readonly cpuProfDir: string;
+  readonly controllerEntry: ControllerEntry;
   readonly peer: '' | 'clusterd';
   readonly peerNodes: number;
   readonly peerFaults: number;
@@ -108,6 +111,10 @@ export function parseBenchArgs(argv: readonly string[], now = new Date()): Bench
     out: v('out') === '' ? join(REPO, 'bench-results', `${stamp}.json`) : v('out'),
     controllerArgs: v('controller-args').split(' ').filter((a) => a !== ''),
     cpuProfDir: v('cpu-prof'),
+    controllerEntry: ((): ControllerEntry => {
+      if (v('controller-entry') !== 'ts' && v('controller-entry') !== 'dist') throw new Error(`--controller-entry: ${JSON.stringify(v('controller-entry'))} is not ts or dist`);
+      return v('controller-entry') as ControllerEntry;
+    })(),
     peer: ((): '' | 'clusterd' => {
       if (v('peer') !== '' && v('peer') !== 'clusterd') throw new Error(`--peer: ${JSON.stringify(v('peer'))} is not clusterd`);
       return v('peer') as '' | 'clusterd';
@@ -123,6 +130,7 @@ export async function runBench(o: BenchOptions, print: (line: string) => void = 
   const failed: string[] = [];
   const needsCluster = o.scenarios.some((s) => s !== 'scale');
   const binDir = needsCluster || o.peer !== '' ? ensureBinaries() : undefined;
+  useControllerEntry(o.controllerEntry);
   const vers = versions(binDir);
   const machineAtStart = machine();
   print(`# clusterd-ts benchmark: ${o.scenarios.join(', ')} | node ${process.version} | ${String(machineAtStart.cores)} cores, ${String(machineAtStart.memoryMiB)} MiB, load ${String(machineAtStart.loadAverage1m)}`);
@@ -173,6 +181,7 @@ export async function runBench(o: BenchOptions, print: (line: string) => void = 
     await attempt('peer', () => runPeer({
       binDir: binDir!, nodes: o.peerNodes, faults: o.peerFaults, idleSeconds: o.peerIdleSeconds, timeoutMs: o.timeoutMs,
       controllerArgs: o.controllerArgs, log: print,
+      controllerNodeArgs: o.cpuProfDir === '' ? [] : ['--cpu-prof', `--cpu-prof-dir=${resolve(o.cpuProfDir)}`],
     }, figures));
   }
   const wallSeconds = (Date.now() - t0) / 1000;

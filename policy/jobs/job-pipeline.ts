@@ -28,14 +28,22 @@ export interface JobPipelineDeps {
   readonly snapshotOf: (key: string) => JobFaultSnapshot | undefined;
 }
 
-/** All inputs -> one aggregate per job per burst. */
-export function jobAggregates$(inputs: JobInputs, deps: JobPipelineDeps, options: JobBurstOptions, scheduler: SchedulerLike = asyncScheduler): Observable<JobFaultAggregate> {
-  const keys$ = merge(
+/**
+ * All inputs -> the key of every job they touch, one per event (not coalesced). The jobs flow hands
+ * these to its burst gate (runtime/burst-gate.ts), which queues the key at once for a quiet job and
+ * coalesces what follows with `addAfter`; the reconcile reads the job from the caches.
+ */
+export function jobKeys$(inputs: JobInputs, deps: Pick<JobPipelineDeps, 'jobKeysOnNodes'>): Observable<string> {
+  return merge(
     inputs.podKeys$.pipe(mergeMap((keys) => keys)),
     inputs.podGroupKeys$,
     inputs.faultNodes$.pipe(mergeMap((nodes) => [...deps.jobKeysOnNodes(nodes)])),
   );
-  return keys$.pipe(
+}
+
+/** All inputs -> one aggregate per job per burst (trailing window, in virtual time for tests and tools). */
+export function jobAggregates$(inputs: JobInputs, deps: JobPipelineDeps, options: JobBurstOptions, scheduler: SchedulerLike = asyncScheduler): Observable<JobFaultAggregate> {
+  return jobKeys$(inputs, deps).pipe(
     map((key) => deps.snapshotOf(key)),
     filter((s): s is JobFaultSnapshot => s !== undefined),
     aggregateJobFaultsWith(options, scheduler),

@@ -142,6 +142,8 @@ function allFeatureValues(ns: string, leaseNs: string): Record<string, unknown> 
       graceOverTimeSeconds: 1200, pendingEscalationSeconds: 120, clusterInfoRefreshSeconds: 20, burstWindowMs: 500,
       decisionHistoryPerJob: 20, decisionHistoryMaxRecords: 900, decisionHistoryTtlHours: 48,
       clusterInfoRefreshAnnotation: true, nodeTaints: true, nodeTaintHoldSeconds: 30, devicePluginRules: true, persistPolicyState: false,
+      breakerWindowSeconds: 300, breakerDomainNodes: 4, breakerDomainChips: 16, breakerDomainJobs: 8, breakerClusterNodes: 80, breakerClusterChips: 320,
+      breakerClusterJobs: 100, breakerAutoResetSeconds: 3600, breakerDomainLabel: 'example.com/rack', flapDampingSeconds: 60, flapDampingRecoveries: 3, flapDampingWindowSeconds: 120,
       clusterSystemNamespace: `${ns}-cs`, maxPublicFaults: 1000, maxSeriesPerMetric: 200, kubeconfig: '/etc/clusterd-ts/kubeconfig/config', extraArgs: ['--log-level=warn'],
     },
     networkPolicy: {
@@ -300,7 +302,7 @@ describe('helm chart charts/clusterd-ts: rendering', () => {
     expect(c.ports).toEqual([{ name: 'grpc', containerPort: 8899, protocol: 'TCP' }, { name: 'http', containerPort: 11253, protocol: 'TCP' }]);
     expect(c.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'http' });
     expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'http' });
-    expect(c.resources).toEqual({ requests: { cpu: '500m', memory: '512Mi' }, limits: { cpu: '1', memory: '1Gi' } });
+    expect(c.resources).toEqual({ requests: { cpu: '100m', memory: '256Mi' }, limits: { cpu: '1', memory: '1Gi' } });
     expect(pod.securityContext).toEqual(expect.objectContaining({ runAsNonRoot: true, runAsUser: 9000, runAsGroup: 9000 }));
     expect(c.securityContext).toEqual(expect.objectContaining({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, runAsUser: 9000, capabilities: { drop: ['ALL'] } }));
     expect(c.env.map((e) => [e.name, e.valueFrom?.fieldRef?.fieldPath])).toEqual([['NODE_NAME', 'spec.nodeName'], ['POD_NAME', 'metadata.name'], ['POD_IP', 'status.podIP'], ['POD_NAMESPACE', 'metadata.namespace']]);
@@ -367,6 +369,8 @@ describe('helm chart charts/clusterd-ts: rendering', () => {
       graceOverTimeSeconds: 1200, pendingEscalationSeconds: 120, clusterInfoRefreshSeconds: 20, burstWindowMs: 500,
       decisionHistoryPerJob: 20, decisionHistoryMaxRecords: 900, decisionHistoryTtlHours: 48,
       clusterInfoRefreshAnnotation: true, nodeTaints: true, nodeTaintHoldSeconds: 30, devicePluginRules: true, persistPolicyState: false,
+      breakerWindowSeconds: 300, breakerDomainNodes: 4, breakerDomainChips: 16, breakerDomainJobs: 8, breakerClusterNodes: 80, breakerClusterChips: 320,
+      breakerClusterJobs: 100, breakerAutoResetSeconds: 3600, breakerDomainLabel: 'example.com/rack', flapDampingSeconds: 60, flapDampingRecoveries: 3, flapDampingWindowSeconds: 120,
       clusterSystemNamespace: `${ns}-cs`, maxPublicFaults: 1000, maxSeriesPerMetric: 200, nodeName: 'node-a',
     };
     expect(Object.keys(want).sort()).toEqual(FLAG_LIST.map(([f]) => camel(f)).sort());

@@ -4,7 +4,7 @@
  * /readyz, /metrics (api_writes_total, api_requests_total, reconcile_total), its JSON log lines, and
  * CPU time from /proc/<pid>/stat.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, openSync, readFileSync, readSync, closeSync, fstatSync } from 'node:fs';
 import { request } from 'node:http';
 import { dirname, join } from 'node:path';
@@ -12,6 +12,38 @@ import { fileURLToPath } from 'node:url';
 import { freePort } from '../control-plane/control-plane.ts';
 
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/**
+ * The image's NODE_OPTIONS (Dockerfile `ENV NODE_OPTIONS=...`: the V8 heap flags matched to the
+ * chart's memory limit), so the controller is measured as it ships. Read from the Dockerfile, the
+ * one place they are written down.
+ */
+export function imageNodeOptions(): string {
+  try {
+    const m = /NODE_OPTIONS="([^"]*)"/.exec(readFileSync(join(REPO, 'Dockerfile'), 'utf8'));
+    return m?.[1] ?? '';
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * What runs: `ts` = `node main.ts` (type stripping at load, as in development and the tests), `dist` =
+ * `node dist/main.js` after `tsc -p tsconfig.build.json` (the image's form; no type stripper loaded).
+ */
+export type ControllerEntry = 'ts' | 'dist';
+let entry: ControllerEntry = 'ts';
+export const controllerEntry = (): ControllerEntry => entry;
+export function useControllerEntry(e: ControllerEntry): void {
+  if (e === 'dist') {
+    const r = spawnSync(process.execPath, [join(REPO, 'node_modules/typescript/bin/tsc'), '-p', join(REPO, 'tsconfig.build.json')], { cwd: REPO, encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`tsc -p tsconfig.build.json failed: ${r.stdout}${r.stderr}`);
+    // The rest of the Dockerfile's build step: the gRPC protos and the JSON schemas beside the code.
+    const c = spawnSync('sh', ['-c', "mkdir -p dist/grpc && rm -rf dist/grpc/protos && cp -r grpc/protos dist/grpc/protos && find schemas -name '*.json' ! -name '*.test.*' -exec cp --parents {} dist/ \\;"], { cwd: REPO, encoding: 'utf8' });
+    if (c.status !== 0 || !existsSync(join(REPO, 'dist/grpc/protos/recover.proto'))) throw new Error(`dist: copying protos and schemas failed: ${c.stderr}`);
+  }
+  entry = e;
+}
 const SUPERVISE = join(REPO, 'tools', 'control-plane', 'supervise.mjs');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -96,7 +128,7 @@ export class ControllerProcess {
   static async start(kubeconfig: string, workDir: string, extraArgs: readonly string[] = [], nodeArgs: readonly string[] = []): Promise<{ proc: ControllerProcess; startedAtMs: number }> {
     const [httpPort, grpcPort] = [await freePort(), await freePort()];
     const args = [
-      ...nodeArgs, join(REPO, 'main.ts'), `--kubeconfig=${kubeconfig}`, `--http-port=${httpPort}`, '--http-host=127.0.0.1',
+      ...nodeArgs, join(REPO, entry === 'dist' ? 'dist/main.js' : 'main.ts'), `--kubeconfig=${kubeconfig}`, `--http-port=${httpPort}`, '--http-host=127.0.0.1',
       `--grpc-port=${grpcPort}`, '--grpc-host=127.0.0.1', ...extraArgs,
     ];
     const proc = new ControllerProcess(join(workDir, 'controller.log'), httpPort, grpcPort, args);
@@ -107,7 +139,7 @@ export class ControllerProcess {
   private spawn(): number {
     if (existsSync(this.logFile)) this.logOffset = fstatSizeOf(this.logFile);
     const t = Date.now();
-    const child = spawn(process.execPath, [SUPERVISE, String(process.pid), this.logFile, '--', process.execPath, ...this.args], { detached: true, stdio: 'ignore', cwd: REPO, env: { ...process.env, NODE_NO_WARNINGS: '1' } });
+    const child = spawn(process.execPath, [SUPERVISE, String(process.pid), this.logFile, '--', process.execPath, ...this.args], { detached: true, stdio: 'ignore', cwd: REPO, env: { ...process.env, NODE_NO_WARNINGS: '1', NODE_OPTIONS: imageNodeOptions() } });
     child.unref();
     if (child.pid === undefined) throw new Error('could not start the controller');
     this.supervisorPid = child.pid;

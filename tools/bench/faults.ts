@@ -16,6 +16,12 @@ export type Fault = { readonly kind: 'chip'; readonly node: string; readonly chi
 export interface Injected {
   readonly fault: Fault;
   readonly ackMs: number;
+  /**
+   * When the write was sent. A decision logged after it belongs to this fault even when it comes
+   * before the bench has handled the apiserver's answer (a quiet job is decided at once: under load
+   * the decision can precede `ackMs`; its latency then counts as 0).
+   */
+  readonly sentMs: number;
   readonly job: JobSpec | undefined;
   /** Pod UIDs of the job when the fault was injected (a recreated pod is not "deleted"). */
   readonly uids: ReadonlyMap<string, string>;
@@ -33,11 +39,12 @@ export interface Outcome {
 export async function inject(c: BenchCluster, fault: Fault): Promise<Injected> {
   const job = c.fleet.jobOf(fault.node);
   const uids = job === undefined ? new Map<string, string>() : c.fleet.podUids(job);
+  const sentMs = Date.now();
   const ack = fault.kind === 'chip'
     ? await c.dp.injectChipFault({ node: fault.node, npu: fault.chip, code: CHIP_CODE, level: 'SeparateNPU' })
     : await c.dp.injectSwitchFault({ node: fault.node, code: SWITCH_CODE, level: 'Separate' });
   if (!ack.written) throw new Error(`fault on ${fault.node} changed nothing (already injected?)`);
-  return { fault, ackMs: ack.atMs, job, uids };
+  return { fault, sentMs, ackMs: ack.atMs, job, uids };
 }
 
 export const seen = (c: BenchCluster, f: Fault): number | undefined =>
@@ -54,7 +61,7 @@ export async function awaitOutcome(c: BenchCluster, inj: Injected, timeoutMs: nu
   }
   const [clusterInfoMs, decisionMs, vcjobMs, podsDeletedMs] = await Promise.all([
     ci,
-    o.waitFor(() => o.decision(jobKey(job), inj.ackMs, [fault.node]), timeoutMs),
+    o.waitFor(() => o.decision(jobKey(job), inj.sentMs, [fault.node]), timeoutMs),
     o.waitFor(() => o.vcjobFaultNode(fault.node, true), timeoutMs),
     o.waitFor(() => o.podsDeleted(job, inj.uids), timeoutMs),
   ]);

@@ -7,7 +7,9 @@
  *     other, so neither competes with the other for CPU);
  *   - idle: RSS and CPU over an idle window with both running;
  *   - fault -> cluster-info: a chip fault written to both clusters at once, until each side's
- *     cluster-info-device-* lists the chip unhealthy (p50/p99).
+ *     cluster-info-device-* lists the chip unhealthy (p50/p99): the arrival time of the watch event
+ *     that lists it (one watch per side; the first version polled with a LIST of every shard each
+ *     25 ms, which loaded both apiservers and added up to 25 ms plus a 1 MB parse to each sample).
  */
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
@@ -15,10 +17,12 @@ import { readFileSync } from 'node:fs';
 import { ControlPlane } from '../control-plane/control-plane.ts';
 import { ClusterdPeer, installClusterdPrerequisites } from '../clusterd-peer/clusterd-peer.ts';
 import { KubeClient, isNotFound, paths, type KubeObject } from '../../runtime/kube-client.ts';
+import { Reflector } from '../../runtime/reflector.ts';
+import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { DEVICE_INFO_LABELS, DEVICE_INFO_NAMESPACE, deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
 import { encodeDeviceInfoData } from '../../schemas/device-info/device-info-encode.ts';
 import { addChipCode, deviceInfoInput, newNodeState, removeChipCodes, type NpuNodeState } from '../simulator/npu-state.ts';
-import { ControllerProcess } from './controller-process.ts';
+import { ControllerProcess, diffCounts, reconcileStats, writesByKind } from './controller-process.ts';
 import { percentile } from './fixtures.ts';
 import type { Figures } from './report.ts';
 
@@ -29,6 +33,8 @@ export interface PeerOptions {
   readonly idleSeconds: number;
   readonly timeoutMs: number;
   readonly controllerArgs: readonly string[];
+  /** Flags for our controller's node (e.g. `--cpu-prof --cpu-prof-dir=...`). */
+  readonly controllerNodeArgs?: readonly string[];
   readonly log: (line: string) => void;
 }
 
@@ -39,6 +45,7 @@ interface Side {
   readonly name: 'ours' | 'clusterd';
   readonly cp: ControlPlane;
   readonly admin: KubeClient;
+  readonly watch: UnhealthyWatch;
   pid(): number | undefined;
 }
 
@@ -58,19 +65,36 @@ async function put(client: KubeClient, cm: KubeObject): Promise<void> {
   }
 }
 
-/** Every node's cluster-info entry, by node name: its unhealthy chip list. */
-async function clusterInfoUnhealthy(client: KubeClient): Promise<Map<string, string>> {
-  const list = await client.list<KubeObject & { data?: Record<string, string> }>(`/api/v1/namespaces/mindx-dl/configmaps`);
-  const out = new Map<string, string>();
-  for (const cm of list.items) {
-    if (!(cm.metadata?.name ?? '').startsWith('cluster-info-device-')) continue;
-    for (const v of Object.values(cm.data ?? {})) {
-      let parsed: Record<string, { DeviceList?: Record<string, string> }>;
-      try { parsed = JSON.parse(v) as typeof parsed; } catch { continue; }
-      for (const [k, e] of Object.entries(parsed)) out.set(k.replace('mindx-dl-deviceinfo-', ''), e.DeviceList?.[`${PREFIX}-Unhealthy`] ?? '');
-    }
+/**
+ * Every node's Unhealthy chip list in a side's cluster-info-device-* shards, with the time the watch
+ * event that changed it arrived (the same for both sides, and no polling load on either apiserver).
+ */
+class UnhealthyWatch {
+  readonly byNode = new Map<string, { value: string; sinceMs: number }>();
+  private readonly reflector: Reflector<ConfigMap>;
+
+  constructor(client: KubeClient) {
+    this.reflector = new Reflector<ConfigMap>(client, {
+      name: 'peer_cluster_info', path: paths.configMaps('mindx-dl'),
+      filter: (o) => (o.metadata?.name ?? '').startsWith('cluster-info-device-'),
+    });
+    this.reflector.events$.subscribe((ev) => {
+      const at = Date.now();
+      if (ev.type === 'delete') return;
+      for (const v of Object.values(ev.obj.data ?? {})) {
+        let parsed: Record<string, { DeviceList?: Record<string, string> }>;
+        try { parsed = JSON.parse(v) as typeof parsed; } catch { continue; }
+        for (const [k, e] of Object.entries(parsed)) {
+          const node = k.replace('mindx-dl-deviceinfo-', '');
+          const value = e.DeviceList?.[`${PREFIX}-Unhealthy`] ?? '';
+          if (this.byNode.get(node)?.value !== value) this.byNode.set(node, { value, sinceMs: at });
+        }
+      }
+    });
   }
-  return out;
+
+  async start(): Promise<void> { this.reflector.start(); await this.reflector.waitForSync(120_000); }
+  stop(): void { this.reflector.stop(); }
 }
 
 async function waitUntil<T>(probe: () => Promise<T | undefined>, timeoutMs: number, everyMs = 25): Promise<T> {
@@ -100,6 +124,7 @@ export async function runPeer(o: PeerOptions, figures: Figures): Promise<void> {
   const cps = await Promise.all(['clusterd', 'ours'].map((n) => ControlPlane.start({ binDir: o.binDir, workDir: join(root, n), benchmark: true })));
   let peer: ClusterdPeer | undefined;
   let ours: ControllerProcess | undefined;
+  const cleanups: Array<() => void> = [];
   try {
     const admins = cps.map((cp) => KubeClient.fromFile(cp.kubeconfigPath));
     const nodes = Array.from({ length: o.nodes }, (_, i) => newNodeState({ name: `node-${String(i).padStart(4, '0')}`, switchMode: 'absent' }));
@@ -116,18 +141,22 @@ export async function runPeer(o: PeerOptions, figures: Figures): Promise<void> {
       })));
     }
     const [cdAdmin, ourAdmin] = admins as [KubeClient, KubeClient];
-    const allListed = (client: KubeClient) => async () => ((await clusterInfoUnhealthy(client)).size >= o.nodes ? Date.now() : undefined);
+    const watches = admins.map((a) => new UnhealthyWatch(a));
+    cleanups.push(() => watches.forEach((w) => w.stop()));
+    await Promise.all(watches.map((w) => w.start()));
+    const [cdWatch, ourWatch] = watches as [UnhealthyWatch, UnhealthyWatch];
+    const allListed = (w: UnhealthyWatch) => async () => (w.byNode.size >= o.nodes ? Date.now() : undefined);
 
     // Cold start, one after the other.
     let t = Date.now();
     peer = await ClusterdPeer.start(cdAdmin, { controlPlane: cps[0]!.info(), workDir: join(root, 'clusterd-peer') });
-    const cdCold = (await waitUntil(allListed(cdAdmin), o.timeoutMs)) - t;
+    const cdCold = (await waitUntil(allListed(cdWatch), o.timeoutMs, 5)) - t;
     t = Date.now();
-    ours = (await ControllerProcess.start(cps[1]!.kubeconfigPath, join(root, 'ours'), ['--log-level=warn', ...o.controllerArgs])).proc;
-    const ourCold = (await waitUntil(allListed(ourAdmin), o.timeoutMs)) - t;
+    ours = (await ControllerProcess.start(cps[1]!.kubeconfigPath, join(root, 'ours'), ['--log-level=warn', ...o.controllerArgs], o.controllerNodeArgs ?? [])).proc;
+    const ourCold = (await waitUntil(allListed(ourWatch), o.timeoutMs, 5)) - t;
     const sides: Side[] = [
-      { name: 'clusterd', cp: cps[0]!, admin: cdAdmin, pid: () => peer?.pid() },
-      { name: 'ours', cp: cps[1]!, admin: ourAdmin, pid: () => ours?.pid() },
+      { name: 'clusterd', cp: cps[0]!, admin: cdAdmin, watch: cdWatch, pid: () => peer?.pid() },
+      { name: 'ours', cp: cps[1]!, admin: ourAdmin, watch: ourWatch, pid: () => ours?.pid() },
     ];
 
     // Idle, both running.
@@ -138,6 +167,8 @@ export async function runPeer(o: PeerOptions, figures: Figures): Promise<void> {
     const rssIdle = sides.map((s) => rssMiB(s.pid()));
 
     // Faults, one at a time, the same bytes to both sides at once.
+    const stats0 = reconcileStats(await ours.metrics());
+    const writes0 = writesByKind(await ours.metrics());
     const lat: Record<'clusterd' | 'ours', number[]> = { clusterd: [], ours: [] };
     for (let k = 0; k < o.faults; k++) {
       const s = nodes[(k * 7) % nodes.length]!;
@@ -146,15 +177,23 @@ export async function runPeer(o: PeerOptions, figures: Figures): Promise<void> {
       const cm = deviceInfoCm(s, Date.now());
       const acks = await Promise.all(sides.map(async (side) => { await put(side.admin, structuredClone(cm)); return Date.now(); }));
       await Promise.all(sides.map(async (side, i) => {
-        const seen = await waitUntil(async () => ((await clusterInfoUnhealthy(side.admin)).get(s.name) ?? '').split(',').includes(chip) ? Date.now() : undefined, o.timeoutMs);
+        const seen = await waitUntil(async () => {
+          const e = side.watch.byNode.get(s.name);
+          return e !== undefined && e.value.split(',').includes(chip) ? e.sinceMs : undefined;
+        }, o.timeoutMs, 5);
         lat[side.name].push(seen - acks[i]!);
       }));
       removeChipCodes(s, chip, 'card');
       const back = deviceInfoCm(s, Date.now());
       await Promise.all(sides.map((side) => put(side.admin, structuredClone(back))));
-      await Promise.all(sides.map((side) => waitUntil(async () => (((await clusterInfoUnhealthy(side.admin)).get(s.name) ?? '') === '' ? true : undefined), o.timeoutMs)));
+      await Promise.all(sides.map((side) => waitUntil(async () => ((side.watch.byNode.get(s.name)?.value ?? '') === '' ? true : undefined), o.timeoutMs, 5)));
     }
 
+    const passes = diffCounts(reconcileStats(await ours.metrics()), stats0);
+    const writes = diffCounts(writesByKind(await ours.metrics()), writes0);
+    // Per fault: its write and its recovery's, and the passes of both (a pass that writes nothing is cheap).
+    figures.add('peer', 'peer_cluster_info_passes_per_fault', (passes.cluster_info_passes ?? 0) / o.faults, 'passes');
+    figures.add('peer', 'peer_cluster_info_writes_per_fault', (writes.cluster_info ?? 0) / o.faults, 'writes');
     const pair = (name: string, oursV: number, theirs: number, unit: string): void => {
       figures.add('peer', name, oursV, unit);
       figures.add('peer', `clusterd_${name}`, theirs, unit);
@@ -165,8 +204,9 @@ export async function runPeer(o: PeerOptions, figures: Figures): Promise<void> {
     pair('peer_idle_rss_mib', rssIdle[1]!, rssIdle[0]!, 'MiB');
     pair('peer_idle_cpu_ms_per_s', cpuIdle[1]!, cpuIdle[0]!, 'ms/s');
     for (const p of [50, 99] as const) pair(`peer_fault_to_cluster_info_p${p}_ms`, percentile(lat.ours, p), percentile(lat.clusterd, p), 'ms');
-    figures.details.peer = { latenciesMs: lat, coldMs: { ours: ourCold, clusterd: cdCold } };
+    figures.details.peer = { latenciesMs: lat, coldMs: { ours: ourCold, clusterd: cdCold }, reconciles: passes, writesByKind: writes };
   } finally {
+    for (const c of cleanups) c();
     await ours?.stop();
     await peer?.stop();
     await Promise.all(cps.map((cp) => cp.stop()));

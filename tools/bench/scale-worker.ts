@@ -254,7 +254,7 @@ export async function runScale(nodes: number, npus: number, updateSeconds: numbe
   };
 }
 
-if (process.argv[1]?.endsWith('scale-worker.ts')) {
+if (/scale-worker\.[jt]s$/.test(process.argv[1] ?? '')) {
   const { values } = parseArgs({ options: { nodes: { type: 'string' }, npus: { type: 'string', default: '16' }, 'update-seconds': { type: 'string', default: '10' } } });
   const result = await runScale(Number(values.nodes), Number(values.npus), Number(values['update-seconds']));
   process.stdout.write(`${JSON.stringify(result)}\n`);

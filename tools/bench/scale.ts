@@ -8,12 +8,15 @@
  * incremental passes after 1 and 100 nodes changed, sustained device-info updates per second.
  */
 import { spawn } from 'node:child_process';
+import { controllerEntry, imageNodeOptions } from './controller-process.ts';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ScaleResult } from './scale-worker.ts';
 import type { Figures } from './report.ts';
 
-const WORKER = join(dirname(fileURLToPath(import.meta.url)), 'scale-worker.ts');
+const HERE = dirname(fileURLToPath(import.meta.url));
+/** The worker as the controller runs (--controller-entry): TypeScript, or compiled in dist/ (no type stripper in its RSS). */
+const worker = (): string => (controllerEntry() === 'dist' ? join(HERE, '..', '..', 'dist', 'tools', 'bench', 'scale-worker.js') : join(HERE, 'scale-worker.ts'));
 
 export interface ScaleOptions {
   readonly sizes: readonly number[];
@@ -24,8 +27,9 @@ export interface ScaleOptions {
 
 function runWorker(nodes: number, npus: number, updateSeconds: number): Promise<ScaleResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--expose-gc', WORKER, '--nodes', String(nodes), '--npus', String(npus), '--update-seconds', String(updateSeconds)], {
-      stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1' },
+    const child = spawn(process.execPath, ['--expose-gc', worker(), '--nodes', String(nodes), '--npus', String(npus), '--update-seconds', String(updateSeconds)], {
+      // With the image's V8 heap flags, so the figures are those of the process as it ships.
+      stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1', NODE_OPTIONS: imageNodeOptions() },
     });
     let out = '';
     let err = '';

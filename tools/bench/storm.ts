@@ -42,11 +42,12 @@ async function stormOnce(c: BenchCluster, base: string, faults: readonly Fault[]
   const acks = injected.map((i) => i.ackMs);
   const t0 = Math.min(...acks);
   const spread = Math.max(...acks) - t0;
+  const sent0 = Math.min(...injected.map((i) => i.sentMs)); // a decision after this belongs to the storm (faults.ts sentMs)
 
   const nodeWaits = faults.map((f) => obs.waitFor(() => seen(c, f), o.timeoutMs));
   const vcWaits = c.jobsController ? faults.map((f) => obs.waitFor(() => obs.vcjobFaultNode(f.node, true), o.timeoutMs)) : [];
   const jobWaits = c.jobsController ? jobs.flatMap((j) => [
-    obs.waitFor(() => obs.decision(jobKey(j), t0, j.nodes), o.timeoutMs),
+    obs.waitFor(() => obs.decision(jobKey(j), sent0, j.nodes), o.timeoutMs),
     obs.waitFor(() => obs.podsDeleted(j, uids.get(j.name)!), o.timeoutMs),
   ]) : [];
   const ciTimes = await Promise.all(nodeWaits);

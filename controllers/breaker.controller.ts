@@ -1,0 +1,247 @@
+/**
+ * The blast-radius breaker (issue 12 item 2): holds the breaker state in memory for the gates the
+ * job decisions and the node isolation ask before acting, counts chips taken out of service, and
+ * hands the state to its reconciler (reconcilers/breaker.reconciler.ts), the only writer of
+ * `mindx-dl/clusterd-ts-breaker`. Decisions are policy/breaker.ts; time comes from the injected clock
+ * and the work queue (auto-reset and window expiry are requeues of the reconciler's key).
+ *
+ * Switch domain of a node, first that applies:
+ * 1. the value of the node label `--breaker-domain-label` (operators who label racks or switch
+ *    domains get exactly their grouping);
+ * 2. `superpod-<SuperPodID>` from the node's device-info (A3: a SuperPod is one UB switch fabric, the
+ *    unit a switch storm takes down);
+ * 3. none: the node counts for the cluster scope only.
+ * tor-share's basic-tor-node-cm (ToR -> servers) exists only under NSLB and is read by GET once a
+ * minute, not watched; it is not used as a domain source (see README).
+ */
+import { filter, type Subscription } from 'rxjs';
+import { ControllerLoop } from '../runtime/controller-loop.ts';
+import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
+import type { KubeClient } from '../runtime/kube-client.ts';
+import type { Logger } from '../telemetry/logger.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
+import type { Sources } from './sources/sources.ts';
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
+import { admit, autoReset, nextExpiryMs, prune, reset, trippedScopes, CLUSTER_SCOPE, type BreakerConfig, type BreakerKind, type Trip } from '../policy/jobs/breaker.ts';
+import { unusableNpus } from '../policy/faults/job-isolation.ts';
+import {
+  BREAKER_CM_NAME, BREAKER_NAMESPACE, EMPTY_BREAKER_STATE, parseBreakerState, type BreakerState, type ResetRequest,
+} from '../schemas/breaker-state/breaker-state.ts';
+import { BREAKER_RECONCILE_KEY, breakerReconciler, type BreakerNote } from '../reconcilers/breaker.reconciler.ts';
+import type { Options } from './options.ts';
+
+export type Verdict = { readonly allowed: true } | { readonly allowed: false; readonly reason: string };
+
+/** What the acting paths ask before a node isolation or a reschedule. */
+export interface BreakerGate {
+  admit(kind: Exclude<BreakerKind, 'chips'>, key: string, nodes: readonly string[]): Verdict;
+}
+
+export function breakerConfigOf(o: Options): BreakerConfig {
+  return {
+    windowMs: o.breakerWindowSeconds * 1000,
+    domain: { chips: o.breakerDomainChips, nodes: o.breakerDomainNodes, jobs: o.breakerDomainJobs },
+    cluster: { chips: o.breakerClusterChips, nodes: o.breakerClusterNodes, jobs: o.breakerClusterJobs },
+    autoResetMs: o.breakerAutoResetSeconds * 1000,
+  };
+}
+
+export interface BreakerControllerDeps {
+  readonly sources: Sources;
+  readonly writer: ConfigMapWriter;
+  readonly client: KubeClient;
+  readonly config: BreakerConfig;
+  /** Node label naming a node's switch domain; '' = none. */
+  readonly domainLabel: string;
+  /** A node's SuperPodID from its device-info (-1 or undefined: none). */
+  readonly superPodOf: (node: string) => number | undefined;
+  /** The controller's fault view of a node (chips taken out of service are counted from it). */
+  readonly faultsOf: (node: string) => readonly FaultRecord[];
+  /** After a reset: re-decide held work from the current state (queue every job and node). */
+  readonly onReset: () => void;
+  readonly log: Logger;
+  readonly metrics: Metrics;
+  readonly now: () => number;
+}
+
+const RESERVED = new Set([CLUSTER_SCOPE, 'all']);
+
+export class BreakerController implements BreakerGate {
+  readonly loop: ControllerLoop;
+  private state: BreakerState = EMPTY_BREAKER_STATE;
+  private loaded = false;
+  private readonly d: BreakerControllerDeps;
+  private readonly log: Logger;
+  /** Keys held since the last trip/reset (one log line, Event and count per held key). */
+  private readonly heldKeys = new Set<string>();
+  private notes: BreakerNote[] = [];
+  /** Chips seen out of service per node (to count each newly isolated chip once). */
+  private readonly chips = new Map<string, ReadonlySet<string>>();
+  private subs: Subscription[] = [];
+  /** The state text last written or loaded (anything else on the ConfigMap was written by someone else). */
+  private lastText: string | undefined;
+
+  constructor(d: BreakerControllerDeps) {
+    this.d = d;
+    this.log = d.log;
+    this.loop = new ControllerLoop(breakerReconciler({
+      desired: (nowMs) => this.snapshot(nowMs),
+      applyReset: (req) => this.applyReset(req),
+      autoReset: (nowMs) => this.applyAutoReset(nowMs),
+      drainNotes: () => { const n = this.notes; this.notes = []; return n; },
+      observed: (text) => this.observed(text),
+      written: (text) => { this.lastText = text; },
+      actual: () => d.sources.mindxDlConfigMaps.get(`${BREAKER_NAMESPACE}/${BREAKER_CM_NAME}`),
+      writer: d.writer, events: d.client, metrics: d.metrics,
+    }), { log: d.log, metrics: d.metrics, now: d.now });
+    d.metrics.breakerTripped.set({ scope: CLUSTER_SCOPE }, 0);
+  }
+
+  /** Watches the breaker ConfigMap (a reset annotation) and the fault view (chips out of service). */
+  start(faultNodes$: import('rxjs').Observable<readonly string[]>): void {
+    this.subs.push(this.d.sources.mindxDlConfigMaps.events$.pipe(filter((ev) => ev.obj.metadata?.name === BREAKER_CM_NAME)).subscribe(() => {
+      if (this.loaded) this.loop.queue.add(BREAKER_RECONCILE_KEY);
+    }));
+    this.subs.push(faultNodes$.subscribe((nodes) => { if (this.loaded) for (const n of nodes) this.countChips(n); }));
+  }
+
+  /** Leader only, on synced caches, before any decision: restore, then run the reconciler. */
+  startActing(): void {
+    const cm = this.d.sources.mindxDlConfigMaps.get(`${BREAKER_NAMESPACE}/${BREAKER_CM_NAME}`);
+    const p = parseBreakerState(cm?.data?.state);
+    this.lastText = cm?.data?.state;
+    if (p.ok) this.state = p.value;
+    else {
+      // Not silently: the unreadable text is logged whole (it is replaced by the next write).
+      this.log.error('breaker state unreadable, starting from an empty state', { reason: p.reason, text: cm?.data?.state });
+      this.d.metrics.invalidInput.inc({ format: 'breaker_state', reason: p.kind ?? 'invalid' });
+    }
+    for (const s of trippedScopes(this.state)) this.d.metrics.breakerTripped.set({ scope: s.scope }, 1);
+    if (trippedScopes(this.state).length > 0) this.log.warn('breaker restored tripped', { scopes: trippedScopes(this.state).map((s) => s.scope) });
+    // Chips already out of service at start are the baseline, not new isolations.
+    for (const n of this.d.sources.nodes.store.keys()) this.chips.set(n, this.unusable(n));
+    this.loaded = true;
+    this.loop.start();
+    this.loop.queue.add(BREAKER_RECONCILE_KEY);
+  }
+
+  async stop(): Promise<void> {
+    for (const s of this.subs) s.unsubscribe();
+    this.subs = [];
+    await this.loop.stop();
+  }
+
+  domainOf(node: string): string | undefined {
+    const label = this.d.domainLabel === '' ? undefined : this.d.sources.nodes.get(node)?.metadata?.labels?.[this.d.domainLabel];
+    const name = label !== undefined && label !== '' ? label : (() => { const sp = this.d.superPodOf(node) ?? -1; return sp >= 0 ? `superpod-${sp}` : undefined; })();
+    return name === undefined ? undefined : RESERVED.has(name) ? `domain-${name}` : name;
+  }
+
+  admit(kind: Exclude<BreakerKind, 'chips'>, key: string, nodes: readonly string[]): Verdict {
+    const domains = nodes.flatMap((n) => { const d = this.domainOf(n); return d === undefined ? [] : [d]; });
+    const heldKey = `${kind}\u0000${key}`;
+    if (this.heldKeys.has(heldKey) && domains.concat(CLUSTER_SCOPE).some((s) => this.state.scopes[s]?.tripped)) {
+      return { allowed: false, reason: this.heldReason(domains) };
+    }
+    const r = admit(this.state, { kind, key, domains }, this.d.now(), this.d.config);
+    this.state = r.state;
+    this.tripped(r.tripped);
+    if (r.allowed) { this.changed(); return { allowed: true }; }
+    this.heldKeys.add(heldKey);
+    const reason = `held by the blast-radius breaker (${r.heldBy.map((t) => `${t.scope}: ${t.reason}`).join('; ')}); reset with kubectl clusterd breaker reset`;
+    this.d.metrics.breakerHeld.inc({ kind });
+    this.log.warn('action held by breaker', { kind, key, scopes: r.heldBy.map((t) => t.scope) });
+    if (kind === 'nodes') this.notes.push({ type: 'Warning', reason: 'BreakerHeld', message: `isolation of node ${key} ${reason}`, key: `held/${key}/${r.heldBy[0]?.scope}` });
+    this.changed();
+    return { allowed: false, reason };
+  }
+
+  /** A state on the ConfigMap that is not ours: adopted if readable (else logged, and replaced by ours). */
+  private observed(text: string | undefined): void {
+    if (text === undefined || text === this.lastText) return;
+    this.lastText = text;
+    const p = parseBreakerState(text);
+    if (!p.ok) {
+      this.log.error('breaker state edited outside the controller is unreadable, keeping ours', { reason: p.reason, text });
+      this.d.metrics.invalidInput.inc({ format: 'breaker_state', reason: p.kind ?? 'invalid' });
+      return;
+    }
+    this.log.warn('breaker state written outside the controller, adopted', { tripped: trippedScopes(p.value).map((s) => s.scope) });
+    for (const s of trippedScopes(this.state)) if (!p.value.scopes[s.scope]?.tripped) this.d.metrics.breakerTripped.set({ scope: s.scope }, 0);
+    for (const s of trippedScopes(p.value)) this.d.metrics.breakerTripped.set({ scope: s.scope }, 1);
+    this.state = p.value;
+    this.heldKeys.clear();
+  }
+
+  /** Current state (pruned) for the reconciler. */
+  private snapshot(nowMs: number): { state: BreakerState; nextMs?: number } {
+    this.state = prune(this.state, nowMs, this.d.config);
+    const auto = autoReset(this.state, nowMs, this.d.config);
+    const nexts = [nextExpiryMs(this.state, this.d.config), auto.nextAtMs].filter((x): x is number => x !== undefined);
+    return { state: this.state, ...(nexts.length === 0 ? {} : { nextMs: Math.min(...nexts) }) };
+  }
+
+  private applyReset(req: ResetRequest): { reset: readonly string[]; stale: readonly string[] } {
+    const r = reset(this.state, req);
+    this.state = r.state;
+    this.afterReset(r.reset, `by ${req.by}`);
+    return r;
+  }
+
+  private applyAutoReset(nowMs: number): readonly string[] {
+    const r = autoReset(this.state, nowMs, this.d.config);
+    this.state = r.state;
+    this.afterReset(r.reset, `automatically after ${this.d.config.autoResetMs / 1000} s`);
+    return r.reset;
+  }
+
+  private afterReset(scopes: readonly string[], how: string): void {
+    if (scopes.length === 0) return;
+    for (const s of scopes) {
+      if (s === CLUSTER_SCOPE) this.d.metrics.breakerTripped.set({ scope: s }, 0);
+      else this.d.metrics.breakerTripped.remove({ scope: s });
+    }
+    this.heldKeys.clear();
+    this.log.warn('breaker reset', { scopes, how });
+    this.notes.push({ type: 'Normal', reason: 'BreakerReset', message: `breaker scopes ${scopes.join(', ')} reset ${how}; held decisions are decided again from the current state`, key: `reset/${scopes.join(',')}/${this.d.now()}` });
+    // Level-triggered: held work is re-decided from what is true now, not replayed.
+    this.d.onReset();
+  }
+
+  private tripped(trips: readonly Trip[]): void {
+    for (const t of trips) {
+      this.d.metrics.breakerTripped.set({ scope: t.scope }, 1);
+      this.log.warn('breaker tripped', { scope: t.scope, reason: t.reason });
+      this.notes.push({ type: 'Warning', reason: 'BreakerTripped', message: `breaker scope ${t.scope} tripped: ${t.reason}; new isolations and reschedules in it are held until reset (kubectl clusterd breaker reset ${t.scope})`, key: `trip/${t.scope}/${this.d.now()}` });
+    }
+  }
+
+  private heldReason(domains: readonly string[]): string {
+    const by = [CLUSTER_SCOPE, ...domains].flatMap((s) => { const x = this.state.scopes[s]; return x?.tripped ? [`${s}: ${x.reason}`] : []; });
+    return `held by the blast-radius breaker (${by.join('; ')}); reset with kubectl clusterd breaker reset`;
+  }
+
+  private changed(): void {
+    this.loop.queue.add(BREAKER_RECONCILE_KEY);
+  }
+
+  private unusable(node: string): ReadonlySet<string> {
+    return new Set((unusableNpus(this.d.faultsOf(node)).get(node) ?? []).map((u) => u.npu));
+  }
+
+  /** Chips newly out of service are counted (never held: the device plugin isolates them itself). */
+  private countChips(node: string): void {
+    const now = this.unusable(node);
+    const before = this.chips.get(node) ?? new Set<string>();
+    if (now.size === 0) this.chips.delete(node); else this.chips.set(node, now);
+    const fresh = [...now].filter((c) => !before.has(c));
+    if (fresh.length === 0) return;
+    const domain = this.domainOf(node);
+    for (const c of fresh) {
+      const r = admit(this.state, { kind: 'chips', key: `${node}/${c}`, domains: domain === undefined ? [] : [domain] }, this.d.now(), this.d.config, false);
+      this.state = r.state;
+      this.tripped(r.tripped);
+    }
+    this.changed();
+  }
+}

@@ -1,0 +1,78 @@
+/**
+ * Flap damping in the jobs flow (policy/flap-damping.ts has the rules and why). Holds, in memory, the
+ * per-node entity states and each job's last restart, and gives the jobs flow its damped fault view.
+ *
+ * The view is level-triggered: every read of a node compares the node's records with its last
+ * observation (an unchanged input changes nothing); the jobs flow reads every node whose faults
+ * change (jobs.controller.ts), so no recovery is missed; a hold that ends by itself comes back as the decision reconcile's requeue
+ * (`nextChangeMs`), never as a timer. Restarted or new leaders start with no damping memory: the
+ * first flap after a restart is handled as a first fault (at most one extra restart).
+ */
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
+import { dampView, deferRestart, type EntityState, type FlapDampingConfig, type LastRestart } from '../policy/faults/flap-damping.ts';
+
+export class FlapDamper {
+  private readonly nodes = new Map<string, ReadonlyMap<string, EntityState>>();
+  private readonly next = new Map<string, number>();
+  private readonly restarts = new Map<string, LastRestart>();
+  private readonly cfg: FlapDampingConfig;
+  private readonly now: () => number;
+  private readonly metrics: Metrics | undefined;
+
+  constructor(cfg: FlapDampingConfig, now: () => number, metrics?: Metrics) {
+    this.cfg = cfg;
+    this.now = now;
+    this.metrics = metrics;
+  }
+
+  get enabled(): boolean { return this.cfg.holdMs > 0; }
+
+  /** The node's records as the rescheduler should see them (held ones added). */
+  view(node: string, records: readonly FaultRecord[]): readonly FaultRecord[] {
+    if (!this.enabled) return records;
+    const prev = this.nodes.get(node);
+    if (prev === undefined && records.length === 0) return records;
+    const before = new Set([...(prev ?? new Map<string, EntityState>())].filter(([, s]) => s.healthySinceMs !== undefined).map(([e]) => e));
+    const v = dampView(records, prev ?? new Map(), this.now(), this.cfg);
+    for (const e of v.held) if (!before.has(e)) this.metrics?.flapDamped.inc({ rule: 'hold' });
+    if (v.state.size === 0) this.nodes.delete(node); else this.nodes.set(node, v.state);
+    if (v.nextChangeMs === undefined) this.next.delete(node); else this.next.set(node, v.nextChangeMs);
+    return v.records;
+  }
+
+  /** Earliest time the view of one of these nodes changes by itself. */
+  nextChangeMs(nodes: readonly string[]): number | undefined {
+    let t: number | undefined;
+    for (const n of nodes) { const x = this.next.get(n); if (x !== undefined) t = t === undefined ? x : Math.min(t, x); }
+    return t;
+  }
+
+  /** Rule 2: the time to re-decide a restart of `job` for faults on `entities`, or undefined to act now. */
+  deferUntil(job: string, entities: readonly string[]): number | undefined {
+    const until = deferRestart(entities, this.restarts.get(job), (e, t) => this.recoveredSince(e, t), this.now(), this.cfg);
+    if (until !== undefined) this.metrics?.flapDamped.inc({ rule: 'defer' });
+    return until;
+  }
+
+  /**
+   * Records a restart. Within a period the entities add up: faults of one storm reach the flow in
+   * several bursts, and a restart for a later burst must not make the earlier hardware new again.
+   */
+  restarted(job: string, entities: readonly string[]): void {
+    if (!this.enabled || entities.length === 0) return;
+    const now = this.now();
+    const prev = this.restarts.get(job);
+    const keep = prev !== undefined && now - prev.atMs < this.cfg.holdMs ? prev.entities : [];
+    this.restarts.set(job, { atMs: now, entities: [...new Set([...keep, ...entities])].sort() });
+  }
+
+  forget(job: string): void {
+    this.restarts.delete(job);
+  }
+
+  private recoveredSince(entity: string, t: number): boolean {
+    const node = entity.split('/')[0]!;
+    return (this.nodes.get(node)?.get(entity)?.recoveries ?? []).some((r) => r > t);
+  }
+}
