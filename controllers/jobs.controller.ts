@@ -32,7 +32,7 @@ import { JOB_RESCHEDULE_REASON_KEY, RescheduleReasonStore, rescheduleReasonRecon
 import { VCJOB_FAULT_NPU_KEY, vcjobFaultNpuReconciler } from '../reconcilers/vcjob-fault-npu.reconciler.ts';
 import { TOR_AFFINITY_LABEL, TOR_SHARE_KEY, torShareReconciler } from '../reconcilers/tor-share.reconciler.ts';
 import type { ResetConfigDeps } from '../actions/job-reset-config.action.ts';
-import type { DeviceFaultsController } from './device-faults.controller.ts';
+import type { FaultView } from './fault-view.ts';
 import type { Options } from './options.ts';
 import type { Sources } from './sources/sources.ts';
 import { JobIndex } from '../state/job-index.ts';
@@ -49,7 +49,8 @@ import { FlapDamper } from '../state/flap-damper.ts';
 export interface JobsControllerDeps {
   readonly client: KubeClient;
   readonly sources: Sources;
-  readonly deviceFaults: DeviceFaultsController;
+  /** The fault view (controllers/fault-view.ts): scheduler views kept per node, and the nodes whose view changed. */
+  readonly deviceFaults: Pick<FaultView, 'store' | 'changes$' | 'effective'>;
   readonly writer: ConfigMapWriter;
   readonly options: Options;
   readonly log: Logger;

@@ -92,6 +92,9 @@ export class MemoryCommands {
         const added = cmd.faults.flatMap((f) => (f.faultType === '0' || f.faultType === '2' ? [{ rankId: f.rankId, faultType: f.faultType, atMs: now }] : []));
         this.reports.set(id, [...kept, ...added]);
         this.d.touch(job);
+        // The reports are inputs of the job's scheduler view (step retry's RecoverTime, A.3 #22's
+        // business UCEs): re-announce its nodes, and again when the step-retry window ends.
+        this.d.holdChanged(job);
         return true;
       }
       case 'publishFaultJobInfo':
