@@ -1,14 +1,13 @@
 /**
- * One size of the in-process scale scenario, in a fresh process so RSS belongs to that size alone:
- * `node --expose-gc tools/bench/scale-worker.ts --nodes N --npus 16 --update-seconds S`. Prints one
- * JSON line with the measurements. No apiserver: the objects an informer would hold (device-info
- * ConfigMaps from the device plugin simulator's own encoder, Running pods, PodGroups) are built in
- * memory and fed straight into the controller's FaultStore, JobIndex and cluster-info rendering.
+ * One size of the in-process scale scenario, in a fresh process so RSS belongs to that size alone
+ * (started through scale-entry.ts, which prints the result as one JSON line). No apiserver: the
+ * objects an informer would hold (device-info ConfigMaps from the device plugin simulator's own
+ * encoder, Running pods, PodGroups) are built in memory and fed straight into the controller's FaultStore, JobIndex and cluster-info rendering.
  * The cluster-info reconciler itself runs on in-memory ConfigMaps (its per-node cache, one pass per
  * batch of dirty nodes), next to a full render for comparison.
  */
 import { randomUUID } from 'node:crypto';
-import { parseArgs } from 'node:util';
+import { writeHeapSnapshot } from 'node:v8';
 import { FaultStore } from '../../state/fault-store.ts';
 import { JobIndex } from '../../state/job-index.ts';
 import type { ConfigMap, Node, Pod, PodGroup } from '../../runtime/kube-objects.ts';
@@ -191,6 +190,15 @@ export async function runScale(nodes: number, npus: number, updateSeconds: numbe
   gc();
   const cacheHeap = process.memoryUsage().heapUsed - heapBeforeCache;
   clusterInfo.checkAgainstFullRender(now);
+  // A heap snapshot of the steady state for tools/bench/heap-profile.ts; each holder is reachable by
+  // its name from one global object, so the profile can say what each one retains.
+  const snapshotPath = process.env.SCALE_HEAP_SNAPSHOT;
+  if (snapshotPath !== undefined && snapshotPath !== '') {
+    (globalThis as Record<string, unknown>).__scaleHolders = { deviceInfoCms: cmCache, nodes: nodeCache, pods, podGroups, faultStore: store, jobIndex: index, clusterInfoCms: clusterInfo.cms, clusterInfoReconciler: clusterInfo };
+    gc();
+    writeHeapSnapshot(snapshotPath);
+    delete (globalThis as Record<string, unknown>).__scaleHolders;
+  }
 
   // Sustained updates: a pool of nodes flip between one SeparateNPU chip fault and healthy; the CMs
   // are encoded beforehand (that is the device plugin's work, not ours). Each update is parsed and
@@ -252,10 +260,4 @@ export async function runScale(nodes: number, npus: number, updateSeconds: numbe
     clusterInfoCacheMiB: mib(cacheHeap), updates, updateSeconds: Math.round(elapsed * 100) / 100,
     updatesPerSecond: Math.round(updates / elapsed), rendersDuringUpdates: renders, peakRssMiB: mib(peakRss),
   };
-}
-
-if (/scale-worker\.[jt]s$/.test(process.argv[1] ?? '')) {
-  const { values } = parseArgs({ options: { nodes: { type: 'string' }, npus: { type: 'string', default: '16' }, 'update-seconds': { type: 'string', default: '10' } } });
-  const result = await runScale(Number(values.nodes), Number(values.npus), Number(values['update-seconds']));
-  process.stdout.write(`${JSON.stringify(result)}\n`);
 }
