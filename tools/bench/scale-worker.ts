@@ -19,6 +19,7 @@ import type { FaultRecord } from '../../vocabulary/fault-types.ts';
 import { encodeDeviceInfoData } from '../../schemas/device-info/device-info-encode.ts';
 import { DEVICE_INFO_LABELS, DEVICE_INFO_NAMESPACE, deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
 import { objectKey } from '../../runtime/reflector.ts';
+import { trimNode, trimPod } from '../../controllers/sources/cache-shapes.ts';
 import { CLUSTER_INFO_NODE_CM } from '../../schemas/cluster-info/cluster-info.ts';
 import { addChipCode, deviceInfoInput, newNodeState, removeChipCodes, type NpuNodeState } from '../simulator/npu-state.ts';
 import { fakeNode, nodeNames } from '../simulator/nodes.ts';
@@ -141,7 +142,7 @@ export async function runScale(nodes: number, npus: number, updateSeconds: numbe
     const n = fakeNode({ name, npus }) as Node;
     n.metadata = { ...n.metadata, uid: randomUUID(), resourceVersion: String(rv++), creationTimestamp: new Date(now).toISOString() };
     n.status = { ...n.status, conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: new Date(now).toISOString(), reason: 'KubeletReady', message: 'kwok fake node is ready' } as { type: string; status: string; lastTransitionTime: string }] };
-    nodeCache.set(name, n);
+    nodeCache.set(name, trimNode(n)); // what the node informer keeps (sources/cache-shapes.ts)
   }
   const pods = new Map<string, Pod>();
   const podGroups = new Map<string, PodGroup>();
@@ -150,7 +151,7 @@ export async function runScale(nodes: number, npus: number, updateSeconds: numbe
     job.uid = randomUUID();
     const pg = podGroupObject(job) as PodGroup;
     podGroups.set(objectKey(pg), pg);
-    for (let r = 0; r < job.nodes.length; r++) { const p = runningPodObject(job, r, nowIso, randomUUID()) as Pod; pods.set(objectKey(p), p); }
+    for (let r = 0; r < job.nodes.length; r++) { const p = trimPod(runningPodObject(job, r, nowIso, randomUUID())); pods.set(objectKey(p), p); }
   }
   sample();
 
