@@ -240,6 +240,30 @@ function main(): void {
     return t === 'element' || t === 'hidden' ? `[${n}]` : (strings[n] ?? String(n));
   };
 
+  // The edge from each object's dominator to it (its "field"), where there is one.
+  const via = new Int32Array(count).fill(-1);
+  for (let i = 0; i < count; i++) {
+    if (i === rootPo) continue;
+    const d = order[idom[i]!]!;
+    for (let e = firstEdge[d]!; e < firstEdge[d + 1]!; e++) if (target(e) === order[i]) { via[i] = e; break; }
+  }
+  /** Self size inside one dominator subtree by the field that holds each object (map keys and
+   *  array indexes folded), so "records" or "data" says which part of a store holds the bytes. */
+  const fields = (po: number): [string, number][] => {
+    kids ??= childrenOf();
+    const m = new Map<string, number>();
+    const stack = [po];
+    while (stack.length > 0) {
+      const i = stack.pop()!;
+      const v = order[i]!;
+      const f = via[i]! >= 0 ? edgeName(via[i]!) : '?';
+      const k = `${/^\[\d+\]$/.test(f) || /^node-\d+|-node-\d+/.test(f) ? '[i]' : f}:${kind(v).replace(/^\(string ".*/s, '(string)')}`;
+      m.set(k, (m.get(k) ?? 0) + na[v * NF + nSelf]!);
+      for (const c of kids[i]!) stack.push(c);
+    }
+    return [...m].sort((a, b) => b[1] - a[1]);
+  };
+
   // The holders object: a property of some global object with that name.
   let holders = -1;
   for (let v = 0; v < N && holders < 0; v++) for (let e = firstEdge[v]!; e < firstEdge[v + 1]!; e++) if (edgeName(e) === values.holders && nodeTypes[ea[e * EF + eType]!] !== 'weak') { holders = target(e); break; }
@@ -253,7 +277,8 @@ function main(): void {
       const ret = retained[po]!;
       sum += ret;
       const kinds = inside(po).slice(0, 6).map(([k, s]) => `${k} ${MiB(s)}`).join(', ');
-      console.log(`${MiB(ret).padStart(8)} MiB  ${edgeName(e)}  (idom ${idom[po] === post[holders] ? 'holders' : kind(order[idom[po]!]!)})  ${kinds}`);
+      console.log(`${MiB(ret).padStart(8)} MiB  ${edgeName(e)}  ${kinds}`);
+      console.log(`           by field: ${fields(po).slice(0, 10).map(([k, s]) => `${k} ${MiB(s)}`).join(', ')}`);
     }
     // Everything reachable from the holders, minus what each retains alone: held by two or more
     // (or also by something outside them, such as a module's cache).
@@ -272,12 +297,6 @@ function main(): void {
 
   console.log(`\n## largest retainers (dominator tree, retained >= 1% of the heap, not nested in a listed one)`);
   kids ??= childrenOf();
-  const via = new Int32Array(count).fill(-1);
-  for (let i = 0; i < count; i++) {
-    if (i === rootPo) continue;
-    const d = order[idom[i]!]!;
-    for (let e = firstEdge[d]!; e < firstEdge[d + 1]!; e++) if (target(e) === order[i]) { via[i] = e; break; }
-  }
   const limit = total / 100;
   const stack = [rootPo];
   let listed = 0;
