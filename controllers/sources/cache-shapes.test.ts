@@ -1,10 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
 import { digestClusterInfo, trimNode, trimPod } from './cache-shapes.ts';
-import { podMetaOf } from '../job-index.ts';
+import { podMetaOf } from '../../state/job-index.ts';
 import { summaryPodOf } from '../job-summary.controller.ts';
-import { podUse } from '../fault-policy-pods.ts';
-import { ranksPerPodOf } from '../recovery-feed.ts';
-import { FaultStore } from '../fault-store.ts';
+import { podUse } from '../../state/npu-usage.ts';
+import { ranksPerPodOf } from '../../policy/recovery/recovery-feed.ts';
+import { FaultStore } from '../../state/fault-store.ts';
 import { dataDigest } from '../../runtime/data-digest.ts';
 import type { KubeObject } from '../../runtime/kube-client.ts';
 import type { Node, Pod } from '../../runtime/kube-objects.ts';
