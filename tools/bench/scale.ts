@@ -52,6 +52,7 @@ export async function runScaleScenario(o: ScaleOptions, figures: Figures): Promi
     results.push(r);
     figures.add('scale', `rss_mib_${nodes}_nodes`, r.rssMiB, 'MiB');
     figures.add('scale', `heap_mib_${nodes}_nodes`, r.heapUsedMiB, 'MiB');
+    figures.add('scale', `rss_after_gc_mib_${nodes}_nodes`, r.rssAfterGcMiB, 'MiB');
     figures.add('scale', `scale_first_cluster_info_ms_${nodes}_nodes`, r.firstClusterInfoMs, 'ms');
     figures.add('scale', `scale_render_ms_${nodes}_nodes`, r.renderMs, 'ms');
     figures.add('scale', `scale_cluster_info_first_pass_ms_${nodes}_nodes`, r.firstPassMs, 'ms');
