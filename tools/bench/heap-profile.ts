@@ -1,5 +1,5 @@
 /**
- * Where a heap snapshot's memory goes: `node tools/bench/heap-profile.ts <file.heapsnapshot> [--top N] [--holders NAME]`.
+ * Where a heap snapshot's memory goes: `node tools/bench/heap-profile.ts <file.heapsnapshot> [--top N] [--holders NAME] [--min-pct P]`.
  * Streams the snapshot (a 16,000-node snapshot is larger than V8's longest string, so no JSON.parse
  * of the whole file), builds the dominator tree (Cooper, Harvey & Kennedy's iterative algorithm; weak
  * edges do not retain) and prints:
@@ -102,7 +102,7 @@ class Reader {
 const MiB = (b: number): string => (b / 2 ** 20).toFixed(1);
 
 function main(): void {
-  const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '25' }, holders: { type: 'string', default: '__scaleHolders' } } });
+  const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '25' }, holders: { type: 'string', default: '__scaleHolders' }, 'min-pct': { type: 'string', default: '1' } } });
   const file = positionals[0];
   if (file === undefined) throw new Error('usage: heap-profile.ts <file.heapsnapshot>');
   const r = new Reader(file);
@@ -295,9 +295,9 @@ function main(): void {
     console.log(`${MiB(reach).padStart(8)} MiB  reachable from the holders`);
   }
 
-  console.log(`\n## largest retainers (dominator tree, retained >= 1% of the heap, not nested in a listed one)`);
+  console.log(`\n## largest retainers (dominator tree, retained >= ${values['min-pct']}% of the heap, not nested in a listed one)`);
   kids ??= childrenOf();
-  const limit = total / 100;
+  const limit = (total * Number(values['min-pct'])) / 100;
   const stack = [rootPo];
   let listed = 0;
   while (stack.length > 0 && listed < top) {
