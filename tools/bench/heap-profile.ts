@@ -209,8 +209,23 @@ function main(): void {
     a[0] += s; a[1]++;
     bySelf.set(k, a);
   }
+  // Coarse categories: compiled code and V8 metadata, program text (a module's source or source map:
+  // a long string that is not JSON data), and the rest (objects, data strings).
+  const cat = new Map<string, number>();
+  for (let i = 0; i < count; i++) {
+    const v = order[i]!;
+    const t = nodeTypes[na[v * NF + nType]!]!;
+    const sz = na[v * NF + nSelf]!;
+    const text = strings[na[v * NF + nName]!] ?? '';
+    const c = t === 'code' || t === 'object shape' || t === 'closure' ? 'code, closures, object shapes'
+      : t === 'string' && sz > 8192 && !/^[{"\[]/.test(text) ? 'program text (module sources, source maps)'
+        : t === 'string' || t === 'concatenated string' || t === 'sliced string' ? 'other strings (data, names)' : 'objects, arrays, V8 internals';
+    cat.set(c, (cat.get(c) ?? 0) + sz);
+  }
   const top = Number(values.top);
   console.log(`nodes ${N}, edges ${E}, reachable ${count}, reachable self size ${MiB(total)} MiB`);
+  console.log('\n## self size by category');
+  for (const [k, sz] of [...cat].sort((a, b) => b[1] - a[1])) console.log(`${MiB(sz).padStart(8)} MiB  ${k}`);
   console.log('\n## self size by kind');
   for (const [k, [s, c]] of [...bySelf].sort((a, b) => b[1][0] - a[1][0]).slice(0, top)) console.log(`${MiB(s).padStart(8)} MiB  ${String(c).padStart(9)}  ${k}`);
 
