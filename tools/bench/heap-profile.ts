@@ -101,10 +101,20 @@ class Reader {
 
 const MiB = (b: number): string => (b / 2 ** 20).toFixed(1);
 
-function main(): void {
-  const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '25' }, holders: { type: 'string', default: '__scaleHolders' }, 'min-pct': { type: 'string', default: '1' } } });
-  const file = positionals[0];
-  if (file === undefined) throw new Error('usage: heap-profile.ts <file.heapsnapshot>');
+export interface ProfileOptions {
+  readonly top?: number;
+  /** The global property whose own properties are the holders to report. */
+  readonly holders?: string;
+  /** Largest retainers down to this % of the heap. */
+  readonly minPct?: number;
+  readonly print?: (line: string) => void;
+}
+
+/** Prints the profile; returns each holder's retained size in bytes (empty when there is no holders object). */
+export function heapProfile(file: string, o: ProfileOptions = {}): Map<string, number> {
+  const print = o.print ?? ((l: string) => console.log(l));
+  const values = { top: o.top ?? 25, holders: o.holders ?? '__scaleHolders', minPct: o.minPct ?? 1 };
+  const retainedByHolder = new Map<string, number>();
   const r = new Reader(file);
   r.seek('"snapshot"');
   const snap = JSON.parse(r.object()) as { meta: Meta; node_count: number; edge_count: number };
@@ -222,12 +232,12 @@ function main(): void {
         : t === 'string' || t === 'concatenated string' || t === 'sliced string' ? 'other strings (data, names)' : 'objects, arrays, V8 internals';
     cat.set(c, (cat.get(c) ?? 0) + sz);
   }
-  const top = Number(values.top);
-  console.log(`nodes ${N}, edges ${E}, reachable ${count}, reachable self size ${MiB(total)} MiB`);
-  console.log('\n## self size by category');
-  for (const [k, sz] of [...cat].sort((a, b) => b[1] - a[1])) console.log(`${MiB(sz).padStart(8)} MiB  ${k}`);
-  console.log('\n## self size by kind');
-  for (const [k, [s, c]] of [...bySelf].sort((a, b) => b[1][0] - a[1][0]).slice(0, top)) console.log(`${MiB(s).padStart(8)} MiB  ${String(c).padStart(9)}  ${k}`);
+  const top = values.top;
+  print(`nodes ${N}, edges ${E}, reachable ${count}, reachable self size ${MiB(total)} MiB`);
+  print('\n## self size by category');
+  for (const [k, sz] of [...cat].sort((a, b) => b[1] - a[1])) print(`${MiB(sz).padStart(8)} MiB  ${k}`);
+  print('\n## self size by kind');
+  for (const [k, [s, c]] of [...bySelf].sort((a, b) => b[1][0] - a[1][0]).slice(0, top)) print(`${MiB(s).padStart(8)} MiB  ${String(c).padStart(9)}  ${k}`);
 
   // Kinds inside one dominator subtree.
   const childrenOf = (): Int32Array[] => {
@@ -283,7 +293,7 @@ function main(): void {
   let holders = -1;
   for (let v = 0; v < N && holders < 0; v++) for (let e = firstEdge[v]!; e < firstEdge[v + 1]!; e++) if (edgeName(e) === values.holders && nodeTypes[ea[e * EF + eType]!] !== 'weak') { holders = target(e); break; }
   if (holders >= 0) {
-    console.log(`\n## retained by each property of ${values.holders}`);
+    print(`\n## retained by each property of ${values.holders}`);
     let sum = 0;
     for (let e = firstEdge[holders]!; e < firstEdge[holders + 1]!; e++) {
       if (edgeTypes[ea[e * EF + eType]!] !== 'property') continue;
@@ -291,9 +301,10 @@ function main(): void {
       const po = post[w]!;
       const ret = retained[po]!;
       sum += ret;
+      retainedByHolder.set(edgeName(e), ret);
       const kinds = inside(po).slice(0, 6).map(([k, s]) => `${k} ${MiB(s)}`).join(', ');
-      console.log(`${MiB(ret).padStart(8)} MiB  ${edgeName(e)}  ${kinds}`);
-      console.log(`           by field: ${fields(po).slice(0, 10).map(([k, s]) => `${k} ${MiB(s)}`).join(', ')}`);
+      print(`${MiB(ret).padStart(8)} MiB  ${edgeName(e)}  ${kinds}`);
+      print(`           by field: ${fields(po).slice(0, 10).map(([k, s]) => `${k} ${MiB(s)}`).join(', ')}`);
     }
     // Everything reachable from the holders, minus what each retains alone: held by two or more
     // (or also by something outside them, such as a module's cache).
@@ -306,13 +317,13 @@ function main(): void {
       reach += na[v * NF + nSelf]!;
       for (let e = firstEdge[v]!; e < firstEdge[v + 1]!; e++) if (strongEdge(e)) { const w = target(e); if (seen[w] === 0) { seen[w] = 1; stack.push(w); } }
     }
-    console.log(`${MiB(reach - sum).padStart(8)} MiB  reachable from more than one holder or from outside`);
-    console.log(`${MiB(reach).padStart(8)} MiB  reachable from the holders`);
+    print(`${MiB(reach - sum).padStart(8)} MiB  reachable from more than one holder or from outside`);
+    print(`${MiB(reach).padStart(8)} MiB  reachable from the holders`);
   }
 
-  console.log(`\n## largest retainers (dominator tree, retained >= ${values['min-pct']}% of the heap, not nested in a listed one)`);
+  print(`\n## largest retainers (dominator tree, retained >= ${values.minPct}% of the heap, not nested in a listed one)`);
   kids ??= childrenOf();
-  const limit = (total * Number(values['min-pct'])) / 100;
+  const limit = (total * values.minPct) / 100;
   const stack = [rootPo];
   let listed = 0;
   while (stack.length > 0 && listed < top) {
@@ -321,12 +332,17 @@ function main(): void {
     const single = retained[i]! >= limit && big.length <= 1 && i !== rootPo && (big.length === 0 || retained[big[0]!]! < retained[i]! * 0.9);
     if (single || (big.length === 0 && i !== rootPo)) {
       const kinds = inside(i).slice(0, 5).map(([k, s]) => `${k} ${MiB(s)}`).join(', ');
-      console.log(`${MiB(retained[i]!).padStart(8)} MiB  ${kind(order[i]!)} via ${via[i]! >= 0 ? edgeName(via[i]!) : '?'} (under ${kind(order[idom[i]!]!)})  ${kinds}`);
+      print(`${MiB(retained[i]!).padStart(8)} MiB  ${kind(order[i]!)} via ${via[i]! >= 0 ? edgeName(via[i]!) : '?'} (under ${kind(order[idom[i]!]!)})  ${kinds}`);
       listed++;
       continue;
     }
     for (const c of big.sort((a, b) => retained[a]! - retained[b]!)) stack.push(c);
   }
+  return retainedByHolder;
 }
 
-main();
+if (/heap-profile\.[jt]s$/.test(process.argv[1] ?? '')) {
+  const { values, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '25' }, holders: { type: 'string', default: '__scaleHolders' }, 'min-pct': { type: 'string', default: '1' } } });
+  if (positionals[0] === undefined) throw new Error('usage: heap-profile.ts <file.heapsnapshot> [--top N] [--holders NAME] [--min-pct P]');
+  heapProfile(positionals[0], { top: Number(values.top), holders: values.holders, minPct: Number(values['min-pct']) });
+}
