@@ -70,6 +70,27 @@ describe('FaultView', () => {
     expect(s.view.effective('n1')).toEqual([]);
   });
 
+  it('two peers whose filters read each other, both past their next-change time: each is evaluated once per read, no recursion', () => {
+    const clock = new ManualClock();
+    const records = new Map<string, FaultRecord[]>([['n1', [rec('n1', 'Ascend910-0', '80E18402', 'SeparateNPU', clock.now())]], ['n2', [rec('n2', 'Ascend910-0', '80E18402', 'SeparateNPU', clock.now())]]]);
+    const store = { records: (n: string) => records.get(n) ?? [], nodeState: () => ({}) } as unknown as FaultStore;
+    const view = new FaultView({ store, policy: trustReportedLevels, now: () => clock.now() });
+    let evaluations = 0;
+    // Recover-in-place reads the job's other nodes (fault-filters-peers.ts); a window ends in 60 s.
+    view.filterWith({
+      evaluate: (node, job, nowMs) => {
+        evaluations++;
+        view.jobView(node === 'n1' ? 'n2' : 'n1');
+        return { visible: job, hidden: [], dropped: [], relevelled: [], reported: [], uce: {}, recheckAtMs: nowMs + 60_000 };
+      },
+    });
+    view.intake({ nodes: ['n1', 'n2'], atMs: clock.now() });
+    clock.advance(61_000);
+    evaluations = 0;
+    expect(view.effective('n1').map((r) => r.node)).toEqual(['n1']);
+    expect(evaluations).toBe(2); // n1, and n2 read back by n1's filters (also past its time)
+  });
+
   it('a verdict without a next-change time is kept as evaluated (no re-evaluation on read)', () => {
     const s = setup();
     s.records.set('n1', [rec('n1', 'Ascend910-1', '80E18402', 'SeparateNPU', s.t0)]);

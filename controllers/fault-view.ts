@@ -115,7 +115,10 @@ export class FaultView {
     if (v?.validUntilMs !== undefined && this.d.now() >= v.validUntilMs) {
       // Past its next-change time: evaluate again. The filters' key for that time, firing just after,
       // would find the view unchanged and announce nothing, so the change is announced here (after
-      // the reader's step, which may be a consumer of changes$).
+      // the reader's step, which may be a consumer of changes$). Kept unexpired meanwhile: the filters
+      // read their peers' views back through here, and a peer's evaluation may read this node's.
+      const { validUntilMs: _, ...kept } = v;
+      this.views.set(node, kept);
       const fresh = this.filter(node, v.job, this.d.now());
       if (fresh.sig !== v.sig) queueMicrotask(() => this.changes.next({ nodes: [node], atMs: this.d.now() }));
       return fresh;
