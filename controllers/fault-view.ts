@@ -20,6 +20,13 @@
  * A verdict that depends on time stays current because every time-based change is announced:
  * the policy's deadline key, the filters' window keys and the step-retry window keys each call
  * `notify` with their nodes when they fire. A node the view has not seen yet is computed on first read.
+ *
+ * A kept scheduler view is valid until the filters' next-change time (the earliest end of a hide
+ * window): a read at or past it evaluates the node again, and the change is announced. Consumers act
+ * on those times themselves (the jobs pipeline requeues a job for the end of its faults' hide window
+ * and counts a fault whose window is over as visible) while the filters' keys fire a little after
+ * them (their slack); a reader in between must not get the expired verdict (a step-retry fault past
+ * its 10 s window is still hidden while the job's step retry holds it).
  */
 import { Subject, type Observable } from 'rxjs';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
@@ -49,16 +56,9 @@ export interface FaultViewDeps {
   readonly metrics?: FlapDampedCounter;
 }
 
-/**
- * A kept scheduler view older than this is evaluated again when read (and a change announced): a
- * safety net for a time-based verdict whose re-announcement was missed; every known one announces
- * itself, so this normally recomputes nothing that changed.
- */
-const MAX_VIEW_AGE_MS = 1_000;
-
 interface NodeView {
-  /** When the filters last evaluated this node. */
-  readonly atMs?: number;
+  /** When the filters' verdict may change with time alone (earliest hide window end); read past it, the node is evaluated again. */
+  readonly validUntilMs?: number;
   readonly job: readonly FaultRecord[];
   readonly scheduler: readonly FaultRecord[];
   /** Hidden or dropped by a filter: what cluster-info leaves out of Volcano's lists. */
@@ -147,7 +147,13 @@ export class FaultView {
 
   private view(node: string): NodeView {
     const v = this.views.get(node);
-    if (v !== undefined && v.sig !== '' && v.atMs !== undefined && this.d.now() - v.atMs > MAX_VIEW_AGE_MS) {
+    if (v?.validUntilMs !== undefined && this.d.now() >= v.validUntilMs) {
+      // Past its next-change time: evaluate again. The filters' key for that time, firing just after,
+      // would find the view unchanged and announce nothing, so the change is announced here (after
+      // the reader's step, which may be a consumer of changes$). Kept unexpired meanwhile: the filters
+      // read their peers' views back through here, and a peer's evaluation may read this node's.
+      const { validUntilMs: _, ...kept } = v;
+      this.views.set(node, kept);
       const fresh = this.filter(node, v.job, this.d.now());
       if (fresh.sig !== v.sig) queueMicrotask(() => this.changes.next({ nodes: [node], atMs: this.d.now() }));
       return fresh;
@@ -180,11 +186,13 @@ export class FaultView {
     const f = this.filters;
     const held = this.held(node, job, nowMs);
     let v: NodeView;
-    if (f === undefined) v = { atMs: nowMs, job, scheduler: job, withheld: [], hidden: [], held, sig: sigOf(job, job, [], [], held) };
+    if (f === undefined) v = { job, scheduler: job, withheld: [], hidden: [], held, sig: sigOf(job, job, [], [], held) };
     else {
       const r = f.evaluate(node, job, nowMs);
       const withheld = [...r.hidden, ...r.dropped].map((o) => o.record);
-      v = { atMs: nowMs, job, scheduler: r.visible, withheld, hidden: r.hidden, held, sig: sigOf(job, r.visible, r.hidden, withheld, held) };
+      // A next-change time not after the evaluation would re-evaluate on every read: the filters' key handles it.
+      const next = r.recheckAtMs !== undefined && r.recheckAtMs > nowMs ? { validUntilMs: r.recheckAtMs } : {};
+      v = { ...next, job, scheduler: r.visible, withheld, hidden: r.hidden, held, sig: sigOf(job, r.visible, r.hidden, withheld, held) };
     }
     this.views.set(node, v);
     return v;

@@ -259,7 +259,7 @@ export class JobsController {
   private nodeByIp(): Map<string, string> {
     const out = new Map<string, string>();
     for (const [name, n] of this.d.sources.nodes.store) {
-      const addrs = (n.status as { addresses?: Array<{ type: string; address: string }> } | undefined)?.addresses ?? [];
+      const addrs = n.status?.addresses ?? [];
       for (const a of addrs) if (a.type === 'InternalIP') out.set(a.address, name);
     }
     return out;
