@@ -217,8 +217,8 @@ describe('HA: the leader is killed mid-burst, the standby finishes the work', ()
     expect(world.peer.errors).toEqual([]);
     // Who did what: A restarted the two jobs it finished, B the other three; B replayed exactly the
     // two persisted decisions. Nothing A attempted after the kill reached the apiserver.
-    expect(await sum(a.metrics.reschedules, (l) => l.namespace === ns)).toBe(2);
-    expect(await sum(b.metrics.reschedules, (l) => l.namespace === ns)).toBe(3);
+    expect(await sum(a.metrics.reschedules, (l) => l.job_namespace === ns)).toBe(2);
+    expect(await sum(b.metrics.reschedules, (l) => l.job_namespace === ns)).toBe(3);
     expect(await sum(b.metrics.decisions, (l) => l.outcome === 'replayed')).toBe(2);
     expect(aClient.attemptsAfterCut).toBeGreaterThan(0);
     process.stdout.write(`[ops-failover] restarts: A ${done.join(',')}; B ${[...inFlight, 'j4'].join(',')} (2 replayed); `
