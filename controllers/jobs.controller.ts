@@ -124,7 +124,7 @@ export class JobsController {
     const mindxDl = (name: string) => s.mindxDlConfigMaps.get(`${JOB_STATE_NAMESPACE}/${name}`);
     this.states = new JobStateStore({
       cached: mindxDl, cachedNames: () => [...s.mindxDlConfigMaps.store.values()].map((c) => c.metadata?.name ?? ''),
-      writer, client, dryRun: options.dryRun,
+      writer, client, dryRun: options.dryRun, log: log.child({ controller: 'job_decisions' }), now: this.now,
     });
     if (!options.rescheduling) { this.loops = undefined; this.gate = undefined; this.history = undefined; return; }
     const faultsOf = (n: string) => d.deviceFaults.effective(n);
@@ -225,6 +225,7 @@ export class JobsController {
   startLoops(): void {
     const l = this.loops;
     if (l === undefined) return;
+    this.states.resume();
     for (const loop of Object.values(l)) loop.start();
     for (const key of this.index.jobKeys()) l.decisions.queue.add(key);
     for (const r of this.states.all()) l.decisions.queue.add(r.jobKey);
@@ -249,6 +250,7 @@ export class JobsController {
   /** Stops the reconcilers (lost leadership, shutdown); the flow keeps the job index current. */
   async stopLoops(): Promise<void> {
     if (this.loops !== undefined) await Promise.all(Object.values(this.loops).map((l: ControllerLoop) => l.stop()));
+    this.states.abandon(); // no journal write once not acting (actions/job-state.action.ts)
   }
 
   async stop(): Promise<void> {

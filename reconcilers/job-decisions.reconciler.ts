@@ -7,9 +7,10 @@
  *    faults marked, B6 row 2; policy/job-aggregation), and decided (policy/job-restart
  *    `decideJob`, B6 + B4) against the persisted state;
  * 3. a decision with actions not yet acted on is persisted WITH its resolved actions before anything
- *    is done, then carried out, then the pending mark is cleared. A restart between 3a and 3c finds
- *    the pending decision and finishes it; it never decides that restart again (the state already
- *    holds it), so a job's pods are deleted once per fault;
+ *    is done (group commit in the job journal: one write for the decisions of a burst), then carried
+ *    out, then the pending mark is cleared (lazily, with the journal's next write). A restart between
+ *    3a and 3c finds the pending decision and finishes it; it never decides that restart again (the
+ *    state already holds it), so a job's pods are deleted once per fault;
  * 4. timers (grace -> force, pending escalation, fault-job lifetime) come back as `requeueAfterMs`
  *    computed from persisted timestamps.
  * A job whose PodGroup is gone has its state deleted.
@@ -208,7 +209,7 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
       const pending = stored?.value.pending;
       if (pending !== undefined && !d.dryRun) {
         await carryOut(entry, pending, state, true, ctx);
-        await d.states.put(key, stored!.value.state);
+        d.states.clear(key, stored!.value.state);
       }
 
       const nowMs = ctx.now();
@@ -257,7 +258,7 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
         await d.states.put(key, next, p); // BEFORE acting
         d.afterPersist?.(key, p);
         await carryOut(entry, p, next, false, ctx, decisionRecordInput(historyJob(entry), shown, dec, dec.reasons, 'acted', nowMs));
-        await d.states.put(key, next);
+        d.states.clear(key, next); // lazy: written with the next journal commit (actions/job-state.action.ts)
         if (reschedules(dec)) d.damper.restarted(key, causes.entities);
       } else {
         if (acting) ctx.log.info('dry run: decision not carried out', { job: key, decisionId: dec.decisionId });
