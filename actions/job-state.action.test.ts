@@ -17,9 +17,11 @@ const pending = (uid: string): PendingDecision => ({
 function setup(opts: { gapMs?: number } = {}) {
   const cms = new FakeConfigMaps();
   const writer = new ConfigMapWriter(cms.client());
-  const store = new JobStateStore({
+  // The controller arms a work-queue key (controllers/jobs.controller.ts); a plain timer here.
+  const store: JobStateStore = new JobStateStore({
     cached: (name) => cms.get(NS, name), cachedNames: () => [...cms.objects.values()].map((c) => c.metadata?.name ?? ''),
     writer, client: cms.client(), dryRun: false, commitGapMs: opts.gapMs ?? 100, lazyMs: 60_000,
+    wake: (ms) => { setTimeout(() => void store.commitDue(), ms); },
   });
   const journal = (shard = 0) => cms.get(NS, journalCmName(shard))?.data ?? {};
   return { cms, store, journal };

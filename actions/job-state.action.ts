@@ -53,6 +53,11 @@ export interface JobStateStoreDeps {
   /** Longest a lazy change (a clear, a removal) waits for a commit to ride with (default 1 s). */
   readonly lazyMs?: number;
   readonly now?: () => number;
+  /**
+   * Arms the next commit in `ms` (0: now): a work-queue key whose pass calls `commitDue()`; an earlier
+   * armed time wins (WorkQueue.addAfter). Timers go through the runtime (layering rule).
+   */
+  readonly wake: (ms: number) => void;
 }
 
 const KIND = 'job_state';
@@ -80,8 +85,8 @@ export class JobStateStore {
   /** Shards we wrote that the informer may not list yet. */
   private readonly written = new Set<number>();
   private waiters: Waiter[] = [];
-  private timer: ReturnType<typeof setTimeout> | undefined;
-  private timerAt = 0;
+  /** When the armed commit is due (Infinity: none armed). */
+  private dueMs = Infinity;
   private inFlight = false;
   private lastStartMs = -Infinity;
   private failures = 0;
@@ -164,22 +169,29 @@ export class JobStateStore {
     if (cur !== undefined) this.stageOne(cur.shard, uid, null, lazy);
   }
 
-  private schedule(eager: boolean): void {
+  private arm(eager: boolean): void {
     if (this.inFlight || !this.acting) return; // the commit in flight schedules the next one when it ends
     const now = this.now();
     const backoff = this.failures === 0 ? 0 : Math.min(30_000, 500 * 2 ** (this.failures - 1));
     const at = eager ? Math.max(now, this.lastStartMs + (this.d.commitGapMs ?? DEFAULT_COMMIT_GAP_MS)) : now + Math.max(this.d.lazyMs ?? DEFAULT_LAZY_MS, backoff);
-    if (this.timer !== undefined && this.timerAt <= at) return;
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timerAt = at;
-    this.timer = setTimeout(() => { this.timer = undefined; void this.commit(); }, at - now);
-    this.timer.unref?.();
+    if (this.dueMs <= at) return;
+    this.dueMs = at;
+    this.d.wake(at - now);
+  }
+
+  /** The armed commit's pass (the work-queue key): commits when due, else arms the due time again. */
+  async commitDue(): Promise<void> {
+    if (!this.acting || this.inFlight) return;
+    const now = this.now();
+    if (now < this.dueMs) { if (this.dueMs !== Infinity) this.d.wake(this.dueMs - now); return; }
+    await this.commit();
   }
 
   /** Writes every staged change: shards highest first, one write each. */
   private async commit(): Promise<void> {
     if (this.inFlight) return;
     this.inFlight = true;
+    this.dueMs = Infinity;
     this.lastStartMs = this.now();
     const waiters = this.waiters;
     this.waiters = [];
@@ -220,8 +232,8 @@ export class JobStateStore {
       for (const w of waiters) w.reject(e);
     } finally {
       this.inFlight = false;
-      if (this.waiters.length > 0) this.schedule(true);
-      else if (this.staged.size > 0) this.schedule(false);
+      if (this.waiters.length > 0) this.arm(true);
+      else if (this.staged.size > 0) this.arm(false);
     }
   }
 
@@ -260,7 +272,7 @@ export class JobStateStore {
     if (!this.acting) throw new Error('job journal: not acting (leadership lost or shutting down)');
     this.stage(uid, text, false);
     const done = new Promise<void>((resolve, reject) => this.waiters.push({ resolve, reject }));
-    this.schedule(true);
+    this.arm(true);
     await done;
     return true;
   }
@@ -277,7 +289,7 @@ export class JobStateStore {
     const text = encodeJobState(this.record(jobKey, state));
     if (this.text(state.jobUid) === text) return false;
     this.stage(state.jobUid, text, true);
-    this.schedule(false);
+    this.arm(false);
     return true;
   }
 
@@ -288,7 +300,7 @@ export class JobStateStore {
    */
   abandon(): void {
     this.acting = false;
-    if (this.timer !== undefined) { clearTimeout(this.timer); this.timer = undefined; }
+    this.dueMs = Infinity;
     this.staged.clear();
     const waiters = this.waiters;
     this.waiters = [];
@@ -300,8 +312,7 @@ export class JobStateStore {
 
   /** Writes what is staged now (tests). */
   async flush(): Promise<void> {
-    if (this.timer !== undefined) { clearTimeout(this.timer); this.timer = undefined; }
-    while (this.inFlight) await new Promise((r) => setTimeout(r, 5));
+    if (this.inFlight) return; // tests flush a quiet store
     if (this.staged.size > 0 || this.waiters.length > 0) await this.commit();
   }
 
@@ -311,7 +322,7 @@ export class JobStateStore {
     if (this.d.dryRun) return;
     if (this.locate(uid) !== undefined) {
       this.stage(uid, null, true);
-      this.schedule(false);
+      this.arm(false);
     }
     const cm = this.legacyCm(uid);
     if (cm === undefined) return;

@@ -16,6 +16,7 @@
  */
 import { filter, type Subscription } from 'rxjs';
 import { ControllerLoop } from '../runtime/controller-loop.ts';
+import { BurstGate } from '../runtime/burst-gate.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import type { Logger } from '../telemetry/logger.ts';
@@ -65,6 +66,12 @@ export interface BreakerControllerDeps {
 }
 
 const RESERVED = new Set([CLUSTER_SCOPE, 'all']);
+/**
+ * Counting changes reach the ConfigMap at once when quiet, then at most once per this window (issue
+ * 16: a storm's reschedules share writes instead of one each). The counts in memory decide; the
+ * ConfigMap is what a restarted or new leader starts from, so a crash forgets at most this window.
+ */
+export const BREAKER_PERSIST_WINDOW_MS = 500;
 
 export class BreakerController implements BreakerGate {
   readonly loop: ControllerLoop;
@@ -80,6 +87,7 @@ export class BreakerController implements BreakerGate {
   private subs: Subscription[] = [];
   /** The state text last written or loaded (anything else on the ConfigMap was written by someone else). */
   private lastText: string | undefined;
+  private readonly persistGate: BurstGate;
 
   constructor(d: BreakerControllerDeps) {
     this.d = d;
@@ -95,6 +103,7 @@ export class BreakerController implements BreakerGate {
       writer: d.writer, events: d.client, metrics: d.metrics,
     }), { log: d.log, metrics: d.metrics, now: d.now });
     d.metrics.breakerTripped.set({ scope: CLUSTER_SCOPE }, 0);
+    this.persistGate = new BurstGate(this.loop.queue, BREAKER_PERSIST_WINDOW_MS, d.now);
   }
 
   /** Watches the breaker ConfigMap (a reset annotation) and the fault view (chips out of service). */
@@ -222,7 +231,7 @@ export class BreakerController implements BreakerGate {
   }
 
   private changed(): void {
-    this.loop.queue.add(BREAKER_RECONCILE_KEY);
+    this.persistGate.touch(BREAKER_RECONCILE_KEY);
   }
 
   private unusable(node: string): ReadonlySet<string> {

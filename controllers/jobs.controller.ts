@@ -46,6 +46,8 @@ import { DECISION_HISTORY_KEY, decisionHistoryReconciler } from '../reconcilers/
 import type { BreakerGate } from './breaker.controller.ts';
 import { FlapDamper } from './flap-damper.ts';
 
+const JOB_JOURNAL_KEY = 'job-journal';
+
 export interface JobsControllerDeps {
   readonly client: KubeClient;
   readonly sources: Sources;
@@ -82,6 +84,8 @@ interface Loops {
   readonly isolation: ControllerLoop;
   /** Prunes the decision history (per job, total, TTL). */
   readonly history: ControllerLoop;
+  /** The job journal's group commits (actions/job-state.action.ts). */
+  readonly journal: ControllerLoop;
 }
 
 export class JobsController {
@@ -125,6 +129,9 @@ export class JobsController {
     this.states = new JobStateStore({
       cached: mindxDl, cachedNames: () => [...s.mindxDlConfigMaps.store.values()].map((c) => c.metadata?.name ?? ''),
       writer, client, dryRun: options.dryRun, log: log.child({ controller: 'job_decisions' }), now: this.now,
+      // The decisions of one burst share a write-ahead: commits at most once per burst window.
+      commitGapMs: options.burstWindowMs,
+      wake: (ms) => this.loops?.journal.queue.addAfter(JOB_JOURNAL_KEY, ms),
     });
     if (!options.rescheduling) { this.loops = undefined; this.gate = undefined; this.history = undefined; return; }
     const faultsOf = (n: string) => d.deviceFaults.effective(n);
@@ -170,6 +177,7 @@ export class JobsController {
         enabled: options.nodeTaints, holdMs: options.nodeTaintHoldSeconds * 1000, breaker: d.breaker,
       }), 2),
       // Dry run writes nothing, so it prunes nothing either.
+      journal: loop({ name: 'job_journal', reconcile: async () => { await this.states.commitDue(); return {}; } }),
       history: loop(options.dryRun ? { name: 'decision_history', reconcile: async () => ({}) } : decisionHistoryReconciler({ client, index: history.index, bounds, metrics })),
     };
     this.gate = new BurstGate(this.loops.decisions.queue, options.burstWindowMs, this.now);
