@@ -1,13 +1,15 @@
 /**
  * The layering, checked by tools/layering/layering.test.ts (unit project, so the test command runs it).
  * Floors, bottom up: vocabulary/ (shared fault and signal vocabulary) -> schemas/ (wire formats) ->
- * policy/ (pure decisions: no I/O, no clock) -> runtime/ (client, informers, queue) -> reconcilers/
- * and actions/ (the writers) -> controllers/ (wiring) -> main.ts. Beside main.ts, the top floor
- * cli/ (kubectl-clusterd, a separate program talking to the apiserver only) may read vocabulary/,
- * schemas/, policy/ and runtime/ to decode formats; nothing imports it. Test files and test/ are not
- * checked. There is no exceptions list: any violation fails the test.
+ * policy/ (pure decisions: no I/O, no clock) -> runtime/ (client, informers, queue) -> state/ (what
+ * the controller remembers between events: indexes over the informer caches, the intake's fault
+ * store, last good inputs; in memory, no I/O, no clock) -> reconcilers/ and actions/ (the writers)
+ * -> controllers/ (wiring) -> main.ts. Beside main.ts, the top floor cli/ (kubectl-clusterd, a
+ * separate program talking to the apiserver only) may read vocabulary/, schemas/, policy/, runtime/
+ * and state/ to decode formats; nothing imports it. Test files and test/ are not checked. There is
+ * no exceptions list: any violation fails the test.
  */
-const ABOVE_POLICY = '^(runtime|controllers|reconcilers|actions|grpc|telemetry|tools|test)/|^main\\.ts$';
+const ABOVE_POLICY = '^(runtime|state|controllers|reconcilers|actions|grpc|telemetry|tools|test)/|^main\\.ts$';
 const NPM = ['npm', 'npm-dev', 'npm-optional', 'npm-peer', 'npm-bundled', 'npm-no-pkg', 'npm-unknown'];
 
 module.exports = {
@@ -59,7 +61,28 @@ module.exports = {
       severity: 'error',
       comment: 'runtime/ (client, informers, queue, Kubernetes object types) is below the writers and the wiring.',
       from: { path: '^runtime/' },
-      to: { path: '^(controllers|reconcilers|actions|policy|grpc)/|^main\\.ts$' },
+      to: { path: '^(state|controllers|reconcilers|actions|policy|grpc)/|^main\\.ts$' },
+    },
+    {
+      name: 'state-not-above',
+      severity: 'error',
+      comment: 'state/ (indexes over the informer caches, the intake\'s stores) reads vocabulary, schemas, policy and runtime; nothing from the writers, the wiring, gRPC or telemetry (it reports through ports such as state/bound-hits.ts).',
+      from: { path: '^state/' },
+      to: { path: '^(controllers|reconcilers|actions|grpc|telemetry|tools|test|cli)/|^main\\.ts$' },
+    },
+    {
+      name: 'state-no-io',
+      severity: 'error',
+      comment: 'state/ is kept in memory: no node: built-in (fs, net, http, timers, ...) and no library (kube client, gRPC, winston, prom-client, ...).',
+      from: { path: '^state/' },
+      to: { dependencyTypes: ['core', ...NPM] },
+    },
+    {
+      name: 'writers-not-wiring',
+      severity: 'error',
+      comment: 'Reconcilers and actions are called by the wiring, never the other way round: what they need (indexes, stores, types) lives in state/ or below.',
+      from: { path: '^(reconcilers|actions)/' },
+      to: { path: '^controllers/' },
     },
     {
       name: 'nothing-imports-cli',

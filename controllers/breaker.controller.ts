@@ -25,18 +25,13 @@ import type { Sources } from './sources/sources.ts';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import { admit, autoReset, nextExpiryMs, prune, reset, trippedScopes, CLUSTER_SCOPE, type BreakerConfig, type BreakerKind, type Trip } from '../policy/jobs/breaker.ts';
 import { unusableNpus } from '../policy/faults/job-isolation.ts';
+import type { BreakerGate, Verdict } from '../policy/jobs/breaker-gate.ts';
 import {
   BREAKER_CM_NAME, BREAKER_NAMESPACE, EMPTY_BREAKER_STATE, parseBreakerState, type BreakerState, type ResetRequest,
 } from '../schemas/breaker-state/breaker-state.ts';
 import { BREAKER_RECONCILE_KEY, breakerReconciler, type BreakerNote } from '../reconcilers/breaker.reconciler.ts';
 import type { Options } from './options.ts';
 
-export type Verdict = { readonly allowed: true } | { readonly allowed: false; readonly reason: string };
-
-/** What the acting paths ask before a node isolation or a reschedule. */
-export interface BreakerGate {
-  admit(kind: Exclude<BreakerKind, 'chips'>, key: string, nodes: readonly string[]): Verdict;
-}
 
 export function breakerConfigOf(o: Options): BreakerConfig {
   return {

@@ -1,19 +1,19 @@
 /**
- * The intake flow: device-info, node-info, public-fault ConfigMaps and Nodes -> FaultStore ->
- * policy -> the cluster-info reconciler and the job pipeline. This file holds the flow's only
+ * The intake flow: device-info, node-info, public-fault ConfigMaps, PubFault and Nodes -> FaultStore
+ * -> `onChange` (the nodes it changed) -> the fault view (controllers/fault-view.ts). This file holds the flow's only
  * subscribe (style.md 2.1). Bad input is logged with its reason, counted, and changes nothing.
  * Delayed public-fault deletes run from one work-queue key armed for the next one due
  * (runtime/timer-loop.ts).
  */
-import { Subject, filter, merge, map, skipUntil, take, type Observable, type Subscription } from 'rxjs';
+import { filter, merge, map, skipUntil, take, type Subscription } from 'rxjs';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { WatchEvent } from '../runtime/reflector.ts';
 import { realClock, type QueueClock } from '../runtime/work-queue.ts';
 import { TimerLoop } from '../runtime/timer-loop.ts';
-import { FaultStore, type Rejection } from './fault-store.ts';
-import { DeviceInfoLastGood } from './device-info-last-good.ts';
+import { FaultStore, type Rejection } from '../state/fault-store.ts';
+import { DeviceInfoLastGood } from '../state/device-info-last-good.ts';
 import { nodeNameOfDeviceInfoCm } from '../schemas/device-info/device-info.ts';
 import { nodeNameOfNodeInfoCm } from '../schemas/node-info/node-info.ts';
 import type { ConfigMap, Node } from '../runtime/kube-objects.ts';
@@ -55,7 +55,8 @@ export interface DeviceFaultsDeps {
   readonly sources: Sources;
   readonly log: Logger;
   readonly metrics: Metrics;
-  readonly policy?: FaultPolicy;
+  /** Where the kept fault view is read (controllers/fault-view.ts); without it, the records as reported. */
+  readonly view?: { effective(node: string): readonly FaultRecord[] };
   readonly now?: () => number;
   /** Time and the timers of the public-fault delete key; defaults to real timers on `now`. */
   readonly clock?: QueueClock;
@@ -85,16 +86,12 @@ export class DeviceFaultsController {
   readonly store: FaultStore;
   /** Last good device-info of nodes whose current one is rejected (persisted by the leader). */
   readonly lastGood: DeviceInfoLastGood;
-  private readonly changes = new Subject<FaultChange>();
-  /** Every change of node faults, for the job pipeline. */
-  readonly changes$: Observable<FaultChange> = this.changes.asObservable();
   private sub: Subscription | undefined;
   private readonly timers: TimerLoop;
   /** Origin of the delete grid. */
   private pollOriginMs: number;
   private readonly deps: DeviceFaultsDeps;
   private readonly now: () => number;
-  private readonly policy: FaultPolicy;
   /** Nodes named by device-info / node-info without a Node object, logged once until the Node appears. */
   private readonly warnedUnknown = new Set<string>();
 
@@ -103,15 +100,14 @@ export class DeviceFaultsController {
     this.store = new FaultStore({ publicFaults: { maxFaults: deps.maxPublicFaults, bounds: deps.metrics.bounds } });
     this.lastGood = new DeviceInfoLastGood({ bounds: deps.metrics.bounds });
     this.now = deps.now ?? Date.now;
-    this.policy = deps.policy ?? trustReportedLevels;
     const clock = deps.clock ?? { ...realClock, now: this.now };
     this.timers = new TimerLoop({ name: 'public_fault_deletes', log: deps.log, metrics: deps.metrics, clock }, (_key, nowMs) => this.runPublicFaultDeletes(nowMs));
     this.pollOriginMs = this.now();
   }
 
-  /** The records of a node after policy: what decisions and cluster-info use. */
+  /** The scheduler view of a node (kept by the fault view): what decisions and cluster-info use. */
   effective(node: string): readonly FaultRecord[] {
-    return this.policy.effective(node, this.store.records(node), this.now());
+    return this.deps.view?.effective(node) ?? this.store.records(node);
   }
 
   start(): void {
@@ -326,19 +322,9 @@ export class DeviceFaultsController {
     this.flush();
   }
 
-  /** Nodes whose effective faults changed without new intake (policy timers, configuration, manual separation). */
-  notify(nodes: readonly string[]): void {
-    if (nodes.length === 0) return;
-    const change = { nodes, atMs: this.now() };
-    this.deps.onChange(change);
-    this.changes.next(change);
-  }
-
   private flush(): void {
     const nodes = this.store.drainDirty();
     if (nodes.length === 0) return;
-    const change = { nodes, atMs: this.now() };
-    this.deps.onChange(change);
-    this.changes.next(change);
+    this.deps.onChange({ nodes, atMs: this.now() });
   }
 }

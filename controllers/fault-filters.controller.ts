@@ -4,15 +4,15 @@
  * node. This file holds the flow's only subscribe (style.md 2.1).
  *
  * Wiring (controllers/manager.ts):
- * - the intake's FaultPolicy is `schedulerView(node, basePolicy.effective(...))`, so cluster-info,
+ * - the fault view's scheduler view is `evaluate(node, job view).visible`, so cluster-info,
  *   the jobs pipeline's decisions, vcjob-fault-npu-cm and node isolation see the filtered view, while
  *   the recovery FSM and the fault gRPC service keep the job view (hidden faults included);
  * - the step-retry stage is the recovery controller's `schedulerView` (its FSM's `setStepRetryHold`
  *   is the job's RecoverTime), called in its place in ClusterD's chain;
- * - the jobs pipeline takes `jobSnapshot(nodes)`: visible plus hidden faults and the `hidden` map
- *   (policy/jobs/job-aggregation.ts), so its aggregates mark hidden causes (B6 row 2);
+ * - the fault view (controllers/fault-view.ts) runs `evaluate` once per change of a node and keeps
+ *   the result: the jobs pipeline's snapshot, cluster-info's withheld faults and the scheduler view;
  * - when a window ends (custom filter, UCE-accompany 5 s, step retry 10 s, recover-in-place 60 s) the
- *   node's work-queue key (runtime/timer-loop.ts) re-evaluates the node and `notify`s it:
+ *   node's work-queue key (runtime/timer-loop.ts) re-evaluates the node and `notify`s the fault view:
  *   cluster-info is re-rendered and the job re-decided, so a fault still present at the end of its
  *   window restarts the job then;
  * - cluster-info leaves out what the last evaluation of a node hid or dropped (`withheld`): chips
@@ -34,7 +34,7 @@ import type { UceAccompanyState } from '../policy/filters/uce-accompany.ts';
 import { formatChain } from '../policy/reasons.ts';
 import type { FilterState } from '../schemas/escalation-state/escalation-state.ts';
 import { filterNode, type FilterJob, type FilterOutcome, type NodeFilterResult } from '../policy/filters/fault-filters.ts';
-import { JobIndex, type JobEntry } from './job-index.ts';
+import { JobIndex, type JobEntry } from '../state/job-index.ts';
 import type { Pod, PodGroup } from '../runtime/kube-objects.ts';
 import type { Sources } from './sources/sources.ts';
 import { jobNodes } from '../policy/jobs/job-view.ts';
@@ -87,6 +87,22 @@ const filterMeta = (pg: PodGroup | undefined): string => JSON.stringify([
   FILTER_LABELS.map((k) => pg?.metadata?.labels?.[k] ?? null), FILTER_ANNOTATIONS.map((k) => pg?.metadata?.annotations?.[k] ?? null),
 ]);
 
+export interface JobSnapshot { faults: FaultRecord[]; hidden: Map<string, HiddenFault> }
+
+/** Visible plus hidden faults of some nodes' evaluations, and the hide windows (an open-ended one is looked at again in 30 s). */
+export function jobSnapshotOf(results: Iterable<Pick<NodeFilterResult, 'visible' | 'hidden'>>, nowMs: number): JobSnapshot {
+  const faults: FaultRecord[] = [];
+  const hidden = new Map<string, HiddenFault>();
+  for (const r of results) {
+    faults.push(...r.visible);
+    for (const h of r.hidden) {
+      faults.push(h.record);
+      hidden.set(faultKey(h.record), { by: h.by, untilMs: h.untilMs ?? nowMs + OPEN_ENDED_RECHECK_MS });
+    }
+  }
+  return { faults, hidden };
+}
+
 export class FaultFiltersController {
   readonly index: JobIndex;
   private readonly d: FaultFiltersDeps;
@@ -109,6 +125,8 @@ export class FaultFiltersController {
     this.d = d;
     this.clock = d.clock ?? { ...realClock, now: d.now ?? realClock.now };
     this.index = new JobIndex(d.sources);
+    // A window ended: evaluate the node (the verdict's log line and the persisted memory change
+    // here), then re-announce it so the fault view keeps the new result.
     this.timers = new TimerLoop({ name: 'fault_filter_windows', log: d.log, clock: this.clock, ...(d.metrics ? { metrics: d.metrics } : {}) }, (node, nowMs) => {
       this.evaluate(node, this.d.jobView(node), nowMs);
       this.d.notify([node]);
@@ -166,18 +184,8 @@ export class FaultFiltersController {
   }
 
   /** For the jobs pipeline: visible and hidden faults of these nodes, and the hide windows (faultKey -> window). */
-  jobSnapshot(nodes: readonly string[], nowMs: number = this.clock.now()): { faults: FaultRecord[]; hidden: Map<string, HiddenFault> } {
-    const faults: FaultRecord[] = [];
-    const hidden = new Map<string, HiddenFault>();
-    for (const n of nodes) {
-      const r = this.evaluate(n, this.d.jobView(n), nowMs);
-      faults.push(...r.visible);
-      for (const h of r.hidden) {
-        faults.push(h.record);
-        hidden.set(faultKey(h.record), { by: h.by, untilMs: h.untilMs ?? nowMs + OPEN_ENDED_RECHECK_MS });
-      }
-    }
-    return { faults, hidden };
+  jobSnapshot(nodes: readonly string[], nowMs: number = this.clock.now()): JobSnapshot {
+    return jobSnapshotOf(nodes.map((n) => this.evaluate(n, this.d.jobView(n), nowMs)), nowMs);
   }
 
   /** Runs the chain for one node and records what changed. */
@@ -212,10 +220,11 @@ export class FaultFiltersController {
     if (input.kind === 'pod') {
       const ev = input.ev;
       this.index.apply(ev);
-      // A pod change can end a hide (the pod terminating, its rank or group changing) without any
-      // intake change: look at its nodes again, but only where something is withheld now.
+      // A pod change can start or end a hide (a pod of a filtered job arriving, terminating, its rank
+      // or group changing) without any intake change: look at its nodes again where they have faults.
       const nodes = [ev.obj.spec?.nodeName, ev.type === 'update' ? ev.old.spec?.nodeName : undefined];
-      this.notifyWithheld(nodes.filter((n): n is string => n !== undefined && n !== ''));
+      const hit = [...new Set(nodes)].filter((n): n is string => n !== undefined && n !== '' && (this.lastWithheld.has(n) || this.d.jobView(n).length > 0));
+      if (hit.length > 0) this.d.notify(hit);
       return;
     }
     const ev = input.ev;

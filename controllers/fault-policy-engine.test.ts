@@ -1,6 +1,6 @@
 import { FaultPolicyEngine } from './fault-policy-engine.ts';
-import { PolicyConfigTracker } from './fault-policy-config.ts';
-import type { NpuUsage } from './fault-policy-pods.ts';
+import { PolicyConfigTracker } from '../state/fault-policy-config.ts';
+import type { NpuUsage } from '../state/npu-usage.ts';
 import { ManualClock, rec, recordingLogger, settle, type LogLine } from '../test/support/fault-policy-test-kit.ts';
 import { Metrics } from '../telemetry/metrics.ts';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';

@@ -29,8 +29,8 @@ import { TimerLoop } from '../runtime/timer-loop.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { FaultPolicy } from './device-faults.controller.ts';
-import type { ConfigUpdate, PolicyConfig } from './fault-policy-config.ts';
-import type { NpuUsage } from './fault-policy-pods.ts';
+import type { ConfigUpdate, PolicyConfig } from '../state/fault-policy-config.ts';
+import type { NpuUsage } from '../state/npu-usage.ts';
 import { FaultGauge, reportEscalation, reportManualSeparation } from './fault-policy-report.ts';
 import { effectiveRecords, manualObservations, recordsSignature, type SeparatedChip } from '../policy/faults/fault-policy-view.ts';
 

@@ -25,9 +25,9 @@ import { MANUAL_INFO_CM_NAME, parseManualInfoData } from '../schemas/manual-info
 import { CLUSTERD_CONFIG_CM_NAME } from '../schemas/manual-separate-policy/manual-separate-policy.ts';
 import type { ClusterInfoView } from '../reconcilers/cluster-info.reconciler.ts';
 import type { FaultPolicy } from './device-faults.controller.ts';
-import { PolicyConfigTracker, type ConfigUpdate, type PolicyConfig } from './fault-policy-config.ts';
+import { PolicyConfigTracker, type ConfigUpdate, type PolicyConfig } from '../state/fault-policy-config.ts';
 import { FaultPolicyEngine } from './fault-policy-engine.ts';
-import { NpuUsageIndex } from './fault-policy-pods.ts';
+import { NpuUsageIndex } from '../state/npu-usage.ts';
 import { applyPreSeparate } from '../policy/faults/fault-policy-view.ts';
 import type { ConfigMap, Pod } from '../runtime/kube-objects.ts';
 import type { Sources } from './sources/sources.ts';

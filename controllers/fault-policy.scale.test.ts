@@ -3,9 +3,9 @@
  * FaultStore (CheckCode verified) and the fault policy, the 20 s rule fires for thousands of nodes
  * in one timer pass, and the cluster view and the persisted state are built. Prints the time taken.
  */
-import { FaultStore } from './fault-store.ts';
+import { FaultStore } from '../state/fault-store.ts';
 import { FaultPolicyEngine } from './fault-policy-engine.ts';
-import { PolicyConfigTracker } from './fault-policy-config.ts';
+import { PolicyConfigTracker } from '../state/fault-policy-config.ts';
 import { ManualClock, settle } from '../test/support/fault-policy-test-kit.ts';
 import { silentLogger } from '../telemetry/logger.ts';
 import { Metrics } from '../telemetry/metrics.ts';

@@ -22,6 +22,7 @@ import { FaultPublisher } from './grpc-fault.ts';
 import { grpcHandlers } from './grpc-handlers.ts';
 import type { Options } from './options.ts';
 import type { RecoveryController } from './recovery.controller.ts';
+import type { FaultView } from './fault-view.ts';
 import type { Sources } from './sources/sources.ts';
 import { jobNodes } from '../policy/jobs/job-view.ts';
 
@@ -31,7 +32,10 @@ const FAULT_PUSH_WINDOW_MS = 200;
 export interface GrpcControllerDeps {
   readonly options: Options;
   readonly sources: Sources;
+  /** The intake (a PubFault is one of its inputs). */
   readonly deviceFaults: DeviceFaultsController;
+  /** The fault view: the job view the fault service publishes, and its changes. */
+  readonly faults: Pick<FaultView, 'jobView' | 'changes$' | 'store'>;
   readonly recovery: RecoveryController;
   readonly log: Logger;
   readonly metrics: Metrics;
@@ -54,8 +58,8 @@ export class GrpcController {
     this.d = d;
     this.faults = new FaultPublisher({
       sources: d.sources,
-      faultsOf: (n) => d.recovery.jobView(n),
-      faultNodes: () => d.deviceFaults.store.nodeNames(),
+      faultsOf: (n) => d.faults.jobView(n),
+      faultNodes: () => d.faults.store.nodeNames(),
       jobNodes: (jobId) => {
         const found = d.recovery.lookup(jobId);
         return found === undefined ? undefined : jobNodes(found.entry.view);
@@ -113,7 +117,7 @@ export class GrpcController {
     const push = new TimerLoop({ name: 'fault_publisher', log }, () => this.faults.changed());
     push.start();
     this.publisher = push;
-    this.sub = merge(this.d.deviceFaults.changes$, s.pods.events$).subscribe({
+    this.sub = merge(this.d.faults.changes$, s.pods.events$).subscribe({
       next: () => push.after(FAULT_PUSH_WINDOW_KEY, FAULT_PUSH_WINDOW_MS),
       error: (err: unknown) => log.error('fault publisher flow failed', { err: String(err) }),
     });

@@ -32,10 +32,10 @@ import { JOB_RESCHEDULE_REASON_KEY, RescheduleReasonStore, rescheduleReasonRecon
 import { VCJOB_FAULT_NPU_KEY, vcjobFaultNpuReconciler } from '../reconcilers/vcjob-fault-npu.reconciler.ts';
 import { TOR_AFFINITY_LABEL, TOR_SHARE_KEY, torShareReconciler } from '../reconcilers/tor-share.reconciler.ts';
 import type { ResetConfigDeps } from '../actions/job-reset-config.action.ts';
-import type { DeviceFaultsController } from './device-faults.controller.ts';
+import type { FaultView } from './fault-view.ts';
 import type { Options } from './options.ts';
 import type { Sources } from './sources/sources.ts';
-import { JobIndex } from './job-index.ts';
+import { JobIndex } from '../state/job-index.ts';
 import { jobKeys$ } from '../policy/jobs/job-pipeline.ts';
 import { JobStateStore } from '../actions/job-state.action.ts';
 import { DecisionReporter } from '../actions/job-report.action.ts';
@@ -43,15 +43,16 @@ import { aggregateFromCache, jobDecisionsReconciler } from '../reconcilers/job-d
 import { nodeIsolationReconciler } from '../reconcilers/job-isolation.reconciler.ts';
 import { DecisionHistory } from '../actions/decision-history.action.ts';
 import { DECISION_HISTORY_KEY, decisionHistoryReconciler } from '../reconcilers/decision-history.reconciler.ts';
-import type { BreakerGate } from './breaker.controller.ts';
-import { FlapDamper } from './flap-damper.ts';
+import type { BreakerGate } from '../policy/jobs/breaker-gate.ts';
+import { FlapDamper } from '../state/flap-damper.ts';
 
 const JOB_JOURNAL_KEY = 'job-journal';
 
 export interface JobsControllerDeps {
   readonly client: KubeClient;
   readonly sources: Sources;
-  readonly deviceFaults: DeviceFaultsController;
+  /** The fault view (controllers/fault-view.ts): scheduler views kept per node, and the nodes whose view changed. */
+  readonly deviceFaults: Pick<FaultView, 'store' | 'changes$' | 'effective'>;
   readonly writer: ConfigMapWriter;
   readonly options: Options;
   readonly log: Logger;

@@ -3,7 +3,7 @@
  * main.ts, the integration tests and the benchmark run the same wiring in or out of process.
  */
 import type { Server } from 'node:http';
-import { map } from 'rxjs';
+import { Subject, map, type Subscription } from 'rxjs';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
@@ -14,7 +14,9 @@ import type { Options } from './options.ts';
 import { createSources, sourcesHealth, startSources, stopSources, waitForSync, type Sources } from './sources/sources.ts';
 import { ControllerLoop } from '../runtime/controller-loop.ts';
 import { ConfigMapWriter } from '../runtime/configmap-writer.ts';
-import { DeviceFaultsController, type FaultPolicy } from './device-faults.controller.ts';
+import { DeviceFaultsController, type FaultChange, type FaultPolicy } from './device-faults.controller.ts';
+import { FaultView } from './fault-view.ts';
+import { runStep, runSyncStep, singleton, type Flow } from './flows.ts';
 import { CLUSTER_INFO_KEY, CLUSTER_INFO_WRITE_BURST, clusterInfoReconciler, renderClusterInfo } from '../reconcilers/cluster-info.reconciler.ts';
 import { CLUSTER_INFO_NAMESPACE } from '../schemas/cluster-info/cluster-info.ts';
 import { LeaderElector } from '../runtime/leader-election.ts';
@@ -34,8 +36,8 @@ import { FaultFiltersController } from './fault-filters.controller.ts';
 import { JobSummaryController } from './job-summary.controller.ts';
 import { JobStatisticController } from './job-statistic.controller.ts';
 import { RelationFaultsController } from './relation-faults.controller.ts';
-import { recoverInPlacePeers } from './fault-filters-peers.ts';
-import { LAST_GOOD_CM_NAME, parseLastGood } from './device-info-last-good.ts';
+import { recoverInPlacePeers } from '../policy/filters/fault-filters-peers.ts';
+import { LAST_GOOD_CM_NAME, parseLastGood } from '../state/device-info-last-good.ts';
 import { LAST_GOOD_RECONCILE_KEY, lastGoodReconciler } from '../reconcilers/device-info-last-good.reconciler.ts';
 import { BreakerController, breakerConfigOf } from './breaker.controller.ts';
 import { hostname } from 'node:os';
@@ -71,8 +73,25 @@ export interface ManagerDeps {
 /** The Lease replicas compete for (in --leader-election-namespace). */
 export const LEADER_LEASE_NAME = 'clusterd-ts-leader';
 
+/** What one flow tells others (see the constructor). */
+interface Ports {
+  readonly intake: Subject<FaultChange>;
+  readonly reannounce: Subject<readonly string[]>;
+  readonly policyState: Subject<void>;
+  readonly sideState: Subject<void>;
+  readonly lastGood: Subject<void>;
+  readonly publicFaultMessage: Subject<void>;
+  readonly jobFacts: Subject<{ readonly jobId: string; readonly nodes: readonly string[] }>;
+  readonly redecide: Subject<string>;
+  readonly breakerReset: Subject<void>;
+}
+
 export class Manager implements HealthSource {
   readonly sources: Sources;
+  /** Each node's job view and scheduler view, computed once per change (controllers/fault-view.ts). */
+  readonly faults: FaultView;
+  /** Every flow in lifecycle order (buildFlows). */
+  private readonly flows: readonly Flow[];
   readonly writer: ConfigMapWriter;
   readonly deviceFaults: DeviceFaultsController;
   readonly clusterInfo: ControllerLoop;
@@ -116,111 +135,222 @@ export class Manager implements HealthSource {
     deps.client.onRequest = (method, status) => deps.metrics.apiRequests.inc({ method, code: String(status) });
     this.sources = createSources(deps.client, { log: deps.log.child({ component: 'sources' }), clusterSystemNamespace: deps.options.clusterSystemNamespace });
     const { options, log, metrics } = deps;
+    const s = this.sources;
+    const now = this.now;
+    const csNs = options.clusterSystemNamespace;
     metrics.bounds.setLogger(log.child({ component: 'bounds' }));
     this.writer = new ConfigMapWriter(deps.client, { metrics, dryRun: options.dryRun, log });
+    const writer = this.writer;
+    const loop = (r: ConstructorParameters<typeof ControllerLoop>[0]): ControllerLoop => new ControllerLoop(r, { log, metrics, now });
+
+    // Ports: what one flow tells others, created first so no flow reaches into one built later.
+    const ports = {
+      /** Nodes the intake changed. */
+      intake: new Subject<FaultChange>(),
+      /** Nodes whose view may have changed with no new intake: policy deadlines, filter windows, step-retry holds. */
+      reannounce: new Subject<readonly string[]>(),
+      /** The fault policy's persisted state or the desired manual-info changed. */
+      policyState: new Subject<void>(),
+      /** The filters' or relation faults' memory changed (persisted with the escalation state). */
+      sideState: new Subject<void>(),
+      /** Nodes held on their last good device-info changed. */
+      lastGood: new Subject<void>(),
+      /** A public-fault message or delete ran (ClusterD rewrites statistic-fault-info after each). */
+      publicFaultMessage: new Subject<void>(),
+      /** A job's fault gRPC subscription changed: the filters' job facts. */
+      jobFacts: new Subject<{ readonly jobId: string; readonly nodes: readonly string[] }>(),
+      /** Jobs the recovery hands back to the decisions loop (label `pause`, B6 row 9 -> 10/11). */
+      redecide: new Subject<string>(),
+      /** The breaker was reset: every job is decided again. */
+      breakerReset: new Subject<void>(),
+    };
+
+    // Intake: sources -> FaultStore -> ports.intake.
+    this.deviceFaults = new DeviceFaultsController({
+      sources: s, log: log.child({ controller: 'device_faults' }), metrics, now, maxPublicFaults: options.maxPublicFaults,
+      view: { effective: (n) => this.faults.effective(n) },
+      onChange: (c) => ports.intake.next(c),
+      onLastGoodChange: () => ports.lastGood.next(),
+      onPublicFaultMessage: () => ports.publicFaultMessage.next(),
+    });
+    const store = this.deviceFaults.store;
+    // Levels, escalation, manual separation: the job view.
+    this.faultPolicy = new FaultPolicyController({
+      sources: s, namespace: csNs, log: log.child({ controller: 'fault_policy' }), metrics, now,
+      records: (n) => store.records(n), nodes: () => store.nodeNames(),
+      reportedUnhealthy: (n) => store.nodeState(n)?.device?.data.lists.unhealthy ?? [],
+      onViewChange: (nodes) => ports.reannounce.next(nodes),
+      deviceRules: options.devicePluginRules,
+      persistState: options.persistPolicyState,
+      onStateChange: () => ports.policyState.next(),
+    });
+    // The fault view: job view and scheduler view per node, computed once per change (fault-view.ts).
+    this.faults = new FaultView({ store, policy: deps.policy ?? this.faultPolicy, now });
+    const faults = this.faults;
+    this.recovery = new RecoveryController({
+      client: deps.client, sources: s, faults: { jobView: (n) => faults.jobView(n), changes$: faults.changes$, notify: (n) => ports.reannounce.next(n) },
+      writer, options, log: log.child({ controller: 'recovery' }), metrics, now,
+      // With our jobs pipeline acting, label `pause` makes it re-decide the job (B6 row 9 -> 10/11).
+      handover: (key) => { ports.redecide.next(key); return options.rescheduling; },
+    });
+    const recovery = this.recovery;
+    this.grpc = new GrpcController({
+      options, sources: s, deviceFaults: this.deviceFaults, faults, recovery,
+      log: log.child({ component: 'grpc' }), metrics, now, limits: { unaryQps: options.grpcUnaryQps },
+      onFaultSubscription: (jobId, nodes) => ports.jobFacts.next({ jobId, nodes }),
+    });
+    const grpc = this.grpc;
+    // The scheduler view's filters (with the step-retry stage of recovery-step-retry.ts in its place in the chain).
+    this.filters = new FaultFiltersController({
+      sources: s, log: log.child({ controller: 'fault_filters' }), metrics, now,
+      jobView: (n) => faults.jobView(n),
+      stepRetry: (n, r, t) => recovery.schedulerView(n, r, t),
+      faultSubscribed: (uid) => grpc.faults.subscribed(uid),
+      businessUce: (n) => recovery.businessUce(n),
+      mustExitReportedMs: (uid, podRank) => recovery.mustExitReportedMs(uid, podRank),
+      notify: (nodes) => ports.reannounce.next(nodes),
+      onStateChange: () => ports.sideState.next(),
+    });
+    const filters = this.filters;
+    faults.filterWith(filters, (nodes) => recoverInPlacePeers(filters.index, nodes));
+    this.relations = new RelationFaultsController({
+      sources: s, faultsOf: (n) => faults.effective(n), faultNodes$: faults.changes$.pipe(map((c) => c.nodes)),
+      a3Node: (n) => (store.nodeState(n)?.device?.data.cfg.SuperPodID ?? -1) >= 0,
+      client: deps.client, log: log.child({ controller: 'relation_faults' }), metrics, now, dryRun: options.dryRun,
+      onStateChange: () => ports.sideState.next(),
+    });
+    this.breaker = new BreakerController({
+      sources: s, writer, client: deps.client, config: breakerConfigOf(options), domainLabel: options.breakerDomainLabel,
+      superPodOf: (n) => store.nodeState(n)?.device?.data.cfg.SuperPodID,
+      faultsOf: (n) => faults.effective(n),
+      onReset: () => ports.breakerReset.next(),
+      log: log.child({ controller: 'breaker' }), metrics, now,
+    });
+    this.jobs = new JobsController({
+      breaker: this.breaker,
+      registered: (uid) => recovery.isRegistered(uid),
+      // B6 rows 6/8: the decision's hand-off starts the job's FSM now (preExitProcess before the
+      // fault pods are deleted, as ClusterD's order has it); see RecoveryController.handOff.
+      handOff: (key, action, signal) => recovery.handOff(key, action, signal),
+      filtered: (nodes) => faults.jobSnapshot(nodes, now()),
+      ...(deps.jobs?.hooks === undefined ? {} : { hooks: deps.jobs.hooks }), client: deps.client, sources: s, deviceFaults: faults, writer,
+      options, log: log.child({ controller: 'jobs' }), metrics, now,
+    });
     const clusterInfo = clusterInfoReconciler({
       // The scheduler view, minus what its filters withheld from the device plugin's lists (E.6).
-      nodes: () => this.deviceFaults.store.nodeNames(),
-      renderNode: (node, nowMs) => this.faultPolicy.adjustView(renderClusterInfo(this.deviceFaults.store, (n) => this.deviceFaults.effective(n), nowMs, (n) => this.filters.withheld(n), [node])),
-      peers: (nodes) => recoverInPlacePeers(this.filters.index, nodes),
-      actual: (name) => this.sources.mindxDlConfigMaps.get(`${CLUSTER_INFO_NAMESPACE}/${name}`),
-      actualNames: () => [...this.sources.mindxDlConfigMaps.store.values()].map((c) => c.metadata?.name ?? ''),
-      writer: this.writer,
+      nodes: () => store.nodeNames(),
+      renderNode: (node, nowMs) => this.faultPolicy.adjustView(renderClusterInfo(store, (n) => faults.effective(n), nowMs, (n) => faults.withheld(n), [node])),
+      peers: (nodes) => recoverInPlacePeers(filters.index, nodes),
+      actual: (name) => s.mindxDlConfigMaps.get(`${CLUSTER_INFO_NAMESPACE}/${name}`),
+      actualNames: () => [...s.mindxDlConfigMaps.store.values()].map((c) => c.metadata?.name ?? ''),
+      writer,
       refreshMs: options.clusterInfoRefreshSeconds * 1000,
       refreshAnnotation: options.clusterInfoRefreshAnnotation,
       burst: CLUSTER_INFO_WRITE_BURST,
     });
-    this.clusterInfo = new ControllerLoop(clusterInfo, { log, metrics, now: this.now });
-    const csNs = options.clusterSystemNamespace;
-    this.faultPolicy = new FaultPolicyController({
-      sources: this.sources, namespace: csNs, log: log.child({ controller: 'fault_policy' }), metrics, now: this.now,
-      records: (n) => this.deviceFaults.store.records(n), nodes: () => this.deviceFaults.store.nodeNames(),
-      reportedUnhealthy: (n) => this.deviceFaults.store.nodeState(n)?.device?.data.lists.unhealthy ?? [],
-      onViewChange: (nodes) => this.deviceFaults.notify(nodes),
-      deviceRules: options.devicePluginRules,
-      persistState: options.persistPolicyState,
-      onStateChange: () => { if (options.persistPolicyState) this.escalationState.queue.addAfter(ESCALATION_STATE_RECONCILE_KEY, 200); this.manualInfo.queue.add(MANUAL_INFO_RECONCILE_KEY); },
-    });
-    this.escalationState = new ControllerLoop(escalationStateReconciler({
+    this.clusterInfo = loop(clusterInfo);
+    this.escalationState = loop(escalationStateReconciler({
       // --persist-policy-state=false: nothing to persist, so the state object is never written.
-      desired: (t) => (options.persistPolicyState ? this.faultPolicy.persistedState(t) : undefined), writer: this.writer, namespace: csNs,
-      actual: () => this.sources.clusterSystemConfigMaps.get(`${csNs}/${ESCALATION_STATE_CM_NAME}`),
-    }), { log, metrics, now: this.now });
-    this.manualInfo = new ControllerLoop(manualInfoReconciler({
-      desired: () => this.faultPolicy.manualInfo(), writer: this.writer, namespace: csNs,
-      actual: () => this.sources.clusterSystemConfigMaps.get(`${csNs}/${MANUAL_INFO_CM_NAME}`),
-    }), { log, metrics, now: this.now });
-    this.statisticFault = new ControllerLoop(statisticFaultReconciler({
-      faults: () => this.deviceFaults.store.publicFaultStatistics(), writer: this.writer, namespace: csNs,
-      actual: () => this.sources.clusterSystemConfigMaps.get(`${csNs}/${STATISTIC_FAULT_CM_NAME}`),
-    }), { log, metrics, now: this.now });
-    this.jobSummary = new JobSummaryController({ sources: this.sources, writer: this.writer, log, metrics, now: this.now });
-    this.jobStatistic = new JobStatisticController({ sources: this.sources, summaries: this.jobSummary.store, writer: this.writer, log, metrics, now: this.now });
-    this.schedulingException = new ControllerLoop(schedulingExceptionReconciler({
-      writer: this.writer, namespace: csNs, actual: () => this.sources.clusterSystemConfigMaps.get(`${csNs}/${SCHEDULING_EXCEPTION_CM_NAME}`),
+      desired: (t) => (options.persistPolicyState ? this.faultPolicy.persistedState(t) : undefined), writer, namespace: csNs,
+      actual: () => s.clusterSystemConfigMaps.get(`${csNs}/${ESCALATION_STATE_CM_NAME}`),
+    }));
+    this.manualInfo = loop(manualInfoReconciler({
+      desired: () => this.faultPolicy.manualInfo(), writer, namespace: csNs,
+      actual: () => s.clusterSystemConfigMaps.get(`${csNs}/${MANUAL_INFO_CM_NAME}`),
+    }));
+    this.statisticFault = loop(statisticFaultReconciler({
+      faults: () => store.publicFaultStatistics(), writer, namespace: csNs,
+      actual: () => s.clusterSystemConfigMaps.get(`${csNs}/${STATISTIC_FAULT_CM_NAME}`),
+    }));
+    this.lastGood = loop(lastGoodReconciler({
+      desired: () => this.deviceFaults.lastGood.desired(), writer, namespace: CLUSTER_INFO_NAMESPACE,
+      actual: () => s.mindxDlConfigMaps.get(`${CLUSTER_INFO_NAMESPACE}/${LAST_GOOD_CM_NAME}`),
+    }));
+    this.jobSummary = new JobSummaryController({ sources: s, writer, log, metrics, now });
+    this.jobStatistic = new JobStatisticController({ sources: s, summaries: this.jobSummary.store, writer, log, metrics, now });
+    this.schedulingException = loop(schedulingExceptionReconciler({
+      writer, namespace: csNs, actual: () => s.clusterSystemConfigMaps.get(`${csNs}/${SCHEDULING_EXCEPTION_CM_NAME}`),
       inputs: () => this.jobSummary.exceptionInputs(),
-    }), { log, metrics, now: this.now });
-    // The rescheduler's view hides filtered faults (fault-filters.controller.ts, with the step-retry
-    // stage of recovery-step-retry.ts in its place in the chain); the FSMs and gRPC see the job view.
-    const basePolicy = deps.policy ?? this.faultPolicy;
-    const persistSide = (): void => this.faultPolicy.engine.setSideState({ filters: this.filters.state(), relation: this.relations.state() });
-    this.filters = new FaultFiltersController({
-      sources: this.sources, log: log.child({ controller: 'fault_filters' }), metrics, now: this.now,
-      jobView: (n) => basePolicy.effective(n, this.deviceFaults.store.records(n), this.now()),
-      stepRetry: (n, r, t) => this.recovery.schedulerView(n, r, t),
-      faultSubscribed: (uid) => this.grpc.faults.subscribed(uid),
-      businessUce: (n) => this.recovery.businessUce(n),
-      mustExitReportedMs: (uid, podRank) => this.recovery.mustExitReportedMs(uid, podRank),
-      notify: (nodes) => this.deviceFaults.notify(nodes),
-      onStateChange: () => persistSide(),
-    });
-    this.deviceFaults = new DeviceFaultsController({
-      sources: this.sources, log: log.child({ controller: 'device_faults' }), metrics, now: this.now, maxPublicFaults: options.maxPublicFaults,
-      onLastGoodChange: () => this.lastGood.queue.add(LAST_GOOD_RECONCILE_KEY),
-      policy: { effective: (n, r, t) => this.filters.schedulerView(n, basePolicy.effective(n, r, t), t) },
-      onChange: (c) => { this.faultPolicy.observe(c.nodes); clusterInfo.markDirty(c.nodes); this.clusterInfo.queue.add(CLUSTER_INFO_KEY); },
-      // ClusterD rewrites statistic-fault-info after each public-fault message or delete, 1 s apart.
-      onPublicFaultMessage: () => { if (this.acting) this.statisticFault.queue.add(STATISTIC_FAULT_RECONCILE_KEY); },
-    });
-    this.lastGood = new ControllerLoop(lastGoodReconciler({
-      desired: () => this.deviceFaults.lastGood.desired(), writer: this.writer, namespace: CLUSTER_INFO_NAMESPACE,
-      actual: () => this.sources.mindxDlConfigMaps.get(`${CLUSTER_INFO_NAMESPACE}/${LAST_GOOD_CM_NAME}`),
-    }), { log, metrics, now: this.now });
-    this.recovery = new RecoveryController({
-      client: deps.client, sources: this.sources, deviceFaults: this.deviceFaults, writer: this.writer,
-      options, log: log.child({ controller: 'recovery' }), metrics, now: this.now,
-      jobView: (n) => basePolicy.effective(n, this.deviceFaults.store.records(n), this.now()),
-      // With our jobs pipeline acting, label `pause` makes it re-decide the job (B6 row 9 -> 10/11).
-      handover: (key) => { this.jobs.loops?.decisions.queue.add(key); return this.jobs.loops !== undefined; },
-    });
-    this.grpc = new GrpcController({
-      options, sources: this.sources, deviceFaults: this.deviceFaults, recovery: this.recovery,
-      log: log.child({ component: 'grpc' }), metrics, now: this.now, limits: { unaryQps: options.grpcUnaryQps },
-      onFaultSubscription: (jobId, nodes) => this.filters.jobFactsChanged(jobId, nodes),
-    });
-    this.relations = new RelationFaultsController({
-      sources: this.sources, faultsOf: (n) => this.deviceFaults.effective(n), faultNodes$: this.deviceFaults.changes$.pipe(map((c) => c.nodes)),
-      a3Node: (n) => (this.deviceFaults.store.nodeState(n)?.device?.data.cfg.SuperPodID ?? -1) >= 0,
-      client: deps.client, log: log.child({ controller: 'relation_faults' }), metrics, now: this.now, dryRun: options.dryRun,
-      onStateChange: () => persistSide(),
-    });
-    this.breaker = new BreakerController({
-      sources: this.sources, writer: this.writer, client: deps.client, config: breakerConfigOf(options), domainLabel: options.breakerDomainLabel,
-      superPodOf: (n) => this.deviceFaults.store.nodeState(n)?.device?.data.cfg.SuperPodID,
-      faultsOf: (n) => this.deviceFaults.effective(n),
-      onReset: () => this.jobs.requeueAll(),
-      log: log.child({ controller: 'breaker' }), metrics, now: this.now,
-    });
-    this.jobs = new JobsController({
-      breaker: this.breaker,
-      registered: (uid) => this.recovery.isRegistered(uid),
-      // B6 rows 6/8: the decision's hand-off starts the job's FSM now (preExitProcess before the
-      // fault pods are deleted, as ClusterD's order has it); see RecoveryController.handOff.
-      handOff: (key, action, signal) => this.recovery.handOff(key, action, signal),
-      filtered: (nodes) => this.filters.jobSnapshot(nodes, this.now()),
-      ...(deps.jobs?.hooks === undefined ? {} : { hooks: deps.jobs.hooks }), client: deps.client, sources: this.sources, deviceFaults: this.deviceFaults, writer: this.writer,
-      options, log: log.child({ controller: 'jobs' }), metrics, now: this.now,
-    });
+    }));
+    this.flows = this.buildFlows(ports, clusterInfo);
+  }
+
+  /**
+   * Every flow, in lifecycle order: what it watches (ports, sources), the keys that feeds, the
+   * reconciler for the key. Subscriptions of a step run in this order, so the intake's consumers see
+   * a change after the fault policy observed it and the view was computed.
+   */
+  private buildFlows(ports: Ports, clusterInfo: ReturnType<typeof clusterInfoReconciler>): Flow[] {
+    const { options } = this.deps;
+    const { deviceFaults, faultPolicy, faults, filters, relations, jobs, breaker, jobSummary, jobStatistic, recovery, grpc } = this;
+    const subs: Subscription[] = [];
+    const persistSide = (): void => faultPolicy.engine.setSideState({ filters: filters.state(), relation: relations.state() });
+    return [
+      {
+        name: 'fault-view',
+        // The intake's nodes: the policy observes them, then the view is computed once; re-announced
+        // nodes are computed again and emitted only when their view changed.
+        start: () => {
+          subs.push(ports.intake.subscribe((c) => { faultPolicy.observe(c.nodes); faults.intake(c); }));
+          subs.push(ports.reannounce.subscribe((nodes) => faults.notify(nodes)));
+          subs.push(ports.sideState.subscribe(persistSide));
+          subs.push(ports.jobFacts.subscribe(({ jobId, nodes }) => filters.jobFactsChanged(jobId, nodes)));
+          subs.push(ports.redecide.subscribe((key) => jobs.loops?.decisions.queue.add(key)));
+          subs.push(ports.breakerReset.subscribe(() => jobs.requeueAll()));
+          // Cluster-info: the view's changed nodes are re-rendered (one key for the whole burst).
+          subs.push(faults.changes$.subscribe((c) => { clusterInfo.markDirty(c.nodes); this.clusterInfo.queue.add(CLUSTER_INFO_KEY); }));
+        },
+        stop: () => { for (const x of subs.splice(0)) x.unsubscribe(); },
+      },
+      {
+        name: 'intake', start: () => deviceFaults.start(), stop: () => deviceFaults.stop(),
+        synced: () => {
+          // Before any decision: nodes whose device-info is still invalid get the last good one persisted before the restart.
+          deviceFaults.restoreLastGood(parseLastGood(this.sources.mindxDlConfigMaps.get(`${CLUSTER_INFO_NAMESPACE}/${LAST_GOOD_CM_NAME}`)));
+          // The public faults the last process listed (ClusterD reloads them at start), on top of the replayed CMs.
+          deviceFaults.loadPublicFaults(this.sources.clusterSystemConfigMaps.get(`${options.clusterSystemNamespace}/${STATISTIC_FAULT_CM_NAME}`));
+        },
+      },
+      // Restores the persisted escalation state before any decision is published.
+      { name: 'fault-policy', synced: () => faultPolicy.start(), stop: () => faultPolicy.stop() },
+      { name: 'filters', start: () => filters.start(), synced: () => filters.restore(faultPolicy.engine.sideState.filters), stop: () => filters.stop() },
+      { name: 'relation-faults', start: () => relations.start(), synced: () => relations.restore(faultPolicy.engine.sideState.relation), startActing: () => relations.startActing(), stopActing: () => relations.stopActing(), stop: () => relations.stop() },
+      singleton('cluster-info', this.clusterInfo, CLUSTER_INFO_KEY, { initial: 'now' }),
+      singleton('escalation-state', this.escalationState, ESCALATION_STATE_RECONCILE_KEY, { initial: 'now', watches: options.persistPolicyState ? [{ source: ports.policyState, afterMs: 200 }] : [] }),
+      singleton('manual-info', this.manualInfo, MANUAL_INFO_RECONCILE_KEY, { initial: 'now', watches: [{ source: ports.policyState }] }),
+      singleton('last-good', this.lastGood, LAST_GOOD_RECONCILE_KEY, { initial: 'now', watches: [{ source: ports.lastGood }] }),
+      // statistic-fault-info is written only after public-fault messages and deletes, never at start (as ClusterD).
+      singleton('statistic-fault', this.statisticFault, STATISTIC_FAULT_RECONCILE_KEY, { initial: 'never', watches: [{ source: ports.publicFaultMessage, whileActing: true }], acting: () => this.acting }),
+      // ClusterD's collector first looks (and creates the report) one check interval after start.
+      singleton('scheduling-exception', this.schedulingException, SCHEDULING_EXCEPTION_RECONCILE_KEY, { initial: { afterMs: SCHEDULING_EXCEPTION_CHECK_INTERVAL_MS } }),
+      {
+        name: 'jobs', start: () => { jobs.start(); breaker.start(faults.changes$.pipe(map((c) => c.nodes))); },
+        startActing: () => {
+          // The breaker's state is restored before the first decision can ask it (rescheduling only: in
+          // the ClusterD role nothing is rescheduled or isolated, so there is nothing to hold).
+          if (jobs.loops !== undefined && !options.dryRun) breaker.startActing();
+          jobs.startLoops();
+        },
+        stopActing: async () => { await jobs.stopLoops(); await breaker.stop(); },
+        stop: async () => { await breaker.stop(); await jobs.stop(); },
+      },
+      {
+        name: 'job-reports',
+        start: () => { jobSummary.start(); jobStatistic.start(); },
+        // The statistic acts first: the summary's first changes are its events (ClusterD loads the
+        // statistic ConfigMap first, then handles the informers' adds).
+        startActing: () => { jobStatistic.startActing(); jobSummary.startActing(); },
+        stopActing: async () => { await jobSummary.stopActing(); await jobStatistic.stopActing(); },
+        stop: () => { jobSummary.stop(); jobStatistic.stop(); },
+      },
+      {
+        // gRPC (Recover, Fault, PubFault) runs on the leader only: see controllers/grpc.controller.ts.
+        name: 'recovery-grpc', start: () => recovery.start(), stop: () => recovery.stop(),
+        // The gRPC Service selects the leader label: claim it once the server has tried to listen.
+        startActing: () => { recovery.startActing(); void grpc.start().finally(() => { if (this.acting) this.leaderLabel?.claim(); }); },
+        stopActing: async () => { await grpc.stop(); await recovery.stopActing(); },
+      },
+    ];
   }
 
   beforeScrape(): void {
@@ -263,27 +393,14 @@ export class Manager implements HealthSource {
     const { options, log, metrics } = this.deps;
     this.server = await startHttpServer(options.httpPort, options.httpHost, metrics, this, log.child({ component: 'http' }));
     log.info('http server listening', { port: options.httpPort, paths: ['/healthz', '/readyz', '/metrics', '/leaderz'] });
-    this.deviceFaults.start();
-    this.filters.start();
-    this.relations.start();
-    this.jobs.start();
-    this.breaker.start(this.deviceFaults.changes$.pipe(map((c) => c.nodes)));
-    this.jobSummary.start();
-    this.jobStatistic.start();
-    this.recovery.start();
+    runSyncStep(this.flows, 'start');
     startSources(this.sources);
     this.watchHealth = new Periodic('watch_health', WATCH_HEALTH_PERIOD_MS, () => metrics.observeWatchHealth(sourcesHealth(this.sources), this.now()), { log });
     this.watchHealth.start();
     await waitForSync(this.sources);
     metrics.observeWatchHealth(sourcesHealth(this.sources), this.now());
     log.info('caches synced', { objects: Object.fromEntries(sourcesHealth(this.sources).map((h) => [h.name, h.objects])) });
-    // Before any decision: nodes whose device-info is still invalid get the last good one persisted before the restart.
-    this.deviceFaults.restoreLastGood(parseLastGood(this.sources.mindxDlConfigMaps.get(`${CLUSTER_INFO_NAMESPACE}/${LAST_GOOD_CM_NAME}`)));
-    // The public faults the last process listed (ClusterD reloads them at start), on top of the replayed CMs.
-    this.deviceFaults.loadPublicFaults(this.sources.clusterSystemConfigMaps.get(`${options.clusterSystemNamespace}/${STATISTIC_FAULT_CM_NAME}`));
-    this.faultPolicy.start(); // restores the persisted escalation state before any decision is published
-    this.filters.restore(this.faultPolicy.engine.sideState.filters);
-    this.relations.restore(this.faultPolicy.engine.sideState.relation);
+    runSyncStep(this.flows, 'synced');
     // Reconcilers start only on synced caches, so a restart never acts on a partial view, and only
     // on the leader: a standby keeps its caches warm and takes over within one lease duration.
     const pod = this.pod();
@@ -335,27 +452,7 @@ export class Manager implements HealthSource {
     if (this.acting) return;
     this.acting = true;
     this.deps.metrics.leader.set(1);
-    this.clusterInfo.start();
-    this.clusterInfo.queue.add(CLUSTER_INFO_KEY);
-    for (const [loop, key] of [[this.escalationState, ESCALATION_STATE_RECONCILE_KEY], [this.manualInfo, MANUAL_INFO_RECONCILE_KEY], [this.lastGood, LAST_GOOD_RECONCILE_KEY]] as const) { loop.start(); loop.queue.add(key); }
-    // statistic-fault-info is written only after public-fault messages and deletes, never at start (as ClusterD).
-    this.statisticFault.start();
-    // ClusterD's collector first looks (and creates the report) one check interval after start.
-    this.schedulingException.start();
-    this.schedulingException.queue.addAfter(SCHEDULING_EXCEPTION_RECONCILE_KEY, SCHEDULING_EXCEPTION_CHECK_INTERVAL_MS);
-    // The breaker's state is restored before the first decision can ask it (rescheduling only: in
-    // the ClusterD role nothing is rescheduled or isolated, so there is nothing to hold).
-    if (this.jobs.loops !== undefined && !this.deps.options.dryRun) this.breaker.startActing();
-    this.jobs.startLoops();
-    // Before the job summary acts: its first changes are events of the statistic (ClusterD loads the
-    // statistic ConfigMap first, then handles the informers' adds).
-    this.jobStatistic.startActing();
-    this.jobSummary.startActing();
-    this.relations.startActing();
-    // gRPC (Recover, Fault, PubFault) runs on the leader only: see controllers/grpc.controller.ts.
-    this.recovery.startActing();
-    // The gRPC Service selects the leader label: claim it once the server has tried to listen.
-    void this.grpc.start().finally(() => { if (this.acting) this.leaderLabel?.claim(); });
+    runSyncStep(this.flows, 'startActing');
   }
 
   private async stopActing(): Promise<void> {
@@ -365,29 +462,13 @@ export class Manager implements HealthSource {
     // First, so the gRPC Service stops routing here while the loops drain (not awaited: a leader
     // cut off from the apiserver must stand down without waiting for it).
     this.leaderLabel?.release();
-    await this.clusterInfo.stop();
-    await Promise.all([this.escalationState.stop(), this.manualInfo.stop(), this.lastGood.stop(), this.statisticFault.stop(), this.schedulingException.stop()]);
-    await this.jobs.stopLoops();
-    await this.breaker.stop();
-    await this.jobSummary.stopActing();
-    await this.jobStatistic.stopActing();
-    await this.relations.stopActing();
-    await this.grpc.stop();
-    await this.recovery.stopActing();
+    await runStep(this.flows, 'stopActing');
   }
 
   async stop(): Promise<void> {
     await this.watchHealth?.stop();
-    this.deviceFaults.stop();
-    this.jobSummary.stop();
-    this.jobStatistic.stop();
-    this.filters.stop();
-    this.faultPolicy.stop();
     await this.stopActing();
-    await this.breaker.stop();
-    await this.jobs.stop();
-    await this.relations.stop();
-    await this.recovery.stop();
+    await runStep(this.flows, 'stop');
     // The label goes before the Lease: the next leader finds no stale label of ours to clear.
     await this.leaderLabel?.stop();
     await this.elector?.stop();

@@ -9,7 +9,7 @@ import type { HotSwitchCommand } from '../policy/recovery/hot-switch-types.ts';
 import type { RecoveryCommand } from '../policy/recovery/recovery-types.ts';
 import { BUSINESS_REPORT_EXPIRY_MS, type StepRetryJob } from '../policy/filters/step-retry-filter.ts';
 import type { Logger } from '../telemetry/logger.ts';
-import type { RetryReport } from './recovery-feed.ts';
+import type { RetryReport } from '../policy/recovery/recovery-feed.ts';
 import type { JobCommand, JobFsm } from './recovery-job.ts';
 
 /** Per job: the step retry in flight (ranks held back) and when it was reported done. */
@@ -92,6 +92,9 @@ export class MemoryCommands {
         const added = cmd.faults.flatMap((f) => (f.faultType === '0' || f.faultType === '2' ? [{ rankId: f.rankId, faultType: f.faultType, atMs: now }] : []));
         this.reports.set(id, [...kept, ...added]);
         this.d.touch(job);
+        // The reports are inputs of the job's scheduler view (step retry's RecoverTime, A.3 #22's
+        // business UCEs): re-announce its nodes, and again when the step-retry window ends.
+        this.d.holdChanged(job);
         return true;
       }
       case 'publishFaultJobInfo':

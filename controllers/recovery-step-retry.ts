@@ -6,7 +6,8 @@
  * the first 10 s of a fault, then while the recovery FSM's step retry runs (its `setStepRetryHold`
  * is the job's RecoverTime; a success is its completion). The recovery FSM is fed this view too
  * (ClusterD's job fault list comes from the filtered device-info; the business-plane report stands
- * in for a hidden fault, recovery-feed.ts); fault subscribers keep the job view, unfiltered.
+ * in for a hidden fault, policy/recovery/recovery-feed.ts); fault subscribers keep the job view, unfiltered.
+ * The filtering itself is pure (policy/filters/step-retry-view.ts); this module keeps its time.
  *
  * A verdict can change with time alone (the 10 s window ends, the 30 s completion window ends), so
  * the job's nodes are re-announced to the intake (`notify`) when a window ends or a hold changes:
@@ -14,14 +15,13 @@
  */
 import type { SchedulerLike } from 'rxjs';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
-import {
-  isStepRetryJob, RETRY_FAULT_TYPES, STEP_RETRY_COMPLETE_WINDOW_MS, STEP_RETRY_FAULT_WINDOW_MS, stepRetryVerdict, type StepRetryJob,
-} from '../policy/filters/step-retry-filter.ts';
-import { jobNodes, npuId } from '../policy/jobs/job-view.ts';
+import { isStepRetryJob, STEP_RETRY_COMPLETE_WINDOW_MS, type StepRetryJob } from '../policy/filters/step-retry-filter.ts';
+import { retryFaultWindowEnds, stepRetryJobOf, stepRetrySchedulerView } from '../policy/filters/step-retry-view.ts';
+import { jobNodes } from '../policy/jobs/job-view.ts';
 import { TimerLoop } from '../runtime/timer-loop.ts';
 import { schedulerClock } from '../runtime/work-queue.ts';
 import type { Logger } from '../telemetry/logger.ts';
-import type { JobIndex } from './job-index.ts';
+import type { JobIndex } from '../state/job-index.ts';
 
 export interface StepRetryViewDeps {
   readonly index: JobIndex;
@@ -49,20 +49,6 @@ export class StepRetryView {
   constructor(d: StepRetryViewDeps) {
     this.d = d;
     this.timers = new TimerLoop({ name: 'step_retry_windows', log: d.log, clock: schedulerClock(d.scheduler) }, (key, nowMs) => this.fire(key, nowMs));
-  }
-
-  /** The job holding `device` on `node` as a step-retry job, if any. */
-  private jobOf(node: string, device: string): StepRetryJob | undefined {
-    const id = npuId(device);
-    for (const key of this.d.index.jobKeysOnNodes([node])) {
-      const e = this.d.index.job(key);
-      if (e === undefined) continue;
-      const holds = e.view.pods.some((p) => p.node === node && p.terminating !== true && p.npus.some((n) => n === device || npuId(n) === id));
-      if (!holds) continue;
-      const pg = e.podGroup.metadata;
-      return this.d.stepRetry(e.view.uid, isStepRetryJob(pg?.labels, pg?.annotations));
-    }
-    return undefined;
   }
 
   private nodesOf(key: string): string[] {
@@ -95,9 +81,9 @@ export class StepRetryView {
     const pg = this.d.index.job(key)?.podGroup.metadata;
     if (pg === undefined || !isStepRetryJob(pg.labels, pg.annotations)) return;
     const now = this.d.now();
-    for (const r of this.nodesOf(key).flatMap((n) => this.d.jobView(n))) {
-      const end = r.firstSeenMs + STEP_RETRY_FAULT_WINDOW_MS + SLACK_MS;
-      if (RETRY_FAULT_TYPES[r.code.toUpperCase()] !== undefined && end > now) this.nudgeAt(key, end);
+    for (const windowEnd of retryFaultWindowEnds(this.nodesOf(key).flatMap((n) => this.d.jobView(n)))) {
+      const end = windowEnd + SLACK_MS;
+      if (end > now) this.nudgeAt(key, end);
     }
   }
 
@@ -114,22 +100,6 @@ export class StepRetryView {
 
   /** `records` of `node` as the rescheduler sees them (hidden retry faults dropped, HCCL re-levelled). */
   schedulerView(node: string, records: readonly FaultRecord[], nowMs: number): readonly FaultRecord[] {
-    if (!records.some((r) => RETRY_FAULT_TYPES[r.code.toUpperCase()] !== undefined && r.device !== undefined)) return records;
-    const out: FaultRecord[] = [];
-    for (const r of records) {
-      if (RETRY_FAULT_TYPES[r.code.toUpperCase()] === undefined || r.device === undefined) {
-        out.push(r);
-        continue;
-      }
-      const job = this.jobOf(node, r.device);
-      if (job === undefined) {
-        out.push(r);
-        continue;
-      }
-      const v = stepRetryVerdict({ fault: r, level: r.level, reasons: [] }, job, false, nowMs);
-      if (v.action === 'hide' || v.action === 'drop') continue;
-      out.push(v.action === 'relevel' ? { ...r, level: v.level } : r);
-    }
-    return out;
+    return stepRetrySchedulerView(records, (device) => stepRetryJobOf(this.d.index, this.d.stepRetry, node, device), nowMs);
   }
 }

@@ -5,7 +5,7 @@
  * subscribe (style.md 2.1).
  *
  * Who feeds what:
- * - pods / PodGroups / node faults of a registered job -> (coalesced per job, recovery-feed.ts)
+ * - pods / PodGroups / node faults of a registered job -> (coalesced per job, policy/recovery/recovery-feed.ts)
  *   `podsObserved`, `podGroupObserved`, `configChanged`, `faultObserved` to the recovery FSM;
  *   `podsObserved`, `configChanged`, `subHealthFault` (SubHealthy jobs) to the hot-switch FSM;
  * - gRPC (controllers/grpc-handlers.ts) -> register, subscribe / stream close, the four reports;
@@ -36,11 +36,11 @@ import { ioCommandTries, isIoCommand, RecoveryActions, type RecoveryJobTarget } 
 import { promoteBackupPod } from '../actions/hot-switch-backup.action.ts';
 import { patchPodGroupMeta } from '../actions/recovery-patch.action.ts';
 import { HOT_SWITCH_ANNOTATION as A } from '../policy/recovery/hot-switch-types.ts';
-import type { DeviceFaultsController } from './device-faults.controller.ts';
-import { JobIndex, jobOwnerOf, type JobEntry } from './job-index.ts';
+import type { FaultView } from './fault-view.ts';
+import { JobIndex, jobOwnerOf, type JobEntry } from '../state/job-index.ts';
 import type { Options } from './options.ts';
 import { MemoryCommands } from './recovery-commands.ts';
-import { recoveryFeed, retryReportDevices, type RecoveryFeed } from './recovery-feed.ts';
+import { recoveryFeed, retryReportDevices, type RecoveryFeed } from '../policy/recovery/recovery-feed.ts';
 import { JobFsm, recoveryCommandLoop, type InputOutcome, type JobInput, type Machine } from './recovery-job.ts';
 import { RECOVERY_STATE_NAMESPACE, RECOVERY_STATE_QUEUE, RecoveryStateStore, recoveryStateReconciler, type RecoveryRecord } from '../reconcilers/recovery-state.reconciler.ts';
 import type { Pod } from '../runtime/kube-objects.ts';
@@ -56,7 +56,8 @@ const RESUMED_EDGE = /^\S+ -\((recoverSuccess|scaleInSuccessEvent|scaleOutSucces
 export interface RecoveryControllerDeps {
   readonly client: KubeClient;
   readonly sources: Sources;
-  readonly deviceFaults: DeviceFaultsController;
+  /** The fault view: job views, its changes, and where to re-announce nodes whose view a hold changed. */
+  readonly faults: Pick<FaultView, 'jobView' | 'changes$' | 'notify'>;
   readonly writer: ConfigMapWriter;
   readonly options: Options;
   readonly log: Logger;
@@ -66,11 +67,6 @@ export interface RecoveryControllerDeps {
   readonly scheduler?: SchedulerLike;
   /** A jobs controller re-decides the job once the label is `pause` (else we reschedule ourselves). */
   readonly handover?: (jobKey: string, level: 'pod' | 'job') => boolean;
-  /**
-   * The job view of a node's faults (before the scheduler-view filters, E.6); what the FSMs and fault
-   * subscribers see. Default: the intake's effective view.
-   */
-  readonly jobView?: (node: string) => readonly FaultRecord[];
 }
 
 export const PROCESS_RECOVER_ENABLE_LABEL = 'process-recover-enable';
@@ -125,7 +121,7 @@ export class RecoveryController {
     });
     this.stepRetry = new StepRetryView({
       index: this.index, stepRetry: (jobId, enabled) => this.memory.stepRetryJob(jobId, enabled), jobView: (n) => this.jobView(n),
-      notify: (nodes) => d.deviceFaults.notify(nodes), scheduler: this.scheduler, now: this.now, log: d.log,
+      notify: (nodes) => d.faults.notify(nodes), scheduler: this.scheduler, now: this.now, log: d.log,
     });
     this.actions = new RecoveryActions({
       client: d.client, writer: d.writer, metrics: d.metrics, log: d.log, now: this.now,
@@ -149,7 +145,7 @@ export class RecoveryController {
 
   /** The job view of a node's faults (hidden ones included). */
   jobView(node: string): readonly FaultRecord[] {
-    return this.d.jobView?.(node) ?? this.d.deviceFaults.effective(node);
+    return this.d.faults.jobView(node);
   }
 
   /** UCEs the agents reported (ReportProcessFault, retry-only) on a node's chips: the business-plane input of A.3 #22. */
@@ -195,7 +191,7 @@ export class RecoveryController {
         if (uid !== undefined) this.uidToKey.set(uid, objectKey(ev.obj));
         return [objectKey(ev.obj)];
       })),
-      this.d.deviceFaults.changes$.pipe(map((c) => {
+      this.d.faults.changes$.pipe(map((c) => {
         const keys = [...this.index.jobKeysOnNodes(c.nodes)];
         for (const k of keys) this.stepRetry.watch(k);
         return keys;
@@ -296,7 +292,7 @@ export class RecoveryController {
    * ClusterD's job fault list is built from the device-info its retry processor has already filtered
    * (faultmanager: DeviceCenter processors, then the job center): a retry fault of a step-retry job
    * is not listed while the step-retry filter hides it (its first 10 s, then up to RecoverTime + 30 s);
-   * meanwhile the business-plane report stands for it (recovery-feed.ts, 10 s). So a device-info UCE
+   * meanwhile the business-plane report stands for it (policy/recovery/recovery-feed.ts, 10 s). So a device-info UCE
    * that lands before MindIO's report is taken in is not a normal fault.
    */
   private feedOf(jobId: string, entry: JobEntry, downgraded: boolean): RecoveryFeed {
@@ -373,7 +369,7 @@ export class RecoveryController {
         },
         mustExitChanged: (j, podRanks) => {
           this.d.log.info('recover-in-place: pods reported as must exit; their faults reach the scheduler', { job: j.target.key, podRanks });
-          this.d.deviceFaults.notify(this.nodesOf(j.target.key));
+          this.d.faults.notify(this.nodesOf(j.target.key));
         },
       });
     this.jobs.set(jobId, job);

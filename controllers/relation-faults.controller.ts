@@ -28,7 +28,7 @@ import { DEFAULT_RELATION_FAULT_CONFIG, type RelationFaultConfig } from '../poli
 import { relationFaultPolicy, type RelationInput, type RelationOutput } from '../policy/faults/relation-faults.ts';
 import type { RelationJobState, RelationState } from '../schemas/escalation-state/escalation-state.ts';
 import { holdsDevice } from '../policy/filters/fault-filters.ts';
-import { JobIndex } from './job-index.ts';
+import { JobIndex } from '../state/job-index.ts';
 import { pendingLabelKey, relationLabelReconciler, type PendingLabel } from '../reconcilers/relation-faults-labels.reconciler.ts';
 import type { Pod, PodGroup } from '../runtime/kube-objects.ts';
 import type { Sources } from './sources/sources.ts';

@@ -3,7 +3,7 @@
  * #20, E.6): while a job's custom filter hides a fault, the chip the device plugin put in `-Unhealthy`
  * for it and the UB switch code are out of what Volcano reads; when the window ends they are back.
  */
-import { FaultStore } from '../controllers/fault-store.ts';
+import { FaultStore } from '../state/fault-store.ts';
 import { FaultFiltersController } from '../controllers/fault-filters.controller.ts';
 import { fakeSources, pod, podGroup } from '../test/support/fault-filters-fakes.ts';
 import { ManualClock } from '../test/support/fault-policy-test-kit.ts';

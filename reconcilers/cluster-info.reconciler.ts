@@ -33,7 +33,7 @@ import { deviceInfoCmName } from '../schemas/device-info/device-info.ts';
 import { switchInfoCmName } from '../schemas/device-info/switch-info.ts';
 import { nodeInfoCmName } from '../schemas/node-info/node-info.ts';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
-import type { FaultStore } from '../controllers/fault-store.ts';
+import type { FaultStore } from '../state/fault-store.ts';
 import type { ConfigMap } from '../runtime/kube-objects.ts';
 import type { ConfigMapTarget, ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { Outcome, ReconcileContext, Reconciler } from '../runtime/reconciler.ts';

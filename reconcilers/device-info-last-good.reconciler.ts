@@ -1,11 +1,11 @@
 /**
- * Writes `mindx-dl/clusterd-ts-device-info-last-good` (controllers/device-info-last-good.ts): the raw
+ * Writes `mindx-dl/clusterd-ts-device-info-last-good` (state/device-info-last-good.ts): the raw
  * device-info of the nodes whose current one is rejected. Leader only; written when the set of held
  * nodes changes, nothing when the cached ConfigMap already says the same; no ConfigMap is created
  * while nothing is held.
  */
 import type { ConfigMap } from '../runtime/kube-objects.ts';
-import { LAST_GOOD_CM_NAME } from '../controllers/device-info-last-good.ts';
+import { LAST_GOOD_CM_NAME } from '../state/device-info-last-good.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { Outcome, ReconcileContext, Reconciler } from '../runtime/reconciler.ts';
 

@@ -7,13 +7,13 @@ import { faultKey, type FaultRecord } from '../vocabulary/fault-types.ts';
 import { journalCmName, parseJobState, type PendingDecision } from '../schemas/job-state/job-state.ts';
 import type { JobActionExecutor, JobTarget } from '../actions/job-action-executor.ts';
 import { FakeConfigMaps, FakeStore, podGroupOf, podOf } from '../test/support/job-fakes.ts';
-import { JobIndex } from '../controllers/job-index.ts';
+import { JobIndex } from '../state/job-index.ts';
 import { JobStateStore } from '../actions/job-state.action.ts';
 import { DecisionHistory } from '../actions/decision-history.action.ts';
 import { DecisionReporter } from '../actions/job-report.action.ts';
 import { jobDecisionsReconciler } from './job-decisions.reconciler.ts';
 import type { Sources } from '../controllers/sources/sources.ts';
-import { FlapDamper } from '../controllers/flap-damper.ts';
+import { FlapDamper } from '../state/flap-damper.ts';
 import type { KubeObject } from '../runtime/kube-client.ts';
 
 const NS = 'team-a';

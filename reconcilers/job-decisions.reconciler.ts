@@ -24,7 +24,7 @@ import { TerminalError, type Outcome, type ReconcileContext, type Reconciler } f
 import type { ExecAction, PendingDecision } from '../schemas/job-state/job-state.ts';
 import { readResetConfig, type ResetConfigDeps } from '../actions/job-reset-config.action.ts';
 import type { JobActionExecutor } from '../actions/job-action-executor.ts';
-import type { JobEntry, JobIndex } from '../controllers/job-index.ts';
+import type { JobEntry, JobIndex } from '../state/job-index.ts';
 import type { JobStateStore } from '../actions/job-state.action.ts';
 import { chainOf, decisionRecordInput, faultSummary, type DecisionOutcome, type DecisionReporter, type ReporterJob } from '../actions/job-report.action.ts';
 import { recordDecision, type DecisionHistory } from '../actions/decision-history.action.ts';
@@ -32,8 +32,8 @@ import type { DecisionRecordOutcome } from '../schemas/decision-record/decision-
 import { jobNodes } from '../policy/jobs/job-view.ts';
 import type { GoodputTracker } from '../telemetry/goodput.ts';
 import { entityOf } from '../policy/faults/flap-damping.ts';
-import type { BreakerGate } from '../controllers/breaker.controller.ts';
-import type { FlapDamper } from '../controllers/flap-damper.ts';
+import type { BreakerGate } from '../policy/jobs/breaker-gate.ts';
+import type { FlapDamper } from '../state/flap-damper.ts';
 
 export interface JobDecisionsDeps {
   readonly index: JobIndex;

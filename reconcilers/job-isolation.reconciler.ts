@@ -20,7 +20,7 @@ import type { KubeClient } from '../runtime/kube-client.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { applyNodeTaintPlan } from '../actions/node-taint.action.ts';
 import type { Node } from '../runtime/kube-objects.ts';
-import type { BreakerGate } from '../controllers/breaker.controller.ts';
+import type { BreakerGate } from '../policy/jobs/breaker-gate.ts';
 
 export interface IsolationDeps {
   readonly node: (name: string) => Node | undefined;

@@ -1,5 +1,5 @@
 import { applyPreSeparate, effectiveRecords, inUsePreSeparated } from './fault-policy-view.ts';
-import { NpuUsageIndex } from '../../controllers/fault-policy-pods.ts';
+import { NpuUsageIndex } from '../../state/npu-usage.ts';
 import { rec } from '../../test/support/fault-policy-test-kit.ts';
 import type { LeveledFault } from './fault-level.ts';
 import type { Escalation } from './escalation.ts';

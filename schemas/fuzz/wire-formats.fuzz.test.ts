@@ -17,7 +17,7 @@ import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { FUZZ_RUNS, FUZZ_SEED, goRuleViolation, mutateData, mutateText, mutationPlan, randomText } from './fuzz-kit.ts';
 import { goJson } from '../go-json.ts';
-import { FaultStore } from '../../controllers/fault-store.ts';
+import { FaultStore } from '../../state/fault-store.ts';
 import { renderClusterInfo } from '../../reconcilers/cluster-info.reconciler.ts';
 import { encodeClusterInfo, parseClusterInfo, type ClusterInfoKind } from '../cluster-info/cluster-info.ts';
 import { deviceInfoCheckCode, DEVICE_INFO_LABELS, deviceInfoCmName, encodeDeviceInfoCfg, parseDeviceInfoData, type DeviceInfoData } from '../device-info/device-info.ts';

@@ -1,5 +1,5 @@
 import { encodeFaultNum, encodePublicFaults, statisticFaultData, MAX_FAULT_NUM, TOO_MANY_FAULTS_DESCRIPTION, type StatisticNodeFault } from './statistic-fault.ts';
-import { FaultStore } from '../../controllers/fault-store.ts';
+import { FaultStore } from '../../state/fault-store.ts';
 import { publicFaultPayload } from '../../tools/simulator/public-fault.ts';
 import { encodePublicFault, PUBLIC_FAULT_DATA_KEY, PUBLIC_FAULT_LABELS } from '../public-fault/public-fault.ts';
 

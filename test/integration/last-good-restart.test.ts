@@ -12,7 +12,7 @@ import { Metrics } from '../../telemetry/metrics.ts';
 import { encodeDeviceInfoData, makeDeviceFault } from '../../schemas/device-info/device-info-encode.ts';
 import { DEVICE_INFO_LABELS, deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
 import { parseClusterInfo, type DeviceInfoEntry } from '../../schemas/cluster-info/cluster-info.ts';
-import { LAST_GOOD_CM_NAME } from '../../controllers/device-info-last-good.ts';
+import { LAST_GOOD_CM_NAME } from '../../state/device-info-last-good.ts';
 import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { recordingLogger, type LogLine } from '../support/fault-policy-test-kit.ts';
 import { adminClient, ensureNamespace, eventually, newNamespace } from '../support/cluster.ts';

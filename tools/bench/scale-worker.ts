@@ -9,8 +9,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { FaultStore } from '../../controllers/fault-store.ts';
-import { JobIndex } from '../../controllers/job-index.ts';
+import { FaultStore } from '../../state/fault-store.ts';
+import { JobIndex } from '../../state/job-index.ts';
 import type { ConfigMap, Node, Pod, PodGroup } from '../../runtime/kube-objects.ts';
 import type { Sources } from '../../controllers/sources/sources.ts';
 import { CLUSTER_INFO_KEY, clusterInfoReconciler, desiredShards, renderClusterInfo } from '../../reconcilers/cluster-info.reconciler.ts';

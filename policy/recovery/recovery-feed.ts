@@ -20,16 +20,15 @@
  * Retry faults the agent reported (ReportProcessFault, retry-only, A.9 #69) are merged in for 10 s
  * from the report (ClusterD's business-plane window), then only through device-info.
  */
-import { aggregateJob, type JobHealthState } from '../policy/jobs/job-aggregation.ts';
-import type { FaultRecord } from '../vocabulary/fault-types.ts';
-import type { FaultyPod, HotSwitchConfig, HotSwitchPod } from '../policy/recovery/hot-switch-types.ts';
-import { jobNodes, npuId, rankPods, type JobPodView } from '../policy/jobs/job-view.ts';
-import { strategyMenu } from '../policy/recovery/recovery-choice.ts';
-import type { FaultType } from '../policy/recovery/recovery-signals.ts';
-import type { ObservedFaultRank, PodObservation, RecoveryJobConfig } from '../policy/recovery/recovery-types.ts';
-import { RETRY_FAULT_TYPES } from '../policy/filters/step-retry-filter.ts';
-import type { JobEntry } from './job-index.ts';
-import type { Pod } from '../runtime/kube-objects.ts';
+import { aggregateJob, type JobHealthState } from '../jobs/job-aggregation.ts';
+import type { FaultRecord } from '../../vocabulary/fault-types.ts';
+import type { FaultyPod, HotSwitchConfig, HotSwitchPod } from './hot-switch-types.ts';
+import { jobNodes, npuId, rankPods, type JobPodView } from '../jobs/job-view.ts';
+import { strategyMenu } from './recovery-choice.ts';
+import type { FaultType } from './recovery-signals.ts';
+import type { ObservedFaultRank, PodObservation, RecoveryJobConfig } from './recovery-types.ts';
+import { RETRY_FAULT_TYPES } from '../filters/step-retry-filter.ts';
+import type { JobFacts, PodShape } from '../jobs/job-facts.ts';
 
 /** Levels the recovery service's subscription drops (A.4 #31). */
 const DROPPED_LEVELS: ReadonlySet<string> = new Set(['NotHandleFault', 'PreSeparateNPU', 'NormalNPU']);
@@ -46,9 +45,9 @@ export interface RetryReport {
 }
 
 export interface FeedInput {
-  readonly entry: JobEntry;
+  readonly entry: JobFacts;
   /** The raw pod `ns/name` from the cache. */
-  readonly pod: (key: string) => Pod | undefined;
+  readonly pod: (key: string) => PodShape | undefined;
   readonly faultsOf: (node: string) => readonly FaultRecord[];
   readonly nowMs: number;
   /** Retry faults fed back from ReportProcessFault (still fresh). */
@@ -77,7 +76,7 @@ const numericNpu = (n: string): number => {
   return Number.isFinite(id) ? id : Number.MAX_SAFE_INTEGER;
 };
 
-function requestedNpus(p: Pod | undefined): number {
+function requestedNpus(p: PodShape | undefined): number {
   let n = 0;
   for (const c of p?.spec?.containers ?? []) {
     for (const r of NPU_RESOURCES) n += Number(c.resources?.limits?.[r] ?? c.resources?.requests?.[r] ?? 0) || 0;
@@ -86,7 +85,7 @@ function requestedNpus(p: Pod | undefined): number {
 }
 
 /** NPUs (ranks) per pod: the widest AscendReal of the job, else the NPU request, else 1. */
-export function ranksPerPodOf(pods: readonly JobPodView[], raw: (name: string) => Pod | undefined): number {
+export function ranksPerPodOf(pods: readonly JobPodView[], raw: (name: string) => PodShape | undefined): number {
   const allocated = Math.max(0, ...pods.map((p) => p.npus.length));
   if (allocated > 0) return allocated;
   const requested = Math.max(0, ...pods.map((p) => requestedNpus(raw(p.name))));
@@ -133,7 +132,7 @@ function accumulate(acc: Map<number, RankAcc>, ranks: readonly number[], f: (a: 
 export function recoveryFeed(i: FeedInput): RecoveryFeed {
   const { entry, nowMs } = i;
   const view = entry.view;
-  const raw = (name: string): Pod | undefined => i.pod(`${view.namespace}/${name}`);
+  const raw = (name: string): PodShape | undefined => i.pod(`${view.namespace}/${name}`);
   const live = rankPods(view).filter((p) => p.rank !== undefined && p.terminating !== true);
   const per = ranksPerPodOf(live, raw);
   const nodes = jobNodes(view);
@@ -204,7 +203,7 @@ export function recoveryFeed(i: FeedInput): RecoveryFeed {
  * Where the agent's retry-only fault reports (A.9 #69) sit: rank -> (node, chip) of the job's pods,
  * for the UCE-accompany filter's business-plane input (A.3 #22).
  */
-export function retryReportDevices(entry: JobEntry, raw: (name: string) => Pod | undefined, reports: readonly RetryReport[]): Array<{ node: string; device: string; atMs: number; faultType: '0' | '2' }> {
+export function retryReportDevices(entry: JobFacts, raw: (name: string) => PodShape | undefined, reports: readonly RetryReport[]): Array<{ node: string; device: string; atMs: number; faultType: '0' | '2' }> {
   const live = rankPods(entry.view).filter((p) => p.rank !== undefined && p.terminating !== true && p.node !== undefined);
   const per = ranksPerPodOf(live, raw);
   return reports.flatMap((r) => {

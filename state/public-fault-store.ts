@@ -18,9 +18,12 @@ import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import type { PublicFaultItem } from '../schemas/public-fault/public-fault-records.ts';
 import type { StatisticNodeFault } from '../schemas/statistic-fault/statistic-fault.ts';
 import type { PublicFaultLevel } from '../schemas/public-fault/public-fault-config.ts';
-import { BOUNDS, type BoundReporter } from '../telemetry/bounds.ts';
+import type { BoundHits } from './bound-hits.ts';
 
 /** ClusterD's maxPubFaultCacheNum (`--max-public-faults`). */
+/** The `bound` label of telemetry/bounds.ts BOUNDS.publicFaults. */
+const BOUND = 'public_faults';
+
 export const DEFAULT_MAX_PUBLIC_FAULTS = 50_000;
 /** ClusterD's diffTime: the delay of a `recover` (of a young or unknown fault) and the life of a `once`. */
 export const PUBLIC_FAULT_DELAY_S = 5;
@@ -43,7 +46,7 @@ export interface PublicFaultEntry {
 export interface PublicFaultStoreOptions {
   readonly maxFaults?: number;
   /** Where a refusal at the cap is counted and logged (clusterd_bound_hits_total{bound="public_faults"}). */
-  readonly bounds?: BoundReporter;
+  readonly bounds?: BoundHits<typeof BOUND>;
 }
 
 interface ScheduledDelete { readonly atMs: number; readonly node: string; readonly key: string }
@@ -56,7 +59,7 @@ export class PublicFaultStore {
   private deletes: ScheduledDelete[] = [];
   private count = 0;
   private readonly max: number;
-  private readonly bounds: BoundReporter | undefined;
+  private readonly bounds: BoundHits<typeof BOUND> | undefined;
 
   constructor(opts: PublicFaultStoreOptions = {}) {
     this.max = opts.maxFaults ?? DEFAULT_MAX_PUBLIC_FAULTS;
@@ -92,7 +95,7 @@ export class PublicFaultStore {
       }
     }
     if (refused.length > 0) {
-      this.bounds?.hit(BOUNDS.publicFaults, 'public faults refused: the cluster-wide cap is reached (as ClusterD: existing faults are kept and still recover)', {
+      this.bounds?.hit(BOUND, 'public faults refused: the cluster-wide cap is reached (as ClusterD: existing faults are kept and still recover)', {
         source, refused: refused.length, held: this.count, maxPublicFaults: this.max, examples: refused.slice(0, 3),
       }, refused.length);
     }
@@ -115,7 +118,7 @@ export class PublicFaultStore {
         if (this.add(item, seconds(nowMs), refused)) changed.add(node);
       }
     }
-    if (refused.length > 0) this.bounds?.hit(BOUNDS.publicFaults, 'public faults refused on reload: the cluster-wide cap is reached', { refused: refused.length, maxPublicFaults: this.max }, refused.length);
+    if (refused.length > 0) this.bounds?.hit(BOUND, 'public faults refused on reload: the cluster-wide cap is reached', { refused: refused.length, maxPublicFaults: this.max }, refused.length);
     return changed;
   }
 

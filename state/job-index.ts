@@ -18,8 +18,9 @@ import { objectKey, type WatchEvent } from '../runtime/reflector.ts';
 import type { KubeObject } from '../runtime/kube-client.ts';
 import { parseJobKnobs, type JobKnobs } from '../schemas/job-knobs/job-knobs.ts';
 import { podViewFromMeta, type JobKind, type JobKnobsInput, type JobView, type PodMetaInput } from '../policy/jobs/job-view.ts';
+import type { JobFacts, JobLookup } from '../policy/jobs/job-facts.ts';
 import type { Pod, PodGroup } from '../runtime/kube-objects.ts';
-import type { Sources } from './sources/sources.ts';
+import type { Reflector } from '../runtime/reflector.ts';
 
 /** Volcano's pod annotation naming the pod's PodGroup. */
 export const GROUP_NAME_ANNOTATION = 'scheduling.k8s.io/group-name';
@@ -83,9 +84,8 @@ export function knobsInputOf(k: JobKnobs): JobKnobsInput {
   };
 }
 
-export interface JobEntry {
-  readonly view: JobView;
-  readonly knobs: JobKnobs;
+/** A job as the index builds it; policy reads the JobFacts part (policy/jobs/job-facts.ts). */
+export interface JobEntry extends JobFacts {
   readonly knobsInput: JobKnobsInput;
   readonly warnings: readonly string[];
   readonly podGroup: PodGroup;
@@ -120,14 +120,20 @@ const removeFrom = (m: Map<string, Set<string>>, k: string | undefined, v: strin
   if (s.size === 0) m.delete(k);
 };
 
-export class JobIndex {
-  private readonly sources: Pick<Sources, 'pods' | 'podGroups'>;
+/** The informer caches the index reads (the controller's Sources has both). */
+export interface JobIndexSources {
+  readonly pods: Pick<Reflector<Pod>, 'store' | 'get'>;
+  readonly podGroups: Pick<Reflector<PodGroup>, 'store' | 'get'>;
+}
+
+export class JobIndex implements JobLookup {
+  private readonly sources: JobIndexSources;
   private readonly entries = new Map<string, PodIndexEntry>();
   private readonly byOwner = new Map<string, Set<string>>();
   private readonly byGroup = new Map<string, Set<string>>();
   private readonly byNode = new Map<string, Set<string>>();
 
-  constructor(sources: Pick<Sources, 'pods' | 'podGroups'>) {
+  constructor(sources: JobIndexSources) {
     this.sources = sources;
   }
 

@@ -1,9 +1,9 @@
-import type { FaultRecord, NpuFaultLevel } from '../vocabulary/fault-types.ts';
-import { podViewFromMeta } from '../policy/jobs/job-view.ts';
-import { parseJobKnobs } from '../schemas/job-knobs/job-knobs.ts';
-import { knobsInputOf, type JobEntry } from './job-index.ts';
+import type { FaultRecord, NpuFaultLevel } from '../../vocabulary/fault-types.ts';
+import { podViewFromMeta } from '../jobs/job-view.ts';
+import { parseJobKnobs } from '../../schemas/job-knobs/job-knobs.ts';
+import { knobsInputOf, type JobEntry } from '../../state/job-index.ts';
 import { recoveryFeed, retryReportDevices, type FeedInput } from './recovery-feed.ts';
-import type { Pod } from '../runtime/kube-objects.ts';
+import type { Pod } from '../../runtime/kube-objects.ts';
 
 const NOW = 1_800_000_000_000;
 

@@ -1,16 +1,20 @@
 /**
- * Flap damping in the jobs flow (policy/flap-damping.ts has the rules and why). Holds, in memory, the
+ * Flap damping in the jobs flow (policy/faults/flap-damping.ts has the rules and why). Holds, in memory, the
  * per-node entity states and each job's last restart, and gives the jobs flow its damped fault view.
  *
  * The view is level-triggered: every read of a node compares the node's records with its last
  * observation (an unchanged input changes nothing); the jobs flow reads every node whose faults
- * change (jobs.controller.ts), so no recovery is missed; a hold that ends by itself comes back as the decision reconcile's requeue
+ * change (controllers/jobs.controller.ts), so no recovery is missed; a hold that ends by itself comes back as the decision reconcile's requeue
  * (`nextChangeMs`), never as a timer. Restarted or new leaders start with no damping memory: the
  * first flap after a restart is handled as a first fault (at most one extra restart).
  */
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
-import type { Metrics } from '../telemetry/metrics.ts';
 import { dampView, deferRestart, type EntityState, type FlapDampingConfig, type LastRestart } from '../policy/faults/flap-damping.ts';
+
+/** Where damping is counted (telemetry/metrics.ts Metrics satisfies it: clusterd_flap_damped_total{rule}). */
+export interface FlapDampedCounter {
+  readonly flapDamped: { inc(labels: { rule: 'hold' | 'defer' }): void };
+}
 
 export class FlapDamper {
   private readonly nodes = new Map<string, ReadonlyMap<string, EntityState>>();
@@ -18,9 +22,9 @@ export class FlapDamper {
   private readonly restarts = new Map<string, LastRestart>();
   private readonly cfg: FlapDampingConfig;
   private readonly now: () => number;
-  private readonly metrics: Metrics | undefined;
+  private readonly metrics: FlapDampedCounter | undefined;
 
-  constructor(cfg: FlapDampingConfig, now: () => number, metrics?: Metrics) {
+  constructor(cfg: FlapDampingConfig, now: () => number, metrics?: FlapDampedCounter) {
     this.cfg = cfg;
     this.now = now;
     this.metrics = metrics;

@@ -16,8 +16,11 @@
  * (informer DeleteFunc -> DeviceInfoCollector, isAdd=false), and so do we.
  */
 import { goJson, goMap } from '../schemas/go-json.ts';
-import { BOUNDS, type BoundReporter } from '../telemetry/bounds.ts';
+import type { BoundHits } from './bound-hits.ts';
 import type { ConfigMap } from '../runtime/kube-objects.ts';
+
+/** The `bound` label of telemetry/bounds.ts BOUNDS.lastGoodBytes. */
+const BOUND = 'last_good_bytes';
 
 export const LAST_GOOD_CM_NAME = 'clusterd-ts-device-info-last-good';
 /** Room for the raw device-info of held nodes; sorted by CM name, those past it are not persisted. */
@@ -34,9 +37,9 @@ export class DeviceInfoLastGood {
   /** Nodes whose current device-info is rejected while their last good state is kept. */
   private readonly held = new Set<string>();
   private readonly maxBytes: number;
-  private readonly bounds: BoundReporter | undefined;
+  private readonly bounds: BoundHits<typeof BOUND> | undefined;
 
-  constructor(opts: { maxBytes?: number; bounds?: BoundReporter } = {}) {
+  constructor(opts: { maxBytes?: number; bounds?: BoundHits<typeof BOUND> } = {}) {
     this.maxBytes = opts.maxBytes ?? LAST_GOOD_MAX_BYTES;
     this.bounds = opts.bounds;
   }
@@ -77,7 +80,7 @@ export class DeviceInfoLastGood {
       out[e.cmName] = text;
     }
     if (left.length > 0) {
-      this.bounds?.hit(BOUNDS.lastGoodBytes, 'last good device-info state over its size bound; these nodes would lose it on a restart', { maxBytes: this.maxBytes, notPersisted: left.length, first: left.slice(0, 5) }, left.length);
+      this.bounds?.hit(BOUND, 'last good device-info state over its size bound; these nodes would lose it on a restart', { maxBytes: this.maxBytes, notPersisted: left.length, first: left.slice(0, 5) }, left.length);
     }
     return out;
   }

@@ -1,7 +1,7 @@
 /** Which nodes the cluster-info reconciler re-renders with a changed node (recover-in-place jobs). */
-import { fakeSources, pod, podGroup } from '../test/support/fault-filters-fakes.ts';
+import { fakeSources, pod, podGroup } from '../../test/support/fault-filters-fakes.ts';
 import { recoverInPlacePeers } from './fault-filters-peers.ts';
-import { JobIndex } from './job-index.ts';
+import { JobIndex } from '../../state/job-index.ts';
 
 function world() {
   const { pods, podGroups, sources } = fakeSources();

@@ -5,11 +5,11 @@
  * intake reports only the node that changed. The cluster-info reconciler re-renders these peers with
  * the nodes the intake names (its cache would otherwise keep their old entries).
  */
-import type { JobIndex } from './job-index.ts';
-import { jobNodes } from '../policy/jobs/job-view.ts';
+import type { JobLookup } from '../jobs/job-facts.ts';
+import { jobNodes } from '../jobs/job-view.ts';
 
-/** Every node of the recover-in-place jobs (the same knobs as fault-filters.controller.ts) with a pod on `nodes`. */
-export function recoverInPlacePeers(index: Pick<JobIndex, 'jobKeysOnNodes' | 'job'>, nodes: readonly string[]): Set<string> {
+/** Every node of the recover-in-place jobs (the same knobs as controllers/fault-filters.controller.ts) with a pod on `nodes`. */
+export function recoverInPlacePeers(index: JobLookup, nodes: readonly string[]): Set<string> {
   const out = new Set<string>();
   for (const key of index.jobKeysOnNodes(nodes)) {
     const e = index.job(key);
