@@ -71,6 +71,23 @@ describe('job state journal', () => {
     expect(written.ok && written.value.pending).toBeUndefined();
   });
 
+  it('never overwrites a record another writer changed: a lazy change is dropped, an eager put fails', async () => {
+    const { cms, store, journal } = setup({ gapMs: 0 });
+    await store.put('ns/a', state('a'), pending('a'));
+    store.clear('ns/a', state('a'));
+    // Another writer (a leader this one did not know of) writes a's next decision meanwhile.
+    const theirs = encodeJobState({ version: JOB_STATE_VERSION, jobKey: 'ns/a', jobUid: 'a', state: state('a', ['a/g1/job', 'a/g2/job']), pending: { ...pending('a'), decisionId: 'a/g2/job' } });
+    const cur = cms.get(NS, journalCmName(0))!;
+    await cms.client().replace(`/api/v1/namespaces/${NS}/configmaps/${journalCmName(0)}`, { ...cur, data: { ...cur.data, a: theirs } });
+    await store.flush();
+    expect(journal().a).toBe(theirs);
+    const b = parseJobState(journal().a);
+    expect(b.ok && b.value.pending?.decisionId).toBe('a/g2/job');
+    await expect(store.put('ns/a', state('a', ['a/g1/job', 'a/g3/job']), { ...pending('a'), decisionId: 'a/g3/job' })).resolves.toBe(true); // against theirs: fine
+    const mine = parseJobState(journal().a);
+    expect(mine.ok && mine.value.pending?.decisionId).toBe('a/g3/job');
+  });
+
   it('reads a per-job ConfigMap of an older version (its pending decision is finished, not decided again)', async () => {
     const { cms, store, journal } = setup({ gapMs: 0 });
     const old = encodeJobState({ version: JOB_STATE_VERSION, jobKey: 'ns/a', jobUid: 'a', state: state('a'), pending: pending('a') });

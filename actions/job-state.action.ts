@@ -73,6 +73,12 @@ interface Staged {
   readonly lazy: boolean;
   /** The lazy change this eager one replaced: restored if the eager one's commit fails. */
   readonly prev?: Staged;
+  /**
+   * The shard's text for the UID our change was made against (undefined: none). A commit finding
+   * another text there (another writer, e.g. a leader we did not know of) does not overwrite it:
+   * a lazy change is dropped, an eager one fails its put (compare-and-swap per job).
+   */
+  readonly base: string | undefined;
 }
 
 interface Waiter { readonly resolve: () => void; readonly reject: (e: unknown) => void }
@@ -148,7 +154,8 @@ export class JobStateStore {
     if (m === undefined) this.staged.set(shard, (m = new Map()));
     const before = m.get(uid);
     const prev = lazy ? undefined : before?.lazy === true ? before : before?.prev;
-    m.set(uid, { text, lazy, ...(prev === undefined ? {} : { prev }) });
+    const base = before !== undefined ? before.base : this.shardCm(shard)?.data?.[uid];
+    m.set(uid, { text, lazy, base, ...(prev === undefined ? {} : { prev }) });
   }
 
   /** Stages the UID's record (null: its removal) in its shard, or in a higher one it fits into. */
@@ -201,7 +208,15 @@ export class JobStateStore {
       for (const [s, changes] of batch) {
         const cached = this.d.cached(journalCmName(s));
         const data: Record<string, string> = { ...this.shardCm(s)?.data };
+        const m0 = this.staged.get(s);
         for (const [uid, st] of changes) {
+          if (data[uid] !== st.base) {
+            if (!st.lazy) throw new Error(`job journal: the record of ${uid} was changed by another writer`);
+            this.d.log?.warn('job journal: record changed by another writer, lazy change dropped', { jobUid: uid });
+            if (m0?.get(uid) === st) m0.delete(uid);
+            changes.delete(uid);
+            continue;
+          }
           if (st.text === null) delete data[uid];
           else data[uid] = st.text;
         }
@@ -209,7 +224,11 @@ export class JobStateStore {
         else await this.d.writer.ensure(KIND, { namespace: JOB_STATE_NAMESPACE, name: journalCmName(s), labels: { ...JOB_JOURNAL_LABELS }, data }, cached);
         this.written.add(s);
         const m = this.staged.get(s);
-        for (const [uid, st] of changes) if (m?.get(uid) === st) m.delete(uid);
+        for (const [uid, st] of changes) {
+          const cur = m?.get(uid);
+          if (cur === st) m!.delete(uid);
+          else if (cur !== undefined) m!.set(uid, { ...cur, base: st.text ?? undefined }); // staged meanwhile: it follows our write
+        }
         if (m?.size === 0) this.staged.delete(s);
         done++;
       }
