@@ -232,10 +232,14 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
       const causes = causeEntities(shown);
       if (acting && !d.dryRun && reschedules(dec)) {
         // Flap damping first (a deferred restart is not a reschedule the breaker should count).
-        const until = d.damper.deferUntil(key, causes.entities);
-        if (until !== undefined) {
-          ctx.log.info('job restart deferred by flap damping', { job: key, decisionId: dec.decisionId, entities: causes.entities, untilMs: until });
-          const why = `flap damping: ${causes.entities.join(', ')} faulted again after recovering, less than the damping period after the restart for them; decided again at ${new Date(until).toISOString()}`;
+        const deferred = d.damper.deferUntil(key, causes.entities);
+        if (deferred !== undefined) {
+          const until = deferred.untilMs;
+          ctx.log.info('job restart deferred by flap damping', { job: key, decisionId: dec.decisionId, entities: causes.entities, rule: deferred.rule, untilMs: until });
+          const what = deferred.rule === 'held'
+            ? 'are held faulty by hysteresis only (not reported now; the scheduler sees them healthy)'
+            : 'faulted again after recovering, less than the damping period after the restart for them';
+          const why = `flap damping: ${causes.entities.join(', ')} ${what}; decided again at ${new Date(until).toISOString()}`;
           await recordHeld(entry, shown, dec, 'deferred', { stage: 'damping', detail: why }, nowMs, ctx);
           return requeue(until - nowMs);
         }

@@ -18,6 +18,16 @@ interface AuthContext {
   setHeaderParam(k: string, v: string): void;
 }
 
+/**
+ * HTTP/1.1 keep-alive only. undici 8 offers HTTP/2 by default, and an idle HTTP/2 session of a
+ * long-lived pool is closed by a timer that can raise an 'error' no one listens to (undici's
+ * client-h2 idle timeout): an unhandled error, which ends the process. The apiserver serves both;
+ * HTTP/1.1 costs one socket per concurrent request or watch, a handful here.
+ */
+function http1Only(d: Dispatcher): Dispatcher {
+  return d.compose((dispatch) => (opts, handler) => dispatch({ ...opts, allowH2: false } as Dispatcher.DispatchOptions, handler));
+}
+
 /** How long one connection pool serves requests before a fresh one (rotated client certificates) replaces it. */
 const DISPATCHER_TTL_MS = 5 * 60_000;
 
@@ -158,7 +168,7 @@ export class KubeClient {
     const now = Date.now();
     if (this.pool === undefined || now - this.pool.sinceMs >= DISPATCHER_TTL_MS) {
       const old = this.pool?.dispatcher;
-      this.pool = { dispatcher: fresh, sinceMs: now };
+      this.pool = { dispatcher: http1Only(fresh), sinceMs: now };
       void old?.close().catch(() => undefined); // waits for its in-flight requests
     }
     return this.pool.dispatcher;

@@ -9,7 +9,7 @@
  * first flap after a restart is handled as a first fault (at most one extra restart).
  */
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
-import { dampView, deferRestart, type EntityState, type FlapDampingConfig, type LastRestart } from '../policy/faults/flap-damping.ts';
+import { dampView, deferRestart, heldOnly, type EntityState, type FlapDampingConfig, type LastRestart } from '../policy/faults/flap-damping.ts';
 
 /** Where damping is counted (telemetry/metrics.ts Metrics satisfies it: clusterd_flap_damped_total{rule}). */
 export interface FlapDampedCounter {
@@ -52,11 +52,14 @@ export class FlapDamper {
     return t;
   }
 
-  /** Rule 2: the time to re-decide a restart of `job` for faults on `entities`, or undefined to act now. */
-  deferUntil(job: string, entities: readonly string[]): number | undefined {
-    const until = deferRestart(entities, this.restarts.get(job), (e, t) => this.recoveredSince(e, t), this.now(), this.cfg);
-    if (until !== undefined) this.metrics?.flapDamped.inc({ rule: 'defer' });
-    return until;
+  /** Rules 2 and 3: the time to re-decide a restart of `job` for faults on `entities`, or undefined to act now. */
+  deferUntil(job: string, entities: readonly string[]): { readonly untilMs: number; readonly rule: 'held' | 'refault' } | undefined {
+    if (!this.enabled) return undefined;
+    const held = heldOnly(entities, (e) => this.heldUntil(e));
+    const until = held ?? deferRestart(entities, this.restarts.get(job), (e, t) => this.recoveredSince(e, t), this.now(), this.cfg);
+    if (until === undefined) return undefined;
+    this.metrics?.flapDamped.inc({ rule: 'defer' });
+    return { untilMs: until, rule: held !== undefined ? 'held' : 'refault' };
   }
 
   /**
@@ -73,6 +76,14 @@ export class FlapDamper {
 
   forget(job: string): void {
     this.restarts.delete(job);
+  }
+
+  /** The end of the entity's hold, if its records are in the view only by hysteresis now. */
+  private heldUntil(entity: string): number | undefined {
+    const since = this.nodes.get(entity.split('/')[0]!)?.get(entity)?.healthySinceMs;
+    if (since === undefined) return undefined;
+    const until = since + this.cfg.holdMs;
+    return until > this.now() ? until : undefined;
   }
 
   private recoveredSince(entity: string, t: number): boolean {

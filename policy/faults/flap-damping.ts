@@ -18,6 +18,10 @@
  *    re-decided from the view of that moment. A fault on hardware that has not flapped (a new fault
  *    elsewhere, a failed pod) restarts at once. So a flapping link restarts its job at most once per
  *    damping period.
+ * 3. A held record never starts a restart on its own (`heldOnly`): the scheduler sees the hardware
+ *    healthy (holds are in the decision view only), so it may place a job's new pods there; were a
+ *    held record a cause, each replacement would be restarted again, in a loop. A restart whose
+ *    causes are all held waits until one is reported again (then rules 1-2 apply) or the hold ends.
  *
  * FaultFrequency escalation (policy/faults/escalation.ts) counts fault *occurrences* upstream of this view,
  * on the records the sources report: damping suppresses recoveries only (and a re-fault's restart),
@@ -134,4 +138,20 @@ export function deferRestart(
   // Every cause flapped since that restart (recovered, then faulted again): a re-fault, not news.
   // Not only the last restart's own causes: faults of one storm reach the flow in several bursts.
   return causes.every((e) => recoveredSince(e, last.atMs)) ? until : undefined;
+}
+
+/**
+ * Rule 3: when every cause of a restart is held (kept by hysteresis, not reported now), the time the
+ * first hold ends (the decision is taken again then, or when a cause is reported again); undefined
+ * when a cause is reported now. `heldUntil(entity)`: the end of its hold, undefined if not held.
+ */
+export function heldOnly(causes: readonly string[], heldUntil: (entity: string) => number | undefined): number | undefined {
+  if (causes.length === 0) return undefined;
+  let first: number | undefined;
+  for (const e of causes) {
+    const until = heldUntil(e);
+    if (until === undefined) return undefined;
+    first = first === undefined ? until : Math.min(first, until);
+  }
+  return first;
 }

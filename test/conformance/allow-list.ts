@@ -43,6 +43,22 @@ export const ALLOW_LIST: readonly Allowed[] = [
     why: 'the rescheduling outputs above change while a scenario waits (a public fault that ends on its own)',
   },
   {
+    id: 'breaker-state',
+    object: /^ConfigMap mindx-dl\/clusterd-ts-breaker$/,
+    field: /.*/,
+    // The blast-radius breaker (issue 12) counts isolations and reschedules in its sliding window and
+    // keeps its state here so a trip survives restarts; it does not run when nothing acts.
+    flag: '--rescheduling=false',
+    why: 'clusterd-ts\'s blast-radius breaker persists its window and trips (ClusterD has no breaker)',
+  },
+  {
+    id: 'breaker-state-quiet-writes',
+    object: /^Writes while waiting$/,
+    field: /^ConfigMap mindx-dl\/clusterd-ts-breaker$/,
+    flag: '--rescheduling=false',
+    why: 'the breaker\'s window counts above change while a scenario waits (entries age out)',
+  },
+  {
     id: 'escalation-state',
     object: /^ConfigMap cluster-system\/clusterd-ts-escalation-state$/,
     field: /.*/,
