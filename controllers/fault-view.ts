@@ -33,7 +33,16 @@ export interface FaultViewDeps {
   readonly now: () => number;
 }
 
+/**
+ * A kept scheduler view older than this is evaluated again when read (and a change announced): a
+ * safety net for a time-based verdict whose re-announcement was missed; every known one announces
+ * itself, so this normally recomputes nothing that changed.
+ */
+const MAX_VIEW_AGE_MS = 1_000;
+
 interface NodeView {
+  /** When the filters last evaluated this node. */
+  readonly atMs?: number;
   readonly job: readonly FaultRecord[];
   readonly scheduler: readonly FaultRecord[];
   /** Hidden or dropped by a filter: what cluster-info leaves out of Volcano's lists. */
@@ -103,6 +112,11 @@ export class FaultView {
 
   private view(node: string): NodeView {
     const v = this.views.get(node);
+    if (v !== undefined && v.sig !== '' && v.atMs !== undefined && this.d.now() - v.atMs > MAX_VIEW_AGE_MS) {
+      const fresh = this.filter(node, v.job, this.d.now());
+      if (fresh.sig !== v.sig) queueMicrotask(() => this.changes.next({ nodes: [node], atMs: this.d.now() }));
+      return fresh;
+    }
     if (v !== undefined) return v;
     const nowMs = this.d.now();
     const job = this.d.policy.effective(node, this.d.store.records(node), nowMs);
@@ -130,11 +144,11 @@ export class FaultView {
     this.computed++;
     const f = this.filters;
     let v: NodeView;
-    if (f === undefined) v = { job, scheduler: job, withheld: [], hidden: [], sig: sigOf(job, job, []) };
+    if (f === undefined) v = { atMs: nowMs, job, scheduler: job, withheld: [], hidden: [], sig: sigOf(job, job, []) };
     else {
       const r = f.evaluate(node, job, nowMs);
       const withheld = [...r.hidden, ...r.dropped].map((o) => o.record);
-      v = { job, scheduler: r.visible, withheld, hidden: r.hidden, sig: sigOf(job, r.visible, r.hidden, withheld) };
+      v = { atMs: nowMs, job, scheduler: r.visible, withheld, hidden: r.hidden, sig: sigOf(job, r.visible, r.hidden, withheld) };
     }
     this.views.set(node, v);
     return v;

@@ -52,7 +52,7 @@ export interface JobsControllerDeps {
   readonly client: KubeClient;
   readonly sources: Sources;
   /** The fault view (controllers/fault-view.ts): scheduler views kept per node, and the nodes whose view changed. */
-  readonly deviceFaults: Pick<FaultView, 'store' | 'changes$' | 'effective'>;
+  readonly deviceFaults: Pick<FaultView, 'store' | 'changes$' | 'effective' | 'jobView'>;
   readonly writer: ConfigMapWriter;
   readonly options: Options;
   readonly log: Logger;
@@ -117,13 +117,15 @@ export class JobsController {
     this.damper = new FlapDamper({
       holdMs: options.flapDampingSeconds * 1000, recoveries: options.flapDampingRecoveries, windowMs: options.flapDampingWindowSeconds * 1000,
     }, this.now, metrics);
-    this.dampedFaultsOf = (n) => this.damper.view(n, d.deviceFaults.effective(n));
+    // Recoveries are judged on the job view (the hardware's reports): a filter hiding or showing a
+    // fault is not the hardware recovering; holds are added to the rescheduler's (filtered) view.
+    this.dampedFaultsOf = (n) => this.damper.view(n, d.deviceFaults.effective(n), d.deviceFaults.jobView(n));
     this.dampedFiltered = d.filtered === undefined ? undefined : (nodes) => {
       const f = d.filtered!(nodes);
       if (!this.damper.enabled) return f;
       const byNode = new Map<string, FaultRecord[]>(nodes.map((n) => [n, []]));
       for (const r of f.faults) { const l = byNode.get(r.node); if (l === undefined) byNode.set(r.node, [r]); else l.push(r); }
-      return { faults: [...byNode].flatMap(([n, rs]) => this.damper.view(n, rs)), hidden: f.hidden };
+      return { faults: [...byNode].flatMap(([n, rs]) => this.damper.view(n, rs, d.deviceFaults.jobView(n))), hidden: f.hidden };
     };
     this.index = new JobIndex(s);
     const mindxDl = (name: string) => s.mindxDlConfigMaps.get(`${JOB_STATE_NAMESPACE}/${name}`);

@@ -32,17 +32,23 @@ export class FlapDamper {
 
   get enabled(): boolean { return this.cfg.holdMs > 0; }
 
-  /** The node's records as the rescheduler should see them (held ones added). */
-  view(node: string, records: readonly FaultRecord[]): readonly FaultRecord[] {
-    if (!this.enabled) return records;
+  /**
+   * The node's records as the rescheduler should see them: `shown` (its view) plus the records of
+   * entities held by hysteresis. Recoveries are judged on `observed` (default `shown`): the
+   * hardware's own reports, so a filter that hides a fault for a while is not a recovery.
+   */
+  view(node: string, shown: readonly FaultRecord[], observed: readonly FaultRecord[] = shown): readonly FaultRecord[] {
+    if (!this.enabled) return shown;
     const prev = this.nodes.get(node);
-    if (prev === undefined && records.length === 0) return records;
+    if (prev === undefined && observed.length === 0) return shown;
     const before = new Set([...(prev ?? new Map<string, EntityState>())].filter(([, s]) => s.healthySinceMs !== undefined).map(([e]) => e));
-    const v = dampView(records, prev ?? new Map(), this.now(), this.cfg);
+    const v = dampView(observed, prev ?? new Map(), this.now(), this.cfg);
     for (const e of v.held) if (!before.has(e)) this.metrics?.flapDamped.inc({ rule: 'hold' });
     if (v.state.size === 0) this.nodes.delete(node); else this.nodes.set(node, v.state);
     if (v.nextChangeMs === undefined) this.next.delete(node); else this.next.set(node, v.nextChangeMs);
-    return v.records;
+    if (observed === shown) return v.records;
+    const held = v.held.flatMap((e) => v.state.get(e)?.last ?? []);
+    return held.length === 0 ? shown : [...shown, ...held];
   }
 
   /** Earliest time the view of one of these nodes changes by itself. */

@@ -195,6 +195,11 @@ describe('fault filters and relation faults on the real control plane', () => {
     // hidden and dropped faults stay in the job view the fault gRPC service publishes
     expect(manager.recovery.jobView(node).filter((r) => r.code === '80C98009').map((r) => r.device).sort()).toEqual(['Ascend910-6', 'Ascend910-7']);
     await world.dp.recoverChipFault({ node });
+    // The next test may place a job on these chips: they are clean before it starts.
+    await eventually(async () => {
+      const e = await deviceEntry(node);
+      return codesIn(e, 'Ascend910-6').length === 0 && codesIn(e, 'Ascend910-7').length === 0 && manager.recovery.jobView(node).length === 0;
+    });
   }, 60_000);
 
   it('relation fault: 81078603 + 8C1F860B on one job -> fault-type=Separate on the link-down pod, one restart with reason RelationFaultSeparate', async () => {
