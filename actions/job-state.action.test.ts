@@ -16,15 +16,17 @@ const pending = (uid: string): PendingDecision => ({
 
 function setup(opts: { gapMs?: number } = {}) {
   const cms = new FakeConfigMaps();
+  const replays: string[] = [];
   const writer = new ConfigMapWriter(cms.client());
   // The controller arms a work-queue key (controllers/jobs.controller.ts); a plain timer here.
   const store: JobStateStore = new JobStateStore({
     cached: (name) => cms.get(NS, name), cachedNames: () => [...cms.objects.values()].map((c) => c.metadata?.name ?? ''),
     writer, client: cms.client(), dryRun: false, commitGapMs: opts.gapMs ?? 100, lazyMs: 60_000,
     wake: (ms) => { setTimeout(() => void store.commitDue(), ms); },
+    onHoldFailed: (key) => replays.push(key),
   });
   const journal = (shard = 0) => cms.get(NS, journalCmName(shard))?.data ?? {};
-  return { cms, store, journal };
+  return { cms, store, journal, replays };
 }
 
 describe('job state journal', () => {
@@ -117,5 +119,63 @@ describe('job state journal', () => {
     expect(Object.keys(journal(1))).toEqual(['b']);
     const b = store.get('b');
     expect(b?.ok === true && b.value.pending?.decisionId).toBe('b/g2/job');
+  });
+
+  describe('a clear held by the decision\'s reason record (written later by its own store)', () => {
+    const deferred = () => { let resolve!: () => void; let reject!: (e: unknown) => void; const promise = new Promise<void>((a, b) => { resolve = a; reject = b; }); return { promise, resolve, reject }; };
+    const pendingIn = (text: string | undefined) => { const r = parseJobState(text); return r.ok ? r.value.pending?.decisionId : 'unreadable'; };
+
+    it('is seen at once, is not written before the record landed, and is written after it', async () => {
+      const { store, journal } = setup({ gapMs: 0 });
+      await store.put('ns/a', state('a'), pending('a'));
+      const record = deferred();
+      store.clear('ns/a', state('a'), record.promise);
+      const seen = store.get('a');
+      expect(seen?.ok === true && seen.value.pending).toBeUndefined(); // no replay in this process
+      await store.put('ns/b', state('b'), pending('b')); // a commit: the held clear does not ride along
+      await store.flush();
+      expect(pendingIn(journal().a)).toBe('a/g1/job'); // a crash now replays it and adds the record
+      record.resolve();
+      await new Promise((r) => setImmediate(r));
+      await store.flush();
+      expect(pendingIn(journal().a)).toBeUndefined();
+    });
+
+    it('a record that failed leaves the decision pending and queues the job to replay it', async () => {
+      const { store, journal, replays } = setup({ gapMs: 0 });
+      await store.put('ns/a', state('a'), pending('a'));
+      const record = deferred();
+      store.clear('ns/a', state('a'), record.promise);
+      record.reject(new Error('apiserver gone'));
+      await new Promise((r) => setImmediate(r));
+      await store.flush();
+      expect(pendingIn(journal().a)).toBe('a/g1/job');
+      const read = store.get('a');
+      expect(read?.ok === true && read.value.pending?.decisionId).toBe('a/g1/job'); // the next pass replays
+      expect(replays).toEqual(['ns/a']);
+    });
+
+    it('a put of the job waits for the record, and fails when it failed', async () => {
+      const { store, journal } = setup({ gapMs: 0 });
+      await store.put('ns/a', state('a'), pending('a'));
+      const record = deferred();
+      store.clear('ns/a', state('a'), record.promise);
+      let done = false;
+      const next = store.put('ns/a', state('a', ['a/g1/job', 'a/g1/complete'])).then(() => { done = true; });
+      await new Promise((r) => setTimeout(r, 20));
+      expect(done).toBe(false);
+      record.resolve();
+      await next;
+      const r = parseJobState(journal().a);
+      expect(r.ok && r.value.state.acted).toEqual(['a/g1/job', 'a/g1/complete']);
+
+      await store.put('ns/c', state('c'), pending('c'));
+      const failed = deferred();
+      store.clear('ns/c', state('c'), failed.promise);
+      const put = store.put('ns/c', state('c', ['c/g1/job', 'c/g1/complete']));
+      failed.reject(new Error('409'));
+      await expect(put).rejects.toThrow(/reason record/);
+      expect(pendingIn(journal().c)).toBe('c/g1/job');
+    });
   });
 });

@@ -14,7 +14,10 @@
  *   every later read in this process at once, and written with the next commit or `lazyMs` later. A
  *   crash before that write replays the completed decision, which is idempotent (deletes carry UID
  *   preconditions, the reschedule reason is not added twice, the history record's name is the
- *   decision id): it never decides the same restart again.
+ *   decision id): it never decides the same restart again. A clear may be held (`hold`: the
+ *   decision's reason record, written later by its own store): no commit writes it before the hold
+ *   resolved; if the hold fails the clear is forgotten (the journal keeps the pending decision, the
+ *   job is queued again and replays it), and a `put` of that job waits for the hold first.
  * - Reads: what is staged, else the highest journal shard holding the UID, else the job's per-job
  *   ConfigMap `clusterd-ts-job-state-<uid>` written by versions before the journal (so a pending
  *   decision left by an old version is finished, not decided again). That ConfigMap is deleted with
@@ -58,6 +61,8 @@ export interface JobStateStoreDeps {
    * armed time wins (WorkQueue.addAfter). Timers go through the runtime (layering rule).
    */
   readonly wake: (ms: number) => void;
+  /** A held clear's hold failed: the job (its key) must be reconciled again to replay its decision. */
+  readonly onHoldFailed?: (jobKey: string) => void;
 }
 
 const KIND = 'job_state';
@@ -79,6 +84,8 @@ interface Staged {
    * a lazy change is dropped, an eager one fails its put (compare-and-swap per job).
    */
   readonly base: string | undefined;
+  /** Not written before this settles (a held clear). */
+  readonly hold?: Promise<unknown>;
 }
 
 interface Waiter { readonly resolve: () => void; readonly reject: (e: unknown) => void }
@@ -90,6 +97,8 @@ export class JobStateStore {
   private readonly staged = new Map<number, Map<string, Staged>>();
   /** Shards we wrote that the informer may not list yet. */
   private readonly written = new Set<number>();
+  /** uid -> the hold of its held clear (a put of the job waits for it). */
+  private readonly holds = new Map<string, Promise<unknown>>();
   private waiters: Waiter[] = [];
   /** When the armed commit is due (Infinity: none armed). */
   private dueMs = Infinity;
@@ -149,17 +158,17 @@ export class JobStateStore {
     return Object.entries(data).reduce((n, [k, v]) => n + k.length + v.length, 0);
   }
 
-  private stageOne(shard: number, uid: string, text: string | null, lazy: boolean): void {
+  private stageOne(shard: number, uid: string, text: string | null, lazy: boolean, hold?: Promise<unknown>): void {
     let m = this.staged.get(shard);
     if (m === undefined) this.staged.set(shard, (m = new Map()));
     const before = m.get(uid);
     const prev = lazy ? undefined : before?.lazy === true ? before : before?.prev;
     const base = before !== undefined ? before.base : this.shardCm(shard)?.data?.[uid];
-    m.set(uid, { text, lazy, base, ...(prev === undefined ? {} : { prev }) });
+    m.set(uid, { text, lazy, base, ...(prev === undefined ? {} : { prev }), ...(hold === undefined ? {} : { hold }) });
   }
 
   /** Stages the UID's record (null: its removal) in its shard, or in a higher one it fits into. */
-  private stage(uid: string, text: string | null, lazy: boolean): void {
+  private stage(uid: string, text: string | null, lazy: boolean, hold?: Promise<unknown>): void {
     const cur = this.locate(uid);
     if (text === null) {
       for (const s of this.shards()) if (this.staged.get(s)?.get(uid)?.text != null || this.shardCm(s)?.data?.[uid] !== undefined) this.stageOne(s, uid, null, lazy);
@@ -167,13 +176,13 @@ export class JobStateStore {
     }
     const need = uid.length + text.length;
     const fits = (s: number, freed: number): boolean => { const n = this.size(s) - freed; return n === 0 || n + need <= JOB_JOURNAL_SHARD_CHARS; };
-    if (cur !== undefined && fits(cur.shard, uid.length + cur.text.length)) { this.stageOne(cur.shard, uid, text, lazy); return; }
+    if (cur !== undefined && fits(cur.shard, uid.length + cur.text.length)) { this.stageOne(cur.shard, uid, text, lazy, hold); return; }
     // A new record goes to the first shard with room; a grown one moves up (the highest shard wins,
     // and higher shards are written first, so a move never loses the record).
     let s = cur === undefined ? 0 : cur.shard + 1;
     while (!fits(s, 0)) s++;
-    this.stageOne(s, uid, text, lazy);
-    if (cur !== undefined) this.stageOne(cur.shard, uid, null, lazy);
+    this.stageOne(s, uid, text, lazy, hold);
+    if (cur !== undefined) this.stageOne(cur.shard, uid, null, lazy, hold);
   }
 
   private arm(eager: boolean): void {
@@ -210,6 +219,7 @@ export class JobStateStore {
         const data: Record<string, string> = { ...this.shardCm(s)?.data };
         const m0 = this.staged.get(s);
         for (const [uid, st] of changes) {
+          if (st.hold !== undefined) { changes.delete(uid); continue; } // held: stays staged, not written yet
           if (data[uid] !== st.base) {
             if (!st.lazy) throw new Error(`job journal: the record of ${uid} was changed by another writer`);
             this.d.log?.warn('job journal: record changed by another writer, lazy change dropped', { jobUid: uid });
@@ -284,6 +294,10 @@ export class JobStateStore {
       this.memory.set(uid, record);
       return before === undefined || encodeJobState(before) !== encodeJobState(record);
     }
+    const hold = this.holds.get(uid);
+    if (hold !== undefined) {
+      try { await hold; } catch (e) { throw new Error(`job journal: the reason record of the last decision was not written (${String(e)}); it is replayed`); }
+    }
     const cur = this.text(uid);
     const text = encodeJobState(record);
     if (cur === text) return false;
@@ -300,15 +314,34 @@ export class JobStateStore {
    * Stores the state of a decision that has been carried out (no pending mark), lazily (above):
    * visible here at once, written with the next commit. Answers whether anything changed.
    */
-  clear(jobKey: string, state: JobRescheduleState): boolean {
+  clear(jobKey: string, state: JobRescheduleState, hold?: Promise<unknown>): boolean {
     if (this.d.dryRun) {
       this.memory.set(state.jobUid, this.record(jobKey, state));
       return true;
     }
+    const uid = state.jobUid;
     const text = encodeJobState(this.record(jobKey, state));
-    if (this.text(state.jobUid) === text) return false;
-    this.stage(state.jobUid, text, true);
-    this.arm(false);
+    if (this.text(uid) === text) return false;
+    if (hold === undefined) {
+      this.stage(uid, text, true);
+      this.arm(false);
+      return true;
+    }
+    this.stage(uid, text, true, hold);
+    this.holds.set(uid, hold);
+    const settle = (ok: boolean, err?: unknown): void => {
+      if (this.holds.get(uid) === hold) this.holds.delete(uid);
+      for (const m of this.staged.values()) {
+        const st = m.get(uid);
+        if (st?.hold !== hold) continue; // replaced meanwhile (a put, a removal)
+        if (ok) { const { hold: _h, ...rest } = st; m.set(uid, rest); } else m.delete(uid);
+      }
+      for (const [s, m] of [...this.staged]) if (m.size === 0) this.staged.delete(s);
+      if (ok) { this.arm(false); return; }
+      this.d.log?.warn('job journal: the reason record was not written; the decision stays pending and is replayed', { jobUid: uid, err: String(err) });
+      this.d.onHoldFailed?.(jobKey);
+    };
+    hold.then(() => settle(true), (e: unknown) => settle(false, e));
     return true;
   }
 
@@ -321,6 +354,7 @@ export class JobStateStore {
     this.acting = false;
     this.dueMs = Infinity;
     this.staged.clear();
+    this.holds.clear();
     const waiters = this.waiters;
     this.waiters = [];
     for (const w of waiters) w.reject(new Error('job journal: not acting'));

@@ -28,7 +28,7 @@ import { TOR_SHARE_CM_NAME, TOR_SHARE_NAMESPACE } from '../schemas/tor-share/tor
 import { JOB_STATE_NAMESPACE, type PendingDecision } from '../schemas/job-state/job-state.ts';
 import { CLUSTERD_FAULT_TAINT_KEY } from '../policy/faults/job-isolation.ts';
 import { JobActionExecutor, type HandOffSink, type JobActionHooks } from '../actions/job-action-executor.ts';
-import { JOB_RESCHEDULE_REASON_KEY, RescheduleReasonStore, rescheduleReasonReconciler } from '../reconcilers/job-reschedule-reason.reconciler.ts';
+import { JOB_RESCHEDULE_REASON_FLUSH_KEY, JOB_RESCHEDULE_REASON_KEY, RescheduleReasonStore, rescheduleReasonReconciler } from '../reconcilers/job-reschedule-reason.reconciler.ts';
 import { VCJOB_FAULT_NPU_KEY, vcjobFaultNpuReconciler } from '../reconcilers/vcjob-fault-npu.reconciler.ts';
 import { TOR_AFFINITY_LABEL, TOR_SHARE_KEY, torShareReconciler } from '../reconcilers/tor-share.reconciler.ts';
 import type { ResetConfigDeps } from '../actions/job-reset-config.action.ts';
@@ -47,6 +47,12 @@ import type { BreakerGate } from '../policy/jobs/breaker-gate.ts';
 import { FlapDamper } from '../state/flap-damper.ts';
 
 const JOB_JOURNAL_KEY = 'job-journal';
+/**
+ * Least time between two writes of job-reschedule-reason records (issue 16): the first record after a
+ * quiet spell is written at once, a storm's later ones share a write about a second later. Nobody
+ * waits for it (the job's journal clear is held until its record landed).
+ */
+const REASON_WRITE_GAP_MS = 1000;
 
 export interface JobsControllerDeps {
   readonly client: KubeClient;
@@ -135,6 +141,7 @@ export class JobsController {
       // The decisions of one burst share a write-ahead: commits at most once per burst window.
       commitGapMs: options.burstWindowMs,
       wake: (ms) => this.loops?.journal.queue.addAfter(JOB_JOURNAL_KEY, ms),
+      onHoldFailed: (key) => this.loops?.decisions.queue.add(key),
     });
     if (!options.rescheduling) { this.loops = undefined; this.gate = undefined; this.history = undefined; return; }
     const faultsOf = (n: string) => d.deviceFaults.effective(n);
@@ -142,6 +149,7 @@ export class JobsController {
     const reasonStore = new RescheduleReasonStore({
       cached: () => s.mindxDlConfigMaps.get(`${JOB_RESCHEDULE_REASON_NAMESPACE}/${JOB_RESCHEDULE_REASON_CM_NAME}`),
       writer, liveJobKeys: () => this.index.liveJobKeys(), log: log.child({ controller: 'job_reschedule_reason' }),
+      gapMs: REASON_WRITE_GAP_MS, now: this.now, wake: (ms) => this.loops?.reasons.queue.addAfter(JOB_RESCHEDULE_REASON_FLUSH_KEY, ms),
     });
     const resetConfig: ResetConfigDeps = { cached: (ns, name) => s.resetConfigs.get(`${ns}/${name}`), writer };
     const executor = new JobActionExecutor({ client, log, metrics, now: this.now, reasons: reasonStore, resetConfig, hooks: d.hooks, handOff: d.handOff });
