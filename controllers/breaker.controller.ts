@@ -63,10 +63,12 @@ export interface BreakerControllerDeps {
 const RESERVED = new Set([CLUSTER_SCOPE, 'all']);
 /**
  * Counting changes reach the ConfigMap at once when quiet, then at most once per this window (issue
- * 16: a storm's reschedules share writes instead of one each). The counts in memory decide; the
- * ConfigMap is what a restarted or new leader starts from, so a crash forgets at most this window.
+ * 16: a storm's reschedules, which arrive over 1-1.5 s, share two or three writes instead of one
+ * each). The counts in memory decide; the ConfigMap is what a restarted or new leader starts from, so
+ * a crash forgets at most this window's counts (the breaker may then admit that many restarts more;
+ * no restart is carried out twice: that is the job journal's).
  */
-export const BREAKER_PERSIST_WINDOW_MS = 500;
+export const BREAKER_PERSIST_WINDOW_MS = 1000;
 
 export class BreakerController implements BreakerGate {
   readonly loop: ControllerLoop;
