@@ -23,7 +23,7 @@ const KEY = `${NS}/llama-${UID}`;
 const persisted = (cms: FakeConfigMaps) => parseJobState(cms.get('mindx-dl', journalCmName(0))?.data?.[UID]);
 const NPUS = ['Ascend910-0', 'Ascend910-1'];
 
-function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string>; hiddenUntilMs?: number; visibleOn3?: boolean } = {}) {
+function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string>; hiddenUntilMs?: number; visibleOn3?: boolean; recording?: Promise<boolean> } = {}) {
   const pods = new FakeStore<KubeObject>();
   const groups = new FakeStore<KubeObject>();
   groups.put(podGroupOf(NS, 'llama', UID, opts.labels ?? { 'fault-scheduling': 'force' }));
@@ -48,7 +48,7 @@ function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string>; 
       const stored = persisted(cms);
       log.push(`run ${job.key} ${p.actions.map((a) => a.type).join('+')} replay=${o.replay} persisted=${stored.ok && stored.value.pending?.decisionId === p.decisionId}`);
       if (opts.failFirstRun === true && runs === 1) throw new Error('crash after persisting');
-      return { deleted: [], alreadyGone: [], annotated: 0, recorded: true };
+      return { deleted: [], alreadyGone: [], annotated: 0, recorded: true, ...(opts.recording === undefined || o.replay ? {} : { recording: opts.recording }) };
     },
   } as unknown as JobActionExecutor;
   // With a hide window, the scheduler view leaves the fault out and the filters' snapshot marks it hidden.
@@ -93,6 +93,23 @@ describe('job decisions reconcile', () => {
     expect(stored.ok && stored.value.state.active?.scope).toBe('job');
     expect(stored.ok && stored.value.state.acted).toHaveLength(1);
     expect(out.requeueAfterMs).toBeGreaterThan(0);
+  });
+
+  it('holds the journal clear until the decision\'s reason record landed (nobody waits for the record)', async () => {
+    let landed!: (v: boolean) => void;
+    const recording = new Promise<boolean>((r) => { landed = r; });
+    const { r, ctx, cms, states } = setup({ recording });
+    await r.reconcile(KEY, ctx); // returns with the record still on its way
+    const seen = states.get(UID);
+    expect(seen?.ok === true && seen.value.pending).toBeUndefined(); // no replay in this process
+    await states.flush();
+    const held = persisted(cms);
+    expect(held.ok && held.value.pending?.actions.map((a) => a.type)).toEqual(['forceDeletePods', 'recordRescheduleReason']); // a crash replays it
+    landed(true);
+    await new Promise((res) => setImmediate(res));
+    await states.flush();
+    const cleared = persisted(cms);
+    expect(cleared.ok && cleared.value.pending).toBeUndefined();
   });
 
   it('a resync with nothing new writes nothing and acts on nothing', async () => {
