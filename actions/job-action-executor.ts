@@ -137,7 +137,11 @@ export class JobActionExecutor {
     if (restarted) {
       const action = p.actions.some((a) => a.type === 'forceDeletePods') ? 'force_delete_pods' : 'evict_pods';
       if (p.faultSinceMs > 0 && deleted.length > 0) this.d.metrics.faultToAction.observe({ action }, Math.max(0, this.d.now() - p.faultSinceMs) / 1000);
-      this.d.metrics.countReschedule(job.namespace, reason || 'unknown');
+      const count = (): void => this.d.metrics.countReschedule(job.namespace, reason || 'unknown');
+      // A first run whose record is still on its way counts once the record landed; if its write
+      // fails, the replay that adds the record counts the restart (above), so it is counted once.
+      if (recording === undefined) count();
+      else recording.then(count, () => undefined);
     }
     return { deleted, alreadyGone, annotated, recorded, ...(recording === undefined ? {} : { recording }) };
   }
