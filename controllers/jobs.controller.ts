@@ -98,6 +98,8 @@ interface Loops {
 export class JobsController {
   readonly index: JobIndex;
   readonly states: JobStateStore;
+  /** The reason records (reconcilers/job-reschedule-reason); undefined without rescheduling. */
+  private reasonStore: RescheduleReasonStore | undefined;
   readonly loops: Loops | undefined;
   /** The burst window (--burst-window-ms) on the decision queue's job keys. */
   private readonly gate: BurstGate | undefined;
@@ -146,7 +148,7 @@ export class JobsController {
     if (!options.rescheduling) { this.loops = undefined; this.gate = undefined; this.history = undefined; return; }
     const faultsOf = (n: string) => d.deviceFaults.effective(n);
     const loop = (r: ConstructorParameters<typeof ControllerLoop>[0], workers = 1) => new ControllerLoop(r, { log, metrics, now: this.now, workers });
-    const reasonStore = new RescheduleReasonStore({
+    const reasonStore = this.reasonStore = new RescheduleReasonStore({
       cached: () => s.mindxDlConfigMaps.get(`${JOB_RESCHEDULE_REASON_NAMESPACE}/${JOB_RESCHEDULE_REASON_CM_NAME}`),
       writer, liveJobKeys: () => this.index.liveJobKeys(), log: log.child({ controller: 'job_reschedule_reason' }),
       gapMs: REASON_WRITE_GAP_MS, now: this.now, wake: (ms) => this.loops?.reasons.queue.addAfter(JOB_RESCHEDULE_REASON_FLUSH_KEY, ms),
@@ -270,6 +272,7 @@ export class JobsController {
   async stopLoops(): Promise<void> {
     if (this.loops !== undefined) await Promise.all(Object.values(this.loops).map((l: ControllerLoop) => l.stop()));
     this.states.abandon(); // no journal write once not acting (actions/job-state.action.ts)
+    this.reasonStore?.abandon(); // nor a reason record queued for a later write
   }
 
   async stop(): Promise<void> {

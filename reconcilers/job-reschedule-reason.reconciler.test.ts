@@ -98,4 +98,21 @@ describe('job-reschedule-reason store', () => {
     expect(await later).toEqual([true, true, true]);
     expect(cms.writes).toHaveLength(2); // 4 restarts, 2 writes
   });
+
+  it('records queued when the loops stop are not written by this process (the next leader replays them)', async () => {
+    const cms = new FakeConfigMaps();
+    let now = 10_000;
+    const store = new RescheduleReasonStore({
+      cached: () => cms.get('mindx-dl', 'job-reschedule-reason'), writer: new ConfigMapWriter(cms.client()),
+      liveJobKeys: () => new Set(['ns/a-u1', 'ns/b-u2', 'ns/c-u3']), log: silentLogger, gapMs: 1000, now: () => now, wake: () => undefined,
+    });
+    await store.add({ jobKey: 'ns/a-u1', jobUid: 'u1', atMs: now, tasks: [task], replay: false });
+    const queued = store.add({ jobKey: 'ns/b-u2', jobUid: 'u2', atMs: now, tasks: [task], replay: false });
+    store.abandon();
+    await expect(queued).rejects.toThrow(/not acting/);
+    now += 5_000; // leading again later: a new record goes out at once, without the abandoned one
+    await store.add({ jobKey: 'ns/c-u3', jobUid: 'u3', atMs: now, tasks: [task], replay: false });
+    const p = parseRescheduleHistory(cms.get('mindx-dl', 'job-reschedule-reason')?.data?.['recent-reschedule-records'] ?? '');
+    expect(p.ok && [...p.value.keys()].sort()).toEqual(['ns/a-u1', 'ns/c-u3']);
+  });
 });

@@ -81,6 +81,18 @@ export class RescheduleReasonStore implements RescheduleReasonSink {
     else this.d.wake(wait);
   }
 
+  /**
+   * The loops stopped (leadership lost, shutdown): queued records are not written by this process
+   * (their adds reject; their decisions stay pending in the journal and whoever leads next replays
+   * them, adding the records), so a later leadership of ours cannot add them a second time.
+   */
+  abandon(): void {
+    const batch = this.queued;
+    this.queued = [];
+    this.pending = false;
+    for (const q of batch) q.reject(new Error('job-reschedule-reason: not acting'));
+  }
+
   /** The armed flush's pass (reasons loop): writes the queued records when due, else arms again. */
   async flushDue(): Promise<void> {
     if (!this.pending || this.queued.length === 0) return;
