@@ -247,6 +247,7 @@ export class JobsController {
     const l = this.loops;
     if (l === undefined) return;
     this.states.resume();
+    this.reasonStore?.resume();
     for (const loop of Object.values(l)) loop.start();
     for (const key of this.index.jobKeys()) l.decisions.queue.add(key);
     for (const r of this.states.all()) l.decisions.queue.add(r.jobKey);
@@ -270,9 +271,15 @@ export class JobsController {
 
   /** Stops the reconcilers (lost leadership, shutdown); the flow keeps the job index current. */
   async stopLoops(): Promise<void> {
+    // Before the loops stop: a decision waiting for a journal commit or a reason record would wait
+    // for a key of the journal or reasons loop, which a stopping queue no longer runs (the stop then
+    // never ended). Abandoned, both answer at once: an uncommitted put rejects (its decision is not
+    // carried out), a queued record rejects (its decision stays pending and is replayed by whoever
+    // leads next), a commit or record write in flight still completes; nothing new is written
+    // (actions/job-state.action.ts, reconcilers/job-reschedule-reason.reconciler.ts).
+    this.reasonStore?.abandon();
+    this.states.abandon();
     if (this.loops !== undefined) await Promise.all(Object.values(this.loops).map((l: ControllerLoop) => l.stop()));
-    this.states.abandon(); // no journal write once not acting (actions/job-state.action.ts)
-    this.reasonStore?.abandon(); // nor a reason record queued for a later write
   }
 
   async stop(): Promise<void> {

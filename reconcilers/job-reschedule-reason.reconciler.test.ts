@@ -110,6 +110,7 @@ describe('job-reschedule-reason store', () => {
     const queued = store.add({ jobKey: 'ns/b-u2', jobUid: 'u2', atMs: now, tasks: [task], replay: false });
     store.abandon();
     await expect(queued).rejects.toThrow(/not acting/);
+    store.resume();
     now += 5_000; // leading again later: a new record goes out at once, without the abandoned one
     await store.add({ jobKey: 'ns/c-u3', jobUid: 'u3', atMs: now, tasks: [task], replay: false });
     const p = parseRescheduleHistory(cms.get('mindx-dl', 'job-reschedule-reason')?.data?.['recent-reschedule-records'] ?? '');

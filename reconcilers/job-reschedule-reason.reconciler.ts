@@ -64,6 +64,7 @@ export class RescheduleReasonStore implements RescheduleReasonSink {
   private queued: Queued[] = [];
   /** A flush is scheduled (serial chain) or armed (wake), so `add` need not start one. */
   private pending = false;
+  private acting = true;
   private lastStartMs = -Infinity;
 
   constructor(d: RescheduleReasonDeps) {
@@ -82,16 +83,21 @@ export class RescheduleReasonStore implements RescheduleReasonSink {
   }
 
   /**
-   * The loops stopped (leadership lost, shutdown): queued records are not written by this process
-   * (their adds reject; their decisions stay pending in the journal and whoever leads next replays
-   * them, adding the records), so a later leadership of ours cannot add them a second time.
+   * The loops are stopping (leadership lost, shutdown): queued and later records are not written by
+   * this process (their adds reject; their decisions stay pending in the journal and whoever leads
+   * next replays them, adding the records), so a later leadership of ours cannot add them a second
+   * time, and nothing waits on a flush that the stopped loop would never run. Called before the loops
+   * stop; `resume` when they start again.
    */
   abandon(): void {
+    this.acting = false;
     const batch = this.queued;
     this.queued = [];
     this.pending = false;
     for (const q of batch) q.reject(new Error('job-reschedule-reason: not acting'));
   }
+
+  resume(): void { this.acting = true; }
 
   /** The armed flush's pass (reasons loop): writes the queued records when due, else arms again. */
   async flushDue(): Promise<void> {
@@ -106,6 +112,7 @@ export class RescheduleReasonStore implements RescheduleReasonSink {
    * record is in a write that landed; false when it was a replay already present (or dry run).
    */
   add(rec: PendingRecord): Promise<boolean> {
+    if (!this.acting) return Promise.reject(new Error('job-reschedule-reason: not acting'));
     return new Promise<boolean>((resolve, reject) => {
       this.queued.push({ rec, resolve, reject });
       this.schedule();
