@@ -5,6 +5,9 @@
  * job at most once per damping period.
  */
 import { paths } from '../../runtime/kube-client.ts';
+import type { ConfigMap } from '../../runtime/kube-objects.ts';
+import { deviceInfoCmName, parseDeviceInfoData } from '../../schemas/device-info/device-info.ts';
+import { deviceEntry } from '../support/cluster-info-read.ts';
 import type { Manager } from '../../controllers/manager.ts';
 import type { Metrics } from '../../telemetry/metrics.ts';
 import { adminClient, eventually } from '../support/cluster.ts';
@@ -12,6 +15,11 @@ import { jobPods, runningWithNpus, startWorld, vcJob, type PodObj, type World } 
 import { podGroupEvents, readCm, report, sleep, startManager, type EventObj } from './jobs-support.ts';
 import { DECISION_OUTCOME_LABEL, decisionRecordsPath } from '../../schemas/decision-record/decision-record.ts';
 import { BREAKER_CM_NAME, BREAKER_LAST_RESET_ANNOTATION, BREAKER_NAMESPACE, BREAKER_RESET_ANNOTATION, parseBreakerState } from '../../schemas/breaker-state/breaker-state.ts';
+import { CLUSTERD_FAULT_TAINT_KEY } from '../../policy/faults/job-isolation.ts';
+import type { Node } from '../../runtime/kube-objects.ts';
+import { NodeDSimulator } from '../../tools/simulator/noded.ts';
+import { createFakeNodes } from '../../tools/simulator/nodes.ts';
+import { randomBytes } from 'node:crypto';
 
 const uidOf = (p: PodObj): string => p.metadata?.uid ?? '';
 const npusOf = (p: PodObj): string[] => (p.metadata?.annotations?.['huawei.com/AscendReal'] ?? '').split(',').filter(Boolean);
@@ -99,6 +107,57 @@ describe('ops: blast-radius breaker and flap damping', () => {
     expect(JSON.parse(after.cm!.metadata!.annotations![BREAKER_LAST_RESET_ANNOTATION]!)).toMatchObject({ scope: domain, by: 'ops-tester' });
   }, 180_000);
 
+  it('a tripped domain holds a new node isolation (no taint; Event + metric say why) until reset; after the reset a new node-wide fault taints', async () => {
+    await client.delete(paths.configMap(BREAKER_NAMESPACE, BREAKER_CM_NAME)).catch(() => undefined);
+    const uniq = randomBytes(3).toString('hex');
+    const domain = `iso-${uniq}`;
+    const [a, b, c] = ['a', 'b', 'c'].map((x) => `brk-iso-${x}-${uniq}`) as [string, string, string];
+    await createFakeNodes(client, [a, b, c].map((name) => ({ name, labels: { [WORLD_LABEL]: domain } })));
+    const noded = new NodeDSimulator(client);
+    const ourTaint = async (node: string) => ((await client.get<Node>(paths.node(node))).spec?.taints ?? []).find((t) => t.key === CLUSTERD_FAULT_TAINT_KEY);
+    const heldEvents = async (node: string) => (await client.list<EventObj>(paths.events(BREAKER_NAMESPACE), { fieldSelector: `involvedObject.name=${BREAKER_CM_NAME}` }))
+      .items.filter((e) => e.reason === 'BreakerHeld' && e.message?.includes(`isolation of node ${node} `));
+    try {
+      // One node isolation per 10 min allowed in the domain.
+      let metrics: Metrics;
+      ({ manager, metrics } = await startManager(client, ['--node-taints', `--breaker-domain-label=${WORLD_LABEL}`, '--breaker-domain-nodes=1']));
+      await noded.inject({ node: a, code: '2C000031', level: 'SeparateFault' });
+      expect(await eventually(() => ourTaint(a), 10_000)).toMatchObject({ effect: 'NoSchedule' });
+
+      // The second node-wide fault in the domain trips it: held, not tainted, and explained.
+      await noded.inject({ node: b, code: '2C000031', level: 'SeparateFault' });
+      const tripped = await eventually(async () => { const s = await breakerState(client); return s.state.scopes[domain]?.tripped ? s : undefined; }, 10_000);
+      expect(tripped.state.scopes[domain]!.reason).toMatch(/^2 nodes isolated within 600 s > 1 \(last: /);
+      const ev = await eventually(async () => (await heldEvents(b))[0], 10_000);
+      expect(ev.type).toBe('Warning');
+      expect(ev.message).toContain(`held by the blast-radius breaker (${domain}: 2 nodes isolated`);
+      expect(await heldCount(metrics, 'nodes')).toBe(1);
+      expect(await trippedGauge(metrics, domain)).toBe(1);
+      await manager.jobs.loops?.isolation.idle();
+      await sleep(1_500);
+      expect(await ourTaint(b)).toBeUndefined();
+      expect(await ourTaint(a)).toMatchObject({ effect: 'NoSchedule' }); // an isolation in force stays
+
+      // b recovers while held; the operator resets the domain (what `kubectl clusterd breaker reset` writes).
+      await noded.recover(b);
+      await eventually(() => !manager!.deviceFaults.effective(b).some((r) => r.source === 'node'), 10_000);
+      await client.patch(paths.configMap(BREAKER_NAMESPACE, BREAKER_CM_NAME), { metadata: { annotations: { [BREAKER_RESET_ANNOTATION]: JSON.stringify({ scope: domain, by: 'ops-tester', at: new Date().toISOString() }) } } }, 'merge');
+      await eventually(async () => { const s = await breakerState(client); return s.state.scopes[domain]?.tripped === true ? undefined : s; }, 10_000);
+      expect(await trippedGauge(metrics, domain)).toBeUndefined();
+
+      // A new node-wide fault in the domain: a fresh window, so it taints.
+      await noded.inject({ node: c, code: '2C000031', level: 'SeparateFault' });
+      expect(await eventually(() => ourTaint(c), 10_000)).toMatchObject({ effect: 'NoSchedule' });
+      expect(await ourTaint(b)).toBeUndefined();
+      expect(await heldEvents(c)).toEqual([]);
+      expect(await heldCount(metrics, 'nodes')).toBe(1);
+    } finally {
+      for (const n of [a, b, c]) await noded.recover(n).catch(() => undefined);
+      noded.close();
+      for (const n of [a, b, c]) await client.delete(paths.node(n)).catch(() => undefined);
+    }
+  }, 90_000);
+
   it('a flapping link (fault/recover 20 times in 10 s on 16 nodes) restarts its job at most once per damping period', async () => {
     world = await startWorld(client, { nodes: 16, prefix: 'flap' });
     const { ns } = world;
@@ -126,5 +185,14 @@ describe('ops: blast-radius breaker and flap damping', () => {
     expect(elapsed).toBeLessThan(period * 1000);
     expect(deleted).toBeGreaterThanOrEqual(16); // the first fault restarts the job
     expect(deleted).toBeLessThanOrEqual(16); // and nothing more within the period
+    // Hysteresis: the flapping chip stays faulty in cluster-info (what the scheduler places by), though
+    // the device plugin reports it healthy again, until it has been healthy for the period.
+    const node0 = world.nodes[0]!;
+    const dpInfo = await client.get<ConfigMap>(paths.configMap('kube-system', deviceInfoCmName(node0)));
+    const parsed = parseDeviceInfoData(dpInfo.data, Date.now());
+    expect(parsed.ok && !parsed.value.lists.unhealthy.includes('Ascend910-0')).toBe(true);
+    const unhealthy = (await deviceEntry(client, node0))?.DeviceList['huawei.com/Ascend910-Unhealthy'] ?? '';
+    expect(unhealthy.split(',')).toContain('Ascend910-0');
+    expect(Date.now() - t0).toBeLessThan(elapsed + period * 1000); // still inside the hold
   }, 180_000);
 });

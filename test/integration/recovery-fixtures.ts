@@ -160,6 +160,21 @@ export async function cleanUp(client: KubeClient, job: TestJob | undefined, node
 export function podPeer(client: KubeClient, job: TestJob, spare: string[]): { recreated: string[]; stop(): void } {
   const pods = new Reflector<Pod>(client, { name: `peer-${job.name}`, path: paths.pods(job.ns) });
   const recreated: string[] = [];
+  // As Volcano's controller does, a failed create is tried again (a lost replacement would leave the
+  // test waiting for a pod nobody makes), and said on stderr.
+  let stopped = false;
+  const recreate = async (pod: KubeObject): Promise<void> => {
+    for (let attempt = 1; !stopped; attempt++) {
+      try {
+        await client.create(paths.pods(job.ns), pod);
+        return;
+      } catch (e) {
+        process.stderr.write(`pod peer: re-creating ${pod.metadata?.name} failed (attempt ${attempt}): ${String(e)}\n`);
+        if (attempt >= 20) return;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
+  };
   const sub = pods.events$.subscribe({
     next: (ev) => {
       const p = ev.obj;
@@ -168,12 +183,12 @@ export function podPeer(client: KubeClient, job: TestJob, spare: string[]): { re
       const node = spare.shift();
       if (node === undefined) return;
       recreated.push(p.metadata!.name!);
-      void client.create(paths.pods(job.ns), podObject(job, rank, node, chips(job.npusPerPod))).catch(() => undefined);
+      void recreate(podObject(job, rank, node, chips(job.npusPerPod)));
     },
     error: () => undefined,
   });
   pods.start();
-  return { recreated, stop: () => { sub.unsubscribe(); pods.stop(); } };
+  return { recreated, stop: () => { stopped = true; sub.unsubscribe(); pods.stop(); } };
 }
 
 /** Every version of the job's reset.json (checkCode verified), in order. */
@@ -186,6 +201,25 @@ export function watchResetConfig(client: KubeClient, job: TestJob): { versions: 
       const parsed = parseResetConfigData(ev.obj.data, { verifyCheckCode: true });
       if (parsed.ok) out.versions.push(parsed.value.info);
       else out.badCheckCode++;
+    },
+    error: () => undefined,
+  });
+  r.start();
+  return out;
+}
+
+/**
+ * Every value a PodGroup label took, in order, from a watch: a transient value (the `pause` of a job
+ * whose pods are replaced within a few hundred ms) is seen, where polling can miss it.
+ */
+export function watchPodGroupLabel(client: KubeClient, job: TestJob, key: string): { values: Array<string | undefined>; stop(): void } {
+  const r = new Reflector<KubeObject>(client, { name: `pg-${job.name}`, path: paths.podGroups(job.ns), fieldSelector: `metadata.name=${job.pgName}` });
+  const out = { values: [] as Array<string | undefined>, stop: () => { sub.unsubscribe(); r.stop(); } };
+  const sub = r.events$.subscribe({
+    next: (ev) => {
+      if (ev.type === 'delete') return;
+      const v = ev.obj.metadata?.labels?.[key];
+      if (out.values.length === 0 || out.values.at(-1) !== v) out.values.push(v);
     },
     error: () => undefined,
   });

@@ -6,7 +6,7 @@
  */
 import type { Manager } from '../../controllers/manager.ts';
 import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
-import { cleanUp, createJob, fakeNodes, podGroup, podPeer, podUid, rand, reportChipFault, startAgent, startManager, watchResetConfig } from './recovery-fixtures.ts';
+import { cleanUp, createJob, fakeNodes, podPeer, podUid, rand, reportChipFault, startAgent, startManager, watchPodGroupLabel, watchResetConfig } from './recovery-fixtures.ts';
 
 describe('process-level recovery when the agent never answers', () => {
   const client = adminClient();
@@ -26,6 +26,9 @@ describe('process-level recovery when the agent never answers', () => {
     });
     const peer = podPeer(client, job, nodes.slice(4));
     const resets = watchResetConfig(client, job);
+    // The label's transitions, watched: `pause` lasts only until the job-level rescheduling has
+    // replaced the pods (a few hundred ms here), too short to be sure to see it by polling.
+    const labels = watchPodGroupLabel(client, job, 'process-recover-enable');
     await eventually(() => manager.recovery.lookup(job.uid)?.entry.view.pods.length === 4);
     const agent = startAgent(target, job.uid, { stopCode: null });
     try {
@@ -35,9 +38,7 @@ describe('process-level recovery when the agent never answers', () => {
       await agent.reportProcessFault([{ rankId: '3', faultType: '0' }]); // MindIO's business-plane report: a step-retry UCE
       await reportChipFault(client, nodes[1]!, 'Ascend910-1', '80E01801', 'RestartBusiness');
       await agent.waitForSignal((s) => s.signalType === 'stopTrain', 20_000);
-      const labels = async () => (await podGroup(client, job)).metadata?.labels?.['process-recover-enable'];
-
-      await eventually(async () => (await labels()) === 'pause', 20_000);
+      await eventually(() => labels.values.includes('pause'), 20_000);
       const paused = Date.now() - t0;
       // The fault ranks' pods are told to exit (exit + dump_exit) ...
       const exit = await agent.waitForSignal((s) => s.signalType === 'changeStrategy' && s.changeStrategy === 'exit', 10_000);
@@ -46,18 +47,24 @@ describe('process-level recovery when the agent never answers', () => {
       expect(resets.versions.some((v) => v.FaultFlushing)).toBe(true);
       expect(resets.versions.at(-1)?.FaultFlushing).toBe(false);
       // ... and job-level rescheduling replaces every pod, not only the fault pod.
+      // (It follows the pause at once: the fault is no longer hidden by the step retry. A timeout
+      // names the ranks still waiting, and whether the peer re-created them.)
       await eventually(async () => {
         const now = await Promise.all([0, 1, 2, 3].map((r) => podUid(client, job, r)));
-        return now.every((u, i) => u !== undefined && u !== uids[i]);
+        const waiting = now.flatMap((u, r) => (u !== undefined && u !== uids[r] ? [] : [`rank ${r}: ${u === undefined ? 'no pod' : 'old pod'}`]));
+        if (waiting.length > 0) throw new Error(`${waiting.join(', ')}; peer re-created ${JSON.stringify(peer.recreated)}`);
+        return true;
       }, 40_000);
       const rescheduled = Date.now() - t0;
-      await eventually(async () => (await labels()) === 'on', 30_000);
+      await eventually(() => labels.values.lastIndexOf('on') > labels.values.indexOf('pause'), 30_000);
+      expect(labels.values.slice(labels.values.indexOf('pause'))).toEqual(['pause', 'on']);
       await eventually(() => manager.recovery.phase(job.uid) === 'INIT', 10_000);
       process.stdout.write(`agent silent: pause after ${paused} ms, all pods replaced after ${rescheduled} ms, label on after ${Date.now() - t0} ms\n`);
     } finally {
       agent.stop();
       peer.stop();
       resets.stop();
+      labels.stop();
       await cleanUp(client, job, nodes);
     }
   }, 120_000);
