@@ -316,7 +316,7 @@ describe('fault policy engine under flap damping (policy/faults/flap-damping.ts 
     const t = setup();
     t.engine.restore(undefined, undefined, t.clock.now());
     const store = { records: (n: string) => t.store.get(n) ?? [], nodeState: () => ({}), nodeNames: () => [...t.store.keys()] } as unknown as FaultStore;
-    const view = new FaultView({ store, policy: t.engine, now: () => t.clock.now(), damping: { holdMs: 30 * S, recoveries: 2, windowMs: 60 * S } });
+    const view = new FaultView({ store, policy: t.engine, now: () => t.clock.now(), damping: { config: { holdMs: 30 * S, recoveries: 2, windowMs: 60 * S }, wakeAt: () => undefined } });
     const step = async (records: FaultRecord[]): Promise<void> => {
       t.put('n1', records);
       await t.clock.run(5 * S);

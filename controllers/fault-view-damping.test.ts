@@ -12,7 +12,7 @@ function world(hideAll = false) {
   const store = { records: () => records, nodeState: () => ({}), nodeNames: () => ['n1'] } as unknown as FaultStore;
   const view = new FaultView({
     store, policy: { effective: (_n, rs) => rs }, now: () => now,
-    damping: { holdMs: 30_000, recoveries: 2, windowMs: 60_000 }, schedule: (_n, at) => scheduled.push(at),
+    damping: { config: { holdMs: 30_000, recoveries: 2, windowMs: 60_000 }, wakeAt: (_n, at) => scheduled.push(at) },
   });
   if (hideAll) view.filterWith({ evaluate: (_n, job) => ({ visible: [], hidden: job.map((record) => ({ record, by: 'custom-filter', untilMs: now + 5_000 })), dropped: [] }) as never });
   const set = (t: number, rs: FaultRecord[]): void => { now = t; records = rs; view.intake({ nodes: ['n1'], atMs: t }); };

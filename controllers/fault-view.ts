@@ -49,10 +49,12 @@ export interface FaultViewDeps {
   /** The job view of a node (policy/ through FaultPolicyEngine); identity when absent. */
   readonly policy: FaultPolicy;
   readonly now: () => number;
-  /** Flap damping (rule 1); absent or holdMs 0 = off. */
-  readonly damping?: FlapDampingConfig;
-  /** Re-announce the node at `atMs` (a hold ends, a recovery leaves the window). */
-  readonly schedule?: (node: string, atMs: number) => void;
+  /**
+   * Flap damping (rule 1): its config and the wake-up that re-announces a node at `atMs` (a hold
+   * ends, a recovery leaves the window), together so damping is never on without its timer;
+   * absent or holdMs 0 = off.
+   */
+  readonly damping?: { readonly config: FlapDampingConfig; readonly wakeAt: (node: string, atMs: number) => void };
   readonly metrics?: FlapDampedCounter;
 }
 
@@ -203,14 +205,14 @@ export class FaultView {
    * unchanged input) and answers the records held faulty; schedules the node's next change.
    */
   private held(node: string, job: readonly FaultRecord[], nowMs: number): readonly FaultRecord[] {
-    const cfg = this.d.damping;
+    const cfg = this.d.damping?.config;
     if (cfg === undefined || cfg.holdMs <= 0) return [];
     const prev = this.damp.get(node);
     if (prev === undefined && job.length === 0) return [];
     const v = dampView(job, prev ?? new Map(), nowMs, cfg);
     for (const e of v.held) if (prev?.get(e)?.healthySinceMs === undefined) this.d.metrics?.flapDamped.inc({ rule: 'hold' });
     if (v.state.size === 0) this.damp.delete(node); else this.damp.set(node, v.state);
-    if (v.nextChangeMs !== undefined) this.d.schedule?.(node, v.nextChangeMs);
+    if (v.nextChangeMs !== undefined) this.d.damping?.wakeAt(node, v.nextChangeMs);
     return v.held.flatMap((e) => v.state.get(e)?.last ?? []);
   }
 }

@@ -193,7 +193,7 @@ export class Manager implements HealthSource {
     this.dampTimers = dampTimers;
     this.faults = new FaultView({
       store, policy: deps.policy ?? this.faultPolicy, now, metrics,
-      damping: flapDampingOf(options), schedule: (node, atMs) => dampTimers.at(node, atMs),
+      damping: { config: flapDampingOf(options), wakeAt: (node, atMs) => dampTimers.at(node, atMs) },
     });
     const faults = this.faults;
     this.recovery = new RecoveryController({
