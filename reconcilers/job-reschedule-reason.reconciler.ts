@@ -74,7 +74,7 @@ export class RescheduleReasonStore implements RescheduleReasonSink {
   private now(): number { return (this.d.now ?? Date.now)(); }
 
   /** Starts a flush now if the gap since the last one has passed, else arms one for then. */
-  private schedule(): void {
+  private armFlush(): void {
     if (this.pending || this.queued.length === 0) return;
     const wait = this.lastStartMs + (this.d.gapMs ?? 0) - this.now();
     this.pending = true;
@@ -115,7 +115,7 @@ export class RescheduleReasonStore implements RescheduleReasonSink {
     if (!this.acting) return Promise.reject(new Error('job-reschedule-reason: not acting'));
     return new Promise<boolean>((resolve, reject) => {
       this.queued.push({ rec, resolve, reject });
-      this.schedule();
+      this.armFlush();
     });
   }
 
@@ -137,7 +137,7 @@ export class RescheduleReasonStore implements RescheduleReasonSink {
     } catch (e) {
       for (const q of batch) q.reject(e);
     } finally {
-      this.schedule(); // records queued meanwhile
+      this.armFlush(); // records queued meanwhile
     }
   }
 
