@@ -12,7 +12,7 @@
  *   (reconcilers/decision-history.reconciler.ts), which deletes by per-job count, total count and TTL.
  * - Dry run writes nothing (as Events: the dry-run ClusterRole has no write verbs).
  */
-import { isConflict, type KubeClient } from '../runtime/kube-client.ts';
+import { ApiError, isConflict, type KubeClient } from '../runtime/kube-client.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { buildDecisionRecord, decisionRecordsPath, type DecisionRecordInput } from '../schemas/decision-record/decision-record.ts';
@@ -57,6 +57,7 @@ export class DecisionHistory {
     try {
       await client.request('POST', decisionRecordsPath(obj.metadata.namespace), { body: obj, ...(signal === undefined ? {} : { signal }), timeoutMs: 10_000 });
       this.index.put(entry);
+      metrics.apiWrites.inc({ kind: 'decision_record', result: 'success' });
       metrics.decisionRecords.inc({ result: 'recorded' });
       if (this.index.jobCount(input.job.uid) > this.deps.bounds.perJob || this.index.size > this.deps.bounds.total) this.deps.onRecorded?.();
       return 'recorded';
@@ -66,6 +67,7 @@ export class DecisionHistory {
         metrics.decisionRecords.inc({ result: 'duplicate' });
         return 'duplicate';
       }
+      metrics.apiWrites.inc({ kind: 'decision_record', result: e instanceof ApiError ? String(e.statusCode) : 'error' });
       metrics.decisionRecords.inc({ result: 'failed' });
       log.warn('could not record the decision in the decision history', { job: `${input.job.namespace}/${input.job.name}`, decisionId: input.decisionId, err: String(e) });
       return 'failed';

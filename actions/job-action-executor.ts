@@ -2,8 +2,8 @@
  * Carries out a job decision's actions, in order (policy/jobs/job-decision-types.ts JobAction). Every
  * action is safe to run twice: deletions carry UID preconditions, annotations a UID precondition,
  * reset-config changes are absolute values, reason records are skipped on a replay when already
- * written. The controller persists the decision before calling `run`, and calls it again after a
- * crash (`replay: true`), so a decision is carried out at least once and its effects exactly once.
+ * written. A first run does not wait for its reason record (ExecSummary.recording); a replay does.
+ * The controller persists the decision before calling `run`, and calls it again after a crash (`replay: true`), so a decision is carried out at least once and its effects exactly once.
  *
  * Hand-offs to the process-level and hot-switch FSMs go to the recovery controller's sink, awaited:
  * a fault pod is deleted only after its FSM sent (or skipped) the preExitProcess.
@@ -70,7 +70,14 @@ export interface ExecSummary {
   readonly deleted: readonly string[];
   readonly alreadyGone: readonly string[];
   readonly annotated: number;
+  /** A replay's reason record landed (a replay waits for it). */
   readonly recorded: boolean;
+  /**
+   * A first run's reason record, not waited for (it is in the write-ahead; the reasons store spaces
+   * its writes): resolves once it landed, rejects if its write failed. The caller holds the
+   * decision's journal clear until then, so a crash or a failed write replays the decision.
+   */
+  readonly recording?: Promise<boolean>;
 }
 
 export class JobActionExecutor {
@@ -85,6 +92,7 @@ export class JobActionExecutor {
     const alreadyGone: string[] = [];
     let annotated = 0;
     let recorded = false;
+    let recording: Promise<boolean> | undefined;
     let reason = '';
     for (const a of p.actions) {
       if (opts.signal.aborted) throw new Error('controller stopping; decision left pending');
@@ -107,9 +115,15 @@ export class JobActionExecutor {
         case 'podRescheduledResetConfig':
           await reconcileResetConfig(this.d.resetConfig, job.namespace, job.name, { type: 'podRescheduled', retryTime: a.retryTime, updateTimeS: a.updateTimeS });
           break;
-        case 'recordRescheduleReason':
-          recorded = (await this.d.reasons.add({ jobKey: job.key, jobUid: job.uid, atMs: a.atMs, tasks: a.tasks, replay: opts.replay })) || recorded;
+        case 'recordRescheduleReason': {
+          const added = this.d.reasons.add({ jobKey: job.key, jobUid: job.uid, atMs: a.atMs, tasks: a.tasks, replay: opts.replay });
+          if (opts.replay) recorded = (await added) || recorded;
+          else {
+            recording = recording === undefined ? added : Promise.all([recording, added]).then(([x, y]) => x || y);
+            recording.catch(() => undefined); // handled by the caller, possibly after it rejected
+          }
           break;
+        }
         case 'handOffProcessRecovery':
         case 'handOffHotSwitch':
           await this.d.handOff(job.key, a, opts.signal);
@@ -123,8 +137,12 @@ export class JobActionExecutor {
     if (restarted) {
       const action = p.actions.some((a) => a.type === 'forceDeletePods') ? 'force_delete_pods' : 'evict_pods';
       if (p.faultSinceMs > 0 && deleted.length > 0) this.d.metrics.faultToAction.observe({ action }, Math.max(0, this.d.now() - p.faultSinceMs) / 1000);
-      this.d.metrics.countReschedule(job.namespace, reason || 'unknown');
+      const count = (): void => this.d.metrics.countReschedule(job.namespace, reason || 'unknown');
+      // A first run whose record is still on its way counts once the record landed; if its write
+      // fails, the replay that adds the record counts the restart (above), so it is counted once.
+      if (recording === undefined) count();
+      else recording.then(count, () => undefined);
     }
-    return { deleted, alreadyGone, annotated, recorded };
+    return { deleted, alreadyGone, annotated, recorded, ...(recording === undefined ? {} : { recording }) };
   }
 }

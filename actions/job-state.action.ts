@@ -1,24 +1,42 @@
 /**
- * The persisted per-job decision state (schemas/job-state): read from the informer cache of mindx-dl
- * ConfigMaps (or our own newer write), written through the ConfigMapWriter (create / update with
- * resourceVersion, nothing when the bytes are equal), deleted when the job is gone.
+ * The persisted per-job decision state (schemas/job-state), kept in the shared journal ConfigMaps
+ * `mindx-dl/clusterd-ts-job-journal-<n>` (one data key per job UID) and written through the
+ * ConfigMapWriter with group commit, so a storm's decisions cost a few writes, not two per job
+ * (issue 16):
  *
- * A pristine state (nothing started, nothing acted, budget untouched) of a job that has no ConfigMap
- * yet is not written: most jobs never see a fault and get no ConfigMap.
+ * - `put` (a write-ahead, or any state change) is durable when it resolves: it is staged and goes
+ *   out with the next commit. The first commit after a quiet spell starts at once (a lone fault waits
+ *   for nothing); later ones start at least `commitGapMs` after the previous one started, so the
+ *   decisions of one burst share a write. A failed commit rejects every `put` in it and forgets their
+ *   staged records: a decision not written ahead is never carried out (the reconcile throws and its
+ *   queue retries, deciding again).
+ * - `clear` (the pending mark of a decision that has been carried out) is lazy: staged, visible to
+ *   every later read in this process at once, and written with the next commit or `lazyMs` later. A
+ *   crash before that write replays the completed decision, which is idempotent (deletes carry UID
+ *   preconditions, the reschedule reason is not added twice, the history record's name is the
+ *   decision id): it never decides the same restart again. A clear may be held (`hold`: the
+ *   decision's reason record, written later by its own store): no commit writes it before the hold
+ *   resolved; if the hold fails the clear is forgotten (the journal keeps the pending decision, the
+ *   job is queued again and replays it), and a `put` of that job waits for the hold first.
+ * - Reads: what is staged, else the highest journal shard holding the UID, else the job's per-job
+ *   ConfigMap `clusterd-ts-job-state-<uid>` written by versions before the journal (so a pending
+ *   decision left by an old version is finished, not decided again). That ConfigMap is deleted with
+ *   the job.
  *
- * An action of the job_decisions reconciler (reconcilers/job-decisions.reconciler.ts), which persists a decision
- * here BEFORE carrying it out: a failed write throws back to that reconcile, and its work queue retries
- * the job with backoff (nothing is retried or dropped here).
+ * A pristine state (nothing started, nothing acted, budget untouched) of a job without a record is not
+ * written: most jobs never see a fault.
  *
- * Dry run: the ConfigMapWriter writes nothing, so states live in memory here (decisions are still
- * made once per fault, not once per event); they are lost on restart, which in dry run acts on nothing.
+ * Dry run: nothing is written, so states live in memory here (decisions are still made once per
+ * fault, not once per event); they are lost on restart, which in dry run acts on nothing.
  */
 import { isNotFound, paths, type KubeClient } from '../runtime/kube-client.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
+import type { Logger } from '../telemetry/logger.ts';
 import type { Parsed } from '../schemas/parsed.ts';
 import { ok } from '../schemas/parsed.ts';
 import {
-  JOB_STATE_KEY, JOB_STATE_LABELS, JOB_STATE_NAMESPACE, JOB_STATE_VERSION, encodeJobState, jobStateCmName, jobUidOfStateCm, parseJobState,
+  JOB_JOURNAL_LABELS, JOB_JOURNAL_SHARD_CHARS, JOB_STATE_KEY, JOB_STATE_NAMESPACE, JOB_STATE_VERSION,
+  encodeJobState, jobStateCmName, jobUidOfStateCm, journalCmName, journalShardOf, parseJobState,
   type JobStateRecord, type PendingDecision,
 } from '../schemas/job-state/job-state.ts';
 import type { JobRescheduleState } from '../vocabulary/job-decision-state.ts';
@@ -32,55 +50,335 @@ export interface JobStateStoreDeps {
   readonly writer: ConfigMapWriter;
   readonly client: KubeClient;
   readonly dryRun: boolean;
+  readonly log?: Logger;
+  /** Least time between the starts of two commits (default 100 ms). */
+  readonly commitGapMs?: number;
+  /** Longest a lazy change (a clear, a removal) waits for a commit to ride with (default 1 s). */
+  readonly lazyMs?: number;
+  readonly now?: () => number;
+  /**
+   * Arms the next commit in `ms` (0: now): a work-queue key whose pass calls `commitDue()`; an earlier
+   * armed time wins (WorkQueue.addAfter). Timers go through the runtime (layering rule).
+   */
+  readonly wake: (ms: number) => void;
+  /** A held clear's hold failed: the job (its key) must be reconciled again to replay its decision. */
+  readonly onHoldFailed?: (jobKey: string) => void;
 }
+
+const KIND = 'job_state';
+const DEFAULT_COMMIT_GAP_MS = 100;
+const DEFAULT_LAZY_MS = 1000;
 
 const pristine = (s: JobRescheduleState): boolean =>
   s.generation === 0 && s.active === undefined && s.acted.length === 0 && s.hotSwitchDowngraded !== true;
 
+/** One staged change of one UID in one shard: the record's bytes, or null = remove. */
+interface Staged {
+  readonly text: string | null;
+  readonly lazy: boolean;
+  /** The lazy change this eager one replaced: restored if the eager one's commit fails. */
+  readonly prev?: Staged;
+  /**
+   * The shard's text for the UID our change was made against (undefined: none). A commit finding
+   * another text there (another writer, e.g. a leader we did not know of) does not overwrite it:
+   * a lazy change is dropped, an eager one fails its put (compare-and-swap per job).
+   */
+  readonly base: string | undefined;
+  /** Not written before this settles (a held clear). */
+  readonly hold?: Promise<unknown>;
+}
+
+interface Waiter { readonly resolve: () => void; readonly reject: (e: unknown) => void }
+
 export class JobStateStore {
   private readonly d: JobStateStoreDeps;
   private readonly memory = new Map<string, JobStateRecord>();
+  /** shard -> uid -> change not yet written. */
+  private readonly staged = new Map<number, Map<string, Staged>>();
+  /** Shards we wrote that the informer may not list yet. */
+  private readonly written = new Set<number>();
+  /** uid -> the hold of its held clear (a put of the job waits for it). */
+  private readonly holds = new Map<string, Promise<unknown>>();
+  private waiters: Waiter[] = [];
+  /** When the armed commit is due (Infinity: none armed). */
+  private dueMs = Infinity;
+  private inFlight = false;
+  private lastStartMs = -Infinity;
+  private failures = 0;
+  /** False between `abandon` (leadership lost, shutdown) and `resume`: nothing is written. */
+  private acting = true;
 
   constructor(d: JobStateStoreDeps) {
     this.d = d;
   }
 
-  private cm(uid: string): ConfigMap | undefined {
+  private now(): number { return (this.d.now ?? Date.now)(); }
+
+  private shardCm(shard: number): ConfigMap | undefined {
+    const name = journalCmName(shard);
+    return this.d.writer.fresher(JOB_STATE_NAMESPACE, name, this.d.cached(name));
+  }
+
+  private legacyCm(uid: string): ConfigMap | undefined {
     const name = jobStateCmName(uid);
     return this.d.writer.fresher(JOB_STATE_NAMESPACE, name, this.d.cached(name));
+  }
+
+  /** Journal shards, highest first. */
+  private shards(): number[] {
+    const out = new Set<number>([...this.written, ...this.staged.keys()]);
+    for (const name of this.d.cachedNames()) {
+      const s = journalShardOf(name);
+      if (s !== undefined) out.add(s);
+    }
+    return [...out].sort((a, b) => b - a);
+  }
+
+  /** Where the UID's record is (staged changes included): the highest shard holding it. */
+  private locate(uid: string): { readonly shard: number; readonly text: string } | undefined {
+    for (const s of this.shards()) {
+      const st = this.staged.get(s)?.get(uid);
+      if (st !== undefined) {
+        if (st.text !== null) return { shard: s, text: st.text };
+        continue;
+      }
+      const text = this.shardCm(s)?.data?.[uid];
+      if (text !== undefined) return { shard: s, text };
+    }
+    return undefined;
+  }
+
+  /** The shard's data size once its staged changes are written. */
+  private size(shard: number): number {
+    const data: Record<string, string> = { ...this.shardCm(shard)?.data };
+    for (const [uid, st] of this.staged.get(shard) ?? []) {
+      if (st.text === null) delete data[uid];
+      else data[uid] = st.text;
+    }
+    return Object.entries(data).reduce((n, [k, v]) => n + k.length + v.length, 0);
+  }
+
+  private stageOne(shard: number, uid: string, text: string | null, lazy: boolean, hold?: Promise<unknown>): void {
+    let m = this.staged.get(shard);
+    if (m === undefined) this.staged.set(shard, (m = new Map()));
+    const before = m.get(uid);
+    const prev = lazy ? undefined : before?.lazy === true ? before : before?.prev;
+    const base = before !== undefined ? before.base : this.shardCm(shard)?.data?.[uid];
+    m.set(uid, { text, lazy, base, ...(prev === undefined ? {} : { prev }), ...(hold === undefined ? {} : { hold }) });
+  }
+
+  /** Stages the UID's record (null: its removal) in its shard, or in a higher one it fits into. */
+  private stage(uid: string, text: string | null, lazy: boolean, hold?: Promise<unknown>): void {
+    const cur = this.locate(uid);
+    if (text === null) {
+      for (const s of this.shards()) if (this.staged.get(s)?.get(uid)?.text != null || this.shardCm(s)?.data?.[uid] !== undefined) this.stageOne(s, uid, null, lazy);
+      return;
+    }
+    const need = uid.length + text.length;
+    const fits = (s: number, freed: number): boolean => { const n = this.size(s) - freed; return n === 0 || n + need <= JOB_JOURNAL_SHARD_CHARS; };
+    if (cur !== undefined && fits(cur.shard, uid.length + cur.text.length)) { this.stageOne(cur.shard, uid, text, lazy, hold); return; }
+    // A new record goes to the first shard with room; a grown one moves up (the highest shard wins,
+    // and higher shards are written first, so a move never loses the record).
+    let s = cur === undefined ? 0 : cur.shard + 1;
+    while (!fits(s, 0)) s++;
+    this.stageOne(s, uid, text, lazy, hold);
+    if (cur !== undefined) this.stageOne(cur.shard, uid, null, lazy, hold);
+  }
+
+  private arm(eager: boolean): void {
+    if (this.inFlight || !this.acting) return; // the commit in flight schedules the next one when it ends
+    const now = this.now();
+    const backoff = this.failures === 0 ? 0 : Math.min(30_000, 500 * 2 ** (this.failures - 1));
+    const at = eager ? Math.max(now, this.lastStartMs + (this.d.commitGapMs ?? DEFAULT_COMMIT_GAP_MS)) : now + Math.max(this.d.lazyMs ?? DEFAULT_LAZY_MS, backoff);
+    if (this.dueMs <= at) return;
+    this.dueMs = at;
+    this.d.wake(at - now);
+  }
+
+  /** The armed commit's pass (the work-queue key): commits when due, else arms the due time again. */
+  async commitDue(): Promise<void> {
+    if (!this.acting || this.inFlight) return;
+    const now = this.now();
+    if (now < this.dueMs) { if (this.dueMs !== Infinity) this.d.wake(this.dueMs - now); return; }
+    await this.commit();
+  }
+
+  /** Writes every staged change: shards highest first, one write each. */
+  private async commit(): Promise<void> {
+    if (this.inFlight) return;
+    this.inFlight = true;
+    this.dueMs = Infinity;
+    this.lastStartMs = this.now();
+    const waiters = this.waiters;
+    this.waiters = [];
+    const batch = [...this.staged].map(([s, m]) => [s, new Map(m)] as const).sort((a, b) => b[0] - a[0]);
+    let done = 0;
+    try {
+      for (const [s, changes] of batch) {
+        const cached = this.d.cached(journalCmName(s));
+        const data: Record<string, string> = { ...this.shardCm(s)?.data };
+        const m0 = this.staged.get(s);
+        for (const [uid, st] of changes) {
+          if (st.hold !== undefined) { changes.delete(uid); continue; } // held: stays staged, not written yet
+          if (data[uid] !== st.base) {
+            if (!st.lazy) throw new Error(`job journal: the record of ${uid} was changed by another writer`);
+            this.d.log?.warn('job journal: record changed by another writer, lazy change dropped', { jobUid: uid });
+            if (m0?.get(uid) === st) m0.delete(uid);
+            changes.delete(uid);
+            continue;
+          }
+          if (st.text === null) delete data[uid];
+          else data[uid] = st.text;
+        }
+        if (Object.keys(data).length === 0) await this.d.writer.remove(KIND, JOB_STATE_NAMESPACE, journalCmName(s), cached);
+        else await this.d.writer.ensure(KIND, { namespace: JOB_STATE_NAMESPACE, name: journalCmName(s), labels: { ...JOB_JOURNAL_LABELS }, data }, cached);
+        this.written.add(s);
+        const m = this.staged.get(s);
+        for (const [uid, st] of changes) {
+          const cur = m?.get(uid);
+          if (cur === st) m!.delete(uid);
+          else if (cur !== undefined) m!.set(uid, { ...cur, base: st.text ?? undefined }); // staged meanwhile: it follows our write
+        }
+        if (m?.size === 0) this.staged.delete(s);
+        done++;
+      }
+      this.failures = 0;
+      for (const w of waiters) w.resolve();
+    } catch (e) {
+      this.failures++;
+      // Eager changes not written are forgotten (their put rejects: not written ahead, not carried
+      // out); lazy ones stay for the next commit.
+      for (const [s, changes] of batch.slice(done)) {
+        const m = this.staged.get(s);
+        for (const [uid, st] of changes) {
+          if (st.lazy || m?.get(uid) !== st) continue;
+          if (st.prev !== undefined) m.set(uid, st.prev);
+          else m.delete(uid);
+        }
+        if (m?.size === 0) this.staged.delete(s);
+      }
+      this.d.log?.warn('job journal write failed', { err: String(e), waiting: waiters.length, failures: this.failures });
+      for (const w of waiters) w.reject(e);
+    } finally {
+      this.inFlight = false;
+      if (this.waiters.length > 0) this.arm(true);
+      else if (this.staged.size > 0) this.arm(false);
+    }
   }
 
   /** The job's record; undefined when it has none; a rejection when the stored text is unusable. */
   get(uid: string): Parsed<JobStateRecord> | undefined {
     const mem = this.memory.get(uid);
     if (mem !== undefined) return ok(mem);
-    const cm = this.cm(uid);
-    if (cm === undefined) return undefined;
-    return parseJobState(cm.data?.[JOB_STATE_KEY]);
+    const text = this.locate(uid)?.text ?? this.legacyCm(uid)?.data?.[JOB_STATE_KEY];
+    return text === undefined ? undefined : parseJobState(text);
   }
 
-  /** Stores the state (and the pending decision, if any); answers whether anything was written. */
+  private text(uid: string): string | undefined {
+    return this.locate(uid)?.text ?? this.legacyCm(uid)?.data?.[JOB_STATE_KEY];
+  }
+
+  private record(jobKey: string, state: JobRescheduleState, pending?: PendingDecision): JobStateRecord {
+    return { version: JOB_STATE_VERSION, jobKey, jobUid: state.jobUid, state, ...(pending === undefined ? {} : { pending }) };
+  }
+
+  /**
+   * Stores the state (and the pending decision, if any), durably when it resolves (group commit,
+   * above); answers whether anything was written. Rejects when the write failed.
+   */
   async put(jobKey: string, state: JobRescheduleState, pending?: PendingDecision): Promise<boolean> {
     const uid = state.jobUid;
-    const record: JobStateRecord = { version: JOB_STATE_VERSION, jobKey, jobUid: uid, state, ...(pending === undefined ? {} : { pending }) };
-    const cm = this.cm(uid);
+    const record = this.record(jobKey, state, pending);
     if (this.d.dryRun) {
       const before = this.memory.get(uid);
       this.memory.set(uid, record);
       return before === undefined || encodeJobState(before) !== encodeJobState(record);
     }
-    if (cm === undefined && pending === undefined && pristine(state)) return false;
-    const data = { [JOB_STATE_KEY]: encodeJobState(record) };
-    // The informer's copy, not `cm`: the writer picks the newer of it and its own last write itself.
-    const res = await this.d.writer.ensure('job_state', { namespace: JOB_STATE_NAMESPACE, name: jobStateCmName(uid), labels: { ...JOB_STATE_LABELS }, data }, this.d.cached(jobStateCmName(uid)));
-    return res.written;
+    const hold = this.holds.get(uid);
+    if (hold !== undefined) {
+      try { await hold; } catch (e) { throw new Error(`job journal: the reason record of the last decision was not written (${String(e)}); it is replayed`); }
+    }
+    const cur = this.text(uid);
+    const text = encodeJobState(record);
+    if (cur === text) return false;
+    if (cur === undefined && pending === undefined && pristine(state)) return false;
+    if (!this.acting) throw new Error('job journal: not acting (leadership lost or shutting down)');
+    this.stage(uid, text, false);
+    const done = new Promise<void>((resolve, reject) => this.waiters.push({ resolve, reject }));
+    this.arm(true);
+    await done;
+    return true;
   }
 
-  /** Deletes the job's state (the job is gone); a missing ConfigMap is fine. */
+  /**
+   * Stores the state of a decision that has been carried out (no pending mark), lazily (above):
+   * visible here at once, written with the next commit. Answers whether anything changed.
+   */
+  clear(jobKey: string, state: JobRescheduleState, hold?: Promise<unknown>): boolean {
+    if (this.d.dryRun) {
+      this.memory.set(state.jobUid, this.record(jobKey, state));
+      return true;
+    }
+    const uid = state.jobUid;
+    const text = encodeJobState(this.record(jobKey, state));
+    if (this.text(uid) === text) return false;
+    if (hold === undefined) {
+      this.stage(uid, text, true);
+      this.arm(false);
+      return true;
+    }
+    this.stage(uid, text, true, hold);
+    this.holds.set(uid, hold);
+    const settle = (ok: boolean, err?: unknown): void => {
+      if (this.holds.get(uid) === hold) this.holds.delete(uid);
+      for (const m of this.staged.values()) {
+        const st = m.get(uid);
+        if (st?.hold !== hold) continue; // replaced meanwhile (a put, a removal)
+        if (ok) { const { hold: _h, ...rest } = st; m.set(uid, rest); } else m.delete(uid);
+      }
+      for (const [s, m] of [...this.staged]) if (m.size === 0) this.staged.delete(s);
+      if (ok) { this.arm(false); return; }
+      this.d.log?.warn('job journal: the reason record was not written; the decision stays pending and is replayed', { jobUid: uid, err: String(err) });
+      this.d.onHoldFailed?.(jobKey);
+    };
+    hold.then(() => settle(true), (e: unknown) => settle(false, e));
+    return true;
+  }
+
+  /**
+   * Stops writing and forgets lazy changes (the loops have stopped: leadership lost or shutdown). A
+   * controller that may no longer lead writes nothing; a clear lost this way makes the next leader
+   * replay a completed decision, which is idempotent.
+   */
+  abandon(): void {
+    this.acting = false;
+    this.dueMs = Infinity;
+    this.staged.clear();
+    this.holds.clear();
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const w of waiters) w.reject(new Error('job journal: not acting'));
+  }
+
+  /** Writes again (leadership regained). */
+  resume(): void { this.acting = true; }
+
+  /** Writes what is staged now (tests). */
+  async flush(): Promise<void> {
+    if (this.inFlight) return; // tests flush a quiet store
+    if (this.staged.size > 0 || this.waiters.length > 0) await this.commit();
+  }
+
+  /** Deletes the job's state (the job is gone): its journal entry lazily, an old per-job ConfigMap now. */
   async remove(uid: string): Promise<void> {
     this.memory.delete(uid);
-    const cm = this.cm(uid);
-    if (cm === undefined || this.d.dryRun) return;
+    if (this.d.dryRun) return;
+    if (this.locate(uid) !== undefined) {
+      this.stage(uid, null, true);
+      this.arm(false);
+    }
+    const cm = this.legacyCm(uid);
+    if (cm === undefined) return;
     try {
       await this.d.client.delete(paths.configMap(JOB_STATE_NAMESPACE, jobStateCmName(uid)), { preconditions: { uid: cm.metadata?.uid } });
     } catch (e) {
@@ -88,16 +386,22 @@ export class JobStateStore {
     }
   }
 
-  /** Every readable record (cache + memory). */
+  /** Every readable record (journal, older per-job ConfigMaps, memory). */
   all(): JobStateRecord[] {
-    const out = new Map<string, JobStateRecord>();
+    const uids = new Set<string>(this.memory.keys());
+    for (const s of this.shards()) {
+      for (const uid of Object.keys(this.shardCm(s)?.data ?? {})) uids.add(uid);
+      for (const uid of this.staged.get(s)?.keys() ?? []) uids.add(uid);
+    }
     for (const name of this.d.cachedNames()) {
       const uid = jobUidOfStateCm(name);
-      if (uid === undefined) continue;
-      const r = this.get(uid);
-      if (r?.ok === true) out.set(uid, r.value);
+      if (uid !== undefined) uids.add(uid);
     }
-    for (const [uid, r] of this.memory) out.set(uid, r);
-    return [...out.values()];
+    const out: JobStateRecord[] = [];
+    for (const uid of uids) {
+      const r = this.get(uid);
+      if (r?.ok === true) out.push(r.value);
+    }
+    return out;
   }
 }

@@ -16,6 +16,7 @@
  */
 import { filter, type Subscription } from 'rxjs';
 import { ControllerLoop } from '../runtime/controller-loop.ts';
+import { BurstGate } from '../runtime/burst-gate.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import type { Logger } from '../telemetry/logger.ts';
@@ -60,6 +61,14 @@ export interface BreakerControllerDeps {
 }
 
 const RESERVED = new Set([CLUSTER_SCOPE, 'all']);
+/**
+ * Counting changes reach the ConfigMap at once when quiet, then at most once per this window (issue
+ * 16: a storm's reschedules, which arrive over 1-1.5 s, share two or three writes instead of one
+ * each). The counts in memory decide; the ConfigMap is what a restarted or new leader starts from, so
+ * a crash forgets at most this window's counts (the breaker may then admit that many restarts more;
+ * no restart is carried out twice: that is the job journal's).
+ */
+export const BREAKER_PERSIST_WINDOW_MS = 1000;
 
 export class BreakerController implements BreakerGate {
   readonly loop: ControllerLoop;
@@ -75,6 +84,7 @@ export class BreakerController implements BreakerGate {
   private subs: Subscription[] = [];
   /** The state text last written or loaded (anything else on the ConfigMap was written by someone else). */
   private lastText: string | undefined;
+  private readonly persistGate: BurstGate;
 
   constructor(d: BreakerControllerDeps) {
     this.d = d;
@@ -90,6 +100,7 @@ export class BreakerController implements BreakerGate {
       writer: d.writer, events: d.client, metrics: d.metrics,
     }), { log: d.log, metrics: d.metrics, now: d.now });
     d.metrics.breakerTripped.set({ scope: CLUSTER_SCOPE }, 0);
+    this.persistGate = new BurstGate(this.loop.queue, BREAKER_PERSIST_WINDOW_MS, d.now);
   }
 
   /** Watches the breaker ConfigMap (a reset annotation) and the fault view (chips out of service). */
@@ -217,7 +228,7 @@ export class BreakerController implements BreakerGate {
   }
 
   private changed(): void {
-    this.loop.queue.add(BREAKER_RECONCILE_KEY);
+    this.persistGate.touch(BREAKER_RECONCILE_KEY);
   }
 
   private unusable(node: string): ReadonlySet<string> {

@@ -28,7 +28,7 @@ import { TOR_SHARE_CM_NAME, TOR_SHARE_NAMESPACE } from '../schemas/tor-share/tor
 import { JOB_STATE_NAMESPACE, type PendingDecision } from '../schemas/job-state/job-state.ts';
 import { CLUSTERD_FAULT_TAINT_KEY } from '../policy/faults/job-isolation.ts';
 import { JobActionExecutor, type HandOffSink, type JobActionHooks } from '../actions/job-action-executor.ts';
-import { JOB_RESCHEDULE_REASON_KEY, RescheduleReasonStore, rescheduleReasonReconciler } from '../reconcilers/job-reschedule-reason.reconciler.ts';
+import { JOB_RESCHEDULE_REASON_FLUSH_KEY, JOB_RESCHEDULE_REASON_KEY, RescheduleReasonStore, rescheduleReasonReconciler } from '../reconcilers/job-reschedule-reason.reconciler.ts';
 import { VCJOB_FAULT_NPU_KEY, vcjobFaultNpuReconciler } from '../reconcilers/vcjob-fault-npu.reconciler.ts';
 import { TOR_AFFINITY_LABEL, TOR_SHARE_KEY, torShareReconciler } from '../reconcilers/tor-share.reconciler.ts';
 import type { ResetConfigDeps } from '../actions/job-reset-config.action.ts';
@@ -46,6 +46,14 @@ import { DECISION_HISTORY_KEY, decisionHistoryReconciler } from '../reconcilers/
 import type { BreakerGate } from '../policy/jobs/breaker-gate.ts';
 import { FlapDamper } from '../state/flap-damper.ts';
 import { flapDampingOf } from './options.ts';
+
+const JOB_JOURNAL_KEY = 'job-journal';
+/**
+ * Least time between two writes of job-reschedule-reason records (issue 16): the first record after a
+ * quiet spell is written at once, a storm's later ones share a write about a second later. Nobody
+ * waits for it (the job's journal clear is held until its record landed).
+ */
+const REASON_WRITE_GAP_MS = 1000;
 
 export interface JobsControllerDeps {
   readonly client: KubeClient;
@@ -84,11 +92,15 @@ interface Loops {
   readonly isolation: ControllerLoop;
   /** Prunes the decision history (per job, total, TTL). */
   readonly history: ControllerLoop;
+  /** The job journal's group commits (actions/job-state.action.ts). */
+  readonly journal: ControllerLoop;
 }
 
 export class JobsController {
   readonly index: JobIndex;
   readonly states: JobStateStore;
+  /** The reason records (reconcilers/job-reschedule-reason); undefined without rescheduling. */
+  private reasonStore: RescheduleReasonStore | undefined;
   readonly loops: Loops | undefined;
   /** The burst window (--burst-window-ms) on the decision queue's job keys. */
   private readonly gate: BurstGate | undefined;
@@ -113,14 +125,19 @@ export class JobsController {
     const mindxDl = (name: string) => s.mindxDlConfigMaps.get(`${JOB_STATE_NAMESPACE}/${name}`);
     this.states = new JobStateStore({
       cached: mindxDl, cachedNames: () => [...s.mindxDlConfigMaps.store.values()].map((c) => c.metadata?.name ?? ''),
-      writer, client, dryRun: options.dryRun,
+      writer, client, dryRun: options.dryRun, log: log.child({ controller: 'job_decisions' }), now: this.now,
+      // The decisions of one burst share a write-ahead: commits at most once per burst window.
+      commitGapMs: options.burstWindowMs,
+      wake: (ms) => this.loops?.journal.queue.addAfter(JOB_JOURNAL_KEY, ms),
+      onHoldFailed: (key) => this.loops?.decisions.queue.add(key),
     });
     if (!options.rescheduling) { this.loops = undefined; this.gate = undefined; this.history = undefined; return; }
     const faultsOf = (n: string) => d.deviceFaults.effective(n);
     const loop = (r: ConstructorParameters<typeof ControllerLoop>[0], workers = 1) => new ControllerLoop(r, { log, metrics, now: this.now, workers });
-    const reasonStore = new RescheduleReasonStore({
+    const reasonStore = this.reasonStore = new RescheduleReasonStore({
       cached: () => s.mindxDlConfigMaps.get(`${JOB_RESCHEDULE_REASON_NAMESPACE}/${JOB_RESCHEDULE_REASON_CM_NAME}`),
       writer, liveJobKeys: () => this.index.liveJobKeys(), log: log.child({ controller: 'job_reschedule_reason' }),
+      gapMs: REASON_WRITE_GAP_MS, now: this.now, wake: (ms) => this.loops?.reasons.queue.addAfter(JOB_RESCHEDULE_REASON_FLUSH_KEY, ms),
     });
     const resetConfig: ResetConfigDeps = { cached: (ns, name) => s.resetConfigs.get(`${ns}/${name}`), writer };
     const executor = new JobActionExecutor({ client, log, metrics, now: this.now, reasons: reasonStore, resetConfig, hooks: d.hooks, handOff: d.handOff });
@@ -159,6 +176,7 @@ export class JobsController {
         enabled: options.nodeTaints, holdMs: options.nodeTaintHoldSeconds * 1000, breaker: d.breaker,
       }), 2),
       // Dry run writes nothing, so it prunes nothing either.
+      journal: loop({ name: 'job_journal', reconcile: async () => { await this.states.commitDue(); return {}; } }),
       history: loop(options.dryRun ? { name: 'decision_history', reconcile: async () => ({}) } : decisionHistoryReconciler({ client, index: history.index, bounds, metrics })),
     };
     this.gate = new BurstGate(this.loops.decisions.queue, options.burstWindowMs, this.now);
@@ -211,6 +229,8 @@ export class JobsController {
   startLoops(): void {
     const l = this.loops;
     if (l === undefined) return;
+    this.states.resume();
+    this.reasonStore?.resume();
     for (const loop of Object.values(l)) loop.start();
     for (const key of this.index.jobKeys()) l.decisions.queue.add(key);
     for (const r of this.states.all()) l.decisions.queue.add(r.jobKey);
@@ -234,6 +254,14 @@ export class JobsController {
 
   /** Stops the reconcilers (lost leadership, shutdown); the flow keeps the job index current. */
   async stopLoops(): Promise<void> {
+    // Before the loops stop: a decision waiting for a journal commit or a reason record would wait
+    // for a key of the journal or reasons loop, which a stopping queue no longer runs (the stop then
+    // never ended). Abandoned, both answer at once: an uncommitted put rejects (its decision is not
+    // carried out), a queued record rejects (its decision stays pending and is replayed by whoever
+    // leads next), a commit or record write in flight still completes; nothing new is written
+    // (actions/job-state.action.ts, reconcilers/job-reschedule-reason.reconciler.ts).
+    this.reasonStore?.abandon();
+    this.states.abandon();
     if (this.loops !== undefined) await Promise.all(Object.values(this.loops).map((l: ControllerLoop) => l.stop()));
   }
 

@@ -4,7 +4,7 @@ import { silentLogger } from '../telemetry/logger.ts';
 import { Metrics } from '../telemetry/metrics.ts';
 import { chipFault } from '../test/support/job-fixtures.ts';
 import { faultKey, type FaultRecord } from '../vocabulary/fault-types.ts';
-import { JOB_STATE_KEY, parseJobState, type PendingDecision } from '../schemas/job-state/job-state.ts';
+import { journalCmName, parseJobState, type PendingDecision } from '../schemas/job-state/job-state.ts';
 import type { JobActionExecutor, JobTarget } from '../actions/job-action-executor.ts';
 import { FakeConfigMaps, FakeStore, podGroupOf, podOf } from '../test/support/job-fakes.ts';
 import { JobIndex } from '../state/job-index.ts';
@@ -19,9 +19,11 @@ import type { KubeObject } from '../runtime/kube-client.ts';
 const NS = 'team-a';
 const UID = 'u1';
 const KEY = `${NS}/llama-${UID}`;
+/** The job's record as written to the journal (actions/job-state.action.ts). */
+const persisted = (cms: FakeConfigMaps) => parseJobState(cms.get('mindx-dl', journalCmName(0))?.data?.[UID]);
 const NPUS = ['Ascend910-0', 'Ascend910-1'];
 
-function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string>; hiddenUntilMs?: number; visibleOn3?: boolean } = {}) {
+function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string>; hiddenUntilMs?: number; visibleOn3?: boolean; recording?: Promise<boolean> } = {}) {
   const pods = new FakeStore<KubeObject>();
   const groups = new FakeStore<KubeObject>();
   groups.put(podGroupOf(NS, 'llama', UID, opts.labels ?? { 'fault-scheduling': 'force' }));
@@ -30,9 +32,9 @@ function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string>; 
   index.rebuild();
   const cms = new FakeConfigMaps();
   const writer = new ConfigMapWriter(cms.client());
-  const states = new JobStateStore({
+  const states: JobStateStore = new JobStateStore({
     cached: (name) => cms.get('mindx-dl', name), cachedNames: () => [...cms.objects.values()].map((c) => c.metadata?.name ?? ''),
-    writer, client: cms.client(), dryRun: false,
+    writer, client: cms.client(), dryRun: false, lazyMs: 60_000, wake: (ms) => { setTimeout(() => void states.commitDue(), ms); },
   });
   const faults: Record<string, FaultRecord[]> = { 'node-2': [chipFault('node-2', 'Ascend910-0', 'SeparateNPU', '80E18402')] };
   const visible: Record<string, FaultRecord[]> = opts.visibleOn3 === true ? { 'node-3': [chipFault('node-3', 'Ascend910-1', 'SeparateNPU', '80E18401')] } : {};
@@ -43,10 +45,10 @@ function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string>; 
     async run(job: JobTarget, p: PendingDecision, o: { replay: boolean }) {
       runs++;
       chains.push(p.chain);
-      const stored = parseJobState(cms.get('mindx-dl', `clusterd-ts-job-state-${UID}`)?.data?.[JOB_STATE_KEY]);
+      const stored = persisted(cms);
       log.push(`run ${job.key} ${p.actions.map((a) => a.type).join('+')} replay=${o.replay} persisted=${stored.ok && stored.value.pending?.decisionId === p.decisionId}`);
       if (opts.failFirstRun === true && runs === 1) throw new Error('crash after persisting');
-      return { deleted: [], alreadyGone: [], annotated: 0, recorded: true };
+      return { deleted: [], alreadyGone: [], annotated: 0, recorded: true, ...(opts.recording === undefined || o.replay ? {} : { recording: opts.recording }) };
     },
   } as unknown as JobActionExecutor;
   // With a hide window, the scheduler view leaves the fault out and the filters' snapshot marks it hidden.
@@ -73,16 +75,41 @@ function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string>; 
 }
 
 describe('job decisions reconcile', () => {
-  it('persists the decision with its actions before acting, then clears the pending mark', async () => {
-    const { r, ctx, cms, log } = setup();
+  it('persists the decision with its actions before acting, then clears the pending mark with the next journal write', async () => {
+    const { r, ctx, cms, log, states } = setup();
     const out = await r.reconcile(KEY, ctx);
     expect(log).toEqual([`run ${KEY} forceDeletePods+recordRescheduleReason replay=false persisted=true`]);
+    // Issue 16: the clear no longer is a write of its own right after acting (it was ['create', 'replace']
+    // here): it waits for the journal's next commit, so a storm's clears share writes.
+    expect(cms.writes.map((w) => w.verb)).toEqual(['create']);
+    const ahead = persisted(cms);
+    expect(ahead.ok && ahead.value.pending?.actions.map((a) => a.type)).toEqual(['forceDeletePods', 'recordRescheduleReason']);
+    const seen = states.get(UID);
+    expect(seen?.ok === true && seen.value.pending).toBeUndefined(); // the clear is seen in process at once
+    await states.flush();
     expect(cms.writes.map((w) => w.verb)).toEqual(['create', 'replace']);
-    const stored = parseJobState(cms.get('mindx-dl', `clusterd-ts-job-state-${UID}`)?.data?.[JOB_STATE_KEY]);
+    const stored = persisted(cms);
     expect(stored.ok && stored.value.pending).toBeUndefined();
     expect(stored.ok && stored.value.state.active?.scope).toBe('job');
     expect(stored.ok && stored.value.state.acted).toHaveLength(1);
     expect(out.requeueAfterMs).toBeGreaterThan(0);
+  });
+
+  it('holds the journal clear until the decision\'s reason record landed (nobody waits for the record)', async () => {
+    let landed!: (v: boolean) => void;
+    const recording = new Promise<boolean>((r) => { landed = r; });
+    const { r, ctx, cms, states } = setup({ recording });
+    await r.reconcile(KEY, ctx); // returns with the record still on its way
+    const seen = states.get(UID);
+    expect(seen?.ok === true && seen.value.pending).toBeUndefined(); // no replay in this process
+    await states.flush();
+    const held = persisted(cms);
+    expect(held.ok && held.value.pending?.actions.map((a) => a.type)).toEqual(['forceDeletePods', 'recordRescheduleReason']); // a crash replays it
+    landed(true);
+    await new Promise((res) => setImmediate(res));
+    await states.flush();
+    const cleared = persisted(cms);
+    expect(cleared.ok && cleared.value.pending).toBeUndefined();
   });
 
   it('a resync with nothing new writes nothing and acts on nothing', async () => {
@@ -96,16 +123,19 @@ describe('job decisions reconcile', () => {
   });
 
   it('after a crash between persisting and acting, finishes the same decision and decides nothing new', async () => {
-    const { r, ctx, cms, log } = setup({ failFirstRun: true });
+    const harness = setup({ failFirstRun: true });
+    const { r, ctx, cms, log } = harness;
     await expect(r.reconcile(KEY, ctx)).rejects.toThrow('crash after persisting');
-    const pending = parseJobState(cms.get('mindx-dl', `clusterd-ts-job-state-${UID}`)?.data?.[JOB_STATE_KEY]);
+    const pending = persisted(cms);
     expect(pending.ok && pending.value.pending?.actions.map((a) => a.type)).toEqual(['forceDeletePods', 'recordRescheduleReason']);
     await r.reconcile(KEY, ctx);
     expect(log).toEqual([
       `run ${KEY} forceDeletePods+recordRescheduleReason replay=false persisted=true`,
       `run ${KEY} forceDeletePods+recordRescheduleReason replay=true persisted=true`,
     ]);
-    const after = parseJobState(cms.get('mindx-dl', `clusterd-ts-job-state-${UID}`)?.data?.[JOB_STATE_KEY]);
+    const { states } = harness;
+    await states.flush();
+    const after = persisted(cms);
     expect(after.ok && after.value.pending).toBeUndefined();
     expect(after.ok && after.value.state.generation).toBe(1);
   });
@@ -136,10 +166,11 @@ describe('job decisions reconcile', () => {
   });
 
   it('deletes the state of a job whose PodGroup is gone', async () => {
-    const { r, ctx, cms, groups } = setup();
+    const { r, ctx, cms, groups, states } = setup();
     await r.reconcile(KEY, ctx);
     groups.remove(podGroupOf(NS, 'llama', UID));
     await r.reconcile(KEY, ctx);
+    await states.flush();
     expect(cms.writes.at(-1)?.verb).toBe('delete');
     expect(cms.objects.size).toBe(0);
   });

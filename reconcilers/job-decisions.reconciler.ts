@@ -7,9 +7,11 @@
  *    faults marked, B6 row 2; policy/job-aggregation), and decided (policy/job-restart
  *    `decideJob`, B6 + B4) against the persisted state;
  * 3. a decision with actions not yet acted on is persisted WITH its resolved actions before anything
- *    is done, then carried out, then the pending mark is cleared. A restart between 3a and 3c finds
- *    the pending decision and finishes it; it never decides that restart again (the state already
- *    holds it), so a job's pods are deleted once per fault;
+ *    is done (group commit in the job journal: one write for the decisions of a burst), then carried
+ *    out, then the pending mark is cleared (lazily, with a later journal write once the decision's
+ *    reason record, which nobody waits for, has landed). A restart between
+ *    3a and 3c finds the pending decision and finishes it; it never decides that restart again (the
+ *    state already holds it), so a job's pods are deleted once per fault;
  * 4. timers (grace -> force, pending escalation, fault-job lifetime) come back as `requeueAfterMs`
  *    computed from persisted timestamps.
  * A job whose PodGroup is gone has its state deleted.
@@ -22,7 +24,7 @@ import type { JobDecision, JobDecisionConfig, JobRescheduleState } from '../poli
 import { TerminalError, type Outcome, type ReconcileContext, type Reconciler } from '../runtime/reconciler.ts';
 import type { ExecAction, PendingDecision } from '../schemas/job-state/job-state.ts';
 import { readResetConfig, type ResetConfigDeps } from '../actions/job-reset-config.action.ts';
-import type { JobActionExecutor } from '../actions/job-action-executor.ts';
+import type { ExecSummary, JobActionExecutor } from '../actions/job-action-executor.ts';
 import type { JobEntry, JobIndex } from '../state/job-index.ts';
 import type { JobStateStore } from '../actions/job-state.action.ts';
 import { chainOf, decisionRecordInput, faultSummary, type DecisionOutcome, type DecisionReporter, type ReporterJob } from '../actions/job-report.action.ts';
@@ -150,7 +152,7 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
    * record (faults, reason steps) of a fresh decision; a replay records from the persisted chain, and
    * if the first run had recorded it already the record's name makes that a no-op (409).
    */
-  const carryOut = async (entry: JobEntry, p: PendingDecision, state: JobRescheduleState | undefined, replay: boolean, ctx: ReconcileContext, recorded?: Parameters<typeof recordDecision>[1]): Promise<void> => {
+  const carryOut = async (entry: JobEntry, p: PendingDecision, state: JobRescheduleState | undefined, replay: boolean, ctx: ReconcileContext, recorded?: Parameters<typeof recordDecision>[1]): Promise<ExecSummary> => {
     const job = { key: entry.view.key, namespace: entry.view.namespace, name: entry.view.name, uid: entry.view.uid };
     // The episode opens (or, after a restart, reopens from the persisted times) before acting. A
     // restart's completion (GracefulExit back to 0, RetryTime + 1) is bookkeeping, not a decision on a fault.
@@ -167,6 +169,7 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
     });
     await d.reporter.event(reporterJob(entry), p, p.chain, p.atMs);
     await recordDecision(d.history, recorded ?? decisionRecordInput(historyJob(entry), undefined, p, [{ stage: 'rule', detail: p.chain }], 'acted', p.atMs), ctx.signal);
+    return s;
   };
 
   /**
@@ -208,7 +211,7 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
       const pending = stored?.value.pending;
       if (pending !== undefined && !d.dryRun) {
         await carryOut(entry, pending, state, true, ctx);
-        await d.states.put(key, stored!.value.state);
+        d.states.clear(key, stored!.value.state);
       }
 
       const nowMs = ctx.now();
@@ -251,8 +254,10 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
         };
         await d.states.put(key, next, p); // BEFORE acting
         d.afterPersist?.(key, p);
-        await carryOut(entry, p, next, false, ctx, decisionRecordInput(historyJob(entry), shown, dec, dec.reasons, 'acted', nowMs));
-        await d.states.put(key, next);
+        const done = await carryOut(entry, p, next, false, ctx, decisionRecordInput(historyJob(entry), shown, dec, dec.reasons, 'acted', nowMs));
+        // Lazy: written with a later journal commit (actions/job-state.action.ts), and not before the
+        // reason record landed (a crash or a failed record write replays the decision, which adds it).
+        d.states.clear(key, next, done.recording);
         if (reschedules(dec)) d.damper.restarted(key, causes.entities);
       } else {
         if (acting) ctx.log.info('dry run: decision not carried out', { job: key, decisionId: dec.decisionId });

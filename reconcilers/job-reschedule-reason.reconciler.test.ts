@@ -73,4 +73,47 @@ describe('job-reschedule-reason store', () => {
     expect(await store.add({ jobKey: 'ns/b-u2', jobUid: 'u2', atMs: 2_000, tasks: [task], replay: false })).toBe(true);
     expect([...history().keys()]).toEqual(['ns/b-u2']);
   });
+
+  it('with a gap: the first record of a quiet spell is written at once, a storm\'s later ones share a write once the gap passed', async () => {
+    const cms = new FakeConfigMaps();
+    let now = 10_000;
+    const armed: number[] = [];
+    const keys = ['ns/a-u1', 'ns/b-u2', 'ns/c-u3', 'ns/d-u4'];
+    const store = new RescheduleReasonStore({
+      cached: () => cms.get('mindx-dl', 'job-reschedule-reason'), writer: new ConfigMapWriter(cms.client()),
+      liveJobKeys: () => new Set(keys), log: silentLogger, gapMs: 1000, now: () => now, wake: (ms) => armed.push(ms),
+    });
+    const add = (k: string) => store.add({ jobKey: k, jobUid: k.slice(-2), atMs: now, tasks: [task], replay: false });
+    expect(await add('ns/a-u1')).toBe(true);
+    expect(cms.writes).toHaveLength(1);
+    now += 300;
+    const later = Promise.all(keys.slice(1).map(add)); // nobody needs to wait for these
+    await new Promise((r) => setImmediate(r));
+    expect({ writes: cms.writes.length, armed }).toEqual({ writes: 1, armed: [700] });
+    now += 200;
+    await store.flushDue(); // woken early: not due, armed again
+    expect({ writes: cms.writes.length, armed }).toEqual({ writes: 1, armed: [700, 500] });
+    now += 500;
+    await store.flushDue();
+    expect(await later).toEqual([true, true, true]);
+    expect(cms.writes).toHaveLength(2); // 4 restarts, 2 writes
+  });
+
+  it('records queued when the loops stop are not written by this process (the next leader replays them)', async () => {
+    const cms = new FakeConfigMaps();
+    let now = 10_000;
+    const store = new RescheduleReasonStore({
+      cached: () => cms.get('mindx-dl', 'job-reschedule-reason'), writer: new ConfigMapWriter(cms.client()),
+      liveJobKeys: () => new Set(['ns/a-u1', 'ns/b-u2', 'ns/c-u3']), log: silentLogger, gapMs: 1000, now: () => now, wake: () => undefined,
+    });
+    await store.add({ jobKey: 'ns/a-u1', jobUid: 'u1', atMs: now, tasks: [task], replay: false });
+    const queued = store.add({ jobKey: 'ns/b-u2', jobUid: 'u2', atMs: now, tasks: [task], replay: false });
+    store.abandon();
+    await expect(queued).rejects.toThrow(/not acting/);
+    store.resume();
+    now += 5_000; // leading again later: a new record goes out at once, without the abandoned one
+    await store.add({ jobKey: 'ns/c-u3', jobUid: 'u3', atMs: now, tasks: [task], replay: false });
+    const p = parseRescheduleHistory(cms.get('mindx-dl', 'job-reschedule-reason')?.data?.['recent-reschedule-records'] ?? '');
+    expect(p.ok && [...p.value.keys()].sort()).toEqual(['ns/a-u1', 'ns/c-u3']);
+  });
 });

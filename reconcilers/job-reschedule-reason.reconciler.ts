@@ -8,8 +8,12 @@
  * and the reconciler (prune + trim only, on start and when a job goes away). Both start from the newer
  * of the cache and our own last write, write only on a difference, with the resourceVersion (409 ->
  * queue). Writes are serialized in-process, so concurrent job workers do not race each other into
- * 409s, and grouped: records that arrive while a write is in flight go out together in the next one
- * (a storm of restarts costs a few writes of this one ConfigMap, not one per job, and no added wait).
+ * 409s, and grouped: the first record after a quiet spell is written at once; later ones go out
+ * together no sooner than `gapMs` after the previous write started (issue 16: a storm of restarts
+ * costs two or three writes of this one ConfigMap, not one per job). Nobody waits for that: the
+ * record is part of the decision's write-ahead, and the decision's journal clear is held until the
+ * record landed (reconcilers/job-decisions.reconciler.ts), so a crash before replays the decision,
+ * which adds the record.
  *
  * Replays: a decision carried out again after a crash passes `replay: true`; its record is added only
  * if the job's newest record is not already that record (same time stamp and tasks).
@@ -26,6 +30,8 @@ import {
 } from '../schemas/job-reschedule-reason/job-reschedule-reason.ts';
 
 export const JOB_RESCHEDULE_REASON_KEY = 'job-reschedule-reason';
+/** The reasons loop's key for a spaced write of queued records (`flushDue`). */
+export const JOB_RESCHEDULE_REASON_FLUSH_KEY = 'job-reschedule-reason/flush';
 
 export interface RescheduleReasonDeps {
   readonly cached: () => ConfigMap | undefined;
@@ -35,6 +41,11 @@ export interface RescheduleReasonDeps {
   readonly log: Logger;
   /** IANA zone of LogFileFormatTime (Volcano uses its local zone). */
   readonly timeZone?: string;
+  /** Least time between the starts of two writes of added records (default 0: none). */
+  readonly gapMs?: number;
+  readonly now?: () => number;
+  /** Arms `flushDue` in `ms` (the reasons loop's JOB_RESCHEDULE_REASON_FLUSH_KEY; timers go through the runtime). */
+  readonly wake?: (ms: number) => void;
 }
 
 const sameRecord = (a: RescheduleRecord | undefined, b: RescheduleRecord): boolean =>
@@ -51,9 +62,49 @@ export class RescheduleReasonStore implements RescheduleReasonSink {
   private chain: Promise<unknown> = Promise.resolve();
   /** Records waiting for the next write; a flush is scheduled whenever this turns non-empty. */
   private queued: Queued[] = [];
+  /** A flush is scheduled (serial chain) or armed (wake), so `add` need not start one. */
+  private pending = false;
+  private acting = true;
+  private lastStartMs = -Infinity;
 
   constructor(d: RescheduleReasonDeps) {
     this.d = d;
+  }
+
+  private now(): number { return (this.d.now ?? Date.now)(); }
+
+  /** Starts a flush now if the gap since the last one has passed, else arms one for then. */
+  private armFlush(): void {
+    if (this.pending || this.queued.length === 0) return;
+    const wait = this.lastStartMs + (this.d.gapMs ?? 0) - this.now();
+    this.pending = true;
+    if (wait <= 0 || this.d.wake === undefined) void this.serial(() => this.flush());
+    else this.d.wake(wait);
+  }
+
+  /**
+   * The loops are stopping (leadership lost, shutdown): queued and later records are not written by
+   * this process (their adds reject; their decisions stay pending in the journal and whoever leads
+   * next replays them, adding the records), so a later leadership of ours cannot add them a second
+   * time, and nothing waits on a flush that the stopped loop would never run. Called before the loops
+   * stop; `resume` when they start again.
+   */
+  abandon(): void {
+    this.acting = false;
+    const batch = this.queued;
+    this.queued = [];
+    this.pending = false;
+    for (const q of batch) q.reject(new Error('job-reschedule-reason: not acting'));
+  }
+
+  resume(): void { this.acting = true; }
+
+  /** The armed flush's pass (reasons loop): writes the queued records when due, else arms again. */
+  async flushDue(): Promise<void> {
+    if (!this.pending || this.queued.length === 0) return;
+    const wait = this.lastStartMs + (this.d.gapMs ?? 0) - this.now();
+    if (wait > 0) { this.d.wake?.(wait); return; }
+    await this.serial(() => this.flush());
   }
 
   /**
@@ -61,9 +112,10 @@ export class RescheduleReasonStore implements RescheduleReasonSink {
    * record is in a write that landed; false when it was a replay already present (or dry run).
    */
   add(rec: PendingRecord): Promise<boolean> {
+    if (!this.acting) return Promise.reject(new Error('job-reschedule-reason: not acting'));
     return new Promise<boolean>((resolve, reject) => {
       this.queued.push({ rec, resolve, reject });
-      if (this.queued.length === 1) void this.serial(() => this.flush());
+      this.armFlush();
     });
   }
 
@@ -75,12 +127,17 @@ export class RescheduleReasonStore implements RescheduleReasonSink {
   private async flush(): Promise<void> {
     const batch = this.queued;
     this.queued = [];
+    this.pending = false;
+    if (batch.length === 0) return;
+    this.lastStartMs = this.now();
     try {
       const { written, added } = await this.write(batch.map((q) => q.rec));
       if (batch.length > 1) this.d.log.debug('job-reschedule-reason: records written together', { records: batch.length, written });
       batch.forEach((q, i) => q.resolve(written && added[i] === true));
     } catch (e) {
       for (const q of batch) q.reject(e);
+    } finally {
+      this.armFlush(); // records queued meanwhile
     }
   }
 
@@ -128,7 +185,8 @@ export class RescheduleReasonStore implements RescheduleReasonSink {
 export function rescheduleReasonReconciler(store: RescheduleReasonStore): Reconciler {
   return {
     name: 'job_reschedule_reason',
-    async reconcile(_key: string, ctx: ReconcileContext): Promise<Outcome> {
+    async reconcile(key: string, ctx: ReconcileContext): Promise<Outcome> {
+      if (key === JOB_RESCHEDULE_REASON_FLUSH_KEY) { await store.flushDue(); return {}; }
       if (await store.sync()) ctx.log.info('job-reschedule-reason pruned');
       return {};
     },

@@ -27,6 +27,25 @@ export const JOB_STATE_LABELS = { 'clusterd-ts.io/job-state': 'true', 'app.kuber
 export const JOB_STATE_VERSION = 1;
 export const MAX_JOB_STATE_CHARS = 1024 * 1024;
 
+/**
+ * The journal (issue 16): every job's record lives under the data key `<jobUid>` of one of a few
+ * shared ConfigMaps `mindx-dl/clusterd-ts-job-journal-<n>` (same record bytes as `job-state.json`),
+ * so the decisions of one storm are written ahead together in one write. A job stays in its shard
+ * until its record no longer fits; it then moves to a higher shard, and a reader takes the highest
+ * shard holding the uid. The per-job ConfigMaps above are read as a fallback (written by versions
+ * before the journal) and deleted when their job goes.
+ */
+export const JOB_JOURNAL_CM_PREFIX = 'clusterd-ts-job-journal-';
+export const JOB_JOURNAL_LABELS = { 'clusterd-ts.io/job-journal': 'true', 'app.kubernetes.io/managed-by': 'clusterd-ts' } as const;
+/** A shard takes a new or grown record while it stays below this (the apiserver's limit is 1 MiB). */
+export const JOB_JOURNAL_SHARD_CHARS = 640 * 1024;
+export const journalCmName = (shard: number): string => `${JOB_JOURNAL_CM_PREFIX}${shard}`;
+export const journalShardOf = (name: string): number | undefined => {
+  if (!name.startsWith(JOB_JOURNAL_CM_PREFIX)) return undefined;
+  const n = name.slice(JOB_JOURNAL_CM_PREFIX.length);
+  return /^(0|[1-9]\d{0,4})$/.test(n) ? Number(n) : undefined;
+};
+
 export const jobStateCmName = (jobUid: string): string => `${JOB_STATE_CM_PREFIX}${jobUid}`;
 export const jobUidOfStateCm = (name: string): string | undefined =>
   name.startsWith(JOB_STATE_CM_PREFIX) && name.length > JOB_STATE_CM_PREFIX.length ? name.slice(JOB_STATE_CM_PREFIX.length) : undefined;

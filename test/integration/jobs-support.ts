@@ -9,7 +9,7 @@ import { Metrics } from '../../telemetry/metrics.ts';
 import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { parseRescheduleHistory, type RescheduleReason } from '../../schemas/job-reschedule-reason/job-reschedule-reason.ts';
 import { parseVcjobFaultNpuData, type VcjobFaultNpuContent } from '../../schemas/vcjob-fault-npu/vcjob-fault-npu.ts';
-import { JOB_STATE_KEY, JOB_STATE_NAMESPACE, jobStateCmName, parseJobState, type JobStateRecord } from '../../schemas/job-state/job-state.ts';
+import { JOB_JOURNAL_LABELS, JOB_STATE_KEY, JOB_STATE_NAMESPACE, jobStateCmName, journalShardOf, parseJobState, type JobStateRecord } from '../../schemas/job-state/job-state.ts';
 import { eventually } from '../support/cluster.ts';
 
 export const BASE_ARGS = ['--http-port=0', '--cluster-info-refresh-seconds=0', '--burst-window-ms=200'];
@@ -49,10 +49,14 @@ export async function vcjobFaultNpu(client: KubeClient): Promise<VcjobFaultNpuCo
   return parsed.value;
 }
 
+/** The job's record as stored: the highest journal shard holding its UID, else an older per-job ConfigMap. */
 export async function jobState(client: KubeClient, uid: string): Promise<JobStateRecord | undefined> {
-  const cm = await readCm(client, JOB_STATE_NAMESPACE, jobStateCmName(uid));
-  if (cm === undefined) return undefined;
-  const parsed = parseJobState(cm.data?.[JOB_STATE_KEY]);
+  const shards = (await client.list<ConfigMap>(paths.configMaps(JOB_STATE_NAMESPACE), { labelSelector: Object.entries(JOB_JOURNAL_LABELS).map(([k, v]) => `${k}=${v}`).join(',') })).items
+    .filter((c) => journalShardOf(c.metadata?.name ?? '') !== undefined)
+    .sort((a, b) => journalShardOf(b.metadata!.name!)! - journalShardOf(a.metadata!.name!)!);
+  const text = shards.find((c) => c.data?.[uid] !== undefined)?.data?.[uid] ?? (await readCm(client, JOB_STATE_NAMESPACE, jobStateCmName(uid)))?.data?.[JOB_STATE_KEY];
+  if (text === undefined) return undefined;
+  const parsed = parseJobState(text);
   if (!parsed.ok) throw new Error(parsed.reason);
   return parsed.value;
 }

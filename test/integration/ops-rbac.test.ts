@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { ApiError, KubeClient, paths, type KubeObject, type RequestOptions } from '../../runtime/kube-client.ts';
 import { LEADER_LEASE_NAME, Manager } from '../../controllers/manager.ts';
 import { parseOptions } from '../../controllers/options.ts';
-import { JOB_STATE_NAMESPACE, jobStateCmName } from '../../schemas/job-state/job-state.ts';
+import { JOB_STATE_NAMESPACE, journalCmName } from '../../schemas/job-state/job-state.ts';
 import { createLogger } from '../../telemetry/logger.ts';
 import { Metrics } from '../../telemetry/metrics.ts';
 import { helmRunner } from '../support/helm.ts';
@@ -145,12 +145,13 @@ describe('RBAC: the controller under the chart\'s ServiceAccount through a fault
     const faultNode = await eventually(async () => (await vcjobFaultNpu(admin)).faultNodes.find((n) => n.NodeName === node), 15_000);
     expect(faultNode.UnhealthyNPU).toEqual([npu]);
     await eventually(async () => (await podGroupEvents(admin, ns, `rbac-${uid}`)).some((e) => e.reason === 'FaultRescheduling'), 15_000);
-    expect(await readCm(admin, JOB_STATE_NAMESPACE, jobStateCmName(uid))).toBeDefined();
+    expect(await readCm(admin, JOB_STATE_NAMESPACE, journalCmName(0))).toBeDefined();
 
-    // 4. The job goes away: the controller deletes its own state ConfigMap (the mindx-dl state Role).
+    // 4. The job goes away: the controller removes its state from the journal and, the journal then
+    // empty, deletes the journal ConfigMap (the mindx-dl state Role).
     await world.stop();
     world = undefined;
-    await eventually(async () => (await readCm(admin, JOB_STATE_NAMESPACE, jobStateCmName(uid))) === undefined, 20_000);
+    await eventually(async () => (await readCm(admin, JOB_STATE_NAMESPACE, journalCmName(0))) === undefined, 20_000);
 
     // ... and the leader has renewed its Lease at least once (get + update on the named Lease).
     const leasePath = paths.lease(releaseNs, LEADER_LEASE_NAME);

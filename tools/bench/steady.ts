@@ -20,7 +20,7 @@ export interface SteadyOptions {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Waits (at most maxMs) until the controller made no write for quietMs: the tail of the previous scenario stays out. */
-async function waitQuiet(c: BenchCluster, quietMs: number, maxMs: number): Promise<number> {
+export async function waitQuiet(c: BenchCluster, quietMs: number, maxMs: number): Promise<number> {
   const t0 = Date.now();
   const total = async (): Promise<number> => Object.values(writesByKind(await c.controller.metrics())).reduce((a, v) => a + v, 0);
   let last = await total();

@@ -11,6 +11,7 @@ import { diffCounts, writesByKind } from './controller-process.ts';
 import { inject, seen, undo, type Fault } from './faults.ts';
 import { jobKey, type JobSpec } from './fixtures.ts';
 import type { Figures } from './report.ts';
+import { waitQuiet } from './steady.ts';
 
 export interface StormOptions {
   readonly stormNodes: number;
@@ -18,8 +19,14 @@ export interface StormOptions {
   readonly timeoutMs: number;
 }
 
-/** Writes that are one per pod or node by nature (deletions, pod annotations, Events, taints): not counted as job writes. */
-export const PER_OBJECT_ACTION_KINDS: ReadonlySet<string> = new Set(['pod_force_delete', 'pod_evict', 'pod_annotation', 'event', 'node_taint']);
+/**
+ * Writes that are one per pod or node by nature (deletions, pod annotations, taints) and the
+ * per-decision records (the decision's Event and its durable twin, the DecisionRecord of issue 12):
+ * not counted as job writes. `_all_writes_per_affected_job` counts them.
+ */
+export const PER_OBJECT_ACTION_KINDS: ReadonlySet<string> = new Set(['pod_force_delete', 'pod_evict', 'pod_annotation', 'event', 'decision_record', 'node_taint']);
+/** Before a storm, the controller must have written nothing this long (the tail of its start or of the previous storm stays out). */
+const QUIET_BEFORE_MS = 2000;
 const SETTLE_MS = 3000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -36,6 +43,8 @@ async function stormOnce(c: BenchCluster, base: string, faults: readonly Fault[]
   const obs = c.observer;
   const jobs = [...new Set(faults.map((f) => c.fleet.jobOf(f.node)).filter((j): j is JobSpec => j !== undefined))];
   const uids = new Map(jobs.map((j) => [j.name, c.fleet.podUids(j)]));
+  const quietS = await waitQuiet(c, QUIET_BEFORE_MS, 60_000);
+  figures.note(`${base}: controller quiet for ${QUIET_BEFORE_MS / 1000} s after ${quietS.toFixed(1)} s of waiting`);
   const before = writesByKind(await c.controller.metrics());
   const ciBefore = obs.clusterInfoUpdates;
   const injected = await Promise.all(faults.map((f) => inject(c, f)));
@@ -76,6 +85,7 @@ async function stormOnce(c: BenchCluster, base: string, faults: readonly Fault[]
   figures.add(base, `${base}_cluster_info_written_s`, ciWritten / 1000, 's');
   figures.add(base, `${base}_writes_per_affected_job`, jobWrites / affected, 'writes');
   figures.add(base, `${base}_all_writes_per_affected_job`, allWrites / affected, 'writes');
+  figures.note(`${base}: writes by kind: ${Object.entries(writes).filter(([, v]) => v > 0).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v}${PER_OBJECT_ACTION_KINDS.has(k) ? ' (not counted)' : ''}`).join(', ')}`);
   figures.details[base] = {
     nodes: faults.map((f) => f.node), affectedJobs: jobs.map((j) => j.name), injectSpreadMs: spread,
     writesByKind: writes, clusterInfoUpdatesSeen: obs.clusterInfoUpdates - ciBefore,

@@ -1,0 +1,181 @@
+import { ConfigMapWriter } from '../runtime/configmap-writer.ts';
+import { FakeConfigMaps } from '../test/support/job-fakes.ts';
+import { JobStateStore } from './job-state.action.ts';
+import {
+  JOB_JOURNAL_SHARD_CHARS, JOB_STATE_KEY, JOB_STATE_LABELS, JOB_STATE_VERSION, encodeJobState, jobStateCmName, journalCmName, parseJobState,
+  type PendingDecision,
+} from '../schemas/job-state/job-state.ts';
+import type { JobRescheduleState } from '../vocabulary/job-decision-state.ts';
+
+const NS = 'mindx-dl';
+const state = (uid: string, acted: string[] = [`${uid}/g1/job`]): JobRescheduleState => ({ jobUid: uid, generation: 1, acted });
+const pending = (uid: string): PendingDecision => ({
+  decisionId: `${uid}/g1/job`, atMs: 1, kind: 'job', phase: 'start', chain: 'c', faultSinceMs: 0,
+  actions: [{ type: 'forceDeletePods', pods: [{ name: 'p', uid: `pod-${uid}` }], reasons: [] }],
+});
+
+function setup(opts: { gapMs?: number } = {}) {
+  const cms = new FakeConfigMaps();
+  const replays: string[] = [];
+  const writer = new ConfigMapWriter(cms.client());
+  // The controller arms a work-queue key (controllers/jobs.controller.ts); a plain timer here.
+  const store: JobStateStore = new JobStateStore({
+    cached: (name) => cms.get(NS, name), cachedNames: () => [...cms.objects.values()].map((c) => c.metadata?.name ?? ''),
+    writer, client: cms.client(), dryRun: false, commitGapMs: opts.gapMs ?? 100, lazyMs: 60_000,
+    wake: (ms) => { setTimeout(() => void store.commitDue(), ms); },
+    onHoldFailed: (key) => replays.push(key),
+  });
+  const journal = (shard = 0) => cms.get(NS, journalCmName(shard))?.data ?? {};
+  return { cms, store, journal, replays };
+}
+
+describe('job state journal', () => {
+  it('writes the write-aheads of one burst in one ConfigMap write, and each is durable when its put resolves', async () => {
+    const { cms, store, journal } = setup();
+    await store.put('ns/a', state('a'), pending('a')); // a quiet journal: at once
+    expect(Object.keys(journal())).toEqual(['a']);
+    // Decided within the commit gap after it: they wait for the gap and share one write.
+    await Promise.all(['b', 'c', 'd', 'e'].map((u) => store.put(`ns/${u}`, state(u), pending(u))));
+    expect(cms.writes.map((w) => w.verb)).toEqual(['create', 'replace']); // 5 decisions, 2 writes
+    for (const u of ['a', 'b', 'c', 'd', 'e']) {
+      const r = parseJobState(journal()[u]);
+      expect(r.ok && r.value.pending?.decisionId).toBe(`${u}/g1/job`);
+    }
+  });
+
+  it('a clear is seen at once but written with the next commit (or on flush)', async () => {
+    const { cms, store, journal } = setup({ gapMs: 0 });
+    await store.put('ns/a', state('a'), pending('a'));
+    expect(store.clear('ns/a', state('a'))).toBe(true);
+    const seen = store.get('a');
+    expect(seen?.ok === true && seen.value.pending).toBeUndefined();
+    expect(cms.writes).toHaveLength(1);
+    const durable = parseJobState(journal().a);
+    expect(durable.ok && durable.value.pending).toBeDefined(); // a crash now replays it (idempotent)
+    await store.put('ns/b', state('b'), pending('b')); // the clear rides along
+    expect(cms.writes).toHaveLength(2);
+    const after = parseJobState(journal().a);
+    expect(after.ok && after.value.pending).toBeUndefined();
+  });
+
+  it('a failed commit rejects its puts and forgets them: nothing not written ahead is seen as pending', async () => {
+    const { cms, store } = setup({ gapMs: 0 });
+    await store.put('ns/a', state('a'), pending('a'));
+    store.clear('ns/a', state('a'));
+    cms.failWrites = new Error('apiserver down');
+    await expect(store.put('ns/b', state('b'), pending('b'))).rejects.toThrow('apiserver down');
+    expect(store.get('b')).toBeUndefined();
+    const a = store.get('a'); // the lazy clear stays staged for the next commit
+    expect(a?.ok === true && a.value.pending).toBeUndefined();
+    cms.failWrites = undefined;
+    await store.flush();
+    const written = parseJobState(cms.get(NS, journalCmName(0))?.data?.a);
+    expect(written.ok && written.value.pending).toBeUndefined();
+  });
+
+  it('never overwrites a record another writer changed: a lazy change is dropped, an eager put fails', async () => {
+    const { cms, store, journal } = setup({ gapMs: 0 });
+    await store.put('ns/a', state('a'), pending('a'));
+    store.clear('ns/a', state('a'));
+    // Another writer (a leader this one did not know of) writes a's next decision meanwhile.
+    const theirs = encodeJobState({ version: JOB_STATE_VERSION, jobKey: 'ns/a', jobUid: 'a', state: state('a', ['a/g1/job', 'a/g2/job']), pending: { ...pending('a'), decisionId: 'a/g2/job' } });
+    const cur = cms.get(NS, journalCmName(0))!;
+    await cms.client().replace(`/api/v1/namespaces/${NS}/configmaps/${journalCmName(0)}`, { ...cur, data: { ...cur.data, a: theirs } });
+    await store.flush();
+    expect(journal().a).toBe(theirs);
+    const b = parseJobState(journal().a);
+    expect(b.ok && b.value.pending?.decisionId).toBe('a/g2/job');
+    await expect(store.put('ns/a', state('a', ['a/g1/job', 'a/g3/job']), { ...pending('a'), decisionId: 'a/g3/job' })).resolves.toBe(true); // against theirs: fine
+    const mine = parseJobState(journal().a);
+    expect(mine.ok && mine.value.pending?.decisionId).toBe('a/g3/job');
+  });
+
+  it('reads a per-job ConfigMap of an older version (its pending decision is finished, not decided again)', async () => {
+    const { cms, store, journal } = setup({ gapMs: 0 });
+    const old = encodeJobState({ version: JOB_STATE_VERSION, jobKey: 'ns/a', jobUid: 'a', state: state('a'), pending: pending('a') });
+    await cms.client().create(`/api/v1/namespaces/${NS}/configmaps`, { metadata: { name: jobStateCmName('a'), namespace: NS, labels: { ...JOB_STATE_LABELS } }, data: { [JOB_STATE_KEY]: old } });
+    const r = store.get('a');
+    expect(r?.ok === true && r.value.pending?.decisionId).toBe('a/g1/job');
+    expect(store.all().map((x) => x.jobUid)).toEqual(['a']);
+    store.clear('ns/a', state('a'));
+    await store.flush();
+    const now = store.get('a');
+    expect(now?.ok === true && now.value.pending).toBeUndefined();
+    expect(parseJobState(journal().a).ok).toBe(true);
+    await store.remove('a');
+    expect(cms.get(NS, jobStateCmName('a'))).toBeUndefined();
+    await store.flush();
+    expect(cms.get(NS, journalCmName(0))).toBeUndefined(); // the journal emptied: deleted
+  });
+
+  it('a record that no longer fits its shard moves to a higher one, and the highest shard wins', async () => {
+    const { store, journal } = setup({ gapMs: 0 });
+    await store.put('ns/a', state('a'), pending('a'));
+    await store.put('ns/b', state('b'), pending('b'));
+    // A 12,000-pod restart: its pending deletions no longer fit beside the others in shard 0.
+    const pods = Array.from({ length: Math.ceil(JOB_JOURNAL_SHARD_CHARS / 55) }, (_, i) => ({ name: `pod-${i}`, uid: `00000000-0000-0000-0000-${String(i).padStart(12, '0')}` }));
+    await store.put('ns/b', state('b', ['b/g1/job', 'b/g2/job']), { ...pending('b'), decisionId: 'b/g2/job', actions: [{ type: 'forceDeletePods', pods, reasons: [] }] });
+    expect(Object.keys(journal(0))).toEqual(['a']);
+    expect(Object.keys(journal(1))).toEqual(['b']);
+    const b = store.get('b');
+    expect(b?.ok === true && b.value.pending?.decisionId).toBe('b/g2/job');
+  });
+
+  describe('a clear held by the decision\'s reason record (written later by its own store)', () => {
+    const deferred = () => { let resolve!: () => void; let reject!: (e: unknown) => void; const promise = new Promise<void>((a, b) => { resolve = a; reject = b; }); return { promise, resolve, reject }; };
+    const pendingIn = (text: string | undefined) => { const r = parseJobState(text); return r.ok ? r.value.pending?.decisionId : 'unreadable'; };
+
+    it('is seen at once, is not written before the record landed, and is written after it', async () => {
+      const { store, journal } = setup({ gapMs: 0 });
+      await store.put('ns/a', state('a'), pending('a'));
+      const record = deferred();
+      store.clear('ns/a', state('a'), record.promise);
+      const seen = store.get('a');
+      expect(seen?.ok === true && seen.value.pending).toBeUndefined(); // no replay in this process
+      await store.put('ns/b', state('b'), pending('b')); // a commit: the held clear does not ride along
+      await store.flush();
+      expect(pendingIn(journal().a)).toBe('a/g1/job'); // a crash now replays it and adds the record
+      record.resolve();
+      await new Promise((r) => setImmediate(r));
+      await store.flush();
+      expect(pendingIn(journal().a)).toBeUndefined();
+    });
+
+    it('a record that failed leaves the decision pending and queues the job to replay it', async () => {
+      const { store, journal, replays } = setup({ gapMs: 0 });
+      await store.put('ns/a', state('a'), pending('a'));
+      const record = deferred();
+      store.clear('ns/a', state('a'), record.promise);
+      record.reject(new Error('apiserver gone'));
+      await new Promise((r) => setImmediate(r));
+      await store.flush();
+      expect(pendingIn(journal().a)).toBe('a/g1/job');
+      const read = store.get('a');
+      expect(read?.ok === true && read.value.pending?.decisionId).toBe('a/g1/job'); // the next pass replays
+      expect(replays).toEqual(['ns/a']);
+    });
+
+    it('a put of the job waits for the record, and fails when it failed', async () => {
+      const { store, journal } = setup({ gapMs: 0 });
+      await store.put('ns/a', state('a'), pending('a'));
+      const record = deferred();
+      store.clear('ns/a', state('a'), record.promise);
+      let done = false;
+      const next = store.put('ns/a', state('a', ['a/g1/job', 'a/g1/complete'])).then(() => { done = true; });
+      await new Promise((r) => setTimeout(r, 20));
+      expect(done).toBe(false);
+      record.resolve();
+      await next;
+      const r = parseJobState(journal().a);
+      expect(r.ok && r.value.state.acted).toEqual(['a/g1/job', 'a/g1/complete']);
+
+      await store.put('ns/c', state('c'), pending('c'));
+      const failed = deferred();
+      store.clear('ns/c', state('c'), failed.promise);
+      const put = store.put('ns/c', state('c', ['c/g1/job', 'c/g1/complete']));
+      failed.reject(new Error('409'));
+      await expect(put).rejects.toThrow(/reason record/);
+      expect(pendingIn(journal().c)).toBe('c/g1/job');
+    });
+  });
+});
