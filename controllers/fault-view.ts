@@ -15,7 +15,7 @@
  * hardware recovering). The held records are in no other view: the filters, the relation-fault wait
  * and the job decisions act on what the hardware reports today (a held record never restarts a job:
  * its pods either were restarted for that fault or were placed on the chip after it recovered).
- * The end of a hold is announced through `schedule` (a timer key of the fault-view flow).
+ * The end of a hold is announced through `damping.wakeAt` (a timer key of the fault-view flow).
  *
  * A verdict that depends on time stays current because every time-based change is announced:
  * the policy's deadline key, the filters' window keys and the step-retry window keys each call
