@@ -10,6 +10,7 @@ import { request } from 'node:http';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../control-plane/control-plane.ts';
+import { bundle } from '../bundle/build.ts';
 
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -29,12 +30,16 @@ export function imageNodeOptions(): string {
 
 /**
  * What runs: `ts` = `node main.ts` (type stripping at load, as in development and the tests), `dist` =
- * `node dist/main.js` after `tsc -p tsconfig.build.json` (the image's form; no type stripper loaded).
+ * `node dist/main.js` after `tsc -p tsconfig.build.json` (no type stripper loaded), `bundle` =
+ * `node dist-bundle/main.mjs` after tools/bundle/build.ts (one tree-shaken file, the image's form).
  */
-export type ControllerEntry = 'ts' | 'dist';
+export type ControllerEntry = 'ts' | 'dist' | 'bundle';
+export const CONTROLLER_ENTRIES: readonly ControllerEntry[] = ['ts', 'dist', 'bundle'];
+const ENTRY_FILE: Record<ControllerEntry, string> = { ts: 'main.ts', dist: 'dist/main.js', bundle: 'dist-bundle/main.mjs' };
 let entry: ControllerEntry = 'ts';
 export const controllerEntry = (): ControllerEntry => entry;
-export function useControllerEntry(e: ControllerEntry): void {
+export async function useControllerEntry(e: ControllerEntry): Promise<void> {
+  if (e === 'bundle') await bundle(join(REPO, 'dist-bundle'));
   if (e === 'dist') {
     const r = spawnSync(process.execPath, [join(REPO, 'node_modules/typescript/bin/tsc'), '-p', join(REPO, 'tsconfig.build.json')], { cwd: REPO, encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`tsc -p tsconfig.build.json failed: ${r.stdout}${r.stderr}`);
@@ -128,7 +133,7 @@ export class ControllerProcess {
   static async start(kubeconfig: string, workDir: string, extraArgs: readonly string[] = [], nodeArgs: readonly string[] = []): Promise<{ proc: ControllerProcess; startedAtMs: number }> {
     const [httpPort, grpcPort] = [await freePort(), await freePort()];
     const args = [
-      ...nodeArgs, join(REPO, entry === 'dist' ? 'dist/main.js' : 'main.ts'), `--kubeconfig=${kubeconfig}`, `--http-port=${httpPort}`, '--http-host=127.0.0.1',
+      ...nodeArgs, join(REPO, ENTRY_FILE[entry]), `--kubeconfig=${kubeconfig}`, `--http-port=${httpPort}`, '--http-host=127.0.0.1',
       `--grpc-port=${grpcPort}`, '--grpc-host=127.0.0.1', ...extraArgs,
     ];
     const proc = new ControllerProcess(join(workDir, 'controller.log'), httpPort, grpcPort, args);
