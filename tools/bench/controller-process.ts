@@ -38,8 +38,10 @@ export const CONTROLLER_ENTRIES: readonly ControllerEntry[] = ['ts', 'dist', 'bu
 const ENTRY_FILE: Record<ControllerEntry, string> = { ts: 'main.ts', dist: 'dist/main.js', bundle: 'dist-bundle/main.mjs' };
 let entry: ControllerEntry = 'ts';
 export const controllerEntry = (): ControllerEntry => entry;
-export async function useControllerEntry(e: ControllerEntry): Promise<void> {
-  if (e === 'bundle') await bundle(join(REPO, 'dist-bundle'));
+let entryFile = join(REPO, ENTRY_FILE.ts);
+/** `bundleDir`: where the bundle is built and run from (a folder outside the repo proves it needs no node_modules). */
+export async function useControllerEntry(e: ControllerEntry, bundleDir = join(REPO, 'dist-bundle')): Promise<void> {
+  entryFile = e === 'bundle' ? await bundle(bundleDir) : join(REPO, ENTRY_FILE[e]);
   if (e === 'dist') {
     const r = spawnSync(process.execPath, [join(REPO, 'node_modules/typescript/bin/tsc'), '-p', join(REPO, 'tsconfig.build.json')], { cwd: REPO, encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`tsc -p tsconfig.build.json failed: ${r.stdout}${r.stderr}`);
@@ -133,7 +135,7 @@ export class ControllerProcess {
   static async start(kubeconfig: string, workDir: string, extraArgs: readonly string[] = [], nodeArgs: readonly string[] = []): Promise<{ proc: ControllerProcess; startedAtMs: number }> {
     const [httpPort, grpcPort] = [await freePort(), await freePort()];
     const args = [
-      ...nodeArgs, join(REPO, ENTRY_FILE[entry]), `--kubeconfig=${kubeconfig}`, `--http-port=${httpPort}`, '--http-host=127.0.0.1',
+      ...nodeArgs, entryFile, `--kubeconfig=${kubeconfig}`, `--http-port=${httpPort}`, '--http-host=127.0.0.1',
       `--grpc-port=${grpcPort}`, '--grpc-host=127.0.0.1', ...extraArgs,
     ];
     const proc = new ControllerProcess(join(workDir, 'controller.log'), httpPort, grpcPort, args);

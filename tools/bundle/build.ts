@@ -36,6 +36,7 @@ const clientNodeSlim: Plugin = {
   },
 };
 
+/** Writes <outdir>/main.mjs and <outdir>/protos/; returns the path of main.mjs. */
 export async function bundle(outdir = join(REPO, 'dist-bundle')): Promise<string> {
   rmSync(outdir, { recursive: true, force: true });
   mkdirSync(outdir, { recursive: true });
