@@ -49,6 +49,9 @@ describe('the bundled controller (dist-bundle/main.mjs, what the image runs)', (
     const [node] = await fakeNodes(admin, `bundle-${rand()}`, 1) as [string];
     await reportChipFault(admin, node, 'Ascend910-2', '80E18402', 'SeparateNPU', true);
     await eventually(async () => codesIn(await deviceEntry(admin, node), 'Ascend910-2').includes('80E18402'), 20_000);
+    // /metrics (prom-client inside the bundle) counts the write it made.
+    const written = (await controller.metrics()).filter((m) => m.name === 'clusterd_api_writes_total' && m.value > 0);
+    expect(written.length).toBeGreaterThan(0);
     expect(controller.pid()).toBeDefined(); // still running
   }, 90_000);
 });
