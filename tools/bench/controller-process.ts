@@ -10,7 +10,6 @@ import { request } from 'node:http';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../control-plane/control-plane.ts';
-import { bundle } from '../bundle/build.ts';
 
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -41,7 +40,8 @@ export const controllerEntry = (): ControllerEntry => entry;
 let entryFile = join(REPO, ENTRY_FILE.ts);
 /** `bundleDir`: where the bundle is built and run from (a folder outside the repo proves it needs no node_modules). */
 export async function useControllerEntry(e: ControllerEntry, bundleDir = join(REPO, 'dist-bundle')): Promise<void> {
-  entryFile = e === 'bundle' ? await bundle(bundleDir) : join(REPO, ENTRY_FILE[e]);
+  // esbuild is loaded only when a bundle is asked for (the conformance sides import this module too).
+  entryFile = e === 'bundle' ? await (await import('../bundle/build.ts')).bundle(bundleDir) : join(REPO, ENTRY_FILE[e]);
   if (e === 'dist') {
     const r = spawnSync(process.execPath, [join(REPO, 'node_modules/typescript/bin/tsc'), '-p', join(REPO, 'tsconfig.build.json')], { cwd: REPO, encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`tsc -p tsconfig.build.json failed: ${r.stdout}${r.stderr}`);
