@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 NODE := $(CURDIR)/node_modules/.bin/node
 KUBECONFIG ?= $(CURDIR)/.cluster/kubeconfig
 
-.PHONY: all deps control-plane clusterd-peer conformance promtool test test-unit test-integration typecheck build cluster-up cluster-down run demo bench lint clean kubectl-clusterd
+.PHONY: all deps control-plane clusterd-peer conformance promtool test test-unit test-integration typecheck build bundle cluster-up cluster-down run demo bench lint clean kubectl-clusterd
 
 all: test
 
@@ -45,6 +45,11 @@ typecheck: deps
 
 build: deps
 	$(NODE) node_modules/typescript/bin/tsc -p tsconfig.build.json
+
+# What the image runs (Dockerfile): the controller as one esbuild bundle, dist-bundle/main.mjs, with
+# the gRPC protos beside it; needs no node_modules (`node dist-bundle/main.mjs --help`).
+bundle: deps
+	$(NODE) tools/bundle/build.ts dist-bundle
 
 # The README's test command: type check, unit + integration + e2e on a real apiserver, conformance
 # against the real ClusterD.
@@ -86,4 +91,4 @@ bench: deps control-plane $(if $(PEER),clusterd-peer,)
 	$(NODE) tools/bench.ts $(ARGS) $(if $(PEER),--peer $(PEER),)
 
 clean:
-	rm -rf dist coverage .cluster
+	rm -rf dist dist-bundle coverage .cluster

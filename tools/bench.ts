@@ -18,7 +18,7 @@ import { runSingle } from './bench/single.ts';
 import { runSteady } from './bench/steady.ts';
 import { runStorm } from './bench/storm.ts';
 import { runPeer } from './bench/peer.ts';
-import { useControllerEntry, type ControllerEntry } from './bench/controller-process.ts';
+import { CONTROLLER_ENTRIES, useControllerEntry, type ControllerEntry } from './bench/controller-process.ts';
 
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..');
 /**
@@ -45,7 +45,7 @@ const FLAGS = {
   'timeout-seconds': { default: '60', help: 'longest wait for one outcome' },
   out: { default: '', help: 'JSON report path (default bench-results/<ISO timestamp>.json)' },
   'controller-args': { default: '', help: 'extra controller flags, space-separated; write it --controller-args="--burst-window-ms=0 --log-level=warn"' },
-  'controller-entry': { default: 'ts', help: 'ts: node main.ts (type stripping, as in development); dist: tsc -p tsconfig.build.json first, then node dist/main.js (as the image runs it). Both with the image\'s NODE_OPTIONS (Dockerfile)' },
+  'controller-entry': { default: 'ts', help: 'ts: node main.ts (type stripping, as in development); dist: tsc -p tsconfig.build.json first, then node dist/main.js; bundle: tools/bundle/build.ts first, then node dist-bundle/main.mjs (as the image runs it; the in-process scale run then runs from the TypeScript sources). All with the image\'s NODE_OPTIONS (Dockerfile)' },
   'cpu-prof': { default: '', help: 'write V8 CPU profiles of the controller process into this folder (node --cpu-prof)' },
   'heap-snapshot-dir': { default: '', help: 'the controller writes a V8 heap snapshot into this folder on SIGUSR2 (node --heapsnapshot-signal); analyse it with tools/bench/heap-profile.ts' },
   peer: { default: '', help: 'clusterd: also run the real ClusterD (tools/clusterd-peer) beside clusterd-ts on the same inputs and print <figure>_vs_clusterd ratios (use --scenario none for the comparison alone)' },
@@ -122,7 +122,7 @@ export function parseBenchArgs(argv: readonly string[], now = new Date()): Bench
     cpuProfDir: v('cpu-prof'),
     heapSnapshotDir: v('heap-snapshot-dir'),
     controllerEntry: ((): ControllerEntry => {
-      if (v('controller-entry') !== 'ts' && v('controller-entry') !== 'dist') throw new Error(`--controller-entry: ${JSON.stringify(v('controller-entry'))} is not ts or dist`);
+      if (!(CONTROLLER_ENTRIES as readonly string[]).includes(v('controller-entry'))) throw new Error(`--controller-entry: ${JSON.stringify(v('controller-entry'))} is not one of ${CONTROLLER_ENTRIES.join(', ')}`);
       return v('controller-entry') as ControllerEntry;
     })(),
     peer: ((): '' | 'clusterd' => {
@@ -140,7 +140,7 @@ export async function runBench(o: BenchOptions, print: (line: string) => void = 
   const failed: string[] = [];
   const needsCluster = o.scenarios.some((s) => s !== 'scale');
   const binDir = needsCluster || o.peer !== '' ? ensureBinaries() : undefined;
-  useControllerEntry(o.controllerEntry);
+  await useControllerEntry(o.controllerEntry);
   const vers = versions(binDir);
   const machineAtStart = machine();
   print(`# clusterd-ts benchmark: ${o.scenarios.join(', ')} | node ${process.version} | ${String(machineAtStart.cores)} cores, ${String(machineAtStart.memoryMiB)} MiB, load ${String(machineAtStart.loadAverage1m)}`);

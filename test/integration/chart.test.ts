@@ -451,18 +451,18 @@ describe('helm chart charts/clusterd-ts: rendering', () => {
 });
 
 describe('image (Dockerfile) and chart agree', () => {
-  it('pins the Node version of package.json, runs as uid 9000, exposes the flag ports, starts dist/main.js', () => {
+  it('pins the Node version of package.json, runs as uid 9000, exposes the flag ports, starts the bundle dist/main.mjs', () => {
     const docker = readFileSync(join(REPO, 'Dockerfile'), 'utf8');
     const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { version: string; devDependencies: Record<string, string> };
     expect(docker).toContain(`ARG NODE_IMAGE=node:${pkg.devDependencies.node}-bookworm-slim`);
     expect(docker).toMatch(/^FROM \$\{NODE_IMAGE\} AS build$/m);
     expect(docker).toMatch(/^FROM \$\{NODE_IMAGE\} AS runtime$/m);
-    expect(docker).toMatch(/^RUN npm install --omit=dev /m);
-    expect(docker).toContain('tsc -p tsconfig.build.json');
-    expect(docker).toContain('cp -r grpc/protos dist/grpc/protos');
+    expect(docker).toContain('tsc -p tsconfig.build.json --noEmit');
+    expect(docker).toContain('node tools/bundle/build.ts dist-bundle');
+    expect(docker).toMatch(/^COPY --from=build \/src\/dist-bundle \.\/dist$/m);
     expect(docker).toMatch(/^USER 9000:9000$/m);
     expect(docker).toMatch(new RegExp(`^EXPOSE ${String(FLAGS['grpc-port'].default)} ${String(FLAGS['http-port'].default)}$`, 'm'));
-    expect(docker).toMatch(/^ENTRYPOINT \["node", "dist\/main\.js"\]$/m);
+    expect(docker).toMatch(/^ENTRYPOINT \["node", "dist\/main\.mjs"\]$/m);
     const ignore = readFileSync(join(REPO, '.dockerignore'), 'utf8').split('\n');
     expect(ignore).toEqual(expect.arrayContaining(['node_modules', 'dist', '.git']));
     expect(readChartYaml().appVersion).toBe(pkg.version);

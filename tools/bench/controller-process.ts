@@ -29,12 +29,19 @@ export function imageNodeOptions(): string {
 
 /**
  * What runs: `ts` = `node main.ts` (type stripping at load, as in development and the tests), `dist` =
- * `node dist/main.js` after `tsc -p tsconfig.build.json` (the image's form; no type stripper loaded).
+ * `node dist/main.js` after `tsc -p tsconfig.build.json` (no type stripper loaded), `bundle` =
+ * `node dist-bundle/main.mjs` after tools/bundle/build.ts (one tree-shaken file, the image's form).
  */
-export type ControllerEntry = 'ts' | 'dist';
+export type ControllerEntry = 'ts' | 'dist' | 'bundle';
+export const CONTROLLER_ENTRIES: readonly ControllerEntry[] = ['ts', 'dist', 'bundle'];
+const ENTRY_FILE: Record<ControllerEntry, string> = { ts: 'main.ts', dist: 'dist/main.js', bundle: 'dist-bundle/main.mjs' };
 let entry: ControllerEntry = 'ts';
 export const controllerEntry = (): ControllerEntry => entry;
-export function useControllerEntry(e: ControllerEntry): void {
+let entryFile = join(REPO, ENTRY_FILE.ts);
+/** `bundleDir`: where the bundle is built and run from (a folder outside the repo proves it needs no node_modules). */
+export async function useControllerEntry(e: ControllerEntry, bundleDir = join(REPO, 'dist-bundle')): Promise<void> {
+  // esbuild is loaded only when a bundle is asked for (the conformance sides import this module too).
+  entryFile = e === 'bundle' ? await (await import('../bundle/build.ts')).bundle(bundleDir) : join(REPO, ENTRY_FILE[e]);
   if (e === 'dist') {
     const r = spawnSync(process.execPath, [join(REPO, 'node_modules/typescript/bin/tsc'), '-p', join(REPO, 'tsconfig.build.json')], { cwd: REPO, encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`tsc -p tsconfig.build.json failed: ${r.stdout}${r.stderr}`);
@@ -128,7 +135,7 @@ export class ControllerProcess {
   static async start(kubeconfig: string, workDir: string, extraArgs: readonly string[] = [], nodeArgs: readonly string[] = []): Promise<{ proc: ControllerProcess; startedAtMs: number }> {
     const [httpPort, grpcPort] = [await freePort(), await freePort()];
     const args = [
-      ...nodeArgs, join(REPO, entry === 'dist' ? 'dist/main.js' : 'main.ts'), `--kubeconfig=${kubeconfig}`, `--http-port=${httpPort}`, '--http-host=127.0.0.1',
+      ...nodeArgs, entryFile, `--kubeconfig=${kubeconfig}`, `--http-port=${httpPort}`, '--http-host=127.0.0.1',
       `--grpc-port=${grpcPort}`, '--grpc-host=127.0.0.1', ...extraArgs,
     ];
     const proc = new ControllerProcess(join(workDir, 'controller.log'), httpPort, grpcPort, args);

@@ -1,0 +1,86 @@
+/**
+ * The image's entry as one tree-shaken file (issue 16, docs/benchmarks.md "One bundled file"):
+ * `node tools/bundle/build.ts [outdir]` writes <outdir>/main.mjs (default dist-bundle/) and copies
+ * the gRPC .proto files beside it, the only files the controller reads at run time.
+ *
+ * Why a bundle: `node dist/main.js` loads every module of its dependencies (rxjs's CommonJS entry
+ * loads all operators; client-node, winston, ajv, grpc-js, prom-client carry much we never call),
+ * and V8 keeps each module's source and compiled code resident. One file that holds only what is
+ * reachable from main.ts loads less code and keeps one source string.
+ */
+import { build, type Plugin } from 'esbuild';
+import { cpSync, mkdirSync, rmSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/**
+ * client-node's config.js imports './gen/index.js' (every generated API class and model) for two
+ * names: hand it runtime/client-node-gen-slim.ts at build time, what main.ts's resolve hook does
+ * for dist/ (runtime/client-node-slim.ts). The hook itself has nothing left to do in a bundle,
+ * so main.ts's call to it becomes a no-op.
+ */
+const clientNodeSlim: Plugin = {
+  name: 'client-node-slim',
+  setup(b) {
+    b.onResolve({ filter: /^\.\/gen\/index\.js$/ }, (args) =>
+      args.importer.endsWith(join('@kubernetes', 'client-node', 'dist', 'config.js'))
+        ? { path: join(REPO, 'runtime', 'client-node-gen-slim.ts') }
+        : undefined);
+    b.onResolve({ filter: /\/client-node-slim\.ts$/ }, (args) =>
+      resolve(args.resolveDir, args.path) === join(REPO, 'runtime', 'client-node-slim.ts')
+        ? { path: 'client-node-slim-noop', namespace: 'clusterd' }
+        : undefined);
+    b.onLoad({ filter: /.*/, namespace: 'clusterd' }, () => ({ contents: 'export function registerClientNodeSlim() {}', loader: 'js' }));
+  },
+};
+
+/** Writes <outdir>/main.mjs and <outdir>/protos/; returns the path of main.mjs. */
+export async function bundle(outdir = join(REPO, 'dist-bundle')): Promise<string> {
+  rmSync(outdir, { recursive: true, force: true });
+  mkdirSync(outdir, { recursive: true });
+  const outfile = join(outdir, 'main.mjs');
+  const r = await build({
+    entryPoints: [join(REPO, 'main.ts')],
+    outfile,
+    bundle: true,
+    platform: 'node',
+    target: 'node24',
+    // ESM: main.ts uses top-level await. The CommonJS dependencies inside call require() for Node's
+    // built-ins, which an ES module lacks: give them one.
+    format: 'esm',
+    banner: { js: "import { createRequire as __cdtsCreateRequire } from 'node:module'; const require = __cdtsCreateRequire(import.meta.url);" },
+    // Whitespace and syntax only: identifiers keep their names, so a stack trace still names the
+    // function (no source maps in the image; a line:column points into this one file).
+    minifyWhitespace: true,
+    minifySyntax: true,
+    minifyIdentifiers: false,
+    sourcemap: false,
+    legalComments: 'none',
+    logLevel: 'warning',
+    plugins: [clientNodeSlim],
+    metafile: true,
+  });
+  if (r.errors.length > 0) throw new Error(r.errors.map((e) => e.text).join('\n'));
+  // grpc/protos.ts loads ./protos/ relative to import.meta.url, which is now this file.
+  cpSync(join(REPO, 'grpc', 'protos'), join(outdir, 'protos'), { recursive: true });
+  if (process.env.BUNDLE_SIZES === '1') printSizes(r.metafile.outputs[Object.keys(r.metafile.outputs)[0]!]!.inputs);
+  return outfile;
+}
+
+/** BUNDLE_SIZES=1: bytes in the output per package (what the bundle still carries). */
+function printSizes(inputs: Record<string, { bytesInOutput: number }>): void {
+  const by = new Map<string, number>();
+  for (const [path, { bytesInOutput }] of Object.entries(inputs)) {
+    const m = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(path);
+    const key = m?.[1] ?? '(ours)';
+    by.set(key, (by.get(key) ?? 0) + bytesInOutput);
+  }
+  for (const [k, v] of [...by].sort((a, b) => b[1] - a[1])) process.stderr.write(`${(v / 1024).toFixed(0).padStart(6)} KiB  ${k}\n`);
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const out = await bundle(process.argv[2] !== undefined ? resolve(process.argv[2]) : undefined);
+  process.stdout.write(`${out}\n`);
+}
