@@ -71,6 +71,8 @@ export interface ExecSummary {
   readonly alreadyGone: readonly string[];
   readonly annotated: number;
   readonly recorded: boolean;
+  /** Wall ms from the start of `run` to the answer of the last pod DELETE (undefined: none sent); latency breakdown. */
+  readonly deletesDoneMs?: number;
 }
 
 export class JobActionExecutor {
@@ -86,6 +88,8 @@ export class JobActionExecutor {
     let annotated = 0;
     let recorded = false;
     let reason = '';
+    const t0 = performance.now();
+    let deletesDoneMs: number | undefined;
     for (const a of p.actions) {
       if (opts.signal.aborted) throw new Error('controller stopping; decision left pending');
       await this.d.hooks?.beforeAction?.(a, { jobKey: job.key, signal: opts.signal });
@@ -96,6 +100,7 @@ export class JobActionExecutor {
           deleted.push(...s.deleted);
           alreadyGone.push(...s.gone, ...s.replaced);
           reason ||= a.reasons[0]?.faultType ?? '';
+          deletesDoneMs = performance.now() - t0;
           break;
         }
         case 'annotatePodStatus':
@@ -125,6 +130,6 @@ export class JobActionExecutor {
       if (p.faultSinceMs > 0 && deleted.length > 0) this.d.metrics.faultToAction.observe({ action }, Math.max(0, this.d.now() - p.faultSinceMs) / 1000);
       this.d.metrics.countReschedule(job.namespace, reason || 'unknown');
     }
-    return { deleted, alreadyGone, annotated, recorded };
+    return { deleted, alreadyGone, annotated, recorded, ...(deletesDoneMs === undefined ? {} : { deletesDoneMs }) };
   }
 }
