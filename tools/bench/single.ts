@@ -87,8 +87,8 @@ export async function runSingle(c: BenchCluster, o: SingleOptions, figures: Figu
   // The controller's own breakdown of each decision that deleted pods (load-independent in the sense
   // that it names the stage the time went to): see reconcilers/job-decisions.reconciler.ts Stages.
   const stages = c.observer.stages.slice(stages0);
-  for (const k of ['queued', 'decide', 'prepare', 'writeAhead', 'deletes']) {
-    figures.addDistribution('single', `single_stage_${k}`, stages.flatMap((s) => (typeof s[k] === 'number' ? [s[k]] : [])), 'ms');
+  for (const [k, name] of [['queued', 'queued'], ['decide', 'decide'], ['prepare', 'prepare'], ['writeAhead', 'write_ahead'], ['deletes', 'deletes']] as const) {
+    figures.addDistribution('single', `single_stage_${name}`, stages.flatMap((s) => (typeof s[k] === 'number' ? [s[k]] : [])), 'ms');
   }
   figures.details.single = { faults: n, round, decisionSource, reconciles: passes, perFault };
 }
