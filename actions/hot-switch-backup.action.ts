@@ -10,7 +10,7 @@
  * Every step is idempotent: an existing backup for the source is reused.
  */
 import { randomInt } from 'node:crypto';
-import type { Pod } from '../runtime/kube-objects.ts';
+import type { FullPod, Pod } from '../runtime/kube-objects.ts';
 import { paths, type KubeClient, type KubeObject } from '../runtime/kube-client.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { HOT_SWITCH_ANNOTATION as A } from '../policy/recovery/hot-switch-types.ts';
@@ -31,7 +31,7 @@ type NodeSelectorTerm = { matchExpressions?: Array<{ key: string; operator: stri
 type Affinity = { nodeAffinity?: { requiredDuringSchedulingIgnoredDuringExecution?: { nodeSelectorTerms?: NodeSelectorTerm[] }; [k: string]: unknown }; [k: string]: unknown };
 
 /** The source pod's spec without its node, and kept off that node. */
-function backupSpec(src: Pod): Record<string, unknown> {
+function backupSpec(src: FullPod): Record<string, unknown> {
   const { nodeName, ...spec } = structuredClone(src.spec ?? {}) as Record<string, unknown> & { nodeName?: string; affinity?: Affinity };
   if (nodeName === undefined || nodeName === '') return spec;
   const affinity: Affinity = (spec.affinity as Affinity | undefined) ?? {};
@@ -46,8 +46,8 @@ function backupSpec(src: Pod): Record<string, unknown> {
   return spec;
 }
 
-/** The backup pod object for `src` (pure but for the random suffix). */
-export function backupPodFor(src: Pod, suffix = String(randomInt(0, 10_000)).padStart(4, '0')): KubeObject {
+/** The backup pod object for `src`, the whole pod as the apiserver returns it (pure but for the random suffix). */
+export function backupPodFor(src: FullPod, suffix = String(randomInt(0, 10_000)).padStart(4, '0')): KubeObject {
   const m = src.metadata ?? {};
   const annotations = Object.fromEntries(Object.entries(m.annotations ?? {}).filter(([k]) => !NOT_COPIED.includes(k)));
   const labels = Object.fromEntries(Object.entries(m.labels ?? {}).filter(([k]) => k !== FAULT_TYPE_LABEL));
@@ -71,7 +71,11 @@ export async function ensureBackupPod(d: BackupDeps, src: Pod, jobPods: readonly
   const existing = jobPods.find((p) => p.metadata?.annotations?.[A.podType] === 'backup' && p.metadata?.annotations?.[A.backupSourcePodName] === srcName && p.metadata?.deletionTimestamp === undefined);
   let name = existing?.metadata?.name;
   if (name === undefined) {
-    const created = await d.client.create<KubeObject>(paths.pods(ns), backupPodFor(src));
+    // The pod informer keeps only what the flows read (sources/cache-shapes.ts), not the spec a
+    // backup copies: read the whole source pod, and only the one we saw.
+    const full = await d.client.get<FullPod>(paths.pod(ns, srcName));
+    if (src.metadata?.uid !== undefined && full.metadata?.uid !== src.metadata.uid) throw new Error(`hot-switch source pod ${ns}/${srcName} was replaced (uid ${full.metadata?.uid ?? ''}, expected ${src.metadata.uid}); no backup created`);
+    const created = await d.client.create<KubeObject>(paths.pods(ns), backupPodFor(full));
     d.metrics?.apiWrites.inc({ kind: 'hot_switch_backup_pod', result: 'success' });
     name = created.metadata?.name ?? '';
   }

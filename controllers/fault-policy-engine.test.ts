@@ -1,4 +1,6 @@
 import { FaultPolicyEngine } from './fault-policy-engine.ts';
+import { FaultView } from './fault-view.ts';
+import type { FaultStore } from '../state/fault-store.ts';
 import { PolicyConfigTracker } from '../state/fault-policy-config.ts';
 import type { NpuUsage } from '../state/npu-usage.ts';
 import { ManualClock, rec, recordingLogger, settle, type LogLine } from '../test/support/fault-policy-test-kit.ts';
@@ -306,5 +308,31 @@ describe('fault policy engine: kubectl clusterd release requests', () => {
     expect(separated()).toBe(true);
     t.engine.operatorReleases([req], t.clock.now());
     expect(separated()).toBe(true);
+  });
+});
+
+describe('fault policy engine under flap damping (policy/faults/flap-damping.ts header)', () => {
+  it('a flapping chip is escalated by FaultFrequency on every occurrence; the escalated level replaces the hold in the placement view', async () => {
+    const t = setup();
+    t.engine.restore(undefined, undefined, t.clock.now());
+    const store = { records: (n: string) => t.store.get(n) ?? [], nodeState: () => ({}), nodeNames: () => [...t.store.keys()] } as unknown as FaultStore;
+    const view = new FaultView({ store, policy: t.engine, now: () => t.clock.now(), damping: { config: { holdMs: 30 * S, recoveries: 2, windowMs: 60 * S }, wakeAt: () => undefined } });
+    const step = async (records: FaultRecord[]): Promise<void> => {
+      t.put('n1', records);
+      await t.clock.run(5 * S);
+      view.intake({ nodes: ['n1'], atMs: t.clock.now() });
+    };
+    const fault = (): FaultRecord[] => [rec('n1', 'Ascend910-0', '80E18005', 'RestartNPU', t.clock.now())];
+    await step(fault()); await step([]); // 1st occurrence, 1st recovery: as ClusterD
+    expect(view.placement('n1')).toEqual([]);
+    await step(fault()); await step([]); // 2nd occurrence, 2nd recovery: flapping, held
+    expect(view.placement('n1').map((r) => `${r.code}:${r.level}`)).toEqual(['80E18005:RestartNPU']);
+    expect(view.effective('n1')).toEqual([]); // decisions see the chip as it reports now
+    await step(fault()); // 3rd occurrence within 24 h: counted although the chip was held -> ManuallySeparateNPU
+    await step([]);
+    expect(t.engine.effective('n1', [], t.clock.now()).map((r) => r.level)).toEqual(['ManuallySeparateNPU']);
+    // The escalation keeps the chip faulty in the job view: no recovery, no hold; the escalated level shows.
+    expect(view.placement('n1').map((r) => `${r.code}:${r.level}`)).toEqual(['ManuallySeparateNPU:ManuallySeparateNPU']);
+    expect(view.effective('n1').map((r) => r.level)).toEqual(['ManuallySeparateNPU']);
   });
 });

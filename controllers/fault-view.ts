@@ -8,6 +8,15 @@
  * Every consumer (cluster-info, the jobs pipeline, relation faults, the fault gRPC publisher, the
  * recovery FSMs) reads the kept views; none recomputes them.
  *
+ * Flap damping (policy/faults/flap-damping.ts rule 1) is the last stage, after the filters: a chip or
+ * node that recovered `recoveries` times within the window is held faulty in the *placement view*
+ * (what cluster-info tells the scheduler) until healthy for the hold, so new pods are not placed on
+ * flapping hardware. Recoveries are judged on the job view (a filter hiding a fault is not the
+ * hardware recovering). The held records are in no other view: the filters, the relation-fault wait
+ * and the job decisions act on what the hardware reports today (a held record never restarts a job:
+ * its pods either were restarted for that fault or were placed on the chip after it recovered).
+ * The end of a hold is announced through `schedule` (a timer key of the fault-view flow).
+ *
  * A verdict that depends on time stays current because every time-based change is announced:
  * the policy's deadline key, the filters' window keys and the step-retry window keys each call
  * `notify` with their nodes when they fire. A node the view has not seen yet is computed on first read.
@@ -26,6 +35,8 @@ import type { FilterOutcome, NodeFilterResult } from '../policy/filters/fault-fi
 import type { FaultChange, FaultPolicy } from './device-faults.controller.ts';
 import type { FaultStore } from '../state/fault-store.ts';
 import { jobSnapshotOf, type JobSnapshot } from './fault-filters.controller.ts';
+import { dampView, type EntityState, type FlapDampingConfig } from '../policy/faults/flap-damping.ts';
+import type { FlapDampedCounter } from '../state/flap-damper.ts';
 
 /** The scheduler-view filters: one evaluation of a node's job view (fault-filters.controller.ts). */
 export interface SchedulerFilters {
@@ -38,6 +49,13 @@ export interface FaultViewDeps {
   /** The job view of a node (policy/ through FaultPolicyEngine); identity when absent. */
   readonly policy: FaultPolicy;
   readonly now: () => number;
+  /**
+   * Flap damping (rule 1): its config and the wake-up that re-announces a node at `atMs` (a hold
+   * ends, a recovery leaves the window), together so damping is never on without its timer;
+   * absent or holdMs 0 = off.
+   */
+  readonly damping?: { readonly config: FlapDampingConfig; readonly wakeAt: (node: string, atMs: number) => void };
+  readonly metrics?: FlapDampedCounter;
 }
 
 interface NodeView {
@@ -48,10 +66,12 @@ interface NodeView {
   /** Hidden or dropped by a filter: what cluster-info leaves out of Volcano's lists. */
   readonly withheld: readonly FaultRecord[];
   readonly hidden: readonly FilterOutcome[];
+  /** Records of flapping hardware held faulty (not reported now): placement view only. */
+  readonly held: readonly FaultRecord[];
   readonly sig: string;
 }
 
-const EMPTY: NodeView = { job: [], scheduler: [], withheld: [], hidden: [], sig: '' };
+const EMPTY: NodeView = { job: [], scheduler: [], withheld: [], hidden: [], held: [], sig: '' };
 
 export class FaultView {
   /** The intake's state, for consumers that need the raw records or node data. */
@@ -65,6 +85,8 @@ export class FaultView {
   private filters: SchedulerFilters | undefined;
   /** Nodes whose scheduler view reads these nodes' faults (recover-in-place peers). */
   private peers: ((nodes: readonly string[]) => Iterable<string>) | undefined;
+  /** Flap damping: each node's entity states (recoveries, last records). */
+  private readonly damp = new Map<string, ReadonlyMap<string, EntityState>>();
   /** Node evaluations so far (policy + filters once each): the cost of the view. */
   computed = 0;
 
@@ -93,6 +115,21 @@ export class FaultView {
   /** The scheduler view of a node (after policy and filters): cluster-info, decisions, isolation, relation faults. */
   effective(node: string): readonly FaultRecord[] {
     return this.view(node).scheduler;
+  }
+
+  /**
+   * The placement view of a node: the scheduler view plus the records of flapping hardware held
+   * faulty (flap damping). Cluster-info renders it, so the scheduler keeps new pods off a flapping chip.
+   */
+  placement(node: string): readonly FaultRecord[] {
+    const v = this.view(node);
+    return v.held.length === 0 ? v.scheduler : [...v.scheduler, ...v.held];
+  }
+
+  /** The entity (`node` or `node/device`) recovered (per the job view) after t, within the damping window. */
+  recoveredSince(entity: string, t: number): boolean {
+    const node = entity.split('/')[0]!;
+    return (this.damp.get(node)?.get(entity)?.recoveries ?? []).some((r) => r > t);
   }
 
   /** The job view of a node (after policy, hidden faults included): the recovery FSMs and the fault gRPC service. */
@@ -149,22 +186,39 @@ export class FaultView {
   private filter(node: string, job: readonly FaultRecord[], nowMs: number): NodeView {
     this.computed++;
     const f = this.filters;
+    const held = this.held(node, job, nowMs);
     let v: NodeView;
-    if (f === undefined) v = { job, scheduler: job, withheld: [], hidden: [], sig: sigOf(job, job, []) };
+    if (f === undefined) v = { job, scheduler: job, withheld: [], hidden: [], held, sig: sigOf(job, job, [], [], held) };
     else {
       const r = f.evaluate(node, job, nowMs);
       const withheld = [...r.hidden, ...r.dropped].map((o) => o.record);
       // A next-change time not after the evaluation would re-evaluate on every read: the filters' key handles it.
       const next = r.recheckAtMs !== undefined && r.recheckAtMs > nowMs ? { validUntilMs: r.recheckAtMs } : {};
-      v = { ...next, job, scheduler: r.visible, withheld, hidden: r.hidden, sig: sigOf(job, r.visible, r.hidden, withheld) };
+      v = { ...next, job, scheduler: r.visible, withheld, hidden: r.hidden, held, sig: sigOf(job, r.visible, r.hidden, withheld, held) };
     }
     this.views.set(node, v);
     return v;
   }
+
+  /**
+   * Flap damping's stage: steps the node's entity states with its job view (idempotent for an
+   * unchanged input) and answers the records held faulty; schedules the node's next change.
+   */
+  private held(node: string, job: readonly FaultRecord[], nowMs: number): readonly FaultRecord[] {
+    const cfg = this.d.damping?.config;
+    if (cfg === undefined || cfg.holdMs <= 0) return [];
+    const prev = this.damp.get(node);
+    if (prev === undefined && job.length === 0) return [];
+    const v = dampView(job, prev ?? new Map(), nowMs, cfg);
+    for (const e of v.held) if (prev?.get(e)?.healthySinceMs === undefined) this.d.metrics?.flapDamped.inc({ rule: 'hold' });
+    if (v.state.size === 0) this.damp.delete(node); else this.damp.set(node, v.state);
+    if (v.nextChangeMs !== undefined) this.d.damping?.wakeAt(node, v.nextChangeMs);
+    return v.held.flatMap((e) => v.state.get(e)?.last ?? []);
+  }
 }
 
 /** What a consumer can see of a node's view (records, levels, hide windows); '' = nothing at all. */
-function sigOf(job: readonly FaultRecord[], scheduler: readonly FaultRecord[], hidden: readonly FilterOutcome[], withheld: readonly FaultRecord[] = []): string {
-  if (job.length === 0 && scheduler.length === 0 && withheld.length === 0) return '';
-  return JSON.stringify([job, scheduler, hidden.map((h) => [faultKey(h.record), h.by, h.untilMs ?? null]), withheld.map(faultKey)]);
+function sigOf(job: readonly FaultRecord[], scheduler: readonly FaultRecord[], hidden: readonly FilterOutcome[], withheld: readonly FaultRecord[] = [], held: readonly FaultRecord[] = []): string {
+  if (job.length === 0 && scheduler.length === 0 && withheld.length === 0 && held.length === 0) return '';
+  return JSON.stringify([job, scheduler, hidden.map((h) => [faultKey(h.record), h.by, h.untilMs ?? null]), withheld.map(faultKey), held.map(faultKey)]);
 }

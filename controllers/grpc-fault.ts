@@ -80,7 +80,7 @@ export class FaultPublisher {
 
   private meta(node: string): { ip: string; sn: string } {
     const n = this.d.sources.nodes.get(node);
-    const addrs = (n?.status as { addresses?: Array<{ type: string; address: string }> } | undefined)?.addresses ?? [];
+    const addrs = n?.status?.addresses ?? [];
     return { ip: addrs.find((a) => a.type === 'InternalIP')?.address ?? '', sn: n?.metadata?.annotations?.['product-serial-number'] ?? '' };
   }
 

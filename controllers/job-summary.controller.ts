@@ -42,11 +42,9 @@ export function summaryPodGroupOf(pg: PodGroup): SummaryPodGroup | undefined {
   };
 }
 
-type RawContainer = { name?: string; env?: Array<{ name?: string; value?: string }>; resources?: { limits?: Record<string, string> } };
-
 export function summaryPodOf(p: Pod): SummaryPod {
-  const containers = (p.spec?.containers ?? []) as RawContainer[];
-  const statuses = ((p.status as { containerStatuses?: Array<{ name?: string; containerID?: string }> } | undefined)?.containerStatuses) ?? [];
+  const containers = p.spec?.containers ?? [];
+  const statuses = p.status?.containerStatuses ?? [];
   return {
     name: p.metadata?.name ?? '', namespace: p.metadata?.namespace ?? '', uid: p.metadata?.uid ?? '',
     nodeName: p.spec?.nodeName ?? '', phase: p.status?.phase ?? '',
@@ -125,7 +123,7 @@ export class JobSummaryController {
         return { phase: pg.status?.phase ?? '', conditions: conds(pg.status?.conditions as Cond[] | undefined), minMember: spec.minMember ?? 0, queue: spec.queue ?? '' };
       },
       pods: (job) => [...this.podsByJob.get(job) ?? []].map((k) => s.pods.get(k)).filter((p): p is Pod => p !== undefined).map((p) => {
-        const st = (p.status ?? {}) as { phase?: string; reason?: string; message?: string };
+        const st = p.status ?? {};
         return { namespace: p.metadata?.namespace ?? '', name: p.metadata?.name ?? '', phase: st.phase ?? '', reason: st.reason ?? '', message: st.message ?? '' };
       }),
       jobObjects: [...objects('acjob', s.ascendJobs.store.values()), ...objects('vcjob', s.vcJobs.store.values())],
@@ -169,7 +167,7 @@ export class JobSummaryController {
 
 function snByIp(nodes: Iterable<Node>, ip: string): string {
   for (const n of nodes) {
-    const addrs = ((n.status as { addresses?: Array<{ type?: string; address?: string }> } | undefined)?.addresses) ?? [];
+    const addrs = n.status?.addresses ?? [];
     if (addrs.find((a) => a.type === 'InternalIP')?.address === ip) return n.metadata?.annotations?.[NODE_SN_ANNOTATION] ?? '';
   }
   return '';

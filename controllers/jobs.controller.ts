@@ -45,12 +45,13 @@ import { DecisionHistory } from '../actions/decision-history.action.ts';
 import { DECISION_HISTORY_KEY, decisionHistoryReconciler } from '../reconcilers/decision-history.reconciler.ts';
 import type { BreakerGate } from '../policy/jobs/breaker-gate.ts';
 import { FlapDamper } from '../state/flap-damper.ts';
+import { flapDampingOf } from './options.ts';
 
 export interface JobsControllerDeps {
   readonly client: KubeClient;
   readonly sources: Sources;
   /** The fault view (controllers/fault-view.ts): scheduler views kept per node, and the nodes whose view changed. */
-  readonly deviceFaults: Pick<FaultView, 'store' | 'changes$' | 'effective' | 'jobView'>;
+  readonly deviceFaults: Pick<FaultView, 'store' | 'changes$' | 'effective' | 'jobView' | 'recoveredSince'>;
   readonly writer: ConfigMapWriter;
   readonly options: Options;
   readonly log: Logger;
@@ -100,29 +101,14 @@ export class JobsController {
   private sub: Subscription | undefined;
   private readonly d: JobsControllerDeps;
   private readonly now: () => number;
-  /** Flap damping of the decision view (policy/flap-damping.ts). */
+  /** Flap damping's restart budget (policy/faults/flap-damping.ts rule 2; the holds are the fault view's). */
   readonly damper: FlapDamper;
-  /** The decision view of a node: the scheduler view with flapping hardware held faulty. */
-  private readonly dampedFaultsOf: (node: string) => readonly FaultRecord[];
-  private readonly dampedFiltered: JobsControllerDeps['filtered'];
 
   constructor(d: JobsControllerDeps) {
     this.d = d;
     this.now = d.now ?? Date.now;
     const { sources: s, writer, options, log, metrics, client } = d;
-    this.damper = new FlapDamper({
-      holdMs: options.flapDampingSeconds * 1000, recoveries: options.flapDampingRecoveries, windowMs: options.flapDampingWindowSeconds * 1000,
-    }, this.now, metrics);
-    // Recoveries are judged on the job view (the hardware's reports): a filter hiding or showing a
-    // fault is not the hardware recovering; holds are added to the rescheduler's (filtered) view.
-    this.dampedFaultsOf = (n) => this.damper.view(n, d.deviceFaults.effective(n), d.deviceFaults.jobView(n));
-    this.dampedFiltered = d.filtered === undefined ? undefined : (nodes) => {
-      const f = d.filtered!(nodes);
-      if (!this.damper.enabled) return f;
-      const byNode = new Map<string, FaultRecord[]>(nodes.map((n) => [n, []]));
-      for (const r of f.faults) { const l = byNode.get(r.node); if (l === undefined) byNode.set(r.node, [r]); else l.push(r); }
-      return { faults: [...byNode].flatMap(([n, rs]) => this.damper.view(n, rs, d.deviceFaults.jobView(n))), hidden: f.hidden };
-    };
+    this.damper = new FlapDamper(flapDampingOf(options), this.now, (e, t) => d.deviceFaults.recoveredSince(e, t), metrics);
     this.index = new JobIndex(s);
     const mindxDl = (name: string) => s.mindxDlConfigMaps.get(`${JOB_STATE_NAMESPACE}/${name}`);
     this.states = new JobStateStore({
@@ -155,7 +141,7 @@ export class JobsController {
     this.history = history;
     this.loops = {
       decisions: loop(jobDecisionsReconciler({
-        index: this.index, faultsOf: this.dampedFaultsOf, ...(this.dampedFiltered === undefined ? {} : { filtered: this.dampedFiltered }),
+        index: this.index, faultsOf, ...(d.filtered === undefined ? {} : { filtered: d.filtered }),
         states: this.states, executor, reporter, history, resetConfig, dryRun: options.dryRun, breaker: d.breaker, damper: this.damper,
         config: { graceOverTimeMs: options.graceOverTimeSeconds * 1000, pendingEscalationMs: options.pendingEscalationSeconds * 1000 },
         registered: d.registered, afterPersist: d.afterPersist, goodput: metrics.goodput, scheduledAtMs: (k) => this.gate?.scheduledAt(k),
@@ -215,9 +201,6 @@ export class JobsController {
         l?.vcjobFaultNpu.queue.add(VCJOB_FAULT_NPU_KEY);
         break;
       case 'nodes':
-        // Every fault change is shown to the damper, also of nodes no job pod sits on right now (a
-        // restarted job's pods may be Pending), so a recovery there is not missed.
-        for (const n of w.nodes) this.dampedFaultsOf(n);
         l?.vcjobFaultNpu.queue.add(VCJOB_FAULT_NPU_KEY);
         for (const n of w.nodes) l?.isolation.queue.add(n);
         break;
@@ -276,7 +259,7 @@ export class JobsController {
   private nodeByIp(): Map<string, string> {
     const out = new Map<string, string>();
     for (const [name, n] of this.d.sources.nodes.store) {
-      const addrs = (n.status as { addresses?: Array<{ type: string; address: string }> } | undefined)?.addresses ?? [];
+      const addrs = n.status?.addresses ?? [];
       for (const a of addrs) if (a.type === 'InternalIP') out.set(a.address, name);
     }
     return out;

@@ -10,7 +10,8 @@ import type { Metrics } from '../telemetry/metrics.ts';
 import { startHttpServer, type HealthSource, type Leadership } from '../telemetry/http-server.ts';
 import { Periodic } from '../runtime/periodic.ts';
 import { LeaderLabeler, type PodRef } from '../actions/leader-label.action.ts';
-import type { Options } from './options.ts';
+import { flapDampingOf, type Options } from './options.ts';
+import { TimerLoop } from '../runtime/timer-loop.ts';
 import { createSources, sourcesHealth, startSources, stopSources, waitForSync, type Sources } from './sources/sources.ts';
 import { ControllerLoop } from '../runtime/controller-loop.ts';
 import { ConfigMapWriter } from '../runtime/configmap-writer.ts';
@@ -90,6 +91,8 @@ export class Manager implements HealthSource {
   readonly sources: Sources;
   /** Each node's job view and scheduler view, computed once per change (controllers/fault-view.ts). */
   readonly faults: FaultView;
+  /** Flap damping's timer keys (one per node: the end of a hold). */
+  private readonly dampTimers: TimerLoop;
   /** Every flow in lifecycle order (buildFlows). */
   private readonly flows: readonly Flow[];
   readonly writer: ConfigMapWriter;
@@ -185,7 +188,13 @@ export class Manager implements HealthSource {
       onStateChange: () => ports.policyState.next(),
     });
     // The fault view: job view and scheduler view per node, computed once per change (fault-view.ts).
-    this.faults = new FaultView({ store, policy: deps.policy ?? this.faultPolicy, now });
+    // Flap damping's holds end on a timer key per node, re-announced like the filters' windows.
+    const dampTimers = new TimerLoop({ name: 'flap_damping', log, metrics }, (node) => ports.reannounce.next([node]));
+    this.dampTimers = dampTimers;
+    this.faults = new FaultView({
+      store, policy: deps.policy ?? this.faultPolicy, now, metrics,
+      damping: { config: flapDampingOf(options), wakeAt: (node, atMs) => dampTimers.at(node, atMs) },
+    });
     const faults = this.faults;
     this.recovery = new RecoveryController({
       client: deps.client, sources: s, faults: { jobView: (n) => faults.jobView(n), changes$: faults.changes$, notify: (n) => ports.reannounce.next(n) },
@@ -239,7 +248,8 @@ export class Manager implements HealthSource {
     const clusterInfo = clusterInfoReconciler({
       // The scheduler view, minus what its filters withheld from the device plugin's lists (E.6).
       nodes: () => store.nodeNames(),
-      renderNode: (node, nowMs) => this.faultPolicy.adjustView(renderClusterInfo(store, (n) => faults.effective(n), nowMs, (n) => faults.withheld(n), [node])),
+      // The placement view: flapping hardware held faulty (flap damping) keeps new pods off it.
+      renderNode: (node, nowMs) => this.faultPolicy.adjustView(renderClusterInfo(store, (n) => faults.placement(n), nowMs, (n) => faults.withheld(n), [node])),
       peers: (nodes) => recoverInPlacePeers(filters.index, nodes),
       actual: (name) => s.mindxDlConfigMaps.get(`${CLUSTER_INFO_NAMESPACE}/${name}`),
       actualNames: () => [...s.mindxDlConfigMaps.store.values()].map((c) => c.metadata?.name ?? ''),
@@ -293,6 +303,7 @@ export class Manager implements HealthSource {
         start: () => {
           subs.push(ports.intake.subscribe((c) => { faultPolicy.observe(c.nodes); faults.intake(c); }));
           subs.push(ports.reannounce.subscribe((nodes) => faults.notify(nodes)));
+          this.dampTimers.start();
           subs.push(ports.sideState.subscribe(persistSide));
           subs.push(ports.jobFacts.subscribe(({ jobId, nodes }) => filters.jobFactsChanged(jobId, nodes)));
           subs.push(ports.redecide.subscribe((key) => jobs.loops?.decisions.queue.add(key)));
@@ -300,7 +311,7 @@ export class Manager implements HealthSource {
           // Cluster-info: the view's changed nodes are re-rendered (one key for the whole burst).
           subs.push(faults.changes$.subscribe((c) => { clusterInfo.markDirty(c.nodes); this.clusterInfo.queue.add(CLUSTER_INFO_KEY); }));
         },
-        stop: () => { for (const x of subs.splice(0)) x.unsubscribe(); },
+        stop: () => { for (const x of subs.splice(0)) x.unsubscribe(); void this.dampTimers.stop(); },
       },
       {
         name: 'intake', start: () => deviceFaults.start(), stop: () => deviceFaults.stop(),

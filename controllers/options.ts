@@ -5,6 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import { RECOVERY_TIMING_KEYS, RECOVERY_TIMINGS_PATTERN } from '../policy/recovery/recovery-timings.ts';
+import { DEFAULT_FLAP_DAMPING, type FlapDampingConfig } from '../policy/faults/flap-damping.ts';
 
 interface FlagSpec {
   readonly type: 'string' | 'boolean' | 'number';
@@ -54,9 +55,9 @@ export const FLAGS = {
   'breaker-cluster-jobs': { type: 'number', default: 200, min: 0, max: 1_000_000, help: 'blast-radius breaker: job reschedules cluster-wide within the window before the cluster scope trips; 0 = no limit' },
   'breaker-auto-reset-seconds': { type: 'number', default: 0, min: 0, max: 604_800, help: 'blast-radius breaker: a tripped scope resets itself after this long; 0 = only by kubectl clusterd breaker reset (annotation clusterd-ts.io/breaker-reset)' },
   'breaker-domain-label': { type: 'string', default: '', help: 'blast-radius breaker: node label whose value names the node\'s switch domain / rack; empty or absent on a node = the device-info SuperPodID (superpod-<id>), else cluster scope only' },
-  'flap-damping-seconds': { type: 'number', default: 0, min: 0, max: 3600, help: 'flap damping: a flapping chip or node stays faulty in the rescheduler\'s view until healthy this long, and a job is restarted at most once per this period for re-faults of the same hardware; 0 = off (the default until its interaction with relation faults is settled: README)' },
-  'flap-damping-recoveries': { type: 'number', default: 2, min: 1, max: 100, help: 'flap damping: recoveries within --flap-damping-window-seconds that make a chip or node flapping (held faulty)' },
-  'flap-damping-window-seconds': { type: 'number', default: 60, min: 1, max: 3600, help: 'flap damping: window in which recoveries are counted' },
+  'flap-damping-seconds': { type: 'number', default: DEFAULT_FLAP_DAMPING.holdMs / 1000, min: 0, max: 3600, help: 'flap damping: a flapping chip or node stays faulty in the scheduler\'s placement view (cluster-info) until healthy this long, and a job is restarted at most once per this period for re-faults of the same hardware; 0 = off' },
+  'flap-damping-recoveries': { type: 'number', default: DEFAULT_FLAP_DAMPING.recoveries, min: 1, max: 100, help: 'flap damping: recoveries within --flap-damping-window-seconds that make a chip or node flapping (held faulty)' },
+  'flap-damping-window-seconds': { type: 'number', default: DEFAULT_FLAP_DAMPING.windowMs / 1000, min: 1, max: 3600, help: 'flap damping: window in which recoveries are counted' },
   'persist-policy-state': { type: 'boolean', default: true, help: 'extension, on by default: persist the fault policy\'s state (manual-separation counters and pending judgements, --device-plugin-rules escalation timers, relation-fault and filter memories) in ConfigMap clusterd-ts-escalation-state (in --cluster-system-namespace), and each registered job\'s process-recovery and hot-switch FSM state in mindx-dl/clusterd-ts-recovery-<job uid>, so a restart or a new leader continues where the last one stopped; off = ClusterD: that state lives in memory only, a restart starts counting anew (separated NPUs are still kept, read back from clusterd-manual-info-cm) and forgets registered jobs (TaskD registers again once its stream breaks), recoveries in flight and hot-switch downgrades; left-over state objects are then neither read nor written' },
   'decision-history-per-job': { type: 'number', default: 50, min: 1, max: 1_000, help: 'decision history (DecisionRecord objects, kubectl clusterd explain): keep at most this many records per job, newest first' },
   'decision-history-max-records': { type: 'number', default: 5_000, min: 10, max: 100_000, help: 'decision history: keep at most this many records cluster-wide (each under ~8 KiB), newest first' },
@@ -122,4 +123,9 @@ export function usage(): string {
   return Object.entries(FLAGS as Record<string, FlagSpec>)
     .map(([k, s]) => `  --${k}${s.type === 'boolean' ? '' : '=<' + s.type + '>'}  ${s.help} (default ${JSON.stringify(s.default)}${s.env ? `, env ${s.env}` : ''}${s.min !== undefined ? `, ${s.min}..${s.max}` : ''})`)
     .join('\n');
+}
+
+/** The flap damping flags as the policy's config (policy/faults/flap-damping.ts). */
+export function flapDampingOf(o: Options): FlapDampingConfig {
+  return { holdMs: o.flapDampingSeconds * 1000, recoveries: o.flapDampingRecoveries, windowMs: o.flapDampingWindowSeconds * 1000 };
 }

@@ -66,7 +66,7 @@ function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string>; 
     resetConfig: { cached: () => undefined, writer }, config: {}, dryRun: false,
     registered: () => false, onStateChanged: () => undefined, onGone: () => undefined,
     // Breaker and damping are tested in breaker.test.ts / flap-damping.test.ts: here, an open gate.
-    breaker: { admit: () => ({ allowed: true }) }, damper: new FlapDamper({ holdMs: 0, recoveries: 2, windowMs: 60_000 }, () => nowMs),
+    breaker: { admit: () => ({ allowed: true }) }, damper: new FlapDamper({ holdMs: 0, recoveries: 2, windowMs: 60_000 }, () => nowMs, () => false),
     ...(opts.scheduledAtMs === undefined ? {} : { scheduledAtMs: () => opts.scheduledAtMs }),
   });
   const ctx: ReconcileContext = { log: silentLogger, signal: new AbortController().signal, now: () => nowMs };

@@ -62,7 +62,7 @@ export interface JobDecisionsDeps {
   readonly afterPersist?: (key: string, pending: PendingDecision) => void;
   /** The blast-radius breaker: asked before every reschedule (pod deletions); held = not carried out. */
   readonly breaker: BreakerGate;
-  /** Flap damping: a restart for re-faults of the hardware the job was just restarted for waits. */
+  /** Flap damping (rule 2): a restart for re-faults of the hardware the job was just restarted for waits. */
   readonly damper: FlapDamper;
   /** Goodput episodes (telemetry/goodput.ts): this reconcile observes decided, pods deleted and pods Running. */
   readonly goodput?: GoodputTracker;
@@ -238,23 +238,14 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
       const shown = withoutHidden(aggregate, nowMs);
       const acting = dec.actions.length > 0 && !alreadyActed(state, dec);
       const next = acting ? markActed(out.state, dec) : out.state;
-      const nodes = jobNodes(entry.view);
-      const viewChangeMs = d.damper.nextChangeMs(nodes);
-      const requeue = (ms: number | undefined): Outcome => {
-        const t = [ms, viewChangeMs === undefined ? undefined : viewChangeMs - nowMs].filter((x): x is number => x !== undefined);
-        return t.length === 0 ? {} : { requeueAfterMs: Math.max(Math.min(...t), 50) };
-      };
+      const requeue = (ms: number | undefined): Outcome => (ms === undefined ? {} : { requeueAfterMs: Math.max(ms, 50) });
       const causes = causeEntities(shown);
       if (acting && !d.dryRun && reschedules(dec)) {
         // Flap damping first (a deferred restart is not a reschedule the breaker should count).
-        const deferred = d.damper.deferUntil(key, causes.entities);
-        if (deferred !== undefined) {
-          const until = deferred.untilMs;
-          ctx.log.info('job restart deferred by flap damping', { job: key, decisionId: dec.decisionId, entities: causes.entities, rule: deferred.rule, untilMs: until });
-          const what = deferred.rule === 'held'
-            ? 'are held faulty by hysteresis only (not reported now; the scheduler sees them healthy)'
-            : 'faulted again after recovering, less than the damping period after the restart for them';
-          const why = `flap damping: ${causes.entities.join(', ')} ${what}; decided again at ${new Date(until).toISOString()}`;
+        const until = d.damper.deferUntil(key, causes.entities);
+        if (until !== undefined) {
+          ctx.log.info('job restart deferred by flap damping', { job: key, decisionId: dec.decisionId, entities: causes.entities, untilMs: until });
+          const why = `flap damping: ${causes.entities.join(', ')} faulted again after recovering, less than the damping period after the restart for them; decided again at ${new Date(until).toISOString()}`;
           await recordHeld(entry, shown, dec, 'deferred', { stage: 'damping', detail: why }, nowMs, ctx);
           return requeue(until - nowMs);
         }

@@ -7,6 +7,7 @@ import { ApiError, isConflict, isNotFound, paths, type KubeClient } from './kube
 import type { ConfigMap } from './kube-objects.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { Logger } from '../telemetry/logger.ts';
+import { dataDigest } from './data-digest.ts';
 
 export interface WriteResult {
   readonly written: boolean;
@@ -61,6 +62,24 @@ export class ConfigMapWriter {
   readonly writes = new Map<string, number>();
   /** Our last write of each object, until the informer catches up (saves a 409 per write). */
   private readonly lastWritten = new Map<string, ConfigMap>();
+  /** The last desired data compared with a digest-only cache copy, and its digest (hashed once per change). */
+  private readonly digests = new Map<string, { readonly data: Record<string, string>; readonly digest: string }>();
+
+  /**
+   * Whether the object already holds `target`'s data. A cache that keeps only the digest of the data
+   * (cluster-info shards, controllers/sources/cache-shapes.ts) is compared by digest.
+   */
+  private holds(actual: ConfigMap, target: ConfigMapTarget): boolean {
+    if (actual.dataDigest === undefined || actual.data !== undefined) return sameData(actual.data, target.data);
+    const key = `${target.namespace}/${target.name}`;
+    const memo = this.digests.get(key);
+    let digest = memo !== undefined && sameData(memo.data, target.data) ? memo.digest : undefined;
+    if (digest === undefined) {
+      digest = dataDigest(target.data);
+      this.digests.set(key, { data: target.data, digest });
+    }
+    return digest === actual.dataDigest;
+  }
 
   /**
    * The newer of the informer's copy and our own last write. resourceVersions are compared as
@@ -85,7 +104,7 @@ export class ConfigMapWriter {
   /** `kind` labels metrics (e.g. `cluster_info`); `actual` is the cached object or undefined. */
   async ensure(kind: string, target: ConfigMapTarget, cached: ConfigMap | undefined): Promise<WriteResult> {
     const actual = this.fresher(target.namespace, target.name, cached);
-    if (actual !== undefined && sameData(actual.data, target.data) && !labelsMissing(actual, target)) return { written: false, obj: actual };
+    if (actual !== undefined && this.holds(actual, target) && !labelsMissing(actual, target)) return { written: false, obj: actual };
     if (this.dryRun) {
       this.log?.info('dry run: would write ConfigMap', { kind, namespace: target.namespace, name: target.name, keys: Object.keys(target.data) });
       return { written: false };
@@ -99,8 +118,9 @@ export class ConfigMapWriter {
           data: target.data,
         });
       } else {
+        const { dataDigest: _cacheOnly, ...sent } = actual;
         obj = await this.client.replace<ConfigMap>(paths.configMap(target.namespace, target.name), {
-          ...actual,
+          ...sent,
           metadata: target.exactMetadata === true
             ? { ...actual.metadata, labels: target.labels, annotations: target.annotations }
             : { ...actual.metadata, labels: { ...actual.metadata?.labels, ...target.labels }, annotations: mergedAnnotations(actual, target) },
@@ -138,6 +158,7 @@ export class ConfigMapWriter {
       throw e;
     }
     this.lastWritten.delete(`${namespace}/${name}`);
+    this.digests.delete(`${namespace}/${name}`);
     this.writes.set(kind, (this.writes.get(kind) ?? 0) + 1);
     this.metrics?.apiWrites.inc({ kind, result: 'success' });
     return { written: true };

@@ -31,6 +31,11 @@ export interface ReflectorOptions {
   readonly log?: { info(m: string, f?: object): void; warn(m: string, f?: object): void; debug(m: string, f?: object): void };
   /** Drops objects the consumer does not want (e.g. by name prefix) before they reach the cache. */
   readonly filter?: (obj: KubeObject) => boolean;
+  /**
+   * What the cache keeps of each object, applied on receipt (list and watch), after `filter`.
+   * Default: the object without managedFields.
+   */
+  readonly transform?: (obj: KubeObject) => KubeObject;
   readonly now?: () => number;
 }
 
@@ -50,7 +55,7 @@ export interface ReflectorHealth {
 export const objectKey = (o: KubeObject): string =>
   o.metadata?.namespace ? `${o.metadata.namespace}/${o.metadata.name ?? ''}` : (o.metadata?.name ?? '');
 
-function strip<T extends KubeObject>(o: T): T {
+function strip(o: KubeObject): KubeObject {
   if (o.metadata?.managedFields !== undefined) delete o.metadata.managedFields;
   return o;
 }
@@ -75,6 +80,7 @@ export class Reflector<T extends KubeObject> {
   private relists = 0;
   private readonly client: KubeClient;
   private readonly opts: ReflectorOptions;
+  private readonly keep: (obj: KubeObject) => T;
 
   /** Every add/update/delete, in apiserver order; a relist emits the difference to the cache. */
   readonly events$: Observable<WatchEvent<T>> = this.events.asObservable();
@@ -92,6 +98,7 @@ export class Reflector<T extends KubeObject> {
     // noticed within WATCH_INACTIVITY_MS, and the server ends every watch after timeoutSeconds.
     (this.watcher as unknown as { requestTimeoutMs: number }).requestTimeoutMs = WATCH_INACTIVITY_MS;
     this.now = opts.now ?? Date.now;
+    this.keep = (opts.transform ?? strip) as (obj: KubeObject) => T;
   }
 
   get name(): string { return this.opts.name; }
@@ -163,13 +170,13 @@ export class Reflector<T extends KubeObject> {
     let cont: string | undefined;
     let rv = '';
     do {
-      const page = await this.client.list<T>(this.opts.path, {
+      const page = await this.client.list<KubeObject>(this.opts.path, {
         labelSelector: this.opts.labelSelector, fieldSelector: this.opts.fieldSelector,
         limit: this.opts.pageSize ?? 500, continue: cont,
       });
       for (const item of page.items) {
         if (this.opts.filter !== undefined && !this.opts.filter(item)) continue;
-        fresh.set(objectKey(item), strip(item));
+        fresh.set(objectKey(item), this.keep(item));
       }
       cont = page.metadata?.continue || undefined;
       rv = page.metadata?.resourceVersion ?? rv;
@@ -199,20 +206,20 @@ export class Reflector<T extends KubeObject> {
     if (!this.running) return;
     const gen = ++this.generation;
     let gone = false;
-    const onEvent = (phase: string, obj: T & { code?: number }): void => {
+    const onEvent = (phase: string, raw: KubeObject & { code?: number }): void => {
       if (gen !== this.generation) return;
       this.lastContactMs = this.now();
       this.backoff.reset();
       if (phase === 'ERROR') {
-        if (obj.code === 410) gone = true;
+        if (raw.code === 410) gone = true;
         return;
       }
-      const rv = obj.metadata?.resourceVersion;
+      const rv = raw.metadata?.resourceVersion;
       if (rv !== undefined) this.rv = rv;
       if (phase === 'BOOKMARK') return;
-      if (this.opts.filter !== undefined && !this.opts.filter(obj)) return;
-      const key = objectKey(obj);
-      strip(obj);
+      if (this.opts.filter !== undefined && !this.opts.filter(raw)) return;
+      const key = objectKey(raw);
+      const obj = this.keep(raw);
       if (phase === 'DELETED') {
         const old = this.cache.get(key);
         this.cache.delete(key);

@@ -1,27 +1,25 @@
-import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import { FlapDamper } from './flap-damper.ts';
 
-const r: FaultRecord = { node: 'n1', device: 'Ascend910-3', source: 'npu', code: '81078603', level: 'RestartRequest', reportedLevel: 'RestartRequest', firstSeenMs: 0 };
+describe('FlapDamper: the restart budget (rule 2)', () => {
+  const cfg = { holdMs: 30_000, recoveries: 2, windowMs: 60_000 };
 
-describe('FlapDamper: recoveries are judged on the hardware\'s reports, holds added to the shown view', () => {
-  it('a filter hiding and showing a fault that stays reported is not a flap', () => {
+  it('defers a restart whose causes all recovered since the job\'s last restart, within the period only', () => {
     let now = 0;
-    const d = new FlapDamper({ holdMs: 30_000, recoveries: 2, windowMs: 60_000 }, () => now);
-    for (let i = 0; i < 4; i++) {
-      now += 1_000;
-      expect(d.view('n1', [], [r])).toEqual([]); // hidden by a filter: nothing added
-      now += 1_000;
-      expect(d.view('n1', [r], [r])).toEqual([r]);
-    }
+    const recovered = new Map<string, number>();
+    const d = new FlapDamper(cfg, () => now, (e, t) => (recovered.get(e) ?? -1) > t);
+    expect(d.deferUntil('ns/j', ['n1/Ascend910-0'])).toBeUndefined(); // first fault: restart at once
+    d.restarted('ns/j', ['n1/Ascend910-0']);
+    now = 1_000; recovered.set('n1/Ascend910-0', 1_000);
+    now = 2_000;
+    expect(d.deferUntil('ns/j', ['n1/Ascend910-0'])).toBe(30_000); // a re-fault of the same chip
+    expect(d.deferUntil('ns/j', ['n1/Ascend910-0', 'n2/Ascend910-1'])).toBeUndefined(); // news elsewhere: at once
+    now = 30_000;
+    expect(d.deferUntil('ns/j', ['n1/Ascend910-0'])).toBeUndefined(); // the period is over
   });
 
-  it('hardware that recovers twice is held in the shown view until healthy for the hold', () => {
-    let now = 0;
-    const d = new FlapDamper({ holdMs: 30_000, recoveries: 2, windowMs: 60_000 }, () => now);
-    d.view('n1', [r], [r]);
-    now += 1_000; expect(d.view('n1', [], [])).toEqual([]); // first recovery: handled as ClusterD
-    now += 1_000; d.view('n1', [r], [r]);
-    now += 1_000; expect(d.view('n1', [], [])).toEqual([r]); // second: held
-    now += 31_000; expect(d.view('n1', [], [])).toEqual([]); // healthy for the hold
+  it('off (holdMs 0) never defers', () => {
+    const d = new FlapDamper({ ...cfg, holdMs: 0 }, () => 1, () => true);
+    d.restarted('ns/j', ['n1']);
+    expect(d.deferUntil('ns/j', ['n1'])).toBeUndefined();
   });
 });

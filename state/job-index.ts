@@ -48,10 +48,7 @@ export function jobOwnerOf(o: KubeObject): JobOwner | undefined {
 
 /** Adapts a Pod object into the policy's input shape. */
 export function podMetaOf(p: Pod): PodMetaInput {
-  const status = p.status as undefined | {
-    phase?: string; conditions?: Array<{ type: string; status: string }>;
-    containerStatuses?: Array<{ state?: { terminated?: { exitCode?: number } }; lastState?: { terminated?: { exitCode?: number } } }>;
-  };
+  const status = p.status;
   const failedExit = (t: { exitCode?: number } | undefined): boolean => t !== undefined && (t.exitCode ?? 0) !== 0;
   const labels = p.metadata?.labels ?? {};
   const replica = REPLICA_TYPE_LABELS.map((k) => labels[k]).find((v) => v !== undefined);

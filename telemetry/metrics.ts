@@ -33,7 +33,7 @@ export class Metrics {
   readonly relationDecisions = new Counter({ name: `${PREFIX}relation_fault_decisions_total`, help: 'Relation-fault decisions by strategy (Separate, SubHealth: pod label fault-type set; none: a relation fault timed out without a trigger).', labelNames: ['strategy'], registers: [this.registry] });
   readonly decisions = new Counter({ name: `${PREFIX}decisions_total`, help: 'Job recovery decisions by kind (job, pod, process, hot_switch, none) and outcome.', labelNames: ['kind', 'outcome'], registers: [this.registry] });
   readonly decisionRecords = new Counter({ name: `${PREFIX}decision_records_total`, help: 'DecisionRecord objects (the durable decision history, kubectl clusterd explain) by result: recorded, duplicate (a replayed decision, already recorded), failed (not written; the decision still stands, its Event and log line remain), pruned (deleted by the per-job, total or TTL bound).', labelNames: ['result'], registers: [this.registry] });
-  readonly reschedules = new Counter({ name: `${PREFIX}job_reschedules_total`, help: 'Restarts carried out, by job namespace and reason.', labelNames: ['namespace', 'reason'], registers: [this.registry] });
+  readonly reschedules = new Counter({ name: `${PREFIX}job_reschedules_total`, help: 'Restarts carried out, by job namespace (job_namespace: `namespace` is the scrape target\'s label) and reason.', labelNames: ['job_namespace', 'reason'], registers: [this.registry] });
   readonly jobRecoveryStages = new Histogram({ name: `${PREFIX}job_recovery_seconds`, help: 'Seconds from the first fault observed in a job\'s recovery episode to each stage (decided, pods_deleted, pods_running, resumed), once per episode; README "Goodput".', labelNames: ['job_namespace', 'job_name', 'stage'], buckets: [1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600, 1800], registers: [this.registry] });
   readonly jobLostSeconds = new Counter({ name: `${PREFIX}job_lost_seconds_total`, help: 'Seconds of training lost to faults: per episode, first fault observed -> training resumed (process-level recovery) or replacement pods Running (otherwise), counted up stage by stage; README "Goodput".', labelNames: ['job_namespace', 'job_name'], registers: [this.registry] });
   readonly faultToAction = new Histogram({ name: `${PREFIX}fault_to_action_seconds`, help: 'Time from a fault being observed to the action that handles it.', labelNames: ['action'], buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers: [this.registry] });
@@ -47,7 +47,7 @@ export class Metrics {
   readonly grpcRequests = new Counter({ name: `${PREFIX}grpc_requests_total`, help: 'gRPC requests by method and ClusterD status code.', labelNames: ['method', 'code'], registers: [this.registry] });
   readonly breakerTripped = new Gauge({ name: `${PREFIX}breaker_tripped`, help: 'Blast-radius breaker: 1 while the scope (cluster or a switch domain) is tripped and holds new isolations and reschedules; a domain\'s series is removed when it is reset.', labelNames: ['scope'], registers: [this.registry] });
   readonly breakerHeld = new Counter({ name: `${PREFIX}breaker_held_total`, help: 'Node isolations (nodes) and job reschedules (jobs) held by a tripped breaker scope: decided and explained, not carried out.', labelNames: ['kind'], registers: [this.registry] });
-  readonly flapDamped = new Counter({ name: `${PREFIX}flap_damped_total`, help: 'Flap damping: hold = a flapping chip or node held faulty after it recovered (once per recovery), defer = a job restart for a re-fault of the hardware it was just restarted for, deferred to the end of the damping period.', labelNames: ['rule'], registers: [this.registry] });
+  readonly flapDamped = new Counter({ name: `${PREFIX}flap_damped_total`, help: 'Flap damping: hold = a flapping chip or node held faulty in cluster-info (the placement view) after it recovered (once per recovery), defer = a job restart for a re-fault of the hardware it was just restarted for, deferred to the end of the damping period.', labelNames: ['rule'], registers: [this.registry] });
   readonly boundHits = new Counter({ name: `${PREFIX}bound_hits_total`, help: 'Inputs refused, dropped or aggregated because a resource bound was reached, by bound (public_faults, metric_series, grpc_connections, grpc_connections_per_ip, last_good_bytes, job_statistics); README "Reliability and resource bounds".', labelNames: ['bound'], registers: [this.registry] });
 
   /** Every bound reports through here: counter above plus a rate-limited log line. */
@@ -80,10 +80,10 @@ export class Metrics {
     }
   }
 
-  /** `clusterd_job_reschedules_total`, past the series cap under `namespace="other"`. */
+  /** `clusterd_job_reschedules_total`, past the series cap under `job_namespace="other"`. */
   countReschedule(namespace: string, reason: string): void {
     const own = this.rescheduleSeries.admit(`${namespace}\u0000${reason}`);
-    this.reschedules.inc(own ? { namespace, reason } : { namespace: OVERFLOW_LABEL, reason: OVERFLOW_LABEL });
+    this.reschedules.inc(own ? { job_namespace: namespace, reason } : { job_namespace: OVERFLOW_LABEL, reason: OVERFLOW_LABEL });
   }
 
   observeWatchHealth(health: readonly ReflectorHealth[], nowMs: number): void {

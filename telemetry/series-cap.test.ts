@@ -43,12 +43,12 @@ describe('metric series cap', () => {
     expect(await series(m)).toEqual([]);
   });
 
-  it('caps clusterd_job_reschedules_total by namespace and reason', async () => {
+  it('caps clusterd_job_reschedules_total by job_namespace and reason', async () => {
     const m = new Metrics({ processMetrics: false, maxSeriesPerMetric: 10 });
     for (let i = 0; i < 50; i++) m.countReschedule(`ns-${i}`, 'SeparateNPU');
     const s = (await m.reschedules.get()).values;
     expect(s.length).toBe(11);
-    expect(s.find((x) => x.labels.namespace === OVERFLOW_LABEL)?.value).toBe(40);
+    expect(s.find((x) => x.labels.job_namespace === OVERFLOW_LABEL)?.value).toBe(40);
   });
 });
 

@@ -47,6 +47,7 @@ const FLAGS = {
   'controller-args': { default: '', help: 'extra controller flags, space-separated; write it --controller-args="--burst-window-ms=0 --log-level=warn"' },
   'controller-entry': { default: 'ts', help: 'ts: node main.ts (type stripping, as in development); dist: tsc -p tsconfig.build.json first, then node dist/main.js (as the image runs it). Both with the image\'s NODE_OPTIONS (Dockerfile)' },
   'cpu-prof': { default: '', help: 'write V8 CPU profiles of the controller process into this folder (node --cpu-prof)' },
+  'heap-snapshot-dir': { default: '', help: 'the controller writes a V8 heap snapshot into this folder on SIGUSR2 (node --heapsnapshot-signal); analyse it with tools/bench/heap-profile.ts' },
   peer: { default: '', help: 'clusterd: also run the real ClusterD (tools/clusterd-peer) beside clusterd-ts on the same inputs and print <figure>_vs_clusterd ratios (use --scenario none for the comparison alone)' },
   'peer-nodes': { default: '100', help: 'peer: nodes (x 8 NPUs) on each of the two control planes' },
   'peer-faults': { default: '20', help: 'peer: chip faults, one at a time, for fault -> cluster-info' },
@@ -70,11 +71,19 @@ export interface BenchOptions {
   readonly out: string;
   readonly controllerArgs: readonly string[];
   readonly cpuProfDir: string;
+  readonly heapSnapshotDir: string;
   readonly controllerEntry: ControllerEntry;
   readonly peer: '' | 'clusterd';
   readonly peerNodes: number;
   readonly peerFaults: number;
   readonly peerIdleSeconds: number;
+}
+
+/** V8 flags for the controller process from the profiling options. */
+function controllerNodeArgs(o: BenchOptions): string[] {
+  const args = o.cpuProfDir === '' ? [] : ['--cpu-prof', `--cpu-prof-dir=${resolve(o.cpuProfDir)}`];
+  if (o.heapSnapshotDir !== '') args.push('--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${resolve(o.heapSnapshotDir)}`);
+  return args;
 }
 
 export function usage(): string {
@@ -111,6 +120,7 @@ export function parseBenchArgs(argv: readonly string[], now = new Date()): Bench
     out: v('out') === '' ? join(REPO, 'bench-results', `${stamp}.json`) : v('out'),
     controllerArgs: v('controller-args').split(' ').filter((a) => a !== ''),
     cpuProfDir: v('cpu-prof'),
+    heapSnapshotDir: v('heap-snapshot-dir'),
     controllerEntry: ((): ControllerEntry => {
       if (v('controller-entry') !== 'ts' && v('controller-entry') !== 'dist') throw new Error(`--controller-entry: ${JSON.stringify(v('controller-entry'))} is not ts or dist`);
       return v('controller-entry') as ControllerEntry;
@@ -154,7 +164,7 @@ export async function runBench(o: BenchOptions, print: (line: string) => void = 
       print(`# setup: benchmark control plane, ${o.nodes} kwok nodes x ${o.npus} NPUs, ${Math.floor(o.nodes / o.podsPerJob)} jobs of ${o.podsPerJob} pods`);
       cluster = await BenchCluster.start({
         binDir: binDir!, nodes: o.nodes, npus: o.npus, podsPerJob: o.podsPerJob, log: print, controllerArgs: o.controllerArgs,
-        controllerNodeArgs: o.cpuProfDir === '' ? [] : ['--cpu-prof', `--cpu-prof-dir=${resolve(o.cpuProfDir)}`],
+        controllerNodeArgs: controllerNodeArgs(o),
       });
       for (const [k, s] of Object.entries(cluster.setupSeconds)) figures.add('setup', `bench_setup_${k}_s`, s, 's');
       figures.add('setup', 'bench_jobs', cluster.fleet.jobs.length, 'jobs');
@@ -181,7 +191,7 @@ export async function runBench(o: BenchOptions, print: (line: string) => void = 
     await attempt('peer', () => runPeer({
       binDir: binDir!, nodes: o.peerNodes, faults: o.peerFaults, idleSeconds: o.peerIdleSeconds, timeoutMs: o.timeoutMs,
       controllerArgs: o.controllerArgs, log: print,
-      controllerNodeArgs: o.cpuProfDir === '' ? [] : ['--cpu-prof', `--cpu-prof-dir=${resolve(o.cpuProfDir)}`],
+      controllerNodeArgs: controllerNodeArgs(o),
     }, figures));
   }
   const wallSeconds = (Date.now() - t0) / 1000;

@@ -6,6 +6,7 @@ import { combineLatest, map, type Observable } from 'rxjs';
 import { paths, type KubeClient, type KubeObject } from '../../runtime/kube-client.ts';
 import type { ConfigMap, Node, Pod, PodGroup, VcJob, AscendJob } from '../../runtime/kube-objects.ts';
 import { Reflector, type ReflectorHealth, type ReflectorOptions } from '../../runtime/reflector.ts';
+import { digestClusterInfo, trimNode, trimPod } from './cache-shapes.ts';
 
 /** Label selectors and namespaces of MindCluster's ConfigMaps (formats.md 0.1, 0.2). */
 export const CM_SELECTORS = {
@@ -56,12 +57,12 @@ export function createSources(client: KubeClient, opts: SourcesOptions = {}): So
     publicFaults: mk({ name: 'public_fault', path: paths.configMaps(), labelSelector: s.publicFault.label }),
     faultConfig: mk({ name: 'fault_config', path: paths.configMaps(s.faultConfig.namespace), fieldSelector: `metadata.name=${s.faultConfig.name}` }),
     resetConfigs: mk({ name: 'reset_config', path: paths.configMaps(), labelSelector: s.resetConfig.label, filter: hasPrefix(s.resetConfig.prefix) }),
-    nodes: mk({ name: 'nodes', path: paths.nodes() }),
-    pods: mk({ name: 'pods', path: paths.pods(), labelSelector: opts.podLabelSelector }),
+    nodes: mk({ name: 'nodes', path: paths.nodes(), transform: trimNode }),
+    pods: mk({ name: 'pods', path: paths.pods(), labelSelector: opts.podLabelSelector, transform: trimPod }),
     podGroups: mk({ name: 'podgroups', path: paths.podGroups() }),
     vcJobs: mk({ name: 'vcjobs', path: paths.vcJobs() }),
     ascendJobs: mk({ name: 'ascendjobs', path: paths.ascendJobs() }),
-    mindxDlConfigMaps: mk({ name: 'configmaps_mindx_dl', path: paths.configMaps('mindx-dl') }),
+    mindxDlConfigMaps: mk({ name: 'configmaps_mindx_dl', path: paths.configMaps('mindx-dl'), transform: digestClusterInfo }),
     volcanoConfigMaps: mk({ name: 'configmaps_volcano_system', path: paths.configMaps('volcano-system') }),
     jobSummaryConfigMaps: mk({ name: 'configmaps_job_summary', path: paths.configMaps(), labelSelector: 'outside-job-info=true' }),
     clusterSystemConfigMaps: mk({ name: 'configmaps_cluster_system', path: paths.configMaps(opts.clusterSystemNamespace ?? 'cluster-system') }),

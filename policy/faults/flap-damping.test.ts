@@ -3,7 +3,7 @@ import { DEFAULT_FAULT_CUSTOMIZATION, type FaultCustomization } from '../../sche
 import type { FaultRecord, NpuFaultLevel } from '../../vocabulary/fault-types.ts';
 import { drivePolicy } from '../drive-policy.ts';
 import { activeEscalations, escalationPolicy, type EscalationInput } from './escalation.ts';
-import { dampView, deferRestart, heldOnly, type EntityState, type FlapDampingConfig } from './flap-damping.ts';
+import { dampView, deferRestart, type EntityState, type FlapDampingConfig } from './flap-damping.ts';
 
 const S = 1000;
 const cfg: FlapDampingConfig = { holdMs: 30 * S, recoveries: 2, windowMs: 60 * S };
@@ -72,15 +72,6 @@ describe('flap damping: restart budget', () => {
     expect(deferRestart(['n1/Ascend910-3'], last, () => false, 5 * S, cfg)).toBeUndefined(); // never recovered: not a flap
     expect(deferRestart([], last, recovered, 5 * S, cfg)).toBeUndefined(); // a failed pod is never deferred
     expect(deferRestart(['n1/Ascend910-3'], undefined, recovered, 5 * S, cfg)).toBeUndefined();
-  });
-});
-
-describe('flap damping: held records start no restart', () => {
-  it('a restart whose causes are all held waits for the first hold to end; one reported cause acts now', () => {
-    const held = (e: string): number | undefined => ({ 'n1/Ascend910-6': 40 * S, 'n1/Ascend910-7': 35 * S } as Record<string, number>)[e];
-    expect(heldOnly(['n1/Ascend910-6', 'n1/Ascend910-7'], held)).toBe(35 * S);
-    expect(heldOnly(['n1/Ascend910-6', 'n2'], held)).toBeUndefined(); // n2 reported now
-    expect(heldOnly([], held)).toBeUndefined(); // a failed pod
   });
 });
 

@@ -9,25 +9,25 @@
  * Two rules, both only for entities that recover and fault again, so a fault that comes once and
  * goes is handled exactly as ClusterD handles it:
  * 1. Hysteresis (`dampView`): an entity with at least `recoveries` recoveries within `windowMs` is
- *    *flapping*; it is held faulty (its last fault records stay in the rescheduler's view) until it
- *    has been healthy for `holdMs`. A job's fault set therefore does not
- *    blink with the link.
+ *    *flapping*; it is held faulty (its last fault records stay in the view) until it has been
+ *    healthy for `holdMs`. Applied by the fault view (controllers/fault-view.ts) as its last stage,
+ *    after the filters, to the *placement view* only (cluster-info: the scheduler keeps new pods off
+ *    flapping hardware). Never to the view decisions are taken on: a held record is hardware that is
+ *    not faulty now, so it is no cause of a restart (a pod on that chip was either restarted for that
+ *    fault already or placed there after it recovered; counting it restarted new jobs for old faults).
  * 2. Restart budget (`deferRestart`): a job restarted less than `holdMs` ago is not restarted again
  *    when every cause of the new restart is on hardware that recovered since that restart (a
  *    re-fault of flapping hardware). The decision is deferred to the end of the period and then
  *    re-decided from the view of that moment. A fault on hardware that has not flapped (a new fault
  *    elsewhere, a failed pod) restarts at once. So a flapping link restarts its job at most once per
  *    damping period.
- * 3. A held record never starts a restart on its own (`heldOnly`): the scheduler sees the hardware
- *    healthy (holds are in the decision view only), so it may place a job's new pods there; were a
- *    held record a cause, each replacement would be restarted again, in a loop. A restart whose
- *    causes are all held waits until one is reported again (then rules 1-2 apply) or the hold ends.
  *
  * FaultFrequency escalation (policy/faults/escalation.ts) counts fault *occurrences* upstream of this view,
  * on the records the sources report: damping suppresses recoveries only (and a re-fault's restart),
  * never an occurrence, so a flapping chip is still escalated (e.g. to ManuallySeparateNPU) on the
  * count ClusterD / the device plugin would reach, and the escalated level shows through at once
- * (a present record always replaces the held one).
+ * (a present record always replaces the held one). A chip escalated to ManuallySeparateNPU stays
+ * faulty in the job view, so it is never "recovered" or held: the escalation decides, not damping.
  */
 import type { FaultRecord } from '../../vocabulary/fault-types.ts';
 
@@ -138,20 +138,4 @@ export function deferRestart(
   // Every cause flapped since that restart (recovered, then faulted again): a re-fault, not news.
   // Not only the last restart's own causes: faults of one storm reach the flow in several bursts.
   return causes.every((e) => recoveredSince(e, last.atMs)) ? until : undefined;
-}
-
-/**
- * Rule 3: when every cause of a restart is held (kept by hysteresis, not reported now), the time the
- * first hold ends (the decision is taken again then, or when a cause is reported again); undefined
- * when a cause is reported now. `heldUntil(entity)`: the end of its hold, undefined if not held.
- */
-export function heldOnly(causes: readonly string[], heldUntil: (entity: string) => number | undefined): number | undefined {
-  if (causes.length === 0) return undefined;
-  let first: number | undefined;
-  for (const e of causes) {
-    const until = heldUntil(e);
-    if (until === undefined) return undefined;
-    first = first === undefined ? until : Math.min(first, until);
-  }
-  return first;
 }

@@ -194,7 +194,7 @@ describe('chaos: apiserver frozen, crashed and restarted, controller restarted, 
       const reason = await rescheduleReasonOf(admin, `${ns}/${name}-${uids.get(name)!}`);
       expect({ name, total: reason?.TotalRescheduleTimes, records: reason?.RescheduleRecords?.length }).toEqual({ name, total: 1, records: 1 });
     }
-    const reschedules = (m: MetricSample[]): number => sumOf(m, 'clusterd_job_reschedules_total', (l) => l.namespace === ns);
+    const reschedules = (m: MetricSample[]): number => sumOf(m, 'clusterd_job_reschedules_total', (l) => l.job_namespace === ns);
     // Never counted twice across the two processes. Exactly once (or even at least once) is not observable here: a restart the
     // first process counts between its last scrape and its shutdown is gone with it (as for Prometheus,
     // which sees a counter reset); the miniature below proves the replay counts exactly once.
@@ -248,7 +248,7 @@ describe('chaos, in miniature: the apiserver dies between the pod deletions and 
     expect(failed).toBe(1);
     expect(reason.TotalRescheduleTimes).toBe(1);
     expect(world.peer.statsOf('rc').deletedUids).toEqual(new Set(before.map(uidOf)));
-    const counted = (await started.metrics.reschedules.get()).values.filter((v) => v.labels.namespace === ns).reduce((n, v) => n + v.value, 0);
+    const counted = (await started.metrics.reschedules.get()).values.filter((v) => v.labels.job_namespace === ns).reduce((n, v) => n + v.value, 0);
     expect(counted).toBe(1);
   }, 120_000);
 });

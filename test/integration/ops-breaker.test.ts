@@ -5,6 +5,9 @@
  * job at most once per damping period.
  */
 import { paths } from '../../runtime/kube-client.ts';
+import type { ConfigMap } from '../../runtime/kube-objects.ts';
+import { deviceInfoCmName, parseDeviceInfoData } from '../../schemas/device-info/device-info.ts';
+import { deviceEntry } from '../support/cluster-info-read.ts';
 import type { Manager } from '../../controllers/manager.ts';
 import type { Metrics } from '../../telemetry/metrics.ts';
 import { adminClient, eventually } from '../support/cluster.ts';
@@ -182,5 +185,14 @@ describe('ops: blast-radius breaker and flap damping', () => {
     expect(elapsed).toBeLessThan(period * 1000);
     expect(deleted).toBeGreaterThanOrEqual(16); // the first fault restarts the job
     expect(deleted).toBeLessThanOrEqual(16); // and nothing more within the period
+    // Hysteresis: the flapping chip stays faulty in cluster-info (what the scheduler places by), though
+    // the device plugin reports it healthy again, until it has been healthy for the period.
+    const node0 = world.nodes[0]!;
+    const dpInfo = await client.get<ConfigMap>(paths.configMap('kube-system', deviceInfoCmName(node0)));
+    const parsed = parseDeviceInfoData(dpInfo.data, Date.now());
+    expect(parsed.ok && !parsed.value.lists.unhealthy.includes('Ascend910-0')).toBe(true);
+    const unhealthy = (await deviceEntry(client, node0))?.DeviceList['huawei.com/Ascend910-Unhealthy'] ?? '';
+    expect(unhealthy.split(',')).toContain('Ascend910-0');
+    expect(Date.now() - t0).toBeLessThan(elapsed + period * 1000); // still inside the hold
   }, 180_000);
 });

@@ -1,14 +1,13 @@
 /**
- * One size of the in-process scale scenario, in a fresh process so RSS belongs to that size alone:
- * `node --expose-gc tools/bench/scale-worker.ts --nodes N --npus 16 --update-seconds S`. Prints one
- * JSON line with the measurements. No apiserver: the objects an informer would hold (device-info
- * ConfigMaps from the device plugin simulator's own encoder, Running pods, PodGroups) are built in
- * memory and fed straight into the controller's FaultStore, JobIndex and cluster-info rendering.
+ * One size of the in-process scale scenario, in a fresh process so RSS belongs to that size alone
+ * (started through scale-entry.ts, which prints the result as one JSON line). No apiserver: the
+ * objects an informer would hold (device-info ConfigMaps from the device plugin simulator's own
+ * encoder, Running pods, PodGroups) are built in memory and fed straight into the controller's FaultStore, JobIndex and cluster-info rendering.
  * The cluster-info reconciler itself runs on in-memory ConfigMaps (its per-node cache, one pass per
  * batch of dirty nodes), next to a full render for comparison.
  */
 import { randomUUID } from 'node:crypto';
-import { parseArgs } from 'node:util';
+import { writeHeapSnapshot } from 'node:v8';
 import { FaultStore } from '../../state/fault-store.ts';
 import { JobIndex } from '../../state/job-index.ts';
 import type { ConfigMap, Node, Pod, PodGroup } from '../../runtime/kube-objects.ts';
@@ -20,6 +19,7 @@ import type { FaultRecord } from '../../vocabulary/fault-types.ts';
 import { encodeDeviceInfoData } from '../../schemas/device-info/device-info-encode.ts';
 import { DEVICE_INFO_LABELS, DEVICE_INFO_NAMESPACE, deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
 import { objectKey } from '../../runtime/reflector.ts';
+import { trimNode, trimPod } from '../../controllers/sources/cache-shapes.ts';
 import { CLUSTER_INFO_NODE_CM } from '../../schemas/cluster-info/cluster-info.ts';
 import { addChipCode, deviceInfoInput, newNodeState, removeChipCodes, type NpuNodeState } from '../simulator/npu-state.ts';
 import { fakeNode, nodeNames } from '../simulator/nodes.ts';
@@ -33,6 +33,8 @@ export interface ScaleResult {
   readonly baselineRssMiB: number;
   readonly rssMiB: number;
   readonly heapUsedMiB: number;
+  /** RSS after the initial list and a full GC: the data without the intake's garbage (rssMiB is before it). */
+  readonly rssAfterGcMiB: number;
   readonly externalMiB: number;
   readonly intakeMs: number;
   readonly firstRenderMs: number;
@@ -58,16 +60,23 @@ export interface ScaleResult {
 const mib = (b: number): number => Math.round((b / 2 ** 20) * 10) / 10;
 const gc = (): void => (globalThis as { gc?: () => void }).gc?.();
 
+/**
+ * An object as an informer holds it: parsed from the apiserver's JSON, so its strings are flat. Built
+ * by concatenation in memory they would be cons strings (a 32-byte node per piece): about 20 MiB more
+ * heap at 16,000 nodes than the controller holds for the same objects (issue 16's heap profile).
+ */
+const fromWire = <T>(o: T): T => JSON.parse(JSON.stringify(o)) as T;
+
 /** What an informer holds for one device-info CM as the apiserver returned it. */
 function deviceInfoCm(state: NpuNodeState, rv: number, nowMs: number): ConfigMap {
-  return {
+  return fromWire({
     apiVersion: 'v1', kind: 'ConfigMap',
     metadata: {
       name: deviceInfoCmName(state.name), namespace: DEVICE_INFO_NAMESPACE, labels: { ...DEVICE_INFO_LABELS },
       uid: randomUUID(), resourceVersion: String(rv), creationTimestamp: new Date(nowMs).toISOString(),
     },
     data: encodeDeviceInfoData(deviceInfoInput(state, Math.floor(nowMs / 1000))),
-  };
+  });
 }
 
 /**
@@ -142,16 +151,16 @@ export async function runScale(nodes: number, npus: number, updateSeconds: numbe
     const n = fakeNode({ name, npus }) as Node;
     n.metadata = { ...n.metadata, uid: randomUUID(), resourceVersion: String(rv++), creationTimestamp: new Date(now).toISOString() };
     n.status = { ...n.status, conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: new Date(now).toISOString(), reason: 'KubeletReady', message: 'kwok fake node is ready' } as { type: string; status: string; lastTransitionTime: string }] };
-    nodeCache.set(name, n);
+    nodeCache.set(name, trimNode(fromWire(n))); // what the node informer keeps (sources/cache-shapes.ts)
   }
   const pods = new Map<string, Pod>();
   const podGroups = new Map<string, PodGroup>();
   const nowIso = new Date(now).toISOString();
   for (const job of jobs) {
     job.uid = randomUUID();
-    const pg = podGroupObject(job) as PodGroup;
+    const pg = fromWire(podGroupObject(job)) as PodGroup;
     podGroups.set(objectKey(pg), pg);
-    for (let r = 0; r < job.nodes.length; r++) { const p = runningPodObject(job, r, nowIso, randomUUID()) as Pod; pods.set(objectKey(p), p); }
+    for (let r = 0; r < job.nodes.length; r++) { const p = trimPod(fromWire(runningPodObject(job, r, nowIso, randomUUID()))); pods.set(objectKey(p), p); }
   }
   sample();
 
@@ -191,6 +200,15 @@ export async function runScale(nodes: number, npus: number, updateSeconds: numbe
   gc();
   const cacheHeap = process.memoryUsage().heapUsed - heapBeforeCache;
   clusterInfo.checkAgainstFullRender(now);
+  // A heap snapshot of the steady state for tools/bench/heap-profile.ts; each holder is reachable by
+  // its name from one global object, so the profile can say what each one retains.
+  const snapshotPath = process.env.SCALE_HEAP_SNAPSHOT;
+  if (snapshotPath !== undefined && snapshotPath !== '') {
+    (globalThis as Record<string, unknown>).__scaleHolders = { deviceInfoCms: cmCache, nodes: nodeCache, pods, podGroups, faultStore: store, jobIndex: index, clusterInfoCms: clusterInfo.cms, clusterInfoReconciler: clusterInfo };
+    gc();
+    writeHeapSnapshot(snapshotPath);
+    delete (globalThis as Record<string, unknown>).__scaleHolders;
+  }
 
   // Sustained updates: a pool of nodes flip between one SeparateNPU chip fault and healthy; the CMs
   // are encoded beforehand (that is the device plugin's work, not ours). Each update is parsed and
@@ -244,7 +262,7 @@ export async function runScale(nodes: number, npus: number, updateSeconds: numbe
   const shardValues = [...shards.values()];
   return {
     nodes, npus, pods: pods.size, jobs: jobs.length,
-    baselineRssMiB: mib(baselineRss), rssMiB: mib(rssAfterList), heapUsedMiB: mib(mem.heapUsed), externalMiB: mib(mem.external),
+    baselineRssMiB: mib(baselineRss), rssMiB: mib(rssAfterList), heapUsedMiB: mib(mem.heapUsed), rssAfterGcMiB: mib(mem.rss), externalMiB: mib(mem.external),
     intakeMs: Math.round(t1 - t0), firstRenderMs: Math.round(t2 - t1), firstClusterInfoMs: Math.round(t2 - t0),
     shards: shardValues.length, shardBytes: shardValues.reduce((a, v) => a + Buffer.byteLength(v), 0),
     renderMs: Math.round(renderMs), firstPassMs: Math.round(firstPassMs),
@@ -252,10 +270,4 @@ export async function runScale(nodes: number, npus: number, updateSeconds: numbe
     clusterInfoCacheMiB: mib(cacheHeap), updates, updateSeconds: Math.round(elapsed * 100) / 100,
     updatesPerSecond: Math.round(updates / elapsed), rendersDuringUpdates: renders, peakRssMiB: mib(peakRss),
   };
-}
-
-if (/scale-worker\.[jt]s$/.test(process.argv[1] ?? '')) {
-  const { values } = parseArgs({ options: { nodes: { type: 'string' }, npus: { type: 'string', default: '16' }, 'update-seconds': { type: 'string', default: '10' } } });
-  const result = await runScale(Number(values.nodes), Number(values.npus), Number(values['update-seconds']));
-  process.stdout.write(`${JSON.stringify(result)}\n`);
 }

@@ -1,6 +1,6 @@
 /**
  * Scenario 4, scale and memory, in-process (no apiserver): for each size a fresh process
- * (scale-worker.ts, `--expose-gc`) builds what the informers would hold for N nodes x `npus` NPUs
+ * (scale-entry.ts, `--expose-gc`) builds what the informers would hold for N nodes x `npus` NPUs
  * (Nodes, device-info ConfigMaps, one pod per node in 16-pod jobs, PodGroups), feeds it into the
  * FaultStore and job index, renders cluster-info, then applies device-info updates for
  * `updateSeconds`. Figures per size: RSS and heap after the initial list, time to the first
@@ -16,7 +16,7 @@ import type { Figures } from './report.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 /** The worker as the controller runs (--controller-entry): TypeScript, or compiled in dist/ (no type stripper in its RSS). */
-const worker = (): string => (controllerEntry() === 'dist' ? join(HERE, '..', '..', 'dist', 'tools', 'bench', 'scale-worker.js') : join(HERE, 'scale-worker.ts'));
+const worker = (): string => (controllerEntry() === 'dist' ? join(HERE, '..', '..', 'dist', 'tools', 'bench', 'scale-entry.js') : join(HERE, 'scale-entry.ts'));
 
 export interface ScaleOptions {
   readonly sizes: readonly number[];
@@ -52,6 +52,7 @@ export async function runScaleScenario(o: ScaleOptions, figures: Figures): Promi
     results.push(r);
     figures.add('scale', `rss_mib_${nodes}_nodes`, r.rssMiB, 'MiB');
     figures.add('scale', `heap_mib_${nodes}_nodes`, r.heapUsedMiB, 'MiB');
+    figures.add('scale', `rss_after_gc_mib_${nodes}_nodes`, r.rssAfterGcMiB, 'MiB');
     figures.add('scale', `scale_first_cluster_info_ms_${nodes}_nodes`, r.firstClusterInfoMs, 'ms');
     figures.add('scale', `scale_render_ms_${nodes}_nodes`, r.renderMs, 'ms');
     figures.add('scale', `scale_cluster_info_first_pass_ms_${nodes}_nodes`, r.firstPassMs, 'ms');

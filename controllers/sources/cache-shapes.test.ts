@@ -1,0 +1,104 @@
+import { describe, expect, it } from '@jest/globals';
+import { digestClusterInfo, trimNode, trimPod } from './cache-shapes.ts';
+import { podMetaOf } from '../../state/job-index.ts';
+import { summaryPodOf } from '../job-summary.controller.ts';
+import { podUse } from '../../state/npu-usage.ts';
+import { ranksPerPodOf } from '../../policy/recovery/recovery-feed.ts';
+import { FaultStore } from '../../state/fault-store.ts';
+import { dataDigest } from '../../runtime/data-digest.ts';
+import type { KubeObject } from '../../runtime/kube-client.ts';
+import type { Node, Pod } from '../../runtime/kube-objects.ts';
+
+const T = '2026-11-26T05:29:50Z';
+
+/** A Volcano training pod as the apiserver returns it: far more than the flows read. */
+function fullPod(): KubeObject {
+  return {
+    apiVersion: 'v1', kind: 'Pod',
+    metadata: {
+      name: 'job-a-default-test-0', namespace: 'team', uid: 'u-1', resourceVersion: '42', creationTimestamp: T, generation: 1,
+      labels: { 'volcano.sh/job-name': 'job-a', 'training.kubeflow.org/replica-type': 'Worker' },
+      annotations: { 'huawei.com/AscendReal': 'Ascend910-0,Ascend910-1', 'hccl/rankIndex': '0', 'scheduling.k8s.io/group-name': 'job-a-u-job', 'huawei.com/schedule_policy': 'chip1-softShareDev' },
+      ownerReferences: [{ apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job', name: 'job-a', uid: 'u-job', controller: true, blockOwnerDeletion: true } as never],
+      managedFields: [{ manager: 'volcano', fieldsV1: { 'f:spec': {} } }],
+    },
+    spec: {
+      nodeName: 'node-0001', schedulerName: 'volcano', restartPolicy: 'Never',
+      volumes: [{ name: 'ascend-driver', hostPath: { path: '/usr/local/Ascend/driver' } }],
+      tolerations: [{ key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 }],
+      affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'host-arch', operator: 'In', values: ['huawei-arm'] }] }] } } },
+      containers: [{
+        name: 'main', image: 'train:latest', command: ['/bin/bash', '-c', 'python train.py'],
+        env: [{ name: 'MINDX_TASK_ID', value: '0' }, { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }],
+        resources: { limits: { 'huawei.com/Ascend910': '2', cpu: '8' }, requests: { 'huawei.com/Ascend910': '2' } },
+        volumeMounts: [{ name: 'ascend-driver', mountPath: '/usr/local/Ascend/driver' }],
+      }],
+    },
+    status: {
+      phase: 'Running', reason: 'Evicted', message: 'gone', hostIP: '10.0.0.1', podIP: '10.1.0.1', startTime: T,
+      conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: T }, { type: 'PodScheduled', status: 'True', lastTransitionTime: T }],
+      containerStatuses: [{
+        name: 'main', containerID: 'containerd://abc', image: 'train:latest', imageID: 'sha256:1', ready: true, restartCount: 1,
+        state: { running: { startedAt: T } }, lastState: { terminated: { exitCode: 137, reason: 'Error', startedAt: T, finishedAt: T } },
+      }],
+    },
+  };
+}
+
+function fullNode(): KubeObject {
+  return {
+    apiVersion: 'v1', kind: 'Node',
+    metadata: { name: 'node-0001', uid: 'n-1', resourceVersion: '7', labels: { 'kubernetes.io/hostname': 'node-0001' }, annotations: { 'product-serial-number': 'SN1' }, managedFields: [{}] },
+    spec: { podCIDR: '10.1.0.0/24', taints: [{ key: 'huawei.com/clusterd-fault', value: 'L1', effect: 'NoSchedule', timeAdded: T }] },
+    status: {
+      capacity: { 'huawei.com/Ascend910': '8' }, allocatable: { 'huawei.com/Ascend910': '8' },
+      conditions: [{ type: 'Ready', status: 'False', reason: 'KubeletNotReady', message: 'x', lastHeartbeatTime: T, lastTransitionTime: T }],
+      addresses: [{ type: 'InternalIP', address: '10.0.0.1' }, { type: 'Hostname', address: 'node-0001' }],
+      images: [{ names: ['train:latest'], sizeBytes: 1 }], nodeInfo: { kubeletVersion: 'v1.35' },
+    },
+  };
+}
+
+describe('what the informers keep (cache-shapes)', () => {
+  it('a trimmed pod reads the same as the whole pod in every pod reader', () => {
+    const full = fullPod() as Pod; // the whole object, read through the same (closed) type
+    const kept = trimPod(fullPod());
+    expect(podMetaOf(kept)).toEqual(podMetaOf(full));
+    expect(podMetaOf(kept).containerFailed).toBe(true); // the exit code survives the trim
+    expect(summaryPodOf(kept)).toEqual(summaryPodOf(full));
+    expect(podUse(kept)).toEqual(podUse(full));
+    const view = [{ name: 'job-a-default-test-0', npus: [] }] as unknown as Parameters<typeof ranksPerPodOf>[0];
+    expect(ranksPerPodOf(view, () => kept)).toBe(2);
+    expect(kept.status).toEqual({
+      phase: 'Running', reason: 'Evicted', message: 'gone',
+      conditions: [{ type: 'Ready', status: 'True' }, { type: 'PodScheduled', status: 'True' }],
+      containerStatuses: [{ name: 'main', containerID: 'containerd://abc', state: {}, lastState: { terminated: { exitCode: 137 } } }],
+    });
+    expect(JSON.stringify(kept)).not.toMatch(/volumes|tolerations|affinity|managedFields|podIP|image/);
+  });
+
+  it('a trimmed node reads the same: readiness, serial number, taints and addresses', () => {
+    const kept = trimNode(fullNode());
+    const a = new FaultStore();
+    const b = new FaultStore();
+    a.applyNode(kept, Date.parse(T) + 60_000);
+    b.applyNode(fullNode() as Node, Date.parse(T) + 60_000);
+    expect(a.nodeState('node-0001')).toEqual(b.nodeState('node-0001'));
+    expect(a.nodeState('node-0001')?.notReadySinceMs).toBe(Date.parse(T));
+    expect(kept.spec?.taints).toEqual((fullNode().spec as { taints: unknown }).taints);
+    expect(kept.status?.addresses?.find((x) => x.type === 'InternalIP')?.address).toBe('10.0.0.1');
+    expect(kept.metadata?.annotations?.['product-serial-number']).toBe('SN1');
+    expect(JSON.stringify(kept)).not.toMatch(/images|allocatable|nodeInfo|managedFields|Heartbeat/);
+  });
+
+  it('keeps the digest of our cluster-info shards instead of their data, and other mindx-dl ConfigMaps whole', () => {
+    const data = { 'cluster-info-device-0': '{"mindx-dl-deviceinfo-node-0001":{}}' };
+    const shard = digestClusterInfo({ metadata: { name: 'cluster-info-device-0', namespace: 'mindx-dl', resourceVersion: '3' }, data: { ...data } });
+    expect(shard.data).toBeUndefined();
+    expect(shard.dataDigest).toBe(dataDigest(data));
+    expect(shard.dataDigest).not.toBe(dataDigest({ 'cluster-info-device-0': '{}' }));
+    const state = digestClusterInfo({ metadata: { name: 'job-reschedule-reason', namespace: 'mindx-dl' }, data: { a: 'b' } });
+    expect(state.data).toEqual({ a: 'b' });
+    expect(state.dataDigest).toBeUndefined();
+  });
+});
