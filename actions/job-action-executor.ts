@@ -78,6 +78,8 @@ export interface ExecSummary {
    * decision's journal clear until then, so a crash or a failed write replays the decision.
    */
   readonly recording?: Promise<boolean>;
+  /** Wall ms from the start of `run` to the answer of the last pod DELETE (undefined: none sent); latency breakdown. */
+  readonly deletesDoneMs?: number;
 }
 
 export class JobActionExecutor {
@@ -94,6 +96,8 @@ export class JobActionExecutor {
     let recorded = false;
     let recording: Promise<boolean> | undefined;
     let reason = '';
+    const t0 = performance.now();
+    let deletesDoneMs: number | undefined;
     for (const a of p.actions) {
       if (opts.signal.aborted) throw new Error('controller stopping; decision left pending');
       await this.d.hooks?.beforeAction?.(a, { jobKey: job.key, signal: opts.signal });
@@ -104,6 +108,7 @@ export class JobActionExecutor {
           deleted.push(...s.deleted);
           alreadyGone.push(...s.gone, ...s.replaced);
           reason ||= a.reasons[0]?.faultType ?? '';
+          deletesDoneMs = performance.now() - t0;
           break;
         }
         case 'annotatePodStatus':
@@ -143,6 +148,6 @@ export class JobActionExecutor {
       if (recording === undefined) count();
       else recording.then(count, () => undefined);
     }
-    return { deleted, alreadyGone, annotated, recorded, ...(recording === undefined ? {} : { recording }) };
+    return { deleted, alreadyGone, annotated, recorded, ...(recording === undefined ? {} : { recording }), ...(deletesDoneMs === undefined ? {} : { deletesDoneMs }) };
   }
 }

@@ -161,7 +161,7 @@ export class JobsController {
         index: this.index, faultsOf, ...(d.filtered === undefined ? {} : { filtered: d.filtered }),
         states: this.states, executor, reporter, history, resetConfig, dryRun: options.dryRun, breaker: d.breaker, damper: this.damper,
         config: { graceOverTimeMs: options.graceOverTimeSeconds * 1000, pendingEscalationMs: options.pendingEscalationSeconds * 1000 },
-        registered: d.registered, afterPersist: d.afterPersist, goodput: metrics.goodput,
+        registered: d.registered, afterPersist: d.afterPersist, goodput: metrics.goodput, scheduledAtMs: (k) => this.gate?.scheduledAt(k),
         onStateChanged: () => vcjobFaultNpu.queue.add(VCJOB_FAULT_NPU_KEY),
         onGone: () => { reasons.queue.add(JOB_RESCHEDULE_REASON_KEY); vcjobFaultNpu.queue.add(VCJOB_FAULT_NPU_KEY); },
       }), 4),

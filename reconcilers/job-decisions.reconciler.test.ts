@@ -23,7 +23,7 @@ const KEY = `${NS}/llama-${UID}`;
 const persisted = (cms: FakeConfigMaps) => parseJobState(cms.get('mindx-dl', journalCmName(0))?.data?.[UID]);
 const NPUS = ['Ascend910-0', 'Ascend910-1'];
 
-function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string>; hiddenUntilMs?: number; visibleOn3?: boolean; recording?: Promise<boolean> } = {}) {
+function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string>; hiddenUntilMs?: number; visibleOn3?: boolean; recording?: Promise<boolean>; scheduledAtMs?: number } = {}) {
   const pods = new FakeStore<KubeObject>();
   const groups = new FakeStore<KubeObject>();
   groups.put(podGroupOf(NS, 'llama', UID, opts.labels ?? { 'fault-scheduling': 'force' }));
@@ -48,7 +48,7 @@ function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string>; 
       const stored = persisted(cms);
       log.push(`run ${job.key} ${p.actions.map((a) => a.type).join('+')} replay=${o.replay} persisted=${stored.ok && stored.value.pending?.decisionId === p.decisionId}`);
       if (opts.failFirstRun === true && runs === 1) throw new Error('crash after persisting');
-      return { deleted: [], alreadyGone: [], annotated: 0, recorded: true, ...(opts.recording === undefined || o.replay ? {} : { recording: opts.recording }) };
+      return { deleted: [], alreadyGone: [], annotated: 0, recorded: true, deletesDoneMs: 12.34, ...(opts.recording === undefined || o.replay ? {} : { recording: opts.recording }) };
     },
   } as unknown as JobActionExecutor;
   // With a hide window, the scheduler view leaves the fault out and the filters' snapshot marks it hidden.
@@ -69,6 +69,7 @@ function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string>; 
     registered: () => false, onStateChanged: () => undefined, onGone: () => undefined,
     // Breaker and damping are tested in breaker.test.ts / flap-damping.test.ts: here, an open gate.
     breaker: { admit: () => ({ allowed: true }) }, damper: new FlapDamper({ holdMs: 0, recoveries: 2, windowMs: 60_000 }, () => nowMs, () => false),
+    ...(opts.scheduledAtMs === undefined ? {} : { scheduledAtMs: () => opts.scheduledAtMs }),
   });
   const ctx: ReconcileContext = { log: silentLogger, signal: new AbortController().signal, now: () => nowMs };
   return { r, ctx, cms, log, chains, states, pods, groups, advance: (ms: number) => { nowMs += ms; } };
@@ -110,6 +111,17 @@ describe('job decisions reconcile', () => {
     await states.flush();
     const cleared = persisted(cms);
     expect(cleared.ok && cleared.value.pending).toBeUndefined();
+  });
+
+  it('logs where a fresh decision\'s time went: queued, decide, prepare, write-ahead, deletes (issue 16)', async () => {
+    const { r, ctx } = setup({ scheduledAtMs: 1_000_000 - 7 });
+    const lines: Array<{ msg: string; fields?: object }> = [];
+    const capture = { ...silentLogger, info: (msg: string, fields?: object) => { lines.push({ msg, ...(fields === undefined ? {} : { fields }) }); } };
+    await r.reconcile(KEY, { ...ctx, log: capture });
+    const carried = lines.find((l) => l.msg === 'job decision carried out');
+    const stages = (carried?.fields as { stagesMs?: Record<string, number> } | undefined)?.stagesMs;
+    expect(stages).toEqual({ queued: 7, decide: expect.any(Number), prepare: expect.any(Number), writeAhead: expect.any(Number), deletes: 12.3 });
+    for (const k of ['decide', 'prepare', 'writeAhead'] as const) expect(stages![k]).toBeGreaterThanOrEqual(0);
   });
 
   it('a resync with nothing new writes nothing and acts on nothing', async () => {

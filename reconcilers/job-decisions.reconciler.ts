@@ -68,7 +68,18 @@ export interface JobDecisionsDeps {
   readonly damper: FlapDamper;
   /** Goodput episodes (telemetry/goodput.ts): this reconcile observes decided, pods deleted and pods Running. */
   readonly goodput?: GoodputTracker;
+  /** When the key's pass was scheduled (the burst gate's leading or trailing edge), for the latency breakdown. */
+  readonly scheduledAtMs?: (key: string) => number | undefined;
 }
+
+/**
+ * Where a fresh decision's time went (ms), logged with `job decision carried out` (docs/benchmarks.md
+ * "Where one fault's time goes"): queued = scheduled -> reconcile start; decide = start -> decided;
+ * prepare = decided -> write-ahead sent; writeAhead = the pending record's write; deletes = write-ahead
+ * done -> last pod DELETE answered.
+ */
+interface Stages { queued?: number; decide: number; prepare: number; writeAhead: number }
+const round1 = (ms: number): number => Math.round(ms * 10) / 10;
 
 /** Decisions that delete pods: the reschedules the breaker counts and holds. */
 const reschedules = (dec: JobDecision): boolean => dec.actions.some((a) => a.type === 'evictPods' || a.type === 'forceDeletePods');
@@ -152,7 +163,7 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
    * record (faults, reason steps) of a fresh decision; a replay records from the persisted chain, and
    * if the first run had recorded it already the record's name makes that a no-op (409).
    */
-  const carryOut = async (entry: JobEntry, p: PendingDecision, state: JobRescheduleState | undefined, replay: boolean, ctx: ReconcileContext, recorded?: Parameters<typeof recordDecision>[1]): Promise<ExecSummary> => {
+  const carryOut = async (entry: JobEntry, p: PendingDecision, state: JobRescheduleState | undefined, replay: boolean, ctx: ReconcileContext, recorded?: Parameters<typeof recordDecision>[1], stages?: Stages): Promise<ExecSummary> => {
     const job = { key: entry.view.key, namespace: entry.view.namespace, name: entry.view.name, uid: entry.view.uid };
     // The episode opens (or, after a restart, reopens from the persisted times) before acting. A
     // restart's completion (GracefulExit back to 0, RetryTime + 1) is bookkeeping, not a decision on a fault.
@@ -166,6 +177,7 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
     if (replay) d.reporter.countReplay(p.kind);
     ctx.log.info(replay ? 'pending job decision carried out (replay)' : 'job decision carried out', {
       job: job.key, decisionId: p.decisionId, deleted: s.deleted, alreadyGone: s.alreadyGone, annotated: s.annotated, recorded: s.recorded,
+      ...(stages === undefined ? {} : { stagesMs: { ...stages, ...(s.deletesDoneMs === undefined ? {} : { deletes: round1(s.deletesDoneMs) }) } }),
     });
     await d.reporter.event(reporterJob(entry), p, p.chain, p.atMs);
     await recordDecision(d.history, recorded ?? decisionRecordInput(historyJob(entry), undefined, p, [{ stage: 'rule', detail: p.chain }], 'acted', p.atMs), ctx.signal);
@@ -188,6 +200,9 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
   return {
     name: 'job_decisions',
     async reconcile(key: string, ctx: ReconcileContext): Promise<Outcome> {
+      const t0 = performance.now();
+      const scheduledAt = d.scheduledAtMs?.(key);
+      const queued = scheduledAt === undefined ? undefined : Math.max(0, ctx.now() - scheduledAt);
       const entry = d.index.job(key);
       if (entry === undefined) {
         for (const r of d.states.all().filter((x) => x.jobKey === key)) await d.states.remove(r.jobUid);
@@ -222,6 +237,7 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
         aggregate, knobs: entry.knobsInput, state, nowMs, config: d.config, registered: d.registered(uid),
       });
       const dec = out.decision;
+      const tDecided = performance.now();
       const shown = withoutHidden(aggregate, nowMs);
       const acting = dec.actions.length > 0 && !alreadyActed(state, dec);
       const next = acting ? markActed(out.state, dec) : out.state;
@@ -252,9 +268,11 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
           decisionId: dec.decisionId, atMs: nowMs, kind: dec.kind, phase: dec.phase, ...(dec.row === undefined ? {} : { row: dec.row }),
           chain: faultSummary(shown) + chainOf(dec.reasons), faultSinceMs: faultSinceMs(shown, snapshot.faults), actions: resolve(entry, dec, nowMs),
         };
+        const tPut = performance.now();
         await d.states.put(key, next, p); // BEFORE acting
+        const stages: Stages = { ...(queued === undefined ? {} : { queued }), decide: round1(tDecided - t0), prepare: round1(tPut - tDecided), writeAhead: round1(performance.now() - tPut) };
         d.afterPersist?.(key, p);
-        const done = await carryOut(entry, p, next, false, ctx, decisionRecordInput(historyJob(entry), shown, dec, dec.reasons, 'acted', nowMs));
+        const done = await carryOut(entry, p, next, false, ctx, decisionRecordInput(historyJob(entry), shown, dec, dec.reasons, 'acted', nowMs), stages);
         // Lazy: written with a later journal commit (actions/job-state.action.ts), and not before the
         // reason record landed (a crash or a failed record write replays the decision, which adds it).
         d.states.clear(key, next, done.recording);

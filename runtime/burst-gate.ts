@@ -43,6 +43,9 @@ export class BurstGate {
     return due - now;
   }
 
+  /** When the key's last pass was scheduled (its leading edge, or the end of its window); latency breakdown. */
+  scheduledAt(key: string): number | undefined { return this.last.get(key); }
+
   /** Slots currently held (tests). */
   get size(): number { return this.last.size; }
 

@@ -49,6 +49,8 @@ export class Observer {
   private readonly podDeleting = new Map<string, { uid: string; atMs: number }>();
   /** Job key -> time and fault nodes of each `job decision` log line. */
   private readonly decisions = new Map<string, Array<{ atMs: number; nodes: readonly string[] }>>();
+  /** The `stagesMs` of each `job decision carried out` log line (where a fresh decision's time went). */
+  readonly stages: Array<Record<string, number>> = [];
   /** Times of the controller's lifecycle log lines (LIFECYCLE_MESSAGES). */
   private readonly lifecycle = new Map<string, number[]>();
   private readonly waiters = new Set<Waiter>();
@@ -81,6 +83,8 @@ export class Observer {
       let any = false;
       for (const l of lines) {
         if (LIFECYCLE_MESSAGES.includes(l.message)) this.lifecycle.set(l.message, [...(this.lifecycle.get(l.message) ?? []), l.atMs]);
+        const st = l.fields.stagesMs;
+        if (l.message === 'job decision carried out' && typeof st === 'object' && st !== null) this.stages.push(st as Record<string, number>);
         if (l.message !== 'job decision' || typeof l.fields.job !== 'string') continue;
         const list = this.decisions.get(l.fields.job) ?? [];
         list.push({ atMs: l.atMs, nodes: Array.isArray(l.fields.nodes) ? l.fields.nodes.map(String) : [] });

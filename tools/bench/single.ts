@@ -44,6 +44,7 @@ export async function runSingle(c: BenchCluster, o: SingleOptions, figures: Figu
   let missed = 0;
   const perFault: Array<Record<string, string | number | null>> = [];
   const stats0 = reconcileStats(await c.controller.metrics());
+  const stages0 = c.observer.stages.length;
   const cpu0 = c.controller.cpuSeconds();
   const t0 = Date.now();
   for (let start = 0; start < plan.length; start += round) {
@@ -83,6 +84,12 @@ export async function runSingle(c: BenchCluster, o: SingleOptions, figures: Figu
   const noJobs = c.jobsController ? undefined : 'the controller has no jobs flow (vcjob-fault-npu-cm, pod deletion) in this build';
   figures.addDistribution('single', 'single_fault_to_vcjob_cm', c.jobsController ? samples.vcjob : null, 'ms', noJobs);
   figures.addDistribution('single', 'single_fault_to_pods_deleted', c.jobsController ? samples.podsDeleted : null, 'ms', noJobs);
+  // The controller's own breakdown of each decision that deleted pods (load-independent in the sense
+  // that it names the stage the time went to): see reconcilers/job-decisions.reconciler.ts Stages.
+  const stages = c.observer.stages.slice(stages0);
+  for (const [k, name] of [['queued', 'queued'], ['decide', 'decide'], ['prepare', 'prepare'], ['writeAhead', 'write_ahead'], ['deletes', 'deletes']] as const) {
+    figures.addDistribution('single', `single_stage_${name}`, stages.flatMap((s) => (typeof s[k] === 'number' ? [s[k]] : [])), 'ms');
+  }
   figures.details.single = { faults: n, round, decisionSource, reconciles: passes, perFault };
 }
 
