@@ -20,7 +20,7 @@ import type { ManualInfoNode } from '../policy/faults/manual-separation.ts';
 import type { DeviceVerdict } from '../policy/faults/device-verdict.ts';
 import { ESCALATION_STATE_CM_NAME, ESCALATION_STATE_KEY, parseEscalationState, type EscalationStateDoc } from '../schemas/escalation-state/escalation-state.ts';
 import { FAULT_CONFIG_CM_NAME, FAULT_CONFIG_CM_NAMESPACE } from '../schemas/fault-config-cm/fault-config-cm.ts';
-import { RELEASE_REQUESTS_CM_NAME, parseReleaseRequests } from '../schemas/release-request/release-request.ts';
+import { RELEASE_REQUESTS_CM_NAME, parseReleaseRequests, type ParsedReleaseRequest } from '../schemas/release-request/release-request.ts';
 import { MANUAL_INFO_CM_NAME, parseManualInfoData } from '../schemas/manual-info/manual-info.ts';
 import { CLUSTERD_CONFIG_CM_NAME } from '../schemas/manual-separate-policy/manual-separate-policy.ts';
 import type { ClusterInfoView } from '../reconcilers/cluster-info.reconciler.ts';
@@ -47,6 +47,11 @@ export interface FaultPolicyControllerDeps {
   readonly reportedUnhealthy: (node: string) => readonly string[];
   readonly onViewChange: (nodes: readonly string[]) => void;
   readonly onStateChange: () => void;
+  /**
+   * Operator release requests, handed on before the policy applies them (the fault view ends flap
+   * holds of the released chips: an operator's release is not a flap).
+   */
+  readonly onRelease: (requests: readonly ParsedReleaseRequest[]) => void;
   /** --device-plugin-rules (FaultPolicyEngineDeps.deviceRules); default off, as ClusterD. */
   readonly deviceRules?: boolean;
   /**
@@ -175,6 +180,7 @@ export class FaultPolicyController implements FaultPolicy {
       this.log.warn('release request skipped', { configMap: RELEASE_REQUESTS_CM_NAME, reason: s });
       this.deps.metrics?.invalidInput.inc({ format: 'release-requests', reason: 'schema' });
     }
+    this.deps.onRelease(p.value.requests);
     this.engine.operatorReleases(p.value.requests, now);
   }
 

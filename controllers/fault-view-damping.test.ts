@@ -54,4 +54,20 @@ describe('FaultView: flap damping is the stage after the filters, in the placeme
     expect(w.view.recoveredSince('n1/Ascend910-3', -1)).toBe(false);
     expect(w.view.placement('n1')).toEqual([]); // hidden by the filter, never held
   });
+
+  it('an operator release ends the hold of the released chip; an old request replayed leaves a later flap held', () => {
+    const w = world();
+    const manual = r('80E18402', 'ManuallySeparateNPU');
+    w.set(0, [sep]); w.set(1_000, []); w.set(2_000, [sep]); w.set(3_000, []);
+    w.set(4_000, [manual]); // escalated by FaultFrequency: faulty, not held
+    const release = { node: 'n1', npus: ['Ascend910-3'], by: 'ops', at: '', atMs: 5_000 };
+    w.view.release([release]);
+    w.set(5_100, []); // the policy released it: without the release this recovery was a flap, holding ManuallySeparateNPU for 30 s
+    expect(w.view.placement('n1')).toEqual([]);
+    // It flaps again after the release: the same request, replayed by a resync, changes nothing.
+    w.set(6_000, [sep]); w.set(7_000, []); w.set(8_000, [sep]); w.set(9_000, []);
+    expect(w.view.placement('n1')).toEqual([sep]);
+    w.view.release([release]);
+    expect(w.view.placement('n1')).toEqual([sep]);
+  });
 });

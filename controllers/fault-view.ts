@@ -37,6 +37,7 @@ import type { FaultStore } from '../state/fault-store.ts';
 import { jobSnapshotOf, type JobSnapshot } from './fault-filters.controller.ts';
 import { dampView, type EntityState, type FlapDampingConfig } from '../policy/faults/flap-damping.ts';
 import type { FlapDampedCounter } from '../state/flap-damper.ts';
+import type { ParsedReleaseRequest } from '../schemas/release-request/release-request.ts';
 
 /** The scheduler-view filters: one evaluation of a node's job view (fault-filters.controller.ts). */
 export interface SchedulerFilters {
@@ -124,6 +125,28 @@ export class FaultView {
   placement(node: string): readonly FaultRecord[] {
     const v = this.view(node);
     return v.held.length === 0 ? v.scheduler : [...v.scheduler, ...v.held];
+  }
+
+  /**
+   * `kubectl clusterd release` requests: the damping memory of each released chip is forgotten when
+   * all of it is from before the request (a replayed old request leaves later flaps alone), so the
+   * recovery the release causes is not counted as a flap and its last separated records are not held.
+   */
+  release(requests: readonly ParsedReleaseRequest[]): void {
+    const nodes: string[] = [];
+    for (const r of requests) {
+      const st = this.damp.get(r.node);
+      if (st === undefined) continue;
+      const next = new Map(st);
+      for (const npu of r.npus) {
+        const e = next.get(`${r.node}/${npu}`);
+        if (e !== undefined && e.recoveries.every((t) => t <= r.atMs) && (e.healthySinceMs ?? 0) <= r.atMs) next.delete(`${r.node}/${npu}`);
+      }
+      if (next.size === st.size) continue;
+      if (next.size === 0) this.damp.delete(r.node); else this.damp.set(r.node, next);
+      nodes.push(r.node);
+    }
+    this.notify(nodes);
   }
 
   /** The entity (`node` or `node/device`) recovered (per the job view) after t, within the damping window. */

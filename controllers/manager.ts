@@ -27,6 +27,7 @@ import { GrpcController } from './grpc.controller.ts';
 import { FaultPolicyController } from './fault-policy.controller.ts';
 import { ESCALATION_STATE_CM_NAME } from '../schemas/escalation-state/escalation-state.ts';
 import { MANUAL_INFO_CM_NAME } from '../schemas/manual-info/manual-info.ts';
+import type { ParsedReleaseRequest } from '../schemas/release-request/release-request.ts';
 import { ESCALATION_STATE_RECONCILE_KEY, escalationStateReconciler } from '../reconcilers/escalation-state.reconciler.ts';
 import { MANUAL_INFO_RECONCILE_KEY, manualInfoReconciler } from '../reconcilers/manual-info.reconciler.ts';
 import { STATISTIC_FAULT_RECONCILE_KEY, statisticFaultReconciler } from '../reconcilers/statistic-fault.reconciler.ts';
@@ -85,6 +86,7 @@ interface Ports {
   readonly jobFacts: Subject<{ readonly jobId: string; readonly nodes: readonly string[] }>;
   readonly redecide: Subject<string>;
   readonly breakerReset: Subject<void>;
+  readonly released: Subject<readonly ParsedReleaseRequest[]>;
 }
 
 export class Manager implements HealthSource {
@@ -166,6 +168,8 @@ export class Manager implements HealthSource {
       redecide: new Subject<string>(),
       /** The breaker was reset: every job is decided again. */
       breakerReset: new Subject<void>(),
+      /** `kubectl clusterd release` requests, before the policy applies them: flap holds of the chips end. */
+      released: new Subject<readonly ParsedReleaseRequest[]>(),
     };
 
     // Intake: sources -> FaultStore -> ports.intake.
@@ -186,6 +190,7 @@ export class Manager implements HealthSource {
       deviceRules: options.devicePluginRules,
       persistState: options.persistPolicyState,
       onStateChange: () => ports.policyState.next(),
+      onRelease: (requests) => ports.released.next(requests),
     });
     // The fault view: job view and scheduler view per node, computed once per change (fault-view.ts).
     // Flap damping's holds end on a timer key per node, re-announced like the filters' windows.
@@ -303,6 +308,7 @@ export class Manager implements HealthSource {
         start: () => {
           subs.push(ports.intake.subscribe((c) => { faultPolicy.observe(c.nodes); faults.intake(c); }));
           subs.push(ports.reannounce.subscribe((nodes) => faults.notify(nodes)));
+          subs.push(ports.released.subscribe((requests) => faults.release(requests)));
           this.dampTimers.start();
           subs.push(ports.sideState.subscribe(persistSide));
           subs.push(ports.jobFacts.subscribe(({ jobId, nodes }) => filters.jobFactsChanged(jobId, nodes)));
