@@ -35,10 +35,21 @@ describe('flap damping: hysteresis', () => {
     expect(v[6]!.records).toEqual([]); // 30 s healthy
   });
 
-  it('a re-fault during the hold restarts the healthy clock; an escalated level shows through at once', () => {
-    const v = run([[0, [chip(0)]], [1 * S, []], [2 * S, [chip(2 * S)]], [3 * S, []], [20 * S, [chip(20 * S, 'ManuallySeparateNPU')]], [21 * S, []], [40 * S, []], [52 * S, []]]);
+  it('a re-fault during the hold restarts the healthy clock', () => {
+    const v = run([[0, [chip(0)]], [1 * S, []], [2 * S, [chip(2 * S)]], [3 * S, []], [20 * S, [chip(20 * S, 'SeparateNPU')]], [21 * S, []], [40 * S, []], [52 * S, []]]);
+    expect(v[4]!.records.map((r) => r.level)).toEqual(['SeparateNPU']);
+    expect(v[6]!.records.map((r) => r.level)).toEqual(['SeparateNPU']); // held from 21 s
+    expect(v[7]!.records).toEqual([]);
+  });
+
+  it('an escalated level shows through at once; the end of a manual separation is a release, not a flap', () => {
+    const v = run([[0, [chip(0)]], [1 * S, []], [2 * S, [chip(2 * S)]], [3 * S, []], [20 * S, [chip(20 * S, 'ManuallySeparateNPU')]], [21 * S, []], [30 * S, [chip(30 * S)]], [31 * S, []]]);
+    expect(v[3]!.held).toEqual(['n1/Ascend910-3']);
     expect(v[4]!.records.map((r) => r.level)).toEqual(['ManuallySeparateNPU']);
-    expect(v[6]!.records.map((r) => r.level)).toEqual(['ManuallySeparateNPU']); // held from 21 s
+    // An operator released it (kubectl clusterd release, manual-info Total, the device plugin's key):
+    // not held, its flap memory forgotten, so one more fault and recovery is handled as ClusterD does.
+    expect(v[5]!.records).toEqual([]);
+    expect(v[5]!.state.size).toBe(0);
     expect(v[7]!.records).toEqual([]);
   });
 

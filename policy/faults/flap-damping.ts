@@ -28,6 +28,8 @@
  * count ClusterD / the device plugin would reach, and the escalated level shows through at once
  * (a present record always replaces the held one). A chip escalated to ManuallySeparateNPU stays
  * faulty in the job view, so it is never "recovered" or held: the escalation decides, not damping.
+ * Its end is an operator's release (whichever path), never a flap: the entity is forgotten, so a
+ * released chip is usable at once and its next fault counts from zero, as its escalation counters do.
  */
 import type { FaultRecord } from '../../vocabulary/fault-types.ts';
 
@@ -101,6 +103,9 @@ export function dampView(records: readonly FaultRecord[], prev: ReadonlyMap<stri
       continue;
     }
     if (p === undefined) continue;
+    // The end of a manual separation is an operator's release (kubectl clusterd release, Total in
+    // clusterd-manual-info-cm, the device plugin's key), never a flap: the entity is forgotten.
+    if (p.healthySinceMs === undefined && p.last.some((r) => r.level === 'ManuallySeparateNPU')) continue;
     const since = p.healthySinceMs ?? nowMs;
     const rec = p.healthySinceMs === undefined ? [...recoveries, nowMs] : recoveries;
     const flapping = rec.length >= cfg.recoveries;
