@@ -17,16 +17,18 @@ const pending = (uid: string): PendingDecision => ({
 function setup(opts: { gapMs?: number } = {}) {
   const cms = new FakeConfigMaps();
   const replays: string[] = [];
+  const expedited: number[] = [];
   const writer = new ConfigMapWriter(cms.client());
   // The controller arms a work-queue key (controllers/jobs.controller.ts); a plain timer here.
   const store: JobStateStore = new JobStateStore({
     cached: (name) => cms.get(NS, name), cachedNames: () => [...cms.objects.values()].map((c) => c.metadata?.name ?? ''),
     writer, client: cms.client(), dryRun: false, commitGapMs: opts.gapMs ?? 100, lazyMs: 60_000,
     wake: (ms) => { setTimeout(() => void store.commitDue(), ms); },
+    expediteHold: () => expedited.push(Date.now()),
     onHoldFailed: (key) => replays.push(key),
   });
   const journal = (shard = 0) => cms.get(NS, journalCmName(shard))?.data ?? {};
-  return { cms, store, journal, replays };
+  return { cms, store, journal, replays, expedited };
 }
 
 describe('job state journal', () => {
@@ -155,15 +157,17 @@ describe('job state journal', () => {
       expect(replays).toEqual(['ns/a']);
     });
 
-    it('a put of the job waits for the record, and fails when it failed', async () => {
-      const { store, journal } = setup({ gapMs: 0 });
+    it('a put of the job waits for the record (asking its writer to write now), and fails when it failed', async () => {
+      const { store, journal, expedited } = setup({ gapMs: 0 });
       await store.put('ns/a', state('a'), pending('a'));
       const record = deferred();
       store.clear('ns/a', state('a'), record.promise);
+      expect(expedited).toHaveLength(0); // a held clear alone waits for the store's own pace
       let done = false;
       const next = store.put('ns/a', state('a', ['a/g1/job', 'a/g1/complete'])).then(() => { done = true; });
       await new Promise((r) => setTimeout(r, 20));
       expect(done).toBe(false);
+      expect(expedited).toHaveLength(1); // the decision waiting on it is not held for the store's gap
       record.resolve();
       await next;
       const r = parseJobState(journal().a);

@@ -61,6 +61,8 @@ export interface JobStateStoreDeps {
    * armed time wins (WorkQueue.addAfter). Timers go through the runtime (layering rule).
    */
   readonly wake: (ms: number) => void;
+  /** A put waits for a held clear's hold (the job's reason record): ask its writer to write now. */
+  readonly expediteHold: () => void;
   /** A held clear's hold failed: the job (its key) must be reconciled again to replay its decision. */
   readonly onHoldFailed?: (jobKey: string) => void;
 }
@@ -296,6 +298,7 @@ export class JobStateStore {
     }
     const hold = this.holds.get(uid);
     if (hold !== undefined) {
+      this.d.expediteHold();
       try { await hold; } catch (e) { throw new Error(`job journal: the reason record of the last decision was not written (${String(e)}); it is replayed`); }
     }
     const cur = this.text(uid);

@@ -132,6 +132,7 @@ export class JobsController {
       // within 200 ms wait out the rest of it: the single bench's write-ahead p50 161 ms.
       commitGapMs: 0,
       wake: (ms) => this.loops?.journal.queue.addAfter(JOB_JOURNAL_KEY, ms),
+      expediteHold: () => this.reasonStore?.expedite(),
       onHoldFailed: (key) => this.loops?.decisions.queue.add(key),
     });
     if (!options.rescheduling) { this.loops = undefined; this.gate = undefined; this.history = undefined; return; }

@@ -35,6 +35,7 @@ function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string>; 
   const states: JobStateStore = new JobStateStore({
     cached: (name) => cms.get('mindx-dl', name), cachedNames: () => [...cms.objects.values()].map((c) => c.metadata?.name ?? ''),
     writer, client: cms.client(), dryRun: false, lazyMs: 60_000, wake: (ms) => { setTimeout(() => void states.commitDue(), ms); },
+    expediteHold: () => undefined,
   });
   const faults: Record<string, FaultRecord[]> = { 'node-2': [chipFault('node-2', 'Ascend910-0', 'SeparateNPU', '80E18402')] };
   const visible: Record<string, FaultRecord[]> = opts.visibleOn3 === true ? { 'node-3': [chipFault('node-3', 'Ascend910-1', 'SeparateNPU', '80E18401')] } : {};

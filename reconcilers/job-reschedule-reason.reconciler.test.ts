@@ -99,6 +99,26 @@ describe('job-reschedule-reason store', () => {
     expect(cms.writes).toHaveLength(2); // 4 restarts, 2 writes
   });
 
+  it('expedite: records a decision waits on are written at once, not at the end of the gap', async () => {
+    const cms = new FakeConfigMaps();
+    const now = 10_000;
+    const store = new RescheduleReasonStore({
+      cached: () => cms.get('mindx-dl', 'job-reschedule-reason'), writer: new ConfigMapWriter(cms.client()),
+      liveJobKeys: () => new Set(['ns/a-u1', 'ns/b-u2']), log: silentLogger, gapMs: 1000, now: () => now, wake: () => undefined,
+    });
+    const add = (k: string) => store.add({ jobKey: k, jobUid: k.slice(-2), atMs: now, tasks: [task], replay: false });
+    expect(await add('ns/a-u1')).toBe(true);
+    const held = add('ns/b-u2'); // within the gap: armed for later
+    await new Promise((r) => setImmediate(r));
+    expect(cms.writes).toHaveLength(1);
+    store.expedite();
+    expect(await held).toBe(true);
+    expect(cms.writes).toHaveLength(2);
+    store.expedite(); // nothing queued: no write
+    await new Promise((r) => setImmediate(r));
+    expect(cms.writes).toHaveLength(2);
+  });
+
   it('records queued when the loops stop are not written by this process (the next leader replays them)', async () => {
     const cms = new FakeConfigMaps();
     let now = 10_000;

@@ -99,6 +99,16 @@ export class RescheduleReasonStore implements RescheduleReasonSink {
 
   resume(): void { this.acting = true; }
 
+  /**
+   * A decision waits on a queued record (the job's next journal put holds for its last record):
+   * write the queued records now instead of at the end of the gap. A job restarted again within
+   * the gap is rare, and its decision otherwise sat in the queue for up to a second.
+   */
+  expedite(): void {
+    if (!this.acting || !this.pending || this.queued.length === 0) return;
+    void this.serial(() => this.flush());
+  }
+
   /** The armed flush's pass (reasons loop): writes the queued records when due, else arms again. */
   async flushDue(): Promise<void> {
     if (!this.pending || this.queued.length === 0) return;
