@@ -161,7 +161,11 @@ export class ControlPlane {
     this.procs.delete(name);
     try { process.kill(-p.pid, signal); } catch { return; }
     try { process.kill(-p.pid, 'SIGCONT'); } catch { /* gone */ } // a paused process only takes the signal once resumed
-    const dead = await Promise.race([p.exited.then(() => true), sleep(10_000).then(() => false)]);
+    // The grace timer is cleared once the process is gone: left armed, each one held the test run
+    // (Jest's "did not exit one second after the test run") or a bench up to 10 s after stop().
+    let grace: NodeJS.Timeout | undefined;
+    const dead = await Promise.race([p.exited.then(() => true), new Promise<false>((r) => { grace = setTimeout(() => r(false), 10_000); })]);
+    clearTimeout(grace);
     if (!dead) { try { process.kill(-p.pid, 'SIGKILL'); } catch { /* gone */ } await p.exited; }
   }
 
