@@ -133,6 +133,9 @@ export class ConfigMapWriter {
           data: target.data,
         });
       }
+      // Kept as the informer keeps objects (runtime/reflector.ts): a next write from this copy is
+      // then as small, and as protobuf, as one from the cache.
+      if (obj.metadata?.managedFields !== undefined) delete obj.metadata.managedFields;
       this.writes.set(kind, (this.writes.get(kind) ?? 0) + 1);
       this.lastWritten.set(`${target.namespace}/${target.name}`, obj);
       this.metrics?.apiWrites.inc({ kind, result: 'success' });

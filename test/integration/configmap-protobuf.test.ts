@@ -48,6 +48,14 @@ describe('ConfigMaps written as protobuf', () => {
     expect(stored(x)).toEqual(stored(y));
     expect(x.data).toEqual(awkward);
     expect(a.obj?.metadata?.resourceVersion).toBe(x.metadata?.resourceVersion);
+    // A next write from the writer's own copy (the informer not caught up yet) goes as protobuf too.
+    await pb.ensure('t', { ...target('pb'), data: { ...awkward, once: 'more' } }, undefined);
+    expect(pb.encodings.get('protobuf')).toBe(2);
+    [x] = await readBoth();
+    expect(x.data).toEqual({ ...awkward, once: 'more' });
+    await json.ensure('t', { ...target('json'), data: { ...awkward, once: 'more' } }, undefined);
+    [x, y] = await readBoth();
+    expect(stored(x)).toEqual(stored(y));
 
     // Updates from a cached copy that carries owners, finalizers, generateName and immutable=false,
     // as someone else's edit may leave them.
@@ -63,7 +71,7 @@ describe('ConfigMaps written as protobuf', () => {
     const next = { ...target(''), data: { ...awkward, more: 'v2 "quoted"' }, annotations: { note: 'changed' } };
     await pb.ensure('t', { ...next, name: 'pb' }, x);
     await json.ensure('t', { ...next, name: 'json' }, y);
-    expect(pb.encodings.get('protobuf')).toBe(2);
+    expect(pb.encodings.get('protobuf')).toBe(3);
     [x, y] = await readBoth();
     expect(stored(x)).toEqual(stored(y));
     expect(x.metadata?.ownerReferences).toHaveLength(1);
