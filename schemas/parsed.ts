@@ -1,4 +1,4 @@
-import type { ErrorObject, ValidateFunction } from 'ajv';
+import type { ErrorObject } from 'ajv';
 
 /**
  * Why an input was refused: the bounded `reason` label of `clusterd_invalid_input_total` (README,
@@ -53,6 +53,15 @@ export function parseJson(what: string, text: string, limits: JsonLimits = {}): 
 
 type AjvResult = { readonly errors?: readonly (Pick<ErrorObject, 'instancePath' | 'message'> & { readonly keyword?: string })[] | null };
 
+/**
+ * A JSON Schema check: the code ajv generates at build time (tools/gen-validators.ts, the
+ * `*.validators.gen.ts` files) or, in tests, `ajv.compile()`. Like ajv's ValidateFunction, it
+ * keeps the errors of its last failed call in `errors`.
+ */
+export interface SchemaValidator<T = unknown> extends AjvResult {
+  (data: unknown): data is T;
+}
+
 /** The errors of ajv's last failed validation on one line, e.g. `/DeviceInfo/UpdateTime must be integer`. */
 export const ajvErrors = (validate: AjvResult): string =>
   (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'invalid'}`).join('; ');
@@ -85,7 +94,7 @@ export const ajvRejected = <T = never>(what: string, validate: AjvResult, data?:
   rejected(`${what}: ${ajvErrors(validate)}`, ajvKind(validate, data));
 
 /** `parseJson`, then the ajv schema check (`<what>: <ajv errors>` on failure). */
-export function parseValidated<T>(what: string, text: string, validate: ValidateFunction<T>, limits: JsonLimits = {}): Parsed<T> {
+export function parseValidated<T>(what: string, text: string, validate: SchemaValidator<T>, limits: JsonLimits = {}): Parsed<T> {
   const json = parseJson(what, text, limits);
   if (!json.ok) return json;
   return validate(json.value) ? ok(json.value) : ajvRejected(what, validate, json.value);

@@ -3,15 +3,14 @@
  * (formats.md 3.1). Data key = the CM's own name; value = JSON object keyed by the *source* CM name
  * (a Go map, so keys sorted), or `""` when there is nothing to report.
  */
-import { Ajv, type ValidateFunction } from 'ajv';
 import { goJson, goMap } from '../go-json.ts';
-import { ok, parseValidated, rejected, type Parsed } from '../parsed.ts';
+import { ok, parseValidated, rejected, type Parsed, type SchemaValidator } from '../parsed.ts';
 import { encodeDeviceFaultList, parseDeviceFaultList } from '../device-info/device-fault.ts';
 import { encodeSwitchFaultEvent, validateSwitchFaultEvent } from '../device-info/switch-info.ts';
 import { deviceInfoWire } from '../device-info/device-info.ts';
 import { switchInfoFields, type SwitchFaultInfo } from '../device-info/switch-info.ts';
 import { nodeInfoWire, type FaultDev } from '../node-info/node-info.ts';
-import schema from './cluster-info.schema.json' with { type: 'json' };
+import { validateDeviceMap, validateNodeMap, validateSwitchMap } from './cluster-info.validators.gen.ts';
 
 export const CLUSTER_INFO_NAMESPACE = 'mindx-dl';
 export const CLUSTER_INFO_LABEL_KEY = 'mx-consumer-volcano';
@@ -82,17 +81,11 @@ export function encodeClusterInfo(entries: Readonly<Record<string, ClusterInfoEn
   return goJson(goMap(Object.fromEntries(keys.map((k) => [k, clusterInfoEntryWire(entries[k]!)]))));
 }
 
-const ajv = new Ajv({ allErrors: false, strict: true, allowUnionTypes: true });
-ajv.addSchema(schema);
-const def = <T>(name: string): ValidateFunction<T> => {
-  const v = ajv.getSchema<T>(`${schema.$id}#/$defs/${name}`);
-  if (v === undefined) throw new Error(`cluster-info schema has no $defs/${name}`);
-  return v;
-};
+// ajv's code, generated at build time (tools/gen-validators.ts): no schema compiler at run time.
 const validators = {
-  device: def<Record<string, DeviceInfoEntry>>('DeviceMap'),
-  node: def<Record<string, NodeInfoEntry>>('NodeMap'),
-  switch: def<Record<string, SwitchInfoEntry>>('SwitchMap'),
+  device: validateDeviceMap as SchemaValidator<Record<string, DeviceInfoEntry>>,
+  node: validateNodeMap as SchemaValidator<Record<string, NodeInfoEntry>>,
+  switch: validateSwitchMap as SchemaValidator<Record<string, SwitchInfoEntry>>,
 };
 export type ClusterInfoKind = keyof typeof validators;
 
@@ -150,7 +143,7 @@ function checkNested(kind: ClusterInfoKind, key: string, e: ClusterInfoEntry): {
  */
 export function parseClusterInfo(kind: ClusterInfoKind, text: string): Parsed<Record<string, ClusterInfoEntry>> {
   if (text === '') return ok({});
-  const p = parseValidated(`cluster-info ${kind}`, text, validators[kind] as ValidateFunction<Record<string, ClusterInfoEntry>>);
+  const p = parseValidated(`cluster-info ${kind}`, text, validators[kind] as SchemaValidator<Record<string, ClusterInfoEntry>>);
   if (!p.ok) return p;
   const out: Record<string, ClusterInfoEntry> = {};
   for (const [k, e] of Object.entries(p.value)) {

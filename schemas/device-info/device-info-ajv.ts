@@ -1,15 +1,11 @@
 /**
- * The device-info JSON Schema, compiled once (formats.md 1.1). Each parser module asks for its
+ * The device-info JSON Schema's validators (formats.md 1.1), generated at build time from its
+ * `$defs` (tools/gen-validators.ts): no schema compiler at run time. Each parser module asks for its
  * validator by `$defs` name and gives it its own type (so this module imports none of theirs).
  */
-import { Ajv, type ValidateFunction } from 'ajv';
-import schema from './device-info.schema.json' with { type: 'json' };
+import type { SchemaValidator } from '../parsed.ts';
+import * as generated from './device-info.validators.gen.ts';
 
-const ajv = new Ajv({ allErrors: false, strict: true, allowUnionTypes: true });
-ajv.addSchema(schema);
+export type DeviceInfoDef = 'DeviceInfoCfg' | 'UpgradeFaultReason' | 'DeviceFaultList' | 'SwitchFaultInfo' | 'SwitchFaultEvent';
 
-export const deviceInfoValidator = <T>(name: string): ValidateFunction<T> => {
-  const v = ajv.getSchema<T>(`${schema.$id}#/$defs/${name}`);
-  if (v === undefined) throw new Error(`device-info schema has no $defs/${name}`);
-  return v;
-};
+export const deviceInfoValidator = <T>(name: DeviceInfoDef): SchemaValidator<T> => generated[`validate${name}`] as SchemaValidator<T>;

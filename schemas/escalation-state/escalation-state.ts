@@ -5,10 +5,9 @@
  * them back at start. These types are also the policy engines' state types (policy/ works on them
  * directly), so nothing is converted between memory and the wire. All times are Unix milliseconds.
  */
-import schema from './escalation-state.schema.json' with { type: 'json' };
-import { Ajv } from 'ajv';
+import { validate as generated } from './escalation-state.validators.gen.ts';
 import { goJson, goMap } from '../go-json.ts';
-import { parseValidated, type Parsed } from '../parsed.ts';
+import { parseValidated, type Parsed, type SchemaValidator } from '../parsed.ts';
 
 export const ESCALATION_STATE_CM_NAMESPACE = 'cluster-system';
 export const ESCALATION_STATE_CM_NAME = 'clusterd-ts-escalation-state';
@@ -143,8 +142,8 @@ export const emptyEscalationStateDoc = (savedAtMs = 0): EscalationStateDoc => ({
   filters: EMPTY_FILTER_STATE,
 });
 
-const ajv = new Ajv({ allErrors: false, strict: true, allowUnionTypes: true });
-const validate = ajv.compile<EscalationStateDoc>(schema);
+// ajv's code, generated at build time (tools/gen-validators.ts): no schema compiler at run time.
+const validate = generated as SchemaValidator<EscalationStateDoc>;
 
 /** Parses the ConfigMap value. Rejects anything not exactly this version's shape (start fresh then). */
 export function parseEscalationState(text: string): Parsed<EscalationStateDoc> {

@@ -3,10 +3,9 @@
  * Top-level keys are arrays of upper-case hex codes; each key names the level its codes get.
  * A code listed under several keys takes the most serious level (A2301001 in the default file).
  */
-import { Ajv } from 'ajv';
-import schema from './fault-code.schema.json' with { type: 'json' };
+import { validate as generated } from './fault-code.validators.gen.ts';
 import { goJson } from '../go-json.ts';
-import { ok, parseValidated, type Parsed } from '../parsed.ts';
+import { ok, parseValidated, type Parsed, type SchemaValidator } from '../parsed.ts';
 import { severityRank, type NpuFaultLevel } from '../../vocabulary/fault-types.ts';
 
 /** Chip lists, in the order the default file declares them, with the level each emits. */
@@ -46,8 +45,8 @@ export interface FaultCodeTable {
   readonly network: ReadonlyMap<string, NpuFaultLevel>;
 }
 
-const ajv = new Ajv({ allErrors: false, strict: true });
-const validate = ajv.compile<Record<string, unknown>>(schema);
+// ajv's code, generated at build time (tools/gen-validators.ts): no schema compiler at run time.
+const validate = generated as SchemaValidator<Record<string, unknown>>;
 
 /** Parses faultCode.json text. Unknown keys are ignored; a wrong type or a non-hex code rejects the file. */
 export function parseFaultCode(text: string): Parsed<FaultCodeConfig> {

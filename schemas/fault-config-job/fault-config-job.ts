@@ -4,11 +4,10 @@
  * (no json tags) and `checkCode` = hex SHA-256 of its Go JSON (formats.md 0.3).
  * Parsing follows Go `json.Unmarshal`: absent fields are zero, unknown keys are dropped.
  */
-import { Ajv } from 'ajv';
 import { checkCode } from '../check-code.ts';
 import { goJson } from '../go-json.ts';
-import { ok, parseValidated, rejected, type Parsed } from '../parsed.ts';
-import schema from './fault-config-job.schema.json' with { type: 'json' };
+import { ok, parseValidated, rejected, type Parsed, type SchemaValidator } from '../parsed.ts';
+import { validate as generated } from './fault-config-job.validators.gen.ts';
 
 export const FAULT_CONFIG_NAME_PREFIX = 'fault-config-';
 export const FAULT_NPUS_KEY = 'fault-npus';
@@ -31,7 +30,8 @@ export interface FaultConfigData {
 }
 
 type RawInfo = Partial<Record<keyof TaskFaultInfo, unknown>>;
-const validate = new Ajv({ allErrors: false, allowUnionTypes: true }).compile<RawInfo>(schema);
+// ajv's code, generated at build time (tools/gen-validators.ts): no schema compiler at run time.
+const validate = generated as SchemaValidator<RawInfo>;
 
 const inGoOrder = (i: TaskFaultInfo): TaskFaultInfo => ({
   FaultRank: i.FaultRank === null ? null : [...i.FaultRank],

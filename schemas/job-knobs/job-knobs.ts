@@ -25,8 +25,8 @@
  * past the per-knob cap are ignored with a warning. Maps that are not string -> string are
  * filtered entry by entry.
  */
-import { Ajv } from 'ajv';
-import schema from './job-knobs.schema.json' with { type: 'json' };
+import { validate as generated } from './job-knobs.validators.gen.ts';
+import type { SchemaValidator } from '../parsed.ts';
 import {
   readCsv,
   readEnum,
@@ -122,7 +122,8 @@ export interface JobKnobsResult {
 }
 
 type StringMap = Readonly<Record<string, string>>;
-const validateMap = new Ajv({ allErrors: false }).compile<StringMap>(schema);
+// ajv's code, generated at build time (tools/gen-validators.ts): no schema compiler at run time.
+const validateMap = generated as SchemaValidator<StringMap>;
 
 /** Own string-valued entries only; anything else is reported and skipped. */
 function stringEntries(what: string, map: unknown, warnings: string[]): Map<string, string> {

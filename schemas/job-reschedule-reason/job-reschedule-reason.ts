@@ -8,10 +8,9 @@
  * rounds each drop the oldest record of every job that still has more than one (`trimToSize`).
  * Parsing follows Go `json.Unmarshal` (absent or null scalars are zero, unknown keys dropped).
  */
-import { Ajv } from 'ajv';
 import { goJson } from '../go-json.ts';
 import { ok, parseValidated, type Parsed } from '../parsed.ts';
-import schema from './job-reschedule-reason.schema.json' with { type: 'json' };
+import { validate as generated } from './job-reschedule-reason.validators.gen.ts';
 
 export const JOB_RESCHEDULE_REASON_CM_NAME = 'job-reschedule-reason';
 export const JOB_RESCHEDULE_REASON_NAMESPACE = 'mindx-dl';
@@ -71,7 +70,8 @@ export interface RescheduleReason {
 export type RescheduleHistory = ReadonlyMap<string, RescheduleReason>;
 
 type Raw = Record<string, unknown>;
-const validate = new Ajv({ allErrors: false, allowUnionTypes: true }).compile(schema);
+// ajv's code, generated at build time (tools/gen-validators.ts): no schema compiler at run time.
+const validate = generated;
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 const num = (v: unknown): number => (typeof v === 'number' ? v : 0);
 

@@ -12,10 +12,9 @@
  * Encoding: Go-compatible JSON (schemas/go-json.ts) of objects rebuilt in one fixed field order, so
  * an unchanged state encodes to unchanged bytes and the writer writes nothing.
  */
-import { Ajv } from 'ajv';
 import { goJson } from '../go-json.ts';
 import { ok, parseValidated, rejected, type Parsed } from '../parsed.ts';
-import schema from './job-state.schema.json' with { type: 'json' };
+import { validate as generated } from './job-state.validators.gen.ts';
 import type {
   ActiveRestart, B6Row, DecisionKind, DecisionPhase, EvictionReason, JobAction, JobRescheduleState, PodRef, RescheduleTaskReason,
 } from '../../vocabulary/job-decision-state.ts';
@@ -146,7 +145,8 @@ export function encodeJobState(r: JobStateRecord): string {
   });
 }
 
-const validate = new Ajv({ allErrors: false, allowUnionTypes: true }).compile(schema);
+// ajv's code, generated at build time (tools/gen-validators.ts): no schema compiler at run time.
+const validate = generated;
 
 /** Parses `job-state.json`. Never throws. */
 export function parseJobState(text: string | undefined): Parsed<JobStateRecord> {

@@ -2,11 +2,10 @@
  * `cluster-system/clusterd-manual-info-cm`, written by ClusterD (formats.md 2.6): ClusterD's own
  * manual separation (N faults in a window -> ManuallySeparateNPU). Data key = node name.
  */
-import { Ajv } from 'ajv';
 import { compareUtf8, goJson, goMap } from '../go-json.ts';
-import { ok, parseValidated, rejected, type Parsed } from '../parsed.ts';
+import { ok, parseValidated, rejected, type Parsed, type SchemaValidator } from '../parsed.ts';
 import { isNpuName } from '../device-info/device-fault.ts';
-import schema from './manual-info.schema.json' with { type: 'json' };
+import { validate as generated } from './manual-info.validators.gen.ts';
 
 export const MANUAL_INFO_NAMESPACE = 'cluster-system';
 export const MANUAL_INFO_CM_NAME = 'clusterd-manual-info-cm';
@@ -26,8 +25,8 @@ export interface ManualInfo {
   readonly Detail: Readonly<Record<string, readonly ManualFaultDetail[] | null>> | null;
 }
 
-const ajv = new Ajv({ allErrors: false, strict: true, allowUnionTypes: true });
-const validate = ajv.compile<ManualInfo>(schema);
+// ajv's code, generated at build time (tools/gen-validators.ts): no schema compiler at run time.
+const validate = generated as SchemaValidator<ManualInfo>;
 
 export const encodeManualInfo = (v: ManualInfo): string =>
   goJson({

@@ -2,12 +2,11 @@
  * `mindx-dl/mindx-dl-nodeinfo-<node>`, written by NodeD (formats.md 1.2). Data keys `NodeInfo`
  * (JSON, CheckCode over the inner NodeInfo) and `updateTime` (RFC3339, outside the hash).
  */
-import { Ajv } from 'ajv';
 import { checkCode } from '../check-code.ts';
 import { goJson } from '../go-json.ts';
-import { ajvRejected, ok, parseJson, rejected, type Parsed } from '../parsed.ts';
+import { ajvRejected, ok, parseJson, rejected, type Parsed, type SchemaValidator } from '../parsed.ts';
 import { severityRank, type FaultRecord, type NpuFaultLevel } from '../../vocabulary/fault-types.ts';
-import schema from './node-info.schema.json' with { type: 'json' };
+import { validate as generated } from './node-info.validators.gen.ts';
 
 export const NODE_INFO_NAMESPACE = 'mindx-dl';
 export const NODE_INFO_CM_PREFIX = 'mindx-dl-nodeinfo-';
@@ -71,8 +70,8 @@ export interface WithWarningsCm {
   readonly warnings: readonly string[];
 }
 
-const ajv = new Ajv({ allErrors: false, strict: true, allowUnionTypes: true });
-const validate = ajv.compile<NodeInfoCm>(schema);
+// ajv's code, generated at build time (tools/gen-validators.ts): no schema compiler at run time.
+const validate = generated as SchemaValidator<NodeInfoCm>;
 const CODE_RE = /^[0-9A-Fa-f]{1,16}$/;
 const RFC3339_RE = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 

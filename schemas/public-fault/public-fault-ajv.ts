@@ -1,6 +1,6 @@
-/** The public-fault JSON Schema, compiled once. */
-import { Ajv, type ValidateFunction } from 'ajv';
-import schema from './public-fault.schema.json' with { type: 'json' };
+/** The public-fault JSON Schema's validators, generated at build time (tools/gen-validators.ts): no schema compiler at run time. */
+import type { SchemaValidator } from '../parsed.ts';
+import * as generated from './public-fault.validators.gen.ts';
 
 /** Shape as the schema admits it, before the value rules (optional parts may be absent or null). */
 export interface RawPubFaultConfig {
@@ -8,14 +8,6 @@ export interface RawPubFaultConfig {
   publicFaultResource: string[] | null;
 }
 
-const ajv = new Ajv({ allErrors: false, strict: true, allowUnionTypes: true });
-ajv.addSchema(schema);
-const def = <T>(name: string): ValidateFunction<T> => {
-  const v = ajv.getSchema<T>(`${schema.$id}#/$defs/${name}`);
-  if (v === undefined) throw new Error(`public-fault schema has no $defs/${name}`);
-  return v;
-};
-
 /** Types only; the value rules are in public-fault.ts. */
-export const validatePubFaultInfo = def<object>('PubFaultInfo');
-export const validatePublicFaultConfiguration = def<RawPubFaultConfig>('PublicFaultConfiguration');
+export const validatePubFaultInfo = generated.validatePubFaultInfo as SchemaValidator<object>;
+export const validatePublicFaultConfiguration = generated.validatePublicFaultConfiguration as SchemaValidator<RawPubFaultConfig>;

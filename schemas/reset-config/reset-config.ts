@@ -9,11 +9,10 @@
  * re-encoding (and its checkCode) is what ClusterD would compute. Field names are matched exactly
  * (Go would also accept other letter cases).
  */
-import { Ajv } from 'ajv';
 import { checkCode } from '../check-code.ts';
 import { goJson } from '../go-json.ts';
-import { ok, parseValidated, rejected, type Parsed } from '../parsed.ts';
-import schema from './reset-config.schema.json' with { type: 'json' };
+import { ok, parseValidated, rejected, type Parsed, type SchemaValidator } from '../parsed.ts';
+import { validate as generated } from './reset-config.validators.gen.ts';
 
 export const RESET_CONFIG_NAME_PREFIX = 'reset-config-';
 /** Label the user puts on the ConfigMap so that the device plugin watches it (formats.md 0.2). */
@@ -77,7 +76,8 @@ export const MAX_RESET_JSON_CHARS = 1024 * 1024;
 type RawRank = Partial<Record<keyof TaskDevInfo, unknown>>;
 type RawInfo = Partial<Record<keyof TaskResetInfo, unknown>>;
 
-const validate = new Ajv({ allErrors: false, allowUnionTypes: true }).compile<RawInfo>(schema);
+// ajv's code, generated at build time (tools/gen-validators.ts): no schema compiler at run time.
+const validate = generated as SchemaValidator<RawInfo>;
 
 const canonicalRank = (r: RawRank): TaskDevInfo => ({
   RankId: (r.RankId as number | undefined) ?? 0,

@@ -7,10 +7,9 @@
  * spec does not give the shape of its values, so only its name and keys are defined here.
  * Parsing follows Go `json.Unmarshal` (absent or null scalars are zero, unknown keys dropped).
  */
-import { Ajv } from 'ajv';
 import { goJson } from '../go-json.ts';
 import { ok, parseValidated, type Parsed } from '../parsed.ts';
-import schema from './tor-share.schema.json' with { type: 'json' };
+import { validate as generated } from './tor-share.validators.gen.ts';
 
 export const TOR_SHARE_CM_NAME = 'tor-share-cm';
 export const TOR_SHARE_NAMESPACE = 'volcano-system';
@@ -48,7 +47,8 @@ export interface TorShare {
 export type GlobalTorInfo = ReadonlyMap<string, TorShare>;
 
 type Raw = Record<string, unknown>;
-const validate = new Ajv({ allErrors: false, allowUnionTypes: true }).compile(schema);
+// ajv's code, generated at build time (tools/gen-validators.ts): no schema compiler at run time.
+const validate = generated;
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 
 const node = (n: NodeJobInfo | Raw): NodeJobInfo => {

@@ -9,10 +9,9 @@
  * The update is incremental: keys we do not write (legacy keys, anyone else's) are kept.
  * Parsing follows Go `json.Unmarshal` (absent or null scalars are zero, unknown keys dropped).
  */
-import { Ajv, type ValidateFunction } from 'ajv';
 import { goJson } from '../go-json.ts';
 import { ok, parseValidated, type Parsed } from '../parsed.ts';
-import schema from './vcjob-fault-npu.schema.json' with { type: 'json' };
+import { validateFaultNodes, validateRemainRetryTimes } from './vcjob-fault-npu.validators.gen.ts';
 
 export const VCJOB_FAULT_NPU_CM_NAME = 'vcjob-fault-npu-cm';
 export const VCJOB_FAULT_NPU_NAMESPACE = 'volcano-system';
@@ -61,15 +60,6 @@ export interface RemainRetryTimes {
 export type RemainRetryTimesMap = ReadonlyMap<string, RemainRetryTimes>;
 
 type Raw = Record<string, unknown>;
-const ajv = new Ajv({ allErrors: false, allowUnionTypes: true });
-ajv.addSchema(schema);
-const getValidator = (def: string): ValidateFunction => {
-  const v = ajv.getSchema(`vcjob-fault-npu#/definitions/${def}`);
-  if (v === undefined) throw new Error(`vcjob-fault-npu.schema.json: definition ${def} missing`); // build error
-  return v as ValidateFunction; // the schema has no $async, so validation is synchronous
-};
-const validateFaultNodes = getValidator('faultNodes');
-const validateRemainRetryTimes = getValidator('remainRetryTimes');
 
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 const num = (v: unknown): number => (typeof v === 'number' ? v : 0);
