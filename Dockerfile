@@ -18,8 +18,10 @@ COPY . .
 # tsc fails the build on a type error; esbuild (tools/bundle/build.ts) then writes the controller
 # as one tree-shaken file, dist-bundle/main.mjs, with the gRPC .proto files beside it in
 # dist-bundle/protos/ (docs/benchmarks.md "One bundled file": less RSS and less CPU to start than
-# tsc's dist/ with node_modules). The JSON schemas are inside the bundle.
+# tsc's dist/ with node_modules). The JSON Schema validators are inside the bundle as the code ajv
+# generated from them (schemas/**/*.validators.gen.ts; tools/gen-validators.ts fails here if one is stale).
 RUN node node_modules/typescript/bin/tsc -p tsconfig.build.json --noEmit \
+ && node tools/gen-validators.ts \
  && node tools/bundle/build.ts dist-bundle \
  && test -f dist-bundle/main.mjs && test -f dist-bundle/protos/recover.proto
 
