@@ -52,7 +52,6 @@ describe('BreakerController: persisted state', () => {
     s.echo();
     await s.c.loop.idle();
     expect(s.cluster.writes.map((w) => w.verb)).toEqual(['create', 'update']);
-    expect(s.stored().windowMs).toBe(60 * S); // readers prune by it
     expect(s.stored().scopes.cluster?.window.jobs.map((w) => w.key)).toEqual(['uid-1', 'uid-2']);
 
     // Both stamps leave the 60 s window; passes triggered meanwhile (the watch) write nothing.
@@ -67,6 +66,7 @@ describe('BreakerController: persisted state', () => {
     await s.c.loop.idle();
     expect(s.cluster.writes.map((w) => w.verb)).toEqual(['create', 'update', 'update']);
     expect(s.stored().scopes.cluster?.window.jobs.map((w) => w.key)).toEqual(['uid-2']);
+    expect(s.stored().windowMs).toBe(60 * S); // readers prune by it
     await s.c.stop();
   });
 
