@@ -16,14 +16,14 @@ import { BreakerController } from './breaker.controller.ts';
 const S = 1000;
 const KEY = `${BREAKER_NAMESPACE}/${BREAKER_CM_NAME}`;
 
-function setup() {
+function setup(limits = { jobs: 100, autoResetMs: 0 }) {
   const clock = new ManualClock();
   const cms = new FakeSource<ConfigMap>();
   const sources = { mindxDlConfigMaps: cms, nodes: new FakeSource<KubeObject>() } as unknown as Sources;
   const cluster = fakeConfigMaps();
   const c = new BreakerController({
     sources, writer: cluster.writer, client: {} as KubeClient, domainLabel: '',
-    config: { windowMs: 60 * S, domain: { chips: 0, nodes: 0, jobs: 100 }, cluster: { chips: 0, nodes: 0, jobs: 100 }, autoResetMs: 0 },
+    config: { windowMs: 60 * S, domain: { chips: 0, nodes: 0, jobs: limits.jobs }, cluster: { chips: 0, nodes: 0, jobs: limits.jobs }, autoResetMs: limits.autoResetMs },
     superPodOf: () => undefined, faultsOf: () => [], onReset: () => undefined,
     log: recordingLogger([]), metrics: new Metrics({ processMetrics: false }), now: () => clock.now(), clock,
   });
@@ -85,6 +85,20 @@ describe('BreakerController: persisted state', () => {
     s.echo();
     await s.c.loop.idle();
     expect(s.cluster.writes.length).toBe(n);
+    await s.c.stop();
+  });
+
+  it('keeps the requeue for the auto-reset: a tripped scope is reset and written when its time comes, with no other event', async () => {
+    const s = setup({ jobs: 1, autoResetMs: 30 * S });
+    expect(s.c.admit('jobs', 'uid-1', ['n1']).allowed).toBe(true);
+    expect(s.c.admit('jobs', 'uid-2', ['n1']).allowed).toBe(false); // trips cluster
+    await s.c.loop.idle();
+    await s.clock.run(2 * S); // the persist window's trailing pass
+    await s.c.loop.idle();
+    expect(s.stored().scopes.cluster?.tripped).toBe(true);
+    await s.clock.run(28 * S);
+    await s.c.loop.idle();
+    expect(s.stored().scopes.cluster).toMatchObject({ tripped: false, reason: 'auto-reset after 30 s' });
     await s.c.stop();
   });
 });
