@@ -28,7 +28,7 @@ import { DEVICE_INFO_LABELS, deviceInfoCmName } from '../../schemas/device-info/
 import { ESCALATION_STATE_CM_NAME, ESCALATION_STATE_KEY, parseEscalationState } from '../../schemas/escalation-state/escalation-state.ts';
 import { RELEASE_REQUESTS_CM_NAME, parseReleaseRequests } from '../../schemas/release-request/release-request.ts';
 import type { ConfigMap } from '../../runtime/kube-objects.ts';
-import { rescheduleReasonAfter, startManager } from './jobs-support.ts';
+import { rescheduleReasonAfter, startManager } from '../support/jobs-support.ts';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const CLI = join(REPO, 'cli', 'kubectl-clusterd.ts');
