@@ -47,6 +47,7 @@ export function fakeConfigMaps() {
       return {};
     },
   } as unknown as KubeClient;
-  return { objects, writes, writer: new ConfigMapWriter(client) };
+  // JSON bodies: this stand-in stores objects, it does not decode protobuf (runtime/configmap-protobuf.ts).
+  return { objects, writes, writer: new ConfigMapWriter(client, { protobuf: false }) };
 }
 
