@@ -19,8 +19,14 @@ describe('encodeConfigMap', () => {
       { ...base, data: { k: 1 as unknown as string } },
       { ...base, metadata: { ...base.metadata, ownerReferences: [{ apiVersion: 'v1', kind: 'X', name: 'n', uid: 'u', extra: 1 } as never] } },
       { ...base, metadata: { ...base.metadata, generation: 1.5 } },
+      { ...base, kind: 'Secret' },
     ];
     for (const c of cases) expect(encodeConfigMap(c)).toBeUndefined();
+  });
+
+  it('encodes an object as a LIST returns it (no apiVersion and kind) as a ConfigMap', () => {
+    const { apiVersion: _a, kind: _k, ...listed } = base;
+    expect(encodeConfigMap(listed)).toEqual(encodeConfigMap(base));
   });
 
   it('leaves the cache-only digest out', () => {

@@ -16,7 +16,8 @@
  * deletionTimestamp, managedFields, binaryData, a field of a newer API) gets `undefined`, and the caller sends
  * it as JSON, so nothing the object holds is ever dropped by this encoder.
  */
-import type { ConfigMap } from './kube-objects.ts';
+/** Any object (the caller's KubeObject; no import of it, kube-client.ts imports this module). */
+type Obj = { readonly [k: string]: unknown };
 
 export const PROTOBUF_CONTENT_TYPE = 'application/vnd.kubernetes.protobuf';
 const MAGIC = Buffer.from([0x6b, 0x38, 0x73, 0x00]);
@@ -82,36 +83,37 @@ const stringMap = (v: unknown): v is Record<string, string> =>
 const onlyKeys = (o: object, allowed: ReadonlySet<string>): boolean => Object.keys(o).every((k) => allowed.has(k));
 
 /** The protobuf body for `cm`, or undefined when it holds anything this encoder does not cover. */
-export function encodeConfigMap(cm: ConfigMap): Buffer | undefined {
+export function encodeConfigMap(cm: Obj): Buffer | undefined {
   const { dataDigest: _never, ...obj } = cm;
   if (!onlyKeys(obj, TOP)) return undefined;
-  const m = obj.metadata ?? {};
-  if (!onlyKeys(m, META)) return undefined;
+  if ((obj.apiVersion !== undefined && obj.apiVersion !== 'v1') || (obj.kind !== undefined && obj.kind !== 'ConfigMap')) return undefined;
+  const m = (obj.metadata ?? {}) as Obj & { ownerReferences?: unknown; finalizers?: unknown };
+  if (typeof m !== 'object' || m === null || !onlyKeys(m, META)) return undefined;
   for (const k of ['name', 'generateName', 'namespace', 'uid', 'resourceVersion', 'creationTimestamp'] as const) {
     if (m[k] !== undefined && typeof m[k] !== 'string') return undefined;
   }
-  if (m.generation !== undefined && !Number.isSafeInteger(m.generation)) return undefined;
+  if (m.generation !== undefined && !(Number.isSafeInteger(m.generation) && (m.generation as number) >= 0)) return undefined;
   if ((m.labels !== undefined && !stringMap(m.labels)) || (m.annotations !== undefined && !stringMap(m.annotations))) return undefined;
   if (obj.data !== undefined && !stringMap(obj.data)) return undefined;
   if (obj.immutable !== undefined && typeof obj.immutable !== 'boolean') return undefined;
   const finalizers = m.finalizers;
   if (finalizers !== undefined && !(Array.isArray(finalizers) && finalizers.every((f) => typeof f === 'string'))) return undefined;
-  const owners = m.ownerReferences ?? [];
+  const owners = (m.ownerReferences ?? []) as Array<Record<string, string | boolean | undefined>>;
   const ownerOk = (o: unknown): boolean => typeof o === 'object' && o !== null && onlyKeys(o, OWNER) &&
     Object.entries(o).every(([k, v]) => (k === 'controller' || k === 'blockOwnerDeletion' ? typeof v === 'boolean' : typeof v === 'string'));
   if (!Array.isArray(owners) || !owners.every(ownerOk)) return undefined;
 
   const meta = new Message()
-    .string(1, m.name).string(2, m.generateName as string | undefined).string(3, m.namespace)
-    .string(5, m.uid).string(6, m.resourceVersion).uint(7, m.generation)
-    .map(11, m.labels).map(12, m.annotations);
+    .string(1, m.name as string | undefined).string(2, m.generateName as string | undefined).string(3, m.namespace as string | undefined)
+    .string(5, m.uid as string | undefined).string(6, m.resourceVersion as string | undefined).uint(7, m.generation as number | undefined)
+    .map(11, m.labels as Record<string, string> | undefined).map(12, m.annotations as Record<string, string> | undefined);
   for (const o of owners) {
-    meta.message(13, new Message().string(1, o.kind).string(3, o.name).string(4, o.uid).string(5, o.apiVersion)
-      .uint(6, o.controller).uint(7, (o as { blockOwnerDeletion?: boolean }).blockOwnerDeletion));
+    meta.message(13, new Message().string(1, o.kind as string | undefined).string(3, o.name as string | undefined).string(4, o.uid as string | undefined)
+      .string(5, o.apiVersion as string | undefined).uint(6, o.controller as boolean | undefined).uint(7, o.blockOwnerDeletion as boolean | undefined));
   }
   for (const f of (finalizers as string[] | undefined) ?? []) meta.string(14, f);
   const body = new Message().message(1, meta)
-    .map(2, obj.data)
+    .map(2, obj.data as Record<string, string> | undefined)
     .uint(4, obj.immutable as boolean | undefined);
   const unknown = new Message()
     .message(1, new Message().string(1, 'v1').string(2, 'ConfigMap'))

@@ -45,7 +45,7 @@ const FLAGS = {
   'timeout-seconds': { default: '60', help: 'longest wait for one outcome' },
   out: { default: '', help: 'JSON report path (default bench-results/<ISO timestamp>.json)' },
   'controller-args': { default: '', help: 'extra controller flags, space-separated; write it --controller-args="--burst-window-ms=0 --log-level=warn"' },
-  'controller-entry': { default: 'ts', help: 'ts: node main.ts (type stripping, as in development); dist: tsc -p tsconfig.build.json first, then node dist/main.js; bundle: tools/bundle/build.ts first, then node dist-bundle/main.mjs (as the image runs it; the in-process scale run then runs from the TypeScript sources). All with the image\'s NODE_OPTIONS (Dockerfile)' },
+  'controller-entry': { default: 'ts', help: 'ts: node main.ts (type stripping, as in development); dist: tsc -p tsconfig.build.json first, then node dist/main.js; bundle: tools/bundle/build.ts first, then node dist-bundle/main.mjs (as the image runs it); the in-process scale worker runs in the same form (sources, dist/, or bundled like the image). All with the image\'s NODE_OPTIONS (Dockerfile)' },
   'cpu-prof': { default: '', help: 'write V8 CPU profiles of the controller process into this folder (node --cpu-prof)' },
   'heap-snapshot-dir': { default: '', help: 'the controller writes a V8 heap snapshot into this folder on SIGUSR2 (node --heapsnapshot-signal); analyse it with tools/bench/heap-profile.ts' },
   peer: { default: '', help: 'clusterd: also run the real ClusterD (tools/clusterd-peer) beside clusterd-ts on the same inputs and print <figure>_vs_clusterd ratios (use --scenario none for the comparison alone)' },

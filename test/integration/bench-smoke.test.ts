@@ -54,6 +54,7 @@ describe('make bench (smoke: tiny sizes, short durations)', () => {
     const headline = [
       'single_fault_to_decision_p50_ms', 'single_fault_to_decision_p99_ms', 'single_fault_to_pods_deleted_p50_ms',
       'single_fault_to_pods_deleted_p99_ms', 'storm_all_jobs_written_s', 'storm_writes_per_affected_job', 'steady_state_writes',
+      'steady_state_rss_min_mib', 'steady_state_rss_median_mib', 'steady_state_rss_max_mib', 'steady_state_rss_band_percent',
       ...SCALE_SIZES.map((n) => `rss_mib_${n}_nodes`), 'cold_start_synced_s',
     ];
     for (const name of headline) expect([name, figures.has(name)]).toEqual([name, true]);

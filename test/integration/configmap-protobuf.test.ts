@@ -33,15 +33,18 @@ describe('ConfigMaps written as protobuf', () => {
   });
 
   it('stores what JSON stores, on create and on update, and sends protobuf', async () => {
-    const pb = new ConfigMapWriter(client);
-    const json = new ConfigMapWriter(client, { protobuf: false });
+    const pbClient = adminClient();
+    const jsonClient = adminClient();
+    jsonClient.protobufBodies = false;
+    const pb = new ConfigMapWriter(pbClient);
+    const json = new ConfigMapWriter(jsonClient);
     const target = (name: string) => ({
       namespace: ns, name, labels: { 'mx-consumer-cim': 'true', 'a.b/c': 'd' }, annotations: { note: 'x "y"', 'clusterd-ts.io/n': '{"a":1}' }, data: awkward,
     });
     const a = await pb.ensure('t', target('pb'), undefined);
     const b = await json.ensure('t', target('json'), undefined);
-    expect(pb.encodings.get('protobuf')).toBe(1);
-    expect(json.encodings.get('protobuf')).toBeUndefined();
+    expect(pbClient.bodyEncodings.get('protobuf')).toBe(1);
+    expect(jsonClient.bodyEncodings.get('protobuf')).toBeUndefined();
     const readBoth = async (): Promise<[ConfigMap, ConfigMap]> =>
       [await client.get<ConfigMap>(paths.configMap(ns, 'pb')), await client.get<ConfigMap>(paths.configMap(ns, 'json'))];
     let [x, y] = await readBoth();
@@ -50,7 +53,7 @@ describe('ConfigMaps written as protobuf', () => {
     expect(a.obj?.metadata?.resourceVersion).toBe(x.metadata?.resourceVersion);
     // A next write from the writer's own copy (the informer not caught up yet) goes as protobuf too.
     await pb.ensure('t', { ...target('pb'), data: { ...awkward, once: 'more' } }, undefined);
-    expect(pb.encodings.get('protobuf')).toBe(2);
+    expect(pbClient.bodyEncodings.get('protobuf')).toBe(2);
     [x] = await readBoth();
     expect(x.data).toEqual({ ...awkward, once: 'more' });
     await json.ensure('t', { ...target('json'), data: { ...awkward, once: 'more' } }, undefined);
@@ -71,7 +74,7 @@ describe('ConfigMaps written as protobuf', () => {
     const next = { ...target(''), data: { ...awkward, more: 'v2 "quoted"' }, annotations: { note: 'changed' } };
     await pb.ensure('t', { ...next, name: 'pb' }, x);
     await json.ensure('t', { ...next, name: 'json' }, y);
-    expect(pb.encodings.get('protobuf')).toBe(3);
+    expect(pbClient.bodyEncodings.get('protobuf')).toBe(3);
     [x, y] = await readBoth();
     expect(stored(x)).toEqual(stored(y));
     expect(x.metadata?.ownerReferences).toHaveLength(1);
@@ -88,10 +91,10 @@ describe('ConfigMaps written as protobuf', () => {
 
   it('sends JSON, and keeps the field, when the object holds one the encoder does not cover', async () => {
     const made = await client.create<ConfigMap>(paths.configMaps(ns), { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'bin', namespace: ns }, binaryData: { blob: Buffer.from([0, 1, 2, 255]).toString('base64') }, data: { a: '1' } } as ConfigMap);
-    const w = new ConfigMapWriter(client);
-    await w.ensure('t', { namespace: ns, name: 'bin', data: { a: '2' } }, made);
-    expect(w.encodings.get('json')).toBe(1);
-    expect(w.encodings.get('protobuf')).toBeUndefined();
+    const c = adminClient();
+    await new ConfigMapWriter(c).ensure('t', { namespace: ns, name: 'bin', data: { a: '2' } }, made);
+    expect(c.bodyEncodings.get('json')).toBe(1);
+    expect(c.bodyEncodings.get('protobuf')).toBeUndefined();
     const back = await client.get<ConfigMap & { binaryData?: Record<string, string> }>(paths.configMap(ns, 'bin'));
     expect(back.data).toEqual({ a: '2' });
     expect(back.binaryData).toEqual({ blob: 'AAEC/w==' });

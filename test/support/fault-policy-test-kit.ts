@@ -47,7 +47,6 @@ export function fakeConfigMaps() {
       return {};
     },
   } as unknown as KubeClient;
-  // JSON bodies: this stand-in stores objects, it does not decode protobuf (runtime/configmap-protobuf.ts).
-  return { objects, writes, writer: new ConfigMapWriter(client, { protobuf: false }) };
+  return { objects, writes, writer: new ConfigMapWriter(client) };
 }
 

@@ -2,6 +2,7 @@ import { parseBenchArgs } from '../bench.ts';
 import { diffCounts, parseMetrics, sumOf, writesByKind } from './controller-process.ts';
 import { percentile, planJobs } from './fixtures.ts';
 import { Figures } from './report.ts';
+import { rssBand } from './steady.ts';
 
 describe('bench helpers', () => {
   it('percentile is nearest-rank', () => {
@@ -30,6 +31,13 @@ describe('bench helpers', () => {
     expect(writesByKind(m)).toEqual({ cluster_info: 3, pod_force_delete: 8 });
     expect(sumOf(m, 'clusterd_api_requests_total')).toBe(14);
     expect(diffCounts({ a: 5, b: 2 }, { a: 3, b: 2 })).toEqual({ a: 2 });
+  });
+
+  it('sums up steady-state RSS samples as min, median, max and band (max-min)/min', () => {
+    const b = rssBand([120, 150, Number.NaN, 100, 130, 110]);
+    expect(b).toEqual({ samples: 5, minMiB: 100, maxMiB: 150, medianMiB: 120, bandPercent: 50 });
+    expect(rssBand([128, 128])?.bandPercent).toBe(0);
+    expect(rssBand([Number.NaN])).toBeNull();
   });
 
   it('parses flags with defaults and rejects bad ones', () => {

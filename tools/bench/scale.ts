@@ -9,14 +9,24 @@
  */
 import { spawn } from 'node:child_process';
 import { controllerEntry, imageNodeOptions } from './controller-process.ts';
-import { dirname, join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ScaleResult } from './scale-worker.ts';
 import type { Figures } from './report.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-/** The worker as the controller runs (--controller-entry): TypeScript, or compiled in dist/ (no type stripper in its RSS). */
-const worker = (): string => (controllerEntry() === 'dist' ? join(HERE, '..', '..', 'dist', 'tools', 'bench', 'scale-entry.js') : join(HERE, 'scale-entry.ts'));
+/**
+ * The worker in the form the controller runs (--controller-entry), so the RSS figures carry the same
+ * module floor: the TypeScript sources (type stripping loads its compiler, +20-30 MiB), tsc's dist/
+ * (built by useControllerEntry('dist')), or an esbuild bundle made like the image's.
+ */
+async function workerEntry(): Promise<string> {
+  switch (controllerEntry()) {
+    case 'dist': return join(HERE, '..', '..', 'dist', 'tools', 'bench', 'scale-entry.js');
+    case 'bundle': return (await import('../bundle/build.ts')).bundleScaleWorker();
+    case 'ts': return join(HERE, 'scale-entry.ts');
+  }
+}
 
 export interface ScaleOptions {
   readonly sizes: readonly number[];
@@ -25,9 +35,9 @@ export interface ScaleOptions {
   readonly log: (line: string) => void;
 }
 
-function runWorker(nodes: number, npus: number, updateSeconds: number): Promise<ScaleResult> {
+function runWorker(worker: string, nodes: number, npus: number, updateSeconds: number): Promise<ScaleResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--expose-gc', worker(), '--nodes', String(nodes), '--npus', String(npus), '--update-seconds', String(updateSeconds)], {
+    const child = spawn(process.execPath, ['--expose-gc', worker, '--nodes', String(nodes), '--npus', String(npus), '--update-seconds', String(updateSeconds)], {
       // With the image's V8 heap flags, so the figures are those of the process as it ships.
       stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1', NODE_OPTIONS: imageNodeOptions() },
     });
@@ -46,9 +56,11 @@ function runWorker(nodes: number, npus: number, updateSeconds: number): Promise<
 
 export async function runScaleScenario(o: ScaleOptions, figures: Figures): Promise<void> {
   const results: ScaleResult[] = [];
+  const worker = await workerEntry();
+  o.log(`# scale: worker ${relative(join(HERE, '..', '..'), worker)} (--controller-entry ${controllerEntry()})`);
   for (const nodes of o.sizes) {
     o.log(`# scale: ${nodes} nodes x ${o.npus} NPUs`);
-    const r = await runWorker(nodes, o.npus, o.updateSeconds);
+    const r = await runWorker(worker, nodes, o.npus, o.updateSeconds);
     results.push(r);
     figures.add('scale', `rss_mib_${nodes}_nodes`, r.rssMiB, 'MiB');
     figures.add('scale', `heap_mib_${nodes}_nodes`, r.heapUsedMiB, 'MiB');
@@ -62,4 +74,5 @@ export async function runScaleScenario(o: ScaleOptions, figures: Figures): Promi
     figures.add('scale', `scale_updates_per_s_${nodes}_nodes`, r.updatesPerSecond, 'updates/s');
   }
   figures.details.scale = results;
+  figures.details.scaleWorkerEntry = controllerEntry();
 }

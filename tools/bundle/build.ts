@@ -41,8 +41,26 @@ export async function bundle(outdir = join(REPO, 'dist-bundle')): Promise<string
   rmSync(outdir, { recursive: true, force: true });
   mkdirSync(outdir, { recursive: true });
   const outfile = join(outdir, 'main.mjs');
+  await bundleEntry(join(REPO, 'main.ts'), outfile);
+  // grpc/protos.ts loads ./protos/ relative to import.meta.url, which is now this file.
+  cpSync(join(REPO, 'grpc', 'protos'), join(outdir, 'protos'), { recursive: true });
+  return outfile;
+}
+
+/**
+ * The bench's in-process scale worker (tools/bench/scale-entry.ts) bundled the same way, so its RSS
+ * is that of the code the image runs (no type stripper, one source string) when the bench runs the
+ * controller from the bundle. It reads no file at run time. Returns the path written.
+ */
+export async function bundleScaleWorker(outfile = join(REPO, 'dist', 'scale-bundle', 'scale-entry.mjs')): Promise<string> {
+  mkdirSync(dirname(outfile), { recursive: true });
+  await bundleEntry(join(REPO, 'tools', 'bench', 'scale-entry.ts'), outfile);
+  return outfile;
+}
+
+async function bundleEntry(entry: string, outfile: string): Promise<void> {
   const r = await build({
-    entryPoints: [join(REPO, 'main.ts')],
+    entryPoints: [entry],
     outfile,
     bundle: true,
     platform: 'node',
@@ -63,10 +81,7 @@ export async function bundle(outdir = join(REPO, 'dist-bundle')): Promise<string
     metafile: true,
   });
   if (r.errors.length > 0) throw new Error(r.errors.map((e) => e.text).join('\n'));
-  // grpc/protos.ts loads ./protos/ relative to import.meta.url, which is now this file.
-  cpSync(join(REPO, 'grpc', 'protos'), join(outdir, 'protos'), { recursive: true });
   if (process.env.BUNDLE_SIZES === '1') printSizes(r.metafile.outputs[Object.keys(r.metafile.outputs)[0]!]!.inputs);
-  return outfile;
 }
 
 /** BUNDLE_SIZES=1: bytes in the output per package (what the bundle still carries). */
