@@ -232,6 +232,7 @@ export class JobStateStore {
           if (st.text === null) delete data[uid];
           else data[uid] = st.text;
         }
+        this.d.log?.debug('job journal commit', { shard: s, eager: [...changes.values()].filter((c) => !c.lazy).length, lazy: [...changes.values()].filter((c) => c.lazy).length, held: (m0?.size ?? 0) - changes.size });
         if (Object.keys(data).length === 0) await this.d.writer.remove(KIND, JOB_STATE_NAMESPACE, journalCmName(s), cached);
         else await this.d.writer.ensure(KIND, { namespace: JOB_STATE_NAMESPACE, name: journalCmName(s), labels: { ...JOB_JOURNAL_LABELS }, data }, cached);
         this.written.add(s);
