@@ -186,14 +186,14 @@ describe('job state journal', () => {
 
 describe('job state journal: when commits go (manual clock)', () => {
   /** The store on a manual clock: `wake` records when the journal key is due; `advance` runs it then. */
-  function clocked() {
+  function clocked(gapMs = 0) {
     const cms = new FakeConfigMaps();
     let t = 0;
     const due: number[] = [];
     const store = new JobStateStore({
       cached: (name) => cms.get(NS, name), cachedNames: () => [...cms.objects.values()].map((c) => c.metadata?.name ?? ''),
       writer: new ConfigMapWriter(cms.client()), client: cms.client(), dryRun: false, now: () => t,
-      commitGapMs: 0, coalesceMs: 200, lazyMs: 2000, lazyMaxMs: 10_000,
+      commitGapMs: gapMs, coalesceMs: 200, lazyMs: 2000, lazyMaxMs: 10_000,
       wake: (ms) => { due.push(t + ms); }, expediteHold: () => undefined,
     });
     /** Moves the clock to `to`, running the journal key at each armed time on the way (as the work queue does). */
@@ -265,5 +265,33 @@ describe('job state journal: when commits go (manual clock)', () => {
     await advance(300);
     await Promise.all([c, d]);
     expect(cms.writes).toHaveLength(2); // alone: 200 ms after the first, both in one write
+  });
+
+  it('in a burst a write-ahead waits until commitGapMs after the previous write-ahead\'s commit; after a quiet spell, or after a completion\'s commit, it goes at once', async () => {
+    const { cms, store, advance, pendingIn, at } = clocked(100);
+    const a = store.put('ns/a', state('a'), pending('a'));
+    await advance(0);
+    await a;
+    expect(cms.writes).toHaveLength(1); // the first: at once
+    at(30);
+    const b = store.put('ns/b', state('b'), pending('b'));
+    at(60);
+    const c = store.put('ns/c', state('c'), pending('c'));
+    await advance(99);
+    expect(cms.writes).toHaveLength(1);
+    await advance(100);
+    await Promise.all([b, c]);
+    expect(cms.writes).toHaveLength(2); // b and c: one write, 100 ms after a's
+    at(150);
+    const d = store.put('ns/d', state('d', ['d/g1/job', 'd/g1/complete']), complete('d'));
+    await advance(350);
+    await d;
+    expect(cms.writes).toHaveLength(3);
+    at(400); // 50 ms after the completion's commit, 300 ms after the last write-ahead's
+    const e = store.put('ns/e', state('e'), pending('e'));
+    await advance(400);
+    await e;
+    expect(cms.writes).toHaveLength(4);
+    expect(pendingIn('e')).toBe('e/g1/job');
   });
 });

@@ -6,9 +6,10 @@
  *
  * - `put` (a write-ahead, or any state change) is durable when it resolves: it is staged and goes
  *   out with the next commit. A write-ahead of a decision about to act (a pending decision other than
- *   a restart's completion) is urgent: its commit starts at once unless one is in flight (then it
- *   shares the next one with everything staged meanwhile), and at least `commitGapMs` after the
- *   previous one started. Other puts (a restart's completion, a state change without a pending
+ *   a restart's completion) is urgent: the first after a quiet spell starts its commit at once (a
+ *   lone fault waits for nothing); while a burst is on, the next urgent commit starts when one is
+ *   no longer in flight and at least `commitGapMs` after the previous urgent one started, so the
+ *   write-aheads of a storm's jobs, decided a few ms apart, share a write. Other puts (a restart's completion, a state change without a pending
  *   decision: nobody's pods wait for them) ride with the next urgent commit or go `coalesceMs` after
  *   the first of them, so a storm's completions share a write instead of one each. A failed commit
  *   rejects every `put` in it and forgets their staged records: a decision not written ahead is never
@@ -56,7 +57,7 @@ export interface JobStateStoreDeps {
   readonly client: KubeClient;
   readonly dryRun: boolean;
   readonly log?: Logger;
-  /** Least time between the starts of two commits (default 100 ms). */
+  /** Least time between the starts of two commits of urgent puts (default 100 ms). */
   readonly commitGapMs?: number;
   /** Longest a put that is not urgent (see above) waits for a commit to ride with (default 200 ms). */
   readonly coalesceMs?: number;
@@ -127,6 +128,8 @@ export class JobStateStore {
   private dueMs = Infinity;
   private inFlight = false;
   private lastStartMs = -Infinity;
+  /** When the last commit with an urgent put started. */
+  private lastUrgentStartMs = -Infinity;
   private failures = 0;
   /** After a failed commit, lazy changes are not retried before this. */
   private retryAtMs = -Infinity;
@@ -219,7 +222,7 @@ export class JobStateStore {
 
   /** When the next commit is due: urgent puts at once (past the gap), other puts and lazy changes later (file comment). */
   private due(): number {
-    if (this.urgent > 0) return Math.max(this.now(), this.lastStartMs + (this.d.commitGapMs ?? DEFAULT_COMMIT_GAP_MS));
+    if (this.urgent > 0) return Math.max(this.now(), this.lastUrgentStartMs + (this.d.commitGapMs ?? DEFAULT_COMMIT_GAP_MS));
     let at = this.waiters.length > 0 ? this.eagerSinceMs + (this.d.coalesceMs ?? DEFAULT_COALESCE_MS) : Infinity;
     if (this.lazySinceMs !== Infinity) {
       const quiet = Math.min(this.lazyLastMs + (this.d.lazyMs ?? DEFAULT_LAZY_MS), this.lazySinceMs + (this.d.lazyMaxMs ?? DEFAULT_LAZY_MAX_MS));
@@ -254,6 +257,7 @@ export class JobStateStore {
     this.inFlight = true;
     this.dueMs = Infinity;
     this.lastStartMs = this.now();
+    if (this.urgent > 0) this.lastUrgentStartMs = this.lastStartMs;
     const waiters = this.waiters;
     this.waiters = [];
     this.urgent = 0;

@@ -134,11 +134,11 @@ export class JobsController {
     this.states = new JobStateStore({
       cached: mindxDl, cachedNames: () => [...s.mindxDlConfigMaps.store.values()].map((c) => c.metadata?.name ?? ''),
       writer, client, dryRun: options.dryRun, log: log.child({ controller: 'job_decisions' }), now: this.now,
-      // Group commit by the write in flight only: a write-ahead goes out at once unless a commit is
-      // in flight, and what is staged meanwhile shares the next write (a storm's decisions batch
-      // behind it). A time gap (the burst window) made every decision that followed another job's
-      // within 200 ms wait out the rest of it: the single bench's write-ahead p50 161 ms.
-      commitGapMs: 0,
+      // A write-ahead after a quiet spell goes out at once; in a burst the next waits until 100 ms
+      // after the previous one (the default), so a storm's write-aheads share a write. Only
+      // write-aheads before acting count: a gap after any commit (it was the 200 ms burst window)
+      // made every decision that followed another job's completion or decision wait out the rest
+      // of it (the single bench's write-ahead p50 161 ms), so a671f36 had set it to 0.
       wake: (ms) => this.loops?.journal.queue.addAfter(JOB_JOURNAL_KEY, ms),
       expediteHold: () => this.reasonStore?.expedite(),
       onHoldFailed: (key) => this.loops?.decisions.queue.add(key),
