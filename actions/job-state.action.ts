@@ -268,6 +268,7 @@ export class JobStateStore {
     let eager = 0;
     let lazy = 0;
     let held = 0;
+    let bytes = 0;
     const batch = [...this.staged].map(([s, m]) => [s, new Map(m)] as const).sort((a, b) => b[0] - a[0]);
     let done = 0;
     try {
@@ -289,6 +290,7 @@ export class JobStateStore {
         }
         for (const st of changes.values()) if (st.lazy) lazy++; else eager++;
         held += (m0?.size ?? 0) - changes.size;
+        bytes += Object.entries(data).reduce((n, [k, v]) => n + k.length + v.length, 0);
         if (Object.keys(data).length === 0) await this.d.writer.remove(KIND, JOB_STATE_NAMESPACE, journalCmName(s), cached);
         else await this.d.writer.ensure(KIND, { namespace: JOB_STATE_NAMESPACE, name: journalCmName(s), labels: { ...JOB_JOURNAL_LABELS }, data }, cached);
         this.written.add(s);
@@ -303,7 +305,7 @@ export class JobStateStore {
       }
       this.failures = 0;
       this.retryAtMs = -Infinity;
-      this.d.log?.debug('job journal commit', { shards: batch.length, eager, lazy, held, waiters: waiters.length });
+      this.d.log?.debug('job journal commit', { shards: batch.length, eager, lazy, held, waiters: waiters.length, bytes });
       for (const w of waiters) w.resolve();
     } catch (e) {
       this.failures++;
