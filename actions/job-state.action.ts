@@ -57,7 +57,7 @@ export interface JobStateStoreDeps {
   readonly client: KubeClient;
   readonly dryRun: boolean;
   readonly log?: Logger;
-  /** Least time between the starts of two commits of urgent puts (default 100 ms). */
+  /** Least time between the starts of two commits of urgent puts (default 50 ms). */
   readonly commitGapMs?: number;
   /** Longest a put that is not urgent (see above) waits for a commit to ride with (default 200 ms). */
   readonly coalesceMs?: number;
@@ -78,7 +78,7 @@ export interface JobStateStoreDeps {
 }
 
 const KIND = 'job_state';
-const DEFAULT_COMMIT_GAP_MS = 100;
+const DEFAULT_COMMIT_GAP_MS = 50;
 const DEFAULT_COALESCE_MS = 200;
 const DEFAULT_LAZY_MS = 2000;
 const DEFAULT_LAZY_MAX_MS = 10_000;

@@ -134,8 +134,9 @@ export class JobsController {
     this.states = new JobStateStore({
       cached: mindxDl, cachedNames: () => [...s.mindxDlConfigMaps.store.values()].map((c) => c.metadata?.name ?? ''),
       writer, client, dryRun: options.dryRun, log: log.child({ controller: 'job_decisions' }), now: this.now,
-      // A write-ahead after a quiet spell goes out at once; in a burst the next waits until 100 ms
-      // after the previous one (the default), so a storm's write-aheads share a write. Only
+      // A write-ahead after a quiet spell goes out at once; in a burst the next waits until 50 ms
+      // after the previous one (the default), so a storm's write-aheads share a write (100 ms held
+      // 9 of the single bench's 50 faults, which come 70-100 ms after the previous one). Only
       // write-aheads before acting count: a gap after any commit (it was the 200 ms burst window)
       // made every decision that followed another job's completion or decision wait out the rest
       // of it (the single bench's write-ahead p50 161 ms), so a671f36 had set it to 0.
