@@ -1,13 +1,20 @@
 /**
  * `kubectl clusterd breaker status|reset [SCOPE]`. Protocol shared with the controller's breaker:
  * ConfigMap `clusterd-ts-breaker` in the controller namespace, data key `state` =
- * `{"scopes":[{"scope":"cluster"|"<domain>","tripped":bool,"trippedAt":RFC3339|null,"reason":string,"held":number,...}]}`;
+ * `{"windowSeconds":n,"scopes":[{"scope":"cluster"|"<domain>","tripped":bool,"trippedAt":RFC3339|null,"reason":string,"held":number,
+ * "counts":{...},"window":{"chips"|"nodes"|"jobs":[{"key","at"}]}}]}`. The controller does not rewrite the
+ * state when stamps merely age out, so status drops stamps older than `windowSeconds` (and the scopes
+ * left with nothing to say, as the controller does on load) and counts the rest; a state without
+ * `windowSeconds` (an older controller's) is shown as stored;
  * a reset is the annotation `clusterd-ts.io/breaker-reset` = `{"scope":"all"|scope,"by":user,"at":RFC3339}`,
  * which the controller acts on: it resets the scope, removes the request and records it as
  * `clusterd-ts.io/breaker-last-reset` (schemas/breaker-state).
  */
 import { isNotFound, paths, type KubeClient } from '../runtime/kube-client.ts';
-import { BREAKER_CM_NAME, BREAKER_LAST_RESET_ANNOTATION, BREAKER_RESET_ANNOTATION, BREAKER_STATE_KEY } from '../schemas/breaker-state/breaker-state.ts';
+import {
+  BREAKER_CM_NAME, BREAKER_LAST_RESET_ANNOTATION, BREAKER_RESET_ANNOTATION, BREAKER_STATE_KEY, encodeBreakerState, parseBreakerState,
+} from '../schemas/breaker-state/breaker-state.ts';
+import { prune } from '../policy/jobs/breaker.ts';
 import { CliError, EXIT } from './errors.ts';
 
 export { BREAKER_CM_NAME };
@@ -18,19 +25,31 @@ export interface BreakerScope {
   readonly trippedAt: string | null;
   readonly reason: string;
   readonly held: number;
+  /** Stamps per kind in the window (`chips`, `nodes`, `jobs`); absent when the state has none. */
+  readonly counts?: Readonly<Record<string, number>>;
   readonly [extra: string]: unknown;
 }
 
 export interface BreakerStatus {
   readonly present: boolean;
   readonly scopes: readonly BreakerScope[];
+  /** The window the counts are over; absent: a state from before it was recorded, shown as stored. */
+  readonly windowSeconds?: number;
   /** The last reset the controller carried out (who, when, which scope). */
   readonly lastReset?: unknown;
   /** A reset asked for that the controller has not carried out yet. */
   readonly pendingReset?: unknown;
 }
 
-export async function breakerStatus(client: KubeClient, namespace: string): Promise<BreakerStatus> {
+/** The state's scopes as readers see them at `nowMs`: aged stamps dropped by the window the state names (the persisted format). */
+function inWindow(text: string, nowMs: number): { scopes: unknown[]; windowSeconds: number } | undefined {
+  const p = parseBreakerState(text);
+  if (!p.ok || p.value.windowMs === undefined) return undefined;
+  const shown = JSON.parse(encodeBreakerState(prune(p.value, nowMs, { windowMs: p.value.windowMs }))) as { scopes: unknown[] };
+  return { scopes: shown.scopes, windowSeconds: p.value.windowMs / 1000 };
+}
+
+export async function breakerStatus(client: KubeClient, namespace: string, nowMs: number): Promise<BreakerStatus> {
   let cm: { data?: Record<string, string>; metadata?: { annotations?: Record<string, string> } };
   try {
     cm = await client.get(paths.configMap(namespace, BREAKER_CM_NAME));
@@ -44,7 +63,8 @@ export async function breakerStatus(client: KubeClient, namespace: string): Prom
   try { parsed = JSON.parse(text); } catch (e) {
     throw new CliError(`${namespace}/${BREAKER_CM_NAME} key ${BREAKER_STATE_KEY} is not JSON: ${(e as Error).message}`, EXIT.error);
   }
-  const scopes = (parsed as { scopes?: unknown }).scopes;
+  const current = inWindow(text, nowMs);
+  const scopes = current?.scopes ?? (parsed as { scopes?: unknown }).scopes;
   if (!Array.isArray(scopes)) throw new CliError(`${namespace}/${BREAKER_CM_NAME}: ${BREAKER_STATE_KEY} has no scopes list`, EXIT.error);
   const annotation = (key: string): unknown => {
     const text = cm.metadata?.annotations?.[key];
@@ -55,11 +75,14 @@ export async function breakerStatus(client: KubeClient, namespace: string): Prom
   const pendingReset = annotation(BREAKER_RESET_ANNOTATION);
   return {
     present: true,
-    scopes: scopes.map((s: Record<string, unknown>) => ({
+    scopes: scopes.map(({ counts, ...s }: Record<string, unknown>) => ({
       ...s,
       scope: String(s.scope ?? '?'), tripped: s.tripped === true, trippedAt: typeof s.trippedAt === 'string' ? s.trippedAt : null,
       reason: typeof s.reason === 'string' ? s.reason : '', held: typeof s.held === 'number' ? s.held : 0,
+      ...(typeof counts === 'object' && counts !== null && !Array.isArray(counts)
+        ? { counts: Object.fromEntries(Object.entries(counts).filter((e): e is [string, number] => typeof e[1] === 'number')) } : {}),
     })),
+    ...(current === undefined ? {} : { windowSeconds: current.windowSeconds }),
     ...(lastReset === undefined ? {} : { lastReset }),
     ...(pendingReset === undefined ? {} : { pendingReset }),
   };

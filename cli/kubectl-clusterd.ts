@@ -79,15 +79,17 @@ export function program(): Command {
 
   const breaker = p.command('breaker').description(`the blast-radius circuit breaker (ConfigMap ${BREAKER_CM_NAME} in --controller-namespace)`);
   breaker.command('status')
-    .description('each scope: tripped or not, since when, why, decisions held')
+    .description('each scope: tripped or not, since when, decisions held, chips/nodes/jobs counted in the sliding window (stamps that aged out are not shown), why')
     .action(async () => {
       const fmt = parseFormat(g().output);
-      const s = await breakerStatus(connect(g()), g().controllerNamespace);
+      const s = await breakerStatus(connect(g()), g().controllerNamespace, nowMs());
       const reset = (label: string, r: unknown): string => (r === undefined ? '' : `${label}: ${typeof r === 'string' ? r : JSON.stringify(r)}\n`);
-      emit(fmt, s, () => (!s.present ? 'no breaker state\n' : table(
-        ['scope', 'tripped', 'since', 'held', 'reason'],
-        s.scopes.map((x) => [x.scope, x.tripped ? 'yes' : 'no', x.trippedAt ?? '-', String(x.held), x.reason || '-']),
-      ) + reset('last reset', s.lastReset) + reset('reset requested, not yet carried out', s.pendingReset)));
+      const counted = (c: Readonly<Record<string, number>> | undefined): string => (c === undefined ? '-' : ['chips', 'nodes', 'jobs'].map((k) => String(c[k] ?? 0)).join('/'));
+      const window = s.windowSeconds === undefined ? 'window: not recorded (state of an older controller), counts as stored\n' : `window: ${s.windowSeconds} s\n`;
+      emit(fmt, s, () => (!s.present ? 'no breaker state\n' : (s.scopes.length === 0 ? 'nothing tripped, nothing counted in the window\n' : table(
+        ['scope', 'tripped', 'since', 'held', 'chips/nodes/jobs', 'reason'],
+        s.scopes.map((x) => [x.scope, x.tripped ? 'yes' : 'no', x.trippedAt ?? '-', String(x.held), counted(x.counts), x.reason || '-']),
+      )) + window + reset('last reset', s.lastReset) + reset('reset requested, not yet carried out', s.pendingReset)));
     });
   breaker.command('reset')
     .description('reset a tripped scope (default: all); the controller acts on it and records who and when')

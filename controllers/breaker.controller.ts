@@ -3,7 +3,8 @@
  * job decisions and the node isolation ask before acting, counts chips taken out of service, and
  * hands the state to its reconciler (reconcilers/breaker.reconciler.ts), the only writer of
  * `mindx-dl/clusterd-ts-breaker`. Decisions are policy/breaker.ts; time comes from the injected clock
- * and the work queue (auto-reset and window expiry are requeues of the reconciler's key).
+ * and the work queue (auto-reset is a requeue of the reconciler's key). Stamps ageing out of the
+ * window are no change to write: every reader prunes on load (issue 16).
  *
  * Switch domain of a node, first that applies:
  * 1. the value of the node label `--breaker-domain-label` (operators who label racks or switch
@@ -16,6 +17,7 @@
  */
 import { filter, type Subscription } from 'rxjs';
 import { ControllerLoop } from '../runtime/controller-loop.ts';
+import { WorkQueue, type QueueClock } from '../runtime/work-queue.ts';
 import { BurstGate } from '../runtime/burst-gate.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
@@ -23,11 +25,11 @@ import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { Sources } from './sources/sources.ts';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
-import { admit, autoReset, nextExpiryMs, prune, reset, trippedScopes, CLUSTER_SCOPE, type BreakerConfig, type BreakerKind, type Trip } from '../policy/jobs/breaker.ts';
+import { admit, autoReset, prune, reset, trippedScopes, CLUSTER_SCOPE, type BreakerConfig, type BreakerKind, type Trip } from '../policy/jobs/breaker.ts';
 import { unusableNpus } from '../policy/faults/job-isolation.ts';
 import type { BreakerGate, Verdict } from '../policy/jobs/breaker-gate.ts';
 import {
-  BREAKER_CM_NAME, BREAKER_NAMESPACE, EMPTY_BREAKER_STATE, parseBreakerState, type BreakerState, type ResetRequest,
+  BREAKER_CM_NAME, BREAKER_NAMESPACE, EMPTY_BREAKER_STATE, encodeBreakerState, parseBreakerState, type BreakerState, type ResetRequest,
 } from '../schemas/breaker-state/breaker-state.ts';
 import { BREAKER_RECONCILE_KEY, breakerReconciler, type BreakerNote } from '../reconcilers/breaker.reconciler.ts';
 import type { Options } from './options.ts';
@@ -58,6 +60,8 @@ export interface BreakerControllerDeps {
   readonly log: Logger;
   readonly metrics: Metrics;
   readonly now: () => number;
+  /** The work queue's timers (tests: a manual clock); default real time. */
+  readonly clock?: QueueClock;
 }
 
 const RESERVED = new Set([CLUSTER_SCOPE, 'all']);
@@ -96,9 +100,10 @@ export class BreakerController implements BreakerGate {
       drainNotes: () => { const n = this.notes; this.notes = []; return n; },
       observed: (text) => this.observed(text),
       written: (text) => { this.lastText = text; },
+      aged: (text, nowMs) => this.aged(text, nowMs),
       actual: () => d.sources.mindxDlConfigMaps.get(`${BREAKER_NAMESPACE}/${BREAKER_CM_NAME}`),
       writer: d.writer, events: d.client, metrics: d.metrics,
-    }), { log: d.log, metrics: d.metrics, now: d.now });
+    }), { log: d.log, metrics: d.metrics, now: d.now, ...(d.clock === undefined ? {} : { queue: new WorkQueue({ clock: d.clock }) }) });
     d.metrics.breakerTripped.set({ scope: CLUSTER_SCOPE }, 0);
     this.persistGate = new BurstGate(this.loop.queue, BREAKER_PERSIST_WINDOW_MS, d.now);
   }
@@ -179,12 +184,21 @@ export class BreakerController implements BreakerGate {
     this.heldKeys.clear();
   }
 
-  /** Current state (pruned) for the reconciler. */
+  /**
+   * Current state (pruned, with the window readers prune by) for the reconciler, and the next
+   * auto-reset. No requeue when a stamp leaves the window: nothing is written or told for that
+   * (aging is not a change; the next admission prunes the scopes it touches).
+   */
   private snapshot(nowMs: number): { state: BreakerState; nextMs?: number } {
-    this.state = prune(this.state, nowMs, this.d.config);
+    this.state = { ...prune(this.state, nowMs, this.d.config), windowMs: this.d.config.windowMs };
     const auto = autoReset(this.state, nowMs, this.d.config);
-    const nexts = [nextExpiryMs(this.state, this.d.config), auto.nextAtMs].filter((x): x is number => x !== undefined);
-    return { state: this.state, ...(nexts.length === 0 ? {} : { nextMs: Math.min(...nexts) }) };
+    return { state: this.state, ...(auto.nextAtMs === undefined ? {} : { nextMs: auto.nextAtMs }) };
+  }
+
+  /** A persisted state as every reader sees it at `nowMs` (aged stamps dropped), encoded; undefined when unreadable. */
+  private aged(text: string, nowMs: number): string | undefined {
+    const p = parseBreakerState(text);
+    return p.ok ? encodeBreakerState(prune(p.value, nowMs, this.d.config)) : undefined;
   }
 
   private applyReset(req: ResetRequest): { reset: readonly string[]; stale: readonly string[] } {

@@ -8,8 +8,11 @@
  * are stale: logged, the trip stands); either way the request is removed and the applied one recorded
  * in `clusterd-ts.io/breaker-last-reset`; an unreadable one is logged, counted
  * (`clusterd_invalid_input_total{format="breaker_reset"}`) and removed; (2) due auto-resets;
- * (3) Events for trips, resets and held isolations; (4) the state, written when it changed;
- * (5) requeue at the next auto-reset or window expiry, so the counts shown stay current.
+ * (3) Events for trips, resets and held isolations; (4) the state, written when it changed: a
+ * state that differs from the persisted one only by stamps that have aged out of the window since
+ * is not a change (every reader prunes on load, by the window the state names), so an idle cluster
+ * sees no breaker writes (issue 16: one write per stamp leaving the window before);
+ * (5) requeue at the next auto-reset.
  * A 409 (someone wrote the annotation meanwhile) goes back to the queue and the pass runs again on
  * the fresh copy; applying a reset twice is a no-op.
  */
@@ -43,6 +46,8 @@ export interface BreakerReconcilerDeps {
   readonly observed: (text: string | undefined) => void;
   /** The state text this pass wrote (or found already written). */
   readonly written: (text: string) => void;
+  /** A persisted state text as readers see it at `nowMs` (aged stamps dropped); undefined when unreadable. */
+  readonly aged: (text: string, nowMs: number) => string | undefined;
   readonly actual: () => ConfigMap | undefined;
   readonly writer: ConfigMapWriter;
   readonly events: KubeClient;
@@ -71,7 +76,10 @@ export function breakerReconciler(d: BreakerReconcilerDeps): Reconciler {
       }
       d.autoReset(ctx.now());
       const { state, nextMs } = d.desired(ctx.now());
-      const text = encodeBreakerState(state);
+      const desired = encodeBreakerState(state);
+      // Aging alone is no change: keep the persisted text when it reads as the desired one now.
+      const persisted = cm?.data?.[BREAKER_STATE_KEY];
+      const text = persisted !== undefined && persisted !== desired && d.aged(persisted, ctx.now()) === desired ? persisted : desired;
       const requeue: Outcome = nextMs === undefined ? {} : { requeueAfterMs: Math.max(nextMs - ctx.now(), 100) };
       // Nothing ever counted: no object is created (a cluster without incidents has no breaker state).
       if (cm === undefined && Object.keys(state.scopes).length === 0 && raw === undefined) return requeue;

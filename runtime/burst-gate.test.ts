@@ -1,22 +1,6 @@
 import { BurstGate } from './burst-gate.ts';
-import { WorkQueue, type QueueClock } from './work-queue.ts';
-
-function manualClock(): QueueClock & { advance(ms: number): void } {
-  let now = 0;
-  let timers: Array<{ at: number; fn: () => void; id: number }> = [];
-  let seq = 0;
-  return {
-    now: () => now,
-    setTimeout: (fn, ms) => { const id = ++seq; timers.push({ at: now + ms, fn, id }); return id; },
-    clearTimeout: (h) => { timers = timers.filter((t) => t.id !== h); },
-    advance(ms) {
-      now += ms;
-      const due = timers.filter((t) => t.at <= now).sort((a, b) => a.at - b.at);
-      timers = timers.filter((t) => t.at > now);
-      for (const t of due) t.fn();
-    },
-  };
-}
+import { WorkQueue } from './work-queue.ts';
+import { ManualClock } from '../test/support/manual-clock.ts';
 
 /** Takes every queued key (and marks it done), as a worker would. */
 async function drain(q: WorkQueue): Promise<string[]> {
@@ -27,7 +11,7 @@ async function drain(q: WorkQueue): Promise<string[]> {
 
 describe('BurstGate', () => {
   it('queues a quiet key at once and coalesces the rest of its burst into one pass at the window end', async () => {
-    const clock = manualClock();
+    const clock = new ManualClock(0);
     const q = new WorkQueue({ clock });
     const gate = new BurstGate(q, 200, clock.now);
     expect(gate.touch('job-a')).toBe(0);
@@ -45,7 +29,7 @@ describe('BurstGate', () => {
   });
 
   it('a storm that never goes quiet gets one pass per window, other keys are not held', async () => {
-    const clock = manualClock();
+    const clock = new ManualClock(0);
     const q = new WorkQueue({ clock });
     const gate = new BurstGate(q, 200, clock.now);
     const passes: number[] = [];
@@ -60,7 +44,7 @@ describe('BurstGate', () => {
   });
 
   it('after a quiet window the next touch is a leading edge again; old slots are dropped', async () => {
-    const clock = manualClock();
+    const clock = new ManualClock(0);
     const q = new WorkQueue({ clock });
     const gate = new BurstGate(q, 200, clock.now);
     gate.touch('job-a');
@@ -73,7 +57,7 @@ describe('BurstGate', () => {
   });
 
   it('window 0 queues every touch at once', async () => {
-    const clock = manualClock();
+    const clock = new ManualClock(0);
     const q = new WorkQueue({ clock });
     const gate = new BurstGate(q, 0, clock.now);
     expect(gate.touch('job-a')).toBe(0);

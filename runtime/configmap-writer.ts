@@ -8,6 +8,7 @@ import type { ConfigMap } from './kube-objects.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { dataDigest } from './data-digest.ts';
+import { encodeConfigMap, PROTOBUF_CONTENT_TYPE } from './configmap-protobuf.ts';
 
 export interface WriteResult {
   readonly written: boolean;
@@ -60,6 +61,9 @@ export class ConfigMapWriter {
   private readonly log: Logger | undefined;
   /** Counts writes by `kind` label (tests and the benchmark read this). */
   readonly writes = new Map<string, number>();
+  /** Creates and updates sent by body encoding (`protobuf`, `json`). */
+  readonly encodings = new Map<string, number>();
+  private readonly protobuf: boolean;
   /** Our last write of each object, until the informer catches up (saves a 409 per write). */
   private readonly lastWritten = new Map<string, ConfigMap>();
   /** The last desired data compared with a digest-only cache copy, and its digest (hashed once per change). */
@@ -94,8 +98,10 @@ export class ConfigMapWriter {
     return mine;
   }
 
-  constructor(client: KubeClient, opts: { metrics?: Metrics; dryRun?: boolean; log?: Logger } = {}) {
+  /** `protobuf: false` sends every body as JSON (only the test comparing both encodings sets it). */
+  constructor(client: KubeClient, opts: { metrics?: Metrics; dryRun?: boolean; log?: Logger; protobuf?: boolean } = {}) {
     this.client = client;
+    this.protobuf = opts.protobuf ?? true;
     this.metrics = opts.metrics;
     this.dryRun = opts.dryRun ?? false;
     this.log = opts.log;
@@ -112,14 +118,14 @@ export class ConfigMapWriter {
     try {
       let obj: ConfigMap;
       if (actual === undefined) {
-        obj = await this.client.create<ConfigMap>(paths.configMaps(target.namespace), {
+        obj = await this.send('POST', paths.configMaps(target.namespace), {
           apiVersion: 'v1', kind: 'ConfigMap',
           metadata: { name: target.name, namespace: target.namespace, labels: target.labels, annotations: target.annotations },
           data: target.data,
         });
       } else {
         const { dataDigest: _cacheOnly, ...sent } = actual;
-        obj = await this.client.replace<ConfigMap>(paths.configMap(target.namespace, target.name), {
+        obj = await this.send('PUT', paths.configMap(target.namespace, target.name), {
           ...sent,
           metadata: target.exactMetadata === true
             ? { ...actual.metadata, labels: target.labels, annotations: target.annotations }
@@ -127,6 +133,9 @@ export class ConfigMapWriter {
           data: target.data,
         });
       }
+      // Kept as the informer keeps objects (runtime/reflector.ts): a next write from this copy is
+      // then as small, and as protobuf, as one from the cache.
+      if (obj.metadata?.managedFields !== undefined) delete obj.metadata.managedFields;
       this.writes.set(kind, (this.writes.get(kind) ?? 0) + 1);
       this.lastWritten.set(`${target.namespace}/${target.name}`, obj);
       this.metrics?.apiWrites.inc({ kind, result: 'success' });
@@ -136,6 +145,17 @@ export class ConfigMapWriter {
       this.metrics?.apiWrites.inc({ kind, result: e instanceof ApiError ? String(e.statusCode) : 'error' });
       throw e;
     }
+  }
+
+  /**
+   * As protobuf when the object has only fields the encoder covers (a large shard's string is then
+   * copied, not JSON-escaped and unescaped: runtime/configmap-protobuf.ts), else as JSON.
+   */
+  private send(method: 'POST' | 'PUT', path: string, obj: ConfigMap): Promise<ConfigMap> {
+    const pb = this.protobuf ? encodeConfigMap(obj) : undefined;
+    this.encodings.set(pb === undefined ? 'json' : 'protobuf', (this.encodings.get(pb === undefined ? 'json' : 'protobuf') ?? 0) + 1);
+    if (pb !== undefined) return this.client.send<ConfigMap>(method, path, pb, PROTOBUF_CONTENT_TYPE);
+    return method === 'POST' ? this.client.create<ConfigMap>(path, obj) : this.client.replace<ConfigMap>(path, obj);
   }
 
   /**

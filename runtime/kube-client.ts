@@ -111,6 +111,8 @@ const PATCH_CONTENT_TYPE: Record<PatchType, string> = {
 export interface RequestOptions {
   readonly query?: Record<string, string | number | boolean | undefined>;
   readonly body?: unknown;
+  /** A body already encoded (e.g. protobuf, runtime/configmap-protobuf.ts), sent as is with `contentType`. */
+  readonly encodedBody?: Uint8Array;
   readonly contentType?: string;
   readonly signal?: AbortSignal;
   readonly timeoutMs?: number;
@@ -165,8 +167,11 @@ export class KubeClient {
     await this.kc.applySecurityAuthentication(rc);
     const ctx = rc as unknown as AuthContext;
     const headers: Record<string, string> = { ...ctx.getHeaders(), accept: 'application/json' };
-    let body: string | undefined;
-    if (opts.body !== undefined) {
+    let body: string | Uint8Array | undefined;
+    if (opts.encodedBody !== undefined) {
+      body = opts.encodedBody;
+      headers['content-type'] = opts.contentType ?? 'application/octet-stream';
+    } else if (opts.body !== undefined) {
       body = JSON.stringify(opts.body);
       headers['content-type'] = opts.contentType ?? 'application/json';
     }
@@ -264,6 +269,11 @@ export class KubeClient {
   /** PUT with the object's metadata.resourceVersion: 409 if someone else wrote first. */
   replace<T extends KubeObject>(path: string, obj: T): Promise<T> {
     return this.request<T>('PUT', path, { body: obj });
+  }
+
+  /** POST or PUT of a body encoded as `contentType` (the answer is still JSON). */
+  send<T extends KubeObject>(method: 'POST' | 'PUT', path: string, encodedBody: Uint8Array, contentType: string): Promise<T> {
+    return this.request<T>(method, path, { encodedBody, contentType });
   }
 
   patch<T extends KubeObject>(path: string, patch: unknown, type: PatchType = 'merge'): Promise<T> {

@@ -1,22 +1,5 @@
-import { WorkQueue, type QueueClock } from './work-queue.ts';
-
-/** A manual clock: timers fire only when the test advances time. */
-function manualClock(): QueueClock & { advance(ms: number): void } {
-  let now = 0;
-  let timers: Array<{ at: number; fn: () => void; id: number }> = [];
-  let seq = 0;
-  return {
-    now: () => now,
-    setTimeout: (fn, ms) => { const id = ++seq; timers.push({ at: now + ms, fn, id }); return id; },
-    clearTimeout: (h) => { timers = timers.filter((t) => t.id !== h); },
-    advance(ms) {
-      now += ms;
-      const due = timers.filter((t) => t.at <= now).sort((a, b) => a.at - b.at);
-      timers = timers.filter((t) => t.at > now);
-      for (const t of due) t.fn();
-    },
-  };
-}
+import { WorkQueue } from './work-queue.ts';
+import { ManualClock } from '../test/support/manual-clock.ts';
 
 describe('WorkQueue', () => {
   it('de-duplicates keys that are waiting', async () => {
@@ -41,7 +24,7 @@ describe('WorkQueue', () => {
   });
 
   it('addAfter keeps the earliest due time and fires on the clock', () => {
-    const clock = manualClock();
+    const clock = new ManualClock(0);
     const q = new WorkQueue({ clock });
     q.addAfter('a', 1000);
     q.addAfter('a', 5000);
@@ -52,7 +35,7 @@ describe('WorkQueue', () => {
   });
 
   it('backs off per key exponentially from 5 ms and forgets on success', () => {
-    const q = new WorkQueue({ clock: manualClock(), burst: 1000 });
+    const q = new WorkQueue({ clock: new ManualClock(0), burst: 1000 });
     expect([q.addRateLimited('a'), q.addRateLimited('a'), q.addRateLimited('a'), q.addRateLimited('a')]).toEqual([5, 10, 20, 40]);
     q.forget('a');
     expect(q.addRateLimited('a')).toBe(5);
@@ -60,7 +43,7 @@ describe('WorkQueue', () => {
   });
 
   it('holds rate-limited re-adds to the overall bucket once the burst is spent', () => {
-    const q = new WorkQueue({ clock: manualClock(), qps: 10, burst: 2 });
+    const q = new WorkQueue({ clock: new ManualClock(0), qps: 10, burst: 2 });
     expect(q.addRateLimited('a')).toBe(5);
     expect(q.addRateLimited('b')).toBe(5);
     expect(q.addRateLimited('c')).toBe(100); // bucket empty: one token per 100 ms

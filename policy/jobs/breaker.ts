@@ -79,7 +79,7 @@ const freshScope = (scope: string): ScopeState => ({ scope, tripped: false, reas
 const limitOf = (cfg: BreakerConfig, scope: string, kind: BreakerKind): number => (scope === CLUSTER_SCOPE ? cfg.cluster : cfg.domain)[kind];
 const scopesOf = (domains: readonly string[]): string[] => [CLUSTER_SCOPE, ...[...new Set(domains)].filter((d) => d !== CLUSTER_SCOPE).sort()];
 
-function pruneScope(s: ScopeState, nowMs: number, cfg: BreakerConfig): ScopeState {
+function pruneScope(s: ScopeState, nowMs: number, cfg: Pick<BreakerConfig, 'windowMs'>): ScopeState {
   const from = nowMs - cfg.windowMs;
   let changed = false;
   const window = emptyWindow();
@@ -98,7 +98,7 @@ function pruneScope(s: ScopeState, nowMs: number, cfg: BreakerConfig): ScopeStat
 export function admit(state: BreakerState, req: Admission, nowMs: number, cfg: BreakerConfig, hold = true): AdmitResult {
   const names = scopesOf(req.domains);
   const scopes = names.map((n) => pruneScope(state.scopes[n] ?? freshScope(n), nowMs, cfg));
-  const put = (list: readonly ScopeState[]): BreakerState => ({ scopes: { ...state.scopes, ...Object.fromEntries(list.map((s) => [s.scope, s])) } });
+  const put = (list: readonly ScopeState[]): BreakerState => ({ ...state, scopes: { ...state.scopes, ...Object.fromEntries(list.map((s) => [s.scope, s])) } });
   // Counted already (a retry, a replay, the next step of an admitted restart, a chip reported
   // again): nothing new happens, so it is not held either (a half-done restart is finished).
   const counted = scopes.some((s) => limitOf(cfg, s.scope, req.kind) > 0 && s.window[req.kind].some((w) => w.key === req.key));
@@ -151,7 +151,7 @@ export function reset(state: BreakerState, req: ResetRequest): ResetResult {
     if (s.tripped) done.push(s.scope);
     scopes[s.scope] = { ...freshScope(s.scope), reason: s.tripped ? `reset by ${req.by}` : s.reason };
   }
-  return { state: { scopes }, reset: done, stale };
+  return { state: { ...state, scopes }, reset: done, stale };
 }
 
 /** Scopes whose auto-reset time has come are reset; `nextAtMs` = the next such time, if any. */
@@ -166,26 +166,21 @@ export function autoReset(state: BreakerState, nowMs: number, cfg: BreakerConfig
     if (at <= nowMs) { scopes[s.scope] = { ...freshScope(s.scope), reason: `auto-reset after ${Math.round(cfg.autoResetMs / 1000)} s` }; done.push(s.scope); }
     else next = next === undefined ? at : Math.min(next, at);
   }
-  return { state: done.length === 0 ? state : { scopes }, reset: done, stale: [], ...(next === undefined ? {} : { nextAtMs: next }) };
+  return { state: done.length === 0 ? state : { ...state, scopes }, reset: done, stale: [], ...(next === undefined ? {} : { nextAtMs: next }) };
 }
 
-/** Old stamps dropped; untripped scopes with nothing in their window (and nothing to say) dropped. */
-export function prune(state: BreakerState, nowMs: number, cfg: BreakerConfig): BreakerState {
+/**
+ * Old stamps dropped; untripped scopes with nothing in their window (and nothing to say) dropped.
+ * Every reader of a persisted state prunes it (by the window it was written with, when it says), so
+ * the state is not rewritten when stamps merely age out.
+ */
+export function prune(state: BreakerState, nowMs: number, cfg: Pick<BreakerConfig, 'windowMs'>): BreakerState {
   const scopes: Record<string, ScopeState> = {};
   for (const s of Object.values(state.scopes)) {
     const p = pruneScope(s, nowMs, cfg);
     if (p.tripped || BREAKER_KINDS.some((k) => p.window[k].length > 0) || (p.scope === CLUSTER_SCOPE && p.reason !== '')) scopes[p.scope] = p;
   }
-  return { scopes };
-}
-
-/** The earliest time a stamp leaves a window (so the state is rewritten with fresh counts), if any. */
-export function nextExpiryMs(state: BreakerState, cfg: BreakerConfig): number | undefined {
-  let next: number | undefined;
-  for (const s of Object.values(state.scopes)) {
-    for (const k of BREAKER_KINDS) for (const w of s.window[k]) next = next === undefined ? w.atMs + cfg.windowMs : Math.min(next, w.atMs + cfg.windowMs);
-  }
-  return next;
+  return { ...state, scopes };
 }
 
 export const trippedScopes = (state: BreakerState): readonly ScopeState[] => Object.values(state.scopes).filter((s) => s.tripped);

@@ -2,12 +2,16 @@
  * The blast-radius breaker's persisted state and its reset request (issue 12 item 2).
  *
  * `mindx-dl/clusterd-ts-breaker`, data key `state`:
- *   {"scopes":[{"scope":"cluster"|"<domain>","tripped":bool,"trippedAt":RFC3339|null,"reason":string,
+ *   {"windowSeconds":n,
+ *    "scopes":[{"scope":"cluster"|"<domain>","tripped":bool,"trippedAt":RFC3339|null,"reason":string,
  *               "held":number,"counts":{"chips":n,"nodes":n,"jobs":n},
  *               "window":{"chips":[{"key":s,"at":RFC3339}],"nodes":[...],"jobs":[...]}}]}
- * `counts` is the number of entries in `window` (for humans and `kubectl clusterd breaker status`);
  * `window` holds the stamps of the sliding window, at most threshold + 1 per kind, so a restarted or
- * new leader keeps counting where the last one stopped.
+ * new leader keeps counting where the last one stopped. `counts` is the number of entries in `window`
+ * when it was written. The state is not rewritten when stamps merely age out (issue 16: that was a
+ * write per stamp in an idle cluster): every reader drops stamps older than `windowSeconds` (the
+ * controller's `--breaker-window-seconds` at the last write) on load, `kubectl clusterd breaker
+ * status` included. States written before `windowSeconds` existed lack it: shown as stored.
  *
  * Reset request: annotation `clusterd-ts.io/breaker-reset` on that ConfigMap, written by the kubectl
  * plugin (or by hand): {"scope":"all"|"<scope>","by":"<user>","at":RFC3339}. The controller applies
@@ -47,6 +51,8 @@ export interface ScopeState {
 }
 
 export interface BreakerState {
+  /** The sliding window the stamps were counted in (readers drop older stamps); absent in old states. */
+  readonly windowMs?: number;
   /** By scope name. */
   readonly scopes: Readonly<Record<string, ScopeState>>;
 }
@@ -73,6 +79,7 @@ const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object
 export function encodeBreakerState(s: BreakerState): string {
   const scopes = Object.values(s.scopes).sort((a, b) => (a.scope === CLUSTER_SCOPE ? -1 : b.scope === CLUSTER_SCOPE ? 1 : a.scope.localeCompare(b.scope)));
   return JSON.stringify({
+    ...(s.windowMs === undefined ? {} : { windowSeconds: s.windowMs / 1000 }),
     scopes: scopes.map((x) => ({
       scope: x.scope, tripped: x.tripped, trippedAt: x.trippedAtMs === undefined ? null : iso(x.trippedAtMs), reason: x.reason, held: x.held,
       counts: Object.fromEntries(BREAKER_KINDS.map((k) => [k, x.window[k].length])),
@@ -87,6 +94,8 @@ export function parseBreakerState(text: string | undefined): Parsed<BreakerState
   const j = parseJson('breaker state', text, { maxChars: BREAKER_MAX_CHARS });
   if (!j.ok) return j;
   if (!isObj(j.value) || !Array.isArray(j.value.scopes)) return rejected('breaker state: want {"scopes":[...]}', 'schema');
+  const ws = j.value.windowSeconds;
+  if (ws !== undefined && (typeof ws !== 'number' || !Number.isFinite(ws) || ws <= 0)) return rejected('breaker state: windowSeconds is not a positive number', 'out_of_range');
   const scopes: Record<string, ScopeState> = {};
   for (const [i, raw] of j.value.scopes.entries()) {
     const at = `breaker state: scopes[${i}]`;
@@ -112,7 +121,7 @@ export function parseBreakerState(text: string | undefined): Parsed<BreakerState
       reason: typeof raw.reason === 'string' ? raw.reason : '', held, window,
     };
   }
-  return ok({ scopes });
+  return ok({ ...(ws === undefined ? {} : { windowMs: Math.round(ws * 1000) }), scopes });
 }
 
 /** The reset annotation's value. */

@@ -52,13 +52,6 @@ export const ALLOW_LIST: readonly Allowed[] = [
     why: 'clusterd-ts\'s blast-radius breaker persists its window and trips (ClusterD has no breaker)',
   },
   {
-    id: 'breaker-state-quiet-writes',
-    object: /^Writes while waiting$/,
-    field: /^ConfigMap mindx-dl\/clusterd-ts-breaker$/,
-    flag: '--rescheduling=false',
-    why: 'the breaker\'s window counts above change while a scenario waits (entries age out)',
-  },
-  {
     id: 'job-journal',
     object: /^ConfigMap mindx-dl\/clusterd-ts-job-journal-\d+$/,
     field: /.*/,

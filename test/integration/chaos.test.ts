@@ -28,7 +28,7 @@ import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { adminClient, eventually } from '../support/cluster.ts';
 import type { Manager } from '../../controllers/manager.ts';
 import type { ExecAction } from '../../schemas/job-state/job-state.ts';
-import { jobState, rescheduleReasonAfter, rescheduleReasonOf, sleep, startManager, vcjobFaultNpu } from './jobs-support.ts';
+import { jobState, rescheduleReasonAfter, rescheduleReasonOf, sleep, startManager, vcjobFaultNpu } from '../support/jobs-support.ts';
 
 const uidOf = (p: PodObj): string => p.metadata?.uid ?? '';
 const npusOf = (p: PodObj): string[] => (p.metadata?.annotations?.['huawei.com/AscendReal'] ?? '').split(',').filter(Boolean);

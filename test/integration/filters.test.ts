@@ -28,7 +28,7 @@ import { ESCALATION_STATE_CM_NAME, ESCALATION_STATE_KEY, parseEscalationState } 
 import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
 import { jobPods, runningWithNpus, startWorld, vcJob, type PodObj, type World } from '../../tools/job-peer/world.ts';
 import { DEFAULT_FLAP_DAMPING } from '../../policy/faults/flap-damping.ts';
-import { BASE_ARGS, podGroupEvents, report, rescheduleReasonOf, sleep } from './jobs-support.ts';
+import { BASE_ARGS, podGroupEvents, report, rescheduleReasonOf, sleep } from '../support/jobs-support.ts';
 
 const P = 'huawei.com/Ascend910';
 const npusOf = (p: PodObj): string[] => (p.metadata?.annotations?.['huawei.com/AscendReal'] ?? '').split(',').filter(Boolean);

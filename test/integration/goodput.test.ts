@@ -5,14 +5,10 @@
  * the job's series go away with its PodGroup.
  */
 import { paths } from '../../runtime/kube-client.ts';
-import type { Manager } from '../../controllers/manager.ts';
 import type { Metrics } from '../../telemetry/metrics.ts';
-import { adminClient, eventually } from '../support/cluster.ts';
-import { jobPods, runningWithNpus, startWorld, vcJob, type PodObj, type World } from '../../tools/job-peer/world.ts';
-import { report, startManager } from './jobs-support.ts';
-
-const npusOf = (p: PodObj): string[] => (p.metadata?.annotations?.['huawei.com/AscendReal'] ?? '').split(',').filter(Boolean);
-const uidOf = (p: PodObj): string => p.metadata?.uid ?? '';
+import { eventually } from '../support/cluster.ts';
+import { jobPods, runningWithNpus, vcJob } from '../../tools/job-peer/world.ts';
+import { jobsHarness, runningPods, uidOf, npusOf, report } from '../support/jobs-support.ts';
 
 /** Series of the exposition text (what Prometheus scrapes) for a metric and a job. */
 async function series(m: Metrics, metric: string, jobName: string): Promise<Map<string, number>> {
@@ -28,24 +24,15 @@ const stageValue = (s: Map<string, number>, suffix: 'sum' | 'count', stage: stri
   [...s].find(([k]) => k.startsWith(`clusterd_job_recovery_seconds_${suffix}{`) && k.includes(`stage="${stage}"`))?.[1];
 
 describe('goodput metrics', () => {
-  const client = adminClient();
-  let world: World | undefined;
-  let manager: Manager | undefined;
-
-  afterEach(async () => {
-    await manager?.stop();
-    await world?.stop();
-    manager = undefined;
-    world = undefined;
-  });
+  const h = jobsHarness();
+  const { client } = h;
 
   it('a rescheduled job has its recovery stages and lost seconds; its series are dropped when the job is deleted', async () => {
-    world = await startWorld(client, { nodes: 3, prefix: 'gp1' });
-    let metrics: Metrics;
-    ({ manager, metrics } = await startManager(client));
+    const world = await h.startWorld({ nodes: 3, prefix: 'gp1' });
+    const { metrics } = await h.startManager();
     const { ns } = world;
     const job = await client.create(paths.vcJobs(ns), vcJob(ns, { nodeSelector: world.nodeSelector, name: 'llama', replicas: 4, npus: 4, labels: { 'fault-scheduling': 'force' } }));
-    const before = await eventually(async () => { const ps = await jobPods(client, ns, 'llama'); return ps.length === 4 && ps.every(runningWithNpus) ? ps : undefined; }, 30_000);
+    const before = await runningPods(client, ns, 'llama', 4);
     expect(await series(metrics, 'clusterd_job_lost_seconds_total', 'llama')).toEqual(new Map()); // no fault yet, no series
 
     const rank2 = before[2]!;

@@ -3,37 +3,25 @@
  * Volcano ascend plugin) and `--dry-run` (decide, log and count only).
  */
 import { paths } from '../../runtime/kube-client.ts';
-import type { Manager } from '../../controllers/manager.ts';
-import { adminClient, eventually } from '../support/cluster.ts';
-import { jobPods, runningWithNpus, startWorld, vcJob, type PodObj, type World } from '../../tools/job-peer/world.ts';
-import { jobState, podGroupEvents, rescheduleReasonOf, sleep, startManager, vcjobFaultNpu } from './jobs-support.ts';
-
-const uidOf = (p: PodObj): string => p.metadata?.uid ?? '';
-const npusOf = (p: PodObj): string[] => (p.metadata?.annotations?.['huawei.com/AscendReal'] ?? '').split(',').filter(Boolean);
+import { eventually } from '../support/cluster.ts';
+import { jobPods, vcJob } from '../../tools/job-peer/world.ts';
+import { jobsHarness, runningPods, uidOf, npusOf, jobState, podGroupEvents, rescheduleReasonOf, sleep, vcjobFaultNpu } from '../support/jobs-support.ts';
 
 describe('jobs: modes that act on nothing', () => {
-  const client = adminClient();
-  let world: World | undefined;
-  let manager: Manager | undefined;
-
-  afterEach(async () => {
-    await manager?.stop();
-    await world?.stop();
-    manager = undefined;
-    world = undefined;
-  });
+  const h = jobsHarness();
+  const { client } = h;
 
   it.each([
     ['--rescheduling=false', 'rmode'],
     ['--dry-run', 'dmode'],
   ])('%s: a SeparateNPU fault deletes nothing and writes no job ConfigMap', async (flag, prefix) => {
-    world = await startWorld(client, { nodes: 2, prefix });
-    const started = await startManager(client, [flag]);
-    manager = started.manager;
+    const world = await h.startWorld({ nodes: 2, prefix });
+    const started = await h.startManager([flag]);
+    const { manager } = started;
     const { ns } = world;
     const job = await client.create(paths.vcJobs(ns), vcJob(ns, { nodeSelector: world.nodeSelector, name: 'quiet', replicas: 2, npus: 4, labels: { 'fault-scheduling': 'force', 'fault-retry-times': '3' } }));
     const uid = job.metadata!.uid!;
-    const before = await eventually(async () => { const ps = await jobPods(client, ns, 'quiet'); return ps.length === 2 && ps.every(runningWithNpus) ? ps : undefined; }, 30_000);
+    const before = await runningPods(client, ns, 'quiet', 2);
     const node = before[1]!.spec!.nodeName!;
     await world.dp.injectChipFault({ node, npu: npusOf(before[1]!)[0]!, code: '80E18402', level: 'SeparateNPU' });
     // First the controller must have the fault (else "nothing happened" proves nothing), then room to act.
@@ -41,7 +29,7 @@ describe('jobs: modes that act on nothing', () => {
       await eventually(async () => (await started.metrics.decisions.get()).values.some((v) => v.labels.outcome === 'dry_run' && v.value === 1), 10_000);
     } else {
       // The ClusterD half still aggregates the job's faults for its other consumers.
-      await eventually(() => manager!.jobs.aggregateNow(`${ns}/quiet-${uid}`)?.ranks.some((r) => r.faultType === 'CardUnhealthy'), 10_000);
+      await eventually(() => manager.jobs.aggregateNow(`${ns}/quiet-${uid}`)?.ranks.some((r) => r.faultType === 'CardUnhealthy'), 10_000);
     }
     await sleep(2_000);
     expect((await jobPods(client, ns, 'quiet')).map(uidOf)).toEqual(before.map(uidOf));

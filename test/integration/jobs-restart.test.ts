@@ -4,33 +4,21 @@
  * allocator and the job peer recreating deleted pods as Volcano's job controller does.
  */
 import { paths } from '../../runtime/kube-client.ts';
-import type { Manager } from '../../controllers/manager.ts';
-import { adminClient, eventually } from '../support/cluster.ts';
-import { jobPods, runningWithNpus, startWorld, vcJob, type PodObj, type World } from '../../tools/job-peer/world.ts';
-import { jobState, podGroupEvents, report, rescheduleReasonAfter, sleep, startManager, vcjobFaultNpu } from './jobs-support.ts';
-
-const npusOf = (p: PodObj): string[] => (p.metadata?.annotations?.['huawei.com/AscendReal'] ?? '').split(',').filter(Boolean);
-const uidOf = (p: PodObj): string => p.metadata?.uid ?? '';
+import { eventually } from '../support/cluster.ts';
+import { jobPods, vcJob } from '../../tools/job-peer/world.ts';
+import { jobsHarness, runningPods, uidOf, npusOf, jobState, podGroupEvents, report, rescheduleReasonAfter, sleep, vcjobFaultNpu } from '../support/jobs-support.ts';
 
 describe('jobs: job- and pod-level rescheduling', () => {
-  const client = adminClient();
-  let world: World | undefined;
-  let manager: Manager | undefined;
-
-  afterEach(async () => {
-    await manager?.stop();
-    await world?.stop();
-    manager = undefined;
-    world = undefined;
-  });
+  const h = jobsHarness();
+  const { client } = h;
 
   it('SeparateNPU on rank 2 with fault-scheduling=force restarts all 4 pods once, away from the bad NPU', async () => {
-    world = await startWorld(client, { nodes: 3, prefix: 'jr1' });
-    ({ manager } = await startManager(client));
+    const world = await h.startWorld({ nodes: 3, prefix: 'jr1' });
+    await h.startManager();
     const { ns } = world;
     const job = await client.create(paths.vcJobs(ns), vcJob(ns, { nodeSelector: world.nodeSelector, name: 'llama', replicas: 4, npus: 4, labels: { 'fault-scheduling': 'force', 'fault-retry-times': '2' } }));
     const jobKey = `${ns}/llama-${job.metadata!.uid!}`;
-    const before = await eventually(async () => { const ps = await jobPods(client, ns, 'llama'); return ps.length === 4 && ps.every(runningWithNpus) ? ps : undefined; }, 30_000);
+    const before = await runningPods(client, ns, 'llama', 4);
     await eventually(async () => (await vcjobFaultNpu(client)).remainRetryTimes.get(jobKey)?.Times === 2);
 
     const rank2 = before[2]!;
@@ -40,10 +28,10 @@ describe('jobs: job- and pod-level rescheduling', () => {
 
     const oldUids = new Set(before.map(uidOf));
     await eventually(async () => (await jobPods(client, ns, 'llama')).every((p) => !oldUids.has(uidOf(p))), 20_000);
-    const gone = before.map((p) => world!.peer.goneAtMs(uidOf(p))! - ack.atMs);
+    const gone = before.map((p) => world.peer.goneAtMs(uidOf(p))! - ack.atMs);
     report(`force job-level, SeparateNPU ${node}/${npu}: fault write ack -> pod deletion ${Math.min(...gone)}..${Math.max(...gone)} ms (4 pods)`);
 
-    const after = await eventually(async () => { const ps = await jobPods(client, ns, 'llama'); return ps.length === 4 && ps.every(runningWithNpus) ? ps : undefined; }, 30_000);
+    const after = await runningPods(client, ns, 'llama', 4);
     for (const p of after.filter((x) => x.spec?.nodeName === node)) expect(npusOf(p)).not.toContain(npu);
     await eventually(async () => (await jobState(client, job.metadata!.uid!))?.state.active === undefined, 15_000);
     await sleep(1_500);
@@ -67,12 +55,12 @@ describe('jobs: job- and pod-level rescheduling', () => {
   }, 120_000);
 
   it('with pod-rescheduling=on deletes only rank 2, then escalates to job level when its replacement stays pending', async () => {
-    world = await startWorld(client, { nodes: 4, prefix: 'jr2' });
-    ({ manager } = await startManager(client, ['--pending-escalation-seconds=5']));
+    const world = await h.startWorld({ nodes: 4, prefix: 'jr2' });
+    await h.startManager(['--pending-escalation-seconds=5']);
     const { ns } = world;
     const job = await client.create(paths.vcJobs(ns), vcJob(ns, { nodeSelector: world.nodeSelector, name: 'gpt', replicas: 4, npus: 8, labels: { 'fault-scheduling': 'grace', 'pod-rescheduling': 'on' } }));
     const jobKey = `${ns}/gpt-${job.metadata!.uid!}`;
-    const before = await eventually(async () => { const ps = await jobPods(client, ns, 'gpt'); return ps.length === 4 && ps.every(runningWithNpus) ? ps : undefined; }, 30_000);
+    const before = await runningPods(client, ns, 'gpt', 4);
     const rank2 = before[2]!;
     const node = rank2.spec!.nodeName!;
     const ack = await world.dp.injectChipFault({ node, npu: npusOf(rank2)[3]!, code: '80E18402', level: 'SeparateNPU' });

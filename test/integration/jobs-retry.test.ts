@@ -4,28 +4,17 @@
  * 12 restarts keep 10 records, newest first; a history pushed over 950 KB is trimmed as Volcano does.
  */
 import { paths } from '../../runtime/kube-client.ts';
-import type { Manager } from '../../controllers/manager.ts';
-import { adminClient, eventually } from '../support/cluster.ts';
-import { createBarePodGroup, failPod, jobPods, runningWithNpus, startWorld, vcJob, type PodObj, type World } from '../../tools/job-peer/world.ts';
+import { eventually } from '../support/cluster.ts';
+import { createBarePodGroup, failPod, jobPods, runningWithNpus, vcJob, type PodObj } from '../../tools/job-peer/world.ts';
 import {
   encodeRescheduleHistory, parseRescheduleHistory, type RescheduleReason, type RescheduleRecord,
 } from '../../schemas/job-reschedule-reason/job-reschedule-reason.ts';
 import type { ConfigMap } from '../../runtime/kube-objects.ts';
-import { jobState, podGroupEvents, readCm, report, rescheduleReasonAfter, sleep, startManager, vcjobFaultNpu } from './jobs-support.ts';
-
-const uidOf = (p: PodObj): string => p.metadata?.uid ?? '';
+import { jobsHarness, runningPods, uidOf, jobState, podGroupEvents, readCm, report, rescheduleReasonAfter, sleep, vcjobFaultNpu } from '../support/jobs-support.ts';
 
 describe('jobs: retry budget and reschedule history', () => {
-  const client = adminClient();
-  let world: World | undefined;
-  let manager: Manager | undefined;
-
-  afterEach(async () => {
-    await manager?.stop();
-    await world?.stop();
-    manager = undefined;
-    world = undefined;
-  });
+  const h = jobsHarness();
+  const { client } = h;
 
   /** Fails the pod of `rank`, waits until the job runs again on new pods and the restart is complete. */
   async function failAndWait(ns: string, job: string, jobUid: string, rank: number, pods: number): Promise<PodObj[]> {
@@ -41,13 +30,13 @@ describe('jobs: retry budget and reschedule history', () => {
   }
 
   it('a Failed pod with fault-retry-times=2 restarts the job twice, then no more; the budget is visible', async () => {
-    world = await startWorld(client, { nodes: 1, prefix: 'jt1' });
-    ({ manager } = await startManager(client));
+    const world = await h.startWorld({ nodes: 1, prefix: 'jt1' });
+    await h.startManager();
     const { ns } = world;
     const job = await client.create(paths.vcJobs(ns), vcJob(ns, { nodeSelector: world.nodeSelector, name: 'bert', replicas: 2, npus: 4, labels: { 'fault-scheduling': 'force', 'fault-retry-times': '2' } }));
     const uid = job.metadata!.uid!;
     const jobKey = `${ns}/bert-${uid}`;
-    await eventually(async () => { const ps = await jobPods(client, ns, 'bert'); return ps.length === 2 && ps.every(runningWithNpus); }, 30_000);
+    await runningPods(client, ns, 'bert', 2);
     await eventually(async () => (await vcjobFaultNpu(client)).remainRetryTimes.get(jobKey)?.Times === 2);
 
     for (const left of [1, 0]) {
@@ -70,13 +59,13 @@ describe('jobs: retry budget and reschedule history', () => {
   }, 120_000);
 
   it('12 restarts keep 10 records newest first; a history pushed over 950 KB is trimmed and fits', async () => {
-    world = await startWorld(client, { nodes: 1, prefix: 'jt2' });
-    ({ manager } = await startManager(client));
+    const world = await h.startWorld({ nodes: 1, prefix: 'jt2' });
+    const { manager } = await h.startManager();
     const { ns } = world;
     const job = await client.create(paths.vcJobs(ns), vcJob(ns, { nodeSelector: world.nodeSelector, name: 'rec', replicas: 1, npus: 1, labels: { 'fault-scheduling': 'force', 'fault-retry-times': '30' } }));
     const uid = job.metadata!.uid!;
     const jobKey = `${ns}/rec-${uid}`;
-    await eventually(async () => { const ps = await jobPods(client, ns, 'rec'); return ps.length === 1 && ps.every(runningWithNpus); }, 30_000);
+    await runningPods(client, ns, 'rec', 1);
     const t0 = Date.now();
     let lastFailS = 0;
     for (let i = 0; i < 12; i++) {
@@ -112,14 +101,14 @@ describe('jobs: retry budget and reschedule history', () => {
     for (let k = 0; k < 5; k++) put(j++, 1);
     while (Buffer.byteLength(encodeRescheduleHistory(history)) < 955 * 1024) put(j++, 10);
     for (let k = 0; k < j; k++) await createBarePodGroup(client, ns, `seed-${k}`);
-    await eventually(() => [...seeded.keys()].every((k) => manager!.sources.podGroups.get(k) !== undefined));
+    await eventually(() => [...seeded.keys()].every((k) => manager.sources.podGroups.get(k) !== undefined));
     const text = encodeRescheduleHistory(history);
     const bytes = Buffer.byteLength(text);
     report(`seeded job-reschedule-reason: ${bytes} bytes, ${seeded.size} extra jobs (trim threshold ${950 * 1024})`);
     expect(bytes).toBeGreaterThan(950 * 1024);
     expect(bytes).toBeLessThan(1024 * 1024);
     const saved = await client.replace<ConfigMap>(paths.configMap('mindx-dl', 'job-reschedule-reason'), { ...cm, data: { ...cm.data, 'recent-reschedule-records': text } });
-    await eventually(() => manager!.sources.mindxDlConfigMaps.get('mindx-dl/job-reschedule-reason')?.metadata?.resourceVersion === saved.metadata?.resourceVersion);
+    await eventually(() => manager.sources.mindxDlConfigMaps.get('mindx-dl/job-reschedule-reason')?.metadata?.resourceVersion === saved.metadata?.resourceVersion);
 
     await failAndWait(ns, 'rec', uid, 0, 1);
     const after = await eventually(async () => {

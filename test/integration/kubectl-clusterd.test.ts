@@ -28,7 +28,7 @@ import { DEVICE_INFO_LABELS, deviceInfoCmName } from '../../schemas/device-info/
 import { ESCALATION_STATE_CM_NAME, ESCALATION_STATE_KEY, parseEscalationState } from '../../schemas/escalation-state/escalation-state.ts';
 import { RELEASE_REQUESTS_CM_NAME, parseReleaseRequests } from '../../schemas/release-request/release-request.ts';
 import type { ConfigMap } from '../../runtime/kube-objects.ts';
-import { rescheduleReasonAfter, startManager } from './jobs-support.ts';
+import { rescheduleReasonAfter, startManager } from '../support/jobs-support.ts';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const CLI = join(REPO, 'cli', 'kubectl-clusterd.ts');
@@ -260,7 +260,8 @@ describe('kubectl clusterd (plugin as a subprocess, least-privilege user)', () =
     await putCm(admin, 'mindx-dl', 'clusterd-ts-breaker', { state: JSON.stringify(state) });
     const viaKubectl = await plugin(kubeconfig, ['breaker', 'status'], 'kubectl');
     expect(viaKubectl.code).toBe(0);
-    expect(viaKubectl.stdout).toMatch(/rack-7\s+yes\s+2026-01-02T03:04:05(\.000)?Z\s+3\s+9 nodes isolated/);
+    // Counts: none in this hand-written state ('-'), or 0/0/0 once the controller adopted and rewrote it.
+    expect(viaKubectl.stdout).toMatch(/rack-7\s+yes\s+2026-01-02T03:04:05(\.000)?Z\s+3\s+(-|0\/0\/0)\s+9 nodes isolated/);
     const js = await plugin(kubeconfig, ['breaker', 'status', '-o', 'yaml']);
     expect(js.stdout).toContain('scope: rack-7');
     const reset = await plugin(kubeconfig, ['breaker', 'reset', 'rack-7']);
@@ -283,5 +284,40 @@ describe('kubectl clusterd (plugin as a subprocess, least-privilege user)', () =
     expect(other.code).toBe(4);
     expect(other.stderr).toContain(`get configmaps clusterd-ts-breaker in namespace ${ctrlNs}`);
     await admin.delete(paths.configMap('mindx-dl', 'clusterd-ts-breaker'));
+  }, 60_000);
+
+  it('breaker status: stamps older than the window the state names are neither shown nor counted (the controller does not rewrite the state when they age out)', async () => {
+    // A namespace no controller watches, read as admin: what is shown is what the plugin makes of the stored text.
+    const ns = await newNamespace(admin, 'brk');
+    const info = controlPlaneInfo();
+    const adminKc = join(mkdtempSync(join(tmpdir(), 'kc-')), 'kubeconfig');
+    writeFileSync(adminKc, kubeconfigYaml(info.servers[0]!, info.adminToken));
+    const now = Date.now();
+    const ago = (s: number): string => new Date(now - s * 1000).toISOString();
+    const scope = (name: string, jobs: Array<{ key: string; at: string }>, trip?: string) => ({
+      scope: name, tripped: trip !== undefined, trippedAt: trip === undefined ? null : ago(700), reason: trip ?? '', held: trip === undefined ? 0 : 2,
+      counts: { chips: 0, nodes: 0, jobs: jobs.length }, window: { chips: [], nodes: [], jobs },
+    });
+    const old = { key: 'uid-old', at: ago(660) };
+    const scopes = [scope('cluster', [old, { key: 'uid-new', at: ago(60) }]), scope('rack-1', [old]), scope('rack-2', [old], '17 jobs rescheduled within 600 s > 16')];
+    await putCm(admin, ns, 'clusterd-ts-breaker', { state: JSON.stringify({ windowSeconds: 600, scopes }) });
+    const status = async (o: string[] = []): Promise<Ran> => plugin(adminKc, ['breaker', 'status', '--controller-namespace', ns, ...o]);
+    const js = JSON.parse((await status(['-o', 'json'])).stdout) as { windowSeconds?: number; scopes: Array<{ scope: string; counts?: Record<string, number>; window?: { jobs: Array<{ key: string }> } }> };
+    expect(js.windowSeconds).toBe(600);
+    // rack-1 had only the aged stamp and is not tripped: nothing to say (as the controller prunes it on load).
+    expect(js.scopes.map((x) => x.scope)).toEqual(['cluster', 'rack-2']);
+    expect(js.scopes[0]).toMatchObject({ counts: { jobs: 1 }, window: { jobs: [{ key: 'uid-new' }] } });
+    expect(js.scopes[1]).toMatchObject({ tripped: true, held: 2, counts: { jobs: 0 }, window: { jobs: [] } });
+    const text = (await status()).stdout;
+    expect(text).toMatch(/^cluster\s+no\s+-\s+0\s+0\/0\/1\s+-$/m);
+    expect(text).toMatch(/^rack-2\s+yes\s+\S+\s+2\s+0\/0\/0\s+17 jobs rescheduled/m);
+    expect(text).not.toContain('rack-1');
+    expect(text).toContain('window: 600 s');
+    // A state from before windowSeconds was recorded (an older controller): the window is unknown, shown as stored.
+    await putCm(admin, ns, 'clusterd-ts-breaker', { state: JSON.stringify({ scopes }) });
+    const raw = (await status()).stdout;
+    expect(raw).toMatch(/^cluster\s+no\s+-\s+0\s+0\/0\/2\s+-$/m);
+    expect(raw).toContain('rack-1');
+    expect(raw).toContain('window: not recorded');
   }, 60_000);
 });

@@ -22,7 +22,7 @@ import { paths } from '../../runtime/kube-client.ts';
 import { deletePods } from '../../actions/pod-deletion.action.ts';
 import { adminClient, controlPlaneInfo, eventually } from '../support/cluster.ts';
 import { jobPods, runningWithNpus, startWorld, vcJob, type World } from '../../tools/job-peer/world.ts';
-import { sleep } from './jobs-support.ts';
+import { sleep } from '../support/jobs-support.ts';
 
 /** kwok's process group (its supervisor's pid, as ControlPlane.pauseApiserver signals the apiserver's). */
 const kwokGroup = (): number => {

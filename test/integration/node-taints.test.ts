@@ -12,7 +12,7 @@ import { CLUSTERD_FAULT_TAINT_KEY } from '../../policy/faults/job-isolation.ts';
 import { NodeDSimulator } from '../../tools/simulator/noded.ts';
 import { createFakeNodes } from '../../tools/simulator/nodes.ts';
 import { adminClient, ensureNamespace, eventually } from '../support/cluster.ts';
-import { sleep, startManager } from './jobs-support.ts';
+import { sleep, startManager } from '../support/jobs-support.ts';
 
 type Taint = { key: string; value?: string; effect: string };
 

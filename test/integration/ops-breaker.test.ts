@@ -8,11 +8,10 @@ import { paths } from '../../runtime/kube-client.ts';
 import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { deviceInfoCmName, parseDeviceInfoData } from '../../schemas/device-info/device-info.ts';
 import { deviceEntry } from '../support/cluster-info-read.ts';
-import type { Manager } from '../../controllers/manager.ts';
 import type { Metrics } from '../../telemetry/metrics.ts';
 import { adminClient, eventually } from '../support/cluster.ts';
-import { jobPods, runningWithNpus, startWorld, vcJob, type PodObj, type World } from '../../tools/job-peer/world.ts';
-import { podGroupEvents, readCm, report, sleep, startManager, type EventObj } from './jobs-support.ts';
+import { jobPods, vcJob } from '../../tools/job-peer/world.ts';
+import { jobsHarness, runningPods, uidOf, npusOf, podGroupEvents, readCm, report, sleep, type EventObj } from '../support/jobs-support.ts';
 import { DECISION_OUTCOME_LABEL, decisionRecordsPath } from '../../schemas/decision-record/decision-record.ts';
 import { BREAKER_CM_NAME, BREAKER_LAST_RESET_ANNOTATION, BREAKER_NAMESPACE, BREAKER_RESET_ANNOTATION, parseBreakerState } from '../../schemas/breaker-state/breaker-state.ts';
 import { CLUSTERD_FAULT_TAINT_KEY } from '../../policy/faults/job-isolation.ts';
@@ -21,8 +20,6 @@ import { NodeDSimulator } from '../../tools/simulator/noded.ts';
 import { createFakeNodes } from '../../tools/simulator/nodes.ts';
 import { randomBytes } from 'node:crypto';
 
-const uidOf = (p: PodObj): string => p.metadata?.uid ?? '';
-const npusOf = (p: PodObj): string[] => (p.metadata?.annotations?.['huawei.com/AscendReal'] ?? '').split(',').filter(Boolean);
 const WORLD_LABEL = 'clusterd-ts.io/test-world';
 
 async function breakerState(client: ReturnType<typeof adminClient>) {
@@ -35,39 +32,33 @@ const trippedGauge = async (m: Metrics, scope: string): Promise<number | undefin
 const heldCount = async (m: Metrics, kind: string): Promise<number> => (await m.breakerHeld.get()).values.find((v) => v.labels.kind === kind)?.value ?? 0;
 
 describe('ops: blast-radius breaker and flap damping', () => {
-  const client = adminClient();
-  let world: World | undefined;
-  let manager: Manager | undefined;
+  const h = jobsHarness();
+  const { client } = h;
 
   afterEach(async () => {
-    await manager?.stop();
-    await world?.stop();
-    manager = undefined;
-    world = undefined;
     // The control plane is shared: leave no tripped breaker behind for the next test file.
     await client.delete(paths.configMap(BREAKER_NAMESPACE, BREAKER_CM_NAME)).catch(() => undefined);
   });
 
   it('a switch storm trips the domain and holds reschedules (no pod deleted, Event + metric), across a restart, until reset by annotation', async () => {
     await client.delete(paths.configMap(BREAKER_NAMESPACE, BREAKER_CM_NAME)).catch(() => undefined);
-    world = await startWorld(client, { nodes: 4, prefix: 'brk' });
+    const world = await h.startWorld({ nodes: 4, prefix: 'brk' });
     const { ns } = world;
     const domain = world.nodeSelector[WORLD_LABEL]!;
     // All nodes of the world are one switch domain (the node label); 1 reschedule per 10 min allowed in it.
     const args = [`--breaker-domain-label=${WORLD_LABEL}`, '--breaker-domain-jobs=1'];
-    let metrics: Metrics;
-    ({ manager, metrics } = await startManager(client, args));
+    let { manager, metrics } = await h.startManager(args);
     const names = ['ja', 'jb', 'jc'];
-    const jobs = await Promise.all(names.map((name) => client.create(paths.vcJobs(ns), vcJob(ns, { nodeSelector: world!.nodeSelector, name, replicas: 1, npus: 8, labels: { 'fault-scheduling': 'force' } }))));
-    const pods = await Promise.all(names.map((n) => eventually(async () => { const ps = await jobPods(client, ns, n); return ps.length === 1 && ps.every(runningWithNpus) ? ps[0] : undefined; }, 30_000)));
+    const jobs = await Promise.all(names.map((name) => client.create(paths.vcJobs(ns), vcJob(ns, { nodeSelector: world.nodeSelector, name, replicas: 1, npus: 8, labels: { 'fault-scheduling': 'force' } }))));
+    const pods = await Promise.all(names.map(async (n) => (await runningPods(client, ns, n, 1))[0]!));
 
     // The storm: the chips under all three jobs fail at once (their nodes share the switch domain).
-    await Promise.all(pods.map((p) => world!.dp.injectChipFault({ node: p.spec!.nodeName!, npu: npusOf(p)[0]!, code: '80E18402', level: 'SeparateNPU' })));
+    await Promise.all(pods.map((p) => world.dp.injectChipFault({ node: p.spec!.nodeName!, npu: npusOf(p)[0]!, code: '80E18402', level: 'SeparateNPU' })));
     const tripped = await eventually(async () => { const s = await breakerState(client); return s.state.scopes[domain]?.tripped ? s : undefined; }, 20_000);
     expect(tripped.state.scopes[domain]!.reason).toMatch(/^2 jobs rescheduled within 600 s > 1/);
     // Exactly one job was rescheduled; the others are held: their pods stay, with an Event saying why.
     await sleep(2_000);
-    const gone = names.filter((n, i) => world!.peer.statsOf(n).deletedUids.has(uidOf(pods[i]!)));
+    const gone = names.filter((n, i) => world.peer.statsOf(n).deletedUids.has(uidOf(pods[i]!)));
     expect(gone).toHaveLength(1);
     const held = names.filter((n) => !gone.includes(n));
     for (const [i, n] of names.entries()) if (held.includes(n)) expect((await jobPods(client, ns, n)).map(uidOf)).toEqual([uidOf(pods[i]!)]);
@@ -90,8 +81,8 @@ describe('ops: blast-radius breaker and flap damping', () => {
     report(`breaker: storm on 3 jobs of domain ${domain}: 1 rescheduled, ${held.length} held; state ${JSON.stringify(tripped.state.scopes[domain]!.window.jobs.length)} counted`);
 
     // Restart: the new controller restores the trip and still holds.
-    await manager.stop();
-    ({ manager, metrics } = await startManager(client, args));
+    await h.stopManager(manager);
+    ({ manager, metrics } = await h.startManager(args));
     await eventually(async () => (await trippedGauge(metrics, domain)) === 1, 10_000);
     await sleep(2_000);
     for (const [i, n] of names.entries()) if (held.includes(n)) expect((await jobPods(client, ns, n)).map(uidOf)).toEqual([uidOf(pods[i]!)]);
@@ -101,7 +92,7 @@ describe('ops: blast-radius breaker and flap damping', () => {
     await client.patch(paths.configMap(BREAKER_NAMESPACE, BREAKER_CM_NAME), { metadata: { annotations: { [BREAKER_RESET_ANNOTATION]: JSON.stringify({ scope: domain, by: 'ops-tester', at: new Date().toISOString() }) } } }, 'merge');
     // Still faulty: 2 reschedules again exceed the fresh window of 1, so one goes and the next trips
     // again — the re-decision is level-triggered, not a blind replay of both held decisions.
-    await eventually(async () => held.some((n, _) => world!.peer.statsOf(n).deletedUids.has(uidOf(pods[names.indexOf(n)]!))), 20_000);
+    await eventually(async () => held.some((n, _) => world.peer.statsOf(n).deletedUids.has(uidOf(pods[names.indexOf(n)]!))), 20_000);
     report(`breaker: reset annotation -> first held job rescheduled ${Date.now() - t0} ms`);
     const after = await eventually(async () => { const s = await breakerState(client); return s.cm?.metadata?.annotations?.[BREAKER_RESET_ANNOTATION] === undefined ? s : undefined; }, 10_000);
     expect(JSON.parse(after.cm!.metadata!.annotations![BREAKER_LAST_RESET_ANNOTATION]!)).toMatchObject({ scope: domain, by: 'ops-tester' });
@@ -119,8 +110,7 @@ describe('ops: blast-radius breaker and flap damping', () => {
       .items.filter((e) => e.reason === 'BreakerHeld' && e.message?.includes(`isolation of node ${node} `));
     try {
       // One node isolation per 10 min allowed in the domain.
-      let metrics: Metrics;
-      ({ manager, metrics } = await startManager(client, ['--node-taints', `--breaker-domain-label=${WORLD_LABEL}`, '--breaker-domain-nodes=1']));
+      const { manager, metrics } = await h.startManager(['--node-taints', `--breaker-domain-label=${WORLD_LABEL}`, '--breaker-domain-nodes=1']);
       await noded.inject({ node: a, code: '2C000031', level: 'SeparateFault' });
       expect(await eventually(() => ourTaint(a), 10_000)).toMatchObject({ effect: 'NoSchedule' });
 
@@ -140,7 +130,7 @@ describe('ops: blast-radius breaker and flap damping', () => {
 
       // b recovers while held; the operator resets the domain (what `kubectl clusterd breaker reset` writes).
       await noded.recover(b);
-      await eventually(() => !manager!.deviceFaults.effective(b).some((r) => r.source === 'node'), 10_000);
+      await eventually(() => !manager.deviceFaults.effective(b).some((r) => r.source === 'node'), 10_000);
       await client.patch(paths.configMap(BREAKER_NAMESPACE, BREAKER_CM_NAME), { metadata: { annotations: { [BREAKER_RESET_ANNOTATION]: JSON.stringify({ scope: domain, by: 'ops-tester', at: new Date().toISOString() }) } } }, 'merge');
       await eventually(async () => { const s = await breakerState(client); return s.state.scopes[domain]?.tripped === true ? undefined : s; }, 10_000);
       expect(await trippedGauge(metrics, domain)).toBeUndefined();
@@ -159,21 +149,21 @@ describe('ops: blast-radius breaker and flap damping', () => {
   }, 90_000);
 
   it('a flapping link (fault/recover 20 times in 10 s on 16 nodes) restarts its job at most once per damping period', async () => {
-    world = await startWorld(client, { nodes: 16, prefix: 'flap' });
+    const world = await h.startWorld({ nodes: 16, prefix: 'flap' });
     const { ns } = world;
     // FLAP_DAMPING_SECONDS=0 measures the undamped baseline (the issue's 15 restarts in 10 s).
     const period = Number(process.env.FLAP_DAMPING_SECONDS ?? 30);
-    ({ manager } = await startManager(client, [`--flap-damping-seconds=${period}`]));
+    await h.startManager([`--flap-damping-seconds=${period}`]);
     await client.create(paths.vcJobs(ns), vcJob(ns, { nodeSelector: world.nodeSelector, name: 'big', replicas: 16, npus: 8, labels: { 'fault-scheduling': 'force' } }));
-    await eventually(async () => { const ps = await jobPods(client, ns, 'big'); return ps.length === 16 && ps.every(runningWithNpus) ? ps : undefined; }, 60_000);
+    await runningPods(client, ns, 'big', 16, 60_000);
     const t0 = Date.now();
     // Paced by the clock (writes are not awaited in the loop; the simulator coalesces per node as the
     // device plugin does), so the 20 cycles take 10 s whatever the apiserver's latency.
     const writes: Array<Promise<unknown>> = [];
     for (let i = 0; i < 20; i++) {
-      writes.push(...world.nodes.map((node) => world!.dp.injectChipFault({ node, npu: 0, code: '80E18402', level: 'SeparateNPU' })));
+      writes.push(...world.nodes.map((node) => world.dp.injectChipFault({ node, npu: 0, code: '80E18402', level: 'SeparateNPU' })));
       await sleep(t0 + i * 500 + 250 - Date.now());
-      writes.push(...world.nodes.map((node) => world!.dp.recoverChipFault({ node, npu: 0 })));
+      writes.push(...world.nodes.map((node) => world.dp.recoverChipFault({ node, npu: 0 })));
       await sleep(t0 + (i + 1) * 500 - Date.now());
     }
     await Promise.all(writes);

@@ -26,7 +26,7 @@ import { createLogger } from '../../telemetry/logger.ts';
 import { Metrics } from '../../telemetry/metrics.ts';
 import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
 import { jobPods, runningWithNpus, startWorld, vcJob, type PodObj, type World } from '../../tools/job-peer/world.ts';
-import { jobState, rescheduleReasonOf, sleep } from './jobs-support.ts';
+import { jobState, rescheduleReasonOf, sleep } from '../support/jobs-support.ts';
 
 const LEASE_S = FLAGS['lease-duration-seconds'].min; // 5 s: the shortest the controller accepts
 const LEASE_MS = LEASE_S * 1000;

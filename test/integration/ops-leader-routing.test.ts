@@ -32,7 +32,7 @@ import { Metrics } from '../../telemetry/metrics.ts';
 import { helmRunner } from '../support/helm.ts';
 import { adminClient, controlPlaneInfo, eventually, serviceAccountClient } from '../support/cluster.ts';
 import { jobPods, runningWithNpus, startWorld, vcJob, type PodObj, type World } from '../../tools/job-peer/world.ts';
-import { podGroupEvents, sleep } from './jobs-support.ts';
+import { podGroupEvents, sleep } from '../support/jobs-support.ts';
 
 const CHART = join(fileURLToPath(new URL('../../', import.meta.url)), 'charts', 'clusterd-ts');
 const suffix = randomBytes(3).toString('hex');

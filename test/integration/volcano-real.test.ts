@@ -19,7 +19,7 @@ import type { Manager } from '../../controllers/manager.ts';
 import type { Metrics } from '../../telemetry/metrics.ts';
 import { deviceEntry } from '../support/cluster-info-read.ts';
 import { ensureNamespace, eventually } from '../support/cluster.ts';
-import { rescheduleReasonOf, startManager } from './jobs-support.ts';
+import { rescheduleReasonOf, startManager } from '../support/jobs-support.ts';
 
 const P = 'huawei.com/Ascend910';
 const enabled = process.env.CLUSTERD_TS_VOLCANO === '1';

@@ -9,7 +9,7 @@ import { existsSync, openSync, readFileSync, readSync, closeSync, fstatSync } fr
 import { request } from 'node:http';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '../control-plane/control-plane.ts';
+import { exitedWithin, freePort } from '../control-plane/control-plane.ts';
 
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -245,7 +245,7 @@ export class ControllerProcess {
     const pid = this.supervisorPid;
     this.supervisorPid = 0;
     try { process.kill(-pid, 'SIGTERM'); } catch { return; }
-    const done = await Promise.race([this.exited.then(() => true), sleep(10_000).then(() => false)]);
+    const done = await exitedWithin(this.exited, 10_000);
     if (!done) { try { process.kill(-pid, 'SIGKILL'); } catch { /* gone */ } await this.exited; }
   }
 }

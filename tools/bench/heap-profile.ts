@@ -246,19 +246,22 @@ export function heapProfile(file: string, o: ProfileOptions = {}): Map<string, n
     return kids.map((k) => Int32Array.from(k));
   };
   let kids: Int32Array[] | undefined;
-  const inside = (po: number): [string, number][] => {
+  /** Self size inside one dominator subtree (post-order index po), summed by keyOf(post-order index,
+   *  node index) and sorted largest first. */
+  const sumSubtree = (po: number, keyOf: (i: number, v: number) => string): [string, number][] => {
     kids ??= childrenOf();
     const m = new Map<string, number>();
     const stack = [po];
     while (stack.length > 0) {
       const i = stack.pop()!;
       const v = order[i]!;
-      const k = kind(v);
+      const k = keyOf(i, v);
       m.set(k, (m.get(k) ?? 0) + na[v * NF + nSelf]!);
       for (const c of kids[i]!) stack.push(c);
     }
     return [...m].sort((a, b) => b[1] - a[1]);
   };
+  const inside = (po: number): [string, number][] => sumSubtree(po, (_i, v) => kind(v));
   const edgeName = (e: number): string => {
     const t = edgeTypes[ea[e * EF + eType]!]!;
     const n = ea[e * EF + eName]!;
@@ -274,20 +277,10 @@ export function heapProfile(file: string, o: ProfileOptions = {}): Map<string, n
   }
   /** Self size inside one dominator subtree by the field that holds each object (map keys and
    *  array indexes folded), so "records" or "data" says which part of a store holds the bytes. */
-  const fields = (po: number): [string, number][] => {
-    kids ??= childrenOf();
-    const m = new Map<string, number>();
-    const stack = [po];
-    while (stack.length > 0) {
-      const i = stack.pop()!;
-      const v = order[i]!;
-      const f = via[i]! >= 0 ? edgeName(via[i]!) : '?';
-      const k = `${/^\[\d+\]$/.test(f) || /^node-\d+|-node-\d+/.test(f) ? '[i]' : f}:${kind(v).replace(/^\(string ".*/s, '(string)')}`;
-      m.set(k, (m.get(k) ?? 0) + na[v * NF + nSelf]!);
-      for (const c of kids[i]!) stack.push(c);
-    }
-    return [...m].sort((a, b) => b[1] - a[1]);
-  };
+  const fields = (po: number): [string, number][] => sumSubtree(po, (i, v) => {
+    const f = via[i]! >= 0 ? edgeName(via[i]!) : '?';
+    return `${/^\[\d+\]$/.test(f) || /^node-\d+|-node-\d+/.test(f) ? '[i]' : f}:${kind(v).replace(/^\(string ".*/s, '(string)')}`;
+  });
 
   // The holders object: a property of some global object with that name.
   let holders = -1;

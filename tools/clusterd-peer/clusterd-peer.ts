@@ -14,7 +14,7 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import { KubeClient, paths, type KubeObject } from '../../runtime/kube-client.ts';
-import { freePort, kubeconfigYaml, type ControlPlaneInfo } from '../control-plane/control-plane.ts';
+import { exitedWithin, freePort, kubeconfigYaml, type ControlPlaneInfo } from '../control-plane/control-plane.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const SUPERVISE = join(HERE, '..', 'control-plane', 'supervise.mjs');
@@ -231,7 +231,7 @@ export class ClusterdPeer {
   async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
     if (!this.running) return;
     try { process.kill(-this.supervisorPid, signal); } catch { return; }
-    const dead = await Promise.race([this.exited.then(() => true), sleep(10_000).then(() => false)]);
+    const dead = await exitedWithin(this.exited, 10_000);
     if (!dead) { try { process.kill(-this.supervisorPid, 'SIGKILL'); } catch { /* gone */ } await this.exited; }
   }
 

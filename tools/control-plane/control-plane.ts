@@ -62,6 +62,20 @@ export async function freePort(): Promise<number> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * Whether `exited` settles within `ms` (a stop's grace before SIGKILL). The grace timer is cleared
+ * once the process is gone: left armed, each one held the process that stopped it (a Jest run after
+ * its last test: "Jest did not exit one second after the test run") up to `ms` longer.
+ */
+export async function exitedWithin(exited: Promise<unknown>, ms: number): Promise<boolean> {
+  let grace: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([exited.then(() => true), new Promise<false>((r) => { grace = setTimeout(() => r(false), ms); })]);
+  } finally {
+    clearTimeout(grace);
+  }
+}
+
 /** GET over https with the admin token, ignoring the self-signed serving certificate. */
 export function apiGet(server: string, path: string, token: string, timeoutMs = 2000): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
@@ -161,7 +175,7 @@ export class ControlPlane {
     this.procs.delete(name);
     try { process.kill(-p.pid, signal); } catch { return; }
     try { process.kill(-p.pid, 'SIGCONT'); } catch { /* gone */ } // a paused process only takes the signal once resumed
-    const dead = await Promise.race([p.exited.then(() => true), sleep(10_000).then(() => false)]);
+    const dead = await exitedWithin(p.exited, 10_000);
     if (!dead) { try { process.kill(-p.pid, 'SIGKILL'); } catch { /* gone */ } await p.exited; }
   }
 

@@ -1,6 +1,8 @@
 /**
- * Helpers of the jobs integration tests (not a test file): the Manager in-process, ConfigMap reads.
+ * Helpers of the jobs integration tests (not a test file): the per-test harness (a job-peer world and
+ * Managers in-process, stopped after each test), the job's pods, ConfigMap reads.
  */
+import { afterEach } from '@jest/globals';
 import { paths, type KubeClient } from '../../runtime/kube-client.ts';
 import { Manager, type ManagerDeps } from '../../controllers/manager.ts';
 import { parseOptions } from '../../controllers/options.ts';
@@ -10,7 +12,8 @@ import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { parseRescheduleHistory, type RescheduleReason } from '../../schemas/job-reschedule-reason/job-reschedule-reason.ts';
 import { parseVcjobFaultNpuData, type VcjobFaultNpuContent } from '../../schemas/vcjob-fault-npu/vcjob-fault-npu.ts';
 import { JOB_JOURNAL_LABELS, JOB_STATE_KEY, JOB_STATE_NAMESPACE, jobStateCmName, journalShardOf, parseJobState, type JobStateRecord } from '../../schemas/job-state/job-state.ts';
-import { eventually } from '../support/cluster.ts';
+import { jobPods, runningWithNpus, startWorld, type PodObj, type World } from '../../tools/job-peer/world.ts';
+import { adminClient, eventually } from './cluster.ts';
 
 export const BASE_ARGS = ['--http-port=0', '--cluster-info-refresh-seconds=0', '--burst-window-ms=200'];
 
@@ -21,6 +24,56 @@ export async function startManager(client: KubeClient, args: readonly string[] =
   const manager = new Manager({ client, options: parseOptions([...BASE_ARGS, ...args], {}), log, metrics, ...(jobs ? { jobs } : {}) });
   await manager.start();
   return { manager, metrics };
+}
+
+export interface JobsHarness {
+  /** Admin client on the shared control plane. */
+  readonly client: KubeClient;
+  /** A job-peer world (nodes, device plugin, job peer), stopped after the test. */
+  startWorld(opts: Parameters<typeof startWorld>[1]): Promise<World>;
+  /** startManager on the harness's client; the Manager is stopped after the test. */
+  startManager(args?: readonly string[], jobs?: ManagerDeps['jobs']): Promise<{ manager: Manager; metrics: Metrics }>;
+  /** Stops a Manager now (a controller restart or kill) and forgets it. */
+  stopManager(manager: Manager): Promise<void>;
+}
+
+/**
+ * Call inside a describe: registers the afterEach that stops what each test started (its Managers
+ * first, then its world), so one test's controller never acts on the next test's world.
+ */
+export function jobsHarness(client: KubeClient = adminClient()): JobsHarness {
+  const managers: Manager[] = [];
+  let world: World | undefined;
+  afterEach(async () => {
+    for (const m of managers.splice(0)) await m.stop();
+    await world?.stop();
+    world = undefined;
+  });
+  return {
+    client,
+    async startWorld(opts) {
+      world = await startWorld(client, opts);
+      return world;
+    },
+    async startManager(args = [], jobs) {
+      const started = await startManager(client, args, jobs);
+      managers.push(started.manager);
+      return started;
+    },
+    async stopManager(manager) {
+      const i = managers.indexOf(manager);
+      if (i >= 0) managers.splice(i, 1);
+      await manager.stop();
+    },
+  };
+}
+
+export const uidOf = (p: PodObj): string => p.metadata?.uid ?? '';
+export const npusOf = (p: PodObj): string[] => (p.metadata?.annotations?.['huawei.com/AscendReal'] ?? '').split(',').filter(Boolean);
+
+/** The job's pods once there are `count` of them, all Running with NPUs. */
+export async function runningPods(client: KubeClient, ns: string, job: string, count: number, timeoutMs = 30_000): Promise<PodObj[]> {
+  return eventually(async () => { const ps = await jobPods(client, ns, job); return ps.length === count && ps.every(runningWithNpus) ? ps : undefined; }, timeoutMs);
 }
 
 export async function readCm(client: KubeClient, ns: string, name: string): Promise<ConfigMap | undefined> {
