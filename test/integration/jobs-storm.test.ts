@@ -8,7 +8,7 @@ import type { Manager } from '../../controllers/manager.ts';
 import type { ExecAction } from '../../schemas/job-state/job-state.ts';
 import { adminClient, eventually } from '../support/cluster.ts';
 import { jobPods, runningWithNpus, startWorld, vcJob, type PodObj, type World } from '../../tools/job-peer/world.ts';
-import { jobState, report, startManager } from './jobs-support.ts';
+import { jobState, report, startManager } from '../support/jobs-support.ts';
 
 const JOBS = 6;
 const npusOf = (p: PodObj): string[] => (p.metadata?.annotations?.['huawei.com/AscendReal'] ?? '').split(',').filter(Boolean);
