@@ -18,7 +18,7 @@ function setup(opts: { gapMs?: number } = {}) {
   const cms = new FakeConfigMaps();
   const replays: string[] = [];
   const expedited: number[] = [];
-  const writer = new ConfigMapWriter(cms.client());
+  const writer = new ConfigMapWriter(cms.client(), { protobuf: false });
   // The controller arms a work-queue key (controllers/jobs.controller.ts); a plain timer here.
   const store: JobStateStore = new JobStateStore({
     cached: (name) => cms.get(NS, name), cachedNames: () => [...cms.objects.values()].map((c) => c.metadata?.name ?? ''),
@@ -181,5 +181,117 @@ describe('job state journal', () => {
       await expect(put).rejects.toThrow(/reason record/);
       expect(pendingIn(journal().c)).toBe('c/g1/job');
     });
+  });
+});
+
+describe('job state journal: when commits go (manual clock)', () => {
+  /** The store on a manual clock: `wake` records when the journal key is due; `advance` runs it then. */
+  function clocked(gapMs = 0) {
+    const cms = new FakeConfigMaps();
+    let t = 0;
+    const due: number[] = [];
+    const store = new JobStateStore({
+      cached: (name) => cms.get(NS, name), cachedNames: () => [...cms.objects.values()].map((c) => c.metadata?.name ?? ''),
+      writer: new ConfigMapWriter(cms.client(), { protobuf: false }), client: cms.client(), dryRun: false, now: () => t,
+      commitGapMs: gapMs, coalesceMs: 200, lazyMs: 2000, lazyMaxMs: 10_000,
+      wake: (ms) => { due.push(t + ms); }, expediteHold: () => undefined,
+    });
+    /** Moves the clock to `to`, running the journal key at each armed time on the way (as the work queue does). */
+    const advance = async (to: number): Promise<void> => {
+      for (;;) {
+        const next = Math.min(...due);
+        if (!(next <= to)) break;
+        due.splice(due.indexOf(next), 1);
+        t = Math.max(t, next);
+        await store.commitDue();
+        await new Promise((r) => setImmediate(r));
+      }
+      t = to;
+    };
+    const pendingIn = (uid: string) => { const r = parseJobState(cms.get(NS, journalCmName(0))?.data?.[uid]); return r.ok ? r.value.pending?.decisionId : 'unreadable'; };
+    return { cms, store, advance, pendingIn, at: (ms: number) => { t = ms; } };
+  }
+  const complete = (uid: string): PendingDecision => ({ ...pending(uid), decisionId: `${uid}/g1/complete`, phase: 'complete', actions: [] });
+
+  it('a storm\'s clears, released over seconds, share one write once no other came for lazyMs', async () => {
+    const { cms, store, advance, pendingIn, at } = clocked();
+    const puts = ['a', 'b', 'c'].map((u) => store.put(`ns/${u}`, state(u), pending(u)));
+    await advance(0);
+    await Promise.all(puts);
+    expect(cms.writes).toHaveLength(1); // the write-aheads: at once, one write
+    store.clear('ns/a', state('a'));
+    at(1500);
+    store.clear('ns/b', state('b')); // a later clear pushes the lazy write back
+    await advance(2500);
+    expect(cms.writes).toHaveLength(1); // 2 s after the first clear: not yet, another came since
+    expect(pendingIn('a')).toBe('a/g1/job'); // a crash now replays a (idempotent)
+    store.clear('ns/c', state('c'));
+    await advance(4499);
+    expect(cms.writes).toHaveLength(1);
+    await advance(4500);
+    expect(cms.writes).toHaveLength(2); // all three clears in one write
+    for (const u of ['a', 'b', 'c']) expect(pendingIn(u)).toBeUndefined();
+  });
+
+  it('clears that keep coming are written lazyMaxMs after the oldest', async () => {
+    const { cms, store, advance } = clocked();
+    const uids = Array.from({ length: 12 }, (_, i) => `j${i}`);
+    const puts = uids.map((u) => store.put(`ns/${u}`, state(u), pending(u)));
+    await advance(0);
+    await Promise.all(puts);
+    for (const [i, u] of uids.entries()) { await advance(i * 1000); store.clear(`ns/${u}`, state(u)); }
+    await advance(10_000);
+    expect(cms.writes).toHaveLength(2); // the oldest clear waited 10 s, not for the trickle to end
+  });
+
+  it('a put nobody\'s pods wait for (a restart\'s completion) rides with the next write-ahead, or goes coalesceMs later', async () => {
+    const { cms, store, advance, pendingIn } = clocked();
+    let doneA = false;
+    const a = store.put('ns/a', state('a', ['a/g1/job', 'a/g1/complete']), complete('a')).then(() => { doneA = true; });
+    await advance(100);
+    expect(cms.writes).toHaveLength(0);
+    expect(doneA).toBe(false);
+    const b = store.put('ns/b', state('b'), pending('b')); // a fault's write-ahead: at once, a rides along
+    await advance(100);
+    await Promise.all([a, b]);
+    expect(cms.writes).toHaveLength(1);
+    expect(pendingIn('a')).toBe('a/g1/complete');
+    expect(pendingIn('b')).toBe('b/g1/job');
+
+    const c = store.put('ns/c', state('c', ['c/g1/job', 'c/g1/complete']), complete('c'));
+    const d = store.put('ns/d', state('d', ['d/g1/job', 'd/g1/complete']), complete('d'));
+    await advance(299);
+    expect(cms.writes).toHaveLength(1);
+    await advance(300);
+    await Promise.all([c, d]);
+    expect(cms.writes).toHaveLength(2); // alone: 200 ms after the first, both in one write
+  });
+
+  it('in a burst a write-ahead waits until commitGapMs after the previous write-ahead\'s commit; after a quiet spell, or after a completion\'s commit, it goes at once', async () => {
+    const { cms, store, advance, pendingIn, at } = clocked(100);
+    const a = store.put('ns/a', state('a'), pending('a'));
+    await advance(0);
+    await a;
+    expect(cms.writes).toHaveLength(1); // the first: at once
+    at(30);
+    const b = store.put('ns/b', state('b'), pending('b'));
+    at(60);
+    const c = store.put('ns/c', state('c'), pending('c'));
+    await advance(99);
+    expect(cms.writes).toHaveLength(1);
+    await advance(100);
+    await Promise.all([b, c]);
+    expect(cms.writes).toHaveLength(2); // b and c: one write, 100 ms after a's
+    at(150);
+    const d = store.put('ns/d', state('d', ['d/g1/job', 'd/g1/complete']), complete('d'));
+    await advance(350);
+    await d;
+    expect(cms.writes).toHaveLength(3);
+    at(400); // 50 ms after the completion's commit, 300 ms after the last write-ahead's
+    const e = store.put('ns/e', state('e'), pending('e'));
+    await advance(400);
+    await e;
+    expect(cms.writes).toHaveLength(4);
+    expect(pendingIn('e')).toBe('e/g1/job');
   });
 });

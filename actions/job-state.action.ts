@@ -5,14 +5,20 @@
  * (issue 16):
  *
  * - `put` (a write-ahead, or any state change) is durable when it resolves: it is staged and goes
- *   out with the next commit. The first commit after a quiet spell starts at once (a lone fault waits
- *   for nothing); later ones start at least `commitGapMs` after the previous one started, so the
- *   decisions of one burst share a write. A failed commit rejects every `put` in it and forgets their
- *   staged records: a decision not written ahead is never carried out (the reconcile throws and its
- *   queue retries, deciding again).
+ *   out with the next commit. A write-ahead of a decision about to act (a pending decision other than
+ *   a restart's completion) is urgent: the first after a quiet spell starts its commit at once (a
+ *   lone fault waits for nothing); while a burst is on, the next urgent commit starts when one is
+ *   no longer in flight and at least `commitGapMs` after the previous urgent one started, so the
+ *   write-aheads of a storm's jobs, decided a few ms apart, share a write. Other puts (a restart's completion, a state change without a pending
+ *   decision: nobody's pods wait for them) ride with the next urgent commit or go `coalesceMs` after
+ *   the first of them, so a storm's completions share a write instead of one each. A failed commit
+ *   rejects every `put` in it and forgets their staged records: a decision not written ahead is never
+ *   carried out (the reconcile throws and its queue retries, deciding again).
  * - `clear` (the pending mark of a decision that has been carried out) is lazy: staged, visible to
- *   every later read in this process at once, and written with the next commit or `lazyMs` later. A
- *   crash before that write replays the completed decision, which is idempotent (deletes carry UID
+ *   every later read in this process at once, and written with the next commit, or once no lazy
+ *   change came for `lazyMs` (at the latest `lazyMaxMs` after the oldest): a clear only stops a
+ *   replay, so a storm's clears, released over a second or two as their reason records land, share
+ *   one write. A crash before that write replays the completed decision, which is idempotent (deletes carry UID
  *   preconditions, the reschedule reason is not added twice, the history record's name is the
  *   decision id): it never decides the same restart again. A clear may be held (`hold`: the
  *   decision's reason record, written later by its own store): no commit writes it before the hold
@@ -51,10 +57,14 @@ export interface JobStateStoreDeps {
   readonly client: KubeClient;
   readonly dryRun: boolean;
   readonly log?: Logger;
-  /** Least time between the starts of two commits (default 100 ms). */
+  /** Least time between the starts of two commits of urgent puts (default 50 ms). */
   readonly commitGapMs?: number;
-  /** Longest a lazy change (a clear, a removal) waits for a commit to ride with (default 1 s). */
+  /** Longest a put that is not urgent (see above) waits for a commit to ride with (default 200 ms). */
+  readonly coalesceMs?: number;
+  /** A lazy change (a clear, a removal) is written once no other came for this long (default 2 s)... */
   readonly lazyMs?: number;
+  /** ...or this long after the oldest unwritten one (default 10 s). */
+  readonly lazyMaxMs?: number;
   readonly now?: () => number;
   /**
    * Arms the next commit in `ms` (0: now): a work-queue key whose pass calls `commitDue()`; an earlier
@@ -68,8 +78,13 @@ export interface JobStateStoreDeps {
 }
 
 const KIND = 'job_state';
-const DEFAULT_COMMIT_GAP_MS = 100;
-const DEFAULT_LAZY_MS = 1000;
+const DEFAULT_COMMIT_GAP_MS = 50;
+const DEFAULT_COALESCE_MS = 200;
+const DEFAULT_LAZY_MS = 2000;
+const DEFAULT_LAZY_MAX_MS = 10_000;
+
+/** A write-ahead someone's pods wait for: a pending decision that is not a restart's bookkeeping. */
+const urgentPut = (p: PendingDecision | undefined): boolean => p !== undefined && p.phase !== 'complete';
 
 const pristine = (s: JobRescheduleState): boolean =>
   s.generation === 0 && s.active === undefined && s.acted.length === 0 && s.hotSwitchDowngraded !== true;
@@ -102,11 +117,22 @@ export class JobStateStore {
   /** uid -> the hold of its held clear (a put of the job waits for it). */
   private readonly holds = new Map<string, Promise<unknown>>();
   private waiters: Waiter[] = [];
+  /** Waiters whose put is urgent (a write-ahead before acting). */
+  private urgent = 0;
+  /** When the oldest waiting put that is not urgent was staged (Infinity: none). */
+  private eagerSinceMs = Infinity;
+  /** When the oldest and the newest writable lazy change not yet in a commit were staged (Infinity / -Infinity: none). */
+  private lazySinceMs = Infinity;
+  private lazyLastMs = -Infinity;
   /** When the armed commit is due (Infinity: none armed). */
   private dueMs = Infinity;
   private inFlight = false;
   private lastStartMs = -Infinity;
+  /** When the last commit with an urgent put started. */
+  private lastUrgentStartMs = -Infinity;
   private failures = 0;
+  /** After a failed commit, lazy changes are not retried before this. */
+  private retryAtMs = -Infinity;
   /** False between `abandon` (leadership lost, shutdown) and `resume`: nothing is written. */
   private acting = true;
 
@@ -187,14 +213,34 @@ export class JobStateStore {
     if (cur !== undefined) this.stageOne(cur.shard, uid, null, lazy, hold);
   }
 
-  private arm(eager: boolean): void {
-    if (this.inFlight || !this.acting) return; // the commit in flight schedules the next one when it ends
+  /** A writable lazy change was staged (or its hold released) now. */
+  private noteLazy(): void {
     const now = this.now();
-    const backoff = this.failures === 0 ? 0 : Math.min(30_000, 500 * 2 ** (this.failures - 1));
-    const at = eager ? Math.max(now, this.lastStartMs + (this.d.commitGapMs ?? DEFAULT_COMMIT_GAP_MS)) : now + Math.max(this.d.lazyMs ?? DEFAULT_LAZY_MS, backoff);
-    if (this.dueMs <= at) return;
+    this.lazySinceMs = Math.min(this.lazySinceMs, now);
+    this.lazyLastMs = now;
+  }
+
+  /** When the next commit is due: urgent puts at once (past the gap), other puts and lazy changes later (file comment). */
+  private due(): number {
+    if (this.urgent > 0) return Math.max(this.now(), this.lastUrgentStartMs + (this.d.commitGapMs ?? DEFAULT_COMMIT_GAP_MS));
+    let at = this.waiters.length > 0 ? this.eagerSinceMs + (this.d.coalesceMs ?? DEFAULT_COALESCE_MS) : Infinity;
+    if (this.lazySinceMs !== Infinity) {
+      const quiet = Math.min(this.lazyLastMs + (this.d.lazyMs ?? DEFAULT_LAZY_MS), this.lazySinceMs + (this.d.lazyMaxMs ?? DEFAULT_LAZY_MAX_MS));
+      at = Math.min(at, Math.max(quiet, this.retryAtMs));
+    }
+    return at;
+  }
+
+  /**
+   * Sets the due time from what is staged; it may move later (a lazy change pushes the lazy commit
+   * back). An earlier wake already armed finds the commit not yet due and arms again (`commitDue`).
+   */
+  private arm(): void {
+    if (this.inFlight || !this.acting) return; // the commit in flight schedules the next one when it ends
+    const at = this.due();
+    const before = this.dueMs;
     this.dueMs = at;
-    this.d.wake(at - now);
+    if (at < before) this.d.wake(Math.max(0, at - this.now()));
   }
 
   /** The armed commit's pass (the work-queue key): commits when due, else arms the due time again. */
@@ -211,8 +257,18 @@ export class JobStateStore {
     this.inFlight = true;
     this.dueMs = Infinity;
     this.lastStartMs = this.now();
+    if (this.urgent > 0) this.lastUrgentStartMs = this.lastStartMs;
     const waiters = this.waiters;
     this.waiters = [];
+    this.urgent = 0;
+    this.eagerSinceMs = Infinity;
+    const lazySince = this.lazySinceMs;
+    this.lazySinceMs = Infinity;
+    this.lazyLastMs = -Infinity;
+    let eager = 0;
+    let lazy = 0;
+    let held = 0;
+    let bytes = 0;
     const batch = [...this.staged].map(([s, m]) => [s, new Map(m)] as const).sort((a, b) => b[0] - a[0]);
     let done = 0;
     try {
@@ -232,6 +288,9 @@ export class JobStateStore {
           if (st.text === null) delete data[uid];
           else data[uid] = st.text;
         }
+        for (const st of changes.values()) if (st.lazy) lazy++; else eager++;
+        held += (m0?.size ?? 0) - changes.size;
+        bytes += Object.entries(data).reduce((n, [k, v]) => n + k.length + v.length, 0);
         if (Object.keys(data).length === 0) await this.d.writer.remove(KIND, JOB_STATE_NAMESPACE, journalCmName(s), cached);
         else await this.d.writer.ensure(KIND, { namespace: JOB_STATE_NAMESPACE, name: journalCmName(s), labels: { ...JOB_JOURNAL_LABELS }, data }, cached);
         this.written.add(s);
@@ -245,9 +304,14 @@ export class JobStateStore {
         done++;
       }
       this.failures = 0;
+      this.retryAtMs = -Infinity;
+      this.d.log?.debug('job journal commit', { shards: batch.length, eager, lazy, held, waiters: waiters.length, bytes });
       for (const w of waiters) w.resolve();
     } catch (e) {
       this.failures++;
+      this.retryAtMs = this.now() + Math.min(30_000, 500 * 2 ** (this.failures - 1));
+      this.lazySinceMs = Math.min(this.lazySinceMs, lazySince); // the lazy changes not written wait on
+      this.lazyLastMs = Math.max(this.lazyLastMs, this.lastStartMs);
       // Eager changes not written are forgotten (their put rejects: not written ahead, not carried
       // out); lazy ones stay for the next commit.
       for (const [s, changes] of batch.slice(done)) {
@@ -263,8 +327,9 @@ export class JobStateStore {
       for (const w of waiters) w.reject(e);
     } finally {
       this.inFlight = false;
-      if (this.waiters.length > 0) this.arm(true);
-      else if (this.staged.size > 0) this.arm(false);
+      // Lazy changes staged meanwhile (or released holds) were noted above; a lazy change left staged
+      // without a note (its commit skipped it: another writer's record) is not retried on its own.
+      this.arm();
     }
   }
 
@@ -308,7 +373,9 @@ export class JobStateStore {
     if (!this.acting) throw new Error('job journal: not acting (leadership lost or shutting down)');
     this.stage(uid, text, false);
     const done = new Promise<void>((resolve, reject) => this.waiters.push({ resolve, reject }));
-    this.arm(true);
+    if (urgentPut(pending)) this.urgent++;
+    else this.eagerSinceMs = Math.min(this.eagerSinceMs, this.now());
+    this.arm();
     await done;
     return true;
   }
@@ -327,7 +394,8 @@ export class JobStateStore {
     if (this.text(uid) === text) return false;
     if (hold === undefined) {
       this.stage(uid, text, true);
-      this.arm(false);
+      this.noteLazy();
+      this.arm();
       return true;
     }
     this.stage(uid, text, true, hold);
@@ -340,7 +408,7 @@ export class JobStateStore {
         if (ok) { const { hold: _h, ...rest } = st; m.set(uid, rest); } else m.delete(uid);
       }
       for (const [s, m] of [...this.staged]) if (m.size === 0) this.staged.delete(s);
-      if (ok) { this.arm(false); return; }
+      if (ok) { this.noteLazy(); this.arm(); return; }
       this.d.log?.warn('job journal: the reason record was not written; the decision stays pending and is replayed', { jobUid: uid, err: String(err) });
       this.d.onHoldFailed?.(jobKey);
     };
@@ -356,6 +424,10 @@ export class JobStateStore {
   abandon(): void {
     this.acting = false;
     this.dueMs = Infinity;
+    this.urgent = 0;
+    this.eagerSinceMs = Infinity;
+    this.lazySinceMs = Infinity;
+    this.lazyLastMs = -Infinity;
     this.staged.clear();
     this.holds.clear();
     const waiters = this.waiters;
@@ -378,7 +450,8 @@ export class JobStateStore {
     if (this.d.dryRun) return;
     if (this.locate(uid) !== undefined) {
       this.stage(uid, null, true);
-      this.arm(false);
+      this.noteLazy();
+      this.arm();
     }
     const cm = this.legacyCm(uid);
     if (cm === undefined) return;

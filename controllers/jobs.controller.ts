@@ -54,6 +54,14 @@ const JOB_JOURNAL_KEY = 'job-journal';
  * waits for it (the job's journal clear is held until its record landed).
  */
 const REASON_WRITE_GAP_MS = 1000;
+/**
+ * Jobs decided at once. A pass holds its worker through its write-ahead, the pod DELETEs, the Event
+ * and the DecisionRecord (mostly waiting on the apiserver, little CPU): with 4, a 13-job storm was
+ * decided in waves of 4 about half a second apart, each wave's journal write-aheads in two or three
+ * commits (issue 16: 8 of the storm's 9 job_state writes). With more workers a storm's jobs reach
+ * their write-aheads together and share a commit, and none waits in the queue behind another's DELETEs.
+ */
+const DECISION_WORKERS = 16;
 
 export interface JobsControllerDeps {
   readonly client: KubeClient;
@@ -126,11 +134,12 @@ export class JobsController {
     this.states = new JobStateStore({
       cached: mindxDl, cachedNames: () => [...s.mindxDlConfigMaps.store.values()].map((c) => c.metadata?.name ?? ''),
       writer, client, dryRun: options.dryRun, log: log.child({ controller: 'job_decisions' }), now: this.now,
-      // Group commit by the write in flight only: a write-ahead goes out at once unless a commit is
-      // in flight, and what is staged meanwhile shares the next write (a storm's decisions batch
-      // behind it). A time gap (the burst window) made every decision that followed another job's
-      // within 200 ms wait out the rest of it: the single bench's write-ahead p50 161 ms.
-      commitGapMs: 0,
+      // A write-ahead after a quiet spell goes out at once; in a burst the next waits until 50 ms
+      // after the previous one (the default), so a storm's write-aheads share a write (100 ms held
+      // 9 of the single bench's 50 faults, which come 70-100 ms after the previous one). Only
+      // write-aheads before acting count: a gap after any commit (it was the 200 ms burst window)
+      // made every decision that followed another job's completion or decision wait out the rest
+      // of it (the single bench's write-ahead p50 161 ms), so a671f36 had set it to 0.
       wake: (ms) => this.loops?.journal.queue.addAfter(JOB_JOURNAL_KEY, ms),
       expediteHold: () => this.reasonStore?.expedite(),
       onHoldFailed: (key) => this.loops?.decisions.queue.add(key),
@@ -168,7 +177,7 @@ export class JobsController {
         registered: d.registered, afterPersist: d.afterPersist, goodput: metrics.goodput, scheduledAtMs: (k) => this.gate?.scheduledAt(k),
         onStateChanged: () => vcjobFaultNpu.queue.add(VCJOB_FAULT_NPU_KEY),
         onGone: () => { reasons.queue.add(JOB_RESCHEDULE_REASON_KEY); vcjobFaultNpu.queue.add(VCJOB_FAULT_NPU_KEY); },
-      }), 4),
+      }), DECISION_WORKERS),
       vcjobFaultNpu,
       reasons,
       torShare: loop(torShareReconciler({

@@ -65,12 +65,15 @@ async function stormOnce(c: BenchCluster, base: string, faults: readonly Fault[]
   const written = missing > 0 ? Number.NaN : Math.max(...allTimes) - t0;
   const ciWritten = ciTimes.some((t) => Number.isNaN(t)) ? Number.NaN : Math.max(...ciTimes) - t0;
 
-  // Trailing writes count too: wait until no cluster-info update arrived for SETTLE_MS.
-  let last = obs.clusterInfoUpdates;
+  // Trailing writes count too: wait until neither a cluster-info update arrived nor the controller
+  // wrote anything for SETTLE_MS (the job journal writes a storm's clears once none came for 2 s).
+  const total = async (): Promise<number> => Object.values(writesByKind(await c.controller.metrics())).reduce((a, v) => a + v, 0);
+  let last = [obs.clusterInfoUpdates, await total()];
   for (;;) {
     await sleep(SETTLE_MS);
-    if (obs.clusterInfoUpdates === last) break;
-    last = obs.clusterInfoUpdates;
+    const now = [obs.clusterInfoUpdates, await total()];
+    if (now[0] === last[0] && now[1] === last[1]) break;
+    last = now;
   }
   const writes = diffCounts(writesByKind(await c.controller.metrics()), before);
   const jobWrites = Object.entries(writes).filter(([k]) => !PER_OBJECT_ACTION_KINDS.has(k)).reduce((a, [, v]) => a + v, 0);
