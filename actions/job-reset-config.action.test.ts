@@ -13,7 +13,7 @@ async function setup(labels: Record<string, string> | undefined) {
       data: { ...encodeResetConfigData(initial), restartType: 'hotReset' },
     } as never);
   }
-  const deps = { cached: (ns: string, name: string) => cms.get(ns, name), writer: new ConfigMapWriter(cms.client(), { protobuf: false }) };
+  const deps = { cached: (ns: string, name: string) => cms.get(ns, name), writer: new ConfigMapWriter(cms.client()) };
   const info = () => {
     const p = parseResetConfigData(cms.get('team-a', 'reset-config-llama')?.data);
     if (!p.ok) throw new Error(p.reason);

@@ -18,7 +18,7 @@ function setup(opts: { gapMs?: number } = {}) {
   const cms = new FakeConfigMaps();
   const replays: string[] = [];
   const expedited: number[] = [];
-  const writer = new ConfigMapWriter(cms.client(), { protobuf: false });
+  const writer = new ConfigMapWriter(cms.client());
   // The controller arms a work-queue key (controllers/jobs.controller.ts); a plain timer here.
   const store: JobStateStore = new JobStateStore({
     cached: (name) => cms.get(NS, name), cachedNames: () => [...cms.objects.values()].map((c) => c.metadata?.name ?? ''),
@@ -192,7 +192,7 @@ describe('job state journal: when commits go (manual clock)', () => {
     const due: number[] = [];
     const store = new JobStateStore({
       cached: (name) => cms.get(NS, name), cachedNames: () => [...cms.objects.values()].map((c) => c.metadata?.name ?? ''),
-      writer: new ConfigMapWriter(cms.client(), { protobuf: false }), client: cms.client(), dryRun: false, now: () => t,
+      writer: new ConfigMapWriter(cms.client()), client: cms.client(), dryRun: false, now: () => t,
       commitGapMs: gapMs, coalesceMs: 200, lazyMs: 2000, lazyMaxMs: 10_000,
       wake: (ms) => { due.push(t + ms); }, expediteHold: () => undefined,
     });

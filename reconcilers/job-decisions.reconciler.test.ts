@@ -31,7 +31,7 @@ function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string>; 
   const index = new JobIndex({ pods, podGroups: groups } as unknown as Pick<Sources, 'pods' | 'podGroups'>);
   index.rebuild();
   const cms = new FakeConfigMaps();
-  const writer = new ConfigMapWriter(cms.client(), { protobuf: false });
+  const writer = new ConfigMapWriter(cms.client());
   const states: JobStateStore = new JobStateStore({
     cached: (name) => cms.get('mindx-dl', name), cachedNames: () => [...cms.objects.values()].map((c) => c.metadata?.name ?? ''),
     writer, client: cms.client(), dryRun: false, lazyMs: 60_000, wake: (ms) => { setTimeout(() => void states.commitDue(), ms); },

@@ -9,7 +9,7 @@ const task = { RescheduleReason: 'CardUnhealthy' as const, PodName: 'llama-worke
 function setup(live: string[]) {
   const cms = new FakeConfigMaps();
   const store = new RescheduleReasonStore({
-    cached: () => cms.get('mindx-dl', 'job-reschedule-reason'), writer: new ConfigMapWriter(cms.client(), { protobuf: false }),
+    cached: () => cms.get('mindx-dl', 'job-reschedule-reason'), writer: new ConfigMapWriter(cms.client()),
     liveJobKeys: () => new Set(live), log: silentLogger,
   });
   const history = () => {
@@ -80,7 +80,7 @@ describe('job-reschedule-reason store', () => {
     const armed: number[] = [];
     const keys = ['ns/a-u1', 'ns/b-u2', 'ns/c-u3', 'ns/d-u4'];
     const store = new RescheduleReasonStore({
-      cached: () => cms.get('mindx-dl', 'job-reschedule-reason'), writer: new ConfigMapWriter(cms.client(), { protobuf: false }),
+      cached: () => cms.get('mindx-dl', 'job-reschedule-reason'), writer: new ConfigMapWriter(cms.client()),
       liveJobKeys: () => new Set(keys), log: silentLogger, gapMs: 1000, now: () => now, wake: (ms) => armed.push(ms),
     });
     const add = (k: string) => store.add({ jobKey: k, jobUid: k.slice(-2), atMs: now, tasks: [task], replay: false });
@@ -103,7 +103,7 @@ describe('job-reschedule-reason store', () => {
     const cms = new FakeConfigMaps();
     const now = 10_000;
     const store = new RescheduleReasonStore({
-      cached: () => cms.get('mindx-dl', 'job-reschedule-reason'), writer: new ConfigMapWriter(cms.client(), { protobuf: false }),
+      cached: () => cms.get('mindx-dl', 'job-reschedule-reason'), writer: new ConfigMapWriter(cms.client()),
       liveJobKeys: () => new Set(['ns/a-u1', 'ns/b-u2']), log: silentLogger, gapMs: 1000, now: () => now, wake: () => undefined,
     });
     const add = (k: string) => store.add({ jobKey: k, jobUid: k.slice(-2), atMs: now, tasks: [task], replay: false });
@@ -123,7 +123,7 @@ describe('job-reschedule-reason store', () => {
     const cms = new FakeConfigMaps();
     let now = 10_000;
     const store = new RescheduleReasonStore({
-      cached: () => cms.get('mindx-dl', 'job-reschedule-reason'), writer: new ConfigMapWriter(cms.client(), { protobuf: false }),
+      cached: () => cms.get('mindx-dl', 'job-reschedule-reason'), writer: new ConfigMapWriter(cms.client()),
       liveJobKeys: () => new Set(['ns/a-u1', 'ns/b-u2', 'ns/c-u3']), log: silentLogger, gapMs: 1000, now: () => now, wake: () => undefined,
     });
     await store.add({ jobKey: 'ns/a-u1', jobUid: 'u1', atMs: now, tasks: [task], replay: false });
