@@ -29,17 +29,21 @@ export class ManualClock implements QueueClock {
 
   get pending(): number { return this.timers.size; }
 
+  /** Fires the earliest timer due by `end` at its own instant; false when none is. */
+  private fireNext(end: number): boolean {
+    let next: [number, { at: number; fn: () => void }] | undefined;
+    for (const e of this.timers) if (e[1].at <= end && (next === undefined || e[1].at < next[1].at)) next = e;
+    if (next === undefined) return false;
+    this.timers.delete(next[0]);
+    this.t = Math.max(this.t, next[1].at);
+    next[1].fn();
+    return true;
+  }
+
   /** Moves time forward, firing due timers in order (each at its own instant). */
   advance(ms: number): void {
     const end = this.t + ms;
-    for (;;) {
-      let next: [number, { at: number; fn: () => void }] | undefined;
-      for (const e of this.timers) if (e[1].at <= end && (next === undefined || e[1].at < next[1].at)) next = e;
-      if (next === undefined) break;
-      this.timers.delete(next[0]);
-      this.t = Math.max(this.t, next[1].at);
-      next[1].fn();
-    }
+    while (this.fireNext(end));
     this.t = end;
   }
 
@@ -51,15 +55,7 @@ export class ManualClock implements QueueClock {
   async run(ms: number): Promise<void> {
     const end = this.t + ms;
     await settle();
-    for (;;) {
-      let next: [number, { at: number; fn: () => void }] | undefined;
-      for (const e of this.timers) if (e[1].at <= end && (next === undefined || e[1].at < next[1].at)) next = e;
-      if (next === undefined) break;
-      this.timers.delete(next[0]);
-      this.t = Math.max(this.t, next[1].at);
-      next[1].fn();
-      await settle();
-    }
+    while (this.fireNext(end)) await settle();
     this.t = end;
   }
 }
