@@ -77,6 +77,13 @@ describe('normalisations of the gRPC exchange and reset-config', () => {
     expect(exchangeRecord([sig('stopTrain', '1A-' + 'a'.repeat(16))])['signal 01']).toContain('<uuid 1, 16 hex>');
   });
 
+  test('nodeRankIds compare as a set (ClusterD ranges over a Go map), other order still counts', () => {
+    const sig = (nodeRankIds: string[], ranks: string[]) => ({ t: 0, event: 'signal' as const, signalType: 'globalFault', uuid: '', actions: [], nodeRankIds, faultRanks: ranks.map((rankId) => ({ rankId, faultType: '1' })) });
+    expect(exchangeRecord([sig(['1', '0', '10', '2'], ['0', '3'])])['signal 01']).toBe(exchangeRecord([sig(['0', '2', '10', '1'], ['3', '0'])])['signal 01']);
+    expect(exchangeRecord([sig(['1', '0', '10', '2'], [])])['signal 01']).toContain('nodeRankIds=[0 1 2 10]');
+    expect(exchangeRecord([sig(['1', '0'], [])])['signal 01']).not.toBe(exchangeRecord([sig(['1', '1'], [])])['signal 01']);
+  });
+
   test('a reset-config checkCode is a token only when it is the hash of its reset.json', () => {
     const info = { RankList: [], UpdateTime: Math.floor((T0 + 1000) / 1000), RetryTime: 0, FaultFlushing: false, GracefulExit: 0, RestartFaultProcess: false };
     const data = encodeResetConfigData(info);

@@ -4,12 +4,14 @@
  *   become a record that is compared like a written object (`exchangeRecord`);
  * - `PubFault.SendPublicFault`, through grpc-js with `pubfault.proto` loaded from the snapshot.
  *
- * The exchange record keeps the order and content of every signal and every answer code. Only two
+ * The exchange record keeps the order and content of every signal and every answer code. Only three
  * things are rewritten, listed here (the runner's time normalisation applies on top):
  *   1. uuids (`<hex ns>-<hex random>`, fresh per event on both sides) -> `<uuid N, R hex>`, N
  *      numbered by first appearance on that side, R the length of the random part: which signals
  *      share a uuid, and its format, are still compared;
- *   2. event times (`t`) are left out: timing is not compared, order is.
+ *   2. event times (`t`) are left out: timing is not compared, order is;
+ *   3. a signal's faultRanks and nodeRankIds are sorted: ClusterD builds both from Go maps, so
+ *      their order is random there (seen in CI: nodeRankIds [1 0] on one run, [0 1] on another).
  * Keep-alives are left out (a timer, not an exchange). Reports are compared as their own sequence
  * (their order relative to the next signal is a race inside the client).
  */
@@ -60,10 +62,13 @@ export function exchangeRecord(events: readonly ClientEvent[]): Fields {
       case 'stream-end': session.push(`stream ended${e.error ? ` (${e.error.replace(/\s+/g, ' ')})` : ''}`); break;
       case 'signal': {
         const ranks = (e.faultRanks ?? []).map((r) => `${r.rankId}:${r.faultType}`).sort().join(' ');
+        // ClusterD collects nodeRankIds by ranging over a Go map (GetNodeRankIdsByRankIds in
+        // pkg/domain/common/utils.go), so its order is random from run to run: compare them as a set.
+        const nodeRanks = [...(e.nodeRankIds ?? [])].sort((a, b) => Number(a) - Number(b) || a.localeCompare(b)).join(' ');
         const extra = (e as { extraParams?: string; timeout?: number });
         f[`signal ${pad(++signals)}`] = [
           e.signalType, `uuid=${uuid(e.uuid)}`, `actions=[${(e.actions ?? []).join('|')}]`, `changeStrategy=${e.changeStrategy ?? ''}`,
-          `faultRanks=[${ranks}]`, `nodeRankIds=[${(e.nodeRankIds ?? []).join(' ')}]`, `timeout=${extra.timeout ?? 0}`, `extraParams=${JSON.stringify(extra.extraParams ?? '')}`,
+          `faultRanks=[${ranks}]`, `nodeRankIds=[${nodeRanks}]`, `timeout=${extra.timeout ?? 0}`, `extraParams=${JSON.stringify(extra.extraParams ?? '')}`,
         ].join(' ');
         break;
       }
