@@ -1,10 +1,26 @@
 import { parseBenchArgs } from '../bench.ts';
-import { diffCounts, parseMetrics, sumOf, writesByKind } from './controller-process.ts';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { diffCounts, imageEnv, parseMetrics, sumOf, writesByKind } from './controller-process.ts';
 import { percentile, planJobs } from './fixtures.ts';
 import { Figures } from './report.ts';
 import { rssBand } from './steady.ts';
 
 describe('bench helpers', () => {
+  it('the controller is measured with the environment of the image\'s runtime stage', () => {
+    const env = imageEnv();
+    expect(env['NODE_OPTIONS']).toMatch(/--max-old-space-size=\d+/);
+    // The allocator settings that keep the steady RSS band narrow (docs/benchmarks.md).
+    expect(env['GLIBC_TUNABLES']).toMatch(/glibc\.malloc\.arena_max=\d+/);
+    const dir = mkdtempSync(join(tmpdir(), 'bench-env-'));
+    writeFileSync(join(dir, 'Dockerfile'), [
+      'FROM node AS build', 'ENV BUILD_ONLY=1', 'FROM node AS runtime', 'ENV A=1 \\', '    B="x y" \\', '    C=', 'RUN true', 'ENV D=4',
+    ].join('\n'));
+    expect(imageEnv(join(dir, 'Dockerfile'))).toEqual({ A: '1', B: 'x y', C: '', D: '4' });
+    expect(imageEnv(join(dir, 'missing'))).toEqual({});
+  });
+
   it('percentile is nearest-rank', () => {
     const xs = Array.from({ length: 100 }, (_, i) => 100 - i);
     expect(percentile(xs, 50)).toBe(50);

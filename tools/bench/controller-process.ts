@@ -14,17 +14,22 @@ import { exitedWithin, freePort } from '../control-plane/control-plane.ts';
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /**
- * The image's NODE_OPTIONS (Dockerfile `ENV NODE_OPTIONS=...`: the V8 heap flags matched to the
- * chart's memory limit), so the controller is measured as it ships. Read from the Dockerfile, the
- * one place they are written down.
+ * The environment the image's runtime stage sets (Dockerfile `ENV`: NODE_OPTIONS with the V8 heap
+ * flags matched to the chart's memory limit, GLIBC_TUNABLES for the allocator), so the controller is
+ * measured as it ships. Read from the Dockerfile, the one place they are written down.
  */
-export function imageNodeOptions(): string {
-  try {
-    const m = /NODE_OPTIONS="([^"]*)"/.exec(readFileSync(join(REPO, 'Dockerfile'), 'utf8'));
-    return m?.[1] ?? '';
-  } catch {
-    return '';
+export function imageEnv(dockerfile = join(REPO, 'Dockerfile')): Record<string, string> {
+  let text: string;
+  try { text = readFileSync(dockerfile, 'utf8'); } catch { return {}; }
+  const lines = text.replace(/\\\n/g, ' ').split('\n');
+  const stage = lines.findLastIndex((l) => /^FROM\s/i.test(l));
+  const env: Record<string, string> = {};
+  for (const line of lines.slice(Math.max(0, stage))) {
+    const m = /^ENV\s+(.*)$/i.exec(line.trim());
+    if (m === null) continue;
+    for (const kv of m[1]!.matchAll(/([A-Za-z_][A-Za-z0-9_]*)=("([^"]*)"|(\S*))/g)) env[kv[1]!] = kv[3] ?? kv[4] ?? '';
   }
+  return env;
 }
 
 /**
@@ -146,7 +151,7 @@ export class ControllerProcess {
   private spawn(): number {
     if (existsSync(this.logFile)) this.logOffset = fstatSizeOf(this.logFile);
     const t = Date.now();
-    const child = spawn(process.execPath, [SUPERVISE, String(process.pid), this.logFile, '--', process.execPath, ...this.args], { detached: true, stdio: 'ignore', cwd: REPO, env: { ...process.env, NODE_NO_WARNINGS: '1', NODE_OPTIONS: imageNodeOptions() } });
+    const child = spawn(process.execPath, [SUPERVISE, String(process.pid), this.logFile, '--', process.execPath, ...this.args], { detached: true, stdio: 'ignore', cwd: REPO, env: { ...process.env, ...imageEnv(), NODE_NO_WARNINGS: '1' } });
     child.unref();
     if (child.pid === undefined) throw new Error('could not start the controller');
     this.supervisorPid = child.pid;
