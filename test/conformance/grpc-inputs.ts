@@ -10,8 +10,9 @@
  *      numbered by first appearance on that side, R the length of the random part: which signals
  *      share a uuid, and its format, are still compared;
  *   2. event times (`t`) are left out: timing is not compared, order is;
- *   3. a signal's faultRanks and nodeRankIds are sorted: ClusterD builds both from Go maps, so
- *      their order is random there (seen in CI: nodeRankIds [1 0] on one run, [0 1] on another).
+ *   3. a signal's faultRanks and nodeRankIds are compared sorted: ClusterD builds nodeRankIds by
+ *      ranging over a Go map (GetNodeRankIdsByRankIds, pkg/domain/common/utils.go), so their order
+ *      is random there (seen in CI: [1 0] on one run, [0 1] on another).
  * Keep-alives are left out (a timer, not an exchange). Reports are compared as their own sequence
  * (their order relative to the next signal is a race inside the client).
  */
@@ -62,8 +63,6 @@ export function exchangeRecord(events: readonly ClientEvent[]): Fields {
       case 'stream-end': session.push(`stream ended${e.error ? ` (${e.error.replace(/\s+/g, ' ')})` : ''}`); break;
       case 'signal': {
         const ranks = (e.faultRanks ?? []).map((r) => `${r.rankId}:${r.faultType}`).sort().join(' ');
-        // ClusterD collects nodeRankIds by ranging over a Go map (GetNodeRankIdsByRankIds in
-        // pkg/domain/common/utils.go), so its order is random from run to run: compare them as a set.
         const nodeRanks = [...(e.nodeRankIds ?? [])].sort((a, b) => Number(a) - Number(b) || a.localeCompare(b)).join(' ');
         const extra = (e as { extraParams?: string; timeout?: number });
         f[`signal ${pad(++signals)}`] = [

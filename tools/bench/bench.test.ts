@@ -1,5 +1,5 @@
 import { parseBenchArgs } from '../bench.ts';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { diffCounts, imageEnv, parseMetrics, sumOf, writesByKind } from './controller-process.ts';
@@ -19,6 +19,7 @@ describe('bench helpers', () => {
     ].join('\n'));
     expect(imageEnv(join(dir, 'Dockerfile'))).toEqual({ A: '1', B: 'x y', C: '', D: '4' });
     expect(imageEnv(join(dir, 'missing'))).toEqual({});
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it('percentile is nearest-rank', () => {
