@@ -1,0 +1,37 @@
+/**
+ * A hostile tenant for the tenant-isolation suite (README "Threat model"): a fresh namespace and a
+ * ServiceAccount in it whose only rights are a Role in that namespace over what an ordinary
+ * training user creates (Pods, ConfigMaps, Volcano Jobs, PodGroups, AscendJobs, Events). Its client
+ * carries a token from the TokenRequest API, so the real apiserver's RBAC decides what it may do;
+ * the test then asserts what the controller lets that reach.
+ */
+import { KubeClient } from '../../runtime/kube-client.ts';
+import { newNamespace, serviceAccountClient } from './cluster.ts';
+
+export interface Tenant {
+  readonly ns: string;
+  /** Acts as system:serviceaccount:<ns>:tenant, with the Role below only. */
+  readonly client: KubeClient;
+}
+
+/** What a namespace-scoped user may do in its own namespace, and nothing cluster-wide. */
+export const TENANT_RULES = [
+  { apiGroups: [''], resources: ['pods', 'configmaps', 'events'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
+  { apiGroups: ['batch.volcano.sh'], resources: ['jobs'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
+  { apiGroups: ['scheduling.volcano.sh'], resources: ['podgroups'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
+  { apiGroups: ['mindxdl.gitee.com'], resources: ['ascendjobs'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
+] as const;
+
+/** A new namespace with a ServiceAccount `tenant` bound to TENANT_RULES there; its client. */
+export async function newTenant(admin: KubeClient, prefix = 'tenant'): Promise<Tenant> {
+  const ns = await newNamespace(admin, prefix);
+  await admin.create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, {
+    apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'tenant', namespace: ns }, rules: TENANT_RULES,
+  });
+  await admin.create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, {
+    apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'tenant', namespace: ns },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'tenant' },
+    subjects: [{ kind: 'ServiceAccount', name: 'tenant', namespace: ns }],
+  });
+  return { ns, client: await serviceAccountClient(admin, ns, 'tenant') };
+}
