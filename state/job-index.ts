@@ -9,10 +9,10 @@
  * - A pod belongs to the job whose UID is its controller ownerReference (both Volcano and the Ascend
  *   operator own their pods), or whose PodGroup its `scheduling.k8s.io/group-name` annotation names.
  * - Rank = `hccl/rankIndex`, NPUs = `huawei.com/AscendReal` (policy/jobs/job-view.ts podViewFromMeta),
- *   only when the pod requests that many NPUs (`verified`: the filters' and the jobs pipeline's
- *   index, where a claim lets a job's filter hide faults or makes it restart; policy/jobs/npu-claims.ts)
- *   or as written (`annotation`, the default of the indexes where a claim only steers its own job:
- *   recovery, relation faults; and everywhere with --trust-pod-npu-annotations).
+ *   only when the pod requests that many NPUs (`verified`: the filters', the jobs pipeline's and the
+ *   recovery controller's index, where a claim lets a job's filter or step retry hide faults or makes
+ *   it restart; policy/jobs/npu-claims.ts) or as written (`annotation`, the default: the relation-fault
+ *   index, where a claim only labels its own pods; everywhere with --trust-pod-npu-annotations).
  * - Knobs are read from the PodGroup's labels and annotations (formats.md 4.2; schemas/job-knobs).
  *
  * The index of pods by owner, group and node is kept incrementally from the pod events the jobs
