@@ -265,7 +265,7 @@ export class FaultFiltersController {
     this.refused.set(key, sig);
     this.d.log.warn('pod NPU claim not trusted', {
       pod: key, ...(ev.obj.spec?.nodeName ? { node: ev.obj.spec.nodeName } : {}), reason: refusal.reason, claimed: refusal.claimed.join(','), requested: refusal.requested,
-      effect: 'its chips count as not held: no filter of its job hides their faults',
+      effect: 'the chips it names are not held by its job: its filters hide nothing there, faults there do not restart it, the chips are not in use',
     });
     this.d.metrics?.npuClaimsUntrusted.inc({ reason: refusal.reason });
   }

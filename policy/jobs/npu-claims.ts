@@ -1,12 +1,16 @@
 /**
- * Which chips a pod's `huawei.com/AscendReal` claim counts for fault handling. In a real cluster the device plugin writes AscendReal on pods kubelet allocated NPUs to
- * (and Volcano's ascend plugin on pods taking a whole node, component/ascend-for-volcano
- * internal/npu/base/task.go setRealUsedNpuToPod), but the annotation is a field any user who may
- * patch the pod can write, and a managedFields manager name is chosen by the client. What the
- * apiserver, scheduler and kubelet do enforce: the pod's NPU request (scheduled and admitted against
- * the node's allocatable, immutable once created) and its node (spec.nodeName, immutable once set).
- * So a claim counts only when the pod requests at least as many NPUs as it names; on a node, a chip
- * two jobs' counted claims name is contested (see chip-holders in policy/filters/).
+ * Which chips a pod's `huawei.com/AscendReal` claim counts for fault handling. In a real cluster the
+ * device plugin writes AscendReal on the pods kubelet allocated NPUs to, and Volcano's ascend plugin
+ * on a pod taking a whole node (component/ascend-for-volcano internal/npu/base/task.go
+ * setRealUsedNpuToPod, beside `huawei.com/Ascend910`, the chips it picked). But an annotation is a
+ * field anyone who may patch the pod writes, and a managedFields manager name is chosen by the
+ * client. What the apiserver, scheduler and kubelet do enforce: the pod's NPU request (scheduled and
+ * admitted against the node's allocatable, immutable once created) and its node (spec.nodeName,
+ * immutable once set). So a claim counts only when the pod requests at least as many NPUs as it
+ * names, and only on its own node (the readers match pod node and fault node). A chip the node's
+ * device-info does not list needs no check: no fault record names it. On a node, a chip that counted
+ * claims of two jobs name is contested: no job's filter hides its faults
+ * (policy/filters/fault-filters.ts chipHolders, ownedBy; policy/filters/step-retry-view.ts).
  *
  * ClusterD trusts AscendReal as written (component/clusterd pkg/domain/job/job_util.go
  * GetCustomFilterFaultJobAndUsedDeviceInfoMap, pkg/domain/pod/pod_util.go GetUsedDevicesByNodeName);
