@@ -7,7 +7,7 @@ import { fakeSources, pod, podGroup, rec } from '../test/support/fault-filters-f
 const S = 1000;
 const NS = 'team-a';
 
-function setup(opts: { annotations?: Record<string, string>; podLabels?: Record<string, string>; subscribed?: () => boolean } = {}) {
+function setup(opts: { annotations?: Record<string, string>; podLabels?: Record<string, string>; subscribed?: () => boolean; npuClaims?: 'verified' | 'annotation' } = {}) {
   const clock = new ManualClock();
   const t0 = clock.now();
   const { pods, podGroups, sources } = fakeSources();
@@ -22,6 +22,7 @@ function setup(opts: { annotations?: Record<string, string>; podLabels?: Record<
     notify: (nodes) => notified.push([...nodes]),
     onStateChange: () => { stateChanges++; },
     faultSubscribed: () => opts.subscribed?.() ?? false,
+    ...(opts.npuClaims === undefined ? {} : { npuClaims: opts.npuClaims }),
   });
   c.start();
   podGroups.put(podGroup(NS, 'llama', 'u1', { annotations: opts.annotations ?? {} }));
@@ -152,5 +153,31 @@ describe('FaultFiltersController', () => {
     subscribed = false;
     s.c.jobFactsChanged('u1', ['n1', 'n2']);
     expect(s.view('n1')).toEqual(['Ascend910-0/80C98008']);
+  });
+
+  it('another namespace\'s pod with no NPU request naming a job\'s chips lends its filter nothing; warned once, counted', async () => {
+    for (const npuClaims of ['verified', 'annotation'] as const) {
+      const s = setup({ npuClaims });
+      // the tenant: its own PodGroup with a filter, a pod bound to n1 naming llama's chip, requesting no NPU
+      s.podGroups.put(podGroup('tenant', 'quiet', 't1', { annotations: { 'huawei.com/schedule.filter.faultLevel': 'SeparateNPU:86400' } }));
+      const forged = pod('tenant', 'quiet', 't1', 0, 'n1', ['Ascend910-1', 'Ascend910-7']);
+      s.pods.put({ ...forged, spec: { nodeName: 'n1' } });
+      s.records.set('n1', [rec('n1', 'Ascend910-1', '80E18402', 'SeparateNPU', s.t0), rec('n1', 'Ascend910-7', '80E18402', 'SeparateNPU', s.t0)]);
+      if (npuClaims === 'annotation') { // ClusterD: the claim counts; the free chip is hidden (llama's pod, first to name Ascend910-1, decides that one)
+        expect(s.view('n1')).toEqual(['Ascend910-1/80E18402']);
+        expect(s.lines.filter((l) => l.msg === 'pod NPU claim not trusted')).toEqual([]);
+        continue;
+      }
+      expect(s.view('n1')).toEqual(['Ascend910-1/80E18402', 'Ascend910-7/80E18402']);
+      s.pods.put({ ...forged, spec: { nodeName: 'n1' }, metadata: { ...forged.metadata, labels: { touched: 'yes' } } }); // same claim again
+      const warned = s.lines.filter((l) => l.msg === 'pod NPU claim not trusted');
+      expect(warned).toEqual([expect.objectContaining({ pod: 'tenant/quiet-worker-0', node: 'n1', reason: 'no-npu-request', claimed: 'Ascend910-1,Ascend910-7', requested: 0 })]);
+      expect((await s.metrics.npuClaimsUntrusted.get()).values).toEqual([expect.objectContaining({ labels: { reason: 'no-npu-request' }, value: 1 })]);
+      // with the request it names, its claim counts: its own free chip is hidden, llama's is contested and shown
+      s.pods.put(pod('tenant', 'quiet', 't1', 0, 'n1', ['Ascend910-1', 'Ascend910-7']));
+      expect(s.view('n1')).toEqual(['Ascend910-1/80E18402']);
+      expect(s.lines.find((l) => l.msg === 'fault reported to the scheduler by its filter' && l.npu === 'Ascend910-1')).toMatchObject({ reasons: expect.stringContaining('claimed by pods of 2 jobs') });
+      expect((await s.metrics.npuClaimsUntrusted.get()).values.find((v) => v.labels.reason === 'contested')?.value).toBe(1);
+    }
   });
 });

@@ -33,11 +33,12 @@ import { customFilterRules, FILTER_FAULT_CODE_ANNOTATION, FILTER_FAULT_LEVEL_ANN
 import type { UceAccompanyState } from '../policy/filters/uce-accompany.ts';
 import { formatChain } from '../policy/reasons.ts';
 import type { FilterState } from '../schemas/escalation-state/escalation-state.ts';
-import { filterNode, type FilterJob, type FilterOutcome, type NodeFilterResult } from '../policy/filters/fault-filters.ts';
+import { CONTESTED, filterNode, type FilterJob, type FilterOutcome, type NodeFilterResult } from '../policy/filters/fault-filters.ts';
 import { JobIndex, type JobEntry } from '../state/job-index.ts';
 import type { Pod, PodGroup } from '../runtime/kube-objects.ts';
 import type { Sources } from './sources/sources.ts';
 import { jobNodes } from '../policy/jobs/job-view.ts';
+import { npuClaimOf, type NpuClaimMode } from '../policy/jobs/npu-claims.ts';
 
 /** MindIE server pods (behavior.md A.3 #21): label `jobID` set and `app=mindie-ms-server`. */
 export const MINDIE_SERVER_APP = 'mindie-ms-server';
@@ -73,6 +74,11 @@ export interface FaultFiltersDeps {
   readonly businessUce?: (node: string) => ReadonlyArray<{ readonly device: string; readonly atMs: number }>;
   /** #25: nodes running an online stress test; none known without a source. */
   readonly stressTestNodes?: () => ReadonlySet<string>;
+  /**
+   * Which AscendReal claims count (policy/jobs/npu-claims.ts): `verified` (default) also keeps a
+   * job's filters to chips it alone holds; `annotation` is ClusterD's (--trust-pod-npu-annotations).
+   */
+  readonly npuClaims?: NpuClaimMode;
   /** The scheduler view of these nodes changed with no new intake. */
   readonly notify: (nodes: readonly string[]) => void;
   /** The persisted filter memory changed (escalation-state reconciler). */
@@ -120,11 +126,15 @@ export class FaultFiltersController {
   /** node -> what its last evaluation hid or dropped (nodes with none are absent). */
   private readonly lastWithheld = new Map<string, readonly FaultRecord[]>();
   private sub: Subscription | undefined;
+  private readonly claims: NpuClaimMode;
+  /** pod key -> its refused claim (reason and chips), so each is logged and counted once. */
+  private readonly refused = new Map<string, string>();
 
   constructor(d: FaultFiltersDeps) {
     this.d = d;
     this.clock = d.clock ?? { ...realClock, now: d.now ?? realClock.now };
-    this.index = new JobIndex(d.sources);
+    this.claims = d.npuClaims ?? 'verified';
+    this.index = new JobIndex(d.sources, this.claims);
     // A window ended: evaluate the node (the verdict's log line and the persisted memory change
     // here), then re-announce it so the fault view keeps the new result.
     this.timers = new TimerLoop({ name: 'fault_filter_windows', log: d.log, clock: this.clock, ...(d.metrics ? { metrics: d.metrics } : {}) }, (node, nowMs) => {
@@ -212,6 +222,7 @@ export class FaultFiltersController {
       ...(stress === undefined ? {} : { stressTestNodes: stress }),
       ...(d.stepRetry === undefined ? {} : { stepRetry: (r: readonly FaultRecord[]) => d.stepRetry!(node, r, nowMs) }),
       ...(full ? { otherNode: (n: string) => this.run(n, d.jobView(n), nowMs, false).visible } : {}),
+      ...(this.claims === 'annotation' ? { openClaims: true } : {}),
     });
   }
 
@@ -220,6 +231,7 @@ export class FaultFiltersController {
     if (input.kind === 'pod') {
       const ev = input.ev;
       this.index.apply(ev);
+      this.noteClaim(ev);
       // A pod change can start or end a hide (a pod of a filtered job arriving, terminating, its rank
       // or group changing) without any intake change: look at its nodes again where they have faults.
       const nodes = [ev.obj.spec?.nodeName, ev.type === 'update' ? ev.old.spec?.nodeName : undefined];
@@ -241,6 +253,21 @@ export class FaultFiltersController {
     const e = this.index.job(key);
     const nodes = e === undefined ? [] : jobNodes(e.view);
     if (nodes.length > 0) this.d.notify(nodes);
+  }
+
+  /** A pod whose AscendReal does not count (policy/jobs/npu-claims.ts): one warning and one count when it starts to be so. */
+  private noteClaim(ev: WatchEvent<Pod>): void {
+    const key = objectKey(ev.obj);
+    const refusal = ev.type === 'delete' ? undefined : npuClaimOf(ev.obj, this.claims).refused;
+    if (refusal === undefined) { this.refused.delete(key); return; }
+    const sig = `${refusal.reason}/${refusal.claimed.join(',')}`;
+    if (this.refused.get(key) === sig) return;
+    this.refused.set(key, sig);
+    this.d.log.warn('pod NPU claim not trusted', {
+      pod: key, ...(ev.obj.spec?.nodeName ? { node: ev.obj.spec.nodeName } : {}), reason: refusal.reason, claimed: refusal.claimed.join(','), requested: refusal.requested,
+      effect: 'the chips it names are not held by its job: its filters hide nothing there, faults there do not restart it, the chips are not in use',
+    });
+    this.d.metrics?.npuClaimsUntrusted.inc({ reason: refusal.reason });
   }
 
   /**
@@ -317,7 +344,9 @@ export class FaultFiltersController {
       const key = instanceKey(o.record);
       const tag = `${verdict}:${o.by}:${o.record.level}`;
       next.set(key, tag);
-      if (prev.get(key) !== tag) this.report(verdict, o, prev.get(key));
+      if (prev.get(key) === tag) return;
+      this.report(verdict, o, prev.get(key));
+      if (o.reasons.some((x) => x.rule === 'custom-filter' && x.level === CONTESTED)) this.d.metrics?.npuClaimsUntrusted.inc({ reason: 'contested' });
     };
     for (const o of r.reported) seen('report', o);
     for (const o of r.relevelled) seen('relevel', o);

@@ -28,6 +28,7 @@ import type { FaultPolicy } from './device-faults.controller.ts';
 import { PolicyConfigTracker, type ConfigUpdate, type PolicyConfig } from '../state/fault-policy-config.ts';
 import { FaultPolicyEngine } from './fault-policy-engine.ts';
 import { NpuUsageIndex } from '../state/npu-usage.ts';
+import type { NpuClaimMode } from '../policy/jobs/npu-claims.ts';
 import { applyPreSeparate } from '../policy/faults/fault-policy-view.ts';
 import type { ConfigMap, Pod } from '../runtime/kube-objects.ts';
 import type { Sources } from './sources/sources.ts';
@@ -54,6 +55,8 @@ export interface FaultPolicyControllerDeps {
   readonly onRelease: (requests: readonly ParsedReleaseRequest[]) => void;
   /** --device-plugin-rules (FaultPolicyEngineDeps.deviceRules); default off, as ClusterD. */
   readonly deviceRules?: boolean;
+  /** Which AscendReal claims make an NPU in use (policy/jobs/npu-claims.ts); --trust-pod-npu-annotations = `annotation`. */
+  readonly npuClaims?: NpuClaimMode;
   /**
    * --persist-policy-state (default on): restore from clusterd-ts-escalation-state at start. Off: the
    * object is ignored and separated NPUs are adopted from clusterd-manual-info-cm, as ClusterD does.
@@ -68,7 +71,7 @@ type Input =
 
 export class FaultPolicyController implements FaultPolicy {
   readonly engine: FaultPolicyEngine;
-  readonly usage = new NpuUsageIndex();
+  readonly usage: NpuUsageIndex;
   private readonly config = new PolicyConfigTracker();
   private readonly deps: FaultPolicyControllerDeps;
   private readonly clock: QueueClock;
@@ -78,6 +81,7 @@ export class FaultPolicyController implements FaultPolicy {
   constructor(deps: FaultPolicyControllerDeps) {
     this.deps = deps;
     this.log = deps.log;
+    this.usage = new NpuUsageIndex(deps.npuClaims);
     const now = deps.now ?? Date.now;
     this.clock = deps.clock ?? { ...realClock, now };
     this.engine = new FaultPolicyEngine({

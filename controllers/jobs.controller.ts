@@ -129,7 +129,9 @@ export class JobsController {
     this.now = d.now ?? Date.now;
     const { sources: s, writer, options, log, metrics, client } = d;
     this.damper = new FlapDamper(flapDampingOf(options), this.now, (e, t) => d.deviceFaults.recoveredSince(e, t), metrics);
-    this.index = new JobIndex(s);
+    // Counted claims only (policy/jobs/npu-claims.ts): a forged AscendReal must not make a job restart
+    // on another's faults (each restart counts toward the blast-radius breaker).
+    this.index = new JobIndex(s, options.trustPodNpuAnnotations ? 'annotation' : 'verified');
     const mindxDl = (name: string) => s.mindxDlConfigMaps.get(`${JOB_STATE_NAMESPACE}/${name}`);
     this.states = new JobStateStore({
       cached: mindxDl, cachedNames: () => [...s.mindxDlConfigMaps.store.values()].map((c) => c.metadata?.name ?? ''),

@@ -188,6 +188,7 @@ export class Manager implements HealthSource {
       reportedUnhealthy: (n) => store.nodeState(n)?.device?.data.lists.unhealthy ?? [],
       onViewChange: (nodes) => ports.reannounce.next(nodes),
       deviceRules: options.devicePluginRules,
+      npuClaims: options.trustPodNpuAnnotations ? 'annotation' : 'verified',
       persistState: options.persistPolicyState,
       onStateChange: () => ports.policyState.next(),
       onRelease: (requests) => ports.released.next(requests),
@@ -222,6 +223,7 @@ export class Manager implements HealthSource {
       faultSubscribed: (uid) => grpc.faults.subscribed(uid),
       businessUce: (n) => recovery.businessUce(n),
       mustExitReportedMs: (uid, podRank) => recovery.mustExitReportedMs(uid, podRank),
+      npuClaims: options.trustPodNpuAnnotations ? 'annotation' : 'verified',
       notify: (nodes) => ports.reannounce.next(nodes),
       onStateChange: () => ports.sideState.next(),
     });

@@ -35,6 +35,8 @@ export interface StepRetryViewDeps {
   readonly scheduler: SchedulerLike;
   readonly now: () => number;
   readonly log: Logger;
+  /** --trust-pod-npu-annotations (ClusterD): a contested chip is held by the first job naming it. */
+  readonly openClaims?: boolean;
 }
 
 /** Slack after a window's end before looking again. */
@@ -100,6 +102,6 @@ export class StepRetryView {
 
   /** `records` of `node` as the rescheduler sees them (hidden retry faults dropped, HCCL re-levelled). */
   schedulerView(node: string, records: readonly FaultRecord[], nowMs: number): readonly FaultRecord[] {
-    return stepRetrySchedulerView(records, (device) => stepRetryJobOf(this.d.index, this.d.stepRetry, node, device), nowMs);
+    return stepRetrySchedulerView(records, (device) => stepRetryJobOf(this.d.index, this.d.stepRetry, node, device, this.d.openClaims === true), nowMs);
   }
 }

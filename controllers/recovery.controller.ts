@@ -104,7 +104,9 @@ export class RecoveryController {
     this.now = d.now ?? Date.now;
     this.scheduler = d.scheduler ?? asyncScheduler;
     const s = d.sources;
-    this.index = new JobIndex(s);
+    // Counted claims only (policy/jobs/npu-claims.ts): the step-retry view hides retry faults on the
+    // chips a job's pods hold, so a forged AscendReal must not lend it another job's chips.
+    this.index = new JobIndex(s, d.options.trustPodNpuAnnotations ? 'annotation' : 'verified');
     // --persist-policy-state=false (ClusterD): the FSM states live in this process only (the store's
     // in-memory mode) and a left-over clusterd-ts-recovery-* object is neither read nor written. A
     // restart then forgets registered jobs (TaskD registers again once its stream breaks), any
@@ -122,6 +124,7 @@ export class RecoveryController {
     this.stepRetry = new StepRetryView({
       index: this.index, stepRetry: (jobId, enabled) => this.memory.stepRetryJob(jobId, enabled), jobView: (n) => this.jobView(n),
       notify: (nodes) => d.faults.notify(nodes), scheduler: this.scheduler, now: this.now, log: d.log,
+      openClaims: d.options.trustPodNpuAnnotations,
     });
     this.actions = new RecoveryActions({
       client: d.client, writer: d.writer, metrics: d.metrics, log: d.log, now: this.now,

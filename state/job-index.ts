@@ -8,7 +8,11 @@
  *   ownerReference (a Volcano Job or an AscendJob); a PodGroup without one is not a job we handle.
  * - A pod belongs to the job whose UID is its controller ownerReference (both Volcano and the Ascend
  *   operator own their pods), or whose PodGroup its `scheduling.k8s.io/group-name` annotation names.
- * - Rank = `hccl/rankIndex`, NPUs = `huawei.com/AscendReal` (policy/jobs/job-view.ts podViewFromMeta).
+ * - Rank = `hccl/rankIndex`, NPUs = `huawei.com/AscendReal` (policy/jobs/job-view.ts podViewFromMeta),
+ *   only when the pod requests that many NPUs (`verified`: the filters', the jobs pipeline's and the
+ *   recovery controller's index, where a claim lets a job's filter or step retry hide faults or makes
+ *   it restart; policy/jobs/npu-claims.ts) or as written (`annotation`, the default: the relation-fault
+ *   index, where a claim only labels its own pods; everywhere with --trust-pod-npu-annotations).
  * - Knobs are read from the PodGroup's labels and annotations (formats.md 4.2; schemas/job-knobs).
  *
  * The index of pods by owner, group and node is kept incrementally from the pod events the jobs
@@ -19,6 +23,7 @@ import type { KubeObject } from '../runtime/kube-client.ts';
 import { parseJobKnobs, type JobKnobs } from '../schemas/job-knobs/job-knobs.ts';
 import { podViewFromMeta, type JobKind, type JobKnobsInput, type JobView, type PodMetaInput } from '../policy/jobs/job-view.ts';
 import type { JobFacts, JobLookup } from '../policy/jobs/job-facts.ts';
+import { npuClaimOf, type NpuClaimMode } from '../policy/jobs/npu-claims.ts';
 import type { Pod, PodGroup } from '../runtime/kube-objects.ts';
 import type { Reflector } from '../runtime/reflector.ts';
 
@@ -125,13 +130,15 @@ export interface JobIndexSources {
 
 export class JobIndex implements JobLookup {
   private readonly sources: JobIndexSources;
+  private readonly claims: NpuClaimMode;
   private readonly entries = new Map<string, PodIndexEntry>();
   private readonly byOwner = new Map<string, Set<string>>();
   private readonly byGroup = new Map<string, Set<string>>();
   private readonly byNode = new Map<string, Set<string>>();
 
-  constructor(sources: JobIndexSources) {
+  constructor(sources: JobIndexSources, claims: NpuClaimMode = 'annotation') {
     this.sources = sources;
+    this.claims = claims;
   }
 
   /** Rebuilds the pod index from the pod cache. */
@@ -204,7 +211,7 @@ export class JobIndex implements JobLookup {
     const pods = [...podKeys]
       .map((k) => this.sources.pods.get(k))
       .filter((p): p is Pod => p !== undefined && p.metadata?.namespace === ns)
-      .map((p) => podViewFromMeta(podMetaOf(p)))
+      .map((p) => podViewFromMeta({ ...podMetaOf(p), npus: npuClaimOf(p, this.claims).npus }))
       .sort((a, b) => (a.rank ?? Number.MAX_SAFE_INTEGER) - (b.rank ?? Number.MAX_SAFE_INTEGER) || a.name.localeCompare(b.name));
     const minMember = (pg.spec as { minMember?: unknown } | undefined)?.minMember;
     const { knobs, warnings } = parseJobKnobs(pg.metadata?.labels, pg.metadata?.annotations);

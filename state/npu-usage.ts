@@ -2,12 +2,13 @@
  * Which NPUs are in use, and by which job, from the pod cache: what ClusterD's manual separation
  * needs (a fault counts only on an NPU a job uses, behavior.md A.5 #35) and what pre-separate needs
  * (a chip in use keeps its job, A.3 #26). An NPU is in use when a pod bound to its node, not yet
- * Succeeded or Failed, lists it in `huawei.com/AscendReal`. The job key is `<ns>/<PodGroup name>`
+ * Succeeded or Failed, lists it in `huawei.com/AscendReal` and requests at least that many NPUs
+ * (policy/jobs/npu-claims.ts; `annotation` mode, ClusterD's, takes the annotation as written). The job key is `<ns>/<PodGroup name>`
  * (Volcano's `scheduling.k8s.io/group-name` annotation), else `<ns>/<owner name>-<owner uid>` of the
  * pod's controller, the same key the job view uses. Kept incrementally from pod events.
  */
 import { objectKey, type WatchEvent } from '../runtime/reflector.ts';
-import { ASCEND_REAL_ANNOTATION, parseAscendReal } from '../policy/jobs/job-view.ts';
+import { npuClaimOf, type NpuClaimMode } from '../policy/jobs/npu-claims.ts';
 import type { Pod } from '../runtime/kube-objects.ts';
 import type { NpuUsage } from '../policy/faults/fault-policy-view.ts';
 
@@ -21,11 +22,12 @@ interface PodUse {
 
 export type { NpuUsage };
 
-export function podUse(p: Pod): PodUse | undefined {
+/** The pod's NPU use; its claim counts only with a matching NPU request unless `claims` is `annotation` (ClusterD). */
+export function podUse(p: Pod, claims: NpuClaimMode = 'verified'): PodUse | undefined {
   const node = p.spec?.nodeName;
   const phase = p.status?.phase;
   if (node === undefined || node === '' || phase === 'Succeeded' || phase === 'Failed') return undefined;
-  const devices = parseAscendReal(p.metadata?.annotations?.[ASCEND_REAL_ANNOTATION]);
+  const devices = npuClaimOf(p, claims).npus;
   if (devices.length === 0) return undefined;
   const ns = p.metadata?.namespace ?? '';
   const group = p.metadata?.annotations?.[GROUP_NAME_ANNOTATION];
@@ -38,15 +40,20 @@ const sameUse = (a: PodUse | undefined, b: PodUse | undefined): boolean =>
   a === b || (a !== undefined && b !== undefined && a.node === b.node && a.jobKey === b.jobKey && a.devices.join(',') === b.devices.join(','));
 
 export class NpuUsageIndex implements NpuUsage {
+  private readonly claims: NpuClaimMode;
   private readonly byPod = new Map<string, PodUse>();
   /** node -> pod key -> use */
   private readonly byNode = new Map<string, Map<string, PodUse>>();
+
+  constructor(claims: NpuClaimMode = 'verified') {
+    this.claims = claims;
+  }
 
   /** Applies a pod event; returns the nodes whose NPU usage changed. */
   apply(ev: WatchEvent<Pod>): string[] {
     const key = objectKey(ev.obj);
     const before = this.byPod.get(key);
-    const after = ev.type === 'delete' ? undefined : podUse(ev.obj);
+    const after = ev.type === 'delete' ? undefined : podUse(ev.obj, this.claims);
     if (sameUse(before, after)) return [];
     if (before !== undefined) {
       this.byPod.delete(key);

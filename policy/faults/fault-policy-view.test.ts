@@ -31,7 +31,7 @@ describe('effective records', () => {
 
 const pod = (name: string, node: string, npus: string, extra: Partial<Pod['metadata']> = {}, phase = 'Running'): Pod => ({
   metadata: { name, namespace: 'ns', annotations: { 'huawei.com/AscendReal': npus, 'scheduling.k8s.io/group-name': 'pg-1' }, ...extra },
-  spec: { nodeName: node }, status: { phase },
+  spec: { nodeName: node, containers: [{ name: 'ascend', resources: { limits: { 'huawei.com/Ascend910': String(npus.split(',').length) } } }] }, status: { phase },
 });
 
 describe('NPU usage from pods', () => {

@@ -1,6 +1,6 @@
 import { customFilterRules } from './custom-filter.ts';
 import type { FaultRecord } from '../../vocabulary/fault-types.ts';
-import { filterNode, type NodeFilterInput } from './fault-filters.ts';
+import { CONTESTED, filterNode, type NodeFilterInput } from './fault-filters.ts';
 import { filterJob, podView, rec } from '../../test/support/fault-filters-fakes.ts';
 
 const S = 1000;
@@ -112,5 +112,37 @@ describe('fault filter chain of one node', () => {
     expect(r.visible).toEqual(records);
     expect(r.reported).toEqual([]);
     expect(filterNode(base({ nowMs: T0 })).visible).toEqual([]);
+  });
+
+  it('a chip two jobs claim is contested: no job\'s filter hides its faults (openClaims, ClusterD: the first claimant\'s does)', () => {
+    const hider = job({ 'huawei.com/schedule.filter.faultLevel': 'SeparateNPU:86400' });
+    const victim = filterJob('ns/victim-uid', [podView('victim-0', N, ['Ascend910-1'], 0)]);
+    const f = rec(N, 'Ascend910-1', '80E18402', 'SeparateNPU', T0);
+    for (const jobs of [[hider, victim], [victim, hider]]) {
+      const r = filterNode(base({ records: [f], jobs, nowMs: T0 + S }));
+      expect(r.hidden).toEqual([]);
+      expect(codes(r.visible)).toEqual(['80E18402']);
+      expect(r.reported[0]?.reasons.at(-1)).toMatchObject({ rule: 'custom-filter', level: CONTESTED, detail: expect.stringContaining('claimed by pods of 2 jobs (') });
+    }
+    expect(filterNode(base({ records: [f], jobs: [hider, victim], nowMs: T0 + S, openClaims: true })).hidden).toHaveLength(1);
+    // the hider's own chip, which nobody else claims, is still hidden
+    expect(filterNode(base({ records: [rec(N, 'Ascend910-0', '80E18402', 'SeparateNPU', T0)], jobs: [hider, victim], nowMs: T0 + S })).hidden).toHaveLength(1);
+    // a finished or terminating pod's claim does not contest
+    const gone = filterJob('ns/victim-uid', [{ ...podView('victim-0', N, ['Ascend910-1'], 0), terminating: true }]);
+    expect(filterNode(base({ records: [f], jobs: [hider, gone], nowMs: T0 + S })).hidden).toHaveLength(1);
+  });
+
+  it('recover-in-place withholds only what the job alone holds: not a contested chip, not a node-wide fault of a shared node', () => {
+    const rip = job({}, { recoverInPlace: { recoverInPlace: true, subHealthyStrategy: 'ignore' } });
+    const other = (): FaultRecord[] => [];
+    const onChip = rec(N, 'Ascend910-1', '80E01801', 'RestartBusiness', T0);
+    const nodeWide = rec(N, undefined, '2C000031', 'RestartBusiness', T0, 'node');
+    const claimant = filterJob('ns/victim-uid', [podView('victim-0', N, ['Ascend910-1'], 0)]);
+    const neighbour = filterJob('ns/victim-uid', [podView('victim-0', N, ['Ascend910-5'], 0)]);
+    expect(filterNode(base({ records: [onChip], jobs: [rip, claimant], nowMs: T0 + 5 * S, otherNode: other })).hidden).toEqual([]);
+    expect(filterNode(base({ records: [onChip], jobs: [rip, neighbour], nowMs: T0 + 5 * S, otherNode: other })).hidden).toHaveLength(1);
+    expect(filterNode(base({ records: [nodeWide], jobs: [rip, neighbour], nowMs: T0 + 5 * S, otherNode: other })).hidden).toEqual([]);
+    expect(filterNode(base({ records: [nodeWide], jobs: [rip], nowMs: T0 + 5 * S, otherNode: other })).hidden).toHaveLength(1);
+    expect(filterNode(base({ records: [onChip], jobs: [rip, claimant], nowMs: T0 + 5 * S, otherNode: other, openClaims: true })).hidden).toHaveLength(1);
   });
 });

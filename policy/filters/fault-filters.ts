@@ -66,6 +66,11 @@ export interface NodeFilterInput {
   /** A job's records on another node after the stages before recover-in-place. */
   readonly otherNode?: (node: string) => readonly FaultRecord[];
   readonly stressTestNodes?: ReadonlySet<string>;
+  /**
+   * ClusterD (--trust-pod-npu-annotations): the first job whose pod names a chip applies its filter
+   * to it, contested or not. Default: a job's filters withhold only what it alone holds.
+   */
+  readonly openClaims?: boolean;
 }
 
 export interface NodeFilterResult {
@@ -109,12 +114,41 @@ export function hitsPod(r: FaultRecord, p: JobPodView): boolean {
   return r.device === undefined || r.source === 'node' || r.source === 'switch' ? true : holdsDevice(p, r.device);
 }
 
+/** The level of the custom-filter reason on a contested chip's fault (it passes). */
+export const CONTESTED = 'contested';
+
+/** Jobs with a live pod on `node` whose (counted) claim names `device`. */
+export const chipHolders = (node: string, device: string, jobs: readonly FilterJob[]): FilterJob[] =>
+  jobs.filter((j) => j.pods.some((p) => p.node === node && live(p) && holdsDevice(p, device)));
+
+/** Jobs with a live pod holding NPUs on `node`. */
+const npuJobsOn = (node: string, jobs: readonly FilterJob[]): FilterJob[] =>
+  jobs.filter((j) => j.pods.some((p) => p.node === node && live(p) && p.npus.length > 0));
+
+/**
+ * May this job's filter withhold this record? Only what the job alone holds: a chip no other job's
+ * pod on the node claims, or a node-wide record on a node where it is the only NPU job. A chip two
+ * jobs claim is contested (kubelet never gives one chip to two live pods, so one claim is forged):
+ * no filter hides its faults, every claimant sees them. `openClaims` (ClusterD): no such check.
+ */
+function ownedBy(job: FilterJob, r: FaultRecord, jobs: readonly FilterJob[], openClaims: boolean): boolean {
+  if (openClaims) return true;
+  const others = r.device !== undefined && DEVICE_SOURCES.has(r.source) ? chipHolders(r.node, r.device, jobs) : npuJobsOn(r.node, jobs);
+  return others.every((j) => j.key === job.key);
+}
+
 /** #20/#21: the custom-filter verdict of one record on this node. */
-function customVerdict(f: LeveledFault, node: string, jobs: readonly FilterJob[], nowMs: number): FilterVerdict {
+function customVerdict(f: LeveledFault, node: string, jobs: readonly FilterJob[], nowMs: number, openClaims: boolean): FilterVerdict {
   const r = f.fault;
   if (r.device !== undefined && DEVICE_SOURCES.has(r.source)) {
-    const job = jobs.find((j) => j.pods.some((p) => p.node === node && live(p) && holdsDevice(p, r.device!)));
-    return job === undefined ? PASS : customFilterVerdict(f, job.rules, nowMs);
+    const holders = chipHolders(node, r.device, jobs);
+    const first = holders[0];
+    if (first === undefined) return PASS;
+    if (openClaims || holders.length === 1) return customFilterVerdict(f, first.rules, nowMs);
+    const vs = holders.map((j) => customFilterVerdict(f, j.rules, nowMs));
+    if (!vs.some((v) => v.action === 'hide')) return vs[0]!;
+    const detail = `chip ${r.device} on ${node} is claimed by pods of ${holders.length} jobs (${holders.map((j) => j.key).join(', ')}): no job's filter hides its faults`;
+    return { action: 'pass', reasons: [reason('custom-filter', detail, { code: r.code, level: CONTESTED })] };
   }
   if (r.source !== 'switch') return PASS;
   // A UB switch fault acts on the whole node: hidden only when every NPU job on the node hides it.
@@ -129,6 +163,7 @@ function customVerdict(f: LeveledFault, node: string, jobs: readonly FilterJob[]
 
 /** #24: hide verdicts (faultKey -> verdict) for the L2/L3 faults on this node of recover-in-place jobs. */
 function recoverInPlace(node: string, current: readonly LeveledFault[], i: NodeFilterInput): Map<string, FilterVerdict> {
+  const open = i.openClaims === true;
   const out = new Map<string, FilterVerdict>();
   for (const job of i.jobs) {
     if (!job.recoverInPlace.recoverInPlace) continue;
@@ -148,7 +183,7 @@ function recoverInPlace(node: string, current: readonly LeveledFault[], i: NodeF
       const vs = verdicts.get(r.podRank) ?? [];
       r.faults.filter((f) => L2_L3.has(f.level)).forEach((f, k) => {
         const v = vs[k];
-        if (v !== undefined && f.fault.node === node) out.set(faultKey(f.fault), v);
+        if (v !== undefined && f.fault.node === node && ownedBy(job, f.fault, i.jobs, open)) out.set(faultKey(f.fault), v);
       });
     }
   }
@@ -199,7 +234,7 @@ export function filterNode(i: NodeFilterInput): NodeFilterResult {
 
   // Custom filter, then UCE-accompany.
   const stage1 = chain(all, [
-    (f) => customVerdict(f, node, i.jobs, nowMs),
+    (f) => customVerdict(f, node, i.jobs, nowMs, i.openClaims === true),
     (f) => uce.verdicts.get(faultKey(f.fault)) ?? PASS,
   ]);
   const hidden: FilterOutcome[] = stage1.stopped.filter((s) => s.verdict.action === 'hide').map((s) => outcome(s, 'custom-filter'));

@@ -32,6 +32,16 @@ describe('step-retry scheduler view', () => {
     expect(stepRetryJobOf(lookup(true, true), facts, 'n1', 'Ascend910-1')).toBeUndefined();
   });
 
+  it('a chip pods of two jobs claim is held by none (openClaims, ClusterD: by the first)', () => {
+    const a = lookup(true);
+    const other = podViewFromMeta({ name: 'x-0', uid: 'x0', nodeName: 'n1', phase: 'Running', annotations: { 'huawei.com/AscendReal': 'Ascend910-1' } });
+    const b: JobFacts = { ...a.job('ns/job-u1')!, view: { key: 'ns/x-u2', namespace: 'ns', name: 'x', uid: 'u2', kind: 'vcjob', pods: [other] } };
+    const both: JobLookup = { jobKeysOnNodes: () => new Set(['ns/job-u1', 'ns/x-u2']), job: (k) => (k === 'ns/x-u2' ? b : a.job(k)) };
+    expect(stepRetryJobOf(both, facts, 'n1', 'Ascend910-1')).toBeUndefined();
+    expect(stepRetryJobOf(both, facts, 'n1', 'Ascend910-0')).toEqual({ retryEnabled: true });
+    expect(stepRetryJobOf(both, facts, 'n1', 'Ascend910-1', true)).toEqual({ retryEnabled: true });
+  });
+
   it('hides a young retry fault of a step-retry job, re-levels an old HCCL one, and passes the rest', () => {
     const jobOf = (d: string) => stepRetryJobOf(lookup(true), facts, 'n1', d);
     const uce = rec('80E01801', 'Ascend910-0');

@@ -8,27 +8,33 @@
 import type { FaultRecord } from '../../vocabulary/fault-types.ts';
 import { isStepRetryJob, RETRY_FAULT_TYPES, STEP_RETRY_FAULT_WINDOW_MS, stepRetryVerdict, type StepRetryJob } from './step-retry-filter.ts';
 import { npuId } from '../jobs/job-view.ts';
-import type { JobLookup } from '../jobs/job-facts.ts';
+import type { JobFacts, JobLookup } from '../jobs/job-facts.ts';
 
 const isRetryCode = (code: string): boolean => RETRY_FAULT_TYPES[code.toUpperCase()] !== undefined;
 
 /**
- * The step-retry job holding `device` on `node`, if any: the first job of the index with a live pod
- * on `node` holding the chip; `stepRetry` gives the recovery FSM's facts of a job (by UID).
+ * The step-retry job holding `device` on `node`, if any: the job of the index with a live pod on
+ * `node` holding the chip; `stepRetry` gives the recovery FSM's facts of a job (by UID). A chip pods
+ * of two jobs claim is contested and held by none, so no step retry hides its faults (the rule of
+ * policy/filters/fault-filters.ts); `openClaims` (ClusterD, --trust-pod-npu-annotations): the first.
  */
 export function stepRetryJobOf(
-  index: JobLookup, stepRetry: (jobId: string, retryEnabled: boolean) => StepRetryJob, node: string, device: string,
+  index: JobLookup, stepRetry: (jobId: string, retryEnabled: boolean) => StepRetryJob, node: string, device: string, openClaims = false,
 ): StepRetryJob | undefined {
   const id = npuId(device);
+  let holder: JobFacts | undefined;
   for (const key of index.jobKeysOnNodes([node])) {
     const e = index.job(key);
     if (e === undefined) continue;
     const holds = e.view.pods.some((p) => p.node === node && p.terminating !== true && p.npus.some((n) => n === device || npuId(n) === id));
     if (!holds) continue;
-    const pg = e.podGroup.metadata;
-    return stepRetry(e.view.uid, isStepRetryJob(pg?.labels, pg?.annotations));
+    if (holder !== undefined) return undefined;
+    holder = e;
+    if (openClaims) break;
   }
-  return undefined;
+  if (holder === undefined) return undefined;
+  const pg = holder.podGroup.metadata;
+  return stepRetry(holder.view.uid, isStepRetryJob(pg?.labels, pg?.annotations));
 }
 
 /** `records` as the rescheduler sees them (hidden retry faults dropped, HCCL re-levelled); `jobOf` names the step-retry job holding a chip. */

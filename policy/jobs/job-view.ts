@@ -127,6 +127,8 @@ export interface PodMetaInput {
   readonly labels?: Readonly<Record<string, string>>;
   readonly annotations?: Readonly<Record<string, string>>;
   readonly workerReplica?: boolean;
+  /** The NPUs the pod counts as holding, when judged already (policy/jobs/npu-claims.ts); else AscendReal. */
+  readonly npus?: readonly string[];
 }
 
 const PHASES: readonly string[] = ['Pending', 'Running', 'Succeeded', 'Failed', 'Unknown'];
@@ -141,7 +143,7 @@ export function podViewFromMeta(m: PodMetaInput): JobPodView {
     uid: m.uid,
     ...(m.nodeName ? { node: m.nodeName } : {}),
     ...(rank === undefined ? {} : { rank }),
-    npus: parseAscendReal(a[ASCEND_REAL_ANNOTATION]),
+    npus: m.npus ?? parseAscendReal(a[ASCEND_REAL_ANNOTATION]),
     phase: (PHASES.includes(m.phase ?? '') ? m.phase : 'Unknown') as PodPhase,
     ready: m.ready ?? false,
     containerFailed: m.containerFailed ?? false,

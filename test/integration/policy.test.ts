@@ -97,7 +97,7 @@ describe('fault policy on the real apiserver', () => {
     await client.create(paths.pods(ns), {
       apiVersion: 'v1', kind: 'Pod',
       metadata: { name: 'worker-0', namespace: ns, annotations: { 'huawei.com/AscendReal': 'Ascend910-1', 'scheduling.k8s.io/group-name': 'job-a' } },
-      spec: { nodeName: node, containers: [{ name: 'main', image: 'busybox' }] },
+      spec: { nodeName: node, containers: [{ name: 'main', image: 'busybox', resources: { limits: { 'huawei.com/Ascend910': '1' } } }] },
     });
     await eventually(() => manager.faultPolicy.usage.jobOf(node, 'Ascend910-1') === `${ns}/job-a`);
     const code = '8C084E00';
@@ -269,7 +269,7 @@ describe('fault policy on the real apiserver', () => {
     await client.create(paths.pods(ns), {
       apiVersion: 'v1', kind: 'Pod',
       metadata: { name: 'worker-0', namespace: ns, annotations: { 'huawei.com/AscendReal': 'Ascend910-1', 'scheduling.k8s.io/group-name': 'job-p' } },
-      spec: { nodeName: node, containers: [{ name: 'main', image: 'busybox' }] },
+      spec: { nodeName: node, containers: [{ name: 'main', image: 'busybox', resources: { limits: { 'huawei.com/Ascend910': '1' } } }] },
     });
     await eventually(() => manager.faultPolicy.usage.jobOf(node, 'Ascend910-1') === `${ns}/job-p`);
     await deviceInfo(client, node, [{ type: 'CardUnhealthy', chip: 'Ascend910-1', codes: [{ code: '8C084E00', level: 'FreeRestartNPU', timeMs: Date.now() }] }]);

@@ -41,10 +41,13 @@ export function podGroup(ns: string, job: string, uid: string, meta: { labels?: 
   return { ...pg, metadata: { ...pg.metadata, annotations: meta.annotations ?? {}, resourceVersion: meta.rv ?? '1' } };
 }
 
-/** A running pod of the job holding `npus` on `node`, with extra labels. */
+/** A container requesting `n` NPUs, as a training pod's (its AscendReal counts only with it: policy/jobs/npu-claims.ts). */
+export const npuContainer = (n: number) => ({ name: 'ascend', resources: { limits: { 'huawei.com/Ascend910': String(n) }, requests: { 'huawei.com/Ascend910': String(n) } } });
+
+/** A running pod of the job holding `npus` on `node` (and requesting them), with extra labels. */
 export function pod(ns: string, job: string, uid: string, rank: number, node: string, npus: string[], labels: Record<string, string> = {}): KubeObject {
   const p = podOf(ns, job, uid, rank, node, npus);
-  return { ...p, metadata: { ...p.metadata, labels } };
+  return { ...p, metadata: { ...p.metadata, labels }, spec: { ...(p.spec as object), containers: [npuContainer(npus.length)] } };
 }
 
 export function rec(node: string, device: string | undefined, code: string, level: NpuFaultLevel, firstSeenMs: number, source: FaultSource = 'npu'): FaultRecord {

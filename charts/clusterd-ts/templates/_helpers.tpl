@@ -124,6 +124,7 @@ downward API provides (--grpc-host <- POD_IP, --node-name <- NODE_NAME) are only
 - {{ printf "--flap-damping-window-seconds=%d" (int64 $c.flapDampingWindowSeconds) | quote }}
 - {{ printf "--breaker-domain-label=%s" $c.breakerDomainLabel | quote }}
 - {{ printf "--device-plugin-rules=%t" $c.devicePluginRules | quote }}
+- {{ printf "--trust-pod-npu-annotations=%t" $c.trustPodNpuAnnotations | quote }}
 - {{ printf "--persist-policy-state=%t" $c.persistPolicyState | quote }}
 - {{ printf "--burst-window-ms=%d" (int64 $c.burstWindowMs) | quote }}
 - {{ printf "--decision-history-per-job=%d" (int64 $c.decisionHistoryPerJob) | quote }}
