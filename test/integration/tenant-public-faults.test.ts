@@ -70,6 +70,44 @@ describe('tenant isolation: public faults', () => {
     report(`tenant public faults: victim ${job.metadata?.name} rescheduled; breaker chips ${JSON.stringify(state.scopes[CLUSTER_SCOPE]?.window.chips ?? [])}`);
   }, 120_000);
 
+  it('from a sender namespace, faults for the 30 absent nodes are refused and counted; a Node created later does not get them', async () => {
+    const world = await h.startWorld({ nodes: 1, prefix: 'tpf' });
+    const { manager, metrics } = await h.startManager([]);
+    const ghosts = Array.from({ length: 30 }, (_, i) => `ghost-${world.ns}-${String(i).padStart(2, '0')}`);
+    const name = `pf-ghosts-${world.ns}`;
+    await writePublicFault(client, 'mindx-dl', name, [publicFault(`ghosts-${world.ns}`, ghosts.map((nodeName) => ({ nodeName, nodeSN: '', deviceIds: Array.from({ length: 32 }, (_, i) => i) })))]);
+    try {
+      const refused = async () => (await metrics.publicFaultsRefused.get()).values.find((v) => v.labels.reason === 'unknown_node' && v.labels.via === 'configmap')?.value ?? 0;
+      expect(await eventually(async () => ((await refused()) === 30 ? 30 : undefined), 10_000)).toBe(30);
+      expect(ghosts.some((n) => manager.deviceFaults.store.records(n).length > 0)).toBe(false);
+      await client.create(paths.nodes(), { apiVersion: 'v1', kind: 'Node', metadata: { name: ghosts[0]! } });
+      await sleep(1_000);
+      expect(manager.deviceFaults.store.records(ghosts[0]!)).toEqual([]);
+    } finally {
+      await client.delete(paths.node(ghosts[0]!)).catch(() => undefined);
+      await client.delete(paths.configMap('mindx-dl', name)).catch(() => undefined);
+    }
+  }, 60_000);
+
+  it('with ClusterD\'s open rules (--public-fault-namespaces=* --public-fault-unknown-nodes) the tenant\'s faults are held, yet the breaker counts no chip of an absent node', async () => {
+    const world = await h.startWorld({ nodes: 2, prefix: 'tpf' });
+    const { manager } = await h.startManager(['--public-fault-namespaces=*', '--public-fault-unknown-nodes']);
+    const tenant = await newTenant(client, 'tpf-open');
+    const ghosts = Array.from({ length: 30 }, (_, i) => `ghost-${tenant.ns}-${String(i).padStart(2, '0')}`);
+    await writePublicFault(tenant.client, tenant.ns, 'pf-flood', [publicFault(`open-flood-${tenant.ns}`, ghosts.map((nodeName) => ({ nodeName, nodeSN: '', deviceIds: Array.from({ length: 32 }, (_, i) => i) })))]);
+    await eventually(() => ghosts.every((n) => manager.deviceFaults.store.records(n).length === 32), 10_000);
+    await client.create(paths.vcJobs(world.ns), vcJob(world.ns, { nodeSelector: world.nodeSelector, name: 'victim', replicas: 1, npus: 8, labels: { 'fault-scheduling': 'force' } }));
+    const [pod] = await runningPods(client, world.ns, 'victim', 1);
+    await world.dp.injectChipFault({ node: pod!.spec!.nodeName!, npu: npusOf(pod!)[0]!, code: '80E18402', level: 'SeparateNPU' });
+    await eventually(() => world.peer.statsOf('victim').deletedUids.has(uidOf(pod!)), 20_000);
+    const state = await breakerState(client);
+    expect(state.scopes[CLUSTER_SCOPE]?.tripped ?? false).toBe(false);
+    expect(Object.values(state.scopes).flatMap((s) => s.window.chips).filter((s) => s.key.startsWith('ghost-'))).toEqual([]);
+    // The faults stay held (as ClusterD holds them); recover them so later tests start clean.
+    await writePublicFault(tenant.client, tenant.ns, 'pf-flood', [publicFault(`open-flood-${tenant.ns}`, ghosts.map((nodeName) => ({ nodeName, nodeSN: '', deviceIds: [0] })), 'recover')]);
+    await eventually(() => ghosts.every((n) => manager.deviceFaults.store.records(n).length === 0), 15_000);
+  }, 120_000);
+
   it('a public fault from an allowed namespace naming a real node still acts, and the breaker names its ConfigMap', async () => {
     const world = await h.startWorld({ nodes: 2, prefix: 'tpf' });
     await h.startManager([]);
