@@ -15,6 +15,9 @@ import { vcJob } from '../../tools/job-peer/world.ts';
 import { eventually } from '../support/cluster.ts';
 import { newTenant } from '../support/tenant.ts';
 import { jobsHarness, npusOf, readCm, report, runningPods, sleep, uidOf } from '../support/jobs-support.ts';
+import { Client, credentials } from '@grpc/grpc-js';
+import { unaryCall } from '../../grpc/testing.ts';
+import { fakeNodes, rand, startManager as startGrpcManager } from './recovery-fixtures.ts';
 
 const HOUR_MS = 3_600_000;
 
@@ -130,4 +133,33 @@ describe('tenant isolation: public faults', () => {
       await client.delete(paths.configMap('mindx-dl', name)).catch(() => undefined);
     }
   }, 120_000);
+
+  it('over gRPC (PubFault.SendPublicFault, any network client), a fault for absent nodes is refused (409) and nothing is held; a real node\'s is taken', async () => {
+    const { manager, target, metrics } = await startGrpcManager(client);
+    const c = new Client(target, credentials.createInsecure());
+    const [real] = await fakeNodes(client, `tpf-grpc-${rand()}`, 1);
+    const now = Date.now();
+    const req = (faultId: string, nodes: readonly string[], assertion = 'occur') => ({
+      id: `tpf-${rand()}-0001`, timestamp: now, version: '1.0', resource: 'CCAE',
+      faults: [{ faultId, faultType: 'NPU', faultCode: '220001001', faultTime: now, assertion, influence: nodes.map((nodeName) => ({ nodeName, deviceIds: Array.from({ length: 32 }, (_, i) => i) })), description: 'tenant-isolation test' }],
+    });
+    const ghosts = Array.from({ length: 30 }, (_, i) => `ghost-grpc-${rand()}-${i}`);
+    try {
+      const refused = await unaryCall<{ code: number; info: string }>(c, 'pubFault', 'SendPublicFault', req(`ghosts-${rand()}`, ghosts));
+      expect(refused.code).toBe(409);
+      expect(refused.info).toContain('no Node named');
+      expect(ghosts.some((n) => manager.deviceFaults.store.records(n).length > 0)).toBe(false);
+      expect((await metrics.publicFaultsRefused.get()).values.find((v) => v.labels.reason === 'unknown_node' && v.labels.via === 'grpc')?.value).toBe(30);
+      const faultId = `real-${rand()}`;
+      expect((await unaryCall<{ code: number }>(c, 'pubFault', 'SendPublicFault', req(faultId, [real!]))).code).toBe(0);
+      await eventually(() => manager.deviceFaults.store.records(real!).some((r) => r.origin === 'grpc-pubfault/CCAE'), 5_000);
+      await sleep(5_000);
+      expect((await unaryCall<{ code: number }>(c, 'pubFault', 'SendPublicFault', req(faultId, [real!], 'recover'))).code).toBe(0);
+      await eventually(() => manager.deviceFaults.store.records(real!).length === 0, 5_000);
+    } finally {
+      c.close();
+      await manager.stop();
+      await client.delete(paths.node(real!)).catch(() => undefined);
+    }
+  }, 60_000);
 });
