@@ -2,7 +2,8 @@
  * `kubectl clusterd breaker status|reset [SCOPE]`. Protocol shared with the controller's breaker:
  * ConfigMap `clusterd-ts-breaker` in the controller namespace, data key `state` =
  * `{"windowSeconds":n,"scopes":[{"scope":"cluster"|"<domain>","tripped":bool,"trippedAt":RFC3339|null,"reason":string,"held":number,
- * "counts":{...},"window":{"chips"|"nodes"|"jobs":[{"key","at"}]}}]}`. The controller does not rewrite the
+ * "counts":{...},"sources":{"chips"|"nodes"|"jobs":{"<source>":n}},"window":{"chips"|"nodes"|"jobs":[{"key","at","source"}]}}]}`
+ * (`source`: who wrote the fault behind the count, e.g. `public-fault <namespace>/<name>`, `device-info`). The controller does not rewrite the
  * state when stamps merely age out, so status drops stamps older than `windowSeconds` (and the scopes
  * left with nothing to say, as the controller does on load) and counts the rest; a state without
  * `windowSeconds` (an older controller's) is shown as stored;
@@ -27,6 +28,8 @@ export interface BreakerScope {
   readonly held: number;
   /** Stamps per kind in the window (`chips`, `nodes`, `jobs`); absent when the state has none. */
   readonly counts?: Readonly<Record<string, number>>;
+  /** The same per kind by source (`public-fault <ns>/<name>`, `device-info`, ...); absent in a state without sources. */
+  readonly sources?: Readonly<Record<string, Readonly<Record<string, number>>>>;
   readonly [extra: string]: unknown;
 }
 
@@ -39,6 +42,17 @@ export interface BreakerStatus {
   readonly lastReset?: unknown;
   /** A reset asked for that the controller has not carried out yet. */
   readonly pendingReset?: unknown;
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Per scope and kind, where its counts came from: `  cluster chips: public-fault t/pf 600, device-info 41` lines ('' when none). */
+export function sourceLines(scopes: readonly BreakerScope[]): string {
+  const lines = scopes.flatMap((x) => Object.entries(x.sources ?? {}).flatMap(([kind, by]) => {
+    const list = Object.entries(by).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+    return list.length === 0 ? [] : [`  ${x.scope} ${kind}: ${list.map(([src, n]) => `${src} ${n}`).join(', ')}`];
+  }));
+  return lines.length === 0 ? '' : `counted by source:\n${lines.join('\n')}\n`;
 }
 
 /** The state's scopes as readers see them at `nowMs`: aged stamps dropped by the window the state names (the persisted format). */
@@ -75,12 +89,14 @@ export async function breakerStatus(client: KubeClient, namespace: string, nowMs
   const pendingReset = annotation(BREAKER_RESET_ANNOTATION);
   return {
     present: true,
-    scopes: scopes.map(({ counts, ...s }: Record<string, unknown>) => ({
+    scopes: scopes.map(({ counts, sources, ...s }: Record<string, unknown>) => ({
       ...s,
       scope: String(s.scope ?? '?'), tripped: s.tripped === true, trippedAt: typeof s.trippedAt === 'string' ? s.trippedAt : null,
       reason: typeof s.reason === 'string' ? s.reason : '', held: typeof s.held === 'number' ? s.held : 0,
       ...(typeof counts === 'object' && counts !== null && !Array.isArray(counts)
         ? { counts: Object.fromEntries(Object.entries(counts).filter((e): e is [string, number] => typeof e[1] === 'number')) } : {}),
+      ...(isRecord(sources) ? { sources: Object.fromEntries(Object.entries(sources).filter((e): e is [string, Record<string, unknown>] => isRecord(e[1]))
+        .map(([k, v]) => [k, Object.fromEntries(Object.entries(v).filter((e): e is [string, number] => typeof e[1] === 'number'))])) } : {}),
     })),
     ...(current === undefined ? {} : { windowSeconds: current.windowSeconds }),
     ...(lastReset === undefined ? {} : { lastReset }),

@@ -12,7 +12,7 @@ import { ago, emit, parseFormat, table } from './output.ts';
 import { explainText, jobHistory, parseJobRef } from './explain.ts';
 import { listFaults } from './faults.ts';
 import { release } from './release.ts';
-import { BREAKER_CM_NAME, breakerReset, breakerStatus } from './breaker.ts';
+import { BREAKER_CM_NAME, breakerReset, breakerStatus, sourceLines } from './breaker.ts';
 
 interface Globals extends ConnectOptions { readonly output?: string; readonly clusterSystemNamespace: string; readonly controllerNamespace: string }
 
@@ -79,7 +79,7 @@ export function program(): Command {
 
   const breaker = p.command('breaker').description(`the blast-radius circuit breaker (ConfigMap ${BREAKER_CM_NAME} in --controller-namespace)`);
   breaker.command('status')
-    .description('each scope: tripped or not, since when, decisions held, chips/nodes/jobs counted in the sliding window (stamps that aged out are not shown), why')
+    .description('each scope: tripped or not, since when, decisions held, chips/nodes/jobs counted in the sliding window (stamps that aged out are not shown) and from which source (the public-fault ConfigMap, device-info, ...), why')
     .action(async () => {
       const fmt = parseFormat(g().output);
       const s = await breakerStatus(connect(g()), g().controllerNamespace, nowMs());
@@ -89,7 +89,7 @@ export function program(): Command {
       emit(fmt, s, () => (!s.present ? 'no breaker state\n' : (s.scopes.length === 0 ? 'nothing tripped, nothing counted in the window\n' : table(
         ['scope', 'tripped', 'since', 'held', 'chips/nodes/jobs', 'reason'],
         s.scopes.map((x) => [x.scope, x.tripped ? 'yes' : 'no', x.trippedAt ?? '-', String(x.held), counted(x.counts), x.reason || '-']),
-      )) + window + reset('last reset', s.lastReset) + reset('reset requested, not yet carried out', s.pendingReset)));
+      )) + sourceLines(s.scopes) + window + reset('last reset', s.lastReset) + reset('reset requested, not yet carried out', s.pendingReset)));
     });
   breaker.command('reset')
     .description('reset a tripped scope (default: all); the controller acts on it and records who and when')

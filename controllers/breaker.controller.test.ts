@@ -7,7 +7,8 @@ import { Subject } from 'rxjs';
 import { Metrics } from '../telemetry/metrics.ts';
 import type { KubeClient, KubeObject } from '../runtime/kube-client.ts';
 import type { ConfigMap } from '../runtime/kube-objects.ts';
-import { fakeConfigMaps, ManualClock, recordingLogger } from '../test/support/fault-policy-test-kit.ts';
+import { fakeConfigMaps, ManualClock, recordingLogger, type LogLine } from '../test/support/fault-policy-test-kit.ts';
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import { FakeSource } from '../test/support/fault-filters-fakes.ts';
 import { BREAKER_CM_NAME, BREAKER_NAMESPACE, parseBreakerState } from '../schemas/breaker-state/breaker-state.ts';
 import type { Sources } from './sources/sources.ts';
@@ -100,5 +101,42 @@ describe('BreakerController: persisted state', () => {
     await s.c.loop.idle();
     expect(s.stored().scopes.cluster).toMatchObject({ tripped: false, reason: 'auto-reset after 30 s' });
     await s.c.stop();
+  });
+});
+
+describe('BreakerController: what chips count, from which source', () => {
+  it('counts chips of real nodes only, each with the writer of its fault (the ConfigMap of a public fault); the metric by source kind', async () => {
+    const clock = new ManualClock();
+    const nodes = new FakeSource<KubeObject>();
+    nodes.store.set('n1', { metadata: { name: 'n1' } });
+    const sources = { mindxDlConfigMaps: new FakeSource<ConfigMap>(), nodes } as unknown as Sources;
+    const cluster = fakeConfigMaps();
+    const metrics = new Metrics({ processMetrics: false });
+    const lines: LogLine[] = [];
+    const chip = (node: string, i: number, r: Partial<FaultRecord>): FaultRecord => ({ node, device: `Ascend910-${i}`, source: 'npu', code: '80E18402', level: 'SeparateNPU', reportedLevel: 'SeparateNPU', firstSeenMs: 0, ...r });
+    const faults = new Map<string, FaultRecord[]>();
+    const c = new BreakerController({
+      sources, writer: cluster.writer, client: {} as KubeClient, domainLabel: '',
+      config: { windowMs: 60 * S, domain: { chips: 0, nodes: 0, jobs: 0 }, cluster: { chips: 10, nodes: 0, jobs: 0 }, autoResetMs: 0 },
+      superPodOf: () => undefined, faultsOf: (n) => faults.get(n) ?? [], onReset: () => undefined,
+      log: recordingLogger(lines), metrics, now: () => clock.now(), clock,
+    });
+    const changed = new Subject<readonly string[]>();
+    c.start(changed);
+    c.startActing();
+    // After the start (chips already out then are the baseline, not counted).
+    faults.set('n1', [chip('n1', 0, {}), chip('n1', 1, { source: 'public', code: '220001001', origin: 'mindx-dl/pf' })]);
+    faults.set('ghost', Array.from({ length: 32 }, (_, i) => chip('ghost', i, { source: 'public', code: '220001001', origin: 'tenant/pf' })));
+    changed.next(['ghost', 'n1']);
+    changed.next(['ghost']);
+    await clock.run(2 * S);
+    await c.loop.idle();
+    const p = parseBreakerState(cluster.objects.get(KEY)?.data?.state);
+    if (!p.ok) throw new Error(p.reason);
+    expect(p.value.scopes.cluster!.window.chips.map((w) => [w.key, w.source])).toEqual([['n1/Ascend910-0', 'device-info'], ['n1/Ascend910-1', 'public-fault mindx-dl/pf']]);
+    expect(JSON.parse(cluster.objects.get(KEY)!.data!.state!).scopes[0].sources.chips).toEqual({ 'device-info': 1, 'public-fault mindx-dl/pf': 1 });
+    expect((await metrics.breakerCounted.get()).values.map((v) => [v.labels, v.value])).toEqual([[{ kind: 'chips', source: 'device-info' }, 1], [{ kind: 'chips', source: 'public-fault' }, 1]]);
+    expect(lines.filter((l) => l.msg.startsWith('breaker: chips of a node with no Node object'))).toEqual([expect.objectContaining({ node: 'ghost', sources: 'public-fault tenant/pf' })]);
+    await c.stop();
   });
 });

@@ -28,8 +28,9 @@ import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import { admit, autoReset, prune, reset, trippedScopes, CLUSTER_SCOPE, type BreakerConfig, type BreakerKind, type Trip } from '../policy/jobs/breaker.ts';
 import { unusableNpus } from '../policy/faults/job-isolation.ts';
 import type { BreakerGate, Verdict } from '../policy/jobs/breaker-gate.ts';
+import { sourceKind, sourcesOf } from '../policy/jobs/breaker-accounting.ts';
 import {
-  BREAKER_CM_NAME, BREAKER_NAMESPACE, EMPTY_BREAKER_STATE, encodeBreakerState, parseBreakerState, type BreakerState, type ResetRequest,
+  BREAKER_CM_NAME, BREAKER_KINDS, BREAKER_NAMESPACE, EMPTY_BREAKER_STATE, countBySource, encodeBreakerState, parseBreakerState, type BreakerState, type ResetRequest,
 } from '../schemas/breaker-state/breaker-state.ts';
 import { BREAKER_RECONCILE_KEY, breakerReconciler, type BreakerNote } from '../reconcilers/breaker.reconciler.ts';
 import type { Options } from './options.ts';
@@ -65,6 +66,9 @@ export interface BreakerControllerDeps {
 }
 
 const RESERVED = new Set([CLUSTER_SCOPE, 'all']);
+/** The fault sources that take a chip out of service (policy/faults/job-isolation.ts unusableNpus). */
+const CHIP_SOURCES: ReadonlySet<string> = new Set(['npu', 'network', 'public']);
+const MAX_GHOSTS_REMEMBERED = 1_000;
 /**
  * Counting changes reach the ConfigMap at once when quiet, then at most once per this window (issue
  * 16: a storm's reschedules, which arrive over 1-1.5 s, share two or three writes instead of one
@@ -86,6 +90,8 @@ export class BreakerController implements BreakerGate {
   /** Chips seen out of service per node (to count each newly isolated chip once). */
   private readonly chips = new Map<string, ReadonlySet<string>>();
   private subs: Subscription[] = [];
+  /** Nodes with unusable chips but no Node object, logged once (bounded: forgotten past MAX_GHOSTS_REMEMBERED). */
+  private readonly ghosts = new Set<string>();
   /** The state text last written or loaded (anything else on the ConfigMap was written by someone else). */
   private lastText: string | undefined;
   private readonly persistGate: BurstGate;
@@ -148,20 +154,21 @@ export class BreakerController implements BreakerGate {
     return name === undefined ? undefined : RESERVED.has(name) ? `domain-${name}` : name;
   }
 
-  admit(kind: Exclude<BreakerKind, 'chips'>, key: string, nodes: readonly string[]): Verdict {
+  admit(kind: Exclude<BreakerKind, 'chips'>, key: string, nodes: readonly string[], source?: string): Verdict {
     const domains = nodes.flatMap((n) => { const d = this.domainOf(n); return d === undefined ? [] : [d]; });
     const heldKey = `${kind}\u0000${key}`;
     if (this.heldKeys.has(heldKey) && domains.concat(CLUSTER_SCOPE).some((s) => this.state.scopes[s]?.tripped)) {
       return { allowed: false, reason: this.heldReason(domains) };
     }
-    const r = admit(this.state, { kind, key, domains }, this.d.now(), this.d.config);
+    const r = admit(this.state, { kind, key, domains, ...(source === undefined || source === '' ? {} : { source }) }, this.d.now(), this.d.config);
+    this.counted(kind, key, source ?? '', r.state);
     this.state = r.state;
     this.tripped(r.tripped);
     if (r.allowed) { this.changed(); return { allowed: true }; }
     this.heldKeys.add(heldKey);
     const reason = `held by the blast-radius breaker (${r.heldBy.map((t) => `${t.scope}: ${t.reason}`).join('; ')}); reset with kubectl clusterd breaker reset`;
     this.d.metrics.breakerHeld.inc({ kind });
-    this.log.warn('action held by breaker', { kind, key, scopes: r.heldBy.map((t) => t.scope) });
+    this.log.warn('action held by breaker', { kind, key, source, scopes: r.heldBy.map((t) => t.scope) });
     if (kind === 'nodes') this.notes.push({ type: 'Warning', reason: 'BreakerHeld', message: `isolation of node ${key} ${reason}`, key: `held/${key}/${r.heldBy[0]?.scope}` });
     this.changed();
     return { allowed: false, reason };
@@ -231,7 +238,8 @@ export class BreakerController implements BreakerGate {
   private tripped(trips: readonly Trip[]): void {
     for (const t of trips) {
       this.d.metrics.breakerTripped.set({ scope: t.scope }, 1);
-      this.log.warn('breaker tripped', { scope: t.scope, reason: t.reason });
+      const window = this.state.scopes[t.scope]?.window;
+      this.log.warn('breaker tripped', { scope: t.scope, reason: t.reason, ...(window === undefined ? {} : { counted: Object.fromEntries(BREAKER_KINDS.map((k) => [k, countBySource(window[k])])) }) });
       this.notes.push({ type: 'Warning', reason: 'BreakerTripped', message: `breaker scope ${t.scope} tripped: ${t.reason}; new isolations and reschedules in it are held until reset (kubectl clusterd breaker reset ${t.scope})`, key: `trip/${t.scope}/${this.d.now()}` });
     }
   }
@@ -249,19 +257,43 @@ export class BreakerController implements BreakerGate {
     return new Set((unusableNpus(this.d.faultsOf(node)).get(node) ?? []).map((u) => u.npu));
   }
 
-  /** Chips newly out of service are counted (never held: the device plugin isolates them itself). */
+  /**
+   * Chips newly out of service are counted (never held: the device plugin isolates them itself),
+   * each with the writer of the faults that took it out. Only chips of nodes that exist: a fault
+   * naming a node with no Node object takes nothing out of service (logged once per node).
+   */
   private countChips(node: string): void {
+    if (this.d.sources.nodes.get(node) === undefined) {
+      this.chips.delete(node);
+      if (this.unusable(node).size > 0 && !this.ghosts.has(node)) {
+        if (this.ghosts.size >= MAX_GHOSTS_REMEMBERED) this.ghosts.clear();
+        this.ghosts.add(node);
+        this.log.warn('breaker: chips of a node with no Node object are not counted', { node, sources: sourcesOf(this.d.faultsOf(node).filter((r) => r.device !== undefined)) });
+      }
+      return;
+    }
+    this.ghosts.delete(node);
     const now = this.unusable(node);
     const before = this.chips.get(node) ?? new Set<string>();
     if (now.size === 0) this.chips.delete(node); else this.chips.set(node, now);
     const fresh = [...now].filter((c) => !before.has(c));
     if (fresh.length === 0) return;
     const domain = this.domainOf(node);
+    const records = this.d.faultsOf(node);
     for (const c of fresh) {
-      const r = admit(this.state, { kind: 'chips', key: `${node}/${c}`, domains: domain === undefined ? [] : [domain] }, this.d.now(), this.d.config, false);
+      const source = sourcesOf(records.filter((r) => r.device === c && CHIP_SOURCES.has(r.source)));
+      const r = admit(this.state, { kind: 'chips', key: `${node}/${c}`, domains: domain === undefined ? [] : [domain], ...(source === '' ? {} : { source }) }, this.d.now(), this.d.config, false);
+      this.counted('chips', `${node}/${c}`, source, r.state);
       this.state = r.state;
       this.tripped(r.tripped);
     }
     this.changed();
+  }
+
+  /** A key newly in the cluster scope's window (not a repeat) is counted in the metric by its source's kind. */
+  private counted(kind: BreakerKind, key: string, source: string, next: BreakerState): void {
+    const had = (this.state.scopes[CLUSTER_SCOPE]?.window[kind] ?? []).some((w) => w.key === key);
+    const has = (next.scopes[CLUSTER_SCOPE]?.window[kind] ?? []).some((w) => w.key === key);
+    if (!had && has) this.d.metrics.breakerCounted.inc({ kind, source: sourceKind(source) });
   }
 }

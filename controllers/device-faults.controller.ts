@@ -5,7 +5,7 @@
  * Delayed public-fault deletes run from one work-queue key armed for the next one due
  * (runtime/timer-loop.ts).
  */
-import { filter, merge, map, skipUntil, take, type Subscription } from 'rxjs';
+import { combineLatest, filter, merge, map, skipUntil, take, type Subscription } from 'rxjs';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
@@ -36,6 +36,16 @@ export interface PublicFaultMessage {
   readonly info: PubFaultInfo;
 }
 
+export interface PublicFaultSenders {
+  readonly namespaceAllowed: (namespace: string) => boolean;
+  /** The flag's text, for the refusal's log line. */
+  readonly namespaces: string;
+  readonly unknownNodes: boolean;
+}
+
+/** ClusterD's sender rules: every namespace, every node name. */
+export const OPEN_PUBLIC_FAULT_SENDERS: PublicFaultSenders = { namespaceAllowed: () => true, namespaces: '*', unknownNodes: true };
+
 /** Nodes whose effective faults may have changed, emitted once per intake event. */
 export interface FaultChange {
   readonly nodes: readonly string[];
@@ -64,6 +74,12 @@ export interface DeviceFaultsDeps {
   readonly onChange: (change: FaultChange) => void;
   /** Cluster-wide cap of public faults (`--max-public-faults`, ClusterD: 50,000). */
   readonly maxPublicFaults?: number;
+  /**
+   * Who may send public faults (`--public-fault-namespaces`, `--public-fault-unknown-nodes`): the
+   * namespaces public-fault ConfigMaps are taken from, and whether a fault may name a node that has
+   * no Node object (ClusterD: any namespace, any name).
+   */
+  readonly publicFaultSenders: PublicFaultSenders;
   /** The set of nodes held on their last good device-info changed (persist it). */
   readonly onLastGoodChange?: () => void;
   /**
@@ -118,8 +134,12 @@ export class DeviceFaultsController {
       // The first list of public-fault ConfigMaps is not applied: ClusterD registers its handler
       // only after the node and pod informers synced, so their initial Add events reach no one and a
       // restart re-reads no public-fault ConfigMap (only statistic-fault-info, loadPublicFaults).
-      // Later adds (a relist's new ones included) and updates are messages.
-      s.publicFaults.events$.pipe(skipUntil(s.publicFaults.synced$.pipe(filter(Boolean))), map((ev): Input => ({ kind: 'public', ev }))),
+      // Later adds (a relist's new ones included) and updates are messages. The Node list comes first
+      // (as in ClusterD), so that a fault's node is known to exist or not.
+      s.publicFaults.events$.pipe(
+        skipUntil(combineLatest([s.publicFaults.synced$, s.nodes.synced$]).pipe(filter(([a, b]) => a && b))),
+        map((ev): Input => ({ kind: 'public', ev })),
+      ),
       s.nodes.events$.pipe(map((ev): Input => ({ kind: 'node', ev }))),
       s.nodes.synced$.pipe(filter(Boolean), take(1), map((): Input => ({ kind: 'nodes-synced' }))),
     );
@@ -173,9 +193,10 @@ export class DeviceFaultsController {
     }
     const now = this.now();
     if (input.kind === 'pubfault') {
-      const rejection = this.store.applyPublicFaultMessage(input.message.origin, input.message.info, now);
+      const rejection = this.store.applyPublicFaultMessage(input.message.origin, input.message.info, now, this.nodeExists);
       if (rejection === undefined) this.deps.onPublicFaultMessage?.();
       this.armPublicFaultDeletes();
+      this.countUnknownNodes('grpc');
       this.report(rejection, undefined, false);
       return rejection;
     }
@@ -202,10 +223,11 @@ export class DeviceFaultsController {
         break;
       case 'public':
         // A delete (or the label taken off) changes nothing, as in ClusterD.
-        if (ev.type !== 'delete') {
-          rejection = this.store.applyPublicFault(ev.obj as ConfigMap, now);
+        if (ev.type !== 'delete' && this.senderNamespace(ev.obj as ConfigMap)) {
+          rejection = this.store.applyPublicFault(ev.obj as ConfigMap, now, this.nodeExists);
           if (rejection === undefined) this.deps.onPublicFaultMessage?.();
           this.armPublicFaultDeletes();
+          this.countUnknownNodes('configmap');
         }
         break;
       case 'node':
@@ -233,6 +255,33 @@ export class DeviceFaultsController {
       this.deps.log.warn('part of an input rejected; kept in force: ' + (part.kept ?? 'the rest'), { format: part.format, object: part.object, reason: part.reason, kind: part.kind, resourceVersion });
     }
     this.flush();
+  }
+
+  /** undefined = any node name (ClusterD); else a name must have a Node object. */
+  private get nodeExists(): ((node: string) => boolean) | undefined {
+    if (this.deps.publicFaultSenders.unknownNodes) return undefined;
+    const nodes = this.deps.sources.nodes;
+    return (node) => nodes.get(node) !== undefined;
+  }
+
+  /**
+   * A public-fault ConfigMap outside the sender namespaces is refused whole: logged, counted, nothing
+   * of it applied (any namespace's user could write one; the senders' namespaces are the admins').
+   */
+  private senderNamespace(cm: ConfigMap): boolean {
+    const namespace = cm.metadata?.namespace ?? '';
+    if (this.deps.publicFaultSenders.namespaceAllowed(namespace)) return true;
+    this.deps.metrics.publicFaultsRefused.inc({ reason: 'namespace', via: 'configmap' });
+    this.deps.log.warn('public-fault ConfigMap refused: not in a sender namespace (--public-fault-namespaces)', {
+      object: `${namespace}/${cm.metadata?.name ?? ''}`, resourceVersion: cm.metadata?.resourceVersion, senderNamespaces: this.deps.publicFaultSenders.namespaces,
+    });
+    return false;
+  }
+
+  /** Public faults refused for a node with no Node object (logged with the input's rejection or partial rejection). */
+  private countUnknownNodes(via: 'configmap' | 'grpc' | 'reload'): void {
+    const n = this.store.drainUnknownNodeRefusals();
+    if (n > 0) this.deps.metrics.publicFaultsRefused.inc({ reason: 'unknown_node', via }, n);
   }
 
   private deviceNode(cm: ConfigMap): string | undefined {
@@ -316,7 +365,9 @@ export class DeviceFaultsController {
       this.deps.log.error('statistic-fault-info does not parse; no public fault reloaded from it (as ClusterD)', { reason: parsed.reason });
       return;
     }
-    this.store.loadPublicFaults(parsed.value, this.now());
+    this.store.loadPublicFaults(parsed.value, this.now(), this.nodeExists);
+    this.countUnknownNodes('reload');
+    for (const part of this.store.drainPartial()) this.deps.log.warn('public faults not reloaded', { object: part.object, reason: part.reason, kind: part.kind });
     this.armPublicFaultDeletes();
     this.deps.log.info('public faults reloaded from statistic-fault-info', { nodes: parsed.value.size, faults: [...parsed.value.values()].reduce((n, l) => n + l.length, 0) });
     this.flush();

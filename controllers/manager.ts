@@ -10,7 +10,7 @@ import type { Metrics } from '../telemetry/metrics.ts';
 import { startHttpServer, type HealthSource, type Leadership } from '../telemetry/http-server.ts';
 import { Periodic } from '../runtime/periodic.ts';
 import { LeaderLabeler, type PodRef } from '../actions/leader-label.action.ts';
-import { flapDampingOf, type Options } from './options.ts';
+import { flapDampingOf, publicFaultNamespacesOf, type Options } from './options.ts';
 import { TimerLoop } from '../runtime/timer-loop.ts';
 import { createSources, sourcesHealth, startSources, stopSources, waitForSync, type Sources } from './sources/sources.ts';
 import { ControllerLoop } from '../runtime/controller-loop.ts';
@@ -175,6 +175,7 @@ export class Manager implements HealthSource {
     // Intake: sources -> FaultStore -> ports.intake.
     this.deviceFaults = new DeviceFaultsController({
       sources: s, log: log.child({ controller: 'device_faults' }), metrics, now, maxPublicFaults: options.maxPublicFaults,
+      publicFaultSenders: { namespaceAllowed: publicFaultNamespacesOf(options), namespaces: options.publicFaultNamespaces, unknownNodes: options.publicFaultUnknownNodes },
       view: { effective: (n) => this.faults.effective(n) },
       onChange: (c) => ports.intake.next(c),
       onLastGoodChange: () => ports.lastGood.next(),

@@ -1,5 +1,5 @@
 import { parseRecoveryTimings } from '../policy/recovery/recovery-timings.ts';
-import { parseOptions, OptionsError, usage } from './options.ts';
+import { parseOptions, publicFaultNamespacesOf, OptionsError, usage } from './options.ts';
 
 describe('controller options', () => {
   it('has the documented defaults', () => {
@@ -9,6 +9,17 @@ describe('controller options', () => {
     expect(o.rescheduling).toBe(true);
     expect(o.dryRun).toBe(false);
     expect(o.graceOverTimeSeconds).toBe(900);
+  });
+
+  it('takes public faults from the MindCluster namespaces and existing nodes by default; * and --public-fault-unknown-nodes restore ClusterD', () => {
+    const o = parseOptions([], {});
+    const allowed = publicFaultNamespacesOf(o);
+    expect(['mindx-dl', 'kube-system', 'cluster-system', 'default', 'tenant-a'].map(allowed)).toEqual([true, true, true, false, false]);
+    expect(o.publicFaultUnknownNodes).toBe(false);
+    const open = parseOptions(['--public-fault-namespaces=*', '--public-fault-unknown-nodes'], {});
+    expect(publicFaultNamespacesOf(open)('tenant-a')).toBe(true);
+    expect(open.publicFaultUnknownNodes).toBe(true);
+    expect(publicFaultNamespacesOf(parseOptions(['--public-fault-namespaces=ccae-senders'], {}))('mindx-dl')).toBe(false);
   });
 
   it('reads flags, --no- booleans and env fallbacks', () => {
@@ -28,6 +39,8 @@ describe('controller options', () => {
     [['--dry-run=maybe'], /not true\/false/],
     [['--recovery-timings=preExit=5'], /--recovery-timings: "preExit=5" is not valid/],
     [['--recovery-timings=flush=-1'], /not valid/],
+    [['--public-fault-namespaces=Tenant_A'], /--public-fault-namespaces: "Tenant_A" is not valid/],
+    [['--public-fault-namespaces=a,,b'], /not valid/],
     [['--recovery-timings=flush=1,'], /not valid/],
   ])('rejects %j with a clear message', (argv, msg) => {
     expect(() => parseOptions(argv, {})).toThrow(msg);

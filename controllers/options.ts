@@ -7,6 +7,14 @@ import { parseArgs } from 'node:util';
 import { RECOVERY_TIMING_KEYS, RECOVERY_TIMINGS_PATTERN } from '../policy/recovery/recovery-timings.ts';
 import { DEFAULT_FLAP_DAMPING, type FlapDampingConfig } from '../policy/faults/flap-damping.ts';
 
+/**
+ * Where public-fault senders write by default: the MindCluster namespaces, which only cluster
+ * administrators may write (docs/rbac.md). ClusterD reads every namespace.
+ */
+export const PUBLIC_FAULT_SENDER_NAMESPACES_DEFAULT = 'mindx-dl,kube-system,cluster-system';
+/** `*`, or namespace names (RFC 1123 labels) separated by commas. */
+const PUBLIC_FAULT_NAMESPACES_PATTERN = /^(\*|[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(,[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*)$/;
+
 interface FlagSpec {
   readonly type: 'string' | 'boolean' | 'number';
   readonly default: string | boolean | number;
@@ -67,6 +75,8 @@ export const FLAGS = {
   'trust-pod-npu-annotations': { type: 'boolean', default: false, help: 'ClusterD: a pod\'s huawei.com/AscendReal counts as written, so a job\'s PodGroup fault filters (huawei.com/schedule.filter.*) and recover-in-place hide faults on any chip its pods name, and such a pod keeps a chip in use; off (safe): a claim counts only when the pod requests at least that many NPUs, and a job\'s filters hide only faults on chips no other job\'s pod claims (node-wide faults: only when it is the node\'s only NPU job)' },
   'cluster-system-namespace': { type: 'string', default: 'cluster-system', help: 'namespace of clusterd-config-cm, clusterd-manual-info-cm and the persisted escalation state (ClusterD: cluster-system)' },
   'max-public-faults': { type: 'number', default: 50_000, min: 1, max: 1_000_000, help: 'public faults held cluster-wide, one per (node, resource + fault id) (ClusterD: 50,000); new ones past it are refused and logged' },
+  'public-fault-namespaces': { type: 'string', default: PUBLIC_FAULT_SENDER_NAMESPACES_DEFAULT, pattern: PUBLIC_FAULT_NAMESPACES_PATTERN, help: 'public-fault ConfigMaps (label mc-consumer-publicfault=true) are taken only from these namespaces, comma-separated (the senders\' namespaces: give them write access there, tenants none); other namespaces are refused, logged and counted; `*` = any namespace, as ClusterD' },
+  'public-fault-unknown-nodes': { type: 'boolean', default: false, help: 'take public faults (ConfigMap and gRPC PubFault) for node names that have no Node object, as ClusterD; off: such a fault is refused, logged and counted (not held: it does not apply if the Node appears later, the sender sends it again)' },
   'max-series-per-metric': { type: 'number', default: 1_000, min: 10, max: 100_000, help: 'series of a metric whose labels come from input (fault codes, job namespaces); later label values are aggregated into "other"' },
   'node-name': { type: 'string', default: '', env: 'NODE_NAME', help: 'node this replica runs on (logs only)' },
 } as const satisfies Record<string, FlagSpec>;
@@ -129,4 +139,11 @@ export function usage(): string {
 /** The flap damping flags as the policy's config (policy/faults/flap-damping.ts). */
 export function flapDampingOf(o: Options): FlapDampingConfig {
   return { holdMs: o.flapDampingSeconds * 1000, recoveries: o.flapDampingRecoveries, windowMs: o.flapDampingWindowSeconds * 1000 };
+}
+
+/** `--public-fault-namespaces` as a predicate over a ConfigMap's namespace. */
+export function publicFaultNamespacesOf(o: Pick<Options, 'publicFaultNamespaces'>): (namespace: string) => boolean {
+  if (o.publicFaultNamespaces === '*') return () => true;
+  const allowed = new Set(o.publicFaultNamespaces.split(','));
+  return (ns) => allowed.has(ns);
 }

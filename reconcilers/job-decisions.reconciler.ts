@@ -34,6 +34,7 @@ import { jobNodes } from '../policy/jobs/job-view.ts';
 import type { GoodputTracker } from '../telemetry/goodput.ts';
 import { entityOf } from '../policy/faults/flap-damping.ts';
 import type { BreakerGate } from '../policy/jobs/breaker-gate.ts';
+import { restartCountKey, sourceOf } from '../policy/jobs/breaker-accounting.ts';
 import type { FlapDamper } from '../state/flap-damper.ts';
 
 export interface JobDecisionsDeps {
@@ -84,8 +85,8 @@ const round1 = (ms: number): number => Math.round(ms * 10) / 10;
 /** Decisions that delete pods: the reschedules the breaker counts and holds. */
 const reschedules = (dec: JobDecision): boolean => dec.actions.some((a) => a.type === 'evictPods' || a.type === 'forceDeletePods');
 
-/** The breaker counts a restart once, whatever its steps (grace, then force): `<uid>/g<generation>`. */
-const restartKeyOf = (decisionId: string): string => decisionId.split('/').slice(0, 2).join('/');
+/** The restart a decision belongs to, whatever its step (grace, then force): `<uid>/g<generation>`. */
+const restartOf = (decisionId: string): string => decisionId.split('/').slice(0, 2).join('/');
 
 /**
  * The hardware (chips, nodes) behind the decision's causes; empty when a cause is not hardware (a
@@ -104,6 +105,12 @@ function causeEntities(agg: JobFaultAggregate): { readonly entities: readonly st
     }
   }
   return { entities: hardware ? [...new Set(entities)].sort() : [], nodes: [...nodes].sort() };
+}
+
+/** The writers of the faults behind the causes (policy/jobs/breaker-accounting.ts), for the breaker's record. */
+function causeSources(agg: JobFaultAggregate, faults: readonly FaultRecord[]): string {
+  const byKey = new Map(faults.map((f) => [faultKey(f), f]));
+  return [...new Set(agg.ranks.flatMap((r) => r.causes.map((c) => sourceOf({ source: c.origin, origin: byKey.get(c.key)?.origin }))))].sort().join(', ');
 }
 
 const historyJob = (e: JobEntry) => ({ namespace: e.view.namespace, name: e.view.name, podGroup: e.podGroup.metadata?.name ?? '', uid: e.view.uid });
@@ -245,14 +252,16 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
       const causes = causeEntities(shown);
       if (acting && !d.dryRun && reschedules(dec)) {
         // Flap damping first (a deferred restart is not a reschedule the breaker should count).
-        const until = d.damper.deferUntil(key, causes.entities);
+        const until = d.damper.deferUntil(key, causes.entities, restartOf(dec.decisionId));
         if (until !== undefined) {
           ctx.log.info('job restart deferred by flap damping', { job: key, decisionId: dec.decisionId, entities: causes.entities, untilMs: until });
-          const why = `flap damping: ${causes.entities.join(', ')} faulted again after recovering, less than the damping period after the restart for them; decided again at ${new Date(until).toISOString()}`;
+          const why = `flap damping: ${causes.entities.join(', ')} faulted again after recovering, or still faulty after the job was restarted for them (placed on them again), less than the damping period after that restart; decided again at ${new Date(until).toISOString()}`;
           await recordHeld(entry, shown, dec, 'deferred', { stage: 'damping', detail: why }, nowMs, ctx);
           return requeue(until - nowMs);
         }
-        const v = d.breaker.admit('jobs', restartKeyOf(dec.decisionId), causes.nodes);
+        // Counted once per job and fault set, not per generation (policy/jobs/breaker-accounting.ts).
+        const counted = shown.ranks.flatMap((r) => r.causes.map((c) => ({ origin: c.origin, node: c.node ?? r.node, device: c.device, code: c.code })));
+        const v = d.breaker.admit('jobs', restartCountKey(uid, counted), causes.nodes, causeSources(shown, snapshot.faults));
         if (!v.allowed) {
           // Held: nothing persisted or carried out. A reset re-queues the job, which is then decided
           // again from the faults of that moment (not replayed).
@@ -276,7 +285,7 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
         // Lazy: written with a later journal commit (actions/job-state.action.ts), and not before the
         // reason record landed (a crash or a failed record write replays the decision, which adds it).
         d.states.clear(key, next, done.recording);
-        if (reschedules(dec)) d.damper.restarted(key, causes.entities);
+        if (reschedules(dec)) d.damper.restarted(key, causes.entities, restartOf(dec.decisionId));
       } else {
         if (acting) ctx.log.info('dry run: decision not carried out', { job: key, decisionId: dec.decisionId });
         await d.states.put(key, next);

@@ -21,6 +21,7 @@ import type { Metrics } from '../telemetry/metrics.ts';
 import { applyNodeTaintPlan } from '../actions/node-taint.action.ts';
 import type { Node } from '../runtime/kube-objects.ts';
 import type { BreakerGate } from '../policy/jobs/breaker-gate.ts';
+import { sourcesOf } from '../policy/jobs/breaker-accounting.ts';
 
 export interface IsolationDeps {
   readonly node: (name: string) => Node | undefined;
@@ -51,7 +52,7 @@ export function nodeIsolationReconciler(d: IsolationDeps): Reconciler {
       // (a reset re-queues every node and it is decided again from its faults of that moment).
       const isolates = plan.add?.effect === 'NoSchedule' && !current.some((t) => t.key === plan.add!.key && t.effect === 'NoSchedule');
       if (isolates && !d.dryRun) {
-        const v = d.breaker.admit('nodes', name, [name]);
+        const v = d.breaker.admit('nodes', name, [name], sourcesOf(d.faultsOf(name).filter((r) => r.device === undefined)));
         if (!v.allowed) {
           ctx.log.warn('node isolation held', { node: name, taint: plan.add, reason: plan.reason, held: v.reason });
           return {};

@@ -21,6 +21,9 @@ import { PublicFaultStore, type PublicFaultStoreOptions } from './public-fault-s
 /** Pseudo-code of a node whose Ready condition is not True, or that was deleted (VC's reason word). */
 export const NODE_NOT_READY_CODE = 'heartbeatTimeOut';
 
+/** Whether a node name has a Node object (the public-fault sender check). */
+export type NodeExists = (node: string) => boolean;
+
 /** A refused input (or part of one: `kept` then says what stays in force). `kind` is the metric reason. */
 export type Rejection = { readonly format: string; readonly object: string; readonly reason: string; readonly kind: RejectKind; readonly kept?: string };
 
@@ -41,6 +44,7 @@ export class FaultStore {
   private readonly dirty = new Set<string>();
   /** Parts of accepted inputs that were left out since the last drain (to log and count). */
   private readonly partial: Rejection[] = [];
+  private unknownNodeRefusals = 0;
 
   constructor(opts: { readonly publicFaults?: PublicFaultStoreOptions } = {}) {
     this.publicFaults = new PublicFaultStore(opts.publicFaults);
@@ -161,29 +165,57 @@ export class FaultStore {
    * informer's delete). Invalid faults are left out, the message's others kept (ClusterD
    * checkFaultsAndFlush); returns a rejection when nothing of it could be used.
    */
-  applyPublicFault(cm: ConfigMap, nowMs: number): Rejection | undefined {
+  applyPublicFault(cm: ConfigMap, nowMs: number, nodeExists?: NodeExists): Rejection | undefined {
     const obj = `${cm.metadata?.namespace}/${cm.metadata?.name}`;
     const parsed = parsePublicFaultData(cm.data);
     if (!parsed.ok) return { format: 'public-fault', object: obj, reason: parsed.reason, kind: kindOf(parsed) };
-    return this.applyPublicFaultMessage(obj, parsed.value, nowMs);
+    return this.applyPublicFaultMessage(obj, parsed.value, nowMs, nodeExists);
   }
 
-  /** A checked public-fault message from `origin` (a CM's namespace/name, or a gRPC sender's). */
-  applyPublicFaultMessage(obj: string, info: PubFaultInfo, nowMs: number): Rejection | undefined {
+  /**
+   * A checked public-fault message from `origin` (a CM's namespace/name, or a gRPC sender's).
+   * `nodeExists` (undefined: any name, as ClusterD): an `occur` or `once` for a node name it denies is
+   * refused (counted in `drainUnknownNodeRefusals`, not held for a Node that may appear later); a
+   * `recover` always applies, so a fault outlives no deleted Node.
+   */
+  applyPublicFaultMessage(obj: string, info: PubFaultInfo, nowMs: number, nodeExists?: NodeExists): Rejection | undefined {
     for (const d of info.dropped ?? []) this.partial.push({ format: 'public-fault', object: obj, reason: d.reason, kind: d.kind, kept: 'the message\'s valid faults' });
     const out = publicFaultItems(info, { nodeBySn: (sn) => this.serialToNode.get(sn) });
-    if (out.unresolved.length > 0 && out.items.length === 0) return { format: 'public-fault', object: obj, reason: `unknown nodeSN in fault(s) ${out.unresolved.join(', ')}: no valid fault`, kind: 'unknown_node' };
+    const refused = nodeExists === undefined ? [] : out.items.filter((it) => it.assertion !== 'recover' && !nodeExists(it.node));
+    const items = refused.length === 0 ? out.items : out.items.filter((it) => it.assertion === 'recover' || nodeExists!(it.node));
+    this.unknownNodeRefusals += refused.length;
+    const unknownNodes = [...new Set(refused.map((it) => it.node))];
+    const named = (nodes: readonly string[]): string => `${nodes.slice(0, 3).join(', ')}${nodes.length > 3 ? ` and ${nodes.length - 3} more` : ''}`;
+    if (out.unresolved.length > 0 && items.length === 0 && refused.length === 0) return { format: 'public-fault', object: obj, reason: `unknown nodeSN in fault(s) ${out.unresolved.join(', ')}: no valid fault`, kind: 'unknown_node' };
+    if (refused.length > 0 && items.length === 0) {
+      return { format: 'public-fault', object: obj, reason: `no Node named ${named(unknownNodes)} (${refused.length} fault-node pairs${out.unresolved.length > 0 ? `; unknown nodeSN in ${out.unresolved.join(', ')}` : ''}): no valid fault`, kind: 'unknown_node' };
+    }
     for (const id of out.unresolved) this.partial.push({ format: 'public-fault', object: obj, reason: `fault ${id}: an influence names an unknown nodeSN`, kind: 'unknown_node', kept: 'the message\'s valid faults' });
-    for (const node of this.publicFaults.apply(obj, out.items, nowMs)) this.dirty.add(node);
+    if (refused.length > 0) this.partial.push({ format: 'public-fault', object: obj, reason: `no Node named ${named(unknownNodes)}: ${refused.length} fault-node pairs refused`, kind: 'unknown_node', kept: 'the message\'s faults for existing nodes' });
+    for (const node of this.publicFaults.apply(obj, items, nowMs)) this.dirty.add(node);
     return undefined;
+  }
+
+  /** Public faults (fault-node pairs) refused for a node that does not exist since the last drain. */
+  drainUnknownNodeRefusals(): number {
+    const n = this.unknownNodeRefusals;
+    this.unknownNodeRefusals = 0;
+    return n;
   }
 
   /**
    * statistic-fault-info as the previous process left it, read back at start (ClusterD
-   * LoadFaultFromCM). The level comes from the current configuration when it knows the code.
+   * LoadFaultFromCM). The level comes from the current configuration when it knows the code. Nodes
+   * `nodeExists` denies are left out (counted in `drainUnknownNodeRefusals`).
    */
-  loadPublicFaults(byNode: ReadonlyMap<string, readonly StatisticNodeFault[]>, nowMs: number): void {
-    for (const node of this.publicFaults.load(byNode, (code) => publicFaultLevel(DEFAULT_PUBLIC_FAULT_CONFIG, code), nowMs)) this.dirty.add(node);
+  loadPublicFaults(byNode: ReadonlyMap<string, readonly StatisticNodeFault[]>, nowMs: number, nodeExists?: NodeExists): void {
+    const kept = new Map([...byNode].filter(([node, faults]) => {
+      if (nodeExists === undefined || nodeExists(node)) return true;
+      this.unknownNodeRefusals += faults.length;
+      this.partial.push({ format: 'statistic-fault-info', object: node, reason: `no Node named ${node}: its ${faults.length} public fault(s) not reloaded`, kind: 'unknown_node', kept: 'the public faults of existing nodes' });
+      return false;
+    }));
+    for (const node of this.publicFaults.load(kept, (code) => publicFaultLevel(DEFAULT_PUBLIC_FAULT_CONFIG, code), nowMs)) this.dirty.add(node);
   }
 
   /** Runs the public-fault deletes that are due; `ran`: how many ran (each rewrites statistic-fault-info in ClusterD). */

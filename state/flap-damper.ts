@@ -34,10 +34,13 @@ export class FlapDamper {
 
   get enabled(): boolean { return this.cfg.holdMs > 0; }
 
-  /** Rule 2: the time to re-decide a restart of `job` for faults on `entities`, or undefined to act now. */
-  deferUntil(job: string, entities: readonly string[]): number | undefined {
+  /**
+   * Rule 2: the time to re-decide a restart of `job` for faults on `entities`, or undefined to act
+   * now. `restart` (`<uid>/g<generation>`): the restart the decision belongs to (its later steps go on).
+   */
+  deferUntil(job: string, entities: readonly string[], restart?: string): number | undefined {
     if (!this.enabled) return undefined;
-    const until = deferRestart(entities, this.restarts.get(job), this.recoveredSince, this.now(), this.cfg);
+    const until = deferRestart(entities, this.restarts.get(job), this.recoveredSince, this.now(), this.cfg, restart);
     if (until !== undefined) this.metrics?.flapDamped.inc({ rule: 'defer' });
     return until;
   }
@@ -46,12 +49,13 @@ export class FlapDamper {
    * Records a restart. Within a period the entities add up: faults of one storm reach the flow in
    * several bursts, and a restart for a later burst must not make the earlier hardware new again.
    */
-  restarted(job: string, entities: readonly string[]): void {
+  restarted(job: string, entities: readonly string[], restart?: string): void {
     if (!this.enabled || entities.length === 0) return;
     const now = this.now();
     const prev = this.restarts.get(job);
-    const keep = prev !== undefined && now - prev.atMs < this.cfg.holdMs ? prev.entities : [];
-    this.restarts.set(job, { atMs: now, entities: [...new Set([...keep, ...entities])].sort() });
+    const same = prev !== undefined && restart !== undefined && prev.restart === restart;
+    const keep = prev !== undefined && (same || now - prev.atMs < this.cfg.holdMs) ? prev.entities : [];
+    this.restarts.set(job, { atMs: now, entities: [...new Set([...keep, ...entities])].sort(), ...(restart === undefined ? {} : { restart }) });
   }
 
   forget(job: string): void {

@@ -25,6 +25,8 @@ import type { BoundHits } from './bound-hits.ts';
 const BOUND = 'public_faults';
 
 export const DEFAULT_MAX_PUBLIC_FAULTS = 50_000;
+/** The origin of faults reloaded from statistic-fault-info at start (their sender is not recorded there). */
+export const RELOADED_ORIGIN = 'statistic-fault-info';
 /** ClusterD's diffTime: the delay of a `recover` (of a young or unknown fault) and the life of a `once`. */
 export const PUBLIC_FAULT_DELAY_S = 5;
 
@@ -41,6 +43,8 @@ export interface PublicFaultEntry {
   readonly devIds: readonly number[];
   /** ClusterD's FaultAddTime, Unix seconds. */
   readonly addedAtS: number;
+  /** Who sent the occurrence held: the ConfigMap's `namespace/name`, `grpc-pubfault/<resource>`, or `statistic-fault-info` (reloaded). */
+  readonly origin: string;
 }
 
 export interface PublicFaultStoreOptions {
@@ -79,7 +83,7 @@ export class PublicFaultStore {
       const existing = this.byNode.get(it.node)?.get(key);
       switch (it.assertion) {
         case 'occur':
-          if (existing === undefined && !this.add(it, nowS, refused)) continue;
+          if (existing === undefined && !this.add(it, nowS, refused, source)) continue;
           if (existing === undefined) changed.add(it.node);
           break;
         case 'recover':
@@ -88,7 +92,7 @@ export class PublicFaultStore {
           else this.schedule(nowMs, existing.addedAtS + PUBLIC_FAULT_DELAY_S, it.node, key);
           break;
         case 'once':
-          if (existing !== undefined || !this.add(it, nowS, refused)) continue;
+          if (existing !== undefined || !this.add(it, nowS, refused, source)) continue;
           changed.add(it.node);
           this.schedule(nowMs, nowS + PUBLIC_FAULT_DELAY_S, it.node, key);
           break;
@@ -115,14 +119,14 @@ export class PublicFaultStore {
         const item: PublicFaultItem = { assertion: 'occur', node, resource: f.resource, faultId: f.faultId, faultType: f.type, code: f.faultCode, level: lv, faultTimeMs: f.faultTime * 1000, devIds: f.devIds };
         const key = f.resource + f.faultId;
         if (this.byNode.get(node)?.has(key) === true) this.remove(node, key);
-        if (this.add(item, seconds(nowMs), refused)) changed.add(node);
+        if (this.add(item, seconds(nowMs), refused, RELOADED_ORIGIN)) changed.add(node);
       }
     }
     if (refused.length > 0) this.bounds?.hit(BOUND, 'public faults refused on reload: the cluster-wide cap is reached', { refused: refused.length, maxPublicFaults: this.max }, refused.length);
     return changed;
   }
 
-  private add(it: PublicFaultItem, nowS: number, refused: string[]): boolean {
+  private add(it: PublicFaultItem, nowS: number, refused: string[], origin: string): boolean {
     if (this.count >= this.max) {
       refused.push(`${it.faultId}@${it.node}`);
       return false;
@@ -131,7 +135,7 @@ export class PublicFaultStore {
     if (m === undefined) { m = new Map(); this.byNode.set(it.node, m); }
     m.set(it.resource + it.faultId, {
       node: it.node, resource: it.resource, faultId: it.faultId, faultType: it.faultType, code: it.code, level: it.level,
-      faultTimeMs: it.faultTimeMs, devIds: [...it.devIds], addedAtS: nowS,
+      faultTimeMs: it.faultTimeMs, devIds: [...it.devIds], addedAtS: nowS, origin,
     });
     this.count++;
     return true;
@@ -176,7 +180,7 @@ export class PublicFaultStore {
     const out: FaultRecord[] = [];
     for (const e of this.byNode.get(node)?.values() ?? []) {
       for (const id of e.devIds) {
-        out.push({ node, source: 'public', code: e.code, level: e.level, reportedLevel: e.level, firstSeenMs: e.faultTimeMs, detail: `${e.resource}/${e.faultId}`, device: `${chipPrefix}-${id}` });
+        out.push({ node, source: 'public', code: e.code, level: e.level, reportedLevel: e.level, firstSeenMs: e.faultTimeMs, detail: `${e.resource}/${e.faultId}`, device: `${chipPrefix}-${id}`, origin: e.origin });
       }
     }
     return out;

@@ -60,6 +60,8 @@ export interface FaultRecord {
   readonly firstSeenMs: number;
   /** Free-form origin detail for explanations (e.g. `PSU#1`, switch port key, public fault id). */
   readonly detail?: string;
+  /** Public faults: who sent it (the ConfigMap's `namespace/name`, `grpc-pubfault/<resource>`), for the breaker's accounting. */
+  readonly origin?: string;
 }
 
 /** Stable identity of a fault record: one code on one device of one node from one source. */

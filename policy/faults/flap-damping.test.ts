@@ -80,9 +80,21 @@ describe('flap damping: restart budget', () => {
     expect(deferRestart(['n1/Ascend910-3'], last, recovered, 30 * S, cfg)).toBeUndefined();
     expect(deferRestart(['n1/Ascend910-3', 'n2'], last, flapped, 5 * S, cfg)).toBeUndefined();
     expect(deferRestart(['n1/Ascend910-3', 'n9/Ascend910-0'], last, flapped, 5 * S, cfg)).toBe(30 * S); // same storm, later burst
-    expect(deferRestart(['n1/Ascend910-3'], last, () => false, 5 * S, cfg)).toBeUndefined(); // never recovered: not a flap
+    expect(deferRestart(['n2'], last, () => false, 5 * S, cfg)).toBeUndefined(); // other hardware, never recovered: a new fault
     expect(deferRestart([], last, recovered, 5 * S, cfg)).toBeUndefined(); // a failed pod is never deferred
     expect(deferRestart(['n1/Ascend910-3'], undefined, recovered, 5 * S, cfg)).toBeUndefined();
+  });
+
+  it('defers a new generation for the hardware the last restart was for, still faulty (the job was placed on it again); not that restart\'s next step', () => {
+    const never = () => false;
+    const lastGen = { ...last, restart: 'u/g1' };
+    // The scheduler hands the faulty chip back: generation 2 for the same chip waits for the period's end.
+    expect(deferRestart(['n1/Ascend910-3'], lastGen, never, 5 * S, cfg, 'u/g2')).toBe(30 * S);
+    expect(deferRestart(['n1/Ascend910-3'], lastGen, never, 30 * S, cfg, 'u/g2')).toBeUndefined(); // once per period
+    // The force step of generation 1 (after its grace) goes on.
+    expect(deferRestart(['n1/Ascend910-3'], lastGen, never, 5 * S, cfg, 'u/g1')).toBeUndefined();
+    // The same chip plus a new fault elsewhere: at once.
+    expect(deferRestart(['n1/Ascend910-3', 'n2/Ascend910-0'], lastGen, never, 5 * S, cfg, 'u/g2')).toBeUndefined();
   });
 });
 

@@ -16,11 +16,13 @@
  *    not faulty now, so it is no cause of a restart (a pod on that chip was either restarted for that
  *    fault already or placed there after it recovered; counting it restarted new jobs for old faults).
  * 2. Restart budget (`deferRestart`): a job restarted less than `holdMs` ago is not restarted again
- *    when every cause of the new restart is on hardware that recovered since that restart (a
- *    re-fault of flapping hardware). The decision is deferred to the end of the period and then
- *    re-decided from the view of that moment. A fault on hardware that has not flapped (a new fault
- *    elsewhere, a failed pod) restarts at once. So a flapping link restarts its job at most once per
- *    damping period.
+ *    (in a new generation) when every cause of the new restart is on hardware that recovered since
+ *    that restart (a re-fault of flapping hardware) or on the hardware that restart was for (still
+ *    faulty: the scheduler placed the new pods on it again). The decision is deferred to the end of
+ *    the period and then re-decided from the view of that moment. A fault on other hardware (a new
+ *    fault elsewhere, a failed pod) restarts at once, and so do the later steps of the same restart
+ *    (grace, then force). So a flapping link, or a faulty chip the job keeps being given, restarts
+ *    its job at most once per damping period.
  *
  * FaultFrequency escalation (policy/faults/escalation.ts) counts fault *occurrences* upstream of this view,
  * on the records the sources report: damping suppresses recoveries only (and a re-fault's restart),
@@ -127,20 +129,26 @@ export function dampView(records: readonly FaultRecord[], prev: ReadonlyMap<stri
 export interface LastRestart {
   readonly atMs: number;
   readonly entities: readonly string[];
+  /** Which restart (`<uid>/g<generation>`): its later steps are not deferred. */
+  readonly restart?: string;
 }
 
 /**
- * Rule 2: defer a restart whose causes all flapped since the job's last restart, less than `holdMs`
- * ago. Answers the time to re-decide, or undefined to go ahead.
- * `recoveredSince(entity, t)`: the entity recovered after t.
+ * Rule 2: defer a restart whose causes all flapped since the job's last restart, or were that
+ * restart's own causes, less than `holdMs` ago. Answers the time to re-decide, or undefined to go
+ * ahead. `recoveredSince(entity, t)`: the entity recovered after t. `restart` names the restart this
+ * decision belongs to (`<uid>/g<generation>`); the same restart as the last one (its next step) is
+ * never deferred.
  */
 export function deferRestart(
-  causes: readonly string[], last: LastRestart | undefined, recoveredSince: (entity: string, t: number) => boolean, nowMs: number, cfg: FlapDampingConfig,
+  causes: readonly string[], last: LastRestart | undefined, recoveredSince: (entity: string, t: number) => boolean, nowMs: number, cfg: FlapDampingConfig, restart?: string,
 ): number | undefined {
   if (cfg.holdMs <= 0 || last === undefined || causes.length === 0) return undefined;
+  if (restart !== undefined && last.restart === restart) return undefined;
   const until = last.atMs + cfg.holdMs;
   if (nowMs >= until) return undefined;
-  // Every cause flapped since that restart (recovered, then faulted again): a re-fault, not news.
+  // Every cause flapped since that restart (recovered, then faulted again): a re-fault, not news; or
+  // is hardware that restart was for, still faulty (the job was placed on it again): no new fault.
   // Not only the last restart's own causes: faults of one storm reach the flow in several bursts.
-  return causes.every((e) => recoveredSince(e, last.atMs)) ? until : undefined;
+  return causes.every((e) => last.entities.includes(e) || recoveredSince(e, last.atMs)) ? until : undefined;
 }

@@ -8,5 +8,6 @@ import type { BreakerKind } from './breaker.ts';
 export type Verdict = { readonly allowed: true } | { readonly allowed: false; readonly reason: string };
 
 export interface BreakerGate {
-  admit(kind: Exclude<BreakerKind, 'chips'>, key: string, nodes: readonly string[]): Verdict;
+  /** `source`: whose faults the action is for (policy/jobs/breaker-accounting.ts), shown in the breaker's state and trip reason. */
+  admit(kind: Exclude<BreakerKind, 'chips'>, key: string, nodes: readonly string[], source?: string): Verdict;
 }

@@ -133,3 +133,16 @@ describe('breaker policy', () => {
     expect(storm.verdicts.filter((v) => !v)).toHaveLength(1);
   });
 });
+
+describe('breaker state: sources', () => {
+  it('each stamp\'s source round-trips; the state shows counts by source; old stamps without one read as before', () => {
+    const s = admit(EMPTY_BREAKER_STATE, { kind: 'chips', key: 'n1/Ascend910-0', domains: [], source: 'public-fault mindx-dl/pf' }, 0, cfg, false).state;
+    const text = encodeBreakerState(s);
+    expect(JSON.parse(text).scopes[0].sources).toEqual({ chips: { 'public-fault mindx-dl/pf': 1 }, nodes: {}, jobs: {} });
+    const back = parseBreakerState(text);
+    expect(back.ok && back.value.scopes.cluster!.window.chips).toEqual([{ key: 'n1/Ascend910-0', atMs: 0, source: 'public-fault mindx-dl/pf' }]);
+    const old = parseBreakerState('{"scopes":[{"scope":"cluster","tripped":false,"window":{"chips":[{"key":"a","at":"2026-01-01T00:00:00Z"}]}}]}');
+    expect(old.ok && old.value.scopes.cluster!.window.chips).toEqual([{ key: 'a', atMs: Date.UTC(2026, 0, 1) }]);
+    expect(parseBreakerState('{"scopes":[{"scope":"cluster","tripped":false,"window":{"chips":[{"key":"a","at":"2026-01-01T00:00:00Z","source":7}]}}]}').ok).toBe(false);
+  });
+});

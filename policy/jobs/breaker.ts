@@ -19,6 +19,8 @@
  */
 import { BREAKER_KINDS, CLUSTER_SCOPE, type BreakerKind, type BreakerState, type ResetRequest, type ScopeState, type Stamp } from '../../schemas/breaker-state/breaker-state.ts';
 
+import { bySource } from './breaker-accounting.ts';
+
 export { CLUSTER_SCOPE, type BreakerKind, type BreakerState } from '../../schemas/breaker-state/breaker-state.ts';
 
 /** Per kind: at most this many distinct keys per window; 0 = not limited. */
@@ -58,6 +60,8 @@ export interface Admission {
   readonly key: string;
   /** The switch domains the action touches (the cluster scope is always added). */
   readonly domains: readonly string[];
+  /** Whose fault it is (policy/jobs/breaker-accounting.ts): kept with the stamp, summed in a trip's reason. */
+  readonly source?: string;
 }
 
 export interface Trip {
@@ -113,7 +117,9 @@ export function admit(state: BreakerState, req: Admission, nowMs: number, cfg: B
     const limit = limitOf(cfg, s.scope, req.kind);
     const n = s.window[req.kind].filter((w) => w.key !== req.key).length + 1;
     if (limit > 0 && n > limit && !s.tripped) {
-      tripped.push({ scope: s.scope, reason: `${n} ${req.kind} ${req.kind === 'jobs' ? 'rescheduled' : 'isolated'} within ${windowS} s > ${limit} (last: ${req.key})` });
+      const counted = [...s.window[req.kind].filter((w) => w.key !== req.key), { source: req.source }];
+      const sources = counted.some((w) => w.source !== undefined) ? `; by source: ${bySource(counted)}` : '';
+      tripped.push({ scope: s.scope, reason: `${n} ${req.kind} ${req.kind === 'jobs' ? 'rescheduled' : 'isolated'} within ${windowS} s > ${limit} (last: ${req.key}${req.source === undefined ? '' : ` from ${req.source}`})${sources}` });
     }
   }
   const trippedSet = new Set(tripped.map((t) => t.scope));
@@ -123,7 +129,8 @@ export function admit(state: BreakerState, req: Admission, nowMs: number, cfg: B
     const limit = limitOf(cfg, s.scope, req.kind);
     let out = s;
     if (count && limit > 0 && !s.window[req.kind].some((w) => w.key === req.key)) {
-      out = { ...out, window: { ...out.window, [req.kind]: [...out.window[req.kind], { key: req.key, atMs: nowMs }].slice(-(limit + 1)) } };
+      const stamp = { key: req.key, atMs: nowMs, ...(req.source === undefined ? {} : { source: req.source }) };
+      out = { ...out, window: { ...out.window, [req.kind]: [...out.window[req.kind], stamp].slice(-(limit + 1)) } };
     }
     if (trippedSet.has(s.scope)) out = { ...out, tripped: true, trippedAtMs: nowMs, reason: reasonOf.get(s.scope)!, held: hold ? 1 : 0 };
     return out;

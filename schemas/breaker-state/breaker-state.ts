@@ -5,10 +5,13 @@
  *   {"windowSeconds":n,
  *    "scopes":[{"scope":"cluster"|"<domain>","tripped":bool,"trippedAt":RFC3339|null,"reason":string,
  *               "held":number,"counts":{"chips":n,"nodes":n,"jobs":n},
- *               "window":{"chips":[{"key":s,"at":RFC3339}],"nodes":[...],"jobs":[...]}}]}
+ *               "sources":{"chips":{"<source>":n},"nodes":{...},"jobs":{...}},
+ *               "window":{"chips":[{"key":s,"at":RFC3339,"source":s}],"nodes":[...],"jobs":[...]}}]}
  * `window` holds the stamps of the sliding window, at most threshold + 1 per kind, so a restarted or
  * new leader keeps counting where the last one stopped. `counts` is the number of entries in `window`
- * when it was written. The state is not rewritten when stamps merely age out (issue 16: that was a
+ * when it was written, `sources` the same split by the writer of the fault behind each entry (a
+ * stamp's `source`: `public-fault <namespace>/<name>`, `device-info`, `node-info`, ...; see
+ * policy/jobs/breaker-accounting.ts; `unknown` for stamps written before sources were recorded). The state is not rewritten when stamps merely age out (issue 16: that was a
  * write per stamp in an idle cluster): every reader drops stamps older than `windowSeconds` (the
  * controller's `--breaker-window-seconds` at the last write) on load, `kubectl clusterd breaker
  * status` included. States written before `windowSeconds` existed lack it: shown as stored.
@@ -34,10 +37,12 @@ export const CLUSTER_SCOPE = 'cluster';
 export const BREAKER_KINDS = ['chips', 'nodes', 'jobs'] as const;
 export type BreakerKind = (typeof BREAKER_KINDS)[number];
 
-/** One counted isolation or reschedule: what (`key`, for de-duplication) and when. */
+/** One counted isolation or reschedule: what (`key`, for de-duplication), when, and whose fault it was. */
 export interface Stamp {
   readonly key: string;
   readonly atMs: number;
+  /** The writer of the fault behind it (policy/jobs/breaker-accounting.ts), e.g. `public-fault <ns>/<name>`, `device-info`; absent in old states. */
+  readonly source?: string;
 }
 
 export interface ScopeState {
@@ -75,6 +80,13 @@ const parseTime = (v: unknown): number | undefined => {
 };
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/** Stamps per source (`unknown` for stamps without one), in key order: what the window holds, by whose faults. */
+export function countBySource(stamps: readonly Stamp[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const w of stamps) out[w.source ?? 'unknown'] = (out[w.source ?? 'unknown'] ?? 0) + 1;
+  return Object.fromEntries(Object.entries(out).sort(([a], [b]) => a.localeCompare(b)));
+}
+
 /** Scopes in a fixed order (cluster first, then by name), so an unchanged state encodes to the same bytes. */
 export function encodeBreakerState(s: BreakerState): string {
   const scopes = Object.values(s.scopes).sort((a, b) => (a.scope === CLUSTER_SCOPE ? -1 : b.scope === CLUSTER_SCOPE ? 1 : a.scope.localeCompare(b.scope)));
@@ -83,7 +95,8 @@ export function encodeBreakerState(s: BreakerState): string {
     scopes: scopes.map((x) => ({
       scope: x.scope, tripped: x.tripped, trippedAt: x.trippedAtMs === undefined ? null : iso(x.trippedAtMs), reason: x.reason, held: x.held,
       counts: Object.fromEntries(BREAKER_KINDS.map((k) => [k, x.window[k].length])),
-      window: Object.fromEntries(BREAKER_KINDS.map((k) => [k, x.window[k].map((w) => ({ key: w.key, at: iso(w.atMs) }))])),
+      sources: Object.fromEntries(BREAKER_KINDS.map((k) => [k, countBySource(x.window[k])])),
+      window: Object.fromEntries(BREAKER_KINDS.map((k) => [k, x.window[k].map((w) => ({ key: w.key, at: iso(w.atMs), ...(w.source === undefined ? {} : { source: w.source }) }))])),
     })),
   });
 }
@@ -113,7 +126,8 @@ export function parseBreakerState(text: string | undefined): Parsed<BreakerState
       for (const e of list) {
         const t = isObj(e) ? parseTime(e.at) : undefined;
         if (!isObj(e) || typeof e.key !== 'string' || t === undefined) return rejected(`${at}: window.${k} entry wants key and at (RFC 3339)`, 'schema');
-        window[k].push({ key: e.key, atMs: t });
+        if (e.source !== undefined && typeof e.source !== 'string') return rejected(`${at}: window.${k} entry's source is not a string`, 'schema');
+        window[k].push({ key: e.key, atMs: t, ...(typeof e.source === 'string' ? { source: e.source } : {}) });
       }
     }
     scopes[raw.scope] = {

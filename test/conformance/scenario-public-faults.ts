@@ -10,6 +10,12 @@
  *
  * Fault times lie an hour before the run, so that the kept first occurrence (ClusterD writes it
  * in seconds, which normalise.ts would blur inside the run) stays visible.
+ *
+ * The ConfigMaps are written where a sender writes them: in mindx-dl, one of clusterd-ts's default
+ * sender namespaces (`--public-fault-namespaces`). ClusterD reads every namespace; clusterd-ts
+ * refuses public-fault ConfigMaps from others and faults for nodes with no Node object (with `*` and
+ * `--public-fault-unknown-nodes` it takes them as ClusterD does): the tenant-isolation integration
+ * test (test/integration/tenant-public-faults.test.ts) covers those, not this comparison.
  */
 import { paths } from '../../runtime/kube-client.ts';
 import { PUBLIC_FAULT_LABELS, PUBLIC_FAULT_VERSION, encodePublicFault, type PubFault, type PubFaultAssertion } from '../../schemas/public-fault/public-fault.ts';
@@ -17,7 +23,8 @@ import { STATISTIC_FAULT_CM_NAME } from '../../schemas/statistic-fault/statistic
 import type { Scenario } from './runner.ts';
 import { configMap, type Write } from './world.ts';
 
-const NS = 'default';
+/** A sender namespace (the default --public-fault-namespaces has it; ClusterD reads every namespace). */
+const NS = 'mindx-dl';
 const HOUR_MS = 3_600_000;
 
 const fault = (faultId: string, assertion: PubFaultAssertion, node: string, deviceIds: number[] | null, timeMs: number, code = '220001001'): PubFault => ({

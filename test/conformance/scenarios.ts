@@ -38,8 +38,9 @@ const recoverChip = (w: World, node: string, npu: number, kind: 'card' | 'networ
 const SWITCH_CODE = '[0x00f103b0,155904,na,na]';
 const PUBLIC_FAULT_ID = 'conformance-public-0001';
 
+/** Written where a sender writes: mindx-dl is a default --public-fault-namespaces entry (ClusterD reads every namespace). */
 const publicFault = (node: string, npus: number[], assertion: 'occur' | 'recover', now: number): Write =>
-  configMap('default', 'public-fault-conformance', {
+  configMap('mindx-dl', 'public-fault-conformance', {
     PublicFault: encodePublicFault(publicFaultPayload({ code: '220001001', targets: [{ node, npus }], assertion, faultId: PUBLIC_FAULT_ID, timeMs: now }, now)),
   }, { ...PUBLIC_FAULT_LABELS });
 

@@ -1,6 +1,8 @@
 /**
  * Issue 10 finding 3 on the real apiserver: public-fault ConfigMaps from an ordinary namespace
- * cannot make the controller hold more than --max-public-faults (ClusterD: 50,000) public faults.
+ * cannot make the controller hold more than --max-public-faults (ClusterD: 50,000) public faults,
+ * even under ClusterD's sender rules (by default such ConfigMaps and faults for absent nodes are
+ * refused outright: tenant-public-faults.test.ts).
  * Past the cap new faults are refused, counted and logged, existing ones still recover (ClusterD
  * pkg/domain/publicfault/cache.go).
  */
@@ -40,7 +42,9 @@ describe('public-fault cap', () => {
 
   beforeAll(async () => {
     ns = await newNamespace(client, 'pubfault');
-    manager = new Manager({ client, log: recordingLogger(lines), metrics, options: parseOptions(['--http-port=0', '--grpc-port=0', '--cluster-info-refresh-seconds=0'], {}) });
+    // ClusterD's sender rules (any namespace, any node name): the cap is then what bounds a flood.
+    const open = ['--public-fault-namespaces=*', '--public-fault-unknown-nodes'];
+    manager = new Manager({ client, log: recordingLogger(lines), metrics, options: parseOptions(['--http-port=0', '--grpc-port=0', '--cluster-info-refresh-seconds=0', ...open], {}) });
     await manager.start();
   }, 60_000);
 

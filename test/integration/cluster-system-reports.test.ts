@@ -13,6 +13,7 @@ import { Metrics } from '../../telemetry/metrics.ts';
 import { silentLogger } from '../../telemetry/logger.ts';
 import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { PublicFaultSender } from '../../tools/simulator/public-fault.ts';
+import { createFakeNodes } from '../../tools/simulator/nodes.ts';
 import { SCHEDULING_EXCEPTION_CM_NAME } from '../../schemas/scheduling-exception/scheduling-exception.ts';
 import { STATISTIC_FAULT_CM_NAME } from '../../schemas/statistic-fault/statistic-fault.ts';
 import { STATISTIC_FAULT_RECONCILE_KEY } from '../../reconcilers/statistic-fault.reconciler.ts';
@@ -26,6 +27,8 @@ describe('cluster-system reports as ClusterD writes them', () => {
 
   beforeAll(async () => {
     await ensureNamespace(client, 'mindx-dl');
+    // Public faults are taken for nodes that exist (--public-fault-unknown-nodes is off).
+    await createFakeNodes(client, [node, `${node}-kept`, `${node}-late`].map((name) => ({ name })));
     csNs = await newNamespace(client, 'cs');
     manager = new Manager({
       client, log: silentLogger, metrics: new Metrics({ processMetrics: false }),
@@ -34,7 +37,10 @@ describe('cluster-system reports as ClusterD writes them', () => {
     await manager.start();
   }, 60_000);
 
-  afterAll(async () => { await manager.stop(); });
+  afterAll(async () => {
+    await manager.stop();
+    for (const n of [node, `${node}-kept`, `${node}-late`]) await client.delete(paths.node(n)).catch(() => undefined);
+  });
 
   const cm = (name: string): Promise<ConfigMap | undefined> => client.getOrUndefined<ConfigMap>(paths.configMap(csNs, name));
 

@@ -32,8 +32,8 @@ commands:
           [--fault-id ID] [--device-type T] [--device-id N] [--chip N] [--port N]
                                                         without --code: every fault of that kind (on --npu)
   public-fault --node a[,b] --code 220001001 [--npu 0,1] [--assertion occur|once] [--fault-id ID]
-               [--resource CCAE] [--namespace default] [--name CM]
-  public-fault --recover --fault-id ID [--namespace default] [--name CM]
+               [--resource CCAE] [--namespace mindx-dl] [--name CM]
+  public-fault --recover --fault-id ID [--namespace mindx-dl] [--name CM]
   switch-fault --node X --code '[0x00f103b0,155904,na,na]' [--level Separate] [--chip 0] [--port 0] [--recover]
   show --node X                                         print the device-info and node-info CMs and the Node's NPU state
 

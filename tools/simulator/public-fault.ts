@@ -15,7 +15,8 @@ import type { ConfigMap } from './device-plugin.ts';
 import { InvalidFaultError, npuPhyId } from './fault-codes.ts';
 import { writeConfigMap } from './noded.ts';
 
-export const DEFAULT_PUBLIC_FAULT_NAMESPACE = 'default';
+/** Where the simulated sender writes: a default sender namespace of clusterd-ts (`--public-fault-namespaces`). */
+export const DEFAULT_PUBLIC_FAULT_NAMESPACE = 'mindx-dl';
 /** Public code digit 1 -> faultType (behavior.md 0.4: T type 0 NPU, 1 node, 2 network, 3 storage). */
 const TYPE_BY_DIGIT = ['NPU', 'Node', 'Network', 'Storage'] as const;
 
@@ -32,7 +33,7 @@ export interface PublicFaultSpec {
   /** Default from the code's first digit. */
   readonly faultType?: string;
   readonly description?: string;
-  /** Default `public-fault-<faultId>` (lower-cased) in namespace `default`. */
+  /** Default `public-fault-<faultId>` (lower-cased) in namespace `mindx-dl`. */
   readonly name?: string;
   readonly namespace?: string;
   /** faultTime, Unix ms; default now. */
