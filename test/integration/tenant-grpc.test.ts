@@ -104,7 +104,7 @@ describe('tenant gRPC: calls act only on a job with a pod at the caller\'s addre
   afterAll(async () => {
     for (const c of clients) c.close();
     await manager?.stop();
-  });
+  }, 30_000);
 
   it('fake jobs cannot be registered from an address that is no pod of theirs: no served-job slot, no recovery ConfigMap; the real job is served', async () => {
     const real = await tenantJob(tenant);
