@@ -21,7 +21,7 @@ import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { DeviceFaultsController } from './device-faults.controller.ts';
 import { FaultPublisher } from './grpc-fault.ts';
-import { podIpCallerCheck } from './grpc-caller.ts';
+import { PodAddressIndex, podIpCallerCheck } from './grpc-caller.ts';
 import type { Pod } from '../runtime/kube-objects.ts';
 import { grpcHandlers } from './grpc-handlers.ts';
 import type { Options } from './options.ts';
@@ -107,7 +107,12 @@ export class GrpcController {
         maxFaultPublishers: o.grpcMaxFaultPublishers, maxStreamPendingWrites: o.grpcStreamMaxPending, ...this.d.limits,
       },
       jobExists: (jobId) => recovery.lookup(jobId) !== undefined,
-      ...(o.grpcCallerCheck === 'off' ? {} : { callerCheck: podIpCallerCheck((jobId) => this.jobPods(jobId)) }),
+      ...(o.grpcCallerCheck === 'off' ? {} : {
+        callerCheck: podIpCallerCheck({
+          job: (jobId) => this.jobPods(jobId),
+          addresses: new PodAddressIndex(() => this.d.sources.pods.store.values(), this.d.now ?? Date.now),
+        }),
+      }),
       onCallerRefused: (method) => metrics.grpcCallerRefused.inc({ method }),
       onBoundHit: (bound, message, fields) => metrics.bounds.hit(bound, message, fields),
       logger: log,
@@ -134,12 +139,12 @@ export class GrpcController {
     return handle;
   }
 
-  /** The pods of a job (its PodGroup's, from the caches); undefined when the job is unknown. */
-  private jobPods(jobId: string): Pod[] | undefined {
+  /** The namespace and pods of a job (its PodGroup's, from the caches); undefined when the job is unknown. */
+  private jobPods(jobId: string): { namespace: string; pods: Pod[] } | undefined {
     const found = this.d.recovery.lookup(jobId);
     if (found === undefined) return undefined;
-    const ns = found.entry.view.namespace;
-    return found.entry.view.pods.flatMap((p) => this.d.sources.pods.get(`${ns}/${p.name}`) ?? []);
+    const namespace = found.entry.view.namespace;
+    return { namespace, pods: found.entry.view.pods.flatMap((p) => this.d.sources.pods.get(`${namespace}/${p.name}`) ?? []) };
   }
 
   async stop(): Promise<void> {

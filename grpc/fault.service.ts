@@ -3,9 +3,12 @@
  * jobId '' means cluster-wide and becomes '-1'. Go handler errors are gRPC UNKNOWN here as in ClusterD.
  *
  * Stricter than ClusterD: Register and SubscribeFaultMsgSignal for a job pass the caller gate
- * (peer.ts); the cluster-wide publisher (`-1`, MindIE controllers and other components outside any
- * job) is open to any address but counted against the per-client and total publisher caps
- * (registry.ts), refused with RESOURCE_EXHAUSTED.
+ * (peer.ts) with scope `namespace`: the caller must be a pod in the job's namespace, since the
+ * legitimate subscriber of a job (a MindIE controller, whose subscription also starts the MindIE
+ * RestartRequest hold of the server job, behavior.md A.3 #21) runs in a pod of its own beside the
+ * job; another namespace's tenant cannot subscribe for the job. The cluster-wide publisher (`-1`)
+ * names no job and is open to any address. Every publisher counts against the per-job, per-client
+ * and total caps (registry.ts), refused with RESOURCE_EXHAUSTED.
  */
 import { status as GrpcStatus, type ServerWritableStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import { Code, Info, type Status } from './codes.ts';
@@ -57,7 +60,7 @@ export function faultService(d: FaultServiceDeps): UntypedServiceImplementation 
         return grpcError(GrpcStatus.UNKNOWN, Info.faultJobUnknown(clip(c.jobId)));
       }
       if (c.jobId !== CLUSTER_JOB_ID) {
-        const denied = await ctx.gate.refusal(m('Register'), c.jobId, call.getPeer());
+        const denied = await ctx.gate.refusal(m('Register'), c.jobId, call.getPeer(), 'namespace');
         if (denied !== undefined) return grpcError(GrpcStatus.PERMISSION_DENIED, denied);
       }
       const client = peerIp(call.getPeer());
@@ -83,7 +86,7 @@ export function faultService(d: FaultServiceDeps): UntypedServiceImplementation 
         return;
       }
       if (c.jobId !== CLUSTER_JOB_ID) {
-        const denied = await ctx.gate.refusal(method, c.jobId, call.getPeer());
+        const denied = await ctx.gate.refusal(method, c.jobId, call.getPeer(), 'namespace');
         if (denied !== undefined) {
           refuseStream(ctx, method, call, GrpcStatus.PERMISSION_DENIED, denied);
           return;

@@ -6,6 +6,8 @@ import { openStream, startStubServer, unaryCall, unaryError, type StubServer } f
 const JOB = '0a0b0c0d-1234-5678-9abc-def012345678';
 const POD_IP = '127.0.0.7';
 const STRANGER = '127.0.0.9';
+/** A pod in the job's namespace, not of the job (a MindIE controller beside its server job). */
+const NEIGHBOUR = '127.0.0.8';
 const taskd = { jobId: JOB, role: 'taskd' };
 
 describe('peerIp / normalizeIp', () => {
@@ -27,7 +29,7 @@ describe('caller gate: a call on a job only from an address of one of its pods',
   const start = async (check: boolean): Promise<StubServer> => {
     refusedMethods.length = 0;
     t = await startStubServer({
-      ...(check ? { callerCheck: (jobId: string, ip: string) => jobId === JOB && ip === POD_IP } : {}),
+      ...(check ? { callerCheck: (jobId: string, ip: string, scope: string) => jobId === JOB && (ip === POD_IP || (scope === 'namespace' && ip === NEIGHBOUR)) } : {}),
       onCallerRefused: (m) => void refusedMethods.push(m),
     }, [JOB]);
     return t;
@@ -74,6 +76,19 @@ describe('caller gate: a call on a job only from an address of one of its pods',
     expect(s.stub.closes).toEqual([]);
     sub.cancel();
     await eventually(() => s.stub.closes[0]);
+  });
+
+  it('fault.Fault for a job: also from a pod in the job\'s namespace; Recover only from a pod of the job', async () => {
+    const s = await start(true);
+    const c = s.clientFrom(NEIGHBOUR);
+    expect(await unaryCall(c, 'fault', 'Register', { jobId: JOB, role: 'mindie-controller' })).toEqual({ code: 0, info: 'register success' });
+    const sub = openStream(c, 'fault', 'SubscribeFaultMsgSignal', { jobId: JOB, role: 'mindie-controller' });
+    await eventually(() => s.stub.faultStreams.get(`${JOB}/mindie-controller`));
+    expect(await unaryError(c, 'recover', 'Init', taskd)).toMatchObject({ code: GrpcStatus.PERMISSION_DENIED, details: `caller ${NEIGHBOUR} is not a pod of job ${JOB}` });
+    expect(await unaryError(s.clientFrom(STRANGER), 'fault', 'Register', { jobId: JOB, role: 'x' })).toMatchObject({
+      code: GrpcStatus.PERMISSION_DENIED, details: `caller ${STRANGER} is not a pod in the namespace of job ${JOB}`,
+    });
+    sub.cancel();
   });
 
   it('without a check (--grpc-caller-check=off) any address acts on any job, as ClusterD', async () => {

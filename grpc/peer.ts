@@ -28,8 +28,15 @@ export function peerIp(peer: string): string {
   return isIP(peer) !== 0 ? normalizeIp(peer) : '';
 }
 
-/** Is `ip` the address of a pod of job `jobId`? */
-export type CallerCheck = (jobId: string, ip: string) => Awaitable<boolean>;
+/**
+ * How close to the job the caller must be: `job` = one of the job's pods (TaskD, the Elastic Agent
+ * and MindIO run in them); `namespace` = a pod in the job's namespace (fault.Fault: a MindIE
+ * controller subscribes for the server job it manages from a pod of its own, beside it).
+ */
+export type CallerScope = 'job' | 'namespace';
+
+/** Is `ip` the address of a pod of job `jobId` (or, for `namespace`, of a pod in its namespace)? */
+export type CallerCheck = (jobId: string, ip: string, scope: CallerScope) => Awaitable<boolean>;
 
 const LOG_INTERVAL_MS = 60_000;
 
@@ -56,11 +63,11 @@ export class CallerGate {
   }
 
   /** undefined when the caller may act on the job, else the refusal's details. */
-  async refusal(method: string, jobId: string, peer: string): Promise<string | undefined> {
+  async refusal(method: string, jobId: string, peer: string, scope: CallerScope = 'job'): Promise<string | undefined> {
     if (this.check === undefined) return undefined;
     const ip = peerIp(peer);
-    if (ip !== '' && (await this.check(jobId, ip))) return undefined;
-    const details = `caller ${ip === '' ? 'unknown' : ip} is not a pod of job ${clip(jobId)}`;
+    if (ip !== '' && (await this.check(jobId, ip, scope))) return undefined;
+    const details = `caller ${ip === '' ? 'unknown' : ip} is not a pod ${scope === 'job' ? 'of' : 'in the namespace of'} job ${clip(jobId)}`;
     this.onRefused(method);
     const now = this.now();
     const last = this.lastLog.get(method);
@@ -68,7 +75,7 @@ export class CallerGate {
       last.suppressed++;
     } else {
       this.log.warn('grpc call refused: the caller is not a pod of the job', {
-        method, jobId: clip(jobId), peer: ip || 'unknown', ...(last !== undefined && last.suppressed > 0 ? { suppressedSinceLastLine: last.suppressed } : {}),
+        method, jobId: clip(jobId), peer: ip || 'unknown', scope, ...(last !== undefined && last.suppressed > 0 ? { suppressedSinceLastLine: last.suppressed } : {}),
       });
       this.lastLog.set(method, { atMs: now, suppressed: 0 });
     }

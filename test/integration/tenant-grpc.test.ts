@@ -7,7 +7,8 @@
  *   are refused (PERMISSION_DENIED), so they neither fill --max-served-jobs nor make the controller
  *   write mindx-dl/clusterd-ts-recovery-<uid>; the real job, called from its pod's address, is served.
  *   ClusterD serves any address (component/clusterd/pkg/application/recover/fault_recover_service.go).
- * - fault.Fault Register with a new role each time: the publishers held stay under the caps.
+ * - fault.Fault Register with a new role each time: the publishers held stay under the caps; for a
+ *   job, only from a pod in the job's namespace (a MindIE controller beside its server job).
  * - A fault stream whose client never reads is reset at --grpc-stream-max-pending queued messages.
  *
  * "A pod's address" is real here: the pod's status.podIP (written by the admin, as the kubelet
@@ -153,18 +154,20 @@ describe('tenant gRPC: calls act only on a job with a pod at the caller\'s addre
     const pod = from(ip);
     const results = new Map<string, number>();
     const tally = (s: string): void => void results.set(s, (results.get(s) ?? 0) + 1);
+    // A pod beside the job in its namespace (a MindIE controller beside its server job) may subscribe for it.
+    tally(`neighbour ${await code(unaryCall(from(POD_IP), 'fault', 'Register', { jobId: job.uid, role: 'mindie-controller' }))}`);
     for (let i = 0; i < 300; i++) tally(`cluster ${await code(unaryCall(anon, 'fault', 'Register', { jobId: '', role: `role-${i}` }))}`);
     for (let i = 0; i < 100; i++) tally(`job ${await code(unaryCall(pod, 'fault', 'Register', { jobId: job.uid, role: `role-${i}` }))}`);
     tally(`stranger ${await code(unaryCall(anon, 'fault', 'Register', { jobId: job.uid, role: 'x' }))}`);
     // defaults: 64 publishers per client address, 16 roles per job
     expect(Object.fromEntries(results)).toEqual({
       'cluster code 0': 64, 'cluster grpc RESOURCE_EXHAUSTED': 236,
-      'job code 0': 16, 'job grpc RESOURCE_EXHAUSTED': 84,
+      'neighbour code 0': 1, 'job code 0': 15, 'job grpc RESOURCE_EXHAUSTED': 85,
       'stranger grpc PERMISSION_DENIED': 1,
     });
     expect(registry.size() - before).toBe(80);
     const hits = Object.fromEntries((await metrics.boundHits.get()).values.map((v) => [v.labels.bound, v.value]));
-    expect(hits).toMatchObject({ grpc_fault_publishers_per_client: 236, grpc_fault_roles_per_job: 84 });
+    expect(hits).toMatchObject({ grpc_fault_publishers_per_client: 236, grpc_fault_roles_per_job: 85 });
   }, 120_000);
 
   it('a cluster-wide fault stream whose client never reads is reset once its queued messages reach the bound', async () => {
