@@ -31,7 +31,11 @@ export interface SignalStreamOptions {
  * the client does not read). Falls back to destroying the call's Writable, which drops its queue.
  */
 function resetCall(call: ServerWritableStream<unknown, unknown>): void {
-  const inner = (call as unknown as { call?: { stream?: { close?: (code: number) => void; destroyed?: boolean } } }).call?.stream;
+  type Inner = { stream?: { close?: (code: number) => void; destroyed?: boolean }; nextCall?: Inner };
+  // ServerWritableStreamImpl.call is the base call, or the outermost interceptor wrapping it (nextCall).
+  let layer = (call as unknown as { call?: Inner }).call;
+  for (let depth = 0; layer !== undefined && layer.stream === undefined && depth < 16; depth++) layer = layer.nextCall;
+  const inner = layer?.stream;
   try {
     if (inner !== undefined && typeof inner.close === 'function') {
       if (inner.destroyed !== true) inner.close(http2.NGHTTP2_CANCEL);
