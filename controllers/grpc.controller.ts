@@ -9,7 +9,9 @@
  * behind the Service. HealthCheck is therefore answered by the leader only.
  *
  * Metrics: every call is counted in `grpc_requests_total{method, code}` (code = the ClusterD body
- * code when the reply carries one, else the gRPC status name).
+ * code when the reply carries one, else the gRPC status name); calls refused by the caller check
+ * (`--grpc-caller-check`, grpc-caller.ts) also in `grpc_caller_refused_total{method}`, and
+ * registrations or streams refused or dropped at a cap in `bound_hits_total{bound="grpc_..."}`.
  */
 import { readFile } from 'node:fs/promises';
 import { merge, type Subscription } from 'rxjs';
@@ -19,6 +21,8 @@ import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { DeviceFaultsController } from './device-faults.controller.ts';
 import { FaultPublisher } from './grpc-fault.ts';
+import { PodAddressIndex, podIpCallerCheck } from './grpc-caller.ts';
+import type { Pod } from '../runtime/kube-objects.ts';
 import { grpcHandlers } from './grpc-handlers.ts';
 import type { Options } from './options.ts';
 import type { RecoveryController } from './recovery.controller.ts';
@@ -98,8 +102,19 @@ export class GrpcController {
     const tls = o.grpcTlsCert !== '' ? { cert: await readFile(o.grpcTlsCert), key: await readFile(o.grpcTlsKey) } : undefined;
     const handle = await startGrpcServer({
       host: o.grpcHost, port: o.grpcPort, ...(tls ? { tls } : {}),
-      limits: { maxServeJobs: o.maxServedJobs, ...this.d.limits },
+      limits: {
+        maxServeJobs: o.maxServedJobs, maxFaultRolesPerJob: o.grpcMaxRolesPerJob, maxFaultPublishersPerClient: o.grpcMaxPublishersPerClient,
+        maxFaultPublishers: o.grpcMaxFaultPublishers, maxStreamPendingWrites: o.grpcStreamMaxPending, ...this.d.limits,
+      },
       jobExists: (jobId) => recovery.lookup(jobId) !== undefined,
+      ...(o.grpcCallerCheck === 'off' ? {} : {
+        callerCheck: podIpCallerCheck({
+          job: (jobId) => this.jobPods(jobId),
+          addresses: new PodAddressIndex(() => this.d.sources.pods.store.values(), this.d.now ?? Date.now),
+        }),
+      }),
+      onCallerRefused: (method) => metrics.grpcCallerRefused.inc({ method }),
+      onBoundHit: (bound, message, fields) => metrics.bounds.hit(bound, message, fields),
       logger: log,
       countRequest: (r) => metrics.grpcRequests.inc({ method: r.method, code: r.code !== undefined ? String(r.code) : r.grpcCode }),
       onConnectionRefused: (cap) => metrics.boundHits.inc({ bound: cap }),
@@ -122,6 +137,14 @@ export class GrpcController {
       error: (err: unknown) => log.error('fault publisher flow failed', { err: String(err) }),
     });
     return handle;
+  }
+
+  /** The namespace and pods of a job (its PodGroup's, from the caches); undefined when the job is unknown. */
+  private jobPods(jobId: string): { namespace: string; pods: Pod[] } | undefined {
+    const found = this.d.recovery.lookup(jobId);
+    if (found === undefined) return undefined;
+    const namespace = found.entry.view.namespace;
+    return { namespace, pods: found.entry.view.pods.flatMap((p) => this.d.sources.pods.get(`${namespace}/${p.name}`) ?? []) };
   }
 
   async stop(): Promise<void> {

@@ -442,8 +442,9 @@ export class RecoveryController {
       currentUuid: () => job.currentUuid(),
       onClose: (reason) => {
         if (job.stream?.id === stream.id) job.stream = undefined;
-        // A stream the client lost mid-recovery resets the controller; one we ended, or one replaced by a new subscriber, does not.
-        if (reason !== 'client-cancelled' && reason !== 'write-error') return;
+        // A stream the client lost mid-recovery (or that we dropped because the client stopped reading)
+        // resets the controller; one we ended, or one replaced by a new subscriber, does not.
+        if (reason !== 'client-cancelled' && reason !== 'write-error' && reason !== 'slow-consumer') return;
         void job.feed({ machine: 'recovery', event: { type: 'streamClosed' } });
         void job.feed({ machine: 'hotSwitch', event: { type: 'streamClosed' } });
       },

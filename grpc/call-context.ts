@@ -3,9 +3,10 @@
  * logging, and the rule that nothing a client sends can crash the process (a handler that throws
  * becomes gRPC UNKNOWN, as a Go handler's returned error does in ClusterD).
  */
-import { status as GrpcStatus, type ServerWritableStream, type handleUnaryCall, type sendUnaryData } from '@grpc/grpc-js';
+import { status as GrpcStatus, type ServerUnaryCall, type ServerWritableStream, type handleUnaryCall, type sendUnaryData } from '@grpc/grpc-js';
 import { Info } from './codes.ts';
 import type { CountRequest, GrpcLogger } from './handlers.ts';
+import type { CallerGate } from './peer.ts';
 import { TokenBucket, type Now } from './rate-limit.ts';
 
 export const HEALTH_CHECK_METHOD = '/Recover/HealthCheck';
@@ -32,10 +33,22 @@ export class UnaryRateLimiter {
   }
 }
 
+/** The caps on what callers hold in the server (each refusal or drop is a bound hit). */
+export type GrpcBound =
+  | 'grpc_fault_roles_per_job'
+  | 'grpc_fault_publishers_per_client'
+  | 'grpc_fault_publishers'
+  | 'grpc_side_streams_per_job'
+  | 'grpc_stream_pending_writes';
+
 export interface CallContext {
   readonly log: GrpcLogger;
   readonly count: CountRequest;
   readonly limiter: UnaryRateLimiter;
+  /** Calls that act on a job: only from an address of one of the job's pods (peer.ts). */
+  readonly gate: CallerGate;
+  /** A cap refused or dropped something (counted and logged by the wiring). */
+  readonly boundHit: (bound: GrpcBound, message: string, fields: Record<string, unknown>) => void;
 }
 
 /** What a unary implementation decides: a response (with its body code), or a gRPC error. */
@@ -54,7 +67,7 @@ export const grpcError = (grpcCode: GrpcStatus, details: string): UnaryOutcome<n
 export function unary<Res>(
   ctx: CallContext,
   method: string,
-  run: (request: unknown) => Promise<UnaryOutcome<Res>>,
+  run: (request: unknown, call: ServerUnaryCall<unknown, Res>) => Promise<UnaryOutcome<Res>>,
 ): handleUnaryCall<unknown, Res> {
   return (call, callback: sendUnaryData<Res>) => {
     if (!ctx.limiter.allow(method)) {
@@ -64,7 +77,7 @@ export function unary<Res>(
       callback({ code: GrpcStatus.UNKNOWN, details: Info.qpsExceeded(method) });
       return;
     }
-    run(call.request).then(
+    run(call.request, call).then(
       (outcome) => finish(ctx, method, callback, outcome),
       (err: unknown) => {
         ctx.log.error('grpc handler failed', { method, err: err instanceof Error ? (err.stack ?? err.message) : String(err) });
@@ -81,7 +94,9 @@ function finish<Res>(ctx: CallContext, method: string, callback: sendUnaryData<R
     callback(null, outcome.response);
   } else {
     ctx.count({ method, grpcCode: grpcCodeName(outcome.grpcCode) });
-    ctx.log.warn('grpc call refused', { method, grpcCode: grpcCodeName(outcome.grpcCode), details: outcome.details });
+    // the caller gate (peer.ts) logs its own refusals, at most one line a minute
+    const level = outcome.grpcCode === GrpcStatus.PERMISSION_DENIED ? 'debug' : 'warn';
+    ctx.log[level]('grpc call refused', { method, grpcCode: grpcCodeName(outcome.grpcCode), details: outcome.details });
     callback({ code: outcome.grpcCode, details: outcome.details });
   }
 }
@@ -89,7 +104,8 @@ function finish<Res>(ctx: CallContext, method: string, callback: sendUnaryData<R
 /** Refuse a server-streaming call with a gRPC status (counted and logged). */
 export function refuseStream(ctx: CallContext, method: string, call: ServerWritableStream<unknown, unknown>, code: GrpcStatus, details: string): void {
   ctx.count({ method, grpcCode: grpcCodeName(code) });
-  ctx.log.warn('grpc stream refused', { method, grpcCode: grpcCodeName(code), details });
+  const level = code === GrpcStatus.PERMISSION_DENIED ? 'debug' : 'warn';
+  ctx.log[level]('grpc stream refused', { method, grpcCode: grpcCodeName(code), details });
   call.emit('error', { code, details });
 }
 

@@ -42,6 +42,7 @@ export type StreamCloseReason =
   | 'replaced' // a new subscriber / publisher for the same key took over
   | 'server-ended' // stream.end() was called (controller reset): status OK
   | 'write-error' // a write failed
+  | 'slow-consumer' // the client did not read: its queued writes reached the bound, the stream was reset
   | 'forgotten' // the job was dropped from the registry (job deleted)
   | 'shutdown'; // the server is stopping
 

@@ -1,10 +1,12 @@
 /**
  * `Recover` service (recover.proto, no package: paths `/Recover/<Method>`), grpc.md §1 and §11.
  * Transport only: checks, registry bookkeeping, keep-alive; decisions go to RecoverHandlers.
+ * Every call that acts on a job (Init, Register, the subscriptions, the reports, the O&M replies)
+ * first passes the caller gate (peer.ts): stricter than ClusterD, which serves any address.
  */
 import { status as GrpcStatus, type ServerWritableStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import { Code, Info, status, type Status } from './codes.ts';
-import { refuseStream, reply, serverStream, unary, type CallContext, type UnaryOutcome } from './call-context.ts';
+import { grpcError, refuseStream, reply, serverStream, unary, type CallContext, type UnaryOutcome } from './call-context.ts';
 import type { RecoverHandlers } from './handlers.ts';
 import type { ProcessManageSignal } from '../vocabulary/process-manage-signal.ts';
 import {
@@ -18,7 +20,7 @@ import {
   type FaultRank,
 } from './messages.ts';
 import { clientKind, type RecoverRegistry } from './registry.ts';
-import { ServerSignalStream } from './signal-stream.ts';
+import { ServerSignalStream, type SignalStreamOptions } from './signal-stream.ts';
 import { checkReportSizes, clip, validJobId, validRole } from './validate.ts';
 
 export const RECOVER_PATH = '/Recover/';
@@ -30,11 +32,14 @@ export interface RecoverServiceDeps {
   readonly handlers: RecoverHandlers;
   /** Interval of `keep-alive` signals on each subscription (ClusterD: 5 s). */
   readonly keepAliveSignalMs?: number;
+  /** Bound on each stream's queued writes. */
+  readonly streamOptions?: SignalStreamOptions;
 }
 
 type Reply = Promise<UnaryOutcome<Status>>;
 const answer = (s: Status): UnaryOutcome<Status> => reply({ code: s.code, info: s.info });
 const invalidRole = (c: ClientInfo): UnaryOutcome<Status> => answer(status(Code.InvalidReqParam, `role=${clip(c.role)} is invalid`));
+const peerOf = (call: { getPeer(): string }): string => call.getPeer();
 
 export function recoverService(d: RecoverServiceDeps): UntypedServiceImplementation {
   const { ctx, registry, handlers } = d;
@@ -52,8 +57,10 @@ export function recoverService(d: RecoverServiceDeps): UntypedServiceImplementat
     sizes: (r: R) => Parameters<typeof checkReportSizes>[0],
     handle: (r: R) => Promise<Status> | Status,
   ) =>
-    unary<Status>(ctx, m(name), async (raw): Reply => {
+    unary<Status>(ctx, m(name), async (raw, call): Reply => {
       const r = parse(raw);
+      const denied = await ctx.gate.refusal(m(name), r.jobId, peerOf(call));
+      if (denied !== undefined) return grpcError(GrpcStatus.PERMISSION_DENIED, denied);
       if (!registry.isRegistered(r.jobId)) {
         return answer(status(Code.UnRegistry, `jobId=${clip(r.jobId)} is not registered`));
       }
@@ -66,12 +73,17 @@ export function recoverService(d: RecoverServiceDeps): UntypedServiceImplementat
   const subscribeProcessManageSignal = serverStream(ctx, m('SubscribeProcessManageSignal'), async (call) => {
     const method = m('SubscribeProcessManageSignal');
     const client = toClientInfo(call.request);
+    const denied = await ctx.gate.refusal(method, client.jobId, peerOf(call));
+    if (denied !== undefined) {
+      refuseStream(ctx, method, call, GrpcStatus.PERMISSION_DENIED, denied);
+      return;
+    }
     if (!registry.isRegistered(client.jobId)) {
       refuseStream(ctx, method, call, GrpcStatus.UNKNOWN, Info.recoverNotRegistered(clip(client.jobId)));
       return;
     }
     noteRole(method, client);
-    const stream = new ServerSignalStream<ProcessManageSignal>(call as ServerWritableStream<unknown, ProcessManageSignal>, client);
+    const stream = new ServerSignalStream<ProcessManageSignal>(call as ServerWritableStream<unknown, ProcessManageSignal>, client, d.streamOptions);
     registry.attachStream(client, stream); // a previous subscriber of the job is closed as `replaced`
     ctx.count({ method, grpcCode: 'OK' });
     ctx.log.info('process signal stream opened', { jobId: client.jobId, role: client.role, streamId: stream.id });
@@ -84,7 +96,7 @@ export function recoverService(d: RecoverServiceDeps): UntypedServiceImplementat
     stream.onClose((reason) => {
       clearInterval(timer);
       registry.detachStream(client.jobId, stream);
-      const level = reason === 'client-cancelled' || reason === 'write-error' ? 'warn' : 'info';
+      const level = reason === 'client-cancelled' || reason === 'write-error' || reason === 'slow-consumer' ? 'warn' : 'info';
       ctx.log[level]('process signal stream closed', { jobId: client.jobId, streamId: stream.id, reason });
       try {
         subscription?.onClose(reason);
@@ -106,12 +118,23 @@ export function recoverService(d: RecoverServiceDeps): UntypedServiceImplementat
   const idleNotifyStream = (name: string) =>
     serverStream(ctx, m(name), async (call) => {
       const client = toClientInfo(call.request);
+      const denied = await ctx.gate.refusal(m(name), client.jobId, peerOf(call));
+      if (denied !== undefined) {
+        refuseStream(ctx, m(name), call, GrpcStatus.PERMISSION_DENIED, denied);
+        return;
+      }
       if (!registry.isRegistered(client.jobId)) {
         refuseStream(ctx, m(name), call, GrpcStatus.UNKNOWN, Info.notifyNotRegistered(clip(client.jobId)));
         return;
       }
-      const stream = new ServerSignalStream<unknown>(call, client);
-      registry.attachSideStream(client.jobId, stream);
+      const stream = new ServerSignalStream<unknown>(call, client, d.streamOptions);
+      if (registry.attachSideStream(client.jobId, stream) === 'cap') {
+        const cap = registry.maxSideStreamsPerJob;
+        ctx.boundHit('grpc_side_streams_per_job', 'notify stream refused at the per-job cap', { method: m(name), jobId: clip(client.jobId), cap });
+        stream.close('server-ended', false);
+        refuseStream(ctx, m(name), call, GrpcStatus.RESOURCE_EXHAUSTED, `jobId=${clip(client.jobId)} holds ${cap} notify streams already`);
+        return;
+      }
       ctx.count({ method: m(name), grpcCode: 'OK' });
       stream.onClose(() => registry.detachSideStream(client.jobId, stream));
     });
@@ -130,23 +153,29 @@ export function recoverService(d: RecoverServiceDeps): UntypedServiceImplementat
     unary<Status>(ctx, m(name), async (): Reply => answer(status(Code.OMParamInvalid, `${name} is not supported by this server`)));
 
   const omReply = (name: string) =>
-    unary<Status>(ctx, m(name), async (raw): Reply => {
+    unary<Status>(ctx, m(name), async (raw, call): Reply => {
       const jobId = String((raw as { jobId?: unknown } | null)?.jobId ?? '');
+      const denied = await ctx.gate.refusal(m(name), jobId, peerOf(call));
+      if (denied !== undefined) return grpcError(GrpcStatus.PERMISSION_DENIED, denied);
       if (!registry.isRegistered(jobId)) return answer(status(Code.UnRegistry, `jobId=${clip(jobId)} is not registered`));
       return answer(status(Code.OMParamInvalid, `${name}: no operation running for jobId=${clip(jobId)}`));
     });
 
   return {
-    Init: unary<Status>(ctx, m('Init'), async (raw): Reply => {
+    Init: unary<Status>(ctx, m('Init'), async (raw, call): Reply => {
       const c = toClientInfo(raw);
       if (!validJobId(c.jobId)) return answer(status(Code.OperatePodGroupError, `jobId=${clip(c.jobId)} is invalid`));
       if (!validRole(c.role)) return invalidRole(c);
+      const denied = await ctx.gate.refusal(m('Init'), c.jobId, peerOf(call));
+      if (denied !== undefined) return grpcError(GrpcStatus.PERMISSION_DENIED, denied);
       noteRole(m('Init'), c);
       return answer(await registry.init(c, (x) => handlers.init(x)));
     }),
-    Register: unary<Status>(ctx, m('Register'), async (raw): Reply => {
+    Register: unary<Status>(ctx, m('Register'), async (raw, call): Reply => {
       const c = toClientInfo(raw);
       if (!validRole(c.role)) return invalidRole(c);
+      const denied = await ctx.gate.refusal(m('Register'), c.jobId, peerOf(call));
+      if (denied !== undefined) return grpcError(GrpcStatus.PERMISSION_DENIED, denied);
       return answer(await registry.register(c, (x) => handlers.register(x)));
     }),
     SubscribeProcessManageSignal: subscribeProcessManageSignal,

@@ -54,8 +54,8 @@ describe('RecoverRegistry', () => {
     expect(log).toEqual([[1, 'replaced']]);
     r.detachStream('j1', closable(1, log));
     expect(r.entry('j1')).toMatchObject({ streamId: 2, subscriptions: 2, role: 'master agent', kind: 'master agent' });
-    expect(r.attachSideStream('j1', closable(3, log))).toBe(true);
-    expect(r.attachSideStream('j2', closable(4, log))).toBe(false);
+    expect(r.attachSideStream('j1', closable(3, log))).toBe('ok');
+    expect(r.attachSideStream('j2', closable(4, log))).toBe('unregistered');
     r.forget('j1');
     expect(log).toEqual([[1, 'replaced'], [2, 'forgotten'], [3, 'forgotten']]);
     expect(r.entry('j1')).toBeUndefined();
@@ -71,17 +71,47 @@ describe('FaultRegistry', () => {
   it('keys publishers by (jobId, role); re-register ends the old stream; caps distinct jobs', () => {
     const f = new FaultRegistry({ maxServeJobs: 2 });
     const log: Array<[number, StreamCloseReason]> = [];
-    expect(f.register('a', 'r1')).toBe(true);
+    expect(f.register('a', 'r1')).toBe('ok');
     expect(f.attachStream('a', 'r1', closable(1, log))).toBe(true);
     expect(f.attachStream('a', 'r2', closable(2, log))).toBe(false);
-    expect(f.register('a', 'r1')).toBe(true);
+    expect(f.register('a', 'r1')).toBe('ok');
     expect(log).toEqual([[1, 'replaced']]);
-    expect(f.register('a', 'r2')).toBe(true);
-    expect(f.register('b', 'r1')).toBe(true);
-    expect(f.register('c', 'r1')).toBe(false);
+    expect(f.register('a', 'r2')).toBe('ok');
+    expect(f.register('b', 'r1')).toBe('ok');
+    expect(f.register('c', 'r1')).toBe('max-serve-jobs');
     expect(f.jobCount()).toBe(2);
     f.forget('a');
     expect(f.jobCount()).toBe(1);
-    expect(f.register('c', 'r1')).toBe(true);
+    expect(f.register('c', 'r1')).toBe('ok');
+  });
+});
+
+describe('FaultRegistry caps (a client inventing roles cannot grow the server)', () => {
+  it('roles per job, publishers per client and in total: a new key is refused at its cap, a known one re-registers', () => {
+    const f = new FaultRegistry({ maxRolesPerJob: 2, maxPublishersPerClient: 3, maxPublishers: 5 });
+    expect(f.register('job-a', 'r1', '10.0.0.1')).toBe('ok');
+    expect(f.register('job-a', 'r2', '10.0.0.1')).toBe('ok');
+    expect(f.register('job-a', 'r3', '10.0.0.1')).toBe('roles-per-job');
+    expect(f.register('job-a', 'r1', '10.0.0.1')).toBe('ok'); // known key: replaces
+    // the cluster-wide publisher (-1) has no role cap, only the client and total caps
+    expect(f.register('-1', 'mindie-a', '10.0.0.1')).toBe('ok');
+    expect(f.register('-1', 'mindie-b', '10.0.0.1')).toBe('publishers-per-client');
+    expect(f.clientCount('10.0.0.1')).toBe(3);
+    expect(f.register('-1', 'x1', '10.0.0.2')).toBe('ok');
+    expect(f.register('-1', 'x2', '10.0.0.2')).toBe('ok');
+    expect(f.register('-1', 'x3', '10.0.0.3')).toBe('publishers');
+    expect(f.size()).toBe(5);
+    // a known key re-registered from another address moves to that address
+    expect(f.register('-1', 'x2', '10.0.0.3')).toBe('ok');
+    expect([f.clientCount('10.0.0.2'), f.clientCount('10.0.0.3')]).toEqual([1, 1]);
+    f.forget('job-a');
+    expect(f.clientCount('10.0.0.1')).toBe(1);
+    expect(f.register('-1', 'mindie-b', '10.0.0.1')).toBe('ok');
+  });
+
+  it('0 = no cap (ClusterD)', () => {
+    const f = new FaultRegistry();
+    for (let i = 0; i < 500; i++) expect(f.register('-1', `role-${i}`, '10.0.0.9')).toBe('ok');
+    expect(f.size()).toBe(500);
   });
 });

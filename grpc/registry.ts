@@ -7,7 +7,9 @@
  * jobs count against the served-jobs cap (10,000 -> 500 OutOfMaxServeJobs).
  *
  * Fault: publishers keyed by (jobId, role); registering again for a key replaces the previous
- * publisher, which ends its stream.
+ * publisher, which ends its stream. ClusterD bounds only the jobs (10,000); here the roles of one
+ * job, the publishers registered from one client address and the publishers in total are capped
+ * too (0 = no cap, as ClusterD), so a client inventing roles cannot grow the server without bound.
  */
 import { Code, Info, status, type Status } from './codes.ts';
 import type { Awaitable, StreamCloseReason } from './handlers.ts';
@@ -44,6 +46,8 @@ export interface RecoverRegistryDeps {
   /** Is there a job / PodGroup for this jobId (the AscendJob UID)? */
   readonly jobExists: (jobId: string) => Awaitable<boolean>;
   readonly maxServeJobs?: number;
+  /** Idle O&M notify streams held per job (0 = no cap). */
+  readonly maxSideStreamsPerJob?: number;
   readonly now?: () => number;
 }
 
@@ -66,10 +70,12 @@ export class RecoverRegistry {
   private readonly inflightRegister = new Map<string, Promise<Status>>();
   private readonly deps: RecoverRegistryDeps;
   readonly maxServeJobs: number;
+  readonly maxSideStreamsPerJob: number;
 
   constructor(deps: RecoverRegistryDeps) {
     this.deps = deps;
     this.maxServeJobs = deps.maxServeJobs ?? DEFAULT_MAX_SERVE_JOBS;
+    this.maxSideStreamsPerJob = deps.maxSideStreamsPerJob ?? 0;
   }
 
   private now(): number {
@@ -178,12 +184,20 @@ export class RecoverRegistry {
     if (e?.stream?.id === stream.id) delete e.stream;
   }
 
-  /** Track an idle O&M notify stream of a registered job (closed with the job). False if unregistered. */
-  attachSideStream(jobId: string, stream: Closable): boolean {
+  /**
+   * Track an idle O&M notify stream of a registered job (closed with the job): 'unregistered', or
+   * 'cap' when the job already holds `maxSideStreamsPerJob` of them (the new one is refused).
+   */
+  attachSideStream(jobId: string, stream: Closable): 'ok' | 'unregistered' | 'cap' {
     const e = this.jobs.get(jobId);
-    if (e?.registered !== true) return false;
+    if (e?.registered !== true) return 'unregistered';
+    if (this.maxSideStreamsPerJob > 0 && e.side.size >= this.maxSideStreamsPerJob) return 'cap';
     e.side.add(stream);
-    return true;
+    return 'ok';
+  }
+
+  sideStreamCount(jobId: string): number {
+    return this.jobs.get(jobId)?.side.size ?? 0;
   }
 
   detachSideStream(jobId: string, stream: Closable): void {
@@ -221,33 +235,67 @@ export class RecoverRegistry {
 
 export interface FaultRegistryDeps {
   readonly maxServeJobs?: number;
+  /** Roles registered for one job (not the cluster-wide `-1`); 0 = no cap. */
+  readonly maxRolesPerJob?: number;
+  /** Publishers registered from one client address; 0 = no cap. */
+  readonly maxPublishersPerClient?: number;
+  /** Publishers in total; 0 = no cap. */
+  readonly maxPublishers?: number;
 }
 
+/** Why a fault publisher was not registered (ok = registered or re-registered). */
+export type FaultRegisterOutcome = 'ok' | 'max-serve-jobs' | 'roles-per-job' | 'publishers-per-client' | 'publishers';
+
+const CLUSTER_WIDE = '-1';
 const faultKey = (jobId: string, role: string): string => `${jobId}\u0000${role}`;
+const bump = (m: Map<string, number>, k: string, by: number): void => {
+  const n = (m.get(k) ?? 0) + by;
+  if (n <= 0) m.delete(k);
+  else m.set(k, n);
+};
+
+interface Publisher { jobId: string; role: string; client: string; stream?: Closable }
 
 /** Fault publishers: (jobId, role) -> registered, with at most one stream each. */
 export class FaultRegistry {
-  private readonly publishers = new Map<string, { jobId: string; role: string; stream?: Closable }>();
+  private readonly publishers = new Map<string, Publisher>();
   /** jobId -> number of publishers (roles) of that job. */
   private readonly jobRefs = new Map<string, number>();
+  /** client address -> number of publishers it registered. */
+  private readonly clientRefs = new Map<string, number>();
   readonly maxServeJobs: number;
+  readonly maxRolesPerJob: number;
+  readonly maxPublishersPerClient: number;
+  readonly maxPublishers: number;
 
   constructor(deps: FaultRegistryDeps = {}) {
     this.maxServeJobs = deps.maxServeJobs ?? DEFAULT_MAX_SERVE_JOBS;
+    this.maxRolesPerJob = deps.maxRolesPerJob ?? 0;
+    this.maxPublishersPerClient = deps.maxPublishersPerClient ?? 0;
+    this.maxPublishers = deps.maxPublishers ?? 0;
   }
 
-  /** Register (or re-register, ending the previous publisher's stream). False when the job cap is hit. */
-  register(jobId: string, role: string): boolean {
+  /**
+   * Register (or re-register, ending the previous publisher's stream) from client address `client`.
+   * A new (jobId, role) is refused at a cap; re-registering a known one is always allowed.
+   */
+  register(jobId: string, role: string, client = ''): FaultRegisterOutcome {
     const key = faultKey(jobId, role);
     const previous = this.publishers.get(key);
     if (previous === undefined) {
       const refs = this.jobRefs.get(jobId) ?? 0;
-      if (refs === 0 && this.jobRefs.size >= this.maxServeJobs) return false;
-      this.jobRefs.set(jobId, refs + 1);
+      if (refs === 0 && this.jobRefs.size >= this.maxServeJobs) return 'max-serve-jobs';
+      if (this.maxRolesPerJob > 0 && jobId !== CLUSTER_WIDE && refs >= this.maxRolesPerJob) return 'roles-per-job';
+      if (this.maxPublishersPerClient > 0 && (this.clientRefs.get(client) ?? 0) >= this.maxPublishersPerClient) return 'publishers-per-client';
+      if (this.maxPublishers > 0 && this.publishers.size >= this.maxPublishers) return 'publishers';
+      bump(this.jobRefs, jobId, 1);
+    } else {
+      bump(this.clientRefs, previous.client, -1);
     }
-    this.publishers.set(key, { jobId, role });
+    bump(this.clientRefs, client, 1);
+    this.publishers.set(key, { jobId, role, client });
     previous?.stream?.close('replaced');
-    return true;
+    return 'ok';
   }
 
   isRegistered(jobId: string, role: string): boolean {
@@ -274,6 +322,7 @@ export class FaultRegistry {
     for (const [k, p] of this.publishers) {
       if (p.jobId !== jobId) continue;
       this.publishers.delete(k);
+      bump(this.clientRefs, p.client, -1);
       p.stream?.close('forgotten');
     }
     this.jobRefs.delete(jobId);
@@ -289,5 +338,17 @@ export class FaultRegistry {
 
   jobCount(): number {
     return this.jobRefs.size;
+  }
+
+  /** Publishers registered from one client address. */
+  clientCount(client: string): number {
+    return this.clientRefs.get(client) ?? 0;
+  }
+
+  /** Publishers with an open stream. */
+  streamCount(): number {
+    let n = 0;
+    for (const p of this.publishers.values()) if (p.stream !== undefined) n++;
+    return n;
   }
 }

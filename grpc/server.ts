@@ -11,7 +11,9 @@ import {
   type ServiceDefinition,
   type UntypedServiceImplementation,
 } from '@grpc/grpc-js';
-import { UnaryRateLimiter, grpcCodeName, type CallContext } from './call-context.ts';
+import { UnaryRateLimiter, grpcCodeName, type CallContext, type GrpcBound } from './call-context.ts';
+import { CallerGate, type CallerCheck } from './peer.ts';
+import { DEFAULT_MAX_PENDING_WRITES, type SignalStreamOptions } from './signal-stream.ts';
 import { faultService } from './fault.service.ts';
 import { silentLogger, type Awaitable, type CountRequest, type GrpcHandlers, type GrpcLogger } from './handlers.ts';
 import { listen, type ConnectionRefusal, type Listener } from './listener.ts';
@@ -47,6 +49,14 @@ export interface GrpcLimits {
   readonly maxServeJobs: number;
   /** Interval of `keep-alive` ProcessManageSignals. */
   readonly keepAliveSignalMs: number;
+  /** fault.Fault roles of one job; publishers registered from one address; publishers in total (0 = no cap, ClusterD). */
+  readonly maxFaultRolesPerJob: number;
+  readonly maxFaultPublishersPerClient: number;
+  readonly maxFaultPublishers: number;
+  /** Idle SubscribeNotifySwitch / SubscribeNotifyExecStressTest streams of one job (0 = no cap). */
+  readonly maxSideStreamsPerJob: number;
+  /** Writes a server stream may have queued for a client that does not read before it is dropped. */
+  readonly maxStreamPendingWrites: number;
 }
 
 export const DEFAULT_LIMITS: GrpcLimits = {
@@ -67,6 +77,11 @@ export const DEFAULT_LIMITS: GrpcLimits = {
   pubFaultRefillPerSec: 1,
   maxServeJobs: DEFAULT_MAX_SERVE_JOBS,
   keepAliveSignalMs: 5_000,
+  maxFaultRolesPerJob: 16,
+  maxFaultPublishersPerClient: 64,
+  maxFaultPublishers: DEFAULT_MAX_SERVE_JOBS,
+  maxSideStreamsPerJob: 8,
+  maxStreamPendingWrites: DEFAULT_MAX_PENDING_WRITES,
 };
 
 export interface GrpcServerOptions {
@@ -84,6 +99,15 @@ export interface GrpcServerOptions {
   readonly countRequest?: CountRequest;
   /** A connection was refused at a listener cap (counted in clusterd_bound_hits_total). */
   readonly onConnectionRefused?: (cap: ConnectionRefusal) => void;
+  /**
+   * Is this address a pod of that job? Calls that act on a job are refused (PERMISSION_DENIED)
+   * otherwise. Absent: any address may act on any job, as ClusterD.
+   */
+  readonly callerCheck?: CallerCheck;
+  /** A call was refused by the caller check (method path). */
+  readonly onCallerRefused?: (method: string) => void;
+  /** A registration or stream was refused or dropped at a cap (the wiring counts and logs it). */
+  readonly onBoundHit?: (bound: GrpcBound, message: string, fields: Record<string, unknown>) => void;
   /** Clock of the token buckets (ms). */
   readonly now?: () => number;
   readonly protoDir?: string;
@@ -128,11 +152,26 @@ export async function startGrpcServer(opts: GrpcServerOptions, handlers: GrpcHan
   const limits: GrpcLimits = { ...DEFAULT_LIMITS, ...opts.limits };
   const log = opts.logger ?? silentLogger;
   const count = opts.countRequest ?? (() => {});
-  const ctx: CallContext = { log, count, limiter: new UnaryRateLimiter(limits, opts.now) };
+  const boundHit = opts.onBoundHit ?? ((bound: GrpcBound, message: string, fields: Record<string, unknown>) => log.warn(message, { bound, ...fields }));
+  const ctx: CallContext = {
+    log, count, limiter: new UnaryRateLimiter(limits, opts.now),
+    gate: new CallerGate(opts.callerCheck, log, opts.onCallerRefused, opts.now), boundHit,
+  };
+  const streamOptions: SignalStreamOptions = {
+    maxPending: limits.maxStreamPendingWrites,
+    onSlow: (s) => boundHit('grpc_stream_pending_writes', 'grpc stream dropped: the client does not read', {
+      jobId: s.client.jobId, role: s.client.role, streamId: s.id, pendingWrites: s.pending,
+    }),
+  };
   const services = loadClusterdServices(opts.protoDir);
 
-  const recoverRegistry = new RecoverRegistry({ jobExists: opts.jobExists, maxServeJobs: limits.maxServeJobs, ...(opts.now ? { now: opts.now } : {}) });
-  const faultRegistry = new FaultRegistry({ maxServeJobs: limits.maxServeJobs });
+  const recoverRegistry = new RecoverRegistry({
+    jobExists: opts.jobExists, maxServeJobs: limits.maxServeJobs, maxSideStreamsPerJob: limits.maxSideStreamsPerJob, ...(opts.now ? { now: opts.now } : {}),
+  });
+  const faultRegistry = new FaultRegistry({
+    maxServeJobs: limits.maxServeJobs, maxRolesPerJob: limits.maxFaultRolesPerJob,
+    maxPublishersPerClient: limits.maxFaultPublishersPerClient, maxPublishers: limits.maxFaultPublishers,
+  });
   const queryLimiter = new QueuedLimiter(limits.faultQueryQps, limits.faultQueryBurst, limits.faultQueryQueue, opts.now);
   const resources = opts.publicFaultResources ?? DEFAULT_PUBLIC_FAULT_RESOURCES;
   const pubLimiter = new KeyedBuckets(limits.pubFaultRefillPerSec, limits.pubFaultBurst, Math.max(resources.length, 1), opts.now);
@@ -144,8 +183,8 @@ export async function startGrpcServer(opts: GrpcServerOptions, handlers: GrpcHan
     'grpc.keepalive_time_ms': limits.keepAliveTimeMs,
     'grpc.keepalive_timeout_ms': limits.keepAliveTimeoutMs,
   });
-  server.addService(services.recover, recoverService({ ctx, registry: recoverRegistry, handlers: handlers.recover, keepAliveSignalMs: limits.keepAliveSignalMs }));
-  server.addService(services.fault, faultService({ ctx, registry: faultRegistry, handlers: handlers.fault, jobExists: opts.jobExists, queryLimiter }));
+  server.addService(services.recover, recoverService({ ctx, registry: recoverRegistry, handlers: handlers.recover, keepAliveSignalMs: limits.keepAliveSignalMs, streamOptions }));
+  server.addService(services.fault, faultService({ ctx, registry: faultRegistry, handlers: handlers.fault, jobExists: opts.jobExists, queryLimiter, streamOptions }));
   server.addService(services.pubFault, pubFaultService({ ctx, handlers: handlers.pubFault, resources, limiter: pubLimiter }));
   for (const key of ['job', 'config', 'trainingDataTrace'] as const) server.addService(services[key], unimplemented(services[key], ctx));
 

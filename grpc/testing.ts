@@ -2,7 +2,7 @@
  * Test kit for the gRPC transport: a server on 127.0.0.1:0 with stub handlers and an in-memory job
  * set, plus small promise wrappers around grpc-js client calls driven by the loaded definitions.
  */
-import { Client, credentials, type ChannelCredentials, type ChannelOptions, type MethodDefinition, type ServiceError } from '@grpc/grpc-js';
+import { Client, credentials, experimental, type ChannelCredentials, type ChannelOptions, type MethodDefinition, type ServiceError } from '@grpc/grpc-js';
 import type { GrpcLogger, RequestRecord } from './handlers.ts';
 import { loadClusterdServices, type ClusterdServices, type ServiceKey } from './protos.ts';
 import { startGrpcServer, type GrpcServerHandle, type GrpcServerOptions } from './server.ts';
@@ -18,6 +18,8 @@ export interface StubServer {
   readonly logs: LogLine[];
   readonly services: ClusterdServices;
   client(options?: ChannelOptions, creds?: ChannelCredentials): Client;
+  /** A client whose connections leave from `localAddress` (a 127.0.0.x alias: "a pod's IP"). */
+  clientFrom(localAddress: string, options?: ChannelOptions): Client;
   close(): Promise<void>;
 }
 
@@ -42,6 +44,11 @@ export async function startStubServer(opts: Partial<GrpcServerOptions> = {}, job
     services: loadClusterdServices(),
     client(options = {}, creds = credentials.createInsecure()) {
       const c = new Client(server.address, creds, { 'grpc.use_local_subchannel_pool': 1, ...options });
+      clients.push(c);
+      return c;
+    },
+    clientFrom(localAddress, options = {}) {
+      const c = new Client(fromTarget(localAddress, server.address), credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1, ...options });
       clients.push(c);
       return c;
     },
@@ -123,4 +130,47 @@ export async function tcpProxy(targetPort: number): Promise<TcpProxy> {
       return new Promise<void>((r) => relay.close(() => r()));
     },
   };
+}
+
+/**
+ * Target scheme `from://<local address>/<host>:<port>`: a grpc-js channel whose TCP connections are
+ * bound to a chosen local address (grpc-js has no channel option for it; the resolver's address
+ * object is what it hands to `net.connect`, so `localAddress` there is honoured). On Linux every
+ * 127.0.0.0/8 address is the loopback interface, so a test can call "from a pod's IP" for real.
+ */
+class FromResolver {
+  private done = false;
+  private readonly target: { authority?: string; path: string };
+  private readonly listener: (endpoints: unknown, attributes: object, serviceConfig: null, note: string) => boolean;
+
+  constructor(target: { authority?: string; path: string }, listener: FromResolver['listener']) {
+    this.target = target;
+    this.listener = listener;
+  }
+
+  updateResolution(): void {
+    if (this.done) return;
+    this.done = true;
+    const cut = this.target.path.lastIndexOf(':');
+    const address = { host: this.target.path.slice(0, cut), port: Number(this.target.path.slice(cut + 1)), localAddress: this.target.authority };
+    process.nextTick(() => this.listener({ ok: true, value: [{ addresses: [address] }] }, {}, null, ''));
+  }
+
+  destroy(): void {
+    this.done = false;
+  }
+
+  static getDefaultAuthority(target: { path: string }): string {
+    return target.path;
+  }
+}
+
+let fromRegistered = false;
+/** The channel target of a client connecting to `address` (`host:port`) from `localAddress`. */
+export function fromTarget(localAddress: string, address: string): string {
+  if (!fromRegistered) {
+    experimental.registerResolver('from', FromResolver as unknown as Parameters<typeof experimental.registerResolver>[1]);
+    fromRegistered = true;
+  }
+  return `from://${localAddress}/${address}`;
 }

@@ -46,6 +46,9 @@ export type Pod = {
     phase?: string;
     reason?: string;
     message?: string;
+    /** The pod's address(es), which the gRPC caller check compares with a caller's. */
+    podIP?: string;
+    podIPs?: Array<{ ip: string }>;
     conditions?: Array<{ type: string; status: string }>;
     containerStatuses?: Array<{ name: string; containerID?: string; state?: Terminated; lastState?: Terminated }>;
   };

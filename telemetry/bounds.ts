@@ -18,6 +18,14 @@ export const BOUNDS = {
   grpcConnectionsPerIp: 'grpc_connections_per_ip',
   /** Bytes of the persisted last good device-info state: nodes that do not fit are not persisted. */
   lastGoodBytes: 'last_good_bytes',
+  /** fault.Fault publishers: roles of one job, registered from one address, in total: a new one is refused. */
+  grpcFaultRolesPerJob: 'grpc_fault_roles_per_job',
+  grpcFaultPublishersPerClient: 'grpc_fault_publishers_per_client',
+  grpcFaultPublishers: 'grpc_fault_publishers',
+  /** Idle O&M notify streams of one job: a new one is refused. */
+  grpcSideStreamsPerJob: 'grpc_side_streams_per_job',
+  /** Writes queued for a client that does not read: its stream is reset. */
+  grpcStreamPendingWrites: 'grpc_stream_pending_writes',
 } as const;
 export type Bound = (typeof BOUNDS)[keyof typeof BOUNDS];
 

@@ -1,3 +1,4 @@
+import { podCallerIps } from '../grpc-caller.ts';
 import { describe, expect, it } from '@jest/globals';
 import { digestClusterInfo, trimNode, trimPod } from './cache-shapes.ts';
 import { podMetaOf } from '../../state/job-index.ts';
@@ -69,12 +70,13 @@ describe('what the informers keep (cache-shapes)', () => {
     expect(podUse(kept)).toEqual(podUse(full));
     const view = [{ name: 'job-a-default-test-0', npus: [] }] as unknown as Parameters<typeof ranksPerPodOf>[0];
     expect(ranksPerPodOf(view, () => kept)).toBe(2);
+    expect(podCallerIps(kept)).toEqual(podCallerIps(full));
     expect(kept.status).toEqual({
-      phase: 'Running', reason: 'Evicted', message: 'gone',
+      phase: 'Running', reason: 'Evicted', message: 'gone', podIP: '10.1.0.1',
       conditions: [{ type: 'Ready', status: 'True' }, { type: 'PodScheduled', status: 'True' }],
       containerStatuses: [{ name: 'main', containerID: 'containerd://abc', state: {}, lastState: { terminated: { exitCode: 137 } } }],
     });
-    expect(JSON.stringify(kept)).not.toMatch(/volumes|tolerations|affinity|managedFields|podIP|image/);
+    expect(JSON.stringify(kept)).not.toMatch(/volumes|tolerations|affinity|managedFields|hostIP|image/);
   });
 
   it('a trimmed node reads the same: readiness, serial number, taints and addresses', () => {

@@ -6,8 +6,9 @@
  *
  * - Pods: identity, labels, annotations, owner, deletion time; the node; phase, reason, message,
  *   condition type/status, container exit codes and IDs (job view, summaries, usage index,
- *   recovery); container names, env values and NPU limits/requests (job summary, ranks per pod).
- *   Dropped: volumes, images, commands, affinity, tolerations, probes, IPs, timestamps of status.
+ *   recovery); container names, env values and NPU limits/requests (job summary, ranks per pod);
+ *   podIP / podIPs (the gRPC caller check, controllers/grpc-caller.ts).
+ *   Dropped: volumes, images, commands, affinity, tolerations, probes, hostIP, timestamps of status.
  *   The hot-switch backup, the one writer that copies a spec, GETs the pod (actions/hot-switch-backup).
  * - Nodes: identity, labels, annotations (serial number); taints (isolation patches the whole
  *   list); condition type/status/lastTransitionTime (readiness); addresses (IP -> node). Dropped:
@@ -78,6 +79,8 @@ export function trimPod(o: KubeObject): Pod {
     put(s, 'phase', str(status.phase));
     put(s, 'reason', str(status.reason));
     put(s, 'message', str(status.message));
+    put(s, 'podIP', str(status.podIP));
+    put(s, 'podIPs', arr(status.podIPs)?.flatMap((p) => (str(p.ip) === undefined ? [] : [{ ip: str(p.ip)! }])));
     put(s, 'conditions', arr(status.conditions)?.map((c) => ({ type: str(c.type) ?? '', status: str(c.status) ?? '' })));
     put(s, 'containerStatuses', arr(status.containerStatuses)?.map((c) => {
       const kept: NonNullable<NonNullable<Pod['status']>['containerStatuses']>[number] = { name: str(c.name) ?? '' };

@@ -41,6 +41,11 @@ const OWNER = { apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job', name: JOB,
 const RANK_NODES = ['node-a', 'node-b'] as const;
 const CHIPS = [0, 1];
 const CLIENT = 'taskd-client';
+/**
+ * The pods' addresses: 127.0.0.0/8 aliases, all loopback on Linux, so the TaskD client can call from
+ * a pod's address for real (clusterd-ts serves a job's calls only from its pods' addresses).
+ */
+const podIp = (rank: number): string => `127.16.0.${rank + 1}`;
 const MARK = 'events seen';
 
 const put = (collection: string, body: KubeObject): Write => ({ op: 'put', collection, body });
@@ -91,7 +96,7 @@ function jobObjects(): Write[] {
     // kubelet: the pod runs.
     out.push({
       op: 'patch', path: paths.podStatus(NS, name), type: 'merge',
-      body: { status: { phase: 'Running', hostIP: hostIp, podIP: `172.16.0.${rank + 1}`, conditions: [{ type: 'Ready', status: 'True' }] } },
+      body: { status: { phase: 'Running', hostIP: hostIp, podIP: podIp(rank), conditions: [{ type: 'Ready', status: 'True' }] } },
     });
   }
   return out;
@@ -161,7 +166,8 @@ export const PROCESS_RECOVERY: Scenario = {
         taskdBin ??= buildTaskdClient();
         pubFaultOccur = pubFaultRecover = undefined; // a new run: new messages
         // TaskD's MindIO supports every strategy the job allows.
-        const c = new GoTaskdClient(taskdBin, ctx.grpcTarget, JOB_UID, ['-strategies=retry,recover,dump,exit']);
+        // TaskD runs in the job's pods: the client calls from rank 0's address (clusterd-ts checks it).
+        const c = new GoTaskdClient(taskdBin, ctx.grpcTarget, JOB_UID, ['-strategies=retry,recover,dump,exit', `-local-addr=${podIp(0)}`]);
         ctx.state.set(CLIENT, c);
         ctx.cleanups.push(async () => {
           await c.stop();

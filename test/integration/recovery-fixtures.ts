@@ -31,7 +31,12 @@ const chips = (n: number, from = 0): string[] => Array.from({ length: n }, (_, i
  */
 export const TEST_TIMINGS = ['--recovery-timings=preExitWait=1000,forceRelease=0,flush=200,inPlaceCheck=1000', '--recovery-feed-window-ms=50'];
 
-/** A Manager in process on the shared control plane, built as main.ts builds it (flags only): HTTP and gRPC on free ports. */
+/**
+ * A Manager in process on the shared control plane, built as main.ts builds it (flags only): HTTP and
+ * gRPC on free ports. The TaskD-like clients of these tests run on this host, not in the job's (kwok)
+ * pods, so the caller check is off (`--grpc-caller-check=pod-ip` in `args` turns it back on; it is
+ * proved in tenant-grpc.test.ts).
+ */
 export async function startManager(
   client: KubeClient, args: readonly string[] = [], tuning: { standby?: boolean } = {},
 ): Promise<{ manager: Manager; target: string; metrics: Metrics }> {
@@ -44,7 +49,7 @@ export async function startManager(
   const log = process.env.RECOVERY_TEST_LOG === '1' ? createLogger('debug', process.stderr) : silentLogger;
   const manager = new Manager({
     client, metrics, log,
-    options: parseOptions(['--http-port=0', '--grpc-port=0', '--grpc-host=127.0.0.1', '--cluster-info-refresh-seconds=0', ...TEST_TIMINGS, ...args], {}),
+    options: parseOptions(['--http-port=0', '--grpc-port=0', '--grpc-host=127.0.0.1', '--cluster-info-refresh-seconds=0', '--grpc-caller-check=off', ...TEST_TIMINGS, ...args], {}),
   });
   await manager.start();
   if (tuning.standby === true) return { manager, target: '', metrics };

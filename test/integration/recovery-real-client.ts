@@ -58,7 +58,9 @@ export class ControllerProcess {
     const root = process.env.REAL_CLIENT_CONTROLLER_ROOT ?? ROOT;
     const child = spawn(process.execPath, [join(root, 'main.ts'),
       `--kubeconfig=${controlPlaneInfo().kubeconfig}`, '--http-port=0', '--http-host=127.0.0.1',
-      `--grpc-port=${this.grpcPort}`, '--grpc-host=127.0.0.1', '--cluster-info-refresh-seconds=0', ...this.args], {
+      // The client runs on this host, not in the job's (kwok) pods: no caller check here (it is
+      // proved in tenant-grpc.test.ts and the conformance process-recovery scenario).
+      `--grpc-port=${this.grpcPort}`, '--grpc-host=127.0.0.1', '--cluster-info-refresh-seconds=0', '--grpc-caller-check=off', ...this.args], {
       cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1', POD_NAME: '', POD_NAMESPACE: '' },
     });
     child.stdout!.pipe(log);

@@ -20,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"sort"
 	"strings"
@@ -45,6 +46,7 @@ var (
 	statusDelay  = flag.Duration("status-delay", 0, "wait this long before ReportRecoverStatus (the new processes joining)")
 	processFault = flag.Bool("process-fault", true, "ReportProcessFault after preExitProcess (MindIO, when its processes exit)")
 	duration     = flag.Duration("duration", 10*time.Minute, "exit after this long")
+	localAddr    = flag.String("local-addr", "", "bind every connection to this local address (a TaskD inside a pod calls from the pod's IP; tests use a 127.0.0.x alias)")
 )
 
 var out = struct {
@@ -82,10 +84,22 @@ func copyRanks(rs []*pb.FaultRank) []*pb.FaultRank {
 	return list
 }
 
+// dialOptions: plaintext, as TaskD; with -local-addr, connections leave from that address.
+func dialOptions() []grpc.DialOption {
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	if *localAddr != "" {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(*localAddr)}}
+		opts = append(opts, grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) {
+			return d.DialContext(ctx, "tcp", a)
+		}))
+	}
+	return opts
+}
+
 // report sends one report as ReportControllerInfoToClusterd does: a fresh connection, tries until
 // one call returns without a transport error (the reply code is not looked at).
 func report(ctx context.Context, rpc string, call func(pb.RecoverClient) (*pb.Status, error)) {
-	conn, err := grpc.Dial(*addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.Dial(*addr, dialOptions()...)
 	if err != nil {
 		emit("report", map[string]any{"rpc": rpc, "error": err.Error()})
 		return
@@ -236,7 +250,7 @@ func main() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *duration)
 	defer cancel()
-	conn, err := grpc.Dial(*addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.Dial(*addr, dialOptions()...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
