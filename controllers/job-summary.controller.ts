@@ -18,6 +18,7 @@ import type { SummaryPod, SummaryPodGroup } from '../policy/jobs/job-summary.ts'
 import type { ExceptionInputs, ExceptionJobObject } from '../policy/jobs/scheduling-exception.ts';
 import { jobSummaryReconciler, JobSummaryStore } from '../reconcilers/job-summary.reconciler.ts';
 import type { Sources } from './sources/sources.ts';
+import { identityOf } from '../state/job-index.ts';
 
 const SOFT_SHARE_KEY = 'huawei.com/schedule_policy';
 const SOFT_SHARE = 'chip1-softShareDev';
@@ -78,7 +79,7 @@ export class JobSummaryController {
     this.loop = new ControllerLoop(jobSummaryReconciler({
       store: this.store, writer: d.writer, startMs: d.now(),
       podGroup: (job) => { const k = this.pgByJob.get(job); const pg = k === undefined ? undefined : s.podGroups.get(k); return pg === undefined ? undefined : summaryPodGroupOf(pg); },
-      pods: (job) => [...this.podsByJob.get(job) ?? []].map((k) => s.pods.get(k)).filter((p): p is Pod => p !== undefined).map(summaryPodOf),
+      pods: (job) => this.podsOf(job).map(summaryPodOf),
       nodeSn: (n) => s.nodes.get(n)?.metadata?.annotations?.[NODE_SN_ANNOTATION] ?? '',
       snByIp: (ip) => snByIp(s.nodes.store.values(), ip),
       actual: (ns, name) => this.actual(ns, name),
@@ -134,18 +135,41 @@ export class JobSummaryController {
     return this.d.sources.jobSummaryConfigMaps.get(`${namespace}/${name}`);
   }
 
+  /** The job's pods: those in its PodGroup's namespace (a job's pods never live elsewhere). */
+  private podsOf(job: string): Pod[] {
+    const s = this.d.sources;
+    const pgKey = this.pgByJob.get(job);
+    const ns = pgKey === undefined ? undefined : s.podGroups.get(pgKey)?.metadata?.namespace;
+    return [...this.podsByJob.get(job) ?? []].map((k) => s.pods.get(k)).filter((p): p is Pod => p !== undefined && (ns === undefined || p.metadata?.namespace === ns));
+  }
+
+  /**
+   * Jobs are keyed by the controller owner's UID, as ClusterD keys them. A Volcano Job or AscendJob
+   * claim counts only when that owner exists with the claimed namespace, name and UID
+   * (policy/jobs/job-identity.ts); a claim of another kind cannot be checked, so it never displaces
+   * the PodGroup a job already has, and only the job's own PodGroup going away ends it.
+   */
   private apply(isPg: boolean, ev: WatchEvent<KubeObject>): void {
     const o = ev.obj;
     const owner = controllerOwner(o);
     if (owner === undefined || owner.uid === '') return;
     const key = objectKey(o);
+    const id = identityOf(o, this.d.sources);
+    const refused = id !== undefined && !id.verdict.ok;
     if (isPg) {
-      if (ev.type === 'delete') this.pgByJob.delete(owner.uid);
-      else this.pgByJob.set(owner.uid, key);
+      const cur = this.pgByJob.get(owner.uid);
+      const mine = cur === key;
+      if (ev.type === 'delete' || refused) {
+        if (!mine) return;
+        this.pgByJob.delete(owner.uid);
+      } else if (mine || cur === undefined || id?.verdict.ok === true || this.d.sources.podGroups.get(cur) === undefined) {
+        this.pgByJob.set(owner.uid, key);
+      } else return;
       if (o.metadata?.annotations?.[SOFT_SHARE_KEY] === SOFT_SHARE) return;
     } else {
       if (ev.type === 'update') this.untrackPod(ev.old, objectKey(ev.old));
       if (ev.type === 'delete') this.untrackPod(o, key);
+      else if (refused) return;
       else {
         const set = this.podsByJob.get(owner.uid) ?? new Set<string>();
         set.add(key);
