@@ -3,8 +3,8 @@
  * Pods in its own namespace only writes ownerReferences naming another job's UID. A job is the
  * Volcano Job or AscendJob that exists with the namespace, name and UID the PodGroup claims
  * (policy/jobs/job-identity.ts); the tenant's PodGroup is none, so it is refused (counted, an Event
- * on it) and never reads or writes the victim's journal record, DecisionRecords or gRPC mapping, not
- * when it faults, not when it goes away.
+ * on it) and never reads or writes the victim's journal record, DecisionRecords, job summary or gRPC
+ * mapping, not when it faults, not when it goes away.
  */
 import { paths, type KubeObject } from '../../runtime/kube-client.ts';
 import { decisionRecordsPath } from '../../schemas/decision-record/decision-record.ts';
@@ -19,6 +19,9 @@ describe('tenant isolation: job identity', () => {
 
   const recordNames = async (ns: string): Promise<string[]> =>
     (await admin.list<KubeObject>(decisionRecordsPath(ns))).items.map((r) => r.metadata?.name ?? '').sort();
+  /** ClusterD's job summaries (`job-summary-<job>`, keyed by the owner UID as ClusterD keys them) in a namespace. */
+  const summaries = async (ns: string): Promise<Record<string, Record<string, string> | undefined>> =>
+    Object.fromEntries((await admin.list<KubeObject & { data?: Record<string, string> }>(paths.configMaps(ns), { labelSelector: 'outside-job-info=true' })).items.map((c) => [c.metadata?.name ?? '', c.data]));
 
   it('a PodGroup claiming another job\'s UID is refused and leaves that job\'s journal, history and gRPC mapping alone', async () => {
     const world = await h.startWorld({ nodes: 3, prefix: 'tid' });
@@ -40,6 +43,7 @@ describe('tenant isolation: job identity', () => {
     await sleep(3_000);
     const journalBefore = await jobState(admin, victimUid);
     const recordsBefore = await recordNames(ns);
+    const summariesBefore = await summaries(ns);
     expect(journalBefore?.jobKey).toBe(victimKey);
     expect(manager.recovery.lookup(victimUid)?.key).toBe(victimKey);
 
@@ -72,18 +76,23 @@ describe('tenant isolation: job identity', () => {
 
     // The tenant removes its PodGroup (or a garbage collector does: its owner is not in its namespace).
     await tenant.client.delete(paths.podGroup(tenant.ns, victimPg));
-    await sleep(4_000);
+    await sleep(2_000);
+    // The victim's pod changes afterwards (as pods do): its job is looked at again, PodGroup and all.
+    await admin.patch(paths.pod(ns, second!.metadata!.name!), { metadata: { labels: { touched: 'after-tenant' } } }, 'merge');
+    await sleep(2_000);
 
     // Everything observed at once, so a failure shows every way the tenant got through.
     const events = await podGroupEvents(admin, tenant.ns, victimPg);
     expect({
       grpcJobWhileTenant, journalWhileTenant,
       journal: await jobState(admin, victimUid), victimRecords: await recordNames(ns), tenantRecords: await recordNames(tenant.ns),
+      victimSummaries: await summaries(ns), tenantSummaries: await summaries(tenant.ns),
       grpcJob: manager.recovery.lookup(victimUid)?.key, tenantPodDeleted: await tenantPodGone(),
       refusedCounted: (await refusedSoFar()) > 0, refusedEvent: events.some((e) => e.reason === 'JobIdentityRefused'),
     }).toEqual({
       grpcJobWhileTenant: victimKey, journalWhileTenant: journalBefore,
       journal: journalBefore, victimRecords: recordsBefore, tenantRecords: [],
+      victimSummaries: summariesBefore, tenantSummaries: {},
       grpcJob: victimKey, tenantPodDeleted: false,
       refusedCounted: true, refusedEvent: true,
     });
