@@ -40,7 +40,7 @@ export class DecisionHistoryIndex {
   remove(namespace: string, name: string): void { this.entries.delete(DecisionHistoryIndex.key(namespace, name)); }
   values(): IterableIterator<HistoryEntry> { return this.entries.values(); }
   get size(): number { return this.entries.size; }
-  jobCount(jobUid: string): number { let n = 0; for (const e of this.entries.values()) if (e.jobUid === jobUid) n++; return n; }
+  jobCount(namespace: string, jobUid: string): number { let n = 0; for (const e of this.entries.values()) if (e.jobUid === jobUid && e.namespace === namespace) n++; return n; }
 }
 
 export class DecisionHistory {
@@ -59,7 +59,7 @@ export class DecisionHistory {
       this.index.put(entry);
       metrics.apiWrites.inc({ kind: 'decision_record', result: 'success' });
       metrics.decisionRecords.inc({ result: 'recorded' });
-      if (this.index.jobCount(input.job.uid) > this.deps.bounds.perJob || this.index.size > this.deps.bounds.total) this.deps.onRecorded?.();
+      if (this.index.jobCount(entry.namespace, input.job.uid) > this.deps.bounds.perJob || this.index.size > this.deps.bounds.total) this.deps.onRecorded?.();
       return 'recorded';
     } catch (e) {
       if (isConflict(e)) {

@@ -53,7 +53,7 @@ const FILTER_LABELS = ['process-recover-enable', 'subHealthyStrategy'] as const;
 const FILTER_ANNOTATIONS = [FILTER_FAULT_CODE_ANNOTATION, FILTER_FAULT_LEVEL_ANNOTATION, 'recover-strategy'] as const;
 
 export interface FaultFiltersDeps {
-  readonly sources: Pick<Sources, 'pods' | 'podGroups'>;
+  readonly sources: Pick<Sources, 'pods' | 'podGroups' | 'vcJobs' | 'ascendJobs'>;
   readonly log: Logger;
   readonly metrics?: Metrics;
   readonly now?: () => number;

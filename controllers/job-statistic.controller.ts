@@ -6,6 +6,7 @@
  * statistic lives on the leader only: the inbox fills while acting, starting with the job objects
  * in the caches (the informers' initial adds, which ClusterD handles after loading the ConfigMap).
  */
+import { identityOf } from '../state/job-index.ts';
 import type { Subscription } from 'rxjs';
 import type { WatchEvent } from '../runtime/reflector.ts';
 import type { KubeObject } from '../runtime/kube-client.ts';
@@ -70,7 +71,8 @@ export class JobStatisticController {
       namespace: CLUSTER_INFO_NAMESPACE, writer: d.writer,
       actual: () => s.mindxDlConfigMaps.get(`${CLUSTER_INFO_NAMESPACE}/${JOB_STATISTIC_CM_NAME}`),
       drain: () => this.inbox.splice(0),
-      podGroupJobs: () => new Set([...s.podGroups.store.values()].map((pg) => controllerOwner(pg)?.uid ?? '').filter((u) => u !== '')),
+      // A PodGroup naming a Volcano Job or AscendJob counts for it only when that owner is verified (policy/jobs/job-identity.ts).
+      podGroupJobs: () => new Set([...s.podGroups.store.values()].filter((pg) => identityOf(pg, s)?.verdict.ok !== false).map((pg) => controllerOwner(pg)?.uid ?? '').filter((u) => u !== '')),
       onInvalid: (reason) => d.metrics.invalidInput.inc({ format: 'job_statistic', reason }),
       onRefused: (keys) => d.metrics.boundHits.inc({ bound: 'job_statistics' }, keys.length),
     }), { log: d.log, metrics: d.metrics, now: d.now });

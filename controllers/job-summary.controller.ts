@@ -18,6 +18,7 @@ import type { SummaryPod, SummaryPodGroup } from '../policy/jobs/job-summary.ts'
 import type { ExceptionInputs, ExceptionJobObject } from '../policy/jobs/scheduling-exception.ts';
 import { jobSummaryReconciler, JobSummaryStore } from '../reconcilers/job-summary.reconciler.ts';
 import type { Sources } from './sources/sources.ts';
+import { identityOf } from '../state/job-index.ts';
 
 const SOFT_SHARE_KEY = 'huawei.com/schedule_policy';
 const SOFT_SHARE = 'chip1-softShareDev';
@@ -65,8 +66,8 @@ export interface JobSummaryControllerDeps {
 export class JobSummaryController {
   readonly loop: ControllerLoop;
   readonly store = new JobSummaryStore();
-  /** job key -> PodGroup cache key */
-  private readonly pgByJob = new Map<string, string>();
+  /** job key -> cache keys of the PodGroups naming it (the job's own is picked when read: `pgOf`) */
+  private readonly pgByJob = new Map<string, Set<string>>();
   /** job key -> pod cache keys */
   private readonly podsByJob = new Map<string, Set<string>>();
   private sub: Subscription | undefined;
@@ -77,8 +78,8 @@ export class JobSummaryController {
     const s = d.sources;
     this.loop = new ControllerLoop(jobSummaryReconciler({
       store: this.store, writer: d.writer, startMs: d.now(),
-      podGroup: (job) => { const k = this.pgByJob.get(job); const pg = k === undefined ? undefined : s.podGroups.get(k); return pg === undefined ? undefined : summaryPodGroupOf(pg); },
-      pods: (job) => [...this.podsByJob.get(job) ?? []].map((k) => s.pods.get(k)).filter((p): p is Pod => p !== undefined).map(summaryPodOf),
+      podGroup: (job) => { const k = this.pgOf(job); const pg = k === undefined ? undefined : s.podGroups.get(k); return pg === undefined ? undefined : summaryPodGroupOf(pg); },
+      pods: (job) => this.podsOf(job).map(summaryPodOf),
       nodeSn: (n) => s.nodes.get(n)?.metadata?.annotations?.[NODE_SN_ANNOTATION] ?? '',
       snByIp: (ip) => snByIp(s.nodes.store.values(), ip),
       actual: (ns, name) => this.actual(ns, name),
@@ -92,6 +93,11 @@ export class JobSummaryController {
       s.podGroups.events$.pipe(map((ev) => [true, ev] as const)),
       s.pods.events$.pipe(map((ev) => [false, ev] as const)),
     ).subscribe(([isPg, ev]) => this.apply(isPg, ev as WatchEvent<KubeObject>));
+    // A job object arriving, changing or going can change which PodGroup and pods are its own.
+    this.sub.add(merge(s.vcJobs.events$, s.ascendJobs.events$).subscribe((ev) => {
+      const uid = ev.obj.metadata?.uid ?? '';
+      if (this.pgByJob.has(uid) || this.podsByJob.has(uid)) this.loop.queue.add(uid);
+    }));
   }
 
   stop(): void { this.sub?.unsubscribe(); }
@@ -122,7 +128,7 @@ export class JobSummaryController {
         const spec = (pg.spec ?? {}) as { minMember?: number; queue?: string };
         return { phase: pg.status?.phase ?? '', conditions: conds(pg.status?.conditions as Cond[] | undefined), minMember: spec.minMember ?? 0, queue: spec.queue ?? '' };
       },
-      pods: (job) => [...this.podsByJob.get(job) ?? []].map((k) => s.pods.get(k)).filter((p): p is Pod => p !== undefined).map((p) => {
+      pods: (job) => this.podsOf(job).map((p) => {
         const st = p.status ?? {};
         return { namespace: p.metadata?.namespace ?? '', name: p.metadata?.name ?? '', phase: st.phase ?? '', reason: st.reason ?? '', message: st.message ?? '' };
       }),
@@ -134,14 +140,44 @@ export class JobSummaryController {
     return this.d.sources.jobSummaryConfigMaps.get(`${namespace}/${name}`);
   }
 
+  /**
+   * The job's PodGroup. Jobs are keyed by the controller owner's UID, as ClusterD keys them, but a
+   * PodGroup naming a Volcano Job or AscendJob is the job's only when that owner exists with the
+   * claimed namespace, name and UID (policy/jobs/job-identity.ts), checked when read (the job caches
+   * may fill after the PodGroup's event). A claim of another kind cannot be checked: the first seen
+   * counts, and only if no claimant is verified.
+   */
+  private pgOf(job: string): string | undefined {
+    const s = this.d.sources;
+    let unchecked: string | undefined;
+    for (const k of this.pgByJob.get(job) ?? []) {
+      const pg = s.podGroups.get(k);
+      if (pg === undefined) continue;
+      const id = identityOf(pg, s);
+      if (id === undefined) unchecked ??= k;
+      else if (id.verdict.ok) return k;
+    }
+    return unchecked;
+  }
+
+  /** The job's pods: in its PodGroup's namespace, and not refused as another job's (as `pgOf`). */
+  private podsOf(job: string): Pod[] {
+    const s = this.d.sources;
+    const pgKey = this.pgOf(job);
+    const ns = pgKey === undefined ? undefined : s.podGroups.get(pgKey)?.metadata?.namespace;
+    return [...this.podsByJob.get(job) ?? []].map((k) => s.pods.get(k))
+      .filter((p): p is Pod => p !== undefined && (ns === undefined || p.metadata?.namespace === ns) && identityOf(p, s)?.verdict.ok !== false);
+  }
+
   private apply(isPg: boolean, ev: WatchEvent<KubeObject>): void {
     const o = ev.obj;
     const owner = controllerOwner(o);
     if (owner === undefined || owner.uid === '') return;
     const key = objectKey(o);
     if (isPg) {
-      if (ev.type === 'delete') this.pgByJob.delete(owner.uid);
-      else this.pgByJob.set(owner.uid, key);
+      if (ev.type === 'update') removeKey(this.pgByJob, controllerOwner(ev.old)?.uid, key);
+      if (ev.type === 'delete') removeKey(this.pgByJob, owner.uid, key);
+      else this.pgByJob.set(owner.uid, (this.pgByJob.get(owner.uid) ?? new Set<string>()).add(key));
       if (o.metadata?.annotations?.[SOFT_SHARE_KEY] === SOFT_SHARE) return;
     } else {
       if (ev.type === 'update') this.untrackPod(ev.old, objectKey(ev.old));
@@ -163,6 +199,13 @@ export class JobSummaryController {
     set?.delete(key);
     if (set?.size === 0) this.podsByJob.delete(uid);
   }
+}
+
+function removeKey(m: Map<string, Set<string>>, uid: string | undefined, key: string): void {
+  if (uid === undefined) return;
+  const set = m.get(uid);
+  set?.delete(key);
+  if (set?.size === 0) m.delete(uid);
 }
 
 function snByIp(nodes: Iterable<Node>, ip: string): string {

@@ -37,6 +37,7 @@ import { SCHEDULING_EXCEPTION_CHECK_INTERVAL_MS, SCHEDULING_EXCEPTION_CM_NAME } 
 import { FaultFiltersController } from './fault-filters.controller.ts';
 import { JobSummaryController } from './job-summary.controller.ts';
 import { JobStatisticController } from './job-statistic.controller.ts';
+import { JobIdentityController } from './job-identity.controller.ts';
 import { RelationFaultsController } from './relation-faults.controller.ts';
 import { recoverInPlacePeers } from '../policy/filters/fault-filters-peers.ts';
 import { LAST_GOOD_CM_NAME, parseLastGood } from '../state/device-info-last-good.ts';
@@ -118,6 +119,8 @@ export class Manager implements HealthSource {
   readonly jobSummary: JobSummaryController;
   /** ClusterD's mindx-dl/current-job-statistic (one entry per Volcano Job / AscendJob, 3 s tick). */
   readonly jobStatistic: JobStatisticController;
+  /** Reports PodGroups refused as jobs (their owner claim not verified; state/job-index.ts refuses them). */
+  readonly jobIdentity: JobIdentityController;
   /** Scheduler-view filters (custom filter, MindIE hold, UCE-accompany, step retry, recover-in-place). */
   readonly filters: FaultFiltersController;
   /** Relation faults -> pod label fault-type=Separate|SubHealth. */
@@ -286,6 +289,7 @@ export class Manager implements HealthSource {
     }));
     this.jobSummary = new JobSummaryController({ sources: s, writer, log, metrics, now });
     this.jobStatistic = new JobStatisticController({ sources: s, summaries: this.jobSummary.store, writer, log, metrics, now });
+    this.jobIdentity = new JobIdentityController({ sources: s, client: deps.client, log: log.child({ controller: 'job_identity' }), metrics, now, dryRun: options.dryRun });
     this.schedulingException = loop(schedulingExceptionReconciler({
       writer, namespace: csNs, actual: () => s.clusterSystemConfigMaps.get(`${csNs}/${SCHEDULING_EXCEPTION_CM_NAME}`),
       inputs: () => this.jobSummary.exceptionInputs(),
@@ -300,7 +304,7 @@ export class Manager implements HealthSource {
    */
   private buildFlows(ports: Ports, clusterInfo: ReturnType<typeof clusterInfoReconciler>): Flow[] {
     const { options } = this.deps;
-    const { deviceFaults, faultPolicy, faults, filters, relations, jobs, breaker, jobSummary, jobStatistic, recovery, grpc } = this;
+    const { deviceFaults, faultPolicy, faults, filters, relations, jobs, breaker, jobSummary, jobStatistic, jobIdentity, recovery, grpc } = this;
     const subs: Subscription[] = [];
     const persistSide = (): void => faultPolicy.engine.setSideState({ filters: filters.state(), relation: relations.state() });
     return [
@@ -354,6 +358,7 @@ export class Manager implements HealthSource {
         stopActing: async () => { await jobs.stopLoops(); await breaker.stop(); },
         stop: async () => { await breaker.stop(); await jobs.stop(); },
       },
+      { name: 'job-identity', start: () => jobIdentity.start(), startActing: () => jobIdentity.startActing(), stopActing: () => jobIdentity.stopActing(), stop: () => jobIdentity.stop() },
       {
         name: 'job-reports',
         start: () => { jobSummary.start(); jobStatistic.start(); },

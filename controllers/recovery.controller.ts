@@ -81,7 +81,11 @@ export class RecoveryController {
   readonly memory: MemoryCommands;
   readonly stepRetry: StepRetryView;
   private readonly jobs = new Map<string, JobFsm>();
-  private readonly uidToKey = new Map<string, string>();
+  /**
+   * jobId -> the key `lookup` last resolved it to (a PodGroup whose owner was verified): the PodGroup
+   * whose deletion ends the job. Another PodGroup claiming the UID going away ends nothing.
+   */
+  private readonly resolved = new Map<string, string>();
   private readonly gaugeState = new Map<string, string>();
   /**
    * Feeds a job's current picture to its FSMs (`recovery_feed`, key: the job key); a key added with
@@ -138,12 +142,19 @@ export class RecoveryController {
 
   // ---- lookups (gRPC handlers, jobs controller, tests) ----
 
-  /** The job of a jobId (the job UID), when its PodGroup is cached. */
+  /**
+   * The job of a jobId (the job UID): the cached PodGroup claiming that UID whose owner (Volcano Job
+   * or AscendJob) exists with its namespace, name and UID (state/job-index.ts jobKeyOfUid). A
+   * PodGroup elsewhere naming the UID is never the job, so it never gets the job's FSMs, streams or
+   * stored state.
+   */
   lookup(jobId: string): { key: string; entry: JobEntry } | undefined {
-    // Kept from every PodGroup event (start() subscribes before the sources list).
-    const key = this.uidToKey.get(jobId);
+    // The claims index is kept from every PodGroup event (start() subscribes before the sources list).
+    const key = this.index.jobKeyOfUid(jobId);
     const entry = key === undefined ? undefined : this.index.job(key);
-    return key === undefined || entry === undefined ? undefined : { key, entry };
+    if (key === undefined || entry === undefined) return undefined;
+    this.resolved.set(jobId, key);
+    return { key, entry };
   }
 
   /** The job view of a node's faults (hidden ones included). */
@@ -186,13 +197,16 @@ export class RecoveryController {
     const keys$ = merge(
       s.pods.events$.pipe(map((ev) => this.index.apply(ev))),
       s.podGroups.events$.pipe(map((ev) => {
+        this.index.applyPodGroup(ev);
         const uid = jobOwnerOf(ev.obj)?.uid;
+        const key = objectKey(ev.obj);
         if (ev.type === 'delete') {
-          if (uid !== undefined) void this.dropJob(uid);
+          // Only the job's own PodGroup ends it: the one its UID resolved to, or its FSM or stored
+          // state names (after a restart, or once its owner went first), never another claimant.
+          if (uid !== undefined && this.ownsJob(uid, key)) void this.dropJob(uid);
           return [];
         }
-        if (uid !== undefined) this.uidToKey.set(uid, objectKey(ev.obj));
-        return [objectKey(ev.obj)];
+        return [key];
       })),
       this.d.faults.changes$.pipe(map((c) => {
         const keys = [...this.index.jobKeysOnNodes(c.nodes)];
@@ -482,9 +496,15 @@ export class RecoveryController {
     return this.jobs.get(jobId)?.phase(machine);
   }
 
+  /** The PodGroup `key` is the job `jobId`'s own (see the PodGroup delete above). */
+  private ownsJob(jobId: string, key: string): boolean {
+    const known = this.resolved.get(jobId) ?? this.jobs.get(jobId)?.target.key ?? this.store.get(jobId)?.jobKey;
+    return known === key;
+  }
+
   /** The PodGroup is gone: drop the FSMs and the stored state. */
   private async dropJob(jobId: string): Promise<void> {
-    this.uidToKey.delete(jobId);
+    this.resolved.delete(jobId);
     const job = this.jobs.get(jobId);
     job?.stop();
     this.jobs.delete(jobId);

@@ -40,7 +40,7 @@ const BATCH_KEY = 'batch';
 const DEADLINE_KEY = 'deadline';
 
 export interface RelationFaultsDeps {
-  readonly sources: Pick<Sources, 'pods' | 'podGroups'>;
+  readonly sources: Pick<Sources, 'pods' | 'podGroups' | 'vcJobs' | 'ascendJobs'>;
   /** The scheduler view of a node's faults. */
   readonly faultsOf: (node: string) => readonly FaultRecord[];
   /** Nodes whose faults changed (DeviceFaultsController.changes$). */

@@ -1,13 +1,18 @@
 /**
- * The job view (issue 4 item 1): which pods, nodes and NPUs make up each training job, built from the
+ * The job view: which pods, nodes and NPUs make up each training job, built from the
  * informer caches of Pods and PodGroups.
  *
  * - A job is its PodGroup. Its key is `<ns>/<podGroupName>`, and the operator / Volcano name the
  *   PodGroup `<jobName>-<jobUID>` (formats.md 4.1), so the key is also Volcano's JobID
  *   `<ns>/<jobName>-<uid>`. The job's name and UID come from the PodGroup's controller
  *   ownerReference (a Volcano Job or an AscendJob); a PodGroup without one is not a job we handle.
- * - A pod belongs to the job whose UID is its controller ownerReference (both Volcano and the Ascend
- *   operator own their pods), or whose PodGroup its `scheduling.k8s.io/group-name` annotation names.
+ * - That ownerReference is a claim, checked against the owner object in the Job / AscendJob caches
+ *   (policy/jobs/job-identity.ts): a PodGroup whose owner does not exist in its namespace with that
+ *   name and UID is not a job (`job`, `jobKeys`, `jobHeaders`, `jobKeyOfUid` leave it out), so
+ *   nothing keyed by the UID it names is read or written for it.
+ * - A pod belongs to the job whose controller ownerReference it carries (both Volcano and the Ascend
+ *   operator own their pods: same namespace, name and UID), or whose PodGroup its
+ *   `scheduling.k8s.io/group-name` annotation names.
  * - Rank = `hccl/rankIndex`, NPUs = `huawei.com/AscendReal` (policy/jobs/job-view.ts podViewFromMeta),
  *   only when the pod requests that many NPUs (`verified`: the filters', the jobs pipeline's and the
  *   recovery controller's index, where a claim lets a job's filter or step retry hide faults or makes
@@ -24,6 +29,7 @@ import { parseJobKnobs, type JobKnobs } from '../schemas/job-knobs/job-knobs.ts'
 import { podViewFromMeta, type JobKind, type JobKnobsInput, type JobView, type PodMetaInput } from '../policy/jobs/job-view.ts';
 import type { JobFacts, JobLookup } from '../policy/jobs/job-facts.ts';
 import { npuClaimOf, type NpuClaimMode } from '../policy/jobs/npu-claims.ts';
+import { pickClaimant, verifyJobIdentity, type IdentityVerdict, type OwnerClaim, type OwnerObject } from '../policy/jobs/job-identity.ts';
 import type { Pod, PodGroup } from '../runtime/kube-objects.ts';
 import type { Reflector } from '../runtime/reflector.ts';
 
@@ -122,23 +128,55 @@ const removeFrom = (m: Map<string, Set<string>>, k: string | undefined, v: strin
   if (s.size === 0) m.delete(k);
 };
 
-/** The informer caches the index reads (the controller's Sources has both). */
+/** A cache of job objects (Volcano Jobs, AscendJobs) by `<ns>/<name>`. */
+export interface JobObjectCache {
+  get(key: string): KubeObject | undefined;
+  readonly store: ReadonlyMap<string, KubeObject>;
+}
+
+/** The informer caches the index reads (the controller's Sources has them all). */
 export interface JobIndexSources {
   readonly pods: Pick<Reflector<Pod>, 'store' | 'get'>;
   readonly podGroups: Pick<Reflector<PodGroup>, 'store' | 'get'>;
+  /** The owners a PodGroup's claim is checked against (policy/jobs/job-identity.ts). */
+  readonly vcJobs: JobObjectCache;
+  readonly ascendJobs: JobObjectCache;
+}
+
+const ownerObject = (o: KubeObject | undefined): OwnerObject | undefined =>
+  o === undefined ? undefined : { namespace: o.metadata?.namespace ?? '', name: o.metadata?.name ?? '', uid: o.metadata?.uid ?? '' };
+
+/**
+ * A PodGroup's or pod's claim checked against the job caches; undefined when it claims no Volcano Job
+ * or AscendJob (not a job we handle). `explain` also looks for the claimed UID elsewhere (a scan of
+ * the cache; for the refusal's log line, not for the hot path).
+ */
+export function identityOf(o: KubeObject, jobs: Pick<JobIndexSources, 'vcJobs' | 'ascendJobs'>, explain = false): { claim: OwnerClaim; verdict: IdentityVerdict } | undefined {
+  const claim = jobOwnerOf(o);
+  if (claim === undefined) return undefined;
+  const cache = claim.kind === 'vcjob' ? jobs.vcJobs : jobs.ascendJobs;
+  const ns = o.metadata?.namespace ?? '';
+  const owner = ownerObject(cache.get(`${ns}/${claim.name}`));
+  let holder: OwnerObject | undefined;
+  if (explain && owner?.uid !== claim.uid) {
+    for (const j of cache.store.values()) if (j.metadata?.uid === claim.uid) { holder = ownerObject(j); break; }
+  }
+  return { claim, verdict: verifyJobIdentity({ namespace: ns, name: o.metadata?.name ?? '' }, claim, owner, holder) };
 }
 
 export class JobIndex implements JobLookup {
   private readonly sources: JobIndexSources;
-  private readonly claims: NpuClaimMode;
+  private readonly npuClaims: NpuClaimMode;
   private readonly entries = new Map<string, PodIndexEntry>();
   private readonly byOwner = new Map<string, Set<string>>();
   private readonly byGroup = new Map<string, Set<string>>();
   private readonly byNode = new Map<string, Set<string>>();
+  /** Claimed owner UID -> keys of the PodGroups claiming it (kept by `applyPodGroup`, for `jobKeyOfUid`). */
+  private readonly claims = new Map<string, Set<string>>();
 
   constructor(sources: JobIndexSources, claims: NpuClaimMode = 'annotation') {
     this.sources = sources;
-    this.claims = claims;
+    this.npuClaims = claims;
   }
 
   /** Rebuilds the pod index from the pod cache. */
@@ -183,16 +221,22 @@ export class JobIndex implements JobLookup {
     return new Set(this.sources.podGroups.store.keys());
   }
 
-  /** Keys of PodGroups that are jobs we handle. */
+  /** The owner a PodGroup names, when the job caches confirm it (namespace, name and UID); else undefined. */
+  verifiedOwner(pg: PodGroup): JobOwner | undefined {
+    const id = identityOf(pg, this.sources);
+    return id?.verdict.ok === true ? id.claim : undefined;
+  }
+
+  /** Keys of PodGroups that are jobs we handle (their owner verified). */
   jobKeys(): string[] {
-    return [...this.sources.podGroups.store.entries()].filter(([, pg]) => jobOwnerOf(pg) !== undefined).map(([k]) => k);
+    return [...this.sources.podGroups.store.entries()].filter(([, pg]) => this.verifiedOwner(pg) !== undefined).map(([k]) => k);
   }
 
   /** Every job's identity, knobs and PodGroup labels, without its pods (cheap). */
   jobHeaders(): JobHeader[] {
     const out: JobHeader[] = [];
     for (const [key, pg] of this.sources.podGroups.store) {
-      const owner = jobOwnerOf(pg);
+      const owner = this.verifiedOwner(pg);
       if (owner === undefined) continue;
       const labels = pg.metadata?.labels ?? {};
       out.push({ key, uid: owner.uid, name: owner.name, namespace: pg.metadata?.namespace ?? '', labels, knobs: parseJobKnobs(labels, pg.metadata?.annotations).knobs });
@@ -200,18 +244,43 @@ export class JobIndex implements JobLookup {
     return out;
   }
 
-  /** The job view of one PodGroup key, or undefined when it is gone or not a job. */
+  /**
+   * Keeps the claims index in step with one PodGroup event (call it for every event, from the
+   * subscription that needs `jobKeyOfUid`).
+   */
+  applyPodGroup(ev: WatchEvent<PodGroup>): void {
+    const key = objectKey(ev.obj);
+    if (ev.type === 'update') removeFrom(this.claims, jobOwnerOf(ev.old)?.uid, key);
+    if (ev.type === 'delete') removeFrom(this.claims, jobOwnerOf(ev.obj)?.uid, key);
+    else addTo(this.claims, jobOwnerOf(ev.obj)?.uid, key);
+  }
+
+  /**
+   * The key of the job whose UID this is (a gRPC jobId): of the PodGroups claiming the UID, the one
+   * whose owner is verified; a claimant whose owner is not is never it, whichever came first.
+   */
+  jobKeyOfUid(uid: string): string | undefined {
+    const keys = [...this.claims.get(uid) ?? []].filter((k) => { const pg = this.sources.podGroups.get(k); return pg !== undefined && this.verifiedOwner(pg)?.uid === uid; });
+    if (keys.length <= 1) return keys[0];
+    const pg = this.sources.podGroups.get(keys[0]!)!;
+    const owner = this.verifiedOwner(pg)!;
+    return pickClaimant(keys, { namespace: pg.metadata?.namespace ?? '', name: owner.name, uid });
+  }
+
+  /** The job view of one PodGroup key, or undefined when it is gone or not a job (no owner, or one not verified). */
   job(key: string): JobEntry | undefined {
     const pg = this.sources.podGroups.get(key);
     if (pg === undefined) return undefined;
-    const owner = jobOwnerOf(pg);
+    const owner = this.verifiedOwner(pg);
     if (owner === undefined) return undefined;
     const ns = pg.metadata?.namespace ?? '';
+    // Pods by owner: those whose controller reference names this very owner (name and UID) in its namespace.
+    const owned = (p: Pod): boolean => { const o = jobOwnerOf(p); return o === undefined || (o.uid === owner.uid && o.name === owner.name); };
     const podKeys = new Set([...(this.byOwner.get(owner.uid) ?? []), ...(this.byGroup.get(key) ?? [])]);
     const pods = [...podKeys]
       .map((k) => this.sources.pods.get(k))
-      .filter((p): p is Pod => p !== undefined && p.metadata?.namespace === ns)
-      .map((p) => podViewFromMeta({ ...podMetaOf(p), npus: npuClaimOf(p, this.claims).npus }))
+      .filter((p): p is Pod => p !== undefined && p.metadata?.namespace === ns && (this.byGroup.get(key)?.has(objectKey(p)) === true || owned(p)))
+      .map((p) => podViewFromMeta({ ...podMetaOf(p), npus: npuClaimOf(p, this.npuClaims).npus }))
       .sort((a, b) => (a.rank ?? Number.MAX_SAFE_INTEGER) - (b.rank ?? Number.MAX_SAFE_INTEGER) || a.name.localeCompare(b.name));
     const minMember = (pg.spec as { minMember?: unknown } | undefined)?.minMember;
     const { knobs, warnings } = parseJobKnobs(pg.metadata?.labels, pg.metadata?.annotations);

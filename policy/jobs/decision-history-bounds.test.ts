@@ -17,6 +17,13 @@ describe('decision history bounds', () => {
     expect(names(historyVictims(entries, { perJob: 2, total: 3, ttlMs: 50_000 }, now))).toEqual(['a-0', 'a-1', 'a-2', 'b-0']);
   });
 
+  it('counts a job\'s records in its own namespace only: records elsewhere naming its UID never prune its history', () => {
+    const now = 1_000_000;
+    const victim = { namespace: 'team-a', name: 'victim-0', jobUid: 'u1', atMs: now - 5_000 };
+    const forged = [1, 2, 3].map((i) => ({ namespace: 'tenant', name: `forged-${i}`, jobUid: 'u1', atMs: now - 1_000 + i }));
+    expect(names(historyVictims([victim, ...forged], { perJob: 1, total: 100, ttlMs: 50_000 }, now))).toEqual(['forged-1', 'forged-2']);
+  });
+
   it('keeps everything within bounds and says when the oldest record expires', () => {
     const entries = [e('a', 0, 100), e('a', 1, 200)];
     expect(historyVictims(entries, { perJob: 2, total: 2, ttlMs: 1_000 }, 500)).toEqual([]);

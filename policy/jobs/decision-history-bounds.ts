@@ -1,6 +1,7 @@
 /**
  * Which DecisionRecords to delete so the history stays bounded (issue 12 item 4): records older than
- * the TTL, then per job all but the newest `perJob`, then cluster-wide all but the newest `total`.
+ * the TTL, then per job (namespace and UID) all but the newest `perJob`, then cluster-wide all but the
+ * newest `total`.
  * Pure: the pruning reconciler passes the index and the time.
  */
 export interface HistoryEntry {
@@ -24,9 +25,12 @@ export function historyVictims(entries: Iterable<HistoryEntry>, bounds: HistoryB
   const byJob = new Map<string, HistoryEntry[]>();
   for (const e of entries) {
     if (nowMs - e.atMs > bounds.ttlMs) { out.push(e); continue; }
-    const list = byJob.get(e.jobUid) ?? [];
+    // A job's records are in its own namespace: records elsewhere naming its UID are not its own
+    // and never count against (or prune) its history.
+    const job = `${e.namespace}/${e.jobUid}`;
+    const list = byJob.get(job) ?? [];
     list.push(e);
-    byJob.set(e.jobUid, list);
+    byJob.set(job, list);
   }
   for (const list of byJob.values()) {
     list.sort(newestFirst);

@@ -10,7 +10,7 @@
  * - a restart of both controllers (ClusterD reloads the separation from clusterd-manual-info-cm);
  * - the operator's release: the chip deleted from the node's `Total` (the only edit the docs allow),
  *   after which ClusterD deletes the then empty ConfigMap on its next 15 s loop.
- * The job: a PodGroup and a Pod owned by the same Volcano Job, the Pod bound to node-m with the
+ * The job: a Volcano Job, and a PodGroup and a Pod it owns (its real UID), the Pod bound to node-m with the
  * device plugin's annotations for chip 1 (`huawei.com/AscendReal` and
  * `ascend.kubectl.kubernetes.io/ascend-910-configuration`, which is what ClusterD reads).
  */
@@ -25,7 +25,8 @@ const NPU = 1;
 /** FreeRestartNPU in the device plugin's faultCode.json, no frequency rule of the device plugin's own. */
 const CODE = '8C084E00';
 const NS = 'team-a';
-const JOB = { apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job', name: 'llama', uid: '6f1c2b9e-0d4a-4c55-9a51-3c1e7f0a0001', controller: true, blockOwnerDeletion: true };
+/** The Volcano Job's reference; the UID is the one each side's apiserver gave the Job (`ownerFrom`). */
+const JOB = { apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job', name: 'llama', uid: '', controller: true, blockOwnerDeletion: true };
 
 const occur = (w: World, now: number): Write => {
   const s = w.node(NODE);
@@ -62,8 +63,9 @@ function job(): Write[] {
   };
   return [
     { op: 'put', collection: paths.namespaces(), body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } } },
-    { op: 'put', collection: paths.podGroups(NS), body: pg },
-    { op: 'put', collection: paths.pods(NS), body: pod },
+    { op: 'put', collection: paths.vcJobs(NS), body: { apiVersion: JOB.apiVersion, kind: 'Job', metadata: { name: JOB.name, namespace: NS }, spec: { minAvailable: 1, schedulerName: 'volcano', tasks: [{ name: 'main', replicas: 1 }] } } },
+    { op: 'put', collection: paths.podGroups(NS), body: pg, ownerFrom: paths.vcJob(NS, JOB.name) },
+    { op: 'put', collection: paths.pods(NS), body: pod, ownerFrom: paths.vcJob(NS, JOB.name) },
     { op: 'patch', path: paths.podStatus(NS, 'llama-worker-0'), body: { status: { phase: 'Running' } }, type: 'strategic' },
   ];
 }

@@ -33,10 +33,14 @@ import type { World, Write } from './world.ts';
 
 const NS = 'training';
 const JOB = 'pr-job';
-/** The Volcano Job's UID: fixed, so both sides see one job id (ClusterD's job key, TaskD's MINDX_TASK_ID). */
-const JOB_UID = '7c1d2e3f-0a1b-4c5d-8e9f-0123456789ab';
-const PG = `${JOB}-${JOB_UID}`;
-const OWNER = { apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job', name: JOB, uid: JOB_UID, controller: true, blockOwnerDeletion: true };
+/**
+ * The PodGroup's name: Volcano's `<job>-<uid>`, written with a fixed UID so the name is the same on
+ * both sides. The ownerReferences carry the Job's real UID on each side (`ownerFrom`): a PodGroup
+ * naming a UID its Job does not have is no job to clusterd-ts (policy/jobs/job-identity.ts), and the
+ * TaskD client's job id is that UID too (ClusterD's job key, TaskD's MINDX_TASK_ID).
+ */
+const PG = `${JOB}-7c1d2e3f-0a1b-4c5d-8e9f-0123456789ab`;
+const OWNER = { apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job', name: JOB, uid: '', controller: true, blockOwnerDeletion: true };
 /** Rank pod r on RANK_NODES[r], chips 0 and 1: ranks 2r, 2r+1. */
 const RANK_NODES = ['node-a', 'node-b'] as const;
 const CHIPS = [0, 1];
@@ -49,6 +53,8 @@ const podIp = (rank: number): string => `127.16.0.${rank + 1}`;
 const MARK = 'events seen';
 
 const put = (collection: string, body: KubeObject): Write => ({ op: 'put', collection, body });
+/** A put of an object the Job owns (its ownerReference gets the Job's UID on each side). */
+const owned = (collection: string, body: KubeObject): Write => ({ op: 'put', collection, body, ownerFrom: paths.vcJob(NS, JOB) });
 
 /** What the device plugin writes on a pod it allocated chips to (PodDevice of ClusterD's constant package). */
 function deviceAnnotation(pod: string, hostIp: string): string {
@@ -63,7 +69,7 @@ function jobObjects(): Write[] {
       apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job', metadata: { name: JOB, namespace: NS, labels },
       spec: { minAvailable: RANK_NODES.length, schedulerName: 'volcano', tasks: [{ name: 'worker', replicas: RANK_NODES.length }] },
     }),
-    put(paths.podGroups(NS), {
+    owned(paths.podGroups(NS), {
       apiVersion: 'scheduling.volcano.sh/v1beta1', kind: 'PodGroup',
       metadata: { name: PG, namespace: NS, labels, annotations: { 'recover-strategy': 'retry,recover,dump,exit' }, ownerReferences: [OWNER] },
       spec: { minMember: RANK_NODES.length, minResources: { 'huawei.com/Ascend910': String(RANK_NODES.length * CHIPS.length) } },
@@ -77,7 +83,7 @@ function jobObjects(): Write[] {
   for (const [rank, node] of RANK_NODES.entries()) {
     const name = `${JOB}-worker-${rank}`;
     const hostIp = `10.0.0.${rank + 1}`;
-    out.push(put(paths.pods(NS), {
+    out.push(owned(paths.pods(NS), {
       apiVersion: 'v1', kind: 'Pod',
       metadata: {
         name, namespace: NS, ownerReferences: [OWNER],
@@ -167,7 +173,8 @@ export const PROCESS_RECOVERY: Scenario = {
         pubFaultOccur = pubFaultRecover = undefined; // a new run: new messages
         // TaskD's MindIO supports every strategy the job allows.
         // TaskD runs in the job's pods: the client calls from rank 0's address (clusterd-ts checks it).
-        const c = new GoTaskdClient(taskdBin, ctx.grpcTarget, JOB_UID, ['-strategies=retry,recover,dump,exit', `-local-addr=${podIp(0)}`]);
+        const jobUid = (await ctx.admin.get<KubeObject>(paths.vcJob(NS, JOB))).metadata!.uid!;
+        const c = new GoTaskdClient(taskdBin, ctx.grpcTarget, jobUid, ['-strategies=retry,recover,dump,exit', `-local-addr=${podIp(0)}`]);
         ctx.state.set(CLIENT, c);
         ctx.cleanups.push(async () => {
           await c.stop();

@@ -132,11 +132,16 @@ export async function send(client: KubeClient, w: Write): Promise<void> {
   switch (w.op) {
     case 'put': {
       const path = `${w.collection}/${w.body.metadata!.name}`;
+      const body = structuredClone(w.body);
+      if (w.ownerFrom !== undefined) {
+        const owner = await client.get<KubeObject>(w.ownerFrom);
+        for (const r of body.metadata?.ownerReferences ?? []) if (r.name === owner.metadata?.name) r.uid = owner.metadata?.uid ?? '';
+      }
       try {
-        await client.replace(path, structuredClone(w.body));
+        await client.replace(path, structuredClone(body));
       } catch (e) {
         if (!isNotFound(e)) throw e;
-        await client.create<KubeObject>(w.collection, structuredClone(w.body));
+        await client.create<KubeObject>(w.collection, body);
       }
       return;
     }

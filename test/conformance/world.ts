@@ -13,9 +13,14 @@ import { msToRfc3339 } from '../../schemas/node-info/node-info.ts';
 import { deviceInfoInput, newNodeState, type NpuNodeState } from '../../tools/simulator/npu-state.ts';
 import type { SwitchMode } from '../../tools/simulator/switch-state.ts';
 
-/** One request, sent verbatim to both sides. `put`: replace without resourceVersion, create on 404. */
+/**
+ * One request, sent verbatim to both sides. `put`: replace without resourceVersion, create on 404.
+ * `ownerFrom` (a put of a dependent: PodGroup, pod): the path of its owner (a Volcano Job the scenario
+ * put before); the ownerReference naming that owner gets the UID this side's apiserver gave it, as
+ * Volcano's would (each side's apiserver assigns its own; normalise.ts rule 5 names it by object).
+ */
 export type Write =
-  | { readonly op: 'put'; readonly collection: string; readonly body: KubeObject }
+  | { readonly op: 'put'; readonly collection: string; readonly body: KubeObject; readonly ownerFrom?: string }
   | { readonly op: 'patch'; readonly path: string; readonly body: unknown; readonly type: PatchType }
   | { readonly op: 'delete'; readonly path: string };
 

@@ -9,7 +9,7 @@ import type { FaultRecord, FaultSource, NpuFaultLevel } from '../../vocabulary/f
 import type { JobPodView } from '../../policy/jobs/job-view.ts';
 import { NO_FILTER_RULES } from '../../policy/filters/custom-filter.ts';
 import type { FilterJob } from '../../policy/filters/fault-filters.ts';
-import { podGroupOf, podOf } from './job-fakes.ts';
+import { ownerJobsOf, podGroupOf, podOf } from './job-fakes.ts';
 import type { Sources } from '../../controllers/sources/sources.ts';
 
 /** A reflector's store and event stream. */
@@ -29,10 +29,10 @@ export class FakeSource<T extends KubeObject> {
   }
 }
 
-export function fakeSources(): { pods: FakeSource<KubeObject>; podGroups: FakeSource<KubeObject>; sources: Pick<Sources, 'pods' | 'podGroups'> } {
+export function fakeSources(): { pods: FakeSource<KubeObject>; podGroups: FakeSource<KubeObject>; sources: Pick<Sources, 'pods' | 'podGroups' | 'vcJobs' | 'ascendJobs'> } {
   const pods = new FakeSource<KubeObject>();
   const podGroups = new FakeSource<KubeObject>();
-  return { pods, podGroups, sources: { pods, podGroups } as unknown as Pick<Sources, 'pods' | 'podGroups'> };
+  return { pods, podGroups, sources: { pods, podGroups, ...ownerJobsOf(podGroups) } as unknown as Pick<Sources, 'pods' | 'podGroups' | 'vcJobs' | 'ascendJobs'> };
 }
 
 /** A Volcano job's PodGroup with labels and annotations. */

@@ -72,6 +72,30 @@ export class FakeStore<T extends KubeObject> {
   remove(obj: T): void { this.store.delete(`${obj.metadata?.namespace}/${obj.metadata?.name}`); }
 }
 
+/**
+ * The Volcano Jobs and AscendJobs behind the PodGroups of `groups`, as a cluster where Volcano or the
+ * operator made them has them: each PodGroup's controller owner exists in its namespace with that
+ * name and UID (state/job-index.ts checks the claim against these caches). Tests of a forged claim
+ * pass `except` (PodGroup keys whose owner is missing).
+ */
+export function ownerJobsOf(groups: { readonly store: ReadonlyMap<string, KubeObject> }, except: ReadonlySet<string> = new Set()) {
+  const cache = (group: string) => {
+    const all = (): Map<string, KubeObject> => {
+      const out = new Map<string, KubeObject>();
+      for (const [key, pg] of groups.store) {
+        if (except.has(key)) continue;
+        const ns = pg.metadata?.namespace ?? '';
+        for (const r of pg.metadata?.ownerReferences ?? []) {
+          if (r.controller === true && r.apiVersion.split('/')[0] === group) out.set(`${ns}/${r.name}`, { apiVersion: r.apiVersion, kind: r.kind, metadata: { namespace: ns, name: r.name, uid: r.uid } });
+        }
+      }
+      return out;
+    };
+    return { get: (key: string) => all().get(key), get store(): ReadonlyMap<string, KubeObject> { return all(); } };
+  };
+  return { vcJobs: cache('batch.volcano.sh'), ascendJobs: cache('mindxdl.gitee.com') };
+}
+
 export const vcjobOwner = (name: string, uid: string) => ({ apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job', name, uid, controller: true });
 
 export function podGroupOf(ns: string, job: string, uid: string, labels: Record<string, string> = {}, minMember = 0): KubeObject {

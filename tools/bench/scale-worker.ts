@@ -11,6 +11,7 @@ import { writeHeapSnapshot } from 'node:v8';
 import { FaultStore } from '../../state/fault-store.ts';
 import { JobIndex } from '../../state/job-index.ts';
 import type { ConfigMap, Node, Pod, PodGroup } from '../../runtime/kube-objects.ts';
+import type { KubeObject } from '../../runtime/kube-client.ts';
 import type { Sources } from '../../controllers/sources/sources.ts';
 import { CLUSTER_INFO_KEY, clusterInfoReconciler, desiredShards, renderClusterInfo } from '../../reconcilers/cluster-info.reconciler.ts';
 import type { ConfigMapTarget, ConfigMapWriter } from '../../runtime/configmap-writer.ts';
@@ -23,7 +24,7 @@ import { trimNode, trimPod } from '../../controllers/sources/cache-shapes.ts';
 import { CLUSTER_INFO_NODE_CM } from '../../schemas/cluster-info/cluster-info.ts';
 import { addChipCode, deviceInfoInput, newNodeState, removeChipCodes, type NpuNodeState } from '../simulator/npu-state.ts';
 import { fakeNode, nodeNames } from '../simulator/nodes.ts';
-import { percentile, planJobs, podGroupObject, runningPodObject, type JobSpec } from './fixtures.ts';
+import { percentile, planJobs, podGroupObject, runningPodObject, vcJobObject, type JobSpec } from './fixtures.ts';
 
 export interface ScaleResult {
   readonly nodes: number;
@@ -120,10 +121,10 @@ function memoryClusterInfo(store: FaultStore, effective: (n: string) => readonly
   return { pass, cms, checkAgainstFullRender };
 }
 
-/** The two caches JobIndex reads, as plain maps (the informers are not started in-process). */
-function cacheSources(pods: Map<string, Pod>, podGroups: Map<string, PodGroup>): Pick<Sources, 'pods' | 'podGroups'> {
+/** The caches JobIndex reads, as plain maps (the informers are not started in-process). */
+function cacheSources(pods: Map<string, Pod>, podGroups: Map<string, PodGroup>, vcJobs: Map<string, KubeObject>): Pick<Sources, 'pods' | 'podGroups' | 'vcJobs' | 'ascendJobs'> {
   const view = <T>(m: Map<string, T>) => ({ store: m as ReadonlyMap<string, T>, get: (k: string) => m.get(k) });
-  return { pods: view(pods), podGroups: view(podGroups) } as unknown as Pick<Sources, 'pods' | 'podGroups'>;
+  return { pods: view(pods), podGroups: view(podGroups), vcJobs: view(vcJobs), ascendJobs: view(new Map()) } as unknown as Pick<Sources, 'pods' | 'podGroups' | 'vcJobs' | 'ascendJobs'>;
 }
 
 export async function runScale(nodes: number, npus: number, updateSeconds: number): Promise<ScaleResult> {
@@ -155,9 +156,13 @@ export async function runScale(nodes: number, npus: number, updateSeconds: numbe
   }
   const pods = new Map<string, Pod>();
   const podGroups = new Map<string, PodGroup>();
+  const vcJobs = new Map<string, KubeObject>();
   const nowIso = new Date(now).toISOString();
   for (const job of jobs) {
     job.uid = randomUUID();
+    const vj = fromWire(vcJobObject(job));
+    vj.metadata = { ...vj.metadata, uid: job.uid };
+    vcJobs.set(objectKey(vj), vj);
     const pg = fromWire(podGroupObject(job)) as PodGroup;
     podGroups.set(objectKey(pg), pg);
     for (let r = 0; r < job.nodes.length; r++) { const p = trimPod(fromWire(runningPodObject(job, r, nowIso, randomUUID()))); pods.set(objectKey(p), p); }
@@ -173,7 +178,7 @@ export async function runScale(nodes: number, npus: number, updateSeconds: numbe
     if (rej !== undefined) throw new Error(`device-info rejected: ${rej.reason}`);
   }
   store.drainDirty();
-  const index = new JobIndex(cacheSources(pods, podGroups));
+  const index = new JobIndex(cacheSources(pods, podGroups, vcJobs));
   for (const p of pods.values()) index.apply({ type: 'add', obj: p });
   const t1 = performance.now();
   const effective = (n: string) => store.records(n);
