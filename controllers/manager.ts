@@ -32,6 +32,7 @@ import { ESCALATION_STATE_RECONCILE_KEY, escalationStateReconciler } from '../re
 import { MANUAL_INFO_RECONCILE_KEY, manualInfoReconciler } from '../reconcilers/manual-info.reconciler.ts';
 import { STATISTIC_FAULT_RECONCILE_KEY, statisticFaultReconciler } from '../reconcilers/statistic-fault.reconciler.ts';
 import { STATISTIC_FAULT_CM_NAME } from '../schemas/statistic-fault/statistic-fault.ts';
+import { MAX_CUSTOM_JOB_ID_CHARS } from '../schemas/job-statistic/job-statistic.ts';
 import { SCHEDULING_EXCEPTION_RECONCILE_KEY, schedulingExceptionReconciler } from '../reconcilers/scheduling-exception.reconciler.ts';
 import { SCHEDULING_EXCEPTION_CHECK_INTERVAL_MS, SCHEDULING_EXCEPTION_CM_NAME } from '../schemas/scheduling-exception/scheduling-exception.ts';
 import { FaultFiltersController } from './fault-filters.controller.ts';
@@ -138,7 +139,10 @@ export class Manager implements HealthSource {
     this.deps = deps;
     this.now = deps.now ?? Date.now;
     deps.client.onRequest = (method, status) => deps.metrics.apiRequests.inc({ method, code: String(status) });
-    this.sources = createSources(deps.client, { log: deps.log.child({ component: 'sources' }), clusterSystemNamespace: deps.options.clusterSystemNamespace });
+    this.sources = createSources(deps.client, {
+      log: deps.log.child({ component: 'sources' }), clusterSystemNamespace: deps.options.clusterSystemNamespace,
+      customJobIdMaxChars: deps.options.jobStatisticLimits ? MAX_CUSTOM_JOB_ID_CHARS : undefined,
+    });
     const { options, log, metrics } = deps;
     const s = this.sources;
     const now = this.now;
@@ -282,7 +286,7 @@ export class Manager implements HealthSource {
       actual: () => s.mindxDlConfigMaps.get(`${CLUSTER_INFO_NAMESPACE}/${LAST_GOOD_CM_NAME}`),
     }));
     this.jobSummary = new JobSummaryController({ sources: s, writer, log, metrics, now });
-    this.jobStatistic = new JobStatisticController({ sources: s, summaries: this.jobSummary.store, writer, log, metrics, now });
+    this.jobStatistic = new JobStatisticController({ sources: s, summaries: this.jobSummary.store, writer, log, metrics, now, limits: options.jobStatisticLimits });
     this.schedulingException = loop(schedulingExceptionReconciler({
       writer, namespace: csNs, actual: () => s.clusterSystemConfigMaps.get(`${csNs}/${SCHEDULING_EXCEPTION_CM_NAME}`),
       inputs: () => this.jobSummary.exceptionInputs(),

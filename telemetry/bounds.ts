@@ -18,6 +18,10 @@ export const BOUNDS = {
   grpcConnectionsPerIp: 'grpc_connections_per_ip',
   /** Bytes of the persisted last good device-info state: nodes that do not fit are not persisted. */
   lastGoodBytes: 'last_good_bytes',
+  /** current-job-statistic within a ConfigMap's 1 MiB: entries left out of the write. */
+  jobStatisticBytes: 'job_statistic_bytes',
+  /** A job's custom-job-id over its bound: left out of its current-job-statistic entry. */
+  customJobIdChars: 'custom_job_id_chars',
 } as const;
 export type Bound = (typeof BOUNDS)[keyof typeof BOUNDS];
 
