@@ -32,7 +32,7 @@ export interface JobStatisticControllerDeps {
   readonly metrics: Metrics;
   readonly now: () => number;
   /**
-   * --job-statistic-limits: a custom-job-id over MAX_CUSTOM_JOB_ID_CHARS is left out and the
+   * --output-limits: a custom-job-id over MAX_CUSTOM_JOB_ID_CHARS is left out and the
    * ConfigMap kept within 1 MiB; false = ClusterD (copied whole, everything written).
    */
   readonly limits: boolean;

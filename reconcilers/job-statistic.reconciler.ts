@@ -10,7 +10,7 @@
  * job and job-summary events collected since (the controller's inbox, each with its time) are
  * applied in order. A failed write is retried (ClusterD waits for the next change).
  *
- * With `limits` (--job-statistic-limits) the written data is kept within a ConfigMap's 1 MiB by
+ * With `limits` (--output-limits) the written data is kept within a ConfigMap's 1 MiB by
  * leaving entries out (schemas/job-statistic fitJobStatistics): they stay in memory and come back
  * once there is room. Without, every entry is written as ClusterD does, and past 1 MiB every write
  * fails.

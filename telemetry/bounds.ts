@@ -22,6 +22,9 @@ export const BOUNDS = {
   jobStatisticBytes: 'job_statistic_bytes',
   /** A job's custom-job-id over its bound: left out of its current-job-statistic entry. */
   customJobIdChars: 'custom_job_id_chars',
+  /** scheduling-exception-report: messages cut to their bound, entries left out to stay within 1 MiB. */
+  schedulingExceptionMessage: 'scheduling_exception_message_chars',
+  schedulingExceptionBytes: 'scheduling_exception_bytes',
 } as const;
 export type Bound = (typeof BOUNDS)[keyof typeof BOUNDS];
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { CUSTOM_JOB_ID_ANNOTATION, digestClusterInfo, digestJobSummary, isJobSummaryName, trimJobObject, trimNode, trimPod, trimPublicFault } from './cache-shapes.ts';
+import { CUSTOM_JOB_ID_ANNOTATION, digestClusterInfo, digestJobSummary, isJobSummaryName, trimJobObject, trimNode, trimPod, trimPodGroup, trimPublicFault } from './cache-shapes.ts';
 import { podMetaOf } from '../../state/job-index.ts';
 import { summaryPodOf } from '../job-summary.controller.ts';
 import { podUse } from '../../state/npu-usage.ts';
@@ -135,5 +135,21 @@ describe('tenant-writable objects: what the job-summary and job caches keep', ()
     const cm = { metadata: { name: 'pf', namespace: 'team', uid: 'u', resourceVersion: '1', labels: { 'mc-consumer-publicfault': 'true', x: 'y' }, annotations: { a: 'b'.repeat(100) } }, data: { PublicFault: '{}', other: 'z'.repeat(100) } } as KubeObject;
     expect(trimPublicFault(cm)).toEqual({ metadata: { name: 'pf', namespace: 'team', uid: 'u', resourceVersion: '1' }, data: { PublicFault: '{}' } });
     expect(trimPublicFault({ metadata: { name: 'pf', namespace: 'team' } })).toEqual({ metadata: { name: 'pf', namespace: 'team' } });
+  });
+
+  it('PodGroups: metadata whole, minMember/queue/minResources keys, phase and conditions with messages cut one past the bound', () => {
+    const pg = {
+      apiVersion: 'scheduling.volcano.sh/v1beta1', kind: 'PodGroup',
+      metadata: { name: 'pg', namespace: 'team', uid: 'u', labels: { 'fault-scheduling': 'grace' }, annotations: { a: 'b' }, ownerReferences: [{ apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job', name: 'j', uid: 'ju', controller: true }], managedFields: [{}] },
+      spec: { minMember: 2, queue: 'q', minResources: { 'huawei.com/npu': '16', cpu: '8' }, priorityClassName: 'x', minTaskMember: { w: 2 } },
+      status: { phase: 'Pending', running: 1, conditions: [{ type: 'Unschedulable', status: 'True', reason: 'JobEnqueueFailed', message: 'm'.repeat(10_000), lastTransitionTime: T, transitionID: 'x' }] },
+    } as KubeObject;
+    expect(trimPodGroup(4096)(pg)).toEqual({
+      metadata: { name: 'pg', namespace: 'team', uid: 'u', labels: { 'fault-scheduling': 'grace' }, annotations: { a: 'b' }, ownerReferences: [{ apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job', name: 'j', uid: 'ju', controller: true }] },
+      spec: { minMember: 2, queue: 'q', minResources: { 'huawei.com/npu': '', cpu: '' } },
+      status: { phase: 'Pending', conditions: [{ type: 'Unschedulable', status: 'True', reason: 'JobEnqueueFailed', message: 'm'.repeat(4097) }] },
+    });
+    expect(trimPodGroup(undefined)(pg).status?.conditions).toEqual([expect.objectContaining({ message: 'm'.repeat(10_000) })]);
+    expect(trimPodGroup(4096)({ metadata: { name: 'p' }, spec: { minResources: null } }).spec).toEqual({ minResources: null });
   });
 });

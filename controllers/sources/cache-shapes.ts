@@ -25,12 +25,16 @@
  *   `custom-job-id` annotation (cut to one character past the statistic's bound, so an over-long
  *   id is still seen as over-long), `status.state.phase` and the conditions (job statistic,
  *   scheduling exceptions). Spec, labels and other annotations are not read.
+ * - PodGroups (tenant objects; their status has no subresource, so the tenant writes it too):
+ *   metadata as for pods (the job knobs read labels and annotations), `spec.minMember`, `queue`,
+ *   `minResources`, `status.phase` and the conditions, whose messages are cut to one character
+ *   past the scheduling-exception report's bound (the one reader that copies them out).
  * - Public-fault ConfigMaps (any namespace, a label anyone can set): identity and the one data key
  *   the intake parses (`PublicFault`, itself at most 1 MiB); other keys, labels and annotations
  *   dropped. Each event is a message, applied once; nothing reads the cache's copy later.
  */
 import type { KubeObject } from '../../runtime/kube-client.ts';
-import type { CachedMeta, ConfigMap, JobObject, Node, Pod } from '../../runtime/kube-objects.ts';
+import type { CachedMeta, ConfigMap, JobObject, Node, Pod, PodGroup } from '../../runtime/kube-objects.ts';
 import { dataDigest } from '../../runtime/data-digest.ts';
 import { ATLAS_TASK_LABEL, JOB_SUMMARY_LABEL, JOB_SUMMARY_PREFIX } from '../../schemas/job-summary/job-summary.ts';
 import { PUBLIC_FAULT_DATA_KEY } from '../../schemas/public-fault/public-fault.ts';
@@ -178,11 +182,52 @@ export function digestJobSummary(o: KubeObject): ConfigMap {
 /** The job object's annotation ClusterD copies into current-job-statistic's `customID`. */
 export const CUSTOM_JOB_ID_ANNOTATION = 'custom-job-id';
 
+type Condition = { type?: string; status?: string; reason?: string; message?: string };
+
+/** Conditions as the scheduling-exception check reads them; messages cut one past `maxChars` (undefined: whole). */
+function conditions(v: unknown, maxChars: number | undefined): Condition[] | undefined {
+  return arr(v)?.map((c) => {
+    const kept: Condition = {};
+    put(kept, 'type', str(c.type));
+    put(kept, 'status', str(c.status));
+    put(kept, 'reason', str(c.reason));
+    const m = str(c.message);
+    put(kept, 'message', m === undefined || maxChars === undefined ? m : m.slice(0, maxChars + 1));
+    return kept;
+  });
+}
+
+/** A PodGroup as the flows read it (see the header); `messageMaxChars` as for `conditions`. */
+export function trimPodGroup(messageMaxChars: number | undefined): (o: KubeObject) => PodGroup {
+  return (o) => {
+    const out: PodGroup = { metadata: trimMeta(o.metadata) };
+    const spec = obj((o as { spec?: unknown }).spec);
+    if (spec !== undefined) {
+      const s: Record<string, unknown> = {};
+      if (typeof spec.minMember === 'number') s.minMember = spec.minMember;
+      put(s, 'queue', str(spec.queue));
+      // Only its keys are read (the resource type); null is kept (ClusterD tells it from absent).
+      if (spec.minResources === null) s.minResources = null;
+      else if (obj(spec.minResources) !== undefined) s.minResources = Object.fromEntries(Object.keys(obj(spec.minResources)!).map((k) => [k, '']));
+      out.spec = s;
+    }
+    const status = obj((o as { status?: unknown }).status);
+    if (status !== undefined) {
+      const s: NonNullable<PodGroup['status']> = {};
+      put(s, 'phase', str(status.phase));
+      const cs = conditions(status.conditions, messageMaxChars);
+      if (cs !== undefined) s.conditions = cs;
+      out.status = s;
+    }
+    return out;
+  };
+}
+
 /**
  * A Volcano Job or AscendJob as the job statistic and the scheduling-exception report read it.
  * `customIdMaxChars`: the annotation is cut to one character past it (undefined: kept whole).
  */
-export function trimJobObject(customIdMaxChars: number | undefined): (o: KubeObject) => JobObject {
+export function trimJobObject(customIdMaxChars: number | undefined, messageMaxChars?: number): (o: KubeObject) => JobObject {
   return (o) => {
     const m = o.metadata ?? {};
     const meta = identity(m);
@@ -195,14 +240,7 @@ export function trimJobObject(customIdMaxChars: number | undefined): (o: KubeObj
       const s: NonNullable<JobObject['status']> = {};
       const phase = str(obj(status.state)?.phase);
       if (phase !== undefined) s.state = { phase };
-      put(s, 'conditions', arr(status.conditions)?.map((c) => {
-        const kept: { type?: string; status?: string; reason?: string; message?: string } = {};
-        put(kept, 'type', str(c.type));
-        put(kept, 'status', str(c.status));
-        put(kept, 'reason', str(c.reason));
-        put(kept, 'message', str(c.message));
-        return kept;
-      }));
+      put(s, 'conditions', conditions(status.conditions, messageMaxChars));
       out.status = s;
     }
     return out;

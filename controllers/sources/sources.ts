@@ -6,7 +6,7 @@ import { combineLatest, map, type Observable } from 'rxjs';
 import { paths, type KubeClient, type KubeObject } from '../../runtime/kube-client.ts';
 import type { ConfigMap, JobObject, Node, Pod, PodGroup } from '../../runtime/kube-objects.ts';
 import { Reflector, type ReflectorHealth, type ReflectorOptions } from '../../runtime/reflector.ts';
-import { digestClusterInfo, digestJobSummary, isJobSummaryName, trimJobObject, trimNode, trimPod, trimPublicFault } from './cache-shapes.ts';
+import { digestClusterInfo, digestJobSummary, isJobSummaryName, trimJobObject, trimNode, trimPod, trimPodGroup, trimPublicFault } from './cache-shapes.ts';
 
 /** Label selectors and namespaces of MindCluster's ConfigMaps (formats.md 0.1, 0.2). */
 export const CM_SELECTORS = {
@@ -52,6 +52,8 @@ export interface SourcesOptions {
   readonly clusterSystemNamespace?: string;
   /** The job caches cut `custom-job-id` to one character past this (undefined: kept whole, ClusterD). */
   readonly customJobIdMaxChars?: number;
+  /** PodGroup and job caches cut condition messages to one character past this (undefined: whole, ClusterD). */
+  readonly conditionMessageMaxChars?: number;
 }
 
 export function createSources(client: KubeClient, opts: SourcesOptions = {}): Sources {
@@ -65,9 +67,9 @@ export function createSources(client: KubeClient, opts: SourcesOptions = {}): So
     resetConfigs: mk({ name: 'reset_config', path: paths.configMaps(), labelSelector: s.resetConfig.label, filter: hasPrefix(s.resetConfig.prefix) }),
     nodes: mk({ name: 'nodes', path: paths.nodes(), transform: trimNode }),
     pods: mk({ name: 'pods', path: paths.pods(), labelSelector: opts.podLabelSelector, transform: trimPod }),
-    podGroups: mk({ name: 'podgroups', path: paths.podGroups() }),
-    vcJobs: mk({ name: 'vcjobs', path: paths.vcJobs(), transform: trimJobObject(opts.customJobIdMaxChars) }),
-    ascendJobs: mk({ name: 'ascendjobs', path: paths.ascendJobs(), transform: trimJobObject(opts.customJobIdMaxChars) }),
+    podGroups: mk({ name: 'podgroups', path: paths.podGroups(), transform: trimPodGroup(opts.conditionMessageMaxChars) }),
+    vcJobs: mk({ name: 'vcjobs', path: paths.vcJobs(), transform: trimJobObject(opts.customJobIdMaxChars, opts.conditionMessageMaxChars) }),
+    ascendJobs: mk({ name: 'ascendjobs', path: paths.ascendJobs(), transform: trimJobObject(opts.customJobIdMaxChars, opts.conditionMessageMaxChars) }),
     mindxDlConfigMaps: mk({ name: 'configmaps_mindx_dl', path: paths.configMaps('mindx-dl'), transform: digestClusterInfo }),
     volcanoConfigMaps: mk({ name: 'configmaps_volcano_system', path: paths.configMaps('volcano-system') }),
     jobSummaryConfigMaps: mk({ name: 'configmaps_job_summary', path: paths.configMaps(), labelSelector: 'outside-job-info=true', filter: isJobSummaryName, transform: digestJobSummary }),

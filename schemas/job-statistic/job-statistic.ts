@@ -12,7 +12,7 @@
  *   to the next; ours is stable (the order entries were loaded or added in). README: compatibility.
  * - Size: a ConfigMap holds at most 1 MiB of data. ClusterD copies `custom-job-id` whole and writes
  *   every entry, so one tenant's long ids (or ~6,000 jobs) make every later write fail and the
- *   statistic stops for every job. With the limits on (--job-statistic-limits), an id over
+ *   statistic stops for every job. With the limits on (--output-limits), an id over
  *   MAX_CUSTOM_JOB_ID_CHARS is left out of its entry and `fitJobStatistics` leaves out entries
  *   (stopped jobs first, oldest stop first, then the earliest added) until the data fits.
  */

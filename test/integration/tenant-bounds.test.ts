@@ -4,7 +4,8 @@
  * ClusterD's job summaries, which the controller watches in every namespace) and Volcano Jobs
  * with a 240 KB `custom-job-id` annotation. The controller's caches keep only what it reads of
  * them (controllers/sources/cache-shapes.ts), and `mindx-dl/current-job-statistic` keeps being
- * written for the other jobs.
+ * written for the other jobs. Likewise a PodGroup whose status (the tenant's to write: no status
+ * subresource) carries a 1.1 MB condition message: `scheduling-exception-report` keeps being written.
  */
 import { paths, type KubeClient, type KubeObject } from '../../runtime/kube-client.ts';
 import type { ConfigMap } from '../../runtime/kube-objects.ts';
@@ -13,6 +14,7 @@ import { Manager } from '../../controllers/manager.ts';
 import { parseOptions } from '../../controllers/options.ts';
 import { Metrics } from '../../telemetry/metrics.ts';
 import { JOB_STATISTIC_CM_NAME, parseJobStatistics } from '../../schemas/job-statistic/job-statistic.ts';
+import { SCHEDULING_EXCEPTION_CM_NAME } from '../../schemas/scheduling-exception/scheduling-exception.ts';
 import { recordingLogger, type LogLine } from '../support/fault-policy-test-kit.ts';
 import { adminClient, ensureNamespace, eventually, newNamespace } from '../support/cluster.ts';
 import { newTenant, type Tenant } from '../support/tenant.ts';
@@ -34,12 +36,14 @@ describe('tenant: bounded caches and outputs', () => {
   let manager: Manager;
   let tenant: Tenant;
   let t: KubeClient;
+  let csNs = '';
 
   beforeAll(async () => {
     await ensureNamespace(admin, 'mindx-dl');
     tenant = await newTenant(admin, 'bounds');
     t = tenant.client;
-    manager = new Manager({ client: admin, log: recordingLogger(lines), metrics, options: parseOptions(['--http-port=0', '--grpc-port=0', '--cluster-info-refresh-seconds=0'], {}) });
+    csNs = await newNamespace(admin, 'cs');
+    manager = new Manager({ client: admin, log: recordingLogger(lines), metrics, options: parseOptions(['--http-port=0', '--grpc-port=0', '--cluster-info-refresh-seconds=0', `--cluster-system-namespace=${csNs}`], {}) });
     await manager.start();
   }, 60_000);
 
@@ -87,5 +91,29 @@ describe('tenant: bounded caches and outputs', () => {
     const theirs = statistic.filter((e) => e.customId !== 'platform-42' && e.customId.startsWith('c'));
     expect(theirs).toEqual([]);
     expect(lines.find((l) => l.msg.startsWith('custom-job-id too long'))).toMatchObject({ level: 'warn', maxChars: 253 });
+  }, 90_000);
+
+  it('a PodGroup condition message of 1.1 MB: the PodGroup cache keeps it cut, and scheduling-exception-report keeps updating for other jobs', async () => {
+    const job = await t.create<KubeObject>(paths.vcJobs(tenant.ns), vcJob(tenant.ns, 'noisy'));
+    const owner = { apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job', name: 'noisy', uid: job.metadata!.uid!, controller: true };
+    await t.create(paths.podGroups(tenant.ns), {
+      apiVersion: 'scheduling.volcano.sh/v1beta1', kind: 'PodGroup',
+      metadata: { name: 'noisy-pg', namespace: tenant.ns, ownerReferences: [owner] },
+      spec: { minMember: 1, queue: 'default' },
+      status: { phase: 'Pending', conditions: [{ type: 'Unschedulable', status: 'True', reason: 'JobEnqueueFailed', message: 'm'.repeat(1_100_000) }] },
+    });
+    const pgs = manager.sources.podGroups;
+    await eventually(() => pgs.get(`${tenant.ns}/noisy-pg`) !== undefined, 20_000);
+    expect(cachedBytes(pgs as Reflector<KubeObject>, tenant.ns)).toBeLessThan(8_192);
+
+    const otherNs = await newNamespace(admin, 'victim');
+    const victim = await admin.create<KubeObject>(paths.vcJobs(otherNs), vcJob(otherNs, 'quiet'));
+    const report = await eventually(async () => {
+      const cm = await admin.getOrUndefined<ConfigMap>(paths.configMap(csNs, SCHEDULING_EXCEPTION_CM_NAME));
+      return cm?.data?.[`quiet.${victim.metadata!.uid!}`] !== undefined ? cm.data : undefined;
+    }, 40_000);
+    const noisy = JSON.parse(report[`noisy.${job.metadata!.uid!}`] ?? '{}') as { conditions?: { reason: string; message: string } };
+    expect(noisy.conditions?.reason).toBe('JobEnqueueFailed');
+    expect(noisy.conditions?.message).toBe(`${'m'.repeat(4096)} [cut]`);
   }, 90_000);
 });

@@ -131,7 +131,7 @@ downward API provides (--grpc-host <- POD_IP, --node-name <- NODE_NAME) are only
 - {{ printf "--decision-history-ttl-hours=%d" (int64 $c.decisionHistoryTtlHours) | quote }}
 - {{ printf "--cluster-system-namespace=%s" $c.clusterSystemNamespace | quote }}
 - {{ printf "--max-public-faults=%d" (int64 $c.maxPublicFaults) | quote }}
-- {{ printf "--job-statistic-limits=%t" $c.jobStatisticLimits | quote }}
+- {{ printf "--output-limits=%t" $c.outputLimits | quote }}
 - {{ printf "--max-series-per-metric=%d" (int64 $c.maxSeriesPerMetric) | quote }}
 {{- if $c.kubeconfig }}
 - {{ printf "--kubeconfig=%s" $c.kubeconfig | quote }}
