@@ -176,7 +176,11 @@ export function digestJobSummary(o: KubeObject): ConfigMap {
   const meta = identity(m);
   const labels = Object.fromEntries(JOB_SUMMARY_LABELS.flatMap((k) => (typeof m.labels?.[k] === 'string' ? [[k, m.labels[k]]] : [])));
   if (Object.keys(labels).length > 0) meta.labels = labels;
-  return { metadata: meta, dataDigest: dataDigest((o as ConfigMap).data) };
+  const out: ConfigMap = { metadata: meta, dataDigest: dataDigest((o as ConfigMap).data) };
+  // The writer's PUT starts from this copy: it says what it is.
+  if (typeof o.apiVersion === 'string') out.apiVersion = o.apiVersion;
+  if (typeof o.kind === 'string') out.kind = o.kind;
+  return out;
 }
 
 /** The job object's annotation ClusterD copies into current-job-statistic's `customID`. */
