@@ -9,7 +9,9 @@
  * `windowSeconds` (an older controller's) is shown as stored;
  * a reset is the annotation `clusterd-ts.io/breaker-reset` = `{"scope":"all"|scope,"by":user,"at":RFC3339}`,
  * which the controller acts on: it resets the scope, removes the request and records it as
- * `clusterd-ts.io/breaker-last-reset` (schemas/breaker-state).
+ * `clusterd-ts.io/breaker-last-reset` (schemas/breaker-state). A reset is asked for only when there
+ * is something to reset: a scope name that is not in the state is refused (exit 3), and so is a
+ * scope (or `all`) with nothing tripped, so a no-op never replaces the record of the real reset.
  */
 import { isNotFound, paths, type KubeClient } from '../runtime/kube-client.ts';
 import {
@@ -104,13 +106,38 @@ export async function breakerStatus(client: KubeClient, namespace: string, nowMs
   };
 }
 
+/** `cluster`, `all` or a switch domain: a label value (the domain label's) or `superpod-<id>`. */
+const SCOPE_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+
+/** Refuses a reset that would change nothing: an unknown scope, or nothing tripped in it (exit 3). */
+function checkReset(namespace: string, scope: string, cm: { data?: Record<string, string> }): void {
+  const text = cm.data?.[BREAKER_STATE_KEY];
+  const p = text === undefined ? undefined : parseBreakerState(text);
+  if (p === undefined) throw new CliError(`no breaker state in ${namespace}/${BREAKER_CM_NAME} (nothing to reset)`, EXIT.notFound);
+  if (!p.ok) throw new CliError(`${namespace}/${BREAKER_CM_NAME} key ${BREAKER_STATE_KEY} unreadable (${p.reason}); not changed`, EXIT.error);
+  const scopes = Object.values(p.value.scopes);
+  const tripped = scopes.filter((x) => x.tripped).map((x) => x.scope);
+  if (scope === 'all') {
+    if (tripped.length === 0) throw new CliError('nothing is tripped: no reset requested (the record of the last reset is kept)', EXIT.notFound);
+    return;
+  }
+  const named = p.value.scopes[scope];
+  if (named === undefined) throw new CliError(`unknown breaker scope ${scope}; scopes in the state: ${scopes.map((x) => x.scope).join(', ') || 'none'}`, EXIT.notFound);
+  if (!named.tripped) throw new CliError(`scope ${scope} is not tripped: no reset requested (the record of the last reset is kept)${tripped.length > 0 ? `; tripped: ${tripped.join(', ')}` : ''}`, EXIT.notFound);
+}
+
 export async function breakerReset(client: KubeClient, namespace: string, scope: string, by: string, at: string): Promise<{ scope: string; by: string; at: string }> {
+  if (!SCOPE_NAME.test(scope)) throw new CliError(`not a breaker scope: ${JSON.stringify(scope.slice(0, 80))} (all, cluster or a switch domain)`, EXIT.usage);
   const value = { scope, by, at };
+  let cm: { data?: Record<string, string>; metadata?: { resourceVersion?: string } };
   try {
-    await client.patch(paths.configMap(namespace, BREAKER_CM_NAME), { metadata: { annotations: { [BREAKER_RESET_ANNOTATION]: JSON.stringify(value) } } }, 'merge');
+    cm = await client.get(paths.configMap(namespace, BREAKER_CM_NAME));
   } catch (e) {
     if (isNotFound(e)) throw new CliError(`no breaker state: ConfigMap ${namespace}/${BREAKER_CM_NAME} does not exist (nothing to reset)`, EXIT.notFound);
     throw e;
   }
+  checkReset(namespace, scope, cm);
+  // On the version checked: a state that changed meanwhile is a 409, not a reset of something else.
+  await client.patch(paths.configMap(namespace, BREAKER_CM_NAME), { metadata: { resourceVersion: cm.metadata?.resourceVersion, annotations: { [BREAKER_RESET_ANNOTATION]: JSON.stringify(value) } } }, 'merge');
   return value;
 }

@@ -13,6 +13,7 @@ import { explainText, jobHistory, parseJobRef } from './explain.ts';
 import { listFaults } from './faults.ts';
 import { release } from './release.ts';
 import { BREAKER_CM_NAME, breakerReset, breakerStatus, sourceLines } from './breaker.ts';
+import { checkNamespace, checkNodeName } from './names.ts';
 
 interface Globals extends ConnectOptions { readonly output?: string; readonly clusterSystemNamespace: string; readonly controllerNamespace: string }
 
@@ -21,7 +22,8 @@ Exit codes:
   0  success
   1  unexpected error (apiserver 5xx, unreadable data the command needs)
   2  usage error (bad arguments or flags)
-  3  not found (no decision history for the job, no breaker state to reset)
+  3  not found (no decision history for the job; release: an unknown node or NPU; breaker reset: no
+     breaker state, an unknown scope, or nothing tripped in it)
   4  forbidden: your RBAC does not allow a request the command needs (the message names it)
   5  the apiserver cannot be reached, or refused the kubeconfig's credentials`;
 
@@ -36,7 +38,12 @@ export function program(): Command {
     .addHelpText('after', EXIT_HELP)
     .showHelpAfterError('(kubectl clusterd --help for usage)')
     .exitOverride();
-  const g = (): Globals => p.opts<Globals>();
+  const g = (): Globals => {
+    const o = p.opts<Globals>();
+    checkNamespace('--cluster-system-namespace', o.clusterSystemNamespace);
+    checkNamespace('--controller-namespace', o.controllerNamespace);
+    return o;
+  };
   const nowMs = (): number => Date.now();
 
   p.command('faults')
@@ -46,6 +53,7 @@ export function program(): Command {
     .action(async (o: { node?: string; job?: string }) => {
       const fmt = parseFormat(g().output);
       if (o.job !== undefined) parseJobRef(o.job);
+      if (o.node !== undefined) checkNodeName(o.node);
       const r = await listFaults(connect(g()), { ...o, clusterSystemNamespace: g().clusterSystemNamespace, nowMs: nowMs() });
       for (const w of r.warnings) process.stderr.write(`warning: ${w}\n`);
       emit(fmt, r, () => (r.faults.length === 0 ? 'No active faults.\n' : table(
@@ -68,7 +76,7 @@ export function program(): Command {
   p.command('release')
     .description('release manually separated NPUs of a node, whichever path separated them (device plugin key, clusterd-manual-info-cm, clusterd-ts escalation counters); records who and when')
     .argument('<node>', 'node name')
-    .argument('<npu...>', 'NPU names, e.g. Ascend910-3')
+    .argument('<npu...>', 'NPU names, e.g. Ascend910-3 (at most 64; each known on the node)')
     .action(async (node: string, npus: string[]) => {
       const fmt = parseFormat(g().output);
       const client = connect(g());

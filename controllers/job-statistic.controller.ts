@@ -16,15 +16,14 @@ import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { StatEvent, TimedStatEvent } from '../policy/jobs/job-statistic.ts';
 import type { JobSummaryState } from '../policy/jobs/job-summary.ts';
-import { JOB_STATISTIC_CM_NAME, JOB_STATISTIC_WRITE_INTERVAL_MS } from '../schemas/job-statistic/job-statistic.ts';
+import { JOB_STATISTIC_CM_NAME, JOB_STATISTIC_WRITE_INTERVAL_MS, MAX_CUSTOM_JOB_ID_CHARS } from '../schemas/job-statistic/job-statistic.ts';
 import { CLUSTER_INFO_NAMESPACE } from '../schemas/cluster-info/cluster-info.ts';
 import { JOB_STATISTIC_RECONCILE_KEY, jobStatisticReconciler } from '../reconcilers/job-statistic.reconciler.ts';
 import type { JobSummaryChange, JobSummaryStore } from '../reconcilers/job-summary.reconciler.ts';
 import { controllerOwner } from './job-summary.controller.ts';
 import type { Sources } from './sources/sources.ts';
+import { CUSTOM_JOB_ID_ANNOTATION } from './sources/cache-shapes.ts';
 
-/** The job object's annotation ClusterD copies into `customID`. */
-const CUSTOM_JOB_ID_ANNOTATION = 'custom-job-id';
 
 export interface JobStatisticControllerDeps {
   readonly sources: Sources;
@@ -33,24 +32,17 @@ export interface JobStatisticControllerDeps {
   readonly log: Logger;
   readonly metrics: Metrics;
   readonly now: () => number;
+  /**
+   * --output-limits: a custom-job-id over MAX_CUSTOM_JOB_ID_CHARS is left out and the
+   * ConfigMap kept within 1 MiB; false = ClusterD (copied whole, everything written).
+   */
+  readonly limits: boolean;
 }
-
-const jobAdd = (o: KubeObject): StatEvent => ({
-  kind: 'job_add', key: o.metadata?.uid ?? '', name: o.metadata?.name ?? '', namespace: o.metadata?.namespace ?? '',
-  customId: o.metadata?.annotations?.[CUSTOM_JOB_ID_ANNOTATION] ?? '',
-});
 
 /** The chips of the job's complete rank table (ClusterD's PreServerList), 0 while it is incomplete. */
 const cardsOf = (s: JobSummaryState): number =>
   (s.rankTable.status === 'complete' ? (s.rankTable.servers ?? []).reduce((n, srv) => n + srv.devices.length, 0) : 0);
 
-/** ClusterD's job event of a watch event (a Volcano Job's update means nothing to it). */
-function jobEvent(ev: WatchEvent<KubeObject>, ascend: boolean): StatEvent | undefined {
-  const o = ev.obj;
-  if (ev.type === 'add') return jobAdd(o);
-  if (ev.type === 'delete') return { kind: 'job_delete', key: o.metadata?.uid ?? '' };
-  return ascend ? { kind: 'acjob_update', key: o.metadata?.uid ?? '' } : undefined;
-}
 
 function summaryEvent(c: JobSummaryChange): StatEvent {
   if (c.next === undefined) return { kind: 'summary_delete', key: c.key };
@@ -75,6 +67,8 @@ export class JobStatisticController {
       podGroupJobs: () => new Set([...s.podGroups.store.values()].filter((pg) => identityOf(pg, s)?.verdict.ok !== false).map((pg) => controllerOwner(pg)?.uid ?? '').filter((u) => u !== '')),
       onInvalid: (reason) => d.metrics.invalidInput.inc({ format: 'job_statistic', reason }),
       onRefused: (keys) => d.metrics.boundHits.inc({ bound: 'job_statistics' }, keys.length),
+      limits: d.limits,
+      onOmitted: (ids, maxBytes) => d.metrics.bounds.hit('job_statistic_bytes', 'current-job-statistic over a ConfigMap\'s size: entries left out of this write (kept in memory)', { configMap: JOB_STATISTIC_CM_NAME, maxBytes, omitted: ids.slice(0, 10) }, ids.length),
     }), { log: d.log, metrics: d.metrics, now: d.now });
   }
 
@@ -82,8 +76,8 @@ export class JobStatisticController {
   start(): void {
     const s = this.d.sources;
     this.subs = [
-      s.vcJobs.events$.subscribe((ev) => this.push(jobEvent(ev as WatchEvent<KubeObject>, false))),
-      s.ascendJobs.events$.subscribe((ev) => this.push(jobEvent(ev as WatchEvent<KubeObject>, true))),
+      s.vcJobs.events$.subscribe((ev) => this.push(this.jobEvent(ev as WatchEvent<KubeObject>, false))),
+      s.ascendJobs.events$.subscribe((ev) => this.push(this.jobEvent(ev as WatchEvent<KubeObject>, true))),
       this.d.summaries.changes$.subscribe((c) => this.push(summaryEvent(c))),
     ];
   }
@@ -94,7 +88,7 @@ export class JobStatisticController {
   startActing(): void {
     this.acting = true;
     const s = this.d.sources;
-    for (const o of [...s.vcJobs.store.values(), ...s.ascendJobs.store.values()]) this.push(jobAdd(o));
+    for (const o of [...s.vcJobs.store.values(), ...s.ascendJobs.store.values()]) this.push(this.jobAdd(o));
     this.loop.start();
     this.loop.queue.addAfter(JOB_STATISTIC_RECONCILE_KEY, JOB_STATISTIC_WRITE_INTERVAL_MS);
   }
@@ -103,6 +97,26 @@ export class JobStatisticController {
     this.acting = false;
     this.inbox = [];
     await this.loop.stop();
+  }
+
+  /** ClusterD's job event of a watch event (a Volcano Job's update means nothing to it). */
+  private jobEvent(ev: WatchEvent<KubeObject>, ascend: boolean): StatEvent | undefined {
+    const o = ev.obj;
+    if (ev.type === 'add') return this.jobAdd(o);
+    if (ev.type === 'delete') return { kind: 'job_delete', key: o.metadata?.uid ?? '' };
+    return ascend ? { kind: 'acjob_update', key: o.metadata?.uid ?? '' } : undefined;
+  }
+
+  /** VCJobCreate / ACJobCreate; with the limits an over-long custom-job-id is left out (counted, logged). */
+  private jobAdd(o: KubeObject): StatEvent {
+    let customId = o.metadata?.annotations?.[CUSTOM_JOB_ID_ANNOTATION] ?? '';
+    if (this.d.limits && customId.length > MAX_CUSTOM_JOB_ID_CHARS) {
+      this.d.metrics.bounds.hit('custom_job_id_chars', 'custom-job-id too long: left out of current-job-statistic', {
+        job: `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`, maxChars: MAX_CUSTOM_JOB_ID_CHARS,
+      });
+      customId = '';
+    }
+    return { kind: 'job_add', key: o.metadata?.uid ?? '', name: o.metadata?.name ?? '', namespace: o.metadata?.namespace ?? '', customId };
   }
 
   private push(event: StatEvent | undefined): void {

@@ -32,8 +32,9 @@ import { ESCALATION_STATE_RECONCILE_KEY, escalationStateReconciler } from '../re
 import { MANUAL_INFO_RECONCILE_KEY, manualInfoReconciler } from '../reconcilers/manual-info.reconciler.ts';
 import { STATISTIC_FAULT_RECONCILE_KEY, statisticFaultReconciler } from '../reconcilers/statistic-fault.reconciler.ts';
 import { STATISTIC_FAULT_CM_NAME } from '../schemas/statistic-fault/statistic-fault.ts';
+import { MAX_CONFIGMAP_DATA_BYTES, MAX_CUSTOM_JOB_ID_CHARS } from '../schemas/job-statistic/job-statistic.ts';
 import { SCHEDULING_EXCEPTION_RECONCILE_KEY, schedulingExceptionReconciler } from '../reconcilers/scheduling-exception.reconciler.ts';
-import { SCHEDULING_EXCEPTION_CHECK_INTERVAL_MS, SCHEDULING_EXCEPTION_CM_NAME } from '../schemas/scheduling-exception/scheduling-exception.ts';
+import { MAX_EXCEPTION_MESSAGE_CHARS, SCHEDULING_EXCEPTION_CHECK_INTERVAL_MS, SCHEDULING_EXCEPTION_CM_NAME } from '../schemas/scheduling-exception/scheduling-exception.ts';
 import { FaultFiltersController } from './fault-filters.controller.ts';
 import { JobSummaryController } from './job-summary.controller.ts';
 import { JobStatisticController } from './job-statistic.controller.ts';
@@ -141,7 +142,11 @@ export class Manager implements HealthSource {
     this.deps = deps;
     this.now = deps.now ?? Date.now;
     deps.client.onRequest = (method, status) => deps.metrics.apiRequests.inc({ method, code: String(status) });
-    this.sources = createSources(deps.client, { log: deps.log.child({ component: 'sources' }), clusterSystemNamespace: deps.options.clusterSystemNamespace });
+    this.sources = createSources(deps.client, {
+      log: deps.log.child({ component: 'sources' }), clusterSystemNamespace: deps.options.clusterSystemNamespace,
+      customJobIdMaxChars: deps.options.outputLimits ? MAX_CUSTOM_JOB_ID_CHARS : undefined,
+      conditionMessageMaxChars: deps.options.outputLimits ? MAX_EXCEPTION_MESSAGE_CHARS : undefined,
+    });
     const { options, log, metrics } = deps;
     const s = this.sources;
     const now = this.now;
@@ -288,11 +293,16 @@ export class Manager implements HealthSource {
       actual: () => s.mindxDlConfigMaps.get(`${CLUSTER_INFO_NAMESPACE}/${LAST_GOOD_CM_NAME}`),
     }));
     this.jobSummary = new JobSummaryController({ sources: s, writer, log, metrics, now });
-    this.jobStatistic = new JobStatisticController({ sources: s, summaries: this.jobSummary.store, writer, log, metrics, now });
+    this.jobStatistic = new JobStatisticController({ sources: s, summaries: this.jobSummary.store, writer, log, metrics, now, limits: options.outputLimits });
     this.jobIdentity = new JobIdentityController({ sources: s, client: deps.client, log: log.child({ controller: 'job_identity' }), metrics, now, dryRun: options.dryRun });
     this.schedulingException = loop(schedulingExceptionReconciler({
       writer, namespace: csNs, actual: () => s.clusterSystemConfigMaps.get(`${csNs}/${SCHEDULING_EXCEPTION_CM_NAME}`),
       inputs: () => this.jobSummary.exceptionInputs(),
+      limits: options.outputLimits,
+      onLimited: (cut, omitted) => {
+        if (cut.length > 0) metrics.bounds.hit('scheduling_exception_message_chars', 'scheduling-exception-report: condition messages cut to their bound', { configMap: SCHEDULING_EXCEPTION_CM_NAME, maxChars: MAX_EXCEPTION_MESSAGE_CHARS, jobs: cut.slice(0, 10) }, cut.length);
+        if (omitted.length > 0) metrics.bounds.hit('scheduling_exception_bytes', 'scheduling-exception-report over a ConfigMap\'s size: entries left out of this write', { configMap: SCHEDULING_EXCEPTION_CM_NAME, maxBytes: MAX_CONFIGMAP_DATA_BYTES, jobs: omitted.slice(0, 10) }, omitted.length);
+      },
     }));
     this.flows = this.buildFlows(ports, clusterInfo);
   }

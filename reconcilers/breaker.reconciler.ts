@@ -5,8 +5,9 @@
  * One pass: (0) a state written by someone else (a newer object whose `state` is not our last write,
  * e.g. restored from a backup or edited by hand) is adopted when readable, so the ConfigMap stays the
  * truth; (1) a reset annotation is parsed and applied when it is newer than the trip (older ones
- * are stale: logged, the trip stands); either way the request is removed and the applied one recorded
- * in `clusterd-ts.io/breaker-last-reset`; an unreadable one is logged, counted
+ * are stale: logged, the trip stands); either way the request is removed, and one that reset a
+ * tripped scope is recorded in `clusterd-ts.io/breaker-last-reset` (one that reset nothing does not
+ * replace the record); an unreadable one is logged, counted
  * (`clusterd_invalid_input_total{format="breaker_reset"}`) and removed; (2) due auto-resets;
  * (3) Events for trips, resets and held isolations; (4) the state, written when it changed: a
  * state that differs from the persisted one only by stamps that have aged out of the window since
@@ -71,7 +72,10 @@ export function breakerReconciler(d: BreakerReconcilerDeps): Reconciler {
         } else {
           const r = d.applyReset(p.value);
           ctx.log.warn('breaker reset request', { scope: p.value.scope, by: p.value.by, at: new Date(p.value.atMs).toISOString(), reset: r.reset, stale: r.stale });
-          annotations[BREAKER_LAST_RESET_ANNOTATION] = encodeResetRequest(p.value);
+          // The record names who reset a trip: a request that reset nothing (no such scope, not
+          // tripped, stale) is removed but does not replace it.
+          if (r.reset.length > 0) annotations[BREAKER_LAST_RESET_ANNOTATION] = encodeResetRequest(p.value);
+          else ctx.log.warn('breaker reset request reset nothing; the record of the last reset is kept', { scope: p.value.scope, by: p.value.by, stale: r.stale });
         }
       }
       d.autoReset(ctx.now());

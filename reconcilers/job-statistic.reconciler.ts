@@ -9,9 +9,14 @@
  * loads the ConfigMap the last process left (entries of jobs that still have a PodGroup), then the
  * job and job-summary events collected since (the controller's inbox, each with its time) are
  * applied in order. A failed write is retried (ClusterD waits for the next change).
+ *
+ * With `limits` (--output-limits) the written data is kept within a ConfigMap's 1 MiB by
+ * leaving entries out (schemas/job-statistic fitJobStatistics): they stay in memory and come back
+ * once there is room. Without, every entry is written as ClusterD does, and past 1 MiB every write
+ * fails.
  */
 import { applyStatEvents, loadStatistics, type JobStatEntry, type TimedStatEvent } from '../policy/jobs/job-statistic.ts';
-import { JOB_STATISTIC_CM_NAME, JOB_STATISTIC_WRITE_INTERVAL_MS, jobStatisticData, parseJobStatistics } from '../schemas/job-statistic/job-statistic.ts';
+import { JOB_STATISTIC_CM_NAME, JOB_STATISTIC_WRITE_INTERVAL_MS, MAX_CONFIGMAP_DATA_BYTES, fitJobStatistics, jobStatisticData, parseJobStatistics } from '../schemas/job-statistic/job-statistic.ts';
 import type { ConfigMap } from '../runtime/kube-objects.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { Outcome, ReconcileContext, Reconciler } from '../runtime/reconciler.ts';
@@ -30,6 +35,10 @@ export interface JobStatisticDeps {
   readonly onInvalid: (reason: string) => void;
   /** Jobs refused at MAX_JOB_STATISTICS entries (metric bound_hits_total). */
   readonly onRefused: (keys: readonly string[]) => void;
+  /** Keep the written data within MAX_CONFIGMAP_DATA_BYTES (false: ClusterD, everything). */
+  readonly limits: boolean;
+  /** Entries left out of this write to fit (metric bound_hits_total, rate-limited log). */
+  readonly onOmitted: (ids: readonly string[], maxBytes: number) => void;
 }
 
 export function jobStatisticReconciler(deps: JobStatisticDeps): Reconciler {
@@ -67,7 +76,12 @@ export function jobStatisticReconciler(deps: JobStatisticDeps): Reconciler {
         deps.onRefused(step.refused);
       }
       if (version !== written) {
-        const data = jobStatisticData([...entries.values()]);
+        let data = jobStatisticData([...entries.values()]);
+        if (deps.limits) {
+          const fit = fitJobStatistics([...entries.values()], MAX_CONFIGMAP_DATA_BYTES);
+          data = fit.data;
+          if (fit.omitted.length > 0) deps.onOmitted(fit.omitted, MAX_CONFIGMAP_DATA_BYTES);
+        }
         await deps.writer.ensure('job_statistic', { namespace: deps.namespace, name: JOB_STATISTIC_CM_NAME, data, exactMetadata: true }, deps.actual());
         written = version;
         ctx.log.info('current-job-statistic written', { jobs: entries.size });

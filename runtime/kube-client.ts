@@ -299,24 +299,27 @@ export class KubeClient {
   }
 }
 
-/** REST paths for the kinds this controller touches. */
+/** One path segment: a name never adds segments (`a/../b`) nor a query. */
+const seg = encodeURIComponent;
+
+/** REST paths for the kinds this controller touches; every namespace and name is one encoded segment. */
 export const paths = {
-  configMaps: (ns?: string) => (ns === undefined ? '/api/v1/configmaps' : `/api/v1/namespaces/${ns}/configmaps`),
-  configMap: (ns: string, name: string) => `/api/v1/namespaces/${ns}/configmaps/${name}`,
-  pods: (ns?: string) => (ns === undefined ? '/api/v1/pods' : `/api/v1/namespaces/${ns}/pods`),
-  pod: (ns: string, name: string) => `/api/v1/namespaces/${ns}/pods/${name}`,
-  podStatus: (ns: string, name: string) => `/api/v1/namespaces/${ns}/pods/${name}/status`,
+  configMaps: (ns?: string) => (ns === undefined ? '/api/v1/configmaps' : `/api/v1/namespaces/${seg(ns)}/configmaps`),
+  configMap: (ns: string, name: string) => `/api/v1/namespaces/${seg(ns)}/configmaps/${seg(name)}`,
+  pods: (ns?: string) => (ns === undefined ? '/api/v1/pods' : `/api/v1/namespaces/${seg(ns)}/pods`),
+  pod: (ns: string, name: string) => `/api/v1/namespaces/${seg(ns)}/pods/${seg(name)}`,
+  podStatus: (ns: string, name: string) => `/api/v1/namespaces/${seg(ns)}/pods/${seg(name)}/status`,
   nodes: () => '/api/v1/nodes',
-  node: (name: string) => `/api/v1/nodes/${name}`,
-  nodeStatus: (name: string) => `/api/v1/nodes/${name}/status`,
+  node: (name: string) => `/api/v1/nodes/${seg(name)}`,
+  nodeStatus: (name: string) => `/api/v1/nodes/${seg(name)}/status`,
   namespaces: () => '/api/v1/namespaces',
-  events: (ns: string) => `/api/v1/namespaces/${ns}/events`,
-  podGroups: (ns?: string) => (ns === undefined ? '/apis/scheduling.volcano.sh/v1beta1/podgroups' : `/apis/scheduling.volcano.sh/v1beta1/namespaces/${ns}/podgroups`),
-  podGroup: (ns: string, name: string) => `/apis/scheduling.volcano.sh/v1beta1/namespaces/${ns}/podgroups/${name}`,
-  vcJobs: (ns?: string) => (ns === undefined ? '/apis/batch.volcano.sh/v1alpha1/jobs' : `/apis/batch.volcano.sh/v1alpha1/namespaces/${ns}/jobs`),
-  vcJob: (ns: string, name: string) => `/apis/batch.volcano.sh/v1alpha1/namespaces/${ns}/jobs/${name}`,
-  ascendJobs: (ns?: string) => (ns === undefined ? '/apis/mindxdl.gitee.com/v1/ascendjobs' : `/apis/mindxdl.gitee.com/v1/namespaces/${ns}/ascendjobs`),
-  ascendJob: (ns: string, name: string) => `/apis/mindxdl.gitee.com/v1/namespaces/${ns}/ascendjobs/${name}`,
-  leases: (ns: string) => `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases`,
-  lease: (ns: string, name: string) => `/apis/coordination.k8s.io/v1/namespaces/${ns}/leases/${name}`,
+  events: (ns: string) => `/api/v1/namespaces/${seg(ns)}/events`,
+  podGroups: (ns?: string) => (ns === undefined ? '/apis/scheduling.volcano.sh/v1beta1/podgroups' : `/apis/scheduling.volcano.sh/v1beta1/namespaces/${seg(ns)}/podgroups`),
+  podGroup: (ns: string, name: string) => `/apis/scheduling.volcano.sh/v1beta1/namespaces/${seg(ns)}/podgroups/${seg(name)}`,
+  vcJobs: (ns?: string) => (ns === undefined ? '/apis/batch.volcano.sh/v1alpha1/jobs' : `/apis/batch.volcano.sh/v1alpha1/namespaces/${seg(ns)}/jobs`),
+  vcJob: (ns: string, name: string) => `/apis/batch.volcano.sh/v1alpha1/namespaces/${seg(ns)}/jobs/${seg(name)}`,
+  ascendJobs: (ns?: string) => (ns === undefined ? '/apis/mindxdl.gitee.com/v1/ascendjobs' : `/apis/mindxdl.gitee.com/v1/namespaces/${seg(ns)}/ascendjobs`),
+  ascendJob: (ns: string, name: string) => `/apis/mindxdl.gitee.com/v1/namespaces/${seg(ns)}/ascendjobs/${seg(name)}`,
+  leases: (ns: string) => `/apis/coordination.k8s.io/v1/namespaces/${seg(ns)}/leases`,
+  lease: (ns: string, name: string) => `/apis/coordination.k8s.io/v1/namespaces/${seg(ns)}/leases/${seg(name)}`,
 } as const;

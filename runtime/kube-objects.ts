@@ -69,5 +69,18 @@ export type Node = {
   };
 };
 export type PodGroup = KubeObject & { spec?: Record<string, unknown>; status?: { phase?: string; [k: string]: unknown } };
+/**
+ * A Volcano Job or AscendJob as the controller's informers keep it (controllers/sources/cache-shapes.ts
+ * trimJobObject): closed, so a reader of a field the cache drops does not compile.
+ */
+export type JobObject = {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: CachedMeta;
+  status?: {
+    state?: { phase?: string };
+    conditions?: Array<{ type?: string; status?: string; reason?: string; message?: string }>;
+  };
+};
 export type VcJob = KubeObject & { spec?: Record<string, unknown>; status?: Record<string, unknown> };
 export type AscendJob = KubeObject & { spec?: Record<string, unknown>; status?: Record<string, unknown> };

@@ -26,6 +26,13 @@ export const BOUNDS = {
   grpcSideStreamsPerJob: 'grpc_side_streams_per_job',
   /** Writes queued for a client that does not read: its stream is reset. */
   grpcStreamPendingWrites: 'grpc_stream_pending_writes',
+  /** current-job-statistic within a ConfigMap's 1 MiB: entries left out of the write. */
+  jobStatisticBytes: 'job_statistic_bytes',
+  /** A job's custom-job-id over its bound: left out of its current-job-statistic entry. */
+  customJobIdChars: 'custom_job_id_chars',
+  /** scheduling-exception-report: messages cut to their bound, entries left out to stay within 1 MiB. */
+  schedulingExceptionMessage: 'scheduling_exception_message_chars',
+  schedulingExceptionBytes: 'scheduling_exception_bytes',
 } as const;
 export type Bound = (typeof BOUNDS)[keyof typeof BOUNDS];
 

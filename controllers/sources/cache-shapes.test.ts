@@ -1,6 +1,6 @@
 import { podCallerIps } from '../grpc-caller.ts';
 import { describe, expect, it } from '@jest/globals';
-import { digestClusterInfo, trimNode, trimPod } from './cache-shapes.ts';
+import { CUSTOM_JOB_ID_ANNOTATION, digestClusterInfo, digestJobSummary, isJobSummaryName, trimJobObject, trimNode, trimPod, trimPodGroup, trimPublicFault } from './cache-shapes.ts';
 import { podMetaOf } from '../../state/job-index.ts';
 import { summaryPodOf } from '../job-summary.controller.ts';
 import { podUse } from '../../state/npu-usage.ts';
@@ -102,5 +102,56 @@ describe('what the informers keep (cache-shapes)', () => {
     const state = digestClusterInfo({ metadata: { name: 'job-reschedule-reason', namespace: 'mindx-dl' }, data: { a: 'b' } });
     expect(state.data).toEqual({ a: 'b' });
     expect(state.dataDigest).toBeUndefined();
+  });
+});
+
+describe('tenant-writable objects: what the job-summary and job caches keep', () => {
+  it('job summaries: only job-summary-* names, as identity, our two labels and the digest of the data', () => {
+    const cm = {
+      metadata: { name: 'job-summary-a', namespace: 'team', uid: 'u', resourceVersion: '7', labels: { 'outside-job-info': 'true', 'ring-controller.atlas': 'ascend-910', big: 'x' }, annotations: { note: 'n'.repeat(1000) } },
+      data: { 'hccl.json': 'y'.repeat(10_000), job_id: 'j' },
+    } as KubeObject;
+    expect(isJobSummaryName(cm)).toBe(true);
+    expect(isJobSummaryName({ metadata: { name: 'flood-1' } })).toBe(false);
+    expect(digestJobSummary(cm)).toEqual({
+      metadata: { name: 'job-summary-a', namespace: 'team', uid: 'u', resourceVersion: '7', labels: { 'outside-job-info': 'true', 'ring-controller.atlas': 'ascend-910' } },
+      dataDigest: dataDigest({ 'hccl.json': 'y'.repeat(10_000), job_id: 'j' }),
+    });
+  });
+
+  it('job objects: identity, custom-job-id cut one past the bound, phase and conditions; nothing of the spec', () => {
+    const job = {
+      metadata: { name: 'j', namespace: 'team', uid: 'u', resourceVersion: '3', labels: { a: 'b' }, annotations: { [CUSTOM_JOB_ID_ANNOTATION]: 'c'.repeat(5000), other: 'o' } },
+      spec: { tasks: [{ template: { spec: { containers: [{ image: 'x' }] } } }] },
+      status: { state: { phase: 'Running', reason: 'r' }, conditions: [{ type: 'Running', status: 'True', reason: 'x', message: 'm', lastTransitionTime: T }], succeeded: 1 },
+    } as KubeObject;
+    expect(trimJobObject(253)(job)).toEqual({
+      metadata: { name: 'j', namespace: 'team', uid: 'u', resourceVersion: '3', annotations: { [CUSTOM_JOB_ID_ANNOTATION]: 'c'.repeat(254) } },
+      status: { state: { phase: 'Running' }, conditions: [{ type: 'Running', status: 'True', reason: 'x', message: 'm' }] },
+    });
+    expect(trimJobObject(undefined)(job).metadata?.annotations?.[CUSTOM_JOB_ID_ANNOTATION]).toHaveLength(5000);
+    expect(trimJobObject(253)({ metadata: { name: 'k', namespace: 'n' } })).toEqual({ metadata: { name: 'k', namespace: 'n' } });
+  });
+
+  it('public-fault ConfigMaps: identity and the PublicFault key only', () => {
+    const cm = { metadata: { name: 'pf', namespace: 'team', uid: 'u', resourceVersion: '1', labels: { 'mc-consumer-publicfault': 'true', x: 'y' }, annotations: { a: 'b'.repeat(100) } }, data: { PublicFault: '{}', other: 'z'.repeat(100) } } as KubeObject;
+    expect(trimPublicFault(cm)).toEqual({ metadata: { name: 'pf', namespace: 'team', uid: 'u', resourceVersion: '1' }, data: { PublicFault: '{}' } });
+    expect(trimPublicFault({ metadata: { name: 'pf', namespace: 'team' } })).toEqual({ metadata: { name: 'pf', namespace: 'team' } });
+  });
+
+  it('PodGroups: metadata whole, minMember/queue/minResources keys, phase and conditions with messages cut one past the bound', () => {
+    const pg = {
+      apiVersion: 'scheduling.volcano.sh/v1beta1', kind: 'PodGroup',
+      metadata: { name: 'pg', namespace: 'team', uid: 'u', labels: { 'fault-scheduling': 'grace' }, annotations: { a: 'b' }, ownerReferences: [{ apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job', name: 'j', uid: 'ju', controller: true }], managedFields: [{}] },
+      spec: { minMember: 2, queue: 'q', minResources: { 'huawei.com/npu': '16', cpu: '8' }, priorityClassName: 'x', minTaskMember: { w: 2 } },
+      status: { phase: 'Pending', running: 1, conditions: [{ type: 'Unschedulable', status: 'True', reason: 'JobEnqueueFailed', message: 'm'.repeat(10_000), lastTransitionTime: T, transitionID: 'x' }] },
+    } as KubeObject;
+    expect(trimPodGroup(4096)(pg)).toEqual({
+      metadata: { name: 'pg', namespace: 'team', uid: 'u', labels: { 'fault-scheduling': 'grace' }, annotations: { a: 'b' }, ownerReferences: [{ apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job', name: 'j', uid: 'ju', controller: true }] },
+      spec: { minMember: 2, queue: 'q', minResources: { 'huawei.com/npu': '', cpu: '' } },
+      status: { phase: 'Pending', conditions: [{ type: 'Unschedulable', status: 'True', reason: 'JobEnqueueFailed', message: 'm'.repeat(4097) }] },
+    });
+    expect(trimPodGroup(undefined)(pg).status?.conditions).toEqual([expect.objectContaining({ message: 'm'.repeat(10_000) })]);
+    expect(trimPodGroup(4096)({ metadata: { name: 'p' }, spec: { minResources: null } }).spec).toEqual({ minResources: null });
   });
 });

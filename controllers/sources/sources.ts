@@ -4,9 +4,9 @@
  */
 import { combineLatest, map, type Observable } from 'rxjs';
 import { paths, type KubeClient, type KubeObject } from '../../runtime/kube-client.ts';
-import type { ConfigMap, Node, Pod, PodGroup, VcJob, AscendJob } from '../../runtime/kube-objects.ts';
+import type { ConfigMap, JobObject, Node, Pod, PodGroup } from '../../runtime/kube-objects.ts';
 import { Reflector, type ReflectorHealth, type ReflectorOptions } from '../../runtime/reflector.ts';
-import { digestClusterInfo, trimNode, trimPod } from './cache-shapes.ts';
+import { digestClusterInfo, digestJobSummary, isJobSummaryName, trimJobObject, trimNode, trimPod, trimPodGroup, trimPublicFault } from './cache-shapes.ts';
 
 /** Label selectors and namespaces of MindCluster's ConfigMaps (formats.md 0.1, 0.2). */
 export const CM_SELECTORS = {
@@ -28,13 +28,17 @@ export interface Sources {
   readonly nodes: Reflector<Node>;
   readonly pods: Reflector<Pod>;
   readonly podGroups: Reflector<PodGroup>;
-  readonly vcJobs: Reflector<VcJob>;
-  readonly ascendJobs: Reflector<AscendJob>;
+  /** Volcano Jobs and AscendJobs, trimmed to what the job statistic and exception report read. */
+  readonly vcJobs: Reflector<JobObject>;
+  readonly ascendJobs: Reflector<JobObject>;
   /** ConfigMaps we write in mindx-dl (cluster-info-*, job-reschedule-reason, escalation state). */
   readonly mindxDlConfigMaps: Reflector<ConfigMap>;
   /** ConfigMaps we write in volcano-system (vcjob-fault-npu-cm, tor-share-cm). */
   readonly volcanoConfigMaps: Reflector<ConfigMap>;
-  /** ClusterD's per-job summaries we write, in every namespace (label outside-job-info=true). */
+  /**
+   * ClusterD's per-job summaries we write, in every namespace (label outside-job-info=true, names
+   * job-summary-*): identity, our labels and a digest of the data (cache-shapes.ts digestJobSummary).
+   */
   readonly jobSummaryConfigMaps: Reflector<ConfigMap>;
   /** ConfigMaps of cluster-system: clusterd-config-cm (read), clusterd-manual-info-cm and the escalation state (written). */
   readonly clusterSystemConfigMaps: Reflector<ConfigMap>;
@@ -46,6 +50,10 @@ export interface SourcesOptions {
   readonly podLabelSelector?: string;
   /** Namespace of clusterd-config-cm, clusterd-manual-info-cm and the escalation state (default cluster-system). */
   readonly clusterSystemNamespace?: string;
+  /** The job caches cut `custom-job-id` to one character past this (undefined: kept whole, ClusterD). */
+  readonly customJobIdMaxChars?: number;
+  /** PodGroup and job caches cut condition messages to one character past this (undefined: whole, ClusterD). */
+  readonly conditionMessageMaxChars?: number;
 }
 
 export function createSources(client: KubeClient, opts: SourcesOptions = {}): Sources {
@@ -54,17 +62,17 @@ export function createSources(client: KubeClient, opts: SourcesOptions = {}): So
   return {
     deviceInfo: mk({ name: 'device_info', path: paths.configMaps(s.deviceInfo.namespace), labelSelector: s.deviceInfo.label, filter: hasPrefix(s.deviceInfo.prefix) }),
     nodeInfo: mk({ name: 'node_info', path: paths.configMaps(s.nodeInfo.namespace), labelSelector: s.nodeInfo.label, filter: hasPrefix(s.nodeInfo.prefix) }),
-    publicFaults: mk({ name: 'public_fault', path: paths.configMaps(), labelSelector: s.publicFault.label }),
+    publicFaults: mk({ name: 'public_fault', path: paths.configMaps(), labelSelector: s.publicFault.label, transform: trimPublicFault }),
     faultConfig: mk({ name: 'fault_config', path: paths.configMaps(s.faultConfig.namespace), fieldSelector: `metadata.name=${s.faultConfig.name}` }),
     resetConfigs: mk({ name: 'reset_config', path: paths.configMaps(), labelSelector: s.resetConfig.label, filter: hasPrefix(s.resetConfig.prefix) }),
     nodes: mk({ name: 'nodes', path: paths.nodes(), transform: trimNode }),
     pods: mk({ name: 'pods', path: paths.pods(), labelSelector: opts.podLabelSelector, transform: trimPod }),
-    podGroups: mk({ name: 'podgroups', path: paths.podGroups() }),
-    vcJobs: mk({ name: 'vcjobs', path: paths.vcJobs() }),
-    ascendJobs: mk({ name: 'ascendjobs', path: paths.ascendJobs() }),
+    podGroups: mk({ name: 'podgroups', path: paths.podGroups(), transform: trimPodGroup(opts.conditionMessageMaxChars) }),
+    vcJobs: mk({ name: 'vcjobs', path: paths.vcJobs(), transform: trimJobObject(opts.customJobIdMaxChars, opts.conditionMessageMaxChars) }),
+    ascendJobs: mk({ name: 'ascendjobs', path: paths.ascendJobs(), transform: trimJobObject(opts.customJobIdMaxChars, opts.conditionMessageMaxChars) }),
     mindxDlConfigMaps: mk({ name: 'configmaps_mindx_dl', path: paths.configMaps('mindx-dl'), transform: digestClusterInfo }),
     volcanoConfigMaps: mk({ name: 'configmaps_volcano_system', path: paths.configMaps('volcano-system') }),
-    jobSummaryConfigMaps: mk({ name: 'configmaps_job_summary', path: paths.configMaps(), labelSelector: 'outside-job-info=true' }),
+    jobSummaryConfigMaps: mk({ name: 'configmaps_job_summary', path: paths.configMaps(), labelSelector: 'outside-job-info=true', filter: isJobSummaryName, transform: digestJobSummary }),
     clusterSystemConfigMaps: mk({ name: 'configmaps_cluster_system', path: paths.configMaps(opts.clusterSystemNamespace ?? 'cluster-system') }),
   };
 }

@@ -1,4 +1,4 @@
-import { JOB_STATISTIC_CM_NAME, MAX_JOB_STATISTICS, ZERO_STATISTIC, jobStatisticData, parseJobStatistics, type JobStatisticFields } from './job-statistic.ts';
+import { JOB_STATISTIC_CM_NAME, MAX_JOB_STATISTICS, ZERO_STATISTIC, fitJobStatistics, jobStatisticBytes, jobStatisticData, parseJobStatistics, type JobStatisticFields } from './job-statistic.ts';
 import { applyStatEvents, loadStatistics, type JobStatEntry, type StatEvent, type TimedStatEvent } from '../../policy/jobs/job-statistic.ts';
 
 const UID = '0a045946-5690-4b85-ae90-5d30286f8120';
@@ -106,5 +106,20 @@ describe('job statistic state machine (ClusterD JobStcMgr)', () => {
     t = 4000;
     const s = applyStatEvents(m, at(add('u1'), summary('u1', 'running', { first: true, cardNum: 8 })));
     expect(fields(s.entries)).toBe('[{"id":"u1","podFirstRunTime":10,"podLastRunTime":4000,"podLastFaultTime":20,"podFaultTimes":1}]');
+  });
+});
+
+describe('fitJobStatistics (the 1 MiB a ConfigMap holds)', () => {
+  it('everything when it fits; else stopped jobs first (oldest stop first), then the earliest added, to the byte', () => {
+    const es = [entry('a'), entry('b', { stopTime: 20 }), entry('c'), entry('d', { stopTime: 10 })];
+    expect(fitJobStatistics(es, 10_000)).toEqual({ data: jobStatisticData(es), omitted: [] });
+    const full = jobStatisticBytes(jobStatisticData(es));
+    const one = fitJobStatistics(es, full - 1);
+    expect(one.omitted).toEqual(['d']);
+    expect(one.data).toEqual(jobStatisticData([es[0]!, es[1]!, es[2]!]));
+    expect(fitJobStatistics(es, full - 30).omitted).toEqual(['b', 'd']);
+    const two = fitJobStatistics(es, jobStatisticBytes(jobStatisticData([es[2]!])));
+    expect(two.omitted).toEqual(['a', 'b', 'd']);
+    expect(jobStatisticBytes(two.data)).toBeLessThanOrEqual(jobStatisticBytes(jobStatisticData([es[2]!])));
   });
 });

@@ -10,14 +10,24 @@
  *   `[]` when there is no job. `totalJob` = the number of entries, in decimal.
  * - Order: ClusterD ranges over a Go map, so with several jobs its order is random from one write
  *   to the next; ours is stable (the order entries were loaded or added in). README: compatibility.
+ * - Size: a ConfigMap holds at most 1 MiB of data. ClusterD copies `custom-job-id` whole and writes
+ *   every entry, so one tenant's long ids (or ~6,000 jobs) make every later write fail and the
+ *   statistic stops for every job. With the limits on (--output-limits), an id over
+ *   MAX_CUSTOM_JOB_ID_CHARS is left out of its entry and `fitJobStatistics` leaves out entries
+ *   (stopped jobs first, oldest stop first, then the earliest added) until the data fits.
  */
 import { goJson } from '../go-json.ts';
+import { MAX_ID_CHARS } from '../job-knobs/job-knobs.ts';
 
 export const JOB_STATISTIC_CM_NAME = 'current-job-statistic';
 export const JOB_STATISTIC_DATA_KEY = 'data';
 export const JOB_STATISTIC_TOTAL_KEY = 'totalJob';
 /** maxCMJobStatisticNum: entries beyond this many are refused. */
 export const MAX_JOB_STATISTICS = 10_000;
+/** The bound job-knobs applies to the same annotation on the PodGroup (free string, bounded). */
+export const MAX_CUSTOM_JOB_ID_CHARS = MAX_ID_CHARS;
+/** The apiserver's limit on a ConfigMap's data (keys and values, bytes). */
+export const MAX_CONFIGMAP_DATA_BYTES = 1024 * 1024;
 /** updateStatisticFrequency: the ConfigMap is rewritten (when changed) on this tick. */
 export const JOB_STATISTIC_WRITE_INTERVAL_MS = 3_000;
 
@@ -54,6 +64,43 @@ const entryJson = (e: JobStatisticFields): object => ({
 /** buildCmData: the ConfigMap's whole data. */
 export function jobStatisticData(entries: readonly JobStatisticFields[]): Record<string, string> {
   return { [JOB_STATISTIC_DATA_KEY]: goJson(entries.map(entryJson)), [JOB_STATISTIC_TOTAL_KEY]: String(entries.length) };
+}
+
+const utf8Bytes = (s: string): number => Buffer.byteLength(s, 'utf8');
+
+/** Bytes of the ConfigMap's data (keys and values) for these entries. */
+export const jobStatisticBytes = (data: Readonly<Record<string, string>>): number =>
+  Object.entries(data).reduce((n, [k, v]) => n + utf8Bytes(k) + utf8Bytes(v), 0);
+
+/**
+ * buildCmData within `maxBytes`: every entry when it fits; else entries are left out (stopped jobs
+ * first, the oldest stop first, then the earliest added) until it does. `omitted` lists their ids.
+ */
+export function fitJobStatistics(entries: readonly JobStatisticFields[], maxBytes: number = MAX_CONFIGMAP_DATA_BYTES): { data: Record<string, string>; omitted: string[] } {
+  const data = jobStatisticData(entries);
+  if (jobStatisticBytes(data) <= maxBytes) return { data, omitted: [] };
+  const sizes = entries.map((e) => utf8Bytes(goJson(entryJson(e))) + 1); // + its comma
+  const order = entries.map((e, i) => ({ e, i }))
+    .sort((a, b) => (a.e.stopTime !== 0) !== (b.e.stopTime !== 0) ? (a.e.stopTime !== 0 ? -1 : 1) : a.e.stopTime !== b.e.stopTime ? a.e.stopTime - b.e.stopTime : a.i - b.i);
+  // The `data` and `totalJob` keys, brackets and the count's digits stay within this slack.
+  let bytes = jobStatisticBytes(data);
+  const out = new Set<number>();
+  for (const { i } of order) {
+    if (bytes <= maxBytes) break;
+    out.add(i);
+    bytes -= sizes[i]!;
+  }
+  let kept = entries.filter((_, i) => !out.has(i));
+  let fitted = jobStatisticData(kept);
+  // The estimate is exact but for the count's digits; one more entry out settles any remainder.
+  while (jobStatisticBytes(fitted) > maxBytes && kept.length > 0) {
+    const next = order.find(({ i }) => !out.has(i));
+    if (next === undefined) break;
+    out.add(next.i);
+    kept = entries.filter((_, i) => !out.has(i));
+    fitted = jobStatisticData(kept);
+  }
+  return { data: fitted, omitted: entries.filter((_, i) => out.has(i)).map((e) => e.id) };
 }
 
 export type ParsedStatistics =

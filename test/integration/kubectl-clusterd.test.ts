@@ -8,7 +8,11 @@
  * - faults: the fault, its level and the rule behind it, and the job it hits;
  * - release: a chip clusterd-ts escalated to ManuallySeparateNPU (FaultFrequency) is released, stays
  *   released after a restart, and the request records who and when;
- * - breaker status|reset on the controller's breaker ConfigMap, also through `kubectl clusterd`.
+ * - breaker status|reset on the controller's breaker ConfigMap, also through `kubectl clusterd`;
+ * - names and bounds (tenant isolation): a node name with a path, more than 64 NPUs, an unknown node
+ *   or NPU, an unknown or untripped breaker scope are refused with a non-zero exit and nothing
+ *   written; one oversized request in the list does not stop the controller acting on the others,
+ *   and the list is appended to, never replaced.
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -243,6 +247,56 @@ describe('kubectl clusterd (plugin as a subprocess, least-privilege user)', () =
     expect(bad.code).toBe(2);
   }, 60_000);
 
+  it('release refuses a path in the node name, more than 64 NPUs, an unknown node and unknown NPUs: non-zero exit, nothing written', async () => {
+    // A ConfigMap the operate Role can patch, at the path `node-000/../<target>` resolves to.
+    const target = `rt-target-${id}`;
+    await putCm(admin, 'kube-system', target, { ManuallySeparateNPU: 'Ascend910-0,Ascend910-1' });
+    const requests = async (): Promise<string | undefined> => (await admin.getOrUndefined<ConfigMap>(paths.configMap(csNs, RELEASE_REQUESTS_CM_NAME)))?.data?.requests;
+    const listed = await requests();
+    const evil = await plugin(kubeconfig, ['release', `node-000/../${target}`, 'Ascend910-0', '--cluster-system-namespace', csNs]);
+    expect({ code: evil.code, stderr: evil.stderr }).toEqual({ code: 2, stderr: expect.stringContaining('not a node name') });
+    expect((await admin.get<ConfigMap>(paths.configMap('kube-system', target))).data).toEqual({ ManuallySeparateNPU: 'Ascend910-0,Ascend910-1' });
+    const node = `kc-unk-${id}`;
+    const unknownNode = await plugin(kubeconfig, ['release', node, 'Ascend910-0', '--cluster-system-namespace', csNs]);
+    expect({ code: unknownNode.code, stderr: unknownNode.stderr }).toEqual({ code: 3, stderr: expect.stringContaining(`unknown node ${node}`) });
+    await putCm(admin, 'kube-system', deviceInfoCmName(node), encodeDeviceInfoData({ available: chips, updateTimeS: Math.floor(Date.now() / 1000), manuallySeparateNpu: ['Ascend910-2'] }), DEVICE_INFO_LABELS);
+    const unknownChip = await plugin(kubeconfig, ['release', node, 'Ascend910-2', 'Ascend910-12', '--cluster-system-namespace', csNs]);
+    expect({ code: unknownChip.code, stderr: unknownChip.stderr }).toEqual({ code: 3, stderr: expect.stringContaining('unknown NPUs on') });
+    const many = await plugin(kubeconfig, ['release', node, ...Array.from({ length: 65 }, (_, i) => `Ascend910-${i}`), '--cluster-system-namespace', csNs]);
+    expect({ code: many.code, stderr: many.stderr }).toEqual({ code: 2, stderr: expect.stringContaining('65 NPUs in one release; at most 64') });
+    // Nothing released anywhere, nothing recorded.
+    expect((await admin.get<ConfigMap>(paths.configMap('kube-system', deviceInfoCmName(node)))).data?.ManuallySeparateNPU).toBe('Ascend910-2');
+    expect(await requests()).toBe(listed);
+  }, 60_000);
+
+  it('a 20,000-NPU request in the list does not stop the controller acting on the others, and the next release appends to the list, never replacing it', async () => {
+    const node = `kc-big-${id}`;
+    const chip = 'Ascend910-1';
+    const report = async (faulty: boolean): Promise<void> => {
+      await putCm(admin, 'kube-system', deviceInfoCmName(node), encodeDeviceInfoData({
+        available: chips.filter((c) => !faulty || c !== chip), unhealthy: faulty ? [chip] : [], updateTimeS: Math.floor(Date.now() / 1000),
+        faults: faulty ? [makeDeviceFault('CardUnhealthy', chip, [{ code: '80E18005', level: 'RestartNPU', timeMs: Date.now() }])] : [],
+      }), DEVICE_INFO_LABELS);
+      await eventually(() => manager!.deviceFaults.effective(node).some((r) => r.code === '80E18005') === faulty);
+    };
+    for (let i = 0; i < 3; i++) { await report(true); await report(false); } // FaultFrequency: 3 in 24 h -> ManuallySeparateNPU
+    await eventually(async () => levelIn(await deviceEntry(admin, node), chip) === 'ManuallySeparateNPU', 15_000);
+    // The list as an older plugin (or a hand edit) left it: the records so far, a 20,000-NPU request
+    // (past 256 KB of text), then a valid request for the chip.
+    const stored = async (): Promise<unknown[]> => JSON.parse((await admin.getOrUndefined<ConfigMap>(paths.configMap(csNs, RELEASE_REQUESTS_CM_NAME)))?.data?.requests ?? '[]') as unknown[];
+    const before = await stored();
+    const huge = { node: 'node-000', npus: Array.from({ length: 20_000 }, (_, i) => `Ascend910-${i}`), by: 'someone', at: new Date().toISOString() };
+    const valid = { node, npus: [chip], by: 'earlier-plugin', at: new Date(Date.now() + 1_000).toISOString() };
+    const list = [...before, huge, valid];
+    expect(JSON.stringify(list).length).toBeGreaterThan(256 * 1024);
+    await putCm(admin, csNs, RELEASE_REQUESTS_CM_NAME, { requests: JSON.stringify(list) });
+    await eventually(async () => levelIn(await deviceEntry(admin, node), chip) === undefined, 20_000);
+    // The next release appends: every record so far kept, verbatim, and this one after them.
+    const r = await plugin(kubeconfig, ['release', node, chip, '-o', 'json', '--cluster-system-namespace', csNs]);
+    expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(await stored()).toEqual([...list, { node, npus: [chip], by: user, at: expect.any(String) }]);
+  }, 120_000);
+
   it('breaker status and reset (ConfigMap clusterd-ts-breaker), also through kubectl', async () => {
     const ctrlNs = await newNamespace(admin, 'ctl');
     // The operate Role is for mindx-dl (the default controller namespace); this test's breaker lives there too.
@@ -284,6 +338,28 @@ describe('kubectl clusterd (plugin as a subprocess, least-privilege user)', () =
     expect(other.code).toBe(4);
     expect(other.stderr).toContain(`get configmaps clusterd-ts-breaker in namespace ${ctrlNs}`);
     await admin.delete(paths.configMap('mindx-dl', 'clusterd-ts-breaker'));
+  }, 60_000);
+
+  it('breaker reset of an unknown scope or one not tripped is refused (exit 3); the record of the last reset is kept, also against a request written by hand', async () => {
+    const CM = paths.configMap('mindx-dl', 'clusterd-ts-breaker');
+    const state = { scopes: [{ scope: 'cluster', tripped: false, trippedAt: null, reason: '', held: 0 }, { scope: 'rack-8', tripped: true, trippedAt: '2026-01-02T03:04:05Z', reason: '9 nodes isolated in 60 s > 8', held: 1 }] };
+    // The controller may write its own state meanwhile (a 409 on create or replace): put it again.
+    await eventually(async () => putCm(admin, 'mindx-dl', 'clusterd-ts-breaker', { state: JSON.stringify(state) }).then(() => true, () => false));
+    const lastReset = async (): Promise<unknown> => JSON.parse((await admin.get<ConfigMap>(CM)).metadata?.annotations?.['clusterd-ts.io/breaker-last-reset'] ?? 'null');
+    expect((await plugin(kubeconfig, ['breaker', 'reset', 'rack-8'])).code).toBe(0);
+    await eventually(async () => ((await lastReset()) as { scope?: string } | null)?.scope === 'rack-8');
+    const record = await lastReset();
+    expect(record).toMatchObject({ scope: 'rack-8', by: user });
+    for (const scope of ['rack-8', 'cluster', 'no-such-rack']) {
+      const r = await plugin(kubeconfig, ['breaker', 'reset', scope]);
+      expect({ scope, code: r.code }).toEqual({ scope, code: 3 });
+    }
+    expect((await plugin(kubeconfig, ['breaker', 'reset', 'rack-8/../x'])).code).toBe(2);
+    // A no-op request written without the plugin: the controller removes it and keeps the record.
+    await admin.patch(CM, { metadata: { annotations: { 'clusterd-ts.io/breaker-reset': JSON.stringify({ scope: 'cluster', by: 'someone-else', at: new Date().toISOString() }) } } }, 'merge');
+    await eventually(async () => (await admin.get<ConfigMap>(CM)).metadata?.annotations?.['clusterd-ts.io/breaker-reset'] === undefined);
+    expect(await lastReset()).toEqual(record);
+    await admin.delete(CM);
   }, 60_000);
 
   it('breaker status: stamps older than the window the state names are neither shown nor counted (the controller does not rewrite the state when they age out)', async () => {

@@ -139,6 +139,7 @@ downward API provides (--grpc-host <- POD_IP, --node-name <- NODE_NAME) are only
 - {{ printf "--max-public-faults=%d" (int64 $c.maxPublicFaults) | quote }}
 - {{ printf "--public-fault-namespaces=%s" $c.publicFaultNamespaces | quote }}
 - {{ printf "--public-fault-unknown-nodes=%t" $c.publicFaultUnknownNodes | quote }}
+- {{ printf "--output-limits=%t" $c.outputLimits | quote }}
 - {{ printf "--max-series-per-metric=%d" (int64 $c.maxSeriesPerMetric) | quote }}
 {{- if $c.kubeconfig }}
 - {{ printf "--kubeconfig=%s" $c.kubeconfig | quote }}
