@@ -21,7 +21,7 @@ import { alreadyActed, markActed } from '../policy/jobs/job-decision-id.ts';
 import { decideJob } from '../policy/jobs/job-restart.ts';
 import { faultKey, type FaultRecord } from '../vocabulary/fault-types.ts';
 import type { JobDecision, JobDecisionConfig, JobRescheduleState } from '../policy/jobs/job-decision-types.ts';
-import { TerminalError, type Outcome, type ReconcileContext, type Reconciler } from '../runtime/reconciler.ts';
+import type { Outcome, ReconcileContext, Reconciler } from '../runtime/reconciler.ts';
 import { dropRecordCommand, JOB_STATE_NAMESPACE, type ExecAction, type PendingDecision } from '../schemas/job-state/job-state.ts';
 import { jobIdentityProblem } from '../schemas/kube-names.ts';
 import { createHash } from 'node:crypto';
@@ -87,6 +87,9 @@ export interface JobDecisionsDeps {
  */
 interface Stages { queued?: number; decide: number; prepare: number; writeAhead: number }
 const round1 = (ms: number): number => Math.round(ms * 10) / 10;
+
+/** How often a job whose journal record is unreadable is looked at again (to resume once it was removed). */
+const UNREADABLE_RECHECK_MS = 10_000;
 
 /** Decisions that delete pods: the reschedules the breaker counts and holds. */
 const reschedules = (dec: JobDecision): boolean => dec.actions.some((a) => a.type === 'evictPods' || a.type === 'forceDeletePods');
@@ -243,7 +246,9 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
         const sig = createHash('sha256').update(`${where?.name}|${d.states.text(uid) ?? ''}`).digest('hex').slice(0, 16);
         const message = `job state of ${key} unreadable${at} (${stored.reason}); the job is not decided until that one record is removed (the job then starts with no state): ${remedy}`;
         await d.reporter.unreadable(reporterJob(entry), sig, message, { reason: stored.reason, configMap: where?.name, dataKey: where?.key, remedy }, ctx.now());
-        throw new TerminalError(message);
+        // Looked at again now and then (logged once per record text): once the record is gone the
+        // job is decided, without waiting for its next change.
+        return { requeueAfterMs: UNREADABLE_RECHECK_MS };
       }
       let state = stored?.value.state;
       const pending = stored?.value.pending;
