@@ -95,6 +95,38 @@ describe('tenant isolation: the shared job journal', () => {
   }, 180_000);
 });
 
+describe('tenant isolation: the shared job journal with --refuse-malformed-job-identity=false (ClusterD)', () => {
+  const h = jobsHarness();
+  const { client } = h;
+
+  it('the tenant\'s jobs are acted on as ClusterD would, their state in memory only; the other job is not delayed', async () => {
+    const world = await h.startWorld({ nodes: 1, prefix: 'tjcd' });
+    const { metrics } = await h.startManager(['--grpc-port=0', '--refuse-malformed-job-identity=false']);
+    const { ns } = world;
+    const node = world.nodes[0]!;
+    const tenant = await newTenant(client, 'tjcd-tenant');
+    const tenantChips = BAD_UIDS.map((_, i) => `Ascend910-${2 + (i % 6)}`);
+    for (const [i, bad] of BAD_UIDS.entries()) await tenantJob(tenant.client, tenant.ns, i, bad, node, tenantChips[i]!);
+    await eventually(async () => {
+      const pods = (await client.list<PodObj>(paths.pods(tenant.ns))).items;
+      return pods.length === BAD_UIDS.length && pods.every((p) => p.status?.phase === 'Running');
+    }, 30_000);
+    const job = await client.create(paths.vcJobs(ns), vcJob(ns, { nodeSelector: world.nodeSelector, name: 'victim', replicas: 1, npus: 2, labels: { 'fault-scheduling': 'force' } }));
+    const uid = job.metadata!.uid!;
+    const [victim] = await runningPods(client, ns, 'victim', 1);
+    const t0 = Date.now();
+    await Promise.all([...new Set(tenantChips), npusOf(victim!)[0]!].map((npu) => world.dp.injectChipFault({ node, npu, code: '80E18402', level: 'SeparateNPU' })));
+    await eventually(() => world.peer.goneAtMs(uidOf(victim!)), 30_000, 50);
+    expect(world.peer.goneAtMs(uidOf(victim!))! - t0).toBeLessThan(5_000);
+    await eventually(async () => ((await jobState(client, uid))?.state.acted.length ?? 0) > 0, 10_000);
+    // Acted on (their pods deleted), never written: no journal key, nothing refused.
+    await eventually(async () => (await client.list<PodObj>(paths.pods(tenant.ns))).items.every((p) => p.metadata?.deletionTimestamp !== undefined), 15_000);
+    expect((await journalKeys(client)).filter((k) => BAD_UIDS.includes(k))).toEqual([]);
+    expect((await metrics.jobsRefused.get()).values.reduce((n, v) => n + v.value, 0)).toBe(0);
+    expect((await metrics.jobJournalKeyFailures.get()).values.reduce((n, v) => n + v.value, 0)).toBe(0);
+  }, 180_000);
+});
+
 describe('damaged state: an unreadable journal record', () => {
   const h = jobsHarness();
   const { client } = h;
