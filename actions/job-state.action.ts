@@ -14,6 +14,12 @@
  *   the first of them, so a storm's completions share a write instead of one each. A failed commit
  *   rejects every `put` in it and forgets their staged records: a decision not written ahead is never
  *   carried out (the reconcile throws and its queue retries, deciding again).
+ * - One job's change never fails another's: a UID that cannot be a data key is never staged (its
+ *   state stays in memory; the decisions reconciler refuses such jobs before this); a shard write the
+ *   apiserver refuses for its content (422, 413, 400) is retried change by change, so only the change
+ *   at fault fails (its put rejects; a lazy one backs off on its own key, 0.5 s doubling to 30 s, and
+ *   is dropped after 6 tries: a clear not written only replays its decision). A failure that is not
+ *   about content (409, 5xx, no answer) still fails the whole commit.
  * - `clear` (the pending mark of a decision that has been carried out) is lazy: staged, visible to
  *   every later read in this process at once, and written with the next commit, or once no lazy
  *   change came for `lazyMs` (at the latest `lazyMaxMs` after the oldest): a clear only stops a

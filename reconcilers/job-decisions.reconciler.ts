@@ -15,6 +15,16 @@
  * 4. timers (grace -> force, pending escalation, fault-job lifetime) come back as `requeueAfterMs`
  *    computed from persisted timestamps.
  * A job whose PodGroup is gone has its state deleted.
+ *
+ * Before anything is read or written for a job, its identity (the PodGroup's controller
+ * ownerReference, which the apiserver does not validate) must be usable as a ConfigMap key and in
+ * names (schemas/kube-names.ts); a job failing that is refused: logged once, counted
+ * (clusterd_jobs_refused_total), an Event JobIdentityRefused on its PodGroup, nothing written
+ * (--refuse-malformed-job-identity=false: decided as ClusterD would, its state in memory only).
+ * A job whose journal record is unreadable is not decided (the record may hold a restart already
+ * carried out) and its record is left untouched; the log line and the Event JobStateUnreadable name
+ * that one record and the command that drops only it; the job is looked at again every 10 s and,
+ * once the record is gone, decided with no state.
  */
 import { aggregateJob, type FaultCause, type HiddenFault, type JobFaultAggregate, type JobFaultSnapshot } from '../policy/jobs/job-aggregation.ts';
 import { alreadyActed, markActed } from '../policy/jobs/job-decision-id.ts';
