@@ -327,6 +327,20 @@ describe('job state journal: one job\'s failing write never fails another\'s', (
     await store.put('ns/c', state('c'), pending('c')); // its own retry succeeds
     expect(Object.keys(journal()).sort()).toEqual(['a', 'b', 'c', 'd']);
   });
+
+  it('a move whose write to the higher shard is refused leaves the record where it was (its removal there does not go alone)', async () => {
+    const { cms, store, journal } = setup({ gapMs: 0 });
+    await store.put('ns/a', state('a'), pending('a'));
+    await store.put('ns/b', state('b'), pending('b'));
+    const pods = Array.from({ length: Math.ceil(JOB_JOURNAL_SHARD_CHARS / 55) }, (_, i) => ({ name: `pod-${i}`, uid: `00000000-0000-0000-0000-${String(i).padStart(12, '0')}` }));
+    cms.rejectData = (data) => data.b !== undefined && data.b.length > JOB_JOURNAL_SHARD_CHARS / 2; // the grown record is refused
+    await expect(store.put('ns/b', state('b', ['b/g1/job', 'b/g2/job']), { ...pending('b'), decisionId: 'b/g2/job', actions: [{ type: 'forceDeletePods', pods, reasons: [] }] })).rejects.toThrow(/422/);
+    expect(Object.keys(journal(0)).sort()).toEqual(['a', 'b']);
+    const b = parseJobState(journal(0).b);
+    expect(b.ok && b.value.pending?.decisionId).toBe('b/g1/job');
+    const read = store.get('b');
+    expect(read?.ok === true && read.value.pending?.decisionId).toBe('b/g1/job');
+  });
 });
 
 describe('job state journal: a failing lazy change backs off on its own key (manual clock)', () => {

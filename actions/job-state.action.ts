@@ -347,6 +347,13 @@ export class JobStateStore {
     const data: Record<string, string> = { ...this.shardCm(s)?.data };
     for (const [uid, st] of changes) {
       if (st.hold !== undefined) { changes.delete(uid); continue; } // held: stays staged, not written yet
+      if (failed.has(uid)) {
+        // Its change in a higher shard failed: the other half of a move (the removal here) must not
+        // go alone, or the record would be lost. An eager one is forgotten with it, a lazy one waits.
+        changes.delete(uid);
+        if (!st.lazy) this.unstage(s, uid, st);
+        continue;
+      }
       if (st.lazy && (this.keyFails.get(uid)?.retryAtMs ?? -Infinity) > now) { changes.delete(uid); continue; } // its own backoff
       if (data[uid] !== st.base) {
         changes.delete(uid);
@@ -376,7 +383,15 @@ export class JobStateStore {
     }
     for (const [uid, st] of changes) {
       const one: Record<string, string> = { ...this.shardCm(s)?.data };
-      if (one[uid] !== st.base) { this.keyFailed(s, uid, st, new Error(`job journal: the record of ${uid} was changed by another writer`), failed); continue; }
+      if (failed.has(uid)) { if (!st.lazy) this.unstage(s, uid, st); continue; }
+      if (one[uid] !== st.base) {
+        if (!st.lazy) { this.keyFailed(s, uid, st, new Error(`job journal: the record of ${uid} was changed by another writer`), failed); continue; }
+        this.d.log?.warn('job journal: record changed by another writer, lazy change dropped', { jobUid: uid });
+        const m = this.staged.get(s);
+        if (m?.get(uid) === st) m.delete(uid);
+        if (m?.size === 0) this.staged.delete(s);
+        continue;
+      }
       if (st.text === null) delete one[uid];
       else one[uid] = st.text;
       try {
@@ -419,13 +434,17 @@ export class JobStateStore {
     const n = (this.keyFails.get(uid)?.n ?? 0) + 1;
     const m = this.staged.get(s);
     let outcome: 'rejected' | 'retry' | 'dropped';
+    failed.set(uid, err);
     if (!st.lazy) {
-      failed.set(uid, err);
       outcome = 'rejected';
-      if (m?.get(uid) === st) { if (st.prev !== undefined) m.set(uid, st.prev); else m.delete(uid); }
+      this.unstage(s, uid, st);
     } else if (n > MAX_KEY_RETRIES) {
       outcome = 'dropped';
-      if (m?.get(uid) === st) m.delete(uid);
+      // Every lazy change of the UID goes (both halves of a move), so none is written alone.
+      for (const [shard, sm] of [...this.staged]) {
+        if (sm.get(uid)?.lazy === true) sm.delete(uid);
+        if (sm.size === 0) this.staged.delete(shard);
+      }
     } else outcome = 'retry';
     if (m?.size === 0) this.staged.delete(s);
     if (outcome === 'dropped') this.keyFails.delete(uid);
@@ -434,6 +453,15 @@ export class JobStateStore {
     this.d.log?.warn('job journal: one job\'s change was not written; the other jobs\' changes are', {
       jobUid: uid, shard: journalCmName(s), outcome, failures: n, ...(outcome === 'retry' ? { retryInMs: keyBackoffMs(n) } : {}), err: String(err),
     });
+  }
+
+  /** Forgets an eager change that was not written (the lazy one it replaced comes back). */
+  private unstage(s: number, uid: string, st: Staged): void {
+    const m = this.staged.get(s);
+    if (m?.get(uid) !== st) return;
+    if (st.prev !== undefined) m.set(uid, st.prev);
+    else m.delete(uid);
+    if (m.size === 0) this.staged.delete(s);
   }
 
   /** The earliest retry time of a lazy change in its own backoff (Infinity: none). */
