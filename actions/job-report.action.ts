@@ -155,6 +155,44 @@ export class DecisionReporter {
     }
   }
 
+  /**
+   * A job refused before any write (its identity cannot be a key or a name, schemas/kube-names.ts):
+   * logged, counted and an Event `JobIdentityRefused` on its PodGroup, once per identity.
+   */
+  async refused(job: ReporterJob, id: { readonly uid: string; readonly name: string }, problem: { readonly kind: string; readonly reason: string }, atMs: number): Promise<void> {
+    const sig = `refused|${id.uid}|${id.name}`;
+    if (this.last.get(job.key) === sig) return;
+    this.last.set(job.key, sig);
+    this.d.metrics.jobsRefused.inc({ reason: problem.kind });
+    const message = `job refused, nothing is written or acted on for it: ${problem.reason}`;
+    this.d.log.warn('job refused: its identity cannot be used as a key or name', { job: job.key, reason: problem.kind, detail: problem.reason });
+    await this.note(job, `refused/${problem.kind}`, 'JobIdentityRefused', message, atMs);
+  }
+
+  /**
+   * The job's journal record is unreadable: logged, counted and an Event `JobStateUnreadable` on its
+   * PodGroup, once per record text (`sig`), with the command that drops that one record.
+   */
+  async unreadable(job: ReporterJob, sig: string, message: string, fields: Record<string, unknown>, atMs: number): Promise<void> {
+    if (this.last.get(job.key) === `unreadable|${sig}`) return;
+    this.last.set(job.key, `unreadable|${sig}`);
+    this.d.metrics.jobStateUnreadable.inc();
+    this.d.log.error('job state unreadable; the job is not decided until its one record is removed', { job: job.key, ...fields });
+    await this.note(job, `unreadable/${sig}`, 'JobStateUnreadable', message, atMs);
+  }
+
+  private async note(job: ReporterJob, id: string, reason: string, message: string, atMs: number): Promise<void> {
+    if (this.d.events === undefined) return;
+    try {
+      await recordJobEvent(this.d.events, {
+        object: { namespace: job.namespace, name: job.podGroupName, ...(job.podGroupUid ? { uid: job.podGroupUid } : {}) },
+        decisionId: id, type: 'Warning', reason, message, atMs,
+      }, this.d.metrics);
+    } catch (e) {
+      this.d.log.warn('could not record the job Event', { job: job.key, reason, err: String(e) });
+    }
+  }
+
   countReplay(kind: JobDecision['kind']): void {
     this.d.metrics.decisions.inc({ kind, outcome: 'replayed' });
   }

@@ -295,3 +295,96 @@ describe('job state journal: when commits go (manual clock)', () => {
     expect(pendingIn('e')).toBe('e/g1/job');
   });
 });
+
+describe('job state journal: one job\'s failing write never fails another\'s', () => {
+  it('a uid that cannot be a data key never enters a shared write: its state stays in memory, the other jobs share their commit', async () => {
+    const { cms, store, journal } = setup({ gapMs: 0 });
+    const bad = 'bad uid !';
+    cms.rejectData = (data) => Object.keys(data).some((k) => !/^[-._a-zA-Z0-9]+$/.test(k)); // what the apiserver does
+    const results = await Promise.allSettled([store.put('ns/bad', state(bad), pending(bad)), store.put('ns/a', state('a'), pending('a')), store.put('ns/b', state('b'), pending('b'))]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled']);
+    expect(Object.keys(journal()).sort()).toEqual(['a', 'b']);
+    expect(cms.writes.every((w) => !Object.keys((w.obj as { data?: object } | undefined)?.data ?? {}).includes(bad))).toBe(true);
+    const kept = store.get(bad);
+    expect(kept?.ok === true && kept.value.pending?.decisionId).toBe(`${bad}/g1/job`);
+    expect(store.clear('ns/bad', state(bad))).toBe(true);
+    await store.remove(bad);
+    await store.flush();
+    expect(store.get(bad)).toBeUndefined();
+    expect(Object.keys(journal()).sort()).toEqual(['a', 'b']);
+  });
+
+  it('a change the apiserver refuses (422) fails alone: the other jobs of the same commit are written, their puts resolve', async () => {
+    const { cms, store, journal } = setup({ gapMs: 100 });
+    await store.put('ns/a', state('a'), pending('a'));
+    cms.rejectData = (data) => data.c !== undefined;
+    const results = await Promise.allSettled(['b', 'c', 'd'].map((u) => store.put(`ns/${u}`, state(u), pending(u))));
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(String((results[1] as PromiseRejectedResult).reason)).toMatch(/422/);
+    expect(Object.keys(journal()).sort()).toEqual(['a', 'b', 'd']);
+    expect(store.get('c')).toBeUndefined(); // not written ahead: not carried out
+    cms.rejectData = undefined;
+    await store.put('ns/c', state('c'), pending('c')); // its own retry succeeds
+    expect(Object.keys(journal()).sort()).toEqual(['a', 'b', 'c', 'd']);
+  });
+
+  it('a move whose write to the higher shard is refused leaves the record where it was (its removal there does not go alone)', async () => {
+    const { cms, store, journal } = setup({ gapMs: 0 });
+    await store.put('ns/a', state('a'), pending('a'));
+    await store.put('ns/b', state('b'), pending('b'));
+    const pods = Array.from({ length: Math.ceil(JOB_JOURNAL_SHARD_CHARS / 55) }, (_, i) => ({ name: `pod-${i}`, uid: `00000000-0000-0000-0000-${String(i).padStart(12, '0')}` }));
+    cms.rejectData = (data) => data.b !== undefined && data.b.length > JOB_JOURNAL_SHARD_CHARS / 2; // the grown record is refused
+    await expect(store.put('ns/b', state('b', ['b/g1/job', 'b/g2/job']), { ...pending('b'), decisionId: 'b/g2/job', actions: [{ type: 'forceDeletePods', pods, reasons: [] }] })).rejects.toThrow(/422/);
+    expect(Object.keys(journal(0)).sort()).toEqual(['a', 'b']);
+    const b = parseJobState(journal(0).b);
+    expect(b.ok && b.value.pending?.decisionId).toBe('b/g1/job');
+    const read = store.get('b');
+    expect(read?.ok === true && read.value.pending?.decisionId).toBe('b/g1/job');
+  });
+});
+
+describe('job state journal: a failing lazy change backs off on its own key (manual clock)', () => {
+  it('its retries are spaced by its own backoff and capped; the other jobs\' clears are written on time', async () => {
+    const cms = new FakeConfigMaps();
+    let t = 0;
+    const due: number[] = [];
+    const store = new JobStateStore({
+      cached: (name) => cms.get(NS, name), cachedNames: () => [...cms.objects.values()].map((c) => c.metadata?.name ?? ''),
+      writer: new ConfigMapWriter(cms.client()), client: cms.client(), dryRun: false, now: () => t,
+      commitGapMs: 0, coalesceMs: 200, lazyMs: 2000, lazyMaxMs: 10_000,
+      wake: (ms) => { due.push(t + ms); }, expediteHold: () => undefined,
+    });
+    const advance = async (to: number): Promise<void> => {
+      for (;;) {
+        const next = Math.min(...due);
+        if (!(next <= to)) break;
+        due.splice(due.indexOf(next), 1);
+        t = Math.max(t, next);
+        await store.commitDue();
+        await new Promise((r) => setImmediate(r));
+      }
+      t = to;
+    };
+    const pendingIn = (uid: string) => { const r = parseJobState(cms.get(NS, journalCmName(0))?.data?.[uid]); return r.ok ? r.value.pending?.decisionId : r.reason; };
+    for (const u of ['a', 'b']) { const p = store.put(`ns/${u}`, state(u), pending(u)); await advance(t); await p; }
+    // b's clear is refused every time (a content the apiserver rejects); a's clear rides the same commits.
+    const refusedAt: number[] = [];
+    cms.rejectData = (data) => { const bad = data.b !== undefined && !data.b.includes('"pending"'); if (bad) refusedAt.push(t); return bad; };
+    store.clear('ns/a', state('a'));
+    store.clear('ns/b', state('b'));
+    await advance(2_000);
+    expect(pendingIn('a')).toBeUndefined(); // written at lazyMs, b's failure notwithstanding
+    expect(pendingIn('b')).toBe('b/g1/job');
+    expect(refusedAt).toEqual([2_000, 2_000]); // the shared write, then b's change alone
+    await advance(60_000);
+    // b alone, after 0.5, 1, 2, 4, 8, 16 s of its own backoff, then dropped (the decision replays, idempotent).
+    expect(refusedAt.slice(2)).toEqual([2_500, 3_500, 5_500, 9_500, 17_500, 33_500]);
+    const b = store.get('b');
+    expect(b?.ok === true && b.value.pending?.decisionId).toBe('b/g1/job');
+    // Another job's clear now is written at its own lazyMs, not delayed by b's backoff.
+    const p = store.put('ns/c', state('c'), pending('c')); await advance(t); await p;
+    store.clear('ns/c', state('c'));
+    await advance(t + 2_000);
+    expect(pendingIn('c')).toBeUndefined();
+  });
+});

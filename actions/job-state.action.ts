@@ -14,6 +14,12 @@
  *   the first of them, so a storm's completions share a write instead of one each. A failed commit
  *   rejects every `put` in it and forgets their staged records: a decision not written ahead is never
  *   carried out (the reconcile throws and its queue retries, deciding again).
+ * - One job's change never fails another's: a UID that cannot be a data key is never staged (its
+ *   state stays in memory; the decisions reconciler refuses such jobs before this); a shard write the
+ *   apiserver refuses for its content (422, 413, 400) is retried change by change, so only the change
+ *   at fault fails (its put rejects; a lazy one backs off on its own key, 0.5 s doubling to 30 s, and
+ *   is dropped after 6 tries: a clear not written only replays its decision). A failure that is not
+ *   about content (409, 5xx, no answer) still fails the whole commit.
  * - `clear` (the pending mark of a decision that has been carried out) is lazy: staged, visible to
  *   every later read in this process at once, and written with the next commit, or once no lazy
  *   change came for `lazyMs` (at the latest `lazyMaxMs` after the oldest): a clear only stops a
@@ -35,7 +41,9 @@
  * Dry run: nothing is written, so states live in memory here (decisions are still made once per
  * fault, not once per event); they are lost on restart, which in dry run acts on nothing.
  */
-import { isNotFound, paths, type KubeClient } from '../runtime/kube-client.ts';
+import { ApiError, isNotFound, paths, type KubeClient } from '../runtime/kube-client.ts';
+import { isJobUid } from '../schemas/kube-names.ts';
+import type { Metrics } from '../telemetry/metrics.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Parsed } from '../schemas/parsed.ts';
@@ -57,6 +65,7 @@ export interface JobStateStoreDeps {
   readonly client: KubeClient;
   readonly dryRun: boolean;
   readonly log?: Logger;
+  readonly metrics?: Pick<Metrics, 'jobJournalKeyFailures'>;
   /** Least time between the starts of two commits of urgent puts (default 50 ms). */
   readonly commitGapMs?: number;
   /** Longest a put that is not urgent (see above) waits for a commit to ride with (default 200 ms). */
@@ -82,6 +91,16 @@ const DEFAULT_COMMIT_GAP_MS = 50;
 const DEFAULT_COALESCE_MS = 200;
 const DEFAULT_LAZY_MS = 2000;
 const DEFAULT_LAZY_MAX_MS = 10_000;
+/** A lazy change whose own write failed this many times in a row is dropped (a clear: the decision is replayed). */
+const MAX_KEY_RETRIES = 6;
+const keyBackoffMs = (n: number): number => Math.min(30_000, 500 * 2 ** (n - 1));
+
+/**
+ * The apiserver refused the request for what it carries (422 Invalid, 413 too large, 400): the same
+ * bytes fail again, and the cause may be one job's change. Another answer (409, 5xx, no answer) is
+ * not about any one job.
+ */
+const contentError = (e: unknown): boolean => e instanceof ApiError && (e.statusCode === 422 || e.statusCode === 413 || e.statusCode === 400);
 
 /** A write-ahead someone's pods wait for: a pending decision that is not a restart's bookkeeping. */
 const urgentPut = (p: PendingDecision | undefined): boolean => p !== undefined && p.phase !== 'complete';
@@ -105,7 +124,7 @@ interface Staged {
   readonly hold?: Promise<unknown>;
 }
 
-interface Waiter { readonly resolve: () => void; readonly reject: (e: unknown) => void }
+interface Waiter { readonly uid: string; readonly resolve: () => void; readonly reject: (e: unknown) => void }
 
 export class JobStateStore {
   private readonly d: JobStateStoreDeps;
@@ -133,6 +152,10 @@ export class JobStateStore {
   private failures = 0;
   /** After a failed commit, lazy changes are not retried before this. */
   private retryAtMs = -Infinity;
+  /** uid -> its own consecutive write failures and when its lazy change may be tried again. */
+  private readonly keyFails = new Map<string, { readonly n: number; readonly retryAtMs: number }>();
+  /** UIDs that cannot be a data key, already logged (kept in memory only). */
+  private readonly refusedKeys = new Set<string>();
   /** False between `abandon` (leadership lost, shutdown) and `resume`: nothing is written. */
   private acting = true;
 
@@ -228,6 +251,8 @@ export class JobStateStore {
       const quiet = Math.min(this.lazyLastMs + (this.d.lazyMs ?? DEFAULT_LAZY_MS), this.lazySinceMs + (this.d.lazyMaxMs ?? DEFAULT_LAZY_MAX_MS));
       at = Math.min(at, Math.max(quiet, this.retryAtMs));
     }
+    const keyRetry = this.keyRetryDue();
+    if (keyRetry !== Infinity) at = Math.min(at, Math.max(keyRetry, this.retryAtMs));
     return at;
   }
 
@@ -265,48 +290,24 @@ export class JobStateStore {
     const lazySince = this.lazySinceMs;
     this.lazySinceMs = Infinity;
     this.lazyLastMs = -Infinity;
-    let eager = 0;
-    let lazy = 0;
-    let held = 0;
-    let bytes = 0;
+    const counts = { eager: 0, lazy: 0, held: 0, bytes: 0 };
+    /** uid -> why its own change failed (its put rejects; the others' go out). */
+    const failed = new Map<string, unknown>();
     const batch = [...this.staged].map(([s, m]) => [s, new Map(m)] as const).sort((a, b) => b[0] - a[0]);
     let done = 0;
     try {
       for (const [s, changes] of batch) {
-        const cached = this.d.cached(journalCmName(s));
-        const data: Record<string, string> = { ...this.shardCm(s)?.data };
-        const m0 = this.staged.get(s);
-        for (const [uid, st] of changes) {
-          if (st.hold !== undefined) { changes.delete(uid); continue; } // held: stays staged, not written yet
-          if (data[uid] !== st.base) {
-            if (!st.lazy) throw new Error(`job journal: the record of ${uid} was changed by another writer`);
-            this.d.log?.warn('job journal: record changed by another writer, lazy change dropped', { jobUid: uid });
-            if (m0?.get(uid) === st) m0.delete(uid);
-            changes.delete(uid);
-            continue;
-          }
-          if (st.text === null) delete data[uid];
-          else data[uid] = st.text;
-        }
-        for (const st of changes.values()) if (st.lazy) lazy++; else eager++;
-        held += (m0?.size ?? 0) - changes.size;
-        bytes += Object.entries(data).reduce((n, [k, v]) => n + k.length + v.length, 0);
-        if (Object.keys(data).length === 0) await this.d.writer.remove(KIND, JOB_STATE_NAMESPACE, journalCmName(s), cached);
-        else await this.d.writer.ensure(KIND, { namespace: JOB_STATE_NAMESPACE, name: journalCmName(s), labels: { ...JOB_JOURNAL_LABELS }, data }, cached);
-        this.written.add(s);
-        const m = this.staged.get(s);
-        for (const [uid, st] of changes) {
-          const cur = m?.get(uid);
-          if (cur === st) m!.delete(uid);
-          else if (cur !== undefined) m!.set(uid, { ...cur, base: st.text ?? undefined }); // staged meanwhile: it follows our write
-        }
-        if (m?.size === 0) this.staged.delete(s);
+        await this.commitShard(s, changes, failed, counts);
         done++;
       }
       this.failures = 0;
       this.retryAtMs = -Infinity;
-      this.d.log?.debug('job journal commit', { shards: batch.length, eager, lazy, held, waiters: waiters.length, bytes });
-      for (const w of waiters) w.resolve();
+      this.d.log?.debug('job journal commit', { shards: batch.length, ...counts, failedKeys: failed.size, waiters: waiters.length });
+      for (const w of waiters) {
+        const err = failed.get(w.uid);
+        if (err === undefined) w.resolve();
+        else w.reject(err);
+      }
     } catch (e) {
       this.failures++;
       this.retryAtMs = this.now() + Math.min(30_000, 500 * 2 ** (this.failures - 1));
@@ -324,13 +325,155 @@ export class JobStateStore {
         if (m?.size === 0) this.staged.delete(s);
       }
       this.d.log?.warn('job journal write failed', { err: String(e), waiting: waiters.length, failures: this.failures });
-      for (const w of waiters) w.reject(e);
+      for (const w of waiters) w.reject(failed.get(w.uid) ?? e);
     } finally {
       this.inFlight = false;
       // Lazy changes staged meanwhile (or released holds) were noted above; a lazy change left staged
       // without a note (its commit skipped it: another writer's record) is not retried on its own.
       this.arm();
     }
+  }
+
+  /**
+   * Writes one shard's staged changes in one write. When the apiserver refuses that write for what it
+   * carries (422, 413, 400) and it carries more than one job's change, each change is written alone,
+   * so the change at fault fails by itself (its put rejects, a lazy one backs off on its own) and the
+   * other jobs' records land. Throws what is not about one change (409, 5xx, no answer).
+   */
+  private async commitShard(s: number, changes: Map<string, Staged>, failed: Map<string, unknown>, counts: { eager: number; lazy: number; held: number; bytes: number }): Promise<void> {
+    const name = journalCmName(s);
+    const m0 = this.staged.get(s);
+    const now = this.now();
+    const data: Record<string, string> = { ...this.shardCm(s)?.data };
+    for (const [uid, st] of changes) {
+      if (st.hold !== undefined) { changes.delete(uid); continue; } // held: stays staged, not written yet
+      if (failed.has(uid)) {
+        // Its change in a higher shard failed: the other half of a move (the removal here) must not
+        // go alone, or the record would be lost. An eager one is forgotten with it, a lazy one waits.
+        changes.delete(uid);
+        if (!st.lazy) this.unstage(s, uid, st);
+        continue;
+      }
+      if (st.lazy && (this.keyFails.get(uid)?.retryAtMs ?? -Infinity) > now) { changes.delete(uid); continue; } // its own backoff
+      if (data[uid] !== st.base) {
+        changes.delete(uid);
+        if (!st.lazy) { this.keyFailed(s, uid, st, new Error(`job journal: the record of ${uid} was changed by another writer`), failed); continue; }
+        this.d.log?.warn('job journal: record changed by another writer, lazy change dropped', { jobUid: uid });
+        if (m0?.get(uid) === st) m0.delete(uid);
+        continue;
+      }
+      if (st.text === null) delete data[uid];
+      else data[uid] = st.text;
+    }
+    for (const st of changes.values()) if (st.lazy) counts.lazy++; else counts.eager++;
+    counts.held += (m0?.size ?? 0) - changes.size;
+    counts.bytes += Object.entries(data).reduce((n, [k, v]) => n + k.length + v.length, 0);
+    try {
+      await this.writeShard(s, data);
+      this.written.add(s);
+      this.settled(s, changes);
+      return;
+    } catch (e) {
+      if (!contentError(e)) throw e;
+      if (changes.size <= 1) {
+        for (const [uid, st] of changes) this.keyFailed(s, uid, st, e, failed);
+        return;
+      }
+      this.d.log?.warn('job journal: a shard write was refused for its content; writing its changes one by one', { shard: name, changes: changes.size, err: String(e) });
+    }
+    for (const [uid, st] of changes) {
+      const one: Record<string, string> = { ...this.shardCm(s)?.data };
+      if (failed.has(uid)) { if (!st.lazy) this.unstage(s, uid, st); continue; }
+      if (one[uid] !== st.base) {
+        if (!st.lazy) { this.keyFailed(s, uid, st, new Error(`job journal: the record of ${uid} was changed by another writer`), failed); continue; }
+        this.d.log?.warn('job journal: record changed by another writer, lazy change dropped', { jobUid: uid });
+        const m = this.staged.get(s);
+        if (m?.get(uid) === st) m.delete(uid);
+        if (m?.size === 0) this.staged.delete(s);
+        continue;
+      }
+      if (st.text === null) delete one[uid];
+      else one[uid] = st.text;
+      try {
+        await this.writeShard(s, one);
+        this.written.add(s);
+        this.settled(s, new Map([[uid, st]]));
+      } catch (e) {
+        if (!contentError(e)) throw e;
+        this.keyFailed(s, uid, st, e, failed);
+      }
+    }
+  }
+
+  private async writeShard(s: number, data: Record<string, string>): Promise<void> {
+    const name = journalCmName(s);
+    const cached = this.d.cached(name);
+    if (Object.keys(data).length === 0) await this.d.writer.remove(KIND, JOB_STATE_NAMESPACE, name, cached);
+    else await this.d.writer.ensure(KIND, { namespace: JOB_STATE_NAMESPACE, name, labels: { ...JOB_JOURNAL_LABELS }, data }, cached);
+  }
+
+  /** These changes of shard `s` were written: unstaged (or, staged again meanwhile, based on our write). */
+  private settled(s: number, changes: ReadonlyMap<string, Staged>): void {
+    const m = this.staged.get(s);
+    for (const [uid, st] of changes) {
+      this.keyFails.delete(uid);
+      const cur = m?.get(uid);
+      if (cur === st) m!.delete(uid);
+      else if (cur !== undefined) m!.set(uid, { ...cur, base: st.text ?? undefined }); // staged meanwhile: it follows our write
+    }
+    if (m?.size === 0) this.staged.delete(s);
+  }
+
+  /**
+   * One job's change failed on its own. An eager one is forgotten (its put rejects, its reconcile
+   * retries on its own key's backoff); a lazy one stays staged and is tried again after its own
+   * backoff, at most MAX_KEY_RETRIES times, then dropped (a clear not written only makes the
+   * decision replay, which is idempotent). Nobody else's change waits or fails for it.
+   */
+  private keyFailed(s: number, uid: string, st: Staged, err: unknown, failed: Map<string, unknown>): void {
+    const n = (this.keyFails.get(uid)?.n ?? 0) + 1;
+    const m = this.staged.get(s);
+    let outcome: 'rejected' | 'retry' | 'dropped';
+    failed.set(uid, err);
+    if (!st.lazy) {
+      outcome = 'rejected';
+      this.unstage(s, uid, st);
+    } else if (n > MAX_KEY_RETRIES) {
+      outcome = 'dropped';
+      // Every lazy change of the UID goes (both halves of a move), so none is written alone.
+      for (const [shard, sm] of [...this.staged]) {
+        if (sm.get(uid)?.lazy === true) sm.delete(uid);
+        if (sm.size === 0) this.staged.delete(shard);
+      }
+    } else outcome = 'retry';
+    if (m?.size === 0) this.staged.delete(s);
+    if (outcome === 'dropped') this.keyFails.delete(uid);
+    else this.keyFails.set(uid, { n, retryAtMs: this.now() + keyBackoffMs(n) });
+    this.d.metrics?.jobJournalKeyFailures.inc({ outcome });
+    this.d.log?.warn('job journal: one job\'s change was not written; the other jobs\' changes are', {
+      jobUid: uid, shard: journalCmName(s), outcome, failures: n, ...(outcome === 'retry' ? { retryInMs: keyBackoffMs(n) } : {}), err: String(err),
+    });
+  }
+
+  /** Forgets an eager change that was not written (the lazy one it replaced comes back). */
+  private unstage(s: number, uid: string, st: Staged): void {
+    const m = this.staged.get(s);
+    if (m?.get(uid) !== st) return;
+    if (st.prev !== undefined) m.set(uid, st.prev);
+    else m.delete(uid);
+    if (m.size === 0) this.staged.delete(s);
+  }
+
+  /** The earliest retry time of a lazy change in its own backoff (Infinity: none). */
+  private keyRetryDue(): number {
+    let at = Infinity;
+    for (const m of this.staged.values()) {
+      for (const [uid, st] of m) {
+        const f = this.keyFails.get(uid);
+        if (f !== undefined && st.lazy && st.hold === undefined) at = Math.min(at, f.retryAtMs);
+      }
+    }
+    return at;
   }
 
   /** The job's record; undefined when it has none; a rejection when the stored text is unusable. */
@@ -341,8 +484,33 @@ export class JobStateStore {
     return text === undefined ? undefined : parseJobState(text);
   }
 
-  private text(uid: string): string | undefined {
+  /** Where the job's stored record is read from: a journal shard's key, or an old per-job ConfigMap. */
+  where(uid: string): { readonly name: string; readonly key: string; readonly shared: boolean } | undefined {
+    const at = this.locate(uid);
+    if (at !== undefined) return { name: journalCmName(at.shard), key: uid, shared: true };
+    return this.legacyCm(uid)?.data?.[JOB_STATE_KEY] === undefined ? undefined : { name: jobStateCmName(uid), key: JOB_STATE_KEY, shared: false };
+  }
+
+  /** The stored text of the job's record, as `get` reads it. */
+  text(uid: string): string | undefined {
     return this.locate(uid)?.text ?? this.legacyCm(uid)?.data?.[JOB_STATE_KEY];
+  }
+
+  /**
+   * Dry run keeps every state in memory; so does a UID that cannot be a ConfigMap data key (the
+   * apiserver does not validate ownerReference uids): its record never enters a shared write, where
+   * the 422 it draws would fail the other jobs' records of the same commit. The decisions
+   * reconciler refuses such a job before it gets here (unless --refuse-malformed-job-identity=false).
+   */
+  private memoryOnly(uid: string, jobKey?: string): boolean {
+    if (this.d.dryRun) return true;
+    if (isJobUid(uid)) return false;
+    if (!this.refusedKeys.has(uid)) {
+      if (this.refusedKeys.size >= 1024) this.refusedKeys.clear(); // logged once per UID, within a bound
+      this.refusedKeys.add(uid);
+      this.d.log?.warn('job journal: the job uid cannot be a ConfigMap data key; its state is kept in memory only', { job: jobKey, jobUid: uid.slice(0, 80) });
+    }
+    return true;
   }
 
   private record(jobKey: string, state: JobRescheduleState, pending?: PendingDecision): JobStateRecord {
@@ -356,7 +524,7 @@ export class JobStateStore {
   async put(jobKey: string, state: JobRescheduleState, pending?: PendingDecision): Promise<boolean> {
     const uid = state.jobUid;
     const record = this.record(jobKey, state, pending);
-    if (this.d.dryRun) {
+    if (this.memoryOnly(uid, jobKey)) {
       const before = this.memory.get(uid);
       this.memory.set(uid, record);
       return before === undefined || encodeJobState(before) !== encodeJobState(record);
@@ -372,7 +540,7 @@ export class JobStateStore {
     if (cur === undefined && pending === undefined && pristine(state)) return false;
     if (!this.acting) throw new Error('job journal: not acting (leadership lost or shutting down)');
     this.stage(uid, text, false);
-    const done = new Promise<void>((resolve, reject) => this.waiters.push({ resolve, reject }));
+    const done = new Promise<void>((resolve, reject) => this.waiters.push({ uid, resolve, reject }));
     if (urgentPut(pending)) this.urgent++;
     else this.eagerSinceMs = Math.min(this.eagerSinceMs, this.now());
     this.arm();
@@ -385,7 +553,7 @@ export class JobStateStore {
    * visible here at once, written with the next commit. Answers whether anything changed.
    */
   clear(jobKey: string, state: JobRescheduleState, hold?: Promise<unknown>): boolean {
-    if (this.d.dryRun) {
+    if (this.memoryOnly(state.jobUid, jobKey)) {
       this.memory.set(state.jobUid, this.record(jobKey, state));
       return true;
     }
@@ -447,7 +615,7 @@ export class JobStateStore {
   /** Deletes the job's state (the job is gone): its journal entry lazily, an old per-job ConfigMap now. */
   async remove(uid: string): Promise<void> {
     this.memory.delete(uid);
-    if (this.d.dryRun) return;
+    if (this.memoryOnly(uid)) return;
     if (this.locate(uid) !== undefined) {
       this.stage(uid, null, true);
       this.noteLazy();

@@ -13,7 +13,10 @@ import type { WatchEvent } from '../runtime/reflector.ts';
 import { realClock, type QueueClock } from '../runtime/work-queue.ts';
 import { TimerLoop } from '../runtime/timer-loop.ts';
 import { FaultStore, type Rejection } from '../state/fault-store.ts';
-import { DeviceInfoLastGood } from '../state/device-info-last-good.ts';
+import { DeviceInfoLastGood, LAST_GOOD_CM_NAME, type PersistedLastGood } from '../state/device-info-last-good.ts';
+import { deviceInfoDataOfPublished } from '../schemas/cluster-info/published-device-info.ts';
+import type { DeviceInfoEntry } from '../schemas/cluster-info/cluster-info.ts';
+import { goJson, goMap } from '../schemas/go-json.ts';
 import { nodeNameOfDeviceInfoCm } from '../schemas/device-info/device-info.ts';
 import { nodeNameOfNodeInfoCm } from '../schemas/node-info/node-info.ts';
 import type { ConfigMap, Node } from '../runtime/kube-objects.ts';
@@ -297,28 +300,56 @@ export class DeviceFaultsController {
 
   /**
    * After the caches synced: a node whose device-info is still rejected and that has no state yet
-   * gets the last good device-info the previous leader persisted (`persisted`: CM name -> raw data),
-   * through the same parser and CheckCode check as a live update.
+   * gets the last good device-info the previous leader persisted (`persisted.good`: CM name -> raw
+   * data), through the same parser and CheckCode check as a live update.
+   *
+   * A damaged entry (`persisted.damaged`, or good data that no longer parses) is never skipped
+   * quietly: it is logged, counted (clusterd_last_good_damaged_total) and kept verbatim in the
+   * persisted ConfigMap (state/device-info-last-good.ts keepDamaged). A node whose live device-info
+   * is valid needs nothing from it (the live one wins: `live`). For a node whose device-info is still
+   * invalid, its last published cluster-info-device entry (`published`, CM name -> entry, read by the
+   * manager) stands in, through the same parser and CheckCode check, so its fault does not vanish
+   * from cluster-info and from job decisions (`published`; none there: `none`, the node is missing
+   * from cluster-info-device as after a ClusterD restart).
    */
-  restoreLastGood(persisted: ReadonlyMap<string, Record<string, string>>): void {
-    if (persisted.size === 0) return;
+  restoreLastGood(persisted: PersistedLastGood, published: ReadonlyMap<string, DeviceInfoEntry> = new Map()): void {
+    if (persisted.good.size === 0 && persisted.damaged.size === 0) return;
     const now = this.now();
     let restored = 0;
     for (const cm of this.deps.sources.deviceInfo.store.values()) {
       const node = this.deviceNode(cm);
       const name = cm.metadata?.name ?? '';
-      const data = persisted.get(name);
-      if (node === undefined || data === undefined || this.store.nodeState(node)?.device !== undefined) continue;
-      const saved: ConfigMap = { ...cm, data };
-      const rejection = this.store.applyDeviceInfo(saved, now);
-      if (rejection !== undefined) {
-        this.deps.log.warn('persisted last good device-info does not parse; nothing restored for the node', { node, reason: rejection.reason });
+      if (node === undefined) continue;
+      let damage = persisted.damaged.get(name);
+      const data = persisted.good.get(name);
+      const live = this.store.nodeState(node)?.device !== undefined;
+      if (data !== undefined && !live) {
+        const rejection = this.store.applyDeviceInfo({ ...cm, data }, now);
+        if (rejection === undefined) {
+          this.lastGood.accept(node, name, data);
+          this.lastGood.reject(node);
+          restored++;
+          this.deps.log.warn('device-info still invalid at start; its last good state restored from the persisted copy', { node, name });
+          continue;
+        }
+        damage = { text: goJson(goMap({ ...data })), reason: `does not parse as device-info: ${rejection.reason}` };
+      }
+      if (damage === undefined) continue;
+      if (live) {
+        this.deps.metrics.lastGoodDamaged.inc({ fallback: 'live' });
+        this.deps.log.warn('persisted last good device-info entry is damaged; not needed, the node\'s device-info is valid', { node, name, reason: damage.reason });
         continue;
       }
-      this.lastGood.accept(node, name, data);
-      this.lastGood.reject(node);
-      restored++;
-      this.deps.log.warn('device-info still invalid at start; its last good state restored from the persisted copy', { node, name });
+      const entry = published.get(name);
+      const fallback = entry !== undefined && this.store.applyDeviceInfo({ ...cm, data: deviceInfoDataOfPublished(entry) }, now) === undefined ? 'published' : 'none';
+      this.lastGood.keepDamaged(node, name, damage.text);
+      if (fallback === 'published') restored++;
+      this.deps.metrics.lastGoodDamaged.inc({ fallback });
+      this.deps.log.error(fallback === 'published'
+        ? 'persisted last good device-info entry is damaged and the device-info still invalid; the node\'s faults are taken from its last published cluster-info entry until its device-info is valid again; the entry is kept as it is'
+        : 'persisted last good device-info entry is damaged and the device-info still invalid, and the node has no published cluster-info entry: no device faults are known for it until its device-info is valid again; the entry is kept as it is', {
+        node, name, reason: damage.reason, configMap: `${LAST_GOOD_CM_NAME}`, fallback,
+      });
     }
     if (restored > 0) this.flush();
   }

@@ -46,6 +46,7 @@ import { DECISION_HISTORY_KEY, decisionHistoryReconciler } from '../reconcilers/
 import type { BreakerGate } from '../policy/jobs/breaker-gate.ts';
 import { FlapDamper } from '../state/flap-damper.ts';
 import { flapDampingOf } from './options.ts';
+import { jobIdentityProblem } from '../schemas/kube-names.ts';
 
 const JOB_JOURNAL_KEY = 'job-journal';
 /**
@@ -135,7 +136,7 @@ export class JobsController {
     const mindxDl = (name: string) => s.mindxDlConfigMaps.get(`${JOB_STATE_NAMESPACE}/${name}`);
     this.states = new JobStateStore({
       cached: mindxDl, cachedNames: () => [...s.mindxDlConfigMaps.store.values()].map((c) => c.metadata?.name ?? ''),
-      writer, client, dryRun: options.dryRun, log: log.child({ controller: 'job_decisions' }), now: this.now,
+      writer, client, dryRun: options.dryRun, log: log.child({ controller: 'job_decisions' }), metrics, now: this.now,
       // A write-ahead after a quiet spell goes out at once; in a burst the next waits until 50 ms
       // after the previous one (the default), so a storm's write-aheads share a write (100 ms held
       // 9 of the single bench's 50 faults, which come 70-100 ms after the previous one). Only
@@ -175,6 +176,7 @@ export class JobsController {
       decisions: loop(jobDecisionsReconciler({
         index: this.index, faultsOf, ...(d.filtered === undefined ? {} : { filtered: d.filtered }),
         states: this.states, executor, reporter, history, resetConfig, dryRun: options.dryRun, breaker: d.breaker, damper: this.damper,
+        refuseMalformedIdentity: options.refuseMalformedJobIdentity,
         config: { graceOverTimeMs: options.graceOverTimeSeconds * 1000, pendingEscalationMs: options.pendingEscalationSeconds * 1000 },
         registered: d.registered, afterPersist: d.afterPersist, goodput: metrics.goodput, scheduledAtMs: (k) => this.gate?.scheduledAt(k),
         onStateChanged: () => vcjobFaultNpu.queue.add(VCJOB_FAULT_NPU_KEY),
@@ -291,9 +293,14 @@ export class JobsController {
     return e === undefined ? undefined : aggregateFromCache(e, (n) => this.d.deviceFaults.effective(n), this.d.filtered);
   }
 
+  /** A job refused by the decisions reconciler (schemas/kube-names.ts) enters no shared ConfigMap either. */
+  private admitted(h: { readonly uid: string; readonly name: string }): boolean {
+    return !this.d.options.refuseMalformedJobIdentity || jobIdentityProblem(h) === undefined;
+  }
+
   private retryJobs() {
     const states = new Map(this.states.all().map((r) => [r.jobUid, r.state]));
-    return this.index.jobHeaders().filter((h) => h.knobs.faultRetryTimes > 0).map((h) => {
+    return this.index.jobHeaders().filter((h) => h.knobs.faultRetryTimes > 0 && this.admitted(h)).map((h) => {
       const budget = states.get(h.uid)?.retry;
       return { key: h.key, uid: h.uid, faultRetryTimes: h.knobs.faultRetryTimes, ...(budget ? { budget } : {}) };
     });
@@ -310,6 +317,7 @@ export class JobsController {
 
   private torJobs() {
     return this.index.jobHeaders().flatMap((h) => {
+      if (!this.admitted(h)) return [];
       const affinity = h.labels[TOR_AFFINITY_LABEL];
       if (affinity !== 'large-model-schema' && affinity !== 'normal-schema') return [];
       const e = this.index.job(h.key);

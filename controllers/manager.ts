@@ -4,7 +4,8 @@
  */
 import type { Server } from 'node:http';
 import { Subject, map, type Subscription } from 'rxjs';
-import type { KubeClient } from '../runtime/kube-client.ts';
+import { paths, type KubeClient } from '../runtime/kube-client.ts';
+import type { ConfigMap } from '../runtime/kube-objects.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { startHttpServer, type HealthSource, type Leadership } from '../telemetry/http-server.ts';
@@ -19,7 +20,7 @@ import { DeviceFaultsController, type FaultChange, type FaultPolicy } from './de
 import { FaultView } from './fault-view.ts';
 import { runStep, runSyncStep, singleton, type Flow } from './flows.ts';
 import { CLUSTER_INFO_KEY, CLUSTER_INFO_WRITE_BURST, clusterInfoReconciler, renderClusterInfo } from '../reconcilers/cluster-info.reconciler.ts';
-import { CLUSTER_INFO_NAMESPACE } from '../schemas/cluster-info/cluster-info.ts';
+import { CLUSTER_INFO_DEVICE_PREFIX, CLUSTER_INFO_LABEL_KEY, CLUSTER_INFO_NAMESPACE, parseClusterInfo, type DeviceInfoEntry } from '../schemas/cluster-info/cluster-info.ts';
 import { LeaderElector } from '../runtime/leader-election.ts';
 import { JobsController, type JobsControllerDeps } from './jobs.controller.ts';
 import { RecoveryController } from './recovery.controller.ts';
@@ -41,7 +42,7 @@ import { JobStatisticController } from './job-statistic.controller.ts';
 import { JobIdentityController } from './job-identity.controller.ts';
 import { RelationFaultsController } from './relation-faults.controller.ts';
 import { recoverInPlacePeers } from '../policy/filters/fault-filters-peers.ts';
-import { LAST_GOOD_CM_NAME, parseLastGood } from '../state/device-info-last-good.ts';
+import { LAST_GOOD_CM_NAME, readLastGood, type PersistedLastGood } from '../state/device-info-last-good.ts';
 import { LAST_GOOD_RECONCILE_KEY, lastGoodReconciler } from '../reconcilers/device-info-last-good.reconciler.ts';
 import { BreakerController, breakerConfigOf } from './breaker.controller.ts';
 import { hostname } from 'node:os';
@@ -135,6 +136,8 @@ export class Manager implements HealthSource {
   private acting = false;
   /** Watch-health metrics between scrapes (every 5 s, through a work queue). */
   private watchHealth: Periodic | undefined;
+  /** The persisted last good device-info read at start, and the published entries its damaged ones need. */
+  private lastGoodAtStart: { readonly persisted: PersistedLastGood; readonly published: ReadonlyMap<string, DeviceInfoEntry> } | undefined;
   private readonly deps: ManagerDeps;
   private readonly now: () => number;
 
@@ -340,7 +343,8 @@ export class Manager implements HealthSource {
         name: 'intake', start: () => deviceFaults.start(), stop: () => deviceFaults.stop(),
         synced: () => {
           // Before any decision: nodes whose device-info is still invalid get the last good one persisted before the restart.
-          deviceFaults.restoreLastGood(parseLastGood(this.sources.mindxDlConfigMaps.get(`${CLUSTER_INFO_NAMESPACE}/${LAST_GOOD_CM_NAME}`)));
+          const lg = this.lastGoodAtStart;
+          if (lg !== undefined) deviceFaults.restoreLastGood(lg.persisted, lg.published);
           // The public faults the last process listed (ClusterD reloads them at start), on top of the replayed CMs.
           deviceFaults.loadPublicFaults(this.sources.clusterSystemConfigMaps.get(`${options.clusterSystemNamespace}/${STATISTIC_FAULT_CM_NAME}`));
         },
@@ -417,6 +421,29 @@ export class Manager implements HealthSource {
     };
   }
 
+  /**
+   * The device entries of cluster-info as last published (the informer keeps only a digest of those
+   * shards): the stand-in for nodes whose persisted last good entry is damaged. Read once at start,
+   * only when there is such an entry; a failed read leaves them without (logged).
+   */
+  private async publishedDeviceEntries(): Promise<Map<string, DeviceInfoEntry>> {
+    const out = new Map<string, DeviceInfoEntry>();
+    try {
+      const list = await this.deps.client.list<ConfigMap>(paths.configMaps(CLUSTER_INFO_NAMESPACE), { labelSelector: `${CLUSTER_INFO_LABEL_KEY}=true` });
+      for (const cm of list.items) {
+        const name = cm.metadata?.name ?? '';
+        const text = cm.data?.[name];
+        if (!name.startsWith(CLUSTER_INFO_DEVICE_PREFIX) || text === undefined || text === '') continue;
+        const parsed = parseClusterInfo('device', text);
+        if (!parsed.ok) { this.deps.log.warn('published cluster-info shard does not parse; its nodes have no stand-in for a damaged last good entry', { name, reason: parsed.reason }); continue; }
+        for (const [k, e] of Object.entries(parsed.value)) out.set(k, e as DeviceInfoEntry);
+      }
+    } catch (e) {
+      this.deps.log.warn('could not read the published cluster-info for damaged last good entries', { err: String(e) });
+    }
+    return out;
+  }
+
   private pod(): PodRef | undefined {
     if (this.deps.pod !== undefined) return this.deps.pod;
     const name = process.env.POD_NAME;
@@ -435,6 +462,8 @@ export class Manager implements HealthSource {
     await waitForSync(this.sources);
     metrics.observeWatchHealth(sourcesHealth(this.sources), this.now());
     log.info('caches synced', { objects: Object.fromEntries(sourcesHealth(this.sources).map((h) => [h.name, h.objects])) });
+    const persisted = readLastGood(this.sources.mindxDlConfigMaps.get(`${CLUSTER_INFO_NAMESPACE}/${LAST_GOOD_CM_NAME}`));
+    this.lastGoodAtStart = { persisted, published: persisted.damaged.size === 0 ? new Map() : await this.publishedDeviceEntries() };
     runSyncStep(this.flows, 'synced');
     // Reconcilers start only on synced caches, so a restart never acts on a partial view, and only
     // on the leader: a standby keeps its caches warm and takes over within one lease duration.

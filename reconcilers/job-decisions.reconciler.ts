@@ -15,14 +15,26 @@
  * 4. timers (grace -> force, pending escalation, fault-job lifetime) come back as `requeueAfterMs`
  *    computed from persisted timestamps.
  * A job whose PodGroup is gone has its state deleted.
+ *
+ * Before anything is read or written for a job, its identity (the PodGroup's controller
+ * ownerReference, which the apiserver does not validate) must be usable as a ConfigMap key and in
+ * names (schemas/kube-names.ts); a job failing that is refused: logged once, counted
+ * (clusterd_jobs_refused_total), an Event JobIdentityRefused on its PodGroup, nothing written
+ * (--refuse-malformed-job-identity=false: decided as ClusterD would, its state in memory only).
+ * A job whose journal record is unreadable is not decided (the record may hold a restart already
+ * carried out) and its record is left untouched; the log line and the Event JobStateUnreadable name
+ * that one record and the command that drops only it; the job is looked at again every 10 s and,
+ * once the record is gone, decided with no state.
  */
 import { aggregateJob, type FaultCause, type HiddenFault, type JobFaultAggregate, type JobFaultSnapshot } from '../policy/jobs/job-aggregation.ts';
 import { alreadyActed, markActed } from '../policy/jobs/job-decision-id.ts';
 import { decideJob } from '../policy/jobs/job-restart.ts';
 import { faultKey, type FaultRecord } from '../vocabulary/fault-types.ts';
 import type { JobDecision, JobDecisionConfig, JobRescheduleState } from '../policy/jobs/job-decision-types.ts';
-import { TerminalError, type Outcome, type ReconcileContext, type Reconciler } from '../runtime/reconciler.ts';
-import type { ExecAction, PendingDecision } from '../schemas/job-state/job-state.ts';
+import type { Outcome, ReconcileContext, Reconciler } from '../runtime/reconciler.ts';
+import { dropRecordCommand, JOB_STATE_NAMESPACE, type ExecAction, type PendingDecision } from '../schemas/job-state/job-state.ts';
+import { jobIdentityProblem } from '../schemas/kube-names.ts';
+import { createHash } from 'node:crypto';
 import { readResetConfig, type ResetConfigDeps } from '../actions/job-reset-config.action.ts';
 import type { ExecSummary, JobActionExecutor } from '../actions/job-action-executor.ts';
 import type { JobEntry, JobIndex } from '../state/job-index.ts';
@@ -55,6 +67,11 @@ export interface JobDecisionsDeps {
   readonly resetConfig: ResetConfigDeps;
   readonly config: Partial<JobDecisionConfig>;
   readonly dryRun: boolean;
+  /**
+   * Refuse a job whose identity cannot be a key or a name (schemas/kube-names.ts) before any write
+   * (default); false = ClusterD: it is decided and acted on, its state in memory only.
+   */
+  readonly refuseMalformedIdentity?: boolean;
   /** TaskD/MindIO registered the job with the Recover service (B6 rows 6, 8); owned elsewhere. */
   readonly registered: (jobUid: string) => boolean;
   /** The job's retry budget or state changed (vcjob-fault-npu-cm). */
@@ -81,6 +98,9 @@ export interface JobDecisionsDeps {
  */
 interface Stages { queued?: number; decide: number; prepare: number; writeAhead: number }
 const round1 = (ms: number): number => Math.round(ms * 10) / 10;
+
+/** How often a job whose journal record is unreadable is looked at again (to resume once it was removed). */
+const UNREADABLE_RECHECK_MS = 10_000;
 
 /** Decisions that delete pods: the reschedules the breaker counts and holds. */
 const reschedules = (dec: JobDecision): boolean => dec.actions.some((a) => a.type === 'evictPods' || a.type === 'forceDeletePods');
@@ -225,9 +245,27 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
         ctx.log.warn('job knobs corrected', { job: key, warnings: entry.warnings });
       }
       const uid = entry.view.uid;
+      // Before anything is read or written for it: an owner uid the apiserver never validated would
+      // be a data key of the shared journal, and its 422 would fail the other jobs' records.
+      const problem = jobIdentityProblem(entry.view);
+      if (problem !== undefined && d.refuseMalformedIdentity !== false) {
+        await d.reporter.refused(reporterJob(entry), entry.view, problem, ctx.now());
+        return {};
+      }
       const stored = d.states.get(uid);
       if (stored !== undefined && !stored.ok) {
-        throw new TerminalError(`job state of ${key} unreadable (${stored.reason}); delete ConfigMap to reset`);
+        // Kept untouched, and the job is not decided: the record may hold a decision already carried
+        // out (deciding afresh could restart the job twice) or a budget spent. The remedy drops that
+        // one job's record; the shard's other jobs keep theirs.
+        const where = d.states.where(uid);
+        const remedy = where === undefined ? 'remove its record' : dropRecordCommand(where);
+        const at = where === undefined ? '' : ` at ${JOB_STATE_NAMESPACE}/${where.name} key ${where.key}`;
+        const sig = createHash('sha256').update(`${where?.name}|${d.states.text(uid) ?? ''}`).digest('hex').slice(0, 16);
+        const message = `job state of ${key} unreadable${at} (${stored.reason}); the job is not decided until that one record is removed (the job then starts with no state): ${remedy}`;
+        await d.reporter.unreadable(reporterJob(entry), sig, message, { reason: stored.reason, configMap: where?.name, dataKey: where?.key, remedy }, ctx.now());
+        // Looked at again now and then (logged once per record text): once the record is gone the
+        // job is decided, without waiting for its next change.
+        return { requeueAfterMs: UNREADABLE_RECHECK_MS };
       }
       let state = stored?.value.state;
       const pending = stored?.value.pending;

@@ -144,3 +144,22 @@ describe('recovery_state reconciler', () => {
     await loop.stop();
   });
 });
+
+describe('recovery state of a job id that cannot be part of a ConfigMap name', () => {
+  it('is kept in memory only: no write (which the apiserver would refuse on every retry), readable, removable', async () => {
+    const cms = new FakeConfigMaps();
+    const queued: string[] = [];
+    const store = new RecoveryStateStore({
+      cached: (name) => cms.get('mindx-dl', name), cachedNames: () => [...cms.objects.values()].map((c) => c.metadata?.name ?? ''),
+      writer: new ConfigMapWriter(cms.client()), log: silentLogger, dryRun: false,
+    });
+    store.attach((uid) => queued.push(uid));
+    const bad = { ...record(), jobId: 'Bad Id !' };
+    await store.save(bad);
+    expect(queued).toEqual([]);
+    expect(cms.writes).toEqual([]);
+    expect(store.get('Bad Id !')?.jobKey).toBe('ns/job-u1');
+    await store.remove('Bad Id !');
+    expect(store.get('Bad Id !')).toBeUndefined();
+  });
+});

@@ -24,6 +24,7 @@ import type { Logger } from '../telemetry/logger.ts';
 import type { HotSwitchState } from '../policy/recovery/hot-switch-types.ts';
 import type { RecoveryState } from '../policy/recovery/recovery-types.ts';
 import type { ConfigMap } from '../runtime/kube-objects.ts';
+import { isJobUid } from '../schemas/kube-names.ts';
 
 export const RECOVERY_STATE_NAMESPACE = 'mindx-dl';
 export const RECOVERY_STATE_PREFIX = 'clusterd-ts-recovery-';
@@ -109,8 +110,10 @@ export class RecoveryStateStore {
   private readonly d: RecoveryStateStoreDeps;
   /** Desired states not yet stored, by job UID. */
   private readonly want = new Map<string, Want>();
-  /** Dry run keeps states here only. */
+  /** Dry run keeps states here only (and so does a job id that cannot be in a name). */
   private readonly memory = new Map<string, RecoveryRecord>();
+  /** Job ids already logged as kept in memory only. */
+  private readonly refused = new Set<string>();
   /** Queues a job UID on the recovery_state loop; undefined while no loop runs (not leading). */
   private enqueue: ((uid: string) => void) | undefined;
 
@@ -150,7 +153,7 @@ export class RecoveryStateStore {
 
   /** Makes the record the job's desired state; resolves once it (or a newer one) is stored. */
   save(record: RecoveryRecord): Promise<void> {
-    if (this.d.dryRun) {
+    if (this.memoryOnly(record.jobId)) {
       this.memory.set(record.jobId, record);
       return Promise.resolve();
     }
@@ -160,8 +163,23 @@ export class RecoveryStateStore {
   /** The job is gone: its ConfigMap goes too (resolves once deleted). */
   remove(uid: string): Promise<void> {
     this.memory.delete(uid);
-    if (this.d.dryRun || (this.cm(uid) === undefined && !this.want.has(uid))) return Promise.resolve();
+    if (this.memoryOnly(uid) || (this.cm(uid) === undefined && !this.want.has(uid))) return Promise.resolve();
     return this.desire(uid, null);
+  }
+
+  /**
+   * Dry run keeps states in memory; so does a job id that cannot be part of a ConfigMap name
+   * (schemas/kube-names.ts): `clusterd-ts-recovery-<id>` would be refused (422) on every retry.
+   */
+  private memoryOnly(uid: string): boolean {
+    if (this.d.dryRun) return true;
+    if (isJobUid(uid)) return false;
+    if (!this.refused.has(uid)) {
+      if (this.refused.size >= 1024) this.refused.clear(); // logged once per id, within a bound
+      this.refused.add(uid);
+      this.d.log.warn('recovery state: the job id cannot be part of a ConfigMap name; its state is kept in memory only', { jobId: uid.slice(0, 80) });
+    }
+    return true;
   }
 
   private desire(uid: string, desired: Desired): Promise<void> {

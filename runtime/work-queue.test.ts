@@ -49,6 +49,15 @@ describe('WorkQueue', () => {
     expect(q.addRateLimited('c')).toBe(100); // bucket empty: one token per 100 ms
   });
 
+  it('a key that keeps failing is paced by its own backoff only: it does not drain the bucket for the others', () => {
+    const q = new WorkQueue({ clock: new ManualClock(0), qps: 10, burst: 2 });
+    expect(q.addRateLimited('bad')).toBe(5); // its first retry takes a token
+    for (let i = 0; i < 50; i++) q.addRateLimited('bad'); // its later ones take none
+    expect(q.addRateLimited('bad')).toBe(60_000); // capped per key
+    expect(q.addRateLimited('good')).toBe(5); // the burst's second token is still there
+    expect(q.addRateLimited('other')).toBe(100);
+  });
+
   it('wakes a waiting get when a key arrives and ends waiters on shutdown', async () => {
     const q = new WorkQueue();
     const p = q.get();

@@ -2,7 +2,7 @@
  * A keyed work queue in the manner of client-go's: it holds keys, never events; a key is queued at
  * most once; a key being processed is not handed out again until `done`, and if it was re-added
  * meanwhile it runs once more afterwards. `addAfter` delays, `addRateLimited` backs off per key
- * (5 ms doubling, capped) under an overall token bucket.
+ * (5 ms doubling, capped), a failure streak's first retry also under an overall token bucket.
  */
 import type { SchedulerLike, Subscription } from 'rxjs';
 
@@ -89,12 +89,17 @@ export class WorkQueue {
     this.delayed.set(key, { due, handle });
   }
 
-  /** Re-adds after this key's backoff (max of per-key exponential and the overall bucket). */
+  /**
+   * Re-adds after this key's backoff: per-key exponential, and for the first retry of a failure
+   * streak also the overall bucket (a storm of new failures is paced). A key that keeps failing is
+   * paced by its own backoff only, so it cannot drain the bucket the other keys' first retries draw
+   * from (one key's failing writes never slow another's retry).
+   */
   addRateLimited(key: string): number {
     const n = this.failures.get(key) ?? 0;
     this.failures.set(key, n + 1);
     const perKey = Math.min(this.maxDelayMs, this.baseDelayMs * 2 ** Math.min(n, 30));
-    const delay = Math.max(perKey, this.bucketDelay());
+    const delay = Math.max(perKey, n === 0 ? this.bucketDelay() : 0);
     this.addAfter(key, delay);
     return delay;
   }

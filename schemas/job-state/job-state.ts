@@ -46,6 +46,19 @@ export const journalShardOf = (name: string): number | undefined => {
 };
 
 export const jobStateCmName = (jobUid: string): string => `${JOB_STATE_CM_PREFIX}${jobUid}`;
+
+/** RFC 6901: `~` and `/` in a JSON Pointer segment. */
+const pointerSegment = (s: string): string => s.replace(/~/g, '~0').replace(/\//g, '~1');
+
+/**
+ * The command that drops one job's record and nothing else: in a journal shard (shared by many
+ * jobs) a JSON patch removing that one data key; an old per-job ConfigMap is that job's alone.
+ * Keys here are ConfigMap keys (`[-._a-zA-Z0-9]`), safe inside the single quotes.
+ */
+export function dropRecordCommand(where: { readonly name: string; readonly key: string; readonly shared: boolean }): string {
+  if (!where.shared) return `kubectl -n ${JOB_STATE_NAMESPACE} delete configmap ${where.name}`;
+  return `kubectl -n ${JOB_STATE_NAMESPACE} patch configmap ${where.name} --type=json -p '[{"op":"remove","path":"/data/${pointerSegment(where.key)}"}]'`;
+}
 export const jobUidOfStateCm = (name: string): string | undefined =>
   name.startsWith(JOB_STATE_CM_PREFIX) && name.length > JOB_STATE_CM_PREFIX.length ? name.slice(JOB_STATE_CM_PREFIX.length) : undefined;
 

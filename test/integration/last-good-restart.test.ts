@@ -128,4 +128,47 @@ describe('last good device-info across a restart', () => {
     await eventually(async () => (await deviceEntries(client))[cmName] === undefined);
     expect(lines.some((l) => l.msg === 'device-info ConfigMap deleted; the node\'s device faults are removed (as ClusterD does)' && l.node === node)).toBe(true);
   }, 30_000);
+
+  it('a damaged persisted entry is loud and kept as it is, and the node\'s fault stays in cluster-info across a restart', async () => {
+    await manager?.stop();
+    manager = await start();
+    const node3 = `${node}-dmg`;
+    const cm3 = deviceInfoCmName(node3);
+    try {
+      const now = Date.now();
+      const fault = makeDeviceFault('CardUnhealthy', 'Ascend910-2', [{ code: '80E18402', level: 'SeparateNPU', timeMs: now }]);
+      await putCm(client, cm3, encodeDeviceInfoData({ available: chips(8).filter((c) => c !== 'Ascend910-2'), unhealthy: ['Ascend910-2'], faults: [fault], updateTimeS: Math.floor(now / 1000) }));
+      await eventually(async () => (await deviceEntries(client))[cm3]?.DeviceList[UNHEALTHY] === 'Ascend910-2');
+      await putCm(client, cm3, { DeviceInfoCfg: '{"DeviceInfo":', ManuallySeparateNPU: '' });
+      const saved = await eventually(async () => (await persisted())[cm3]);
+      await manager.stop();
+
+      // The persisted copy is damaged while the controller is down (cut in half).
+      const damaged = saved.slice(0, Math.floor(saved.length / 2));
+      const lg = (await client.getOrUndefined<ConfigMap>(paths.configMap('mindx-dl', LAST_GOOD_CM_NAME)))!;
+      await client.replace(paths.configMap('mindx-dl', LAST_GOOD_CM_NAME), { ...lg, data: { ...lg.data, [cm3]: damaged } });
+
+      const metrics = new Metrics({ processMetrics: false });
+      manager = new Manager({ client, log: recordingLogger(lines), metrics, options: parseOptions(['--http-port=0', '--grpc-port=0', '--cluster-info-refresh-seconds=0'], {}) });
+      await manager.start();
+      await eventually(() => manager!.isLeader);
+      await manager.clusterInfo.idle();
+      await manager.lastGood.idle();
+      // The node's fault does not vanish: its last published entry stands in until the device plugin writes a valid device-info.
+      expect((await deviceEntries(client))[cm3]?.DeviceList[UNHEALTHY]).toBe('Ascend910-2');
+      expect(manager.deviceFaults.store.records(node3).map((r) => r.code)).toContain('80E18402');
+      // Kept as it is, not replaced by less.
+      expect((await persisted())[cm3]).toBe(damaged);
+
+      // Loud: an error line naming the node and the entry, and a metric.
+      expect(lines.some((l) => l.level === 'error' && l.msg.startsWith('persisted last good device-info entry is damaged') && l.node === node3 && l.fallback === 'published')).toBe(true);
+      expect((await metrics.lastGoodDamaged.get()).values).toEqual([{ labels: { fallback: 'published' }, value: 1 }]);
+      // The live device-info wins once valid again: the fault clears and the damaged entry goes.
+      await putCm(client, cm3, encodeDeviceInfoData({ available: chips(8), updateTimeS: Math.floor(Date.now() / 1000) }));
+      await eventually(async () => (await deviceEntries(client))[cm3]?.DeviceList[UNHEALTHY] === '');
+      await eventually(async () => (await persisted())[cm3] === undefined);
+    } finally {
+      await client.delete(paths.configMap('kube-system', cm3)).catch(() => undefined);
+    }
+  }, 90_000);
 });

@@ -17,7 +17,14 @@ export class FakeConfigMaps {
   readonly writes: FakeWrite[] = [];
   /** When set, every create/replace throws it (an apiserver that is down). */
   failWrites: Error | undefined;
+  /** When it answers true for a create/replace's data, that write fails 422 Invalid (a content the apiserver refuses). */
+  rejectData: ((data: Readonly<Record<string, string>>) => boolean) | undefined;
   private rv = 100;
+
+  private invalid(method: string, path: string, obj: KubeObject): void {
+    const data = (obj as ConfigMap).data ?? {};
+    if (this.rejectData?.(data) === true) throw new ApiError(method, path, 422, { reason: 'Invalid', message: 'ConfigMap is invalid' });
+  }
 
   private static key(path: string, obj?: KubeObject): string {
     const m = /\/namespaces\/([^/]+)\/configmaps(?:\/([^/]+))?$/.exec(path);
@@ -35,6 +42,7 @@ export class FakeConfigMaps {
     const fake = {
       async create<T extends KubeObject>(path: string, obj: T): Promise<T> {
         if (self.failWrites !== undefined) throw self.failWrites;
+        self.invalid('POST', path, obj);
         const key = FakeConfigMaps.key(path, obj);
         if (self.objects.has(key)) throw new ApiError('POST', path, 409, { reason: 'AlreadyExists' });
         const saved = { ...obj, metadata: { ...obj.metadata, uid: `uid-${key}`, resourceVersion: String(++self.rv) } } as T;
@@ -44,6 +52,7 @@ export class FakeConfigMaps {
       },
       async replace<T extends KubeObject>(path: string, obj: T): Promise<T> {
         if (self.failWrites !== undefined) throw self.failWrites;
+        self.invalid('PUT', path, obj);
         const key = FakeConfigMaps.key(path);
         const cur = self.objects.get(key);
         if (cur === undefined) throw new ApiError('PUT', path, 404, { reason: 'NotFound' });

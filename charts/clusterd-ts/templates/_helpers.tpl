@@ -116,6 +116,7 @@ downward API provides (--grpc-host <- POD_IP, --node-name <- NODE_NAME) are only
 - {{ printf "--cluster-info-refresh-annotation=%t" $c.clusterInfoRefreshAnnotation | quote }}
 - {{ printf "--node-taints=%t" $c.nodeTaints | quote }}
 - {{ printf "--node-taint-hold-seconds=%d" (int64 $c.nodeTaintHoldSeconds) | quote }}
+- {{ printf "--refuse-malformed-job-identity=%t" $c.refuseMalformedJobIdentity | quote }}
 - {{ printf "--breaker-window-seconds=%d" (int64 $c.breakerWindowSeconds) | quote }}
 - {{ printf "--breaker-domain-nodes=%d" (int64 $c.breakerDomainNodes) | quote }}
 - {{ printf "--breaker-domain-chips=%d" (int64 $c.breakerDomainChips) | quote }}
