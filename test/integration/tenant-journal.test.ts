@@ -4,7 +4,11 @@
  * every job (schemas/job-state). A tenant, under its namespace-scoped ServiceAccount, creates
  * PodGroups (and pods owned by them) whose owner uid is `bad uid !`, with faults on their chips, on
  * the node where another team's job runs; that job's SeparateNPU must still delete its pod within
- * the normal time and its record must be written. The tenant's jobs are refused before any write.
+ * the normal time and its record must be written. The tenant's jobs are refused before any write:
+ * a made-up owner uid names no Volcano Job, so the job-identity check (policy/jobs/job-identity.ts)
+ * refuses those first; a real Job whose name is too long for `reset-config-<name>` passes that check
+ * and is refused by the key-and-name check (schemas/kube-names.ts), the one
+ * --refuse-malformed-job-identity turns off.
  */
 import { paths, type KubeClient } from '../../runtime/kube-client.ts';
 import { eventually } from '../support/cluster.ts';
@@ -18,12 +22,15 @@ import { recordingLogger, type LogLine } from '../support/fault-policy-test-kit.
 import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { BASE_ARGS, jobState, jobsHarness, npusOf, podGroupEvents, runningPods, uidOf } from '../support/jobs-support.ts';
 
-const BAD_UIDS = Array.from({ length: 6 }, (_, i) => (i % 3 === 0 ? `bad uid ${i}!` : i % 3 === 1 ? `Bad/Uid-${i}` : `x y ${i}`));
+const BAD_UIDS = Array.from({ length: 5 }, (_, i) => (i % 3 === 0 ? `bad uid ${i}!` : i % 3 === 1 ? `Bad/Uid-${i}` : `x y ${i}`));
+/** A Volcano Job name the apiserver takes (<= 253) that `reset-config-<name>` cannot carry. */
+const LONG_NAME = `long-${'x'.repeat(240)}`;
+const TENANT_CHIPS = [...BAD_UIDS.map((_, i) => `Ascend910-${2 + i}`), 'Ascend910-7'];
 
-/** A PodGroup and one pod on `node` holding `chip`, both owned by a Volcano Job with a made-up uid. */
-async function tenantJob(client: KubeClient, ns: string, i: number, uid: string, node: string, chip: string): Promise<void> {
+/** A PodGroup and one pod on `node` holding `chip`, both owned by the Volcano Job `owner` names (made up, or real). */
+async function tenantJob(client: KubeClient, ns: string, i: number | string, owned: { name?: string; uid: string }, node: string, chip: string): Promise<void> {
   const name = `evil-${i}`;
-  const owner = { apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job', name, uid, controller: true };
+  const owner = { apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job', name: owned.name ?? name, uid: owned.uid, controller: true };
   await client.create(paths.podGroups(ns), {
     apiVersion: 'scheduling.volcano.sh/v1beta1', kind: 'PodGroup',
     metadata: { name, namespace: ns, labels: { 'fault-scheduling': 'force' }, ownerReferences: [owner] },
@@ -40,6 +47,15 @@ async function tenantJob(client: KubeClient, ns: string, i: number, uid: string,
       containers: [{ name: 'ascend', image: 'training:latest', resources: { requests: { [NPU_RESOURCE]: '1' }, limits: { [NPU_RESOURCE]: '1' } } }],
     },
   });
+}
+
+/** The made-up-uid jobs on chips 2-6, and a real Job with a too-long name on chip 7; the long job's uid. */
+async function tenantJobs(client: KubeClient, ns: string, node: string): Promise<string> {
+  for (const [i, bad] of BAD_UIDS.entries()) await tenantJob(client, ns, i, { uid: bad }, node, TENANT_CHIPS[i]!);
+  // No Volcano controller serves the tenant's namespace here: the Job stays inert, the tenant makes its PodGroup and pod.
+  const long = await client.create(paths.vcJobs(ns), vcJob(ns, { name: LONG_NAME, replicas: 1, npus: 1, labels: { 'fault-scheduling': 'force' } }));
+  await tenantJob(client, ns, 'long', { name: LONG_NAME, uid: long.metadata!.uid! }, node, TENANT_CHIPS[BAD_UIDS.length]!);
+  return long.metadata!.uid!;
 }
 
 async function journalKeys(client: KubeClient): Promise<string[]> {
@@ -61,22 +77,21 @@ describe('tenant isolation: the shared job journal', () => {
     // The tenant's jobs sit on the node the victim will use, one per chip on chips 2-7 (in a real
     // cluster the device plugin annotates the chips; the allocator here serves the world's namespace).
     const tenant = await newTenant(client, 'tjournal-tenant');
-    const tenantChips = BAD_UIDS.map((_, i) => `Ascend910-${2 + (i % 6)}`);
-    for (const [i, bad] of BAD_UIDS.entries()) await tenantJob(tenant.client, tenant.ns, i, bad, node, tenantChips[i]!);
+    const longUid = await tenantJobs(tenant.client, tenant.ns, node);
     await eventually(async () => {
       const pods = (await client.list<PodObj>(paths.pods(tenant.ns))).items;
-      return pods.length === BAD_UIDS.length && pods.every((p) => p.status?.phase === 'Running');
+      return pods.length === TENANT_CHIPS.length && pods.every((p) => p.status?.phase === 'Running');
     }, 30_000);
     const job = await client.create(paths.vcJobs(ns), vcJob(ns, { nodeSelector: world.nodeSelector, name: 'victim', replicas: 1, npus: 2, labels: { 'fault-scheduling': 'force' } }));
     const uid = job.metadata!.uid!;
     const [victim] = await runningPods(client, ns, 'victim', 1);
     const victimChips = npusOf(victim!);
-    expect(victimChips.filter((c) => tenantChips.includes(c))).toEqual([]);
+    expect(victimChips.filter((c) => TENANT_CHIPS.includes(c))).toEqual([]);
 
     // One device-info write: the tenant's chips and the victim's fail together, so all the jobs are
     // decided in one burst and (before the fix) their write-aheads share group commits.
     const t0 = Date.now();
-    await Promise.all([...new Set(tenantChips), victimChips[0]!].map((npu) => world.dp.injectChipFault({ node, npu, code: '80E18402', level: 'SeparateNPU' })));
+    await Promise.all([...TENANT_CHIPS, victimChips[0]!].map((npu) => world.dp.injectChipFault({ node, npu, code: '80E18402', level: 'SeparateNPU' })));
     await eventually(() => world.peer.goneAtMs(uidOf(victim!)), 30_000, 50);
     const tookMs = world.peer.goneAtMs(uidOf(victim!))! - t0;
     process.stdout.write(`[tenant-journal] victim pod deleted ${tookMs} ms after its SeparateNPU\n`);
@@ -85,13 +100,14 @@ describe('tenant isolation: the shared job journal', () => {
     expect(record?.jobKey).toBe(`${ns}/victim-${uid}`);
 
     // The tenant's jobs were refused before any write: no record, no pod deleted, counted, an Event each.
-    expect((await journalKeys(client)).filter((k) => BAD_UIDS.includes(k))).toEqual([]);
+    expect((await journalKeys(client)).filter((k) => BAD_UIDS.includes(k) || k === longUid)).toEqual([]);
     const tenantPods = (await client.list<PodObj>(paths.pods(tenant.ns))).items;
     expect(tenantPods.filter((p) => p.metadata?.deletionTimestamp !== undefined)).toEqual([]);
-    expect(tenantPods).toHaveLength(BAD_UIDS.length);
-    const refused = (await metrics.jobsRefused.get()).values.find((v) => v.labels.reason === 'uid')?.value;
-    expect(refused).toBe(BAD_UIDS.length);
-    await eventually(async () => (await podGroupEvents(client, tenant.ns, 'evil-0')).some((e) => e.reason === 'JobIdentityRefused'), 10_000);
+    expect(tenantPods).toHaveLength(TENANT_CHIPS.length);
+    await eventually(async () => (await metrics.jobsRefused.get()).values.find((v) => v.labels.reason === 'name')?.value === 1, 15_000);
+    await eventually(async () => (await metrics.jobIdentityRefused.get()).values.find((v) => v.labels.reason === 'owner_not_found')?.value === BAD_UIDS.length, 30_000);
+    await eventually(async () => (await podGroupEvents(client, tenant.ns, 'evil-0')).some((e) => e.reason === 'JobIdentityRefused'), 30_000);
+    await eventually(async () => (await podGroupEvents(client, tenant.ns, 'evil-long')).some((e) => e.reason === 'JobIdentityRefused'), 10_000);
   }, 180_000);
 });
 
@@ -99,28 +115,31 @@ describe('tenant isolation: the shared job journal with --refuse-malformed-job-i
   const h = jobsHarness();
   const { client } = h;
 
-  it('the tenant\'s jobs are acted on as ClusterD would, their state in memory only; the other job is not delayed', async () => {
+  it('the tenant\'s job whose name cannot name its objects is acted on as ClusterD would; made-up owners stay refused; the other job is not delayed', async () => {
     const world = await h.startWorld({ nodes: 1, prefix: 'tjcd' });
     const { metrics } = await h.startManager(['--grpc-port=0', '--refuse-malformed-job-identity=false']);
     const { ns } = world;
     const node = world.nodes[0]!;
     const tenant = await newTenant(client, 'tjcd-tenant');
-    const tenantChips = BAD_UIDS.map((_, i) => `Ascend910-${2 + (i % 6)}`);
-    for (const [i, bad] of BAD_UIDS.entries()) await tenantJob(tenant.client, tenant.ns, i, bad, node, tenantChips[i]!);
+    await tenantJobs(tenant.client, tenant.ns, node);
     await eventually(async () => {
       const pods = (await client.list<PodObj>(paths.pods(tenant.ns))).items;
-      return pods.length === BAD_UIDS.length && pods.every((p) => p.status?.phase === 'Running');
+      return pods.length === TENANT_CHIPS.length && pods.every((p) => p.status?.phase === 'Running');
     }, 30_000);
     const job = await client.create(paths.vcJobs(ns), vcJob(ns, { nodeSelector: world.nodeSelector, name: 'victim', replicas: 1, npus: 2, labels: { 'fault-scheduling': 'force' } }));
     const uid = job.metadata!.uid!;
     const [victim] = await runningPods(client, ns, 'victim', 1);
     const t0 = Date.now();
-    await Promise.all([...new Set(tenantChips), npusOf(victim!)[0]!].map((npu) => world.dp.injectChipFault({ node, npu, code: '80E18402', level: 'SeparateNPU' })));
+    await Promise.all([...TENANT_CHIPS, npusOf(victim!)[0]!].map((npu) => world.dp.injectChipFault({ node, npu, code: '80E18402', level: 'SeparateNPU' })));
     await eventually(() => world.peer.goneAtMs(uidOf(victim!)), 30_000, 50);
     expect(world.peer.goneAtMs(uidOf(victim!))! - t0).toBeLessThan(5_000);
     await eventually(async () => ((await jobState(client, uid))?.state.acted.length ?? 0) > 0, 10_000);
-    // Acted on (their pods deleted), never written: no journal key, nothing refused.
-    await eventually(async () => (await client.list<PodObj>(paths.pods(tenant.ns))).items.every((p) => p.metadata?.deletionTimestamp !== undefined), 15_000);
+    // The long-named job is acted on (its pod deleted), nothing refused for its name; the made-up
+    // owners are no jobs whatever this flag says, so their pods stay and no key of theirs is written.
+    await eventually(async () => (await client.getOrUndefined<PodObj>(paths.pod(tenant.ns, 'evil-long-worker-0')))?.metadata?.deletionTimestamp !== undefined
+      || (await client.getOrUndefined<PodObj>(paths.pod(tenant.ns, 'evil-long-worker-0'))) === undefined, 15_000);
+    const pods = (await client.list<PodObj>(paths.pods(tenant.ns))).items.filter((p) => p.metadata?.name !== 'evil-long-worker-0');
+    expect(pods.filter((p) => p.metadata?.deletionTimestamp !== undefined)).toEqual([]);
     expect((await journalKeys(client)).filter((k) => BAD_UIDS.includes(k))).toEqual([]);
     expect((await metrics.jobsRefused.get()).values.reduce((n, v) => n + v.value, 0)).toBe(0);
     expect((await metrics.jobJournalKeyFailures.get()).values.reduce((n, v) => n + v.value, 0)).toBe(0);
