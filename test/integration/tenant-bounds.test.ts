@@ -17,7 +17,7 @@ import { JOB_STATISTIC_CM_NAME, parseJobStatistics } from '../../schemas/job-sta
 import { SCHEDULING_EXCEPTION_CM_NAME } from '../../schemas/scheduling-exception/scheduling-exception.ts';
 import { recordingLogger, type LogLine } from '../support/fault-policy-test-kit.ts';
 import { adminClient, ensureNamespace, eventually, newNamespace } from '../support/cluster.ts';
-import { newTenant, type Tenant } from '../support/tenant.ts';
+import { newTenant, removeJobs, type Tenant } from '../support/tenant.ts';
 
 /** What a cache holds of one namespace, in bytes of JSON (the observable: no RSS). */
 const cachedBytes = (r: Reflector<KubeObject>, ns: string): number =>
@@ -47,8 +47,10 @@ describe('tenant: bounded caches and outputs', () => {
     await manager.start();
   }, 60_000);
 
+  const victims: string[] = [];
   afterAll(async () => {
     await manager.stop();
+    await removeJobs(admin, [tenant.ns, ...victims]);
     await admin.delete(`/api/v1/namespaces/${tenant.ns}`).catch(() => undefined);
   });
 
@@ -79,6 +81,7 @@ describe('tenant: bounded caches and outputs', () => {
     expect(cachedBytes(jobs as Reflector<KubeObject>, tenant.ns)).toBeLessThan(5 * 2_048);
 
     const otherNs = await newNamespace(admin, 'victim');
+    victims.push(otherNs);
     const victim = await admin.create<KubeObject>(paths.vcJobs(otherNs), vcJob(otherNs, 'victim', { 'custom-job-id': 'platform-42' }));
     const uid = victim.metadata!.uid!;
     const statistic = await eventually(async () => {
@@ -107,6 +110,7 @@ describe('tenant: bounded caches and outputs', () => {
     expect(cachedBytes(pgs as Reflector<KubeObject>, tenant.ns)).toBeLessThan(8_192);
 
     const otherNs = await newNamespace(admin, 'victim');
+    victims.push(otherNs);
     const victim = await admin.create<KubeObject>(paths.vcJobs(otherNs), vcJob(otherNs, 'quiet'));
     const report = await eventually(async () => {
       const cm = await admin.getOrUndefined<ConfigMap>(paths.configMap(csNs, SCHEDULING_EXCEPTION_CM_NAME));

@@ -18,7 +18,7 @@ import { parseOptions } from '../../controllers/options.ts';
 import { Metrics } from '../../telemetry/metrics.ts';
 import { recordingLogger, type LogLine } from '../support/fault-policy-test-kit.ts';
 import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
-import { newTenant, type Tenant } from '../support/tenant.ts';
+import { newTenant, removeJobs, type Tenant } from '../support/tenant.ts';
 import { jobPods, runningWithNpus, startWorld, vcJob, type PodObj, type World } from '../../tools/job-peer/world.ts';
 import { BASE_ARGS, npusOf, rescheduleReasonOf } from '../support/jobs-support.ts';
 
@@ -50,6 +50,7 @@ describe('tenant fault filters: a filter hides faults only on chips its job hold
     watch?.unsubscribe();
     await manager?.stop();
     await world?.stop();
+    if (tenant !== undefined) await removeJobs(admin, [tenant.ns]);
     const t = tenant?.client;
     if (t !== undefined) {
       for (const p of (await t.list<KubeObject>(paths.pods(tenant.ns))).items) await t.delete(paths.pod(tenant.ns, p.metadata!.name!), { gracePeriodSeconds: 0 }).catch(() => undefined);

@@ -28,7 +28,7 @@ import { loadClusterdServices } from '../../grpc/protos.ts';
 import { fromTarget, openStream, unaryCall } from '../../grpc/testing.ts';
 import { recoveryStateCmName, RECOVERY_STATE_NAMESPACE } from '../../reconcilers/recovery-state.reconciler.ts';
 import { adminClient, ensureNamespace, eventually } from '../support/cluster.ts';
-import { newTenant, type Tenant } from '../support/tenant.ts';
+import { newTenant, removeJobs, type Tenant } from '../support/tenant.ts';
 import { fakeNodes, rand, reportChipFault } from './recovery-fixtures.ts';
 
 const POD_IP = '127.0.0.23';
@@ -105,6 +105,7 @@ describe('tenant gRPC: calls act only on a job with a pod at the caller\'s addre
   afterAll(async () => {
     for (const c of clients) c.close();
     await manager?.stop();
+    if (tenant !== undefined) await removeJobs(admin, [tenant.ns]);
   }, 30_000);
 
   it('fake jobs cannot be registered from an address that is no pod of theirs: no served-job slot, no recovery ConfigMap; the real job is served', async () => {

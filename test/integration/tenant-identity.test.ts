@@ -8,13 +8,15 @@
  */
 import { paths, type KubeObject } from '../../runtime/kube-client.ts';
 import { decisionRecordsPath } from '../../schemas/decision-record/decision-record.ts';
-import { eventually } from '../support/cluster.ts';
-import { newTenant } from '../support/tenant.ts';
+import { adminClient, eventually } from '../support/cluster.ts';
+import { newTenant, removeJobs } from '../support/tenant.ts';
 import { jobPods, vcJob } from '../../tools/job-peer/world.ts';
 import { jobsHarness, jobState, npusOf, podGroupEvents, runningPods, sleep, uidOf } from '../support/jobs-support.ts';
 
 describe('tenant isolation: job identity', () => {
   const h = jobsHarness();
+  const tenantNamespaces: string[] = [];
+  afterAll(async () => { await removeJobs(adminClient(), tenantNamespaces); });
   const { client: admin } = h;
 
   const recordNames = async (ns: string): Promise<string[]> =>
@@ -49,6 +51,7 @@ describe('tenant isolation: job identity', () => {
 
     // The tenant: a PodGroup and a pod in its own namespace whose ownerReferences name the victim.
     const tenant = await newTenant(admin, 'tid-tenant');
+    tenantNamespaces.push(tenant.ns);
     const owner = { apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job', name: 'victim', uid: victimUid, controller: true };
     const node = world.nodes.find((n) => n !== first!.spec!.nodeName && n !== second!.spec!.nodeName)!;
     await tenant.client.create(paths.podGroups(tenant.ns), {

@@ -11,8 +11,8 @@
  * --refuse-malformed-job-identity turns off.
  */
 import { paths, type KubeClient } from '../../runtime/kube-client.ts';
-import { eventually } from '../support/cluster.ts';
-import { newTenant } from '../support/tenant.ts';
+import { adminClient, eventually } from '../support/cluster.ts';
+import { newTenant, removeJobs } from '../support/tenant.ts';
 import { vcJob, NPU_RESOURCE, type PodObj } from '../../tools/job-peer/world.ts';
 import { JOB_JOURNAL_LABELS, JOB_STATE_NAMESPACE, JOB_STATE_VERSION, encodeJobState, journalCmName } from '../../schemas/job-state/job-state.ts';
 import { Manager } from '../../controllers/manager.ts';
@@ -64,6 +64,9 @@ async function journalKeys(client: KubeClient): Promise<string[]> {
   return cms.flatMap((c) => Object.keys(c.data ?? {}));
 }
 
+const tenantNamespaces: string[] = [];
+afterAll(async () => { await removeJobs(adminClient(), tenantNamespaces); });
+
 describe('tenant isolation: the shared job journal', () => {
   const h = jobsHarness();
   const { client } = h;
@@ -77,6 +80,7 @@ describe('tenant isolation: the shared job journal', () => {
     // The tenant's jobs sit on the node the victim will use, one per chip on chips 2-7 (in a real
     // cluster the device plugin annotates the chips; the allocator here serves the world's namespace).
     const tenant = await newTenant(client, 'tjournal-tenant');
+    tenantNamespaces.push(tenant.ns);
     const longUid = await tenantJobs(tenant.client, tenant.ns, node);
     await eventually(async () => {
       const pods = (await client.list<PodObj>(paths.pods(tenant.ns))).items;
@@ -121,6 +125,7 @@ describe('tenant isolation: the shared job journal with --refuse-malformed-job-i
     const { ns } = world;
     const node = world.nodes[0]!;
     const tenant = await newTenant(client, 'tjcd-tenant');
+    tenantNamespaces.push(tenant.ns);
     await tenantJobs(tenant.client, tenant.ns, node);
     await eventually(async () => {
       const pods = (await client.list<PodObj>(paths.pods(tenant.ns))).items;

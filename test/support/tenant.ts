@@ -5,7 +5,7 @@
  * carries a token from the TokenRequest API, so the real apiserver's RBAC decides what it may do;
  * the test then asserts what the controller lets that reach.
  */
-import { KubeClient } from '../../runtime/kube-client.ts';
+import { KubeClient, paths } from '../../runtime/kube-client.ts';
 import { newNamespace, serviceAccountClient } from './cluster.ts';
 
 export interface Tenant {
@@ -34,4 +34,18 @@ export async function newTenant(admin: KubeClient, prefix = 'tenant'): Promise<T
     subjects: [{ kind: 'ServiceAccount', name: 'tenant', namespace: ns }],
   });
   return { ns, client: await serviceAccountClient(admin, ns, 'tenant') };
+}
+
+/**
+ * Deletes the jobs a test left in these namespaces (Volcano Jobs, AscendJobs, PodGroups, Pods): the
+ * apiserver is shared by every integration file and has no namespace controller, and cluster-wide
+ * outputs (scheduling-exception-report, current-job-statistic) list every job that is left.
+ */
+export async function removeJobs(admin: KubeClient, namespaces: readonly string[]): Promise<void> {
+  for (const ns of namespaces) {
+    for (const kind of [paths.vcJobs(ns), paths.ascendJobs(ns), paths.podGroups(ns), paths.pods(ns)]) {
+      const items = (await admin.list<{ metadata?: { name?: string } }>(kind).catch(() => ({ items: [] }))).items;
+      for (const o of items) await admin.delete(`${kind}/${o.metadata!.name!}`, { gracePeriodSeconds: 0 }).catch(() => undefined);
+    }
+  }
 }
