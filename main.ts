@@ -31,6 +31,8 @@ async function main(): Promise<void> {
     // A replica that lost the lease exits so it can never act beside the new leader; its
     // Deployment restarts it as a standby.
     onLostLeadership: () => { log.error('lost leadership; exiting'); process.exit(1); },
+    // The rescheduling role's loops start afresh in a new process (controllers/rescheduling-role.ts).
+    onReschedulingRoleRegained: () => { log.warn('rescheduling role regained; exiting to start the jobs flow anew'); process.exit(0); },
   });
   let stopping = false;
   const shutdown = (signal: string): void => {

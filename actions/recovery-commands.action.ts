@@ -59,8 +59,8 @@ export interface RecoveryActionDeps {
   /** The job's pods from the informer cache, backups included. */
   readonly jobPods: (job: RecoveryJobTarget) => readonly Pod[];
   readonly stream: (jobId: string) => SignalStream<ProcessManageSignal> | undefined;
-  /** We hold Volcano's rescheduling role (`--rescheduling`): fault pods are deleted here. */
-  readonly rescheduling: boolean;
+  /** We hold Volcano's rescheduling role now (`--rescheduling`, controllers/rescheduling-role.ts): fault pods are deleted here. */
+  readonly rescheduling: () => boolean;
   readonly dryRun: boolean;
   /** `--hot-switch-backup-pods`: act as the operator for backup pods. */
   readonly backupPods: boolean;
@@ -157,7 +157,7 @@ export class RecoveryActions {
         return;
       case 'replaceFaultPods':
         // Volcano's part in process mode (B6 row 8): only the fault pods go; the job's controller re-creates them.
-        if (!d.rescheduling) return;
+        if (!d.rescheduling()) return;
         await this.forceDelete(job, this.podsAtRanks(job, c.podRanks).filter((p) => {
           const orig = originals?.[p.metadata?.annotations?.[RANK_INDEX_ANNOTATION] ?? ''];
           return orig === undefined || orig === p.metadata?.uid;
@@ -169,7 +169,7 @@ export class RecoveryActions {
           d.log.info('rescheduling handed over', { job: job.key, level, reason: c.reason });
           return;
         }
-        if (!d.rescheduling) return; // Volcano reads the `pause` label itself
+        if (!d.rescheduling()) return; // Volcano reads the `pause` label itself
         const ranks = 'podRanks' in c ? c.podRanks : [];
         const pods = level === 'job' ? d.jobPods(job).filter((p) => live(p) && !isBackup(p)) : this.podsAtRanks(job, ranks);
         await this.forceDelete(job, pods, `${level}-level rescheduling: ${c.reason}`);

@@ -45,6 +45,7 @@ import { recoverInPlacePeers } from '../policy/filters/fault-filters-peers.ts';
 import { LAST_GOOD_CM_NAME, readLastGood, type PersistedLastGood } from '../state/device-info-last-good.ts';
 import { LAST_GOOD_RECONCILE_KEY, lastGoodReconciler } from '../reconcilers/device-info-last-good.reconciler.ts';
 import { BreakerController, breakerConfigOf } from './breaker.controller.ts';
+import { ReschedulingRole } from './rescheduling-role.ts';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 
@@ -62,6 +63,12 @@ export interface ManagerDeps {
   readonly policy?: FaultPolicy;
   /** Called when this replica loses the lease: it must stop acting at once (main.ts exits). */
   readonly onLostLeadership?: () => void;
+  /**
+   * Called when the ascend plugin leaves Volcano's scheduler configuration after start, so that we
+   * hold the rescheduling role again: its loops start afresh only in a new process (main.ts exits and
+   * is restarted; without it the role is taken at the next start).
+   */
+  readonly onReschedulingRoleRegained?: () => void;
   /**
    * Fault injection around the jobs flow's actions (make one fail or hang: "killed between decision
    * and deletion"). It cannot change the wiring: timings and limits are flags (options.ts).
@@ -129,6 +136,8 @@ export class Manager implements HealthSource {
   readonly relations: RelationFaultsController;
   /** Blast-radius breaker: gates every reschedule and node isolation; state in mindx-dl/clusterd-ts-breaker. */
   readonly breaker: BreakerController;
+  /** Whether we hold Volcano's rescheduling role now: not while Huawei's ascend plugin is configured (rescheduling-role.ts). */
+  readonly reschedulingRole: ReschedulingRole;
   private server: Server | undefined;
   private elector: LeaderElector | undefined;
   private leaderLabel: LeaderLabeler | undefined;
@@ -183,6 +192,11 @@ export class Manager implements HealthSource {
       released: new Subject<readonly ParsedReleaseRequest[]>(),
     };
 
+    // Never two deleters: beside a configured ascend plugin the jobs flow does not act.
+    this.reschedulingRole = new ReschedulingRole({
+      sources: s, options, log: log.child({ controller: 'rescheduling_role' }), metrics, client: deps.client, now,
+      onChange: (holds) => this.onReschedulingRole(holds),
+    });
     // Intake: sources -> FaultStore -> ports.intake.
     this.deviceFaults = new DeviceFaultsController({
       sources: s, log: log.child({ controller: 'device_faults' }), metrics, now, maxPublicFaults: options.maxPublicFaults,
@@ -218,7 +232,8 @@ export class Manager implements HealthSource {
       client: deps.client, sources: s, faults: { jobView: (n) => faults.jobView(n), changes$: faults.changes$, notify: (n) => ports.reannounce.next(n) },
       writer, options, log: log.child({ controller: 'recovery' }), metrics, now,
       // With our jobs pipeline acting, label `pause` makes it re-decide the job (B6 row 9 -> 10/11).
-      handover: (key) => { ports.redecide.next(key); return options.rescheduling; },
+      handover: (key) => { ports.redecide.next(key); return this.reschedulingRole.holds; },
+      holdsRescheduling: () => this.reschedulingRole.holds,
     });
     const recovery = this.recovery;
     this.grpc = new GrpcController({
@@ -361,9 +376,13 @@ export class Manager implements HealthSource {
       singleton('statistic-fault', this.statisticFault, STATISTIC_FAULT_RECONCILE_KEY, { initial: 'never', watches: [{ source: ports.publicFaultMessage, whileActing: true }], acting: () => this.acting }),
       // ClusterD's collector first looks (and creates the report) one check interval after start.
       singleton('scheduling-exception', this.schedulingException, SCHEDULING_EXCEPTION_RECONCILE_KEY, { initial: { afterMs: SCHEDULING_EXCEPTION_CHECK_INTERVAL_MS } }),
+      // Read on synced caches, before any flow acts: whether the jobs flow may act at all.
+      { name: 'rescheduling-role', synced: () => this.reschedulingRole.start(), stop: () => this.reschedulingRole.stop() },
       {
         name: 'jobs', start: () => { jobs.start(); breaker.start(faults.changes$.pipe(map((c) => c.nodes))); },
         startActing: () => {
+          // Beside the ascend plugin it deletes the fault pods itself: never two deleters.
+          if (!this.reschedulingRole.holds) return;
           // The breaker's state is restored before the first decision can ask it (rescheduling only: in
           // the ClusterD role nothing is rescheduled or isolated, so there is nothing to hold).
           if (jobs.loops !== undefined && !options.dryRun) breaker.startActing();
@@ -409,6 +428,11 @@ export class Manager implements HealthSource {
    */
   readiness(): string[] {
     return sourcesHealth(this.sources).filter((h) => !h.synced).map((h) => `informer ${h.name}: not synced`);
+  }
+
+  /** Who reschedules, shown by /readyz?verbose. */
+  info(): string[] {
+    return [this.reschedulingRole.describe()];
   }
 
   leadership(): Leadership {
@@ -509,6 +533,19 @@ export class Manager implements HealthSource {
   get httpPort(): number | undefined {
     const a = this.server?.address();
     return a !== null && typeof a === 'object' ? a.port : undefined;
+  }
+
+  /**
+   * The rescheduling role changed after start. Losing it stops the jobs flow's loops at once (the
+   * plugin now deletes the fault pods); regaining it needs loops started afresh, in a new process.
+   */
+  private onReschedulingRole(holds: boolean): void {
+    if (!holds) {
+      if (this.acting) void Promise.all([this.jobs.stopLoops(), this.breaker.stop()]);
+      return;
+    }
+    this.deps.log.warn('rescheduling role regained: the jobs flow starts with the next process', { restart: this.deps.onReschedulingRoleRegained !== undefined });
+    this.deps.onReschedulingRoleRegained?.();
   }
 
   /** Starts every reconciler and action loop (leader only). */

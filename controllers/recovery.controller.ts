@@ -62,6 +62,8 @@ export interface RecoveryControllerDeps {
   readonly options: Options;
   readonly log: Logger;
   readonly metrics: Metrics;
+  /** Whether we hold Volcano's rescheduling role now (controllers/rescheduling-role.ts). */
+  readonly holdsRescheduling: () => boolean;
   readonly now?: () => number;
   /** Virtual time in unit tests; timings come from the flags (--recovery-timings). */
   readonly scheduler?: SchedulerLike;
@@ -135,7 +137,7 @@ export class RecoveryController {
       resetConfig: (ns, name) => s.resetConfigs.get(`${ns}/${name}`),
       jobPods: (job) => this.rawPods(job.key),
       stream: (jobId) => this.jobs.get(jobId)?.stream,
-      rescheduling: d.options.rescheduling, dryRun: d.options.dryRun, backupPods: d.options.hotSwitchBackupPods,
+      rescheduling: () => d.holdsRescheduling(), dryRun: d.options.dryRun, backupPods: d.options.hotSwitchBackupPods,
       handover: (job, level) => d.handover?.(job.key, level) ?? false,
     });
   }
@@ -316,7 +318,7 @@ export class RecoveryController {
     const now = this.now();
     return recoveryFeed({
       entry, pod: (k) => this.d.sources.pods.get(k), faultsOf: (n) => this.stepRetry.schedulerView(n, this.jobView(n), now), nowMs: now,
-      retryReports: this.memory.retryReports(jobId), hotSwitchDowngraded: downgraded, holdsReschedulingRole: this.d.options.rescheduling,
+      retryReports: this.memory.retryReports(jobId), hotSwitchDowngraded: downgraded, holdsReschedulingRole: this.d.holdsRescheduling(),
     });
   }
 

@@ -36,6 +36,8 @@ export interface HealthSource {
   /** Empty when ready; else the reasons. */
   readiness(): string[];
   leadership?(): Leadership;
+  /** Information lines for `/readyz?verbose` (never a readiness condition). */
+  info?(): string[];
 }
 
 function leadershipLine(l: Leadership): string {
@@ -119,7 +121,7 @@ export function startHttpServer(port: number, host: string, metrics: Metrics, he
       reply('livez', 'informers in contact with the apiserver', health.liveness());
     } else if (path === '/readyz') {
       const l = health.leadership?.();
-      reply('readyz', 'informers synced', health.readiness(), l === undefined ? [] : [leadershipLine(l)]);
+      reply('readyz', 'informers synced', health.readiness(), [...(l === undefined ? [] : [leadershipLine(l)]), ...(health.info?.() ?? [])]);
     } else if (path === '/leaderz' && health.leadership !== undefined) {
       const l = health.leadership();
       res.writeHead(l.leader ? 200 : 503, { 'content-type': 'application/json' });

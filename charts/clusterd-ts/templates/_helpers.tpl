@@ -106,6 +106,7 @@ downward API provides (--grpc-host <- POD_IP, --node-name <- NODE_NAME) are only
 - {{ printf "--hot-switch-new-pod-timeout-seconds=%d" (int64 $c.hotSwitchNewPodTimeoutSeconds) | quote }}
 - {{ printf "--hot-switch-backup-pods=%t" $c.hotSwitchBackupPods | quote }}
 - {{ printf "--rescheduling=%t" $c.rescheduling | quote }}
+- {{ printf "--reschedule-beside-ascend-plugin=%t" $c.rescheduleBesideAscendPlugin | quote }}
 - {{ printf "--dry-run=%t" $c.dryRun | quote }}
 - {{ printf "--leader-elect=%t" $c.leaderElect | quote }}
 - {{ printf "--leader-election-namespace=%s" (include "clusterd-ts.leaseNamespace" .) | quote }}
