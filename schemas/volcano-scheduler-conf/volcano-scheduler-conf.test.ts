@@ -16,7 +16,8 @@ tiers:
       predicate.GPUSharingEnable: false
 configurations:
   - name: init-params
-    arguments: {"grace-over-time":"900","useClusterInfoManager":"true"}
+    arguments: {"grace-over-time":"900","presetVirtualDevice":"true",
+"useClusterInfoManager":"true"}
 `;
 
 /** Volcano's own default (no ascend plugin). */
@@ -36,7 +37,7 @@ tiers:
 `;
 
 describe('Volcano scheduler configuration: the plugin names of every tier', () => {
-  it('reads every tier in order', () => {
+  it('reads every tier in order (a flow map outside the tiers indented as Go\'s YAML reader takes it, as in Huawei\'s manifest)', () => {
     expect(schedulerPluginNames(MINDCLUSTER)).toEqual({ ok: true, value: ['gang', 'volcano-npu_v26.1.0', 'priority', 'drf', 'predicates'] });
     expect(schedulerPluginNames(STOCK)).toEqual({ ok: true, value: ['priority', 'gang', 'conformance', 'overcommit', 'drf', 'predicates', 'proportion', 'nodeorder', 'binpack'] });
     expect(schedulerPluginNames('tiers:\n- plugins:\n')).toEqual({ ok: true, value: [] });
@@ -44,6 +45,7 @@ describe('Volcano scheduler configuration: the plugin names of every tier', () =
 
   it('refuses what is no scheduler configuration, without throwing', () => {
     expect(schedulerPluginNames('tiers: [').ok).toBe(false);
+    expect(schedulerPluginNames('tiers:\n- plugins:\n  - name: {"a":\n"b"}\n').ok).toBe(false);
     expect(schedulerPluginNames('actions: allocate\n')).toMatchObject({ ok: false, kind: 'schema' });
     expect(schedulerPluginNames('tiers:\n- plugins: gang\n')).toMatchObject({ ok: false, kind: 'schema' });
     expect(schedulerPluginNames('tiers:\n- plugins:\n  - enableNodeOrder: false\n')).toMatchObject({ ok: false, kind: 'schema' });

@@ -98,7 +98,8 @@ suite('the real Volcano (vc-controller-manager + vc-scheduler with the ascend pl
     // The device plugin's Allocate (no kubelet on kwok): AscendReal = the chips the plugin chose.
     allocator = new NpuAllocator(client, { namespace: ns });
     await allocator.start();
-    ({ manager, metrics } = await startManager(client, ['--rescheduling=true']));
+    // The chart's defaults: rescheduling asked for, the plugin detected in volcano-system's scheduler ConfigMap.
+    ({ manager, metrics } = await startManager(client, []));
     for (const n of [node, ...reschedNodes, ...pluginNodes]) await eventually(async () => (await deviceEntry(client, n))?.DeviceList[P]?.split(',').length === 8, 30_000);
   }, 1_800_000);
 
@@ -138,7 +139,9 @@ suite('the real Volcano (vc-controller-manager + vc-scheduler with the ascend pl
     expect(b?.metadata?.annotations?.[P]).toBeUndefined();
   }, 300_000);
 
-  it('--rescheduling=true: a SeparateNPU fault under a running pod -> clusterd-ts deletes it -> vc-controller-manager re-creates it -> the plugin places it away from the fault', async () => {
+  it('the chart\'s defaults beside the real plugin: never two deleters; the plugin deletes the fault pod, vc-controller-manager re-creates it, the plugin places it away from the fault, clusterd-ts acts on nothing', async () => {
+    // Detected from the ConfigMap vc-scheduler mounts (tools/control-plane/control-plane.ts creates it as a deployment has it).
+    expect((await metrics.reschedulingYielded.get()).values[0]?.value).toBe(1);
     await client.create(paths.vcJobs(ns), vcjob(ns, 'llama', { replicas: 1, npus: 8, group: 'resched', labels: { 'fault-scheduling': 'force' } }));
     const first = await eventually(async () => {
       const [p] = await podsOf('llama');
@@ -153,11 +156,9 @@ suite('the real Volcano (vc-controller-manager + vc-scheduler with the ascend pl
       const pods = await podsOf('llama');
       return pods.find((p) => p.metadata?.uid !== first.metadata?.uid && p.spec?.nodeName !== undefined && p.metadata?.deletionTimestamp === undefined);
     }, 120_000, 500);
-    // clusterd-ts decided and acted. (The plugin's own rescheduling half acts too with Huawei's
-    // configuration: its log shows "delete job llama-<uid> ReScheduleKey force" and then
-    // "ForceDeleteFaultPod llama-worker-0: pods \"llama-worker-0\" not found": we deleted first.)
-    const acted = (await metrics.decisions.get()).values.filter((v) => v.labels.kind === 'job' && v.labels.outcome === 'acted');
-    expect(acted.reduce((n, v) => n + v.value, 0)).toBeGreaterThanOrEqual(1);
+    // The plugin alone deleted it: clusterd-ts decided nothing and deleted nothing.
+    expect((await metrics.decisions.get()).values.filter((v) => v.labels.outcome === 'acted').reduce((n, v) => n + v.value, 0)).toBe(0);
+    expect((await metrics.apiRequests.get()).values.filter((v) => v.labels.method === 'DELETE').reduce((n, v) => n + v.value, 0)).toBe(0);
     // An 8-chip pod no longer fits the node with the Unhealthy chip.
     expect(second.spec?.nodeName).toBe(otherNode);
     expect(second.metadata?.annotations?.[P]?.split(',')).toHaveLength(8);
