@@ -1,6 +1,6 @@
 /** The harness itself: RBAC is on, and a test can act as any ServiceAccount. */
 import { ApiError, paths } from '../../runtime/kube-client.ts';
-import { adminClient, newNamespace, serviceAccountClient } from '../support/cluster.ts';
+import { adminClient, eventually, newNamespace, serviceAccountClient } from '../support/cluster.ts';
 
 describe('test control plane', () => {
   const admin = adminClient();
@@ -27,7 +27,8 @@ describe('test control plane', () => {
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'pod-reader' },
       subjects: [{ kind: 'ServiceAccount', name: 'reader', namespace: ns }],
     });
-    await expect(sa.list(paths.pods(ns))).resolves.toEqual(expect.objectContaining({ items: [] }));
+    // The apiserver's RBAC authorizer learns a new binding from its informer, a moment after the create.
+    await expect(eventually(() => sa.list(paths.pods(ns)), 10_000)).resolves.toEqual(expect.objectContaining({ items: [] }));
     const secrets = await sa.list(`/api/v1/namespaces/${ns}/secrets`).catch((e: unknown) => e);
     expect((secrets as ApiError).statusCode).toBe(403);
   });

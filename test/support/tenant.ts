@@ -6,7 +6,7 @@
  * the test then asserts what the controller lets that reach.
  */
 import { KubeClient, paths } from '../../runtime/kube-client.ts';
-import { newNamespace, serviceAccountClient } from './cluster.ts';
+import { eventually, newNamespace, serviceAccountClient } from './cluster.ts';
 
 export interface Tenant {
   readonly ns: string;
@@ -33,7 +33,11 @@ export async function newTenant(admin: KubeClient, prefix = 'tenant'): Promise<T
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'tenant' },
     subjects: [{ kind: 'ServiceAccount', name: 'tenant', namespace: ns }],
   });
-  return { ns, client: await serviceAccountClient(admin, ns, 'tenant') };
+  const client = await serviceAccountClient(admin, ns, 'tenant');
+  // The apiserver's RBAC authorizer learns the binding from its informer, a moment after the create:
+  // hand the tenant over once its rights are in force, so no test reads a 403 as a finding.
+  await eventually(() => client.list(paths.pods(ns)), 10_000);
+  return { ns, client };
 }
 
 /**

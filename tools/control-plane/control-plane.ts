@@ -12,7 +12,7 @@ import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { vcControllerArgs, vcSchedulerArgs, volcanoSchedulerConf, type VolcanoOptions } from './volcano.ts';
+import { vcControllerArgs, vcSchedulerArgs, vcSchedulerBinary, volcanoSchedulerConf, type VolcanoOptions } from './volcano.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const REPO = join(HERE, '..', '..');
@@ -340,18 +340,18 @@ export class ControlPlane {
       this.kubectl(['apply', '--server-side', '-f', '-'], `apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${ns}\n`);
     }
     const conf = join(this.dir, 'volcano-scheduler.conf');
-    writeFileSync(conf, volcanoSchedulerConf(v.dir));
+    writeFileSync(conf, volcanoSchedulerConf(v.dir, v.scheduler));
     // As a real deployment holds it: the ConfigMap vc-scheduler mounts (Volcano's chart and Huawei's
     // manifest), which is also what clusterd-ts reads to find the ascend plugin (controllers/rescheduling-role.ts).
     this.kubectl(['apply', '--server-side', '-f', '-'], JSON.stringify({
       apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'volcano-scheduler-configmap', namespace: 'volcano-system' },
-      data: { 'volcano-scheduler.conf': volcanoSchedulerConf(v.dir) },
+      data: { 'volcano-scheduler.conf': volcanoSchedulerConf(v.dir, v.scheduler) },
     }));
     const verbosity = v.verbosity ?? 3;
     this.spawnSupervised('vc-controller-manager', join(v.dir, 'vc-controller-manager'), vcControllerArgs({
       kubeconfig: this.kubeconfigPath, metricsPort: await freePort(), healthzPort: await freePort(), verbosity,
     }));
-    this.spawnSupervised('vc-scheduler', join(v.dir, 'vc-scheduler'), vcSchedulerArgs({
+    this.spawnSupervised('vc-scheduler', vcSchedulerBinary(v.dir, v.scheduler), vcSchedulerArgs({
       kubeconfig: this.kubeconfigPath, conf, metricsPort: await freePort(), healthzPort: await freePort(), verbosity,
       schedulePeriod: v.schedulePeriod ?? '1s',
     }));

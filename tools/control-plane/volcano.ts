@@ -19,11 +19,21 @@ export interface VolcanoOptions {
   readonly verbosity?: number;
   /** Scheduling period (Huawei's manifest: 1s). */
   readonly schedulePeriod?: string;
+  /**
+   * `ascend` (default): vc-scheduler with Huawei's plugin and Huawei's configuration (topology A, the
+   * MindCluster stack); `stock`: Volcano's own vc-scheduler and default configuration (topology B).
+   */
+  readonly scheduler?: 'ascend' | 'stock';
 }
 
 /** The scheduler configuration Huawei ships (build/volcano-<version>.yaml), as extracted by build.sh. */
-export function volcanoSchedulerConf(dir: string): string {
-  return readFileSync(join(dir, 'volcano-scheduler.conf'), 'utf8');
+export function volcanoSchedulerConf(dir: string, scheduler: 'ascend' | 'stock' = 'ascend'): string {
+  return readFileSync(join(dir, scheduler === 'stock' ? 'volcano-scheduler-stock.conf' : 'volcano-scheduler.conf'), 'utf8');
+}
+
+/** The vc-scheduler binary of that topology. */
+export function vcSchedulerBinary(dir: string, scheduler: 'ascend' | 'stock' = 'ascend'): string {
+  return join(dir, scheduler === 'stock' ? 'vc-scheduler-stock' : 'vc-scheduler');
 }
 
 /** The name the ascend plugin registered under (volcano-npu_<version>). */
