@@ -49,12 +49,16 @@ async function tenantJob(client: KubeClient, ns: string, i: number | string, own
   });
 }
 
-/** The made-up-uid jobs on chips 2-6, and a real Job with a too-long name on chip 7; the long job's uid. */
+/** The made-up-uid jobs on chips 2-6, and a real Job with a too-long name on chip 7, all Running; the long job's uid. */
 async function tenantJobs(client: KubeClient, ns: string, node: string): Promise<string> {
   for (const [i, bad] of BAD_UIDS.entries()) await tenantJob(client, ns, i, { uid: bad }, node, TENANT_CHIPS[i]!);
   // No Volcano controller serves the tenant's namespace here: the Job stays inert, the tenant makes its PodGroup and pod.
   const long = await client.create(paths.vcJobs(ns), vcJob(ns, { name: LONG_NAME, replicas: 1, npus: 1, labels: { 'fault-scheduling': 'force' } }));
   await tenantJob(client, ns, 'long', { name: LONG_NAME, uid: long.metadata!.uid! }, node, TENANT_CHIPS[BAD_UIDS.length]!);
+  await eventually(async () => {
+    const pods = (await client.list<PodObj>(paths.pods(ns))).items;
+    return pods.length === TENANT_CHIPS.length && pods.every((p) => p.status?.phase === 'Running');
+  }, 30_000);
   return long.metadata!.uid!;
 }
 
@@ -82,10 +86,6 @@ describe('tenant isolation: the shared job journal', () => {
     const tenant = await newTenant(client, 'tjournal-tenant');
     tenantNamespaces.push(tenant.ns);
     const longUid = await tenantJobs(tenant.client, tenant.ns, node);
-    await eventually(async () => {
-      const pods = (await client.list<PodObj>(paths.pods(tenant.ns))).items;
-      return pods.length === TENANT_CHIPS.length && pods.every((p) => p.status?.phase === 'Running');
-    }, 30_000);
     const job = await client.create(paths.vcJobs(ns), vcJob(ns, { nodeSelector: world.nodeSelector, name: 'victim', replicas: 1, npus: 2, labels: { 'fault-scheduling': 'force' } }));
     const uid = job.metadata!.uid!;
     const [victim] = await runningPods(client, ns, 'victim', 1);
@@ -127,10 +127,6 @@ describe('tenant isolation: the shared job journal with --refuse-malformed-job-i
     const tenant = await newTenant(client, 'tjcd-tenant');
     tenantNamespaces.push(tenant.ns);
     await tenantJobs(tenant.client, tenant.ns, node);
-    await eventually(async () => {
-      const pods = (await client.list<PodObj>(paths.pods(tenant.ns))).items;
-      return pods.length === TENANT_CHIPS.length && pods.every((p) => p.status?.phase === 'Running');
-    }, 30_000);
     const job = await client.create(paths.vcJobs(ns), vcJob(ns, { nodeSelector: world.nodeSelector, name: 'victim', replicas: 1, npus: 2, labels: { 'fault-scheduling': 'force' } }));
     const uid = job.metadata!.uid!;
     const [victim] = await runningPods(client, ns, 'victim', 1);
