@@ -7,7 +7,8 @@
  * logged, posted as an Event on that ConfigMap and shown in `clusterd_rescheduling_yielded` and
  * `/readyz?verbose`, and `onChange` moves the jobs flow in or out of acting.
  */
-import type { Subscription } from 'rxjs';
+import { filter, type Subscription } from 'rxjs';
+import type { ConfigMap } from '../runtime/kube-objects.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Sources } from './sources/sources.ts';
 import type { Options } from './options.ts';
@@ -58,7 +59,12 @@ export class ReschedulingRole {
   start(): void {
     this.refresh(false);
     this.started = true;
-    this.sub = this.d.sources.volcanoConfigMaps.events$.subscribe(() => this.refresh(true));
+    // The other ConfigMaps of that namespace (vcjob-fault-npu-cm, tor-share-cm: ours) change often
+    // and say nothing about the scheduler: only a configuration's arrival, change or removal counts.
+    const conf = (c: ConfigMap): boolean => c.data?.[VOLCANO_SCHEDULER_CONF_KEY] !== undefined;
+    this.sub = this.d.sources.volcanoConfigMaps.events$
+      .pipe(filter((ev) => conf(ev.obj) || (ev.type === 'update' && conf(ev.old))))
+      .subscribe(() => this.refresh(true));
   }
 
   stop(): void {
