@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 NODE := $(CURDIR)/node_modules/.bin/node
 KUBECONFIG ?= $(CURDIR)/.cluster/kubeconfig
 
-.PHONY: all deps validators control-plane clusterd-peer conformance promtool test test-unit test-integration typecheck build bundle cluster-up cluster-down run demo bench lint clean kubectl-clusterd
+.PHONY: all deps validators control-plane clusterd-peer volcano ascend-operator conformance promtool test test-unit test-integration typecheck build bundle cluster-up cluster-down run demo bench lint clean kubectl-clusterd
 
 all: test
 
@@ -29,6 +29,15 @@ control-plane:
 # a scratch copy and cached in ~/.cache/clusterd-ts keyed by the snapshot's commit (~5 min cold).
 clusterd-peer:
 	@bash tools/clusterd-peer/build.sh >/dev/null
+
+# The real Volcano (vc-scheduler with Huawei's ascend plugin compiled in, the stock vc-scheduler,
+# vc-controller-manager) from ../shared/volcano and ../shared/mindcluster, and the real Ascend
+# Operator; cached in ~/.cache/clusterd-ts keyed by versions and content (cold times in the README).
+volcano:
+	@bash tools/volcano/build.sh >/dev/null
+
+ascend-operator:
+	@bash tools/ascend-operator/build.sh >/dev/null
 
 # The differential suite alone: every scenario on the real ClusterD and on clusterd-ts, compared.
 conformance: deps control-plane clusterd-peer
@@ -57,8 +66,8 @@ bundle: deps validators
 	$(NODE) tools/bundle/build.ts dist-bundle
 
 # The README's test command: type check, unit + integration + e2e on a real apiserver, conformance
-# against the real ClusterD.
-test: deps control-plane clusterd-peer promtool
+# against the real ClusterD, the real-stack tests on the real Volcano and Ascend Operator.
+test: deps control-plane clusterd-peer volcano ascend-operator promtool
 	$(NODE) test/run-tests.mjs
 
 test-unit: deps

@@ -1,7 +1,8 @@
-// Four projects, selected by path (style.md 2.8): unit tests sit next to their code and need no
-// apiserver; integration and e2e tests share one real kube-apiserver + etcd started by globalSetup;
+// Five projects, selected by path: unit tests sit next to their code and need no apiserver;
+// integration and e2e tests share one real kube-apiserver + etcd started by globalSetup;
 // conformance tests start their own pair of control planes (the real ClusterD on one, clusterd-ts
-// on the other), so they need no globalSetup.
+// on the other) and real-stack tests their own control plane with the real Volcano (and the Ascend
+// Operator), so neither needs the globalSetup; test/run-tests.mjs runs those two beside the others.
 const transform = {
   '^.+\\.ts$': ['@swc/jest', {
     jsc: { parser: { syntax: 'typescript' }, target: 'es2022', experimental: { keepImportAttributes: true } },
@@ -26,6 +27,8 @@ export default {
       globalSetup: '<rootDir>/test/support/global-setup.ts',
       globalTeardown: '<rootDir>/test/support/global-teardown.ts' },
     { ...common, displayName: 'conformance', testMatch: ['<rootDir>/test/conformance/**/*.test.ts'],
+      testPathIgnorePatterns: ignore },
+    { ...common, displayName: 'real-stack', testMatch: ['<rootDir>/test/real-stack/**/*.test.ts'],
       testPathIgnorePatterns: ignore },
   ],
 };

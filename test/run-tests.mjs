@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // The README's test command runs this (through `make test`): type check, every jest project
-// (unit, then integration and e2e on one real control plane), then a check that no control-plane
-// process outlived the run. Ends with one plain line: "tests: N passed, N failed, N skipped".
-import { spawnSync, execSync } from 'node:child_process';
-import { readFileSync, rmSync, existsSync } from 'node:fs';
+// (unit, integration and e2e on one real control plane; beside them conformance and real-stack on
+// their own), then a check that no control-plane process outlived the run. Ends with one plain
+// line: "tests: N passed, N failed, N skipped".
+import { spawn, spawnSync, execSync } from 'node:child_process';
+import { openSync, readFileSync, rmSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 
@@ -23,7 +24,7 @@ function controlPlaneProcesses() {
     rows = execSync('ps -eo pid=,ppid=,args=', { encoding: 'utf8' }).split('\n').map((l) => l.trim().match(/^(\d+)\s+(\d+)\s+(.*)$/)).filter(Boolean);
   } catch { return []; } // no ps
   const supervisors = new Set(rows.filter((r) => r[3].includes(`${repo}/tools/control-plane/supervise.mjs`)).map((r) => r[1]));
-  const binary = (args) => /clusterd-ts\/bin\/.*\/(kube-apiserver|etcd|kwok|kube-scheduler|clusterd|vc-scheduler|vc-controller-manager) /.test(args) && !args.includes('supervise.mjs') && !args.includes('ps -eo');
+  const binary = (args) => /clusterd-ts\/bin\/.*\/(kube-apiserver|etcd|kwok|kube-scheduler|clusterd|vc-scheduler|vc-scheduler-stock|vc-controller-manager|ascend-operator) /.test(args) && !args.includes('supervise.mjs') && !args.includes('ps -eo');
   return rows
     .filter((r) => supervisors.has(r[1]) || (binary(r[3]) && (supervisors.has(r[2]) || r[2] === '1')))
     .map((r) => `${r[1]} ${r[3]}`);
@@ -39,8 +40,31 @@ step('type check (tsc --noEmit)');
 const tsc = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json', '--noEmit'], { stdio: 'inherit' });
 if (tsc.status !== 0) { process.stdout.write('\ntests: 0 passed, 1 failed, 0 skipped\n'); process.exit(1); }
 
-step('jest (unit, integration, e2e, conformance)');
-const jest = spawnSync(process.execPath, ['--experimental-vm-modules', 'node_modules/jest/bin/jest.js', '--ci', '--json', `--outputFile=${summaryFile}`, ...args], { stdio: 'inherit', env: { ...process.env, NODE_NO_WARNINGS: '1' } });
+// Two jest runs side by side: the projects that share one control plane (unit, integration, e2e,
+// run one file at a time) and the projects whose files start their own control planes (conformance,
+// real-stack). Both mostly wait on apiservers and timers, so on two cores the wall time is about the
+// longer of the two. The second run's output is kept in a file and printed when it ends, so neither
+// interleaves with the other. Arguments (a path pattern, --selectProjects) mean one plain run.
+const jestArgs = (file, extra) => ['--experimental-vm-modules', 'node_modules/jest/bin/jest.js', '--ci', '--json', `--outputFile=${file}`, ...extra];
+const jestEnv = { ...process.env, NODE_NO_WARNINGS: '1' };
+const runs = args.length > 0
+  ? [{ name: 'jest', summary: summaryFile, extra: args }]
+  : [{ name: 'jest (unit, integration, e2e)', summary: summaryFile, extra: ['--selectProjects', 'unit', 'integration', 'e2e'] },
+     { name: 'jest (conformance, real-stack)', summary: `${summaryFile}.own`, extra: ['--selectProjects', 'conformance', 'real-stack'], log: `${summaryFile}.own.log` }];
+step(runs.map((r) => r.name).join(' beside '));
+const statuses = await Promise.all(runs.map((r) => new Promise((resolve) => {
+  const out = r.log === undefined ? 'inherit' : openSync(r.log, 'w');
+  const child = spawn(process.execPath, jestArgs(r.summary, r.extra), { stdio: ['ignore', out, out], env: jestEnv });
+  child.on('exit', (code) => {
+    if (r.log !== undefined) {
+      step(`${r.name}: its output`);
+      process.stdout.write(readFileSync(r.log, 'utf8'));
+      rmSync(r.log, { force: true });
+    }
+    resolve(code);
+  });
+})));
+const jest = { status: statuses.every((c) => c === 0) ? 0 : 1 };
 
 step('no control-plane process left behind');
 const stray = controlPlaneProcesses().filter((l) => !before.has(l.split(' ')[0]));
@@ -51,11 +75,12 @@ const leaked = CLUSTERD_PATHS.filter((p) => existsSync(p) && !hostPathsBefore.ha
 process.stdout.write(leaked.length > 0 ? `created on the host: ${leaked.join(', ')}\n` : 'none\n');
 
 let passed = 0, failed = 0, skipped = 0;
-if (existsSync(summaryFile)) {
-  const r = JSON.parse(readFileSync(summaryFile, 'utf8'));
-  passed = r.numPassedTests; failed = r.numFailedTests + (r.numRuntimeErrorTestSuites ?? 0); skipped = r.numPendingTests + r.numTodoTests;
-  rmSync(summaryFile, { force: true });
-} else failed = 1;
+for (const { summary } of runs) {
+  if (!existsSync(summary)) { failed += 1; continue; }
+  const r = JSON.parse(readFileSync(summary, 'utf8'));
+  passed += r.numPassedTests; failed += r.numFailedTests + (r.numRuntimeErrorTestSuites ?? 0); skipped += r.numPendingTests + r.numTodoTests;
+  rmSync(summary, { force: true });
+}
 if (stray.length > 0) failed += 1;
 if (leaked.length > 0) failed += 1;
 process.stdout.write(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped\n`);

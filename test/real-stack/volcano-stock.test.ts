@@ -4,7 +4,6 @@
  * allocator since kwok has no kubelet). No plugin is configured, so clusterd-ts holds the
  * rescheduling role with its defaults: it deletes a faulty job's pod and vc-controller-manager
  * re-creates it. Its own control plane, because vc-controller-manager acts on every vcjob.
- * Opt-in like the topology-A test (CLUSTERD_TS_VOLCANO=1).
  */
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,12 +20,10 @@ import { ensureNamespace, eventually } from '../support/cluster.ts';
 import { rescheduleReasonOf, startManager } from '../support/jobs-support.ts';
 
 const P = 'huawei.com/Ascend910';
-const enabled = process.env.CLUSTERD_TS_VOLCANO === '1';
-const suite = enabled ? describe : describe.skip;
 
 type Pod = KubeObject & { spec?: { nodeName?: string; schedulerName?: string }; status?: { phase?: string } };
 
-suite('topology B: the real Volcano without the ascend plugin, clusterd-ts rescheduling', () => {
+describe('topology B: the real Volcano without the ascend plugin, clusterd-ts rescheduling', () => {
   let cp: ControlPlane | undefined;
   let client: KubeClient;
   let inj: FaultInjector;

@@ -4,7 +4,7 @@
  * cluster-info ConfigMaps clusterd-ts writes from the device plugin simulator's device-info. No
  * allocator, job-peer or kube-scheduler runs here: every chip annotation and every pod is Volcano's.
  *
- * Opt-in (CLUSTERD_TS_VOLCANO=1): the first run builds Volcano (cold: see tools/volcano/README.md).
+ * `make test` builds Volcano first (`make volcano`; cold: see tools/volcano/README.md).
  * Its own control plane, because vc-controller-manager would act on every other test's vcjobs.
  */
 import { tmpdir } from 'node:os';
@@ -22,9 +22,6 @@ import { ensureNamespace, eventually } from '../support/cluster.ts';
 import { rescheduleReasonOf, startManager } from '../support/jobs-support.ts';
 
 const P = 'huawei.com/Ascend910';
-const enabled = process.env.CLUSTERD_TS_VOLCANO === '1';
-const suite = enabled ? describe : describe.skip;
-if (!enabled) process.stdout.write('[volcano-real] skipped: set CLUSTERD_TS_VOLCANO=1 to build and run the real Volcano\n');
 
 type Pod = KubeObject & { spec?: { nodeName?: string; schedulerName?: string }; status?: { phase?: string; conditions?: Array<{ type: string; status: string; reason?: string; message?: string }> } };
 
@@ -65,7 +62,7 @@ function vcjob(ns: string, name: string, o: { replicas: number; npus: number; gr
   };
 }
 
-suite('the real Volcano (vc-controller-manager + vc-scheduler with the ascend plugin)', () => {
+describe('the real Volcano (vc-controller-manager + vc-scheduler with the ascend plugin)', () => {
   let cp: ControlPlane | undefined;
   let client: KubeClient;
   let inj: FaultInjector;
