@@ -54,3 +54,41 @@ describe('job index: job identity', () => {
     expect(w.index.job('team-a/llama-u1')?.view.pods.map((p) => p.name)).toEqual(['llama-worker-0']);
   });
 });
+
+describe('job index: a Volcano Job between its PodGroups (RestartJob)', () => {
+  const UID = '0f6a1c2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b';
+  const KEY = `team-a/llama-${UID}`;
+  function restarting(phase: string | undefined) {
+    const pods = new FakeStore<KubeObject>();
+    const groups = new FakeStore<KubeObject>();
+    const vcJobs = new FakeStore<KubeObject>();
+    const pg = podGroupOf('team-a', 'llama', UID, { 'fault-scheduling': 'grace', 'fault-retry-times': '2' }, 2);
+    groups.put(pg);
+    vcJobs.put({
+      apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job',
+      metadata: { namespace: 'team-a', name: 'llama', uid: UID, labels: { 'fault-scheduling': 'grace', 'fault-retry-times': '2' }, annotations: { 'recover-strategy': 'retry' } },
+      spec: { minAvailable: 2 }, ...(phase === undefined ? {} : { status: { state: { phase } } }),
+    });
+    pods.put(podOf('team-a', 'llama', UID, 0, 'node-0', NPUS));
+    const index = new JobIndex({ pods, podGroups: groups, vcJobs, ascendJobs: new FakeStore<KubeObject>() } as unknown as JobIndexSources);
+    index.applyPodGroup({ type: 'add', obj: pg });
+    index.rebuild();
+    // Volcano's killJob deletes the PodGroup.
+    groups.remove(pg);
+    index.applyPodGroup({ type: 'delete', obj: pg });
+    return index;
+  }
+
+  it('while Volcano restarts the Job (PodGroup deleted, Job Restarting or Pending), the job stays: same UID, knobs and minAvailable from the Job, its pods', () => {
+    for (const phase of ['Restarting', 'Pending']) {
+      const e = restarting(phase).job(KEY);
+      expect(e?.view).toMatchObject({ uid: UID, name: 'llama', namespace: 'team-a', minAvailable: 2 });
+      expect(e?.knobs).toMatchObject({ faultScheduling: 'grace', faultRetryTimes: 2 });
+      expect(e?.view.pods.map((p) => p.node)).toEqual(['node-0']);
+    }
+  });
+
+  it('a Job that finished (Completed, Failed, Aborted) or has no phase yet is gone with its PodGroup', () => {
+    for (const phase of ['Completed', 'Failed', 'Aborted', undefined]) expect(restarting(phase).job(KEY)).toBeUndefined();
+  });
+});

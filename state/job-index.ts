@@ -128,6 +128,11 @@ const removeFrom = (m: Map<string, Set<string>>, k: string | undefined, v: strin
   if (s.size === 0) m.delete(k);
 };
 
+/** Length of a Kubernetes UID (a PodGroup is named `<jobName>-<jobUID>`). */
+const UID_LENGTH = 36;
+/** Volcano Job phases between killJob (PodGroup deleted) and syncJob (PodGroup re-created) of a restart. */
+const VOLCANO_RESTART_PHASES: ReadonlySet<string> = new Set(['Restarting', 'Pending']);
+
 /** A cache of job objects (Volcano Jobs, AscendJobs) by `<ns>/<name>`. */
 export interface JobObjectCache {
   get(key: string): KubeObject | undefined;
@@ -269,7 +274,7 @@ export class JobIndex implements JobLookup {
 
   /** The job view of one PodGroup key, or undefined when it is gone or not a job (no owner, or one not verified). */
   job(key: string): JobEntry | undefined {
-    const pg = this.sources.podGroups.get(key);
+    const pg = this.sources.podGroups.get(key) ?? this.restartingPodGroup(key);
     if (pg === undefined) return undefined;
     const owner = this.verifiedOwner(pg);
     if (owner === undefined) return undefined;
@@ -289,6 +294,34 @@ export class JobIndex implements JobLookup {
       ...(typeof minMember === 'number' && minMember > 0 ? { minAvailable: minMember } : {}),
     };
     return { view, knobs, knobsInput: knobsInputOf(knobs), warnings, podGroup: pg };
+  }
+
+  /**
+   * The PodGroup of a Volcano Job its controller is restarting. RestartJob's killJob deletes the
+   * PodGroup and syncJob re-creates it (the Job's labels and annotations, minMember = minAvailable)
+   * only once every pod is gone (volcano pkg/controllers/job/job_controller_actions.go killJob,
+   * createOrUpdatePodGroup). The job is the same (same UID) meanwhile: a restart in progress (the
+   * force after grace-over-time, its completion, the retry budget) must go on, not be dropped as gone.
+   */
+  private restartingPodGroup(key: string): PodGroup | undefined {
+    const slash = key.indexOf('/');
+    const ns = key.slice(0, slash);
+    const pgName = key.slice(slash + 1);
+    const dash = pgName.length - UID_LENGTH - 1;
+    if (slash < 0 || dash <= 0 || pgName[dash] !== '-') return undefined;
+    const name = pgName.slice(0, dash);
+    const job = this.sources.vcJobs.get(`${ns}/${name}`) as (KubeObject & { spec?: { minAvailable?: unknown }; status?: { state?: { phase?: string } } }) | undefined;
+    const uid = job?.metadata?.uid;
+    if (job === undefined || uid !== pgName.slice(dash + 1) || !VOLCANO_RESTART_PHASES.has(job.status?.state?.phase ?? '')) return undefined;
+    const minAvailable = job.spec?.minAvailable;
+    return {
+      apiVersion: 'scheduling.volcano.sh/v1beta1', kind: 'PodGroup',
+      metadata: {
+        name: pgName, namespace: ns, labels: { ...job.metadata?.labels }, annotations: { ...job.metadata?.annotations },
+        ownerReferences: [{ apiVersion: job.apiVersion ?? 'batch.volcano.sh/v1alpha1', kind: 'Job', name, uid, controller: true }],
+      },
+      spec: typeof minAvailable === 'number' ? { minMember: minAvailable } : {},
+    } as PodGroup;
   }
 
   private put(p: Pod): void {
