@@ -91,4 +91,10 @@ describe('job index: a Volcano Job between its PodGroups (RestartJob)', () => {
   it('a Job that finished (Completed, Failed, Aborted) or has no phase yet is gone with its PodGroup', () => {
     for (const phase of ['Completed', 'Failed', 'Aborted', undefined]) expect(restarting(phase).job(KEY)).toBeUndefined();
   });
+
+  it('live job keys (what job-reschedule-reason keeps) hold a restarting Job, not a finished one', () => {
+    expect(restarting('Restarting').liveJobKeys().has(KEY)).toBe(true);
+    expect(restarting('Pending').liveJobKeys().has(KEY)).toBe(true);
+    expect(restarting('Completed').liveJobKeys().has(KEY)).toBe(false);
+  });
 });

@@ -223,7 +223,13 @@ export class JobIndex implements JobLookup {
 
   /** Every PodGroup key: the jobs "in the session" (Volcano keeps reason history only for them). */
   liveJobKeys(): Set<string> {
-    return new Set(this.sources.podGroups.store.keys());
+    const keys = new Set(this.sources.podGroups.store.keys());
+    // A Volcano Job between the PodGroups of its restart is still in the session (restartingPodGroup).
+    for (const [k, job] of this.sources.vcJobs.store) {
+      const uid = job.metadata?.uid;
+      if (uid !== undefined && VOLCANO_RESTART_PHASES.has((job as { status?: { state?: { phase?: string } } }).status?.state?.phase ?? '')) keys.add(`${k}-${uid}`);
+    }
+    return keys;
   }
 
   /** The owner a PodGroup names, when the job caches confirm it (namespace, name and UID); else undefined. */
