@@ -225,11 +225,12 @@ describe('topology A: Volcano with the ascend plugin reschedules, clusterd-ts in
     await inj.inject({ kind: 'npu', node: faultNode, npu: 'Ascend910-6', code: '80E18402', level: 'SeparateNPU' });
     const after = await eventually(async () => {
       const ps = await runningPods('podlvl', 2, 1_000).catch(() => undefined);
-      return ps?.[1]?.metadata?.uid !== r1!.metadata?.uid ? ps : undefined;
+      return ps?.some((p) => p.metadata?.name === r1!.metadata!.name && p.metadata?.uid !== r1!.metadata?.uid) ? ps : undefined;
     }, 120_000, 250);
     const tRun = Date.now();
-    expect(after[0]!.metadata?.uid).toBe(r0!.metadata?.uid); // rank 0 untouched
-    expect(after[1]!.spec?.nodeName).toBe(spare);
+    const byName = (name: string): Pod => after.find((p) => p.metadata?.name === name)!;
+    expect(byName(r0!.metadata!.name!).metadata?.uid).toBe(r0!.metadata?.uid); // rank 0 untouched
+    expect(byName(r1!.metadata!.name!).spec?.nodeName).toBe(spare);
     const uid = jobs.podlvl!.metadata!.uid!;
     const reason = await eventually(() => rescheduleReasonOf(client, vcJobId(ns, 'podlvl', uid)), 30_000, 500);
     // The rank is the plugin's (hccl/rankIndex), not the pod's name index.
@@ -330,13 +331,17 @@ describe('topology A: Volcano with the ascend plugin reschedules, clusterd-ts in
         (await client.get<KubeObject>(paths.podGroup(ns, pgName))).metadata?.annotations?.ProcessRecoverStatus;
       await eventually(async () => (await status()) === 'recover-success', 120_000, 250);
       const tDone = Date.now();
-      const after = await runningPods('proc', 2);
+      // The scripted MindIO answers at once, so recover-success can come before the plugin's session deleted the pod.
+      const after = await eventually(async () => {
+        const ps = await runningPods('proc', 2, 1_000).catch(() => undefined);
+        return ps?.some((p) => p.metadata?.name === r1!.metadata!.name && p.metadata?.uid !== r1!.metadata?.uid) ? ps : undefined;
+      }, 120_000, 250);
       const tRun = Date.now();
+      const byName = (name: string): Pod => after.find((p) => p.metadata?.name === name)!;
       expect(a.summary.slice(0, 4)).toEqual(['preExitProcess[pre exit process]', 'stopTrain[stop_train]', 'globalFault[on_global_rank|fault_nodes_exit]', 'changeStrategy:recover[change_strategy]']);
       expect(a.signals[0]!.nodeRankIds).toEqual(['1']);
-      expect(after[0]!.metadata?.uid).toBe(r0!.metadata?.uid);
-      expect(after[1]!.metadata?.uid).not.toBe(r1!.metadata?.uid);
-      expect(after[1]!.spec?.nodeName).toBe(spare);
+      expect(byName(r0!.metadata!.name!).metadata?.uid).toBe(r0!.metadata?.uid);
+      expect(byName(r1!.metadata!.name!).spec?.nodeName).toBe(spare);
       // Deleted once, by the plugin: its own log line for that pod (task <name>[<uid>] force terminated).
       const lines = schedulerLog().split('\n').filter((l) => l.includes(`${r1!.metadata!.name}[${r1!.metadata!.uid}] force terminated`));
       expect(lines).toHaveLength(1);
@@ -344,7 +349,10 @@ describe('topology A: Volcano with the ascend plugin reschedules, clusterd-ts in
       expect(await deletes()).toBe(0);
       report(`process-level recovery: signals ${timeline(a, t0)}; recover-success ${tDone - t0} ms; replacement Running ${tRun - t0} ms`);
     } catch (e) {
-      process.stdout.write(`process-level: client saw ${JSON.stringify(a.events.filter((ev) => ev.event !== 'keepalive'))}\npods ${JSON.stringify((await podsOf('proc')).map((p) => [p.metadata?.name, p.metadata?.uid, p.spec?.nodeName, p.status?.phase, p.metadata?.deletionTimestamp]))}\n`);
+      // Known race (see the report in tools/volcano/README.md): the plugin's session can delete the fault pod before
+      // clusterd-ts's recovery took the fault; then no signal ever comes. Its deletion lines show which came first.
+      const plugin = schedulerLog().split('\n').filter((l) => l.includes('proc-worker') && l.includes('force terminated'));
+      process.stdout.write(`process-level: client saw ${JSON.stringify(a.events.filter((ev) => ev.event !== 'keepalive'))}\npods ${JSON.stringify((await podsOf('proc')).map((p) => [p.metadata?.name, p.metadata?.uid, p.spec?.nodeName, p.status?.phase, p.metadata?.deletionTimestamp]))}\nplugin deletions ${JSON.stringify(plugin)}\n`);
       throw e;
     } finally {
       await a.stop();
