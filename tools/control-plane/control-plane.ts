@@ -340,12 +340,12 @@ export class ControlPlane {
       this.kubectl(['apply', '--server-side', '-f', '-'], `apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${ns}\n`);
     }
     const conf = join(this.dir, 'volcano-scheduler.conf');
-    writeFileSync(conf, volcanoSchedulerConf(v.dir, v.scheduler));
+    writeFileSync(conf, volcanoSchedulerConf(v.dir, v.scheduler, v.pluginArguments));
     // As a real deployment holds it: the ConfigMap vc-scheduler mounts (Volcano's chart and Huawei's
     // manifest), which is also what clusterd-ts reads to find the ascend plugin (controllers/rescheduling-role.ts).
     this.kubectl(['apply', '--server-side', '-f', '-'], JSON.stringify({
       apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'volcano-scheduler-configmap', namespace: 'volcano-system' },
-      data: { 'volcano-scheduler.conf': volcanoSchedulerConf(v.dir, v.scheduler) },
+      data: { 'volcano-scheduler.conf': volcanoSchedulerConf(v.dir, v.scheduler, v.pluginArguments) },
     }));
     const verbosity = v.verbosity ?? 3;
     this.spawnSupervised('vc-controller-manager', join(v.dir, 'vc-controller-manager'), vcControllerArgs({

@@ -24,11 +24,41 @@ export interface VolcanoOptions {
    * MindCluster stack); `stock`: Volcano's own vc-scheduler and default configuration (topology B).
    */
   readonly scheduler?: 'ascend' | 'stock';
+  /**
+   * Overrides of the ascend plugin's `init-params` arguments in Huawei's configuration (e.g.
+   * `grace-over-time: '6'`), written both to the file vc-scheduler reads and to the ConfigMap.
+   */
+  readonly pluginArguments?: Readonly<Record<string, string>>;
 }
 
-/** The scheduler configuration Huawei ships (build/volcano-<version>.yaml), as extracted by build.sh. */
-export function volcanoSchedulerConf(dir: string, scheduler: 'ascend' | 'stock' = 'ascend'): string {
-  return readFileSync(join(dir, scheduler === 'stock' ? 'volcano-scheduler-stock.conf' : 'volcano-scheduler.conf'), 'utf8');
+/**
+ * The scheduler configuration Huawei ships (build/volcano-<version>.yaml), as extracted by build.sh,
+ * with `pluginArguments` set in its `init-params` arguments.
+ */
+export function volcanoSchedulerConf(dir: string, scheduler: 'ascend' | 'stock' = 'ascend', pluginArguments: Readonly<Record<string, string>> = {}): string {
+  const text = readFileSync(join(dir, scheduler === 'stock' ? 'volcano-scheduler-stock.conf' : 'volcano-scheduler.conf'), 'utf8');
+  return Object.keys(pluginArguments).length === 0 ? text : withPluginArguments(text, pluginArguments);
+}
+
+/**
+ * Sets keys of the `init-params` configuration's `arguments` flow map (the plugin reads them there,
+ * component/ascend-for-volcano/plugin/factory.go). A text edit, not a YAML round trip: Huawei's map
+ * spans lines less indented than the YAML spec allows, which Go's yaml.v2 (vc-scheduler) takes but
+ * a re-serialisation would not keep as written.
+ */
+export function withPluginArguments(conf: string, args: Readonly<Record<string, string>>): string {
+  const head = /-\s*name:\s*init-params\s*\n\s*arguments:\s*\{/.exec(conf);
+  if (head === null) throw new Error('no init-params arguments map in the scheduler configuration');
+  const open = head.index + head[0].length;
+  const close = conf.indexOf('}', open);
+  if (close < 0) throw new Error('unterminated init-params arguments map');
+  let body = conf.slice(open, close);
+  for (const [k, v] of Object.entries(args)) {
+    const pair = `${JSON.stringify(k)}:${JSON.stringify(v)}`;
+    const re = new RegExp(`${JSON.stringify(k).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s*:\\s*"[^"]*"`);
+    body = re.test(body) ? body.replace(re, () => pair) : `${pair},${body}`;
+  }
+  return conf.slice(0, open) + body + conf.slice(close);
 }
 
 /** The vc-scheduler binary of that topology. */

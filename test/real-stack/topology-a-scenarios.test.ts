@@ -1,0 +1,361 @@
+/**
+ * Topology A with the chart's defaults: vc-scheduler with Huawei's ascend plugin reschedules, from the
+ * cluster-info ConfigMaps clusterd-ts writes, and clusterd-ts keeps ClusterD's role (it detects the
+ * plugin, controllers/rescheduling-role.ts, and deletes nothing). Every pod here is vc-controller-
+ * manager's, placed by vc-scheduler; faults are real chip faults in the device-info (FaultInjector).
+ * One control plane; the five scenarios run concurrently, each on its own node group (nodeSelector).
+ *
+ * What the plugin does, read from component/ascend-for-volcano/internal/rescheduling:
+ * - `fault-scheduling: grace` (job.go GraceDeleteJob): the fault pod is evicted (Volcano's evictor:
+ *   Ready=False reason Evict, then a delete with the pod's own grace); if the job has not restarted
+ *   `grace-over-time` seconds after the fault (reschedule.go isDelayingJobTimeout), the pod is deleted
+ *   with grace 0 (RestartNeedForceDeleteJobs). It writes `reset-config-<job>` (GracefulExit) only for
+ *   sub-health faults (deleteJobWithSubHealthyLabels, resetGraceExitCode), not for a chip fault.
+ * - `pod-rescheduling: on` (job.go isNormalTaskCanBeDelete): only the fault pod goes; while its
+ *   replacement stays unplaced, every session counts (reschedule.go singlePodReschedulingUpgrade) and
+ *   at util.PendingTimes (12) the whole job is deleted (job level).
+ * - `fault-retry-times` (job.go isFaultJobCanRestarted, reschedule.go doRestartJob): a Failed pod on a
+ *   healthy chip restarts the job while `remain-retry-times` lasts, one less each time; then nothing.
+ * - `process-recover-enable: on`: only the fault pod goes, whatever the job's other labels.
+ */
+import { readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { paths, KubeClient, type KubeObject } from '../../runtime/kube-client.ts';
+import type { ConfigMap } from '../../runtime/kube-objects.ts';
+import { ControlPlane, ensureBinaries } from '../../tools/control-plane/control-plane.ts';
+import { ensureVolcano } from '../../tools/control-plane/volcano.ts';
+import { FaultInjector } from '../../tools/simulator/injector.ts';
+import { createFakeNodes } from '../../tools/simulator/nodes.ts';
+import { NpuAllocator } from '../../tools/simulator/allocator.ts';
+import type { Manager } from '../../controllers/manager.ts';
+import type { Metrics } from '../../telemetry/metrics.ts';
+import { encodeResetConfigData, parseResetConfigData, type TaskResetInfo } from '../../schemas/reset-config/reset-config.ts';
+import { jobSummaryCmName } from '../../schemas/job-summary/job-summary.ts';
+import { vcJobId } from '../../schemas/vcjob-fault-npu/vcjob-fault-npu.ts';
+import { deviceEntry } from '../support/cluster-info-read.ts';
+import { ensureNamespace, eventually } from '../support/cluster.ts';
+import { readCm, report, rescheduleReasonOf, startManager, vcjobFaultNpu } from '../support/jobs-support.ts';
+import { TEST_TIMINGS } from '../integration/recovery-fixtures.ts';
+import { buildTaskdClient, GoTaskdClient, timeline } from '../integration/recovery-real-client.ts';
+
+const P = 'huawei.com/Ascend910';
+const REAL = 'huawei.com/AscendReal';
+const RANK = 'hccl/rankIndex';
+/** Short enough for a test, inside the plugin's [2, 3600] (plugin/factory.go). */
+const GRACE_OVER_TIME_S = 6;
+
+type Pod = KubeObject & {
+  spec?: { nodeName?: string };
+  status?: { phase?: string; conditions?: Array<{ type: string; status: string; reason?: string }> };
+  metadata?: KubeObject['metadata'] & { deletionTimestamp?: string; deletionGracePeriodSeconds?: number };
+};
+
+function baseDeviceInfos(npus = 8): string {
+  const m: Record<string, { IP: string; SuperDeviceID: number }> = {};
+  for (let i = 0; i < npus; i++) m[`Ascend910-${i}`] = { IP: `192.168.100.${100 + i}`, SuperDeviceID: 0 };
+  return JSON.stringify(m);
+}
+
+interface JobOpts {
+  replicas: number;
+  group: string;
+  labels: Record<string, string>;
+  annotations?: Record<string, string>;
+  /** Huawei's policy for job-level fault scheduling; pod-level and process-level jobs have none (a deleted pod is re-created alone). */
+  restartOnEvict?: boolean;
+  terminationGracePeriodSeconds?: number;
+}
+
+/** A Volcano Job as a user writes it with the webhook off; 8 chips a pod, on the nodes labelled vc-test=<group>. */
+function vcjob(ns: string, name: string, o: JobOpts): KubeObject {
+  return {
+    apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job',
+    metadata: { name, namespace: ns, labels: { 'ring-controller.atlas': 'ascend-910', ...o.labels }, ...(o.annotations ? { annotations: o.annotations } : {}) },
+    spec: {
+      schedulerName: 'volcano', queue: 'default', minAvailable: o.replicas, maxRetry: 3,
+      ...(o.restartOnEvict === true ? { policies: [{ event: 'PodEvicted', action: 'RestartJob' }] } : {}),
+      tasks: [{
+        name: 'worker', replicas: o.replicas, minAvailable: o.replicas, maxRetry: 3,
+        template: {
+          metadata: { labels: { app: 'mindspore', 'ring-controller.atlas': 'ascend-910' } },
+          spec: {
+            restartPolicy: 'Never', nodeSelector: { 'vc-test': o.group },
+            ...(o.terminationGracePeriodSeconds !== undefined ? { terminationGracePeriodSeconds: o.terminationGracePeriodSeconds } : {}),
+            containers: [{ name: 'train', image: 'train:latest', resources: { requests: { [P]: '8' }, limits: { [P]: '8' } } }],
+          },
+        },
+      }],
+    },
+  };
+}
+
+const EMPTY_RESET: TaskResetInfo = { RankList: [], UpdateTime: 0, RetryTime: 0, FaultFlushing: false, GracefulExit: 0, RestartFaultProcess: false };
+
+describe('topology A: Volcano with the ascend plugin reschedules, clusterd-ts in ClusterD\'s role', () => {
+  let cp: ControlPlane | undefined;
+  let client: KubeClient;
+  let inj: FaultInjector;
+  let manager: Manager | undefined;
+  let metrics: Metrics;
+  let grpcTarget = '';
+  let allocator: NpuAllocator | undefined;
+  let taskdBin = '';
+  const ns = 'topo-a';
+  const groups: Record<string, string[]> = {
+    grace: ['ta-grace-0', 'ta-grace-1'],
+    pod: ['ta-pod-0', 'ta-pod-1', 'ta-pod-2'],
+    esc: ['ta-esc-0', 'ta-esc-1'],
+    retry: ['ta-retry-0', 'ta-retry-1'],
+    proc: ['ta-proc-0', 'ta-proc-1', 'ta-proc-2'],
+  };
+  const jobs: Record<string, KubeObject> = {};
+  const started = Date.now();
+
+  const podsOf = async (job: string): Promise<Pod[]> =>
+    (await client.list<Pod>(paths.pods(ns), { labelSelector: `volcano.sh/job-name=${job}` })).items;
+  const live = (p: Pod): boolean => p.metadata?.deletionTimestamp === undefined;
+  const ready = (p: Pod): boolean => live(p) && p.status?.phase === 'Running' && p.spec?.nodeName !== undefined && p.metadata?.annotations?.[REAL] !== undefined;
+  /** The job's `count` pods once all are Running with chips, by rank. */
+  const runningPods = (job: string, count: number, timeoutMs = 120_000): Promise<Pod[]> => eventually(async () => {
+    const ps = (await podsOf(job)).filter(live);
+    return ps.length === count && ps.every(ready) ? ps.sort((a, b) => Number(a.metadata!.annotations![RANK]) - Number(b.metadata!.annotations![RANK])) : undefined;
+  }, timeoutMs, 250);
+  const deletes = async (): Promise<number> => (await metrics.apiRequests.get()).values.filter((v) => v.labels.method === 'DELETE').reduce((n, v) => n + v.value, 0);
+  const schedulerLog = (): string => readFileSync(join(cp!.dir, 'vc-scheduler.log'), 'utf8');
+  const resetConfig = async (job: string): Promise<{ rv: string; info: TaskResetInfo }> => {
+    const cm = await client.get<ConfigMap>(paths.configMap(ns, `reset-config-${job}`));
+    const parsed = parseResetConfigData(cm.data);
+    if (!parsed.ok) throw new Error(`reset-config-${job}: ${parsed.reason}`);
+    return { rv: cm.metadata!.resourceVersion!, info: parsed.value.info };
+  };
+  const jobStatus = async (job: string): Promise<string | undefined> => (await readCm(client, ns, jobSummaryCmName(job, 0)))?.data?.job_status;
+
+  async function createJob(name: string, o: JobOpts): Promise<void> {
+    // The reset-config ConfigMap the user's manifest carries (MindCluster's job templates mount it).
+    await client.create(paths.configMaps(ns), { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `reset-config-${name}`, namespace: ns, labels: { reset: 'true' } }, data: encodeResetConfigData(EMPTY_RESET) });
+    jobs[name] = await client.create<KubeObject>(paths.vcJobs(ns), vcjob(ns, name, o));
+  }
+
+  beforeAll(async () => {
+    const dir = ensureVolcano();
+    if (dir === undefined) throw new Error('no Volcano source on this machine (tools/volcano/build.sh exit 3); see tools/volcano/README.md');
+    taskdBin = buildTaskdClient();
+    cp = await ControlPlane.start({
+      binDir: ensureBinaries(), workDir: join(tmpdir(), `clusterd-ts-topology-a-${process.pid}`), kwok: true,
+      volcano: { dir, pluginArguments: { 'grace-over-time': String(GRACE_OVER_TIME_S) } },
+    });
+    client = KubeClient.fromFile(cp.kubeconfigPath);
+    await ensureNamespace(client, ns);
+    const all = Object.entries(groups).flatMap(([g, names]) => names.map((name) => ({ name, labels: { 'vc-test': g } })));
+    await createFakeNodes(client, all);
+    inj = new FaultInjector(client);
+    for (const { name } of all) {
+      await client.patch(paths.node(name), { metadata: { annotations: { baseDeviceInfos: baseDeviceInfos() } }, spec: { taints: null } });
+      await inj.addNodes([{ name }]);
+    }
+    allocator = new NpuAllocator(client, { namespace: ns });
+    await allocator.start();
+    // The chart's defaults (the plugin is detected), plus gRPC for the TaskD client and the recovery
+    // timings the other recovery tests use.
+    ({ manager, metrics } = await startManager(client, ['--grpc-port=0', '--grpc-host=127.0.0.1', '--grpc-caller-check=off', ...TEST_TIMINGS]));
+    const server = await manager.grpc.ready();
+    if (server === undefined) throw new Error('gRPC server did not start');
+    grpcTarget = `127.0.0.1:${server.port}`;
+    for (const { name } of all) await eventually(async () => (await deviceEntry(client, name))?.DeviceList[P]?.split(',').length === 8, 60_000);
+    expect((await metrics.reschedulingYielded.get()).values[0]?.value).toBe(1);
+
+    await createJob('grace', { replicas: 1, group: 'grace', labels: { 'fault-scheduling': 'grace' }, restartOnEvict: true, terminationGracePeriodSeconds: 3600 });
+    await createJob('podlvl', { replicas: 2, group: 'pod', labels: { 'fault-scheduling': 'force', 'pod-rescheduling': 'on' } });
+    await createJob('escal', { replicas: 2, group: 'esc', labels: { 'fault-scheduling': 'force', 'pod-rescheduling': 'on' } });
+    await createJob('retry', { replicas: 2, group: 'retry', labels: { 'fault-scheduling': 'force', 'fault-retry-times': '1' } });
+    await createJob('proc', {
+      replicas: 2, group: 'proc', labels: { 'fault-scheduling': 'force', 'process-recover-enable': 'on', framework: 'pytorch' },
+      annotations: { 'recover-strategy': 'retry,recover,dump,exit' },
+    });
+    report(`topology A: control plane, Volcano, nodes and jobs up in ${Date.now() - started} ms`);
+  }, 1_800_000);
+
+  afterAll(async () => {
+    await manager?.stop();
+    allocator?.stop();
+    await inj?.close();
+    await cp?.stop();
+    report(`topology A: file wall time ${Date.now() - started} ms`);
+  }, 60_000);
+
+  it.concurrent('grace: the plugin evicts the fault pod, force-deletes it after grace-over-time, Volcano re-creates it away from the fault; reset-config untouched', async () => {
+    const [first] = await runningPods('grace', 1);
+    const faultNode = first!.spec!.nodeName!;
+    const resetBefore = await resetConfig('grace');
+    const t0 = Date.now();
+    await inj.inject({ kind: 'npu', node: faultNode, npu: 'Ascend910-3', code: '80E18402', level: 'SeparateNPU' });
+
+    // Evicted with grace: Volcano's evictor marks it and deletes it with the pod's own grace (an hour).
+    const evicted = await eventually(async () => {
+      const p = await client.getOrUndefined<Pod>(paths.pod(ns, first!.metadata!.name!));
+      return p !== undefined && p.metadata?.uid === first!.metadata!.uid && p.metadata?.deletionTimestamp !== undefined ? p : undefined;
+    }, 60_000, 100);
+    // When Volcano evicted it (the stamp is the delete's time plus the grace; seen late on a busy machine, so not Date.now()).
+    const tEvict = Date.parse(evicted.metadata!.deletionTimestamp!) - 3600_000;
+    expect(evicted.metadata?.deletionGracePeriodSeconds).toBe(3600);
+    expect(evicted.status?.conditions).toContainEqual(expect.objectContaining({ type: 'Ready', status: 'False', reason: 'Evict' }));
+
+    // Gone only when the plugin's grace-over-time ran out (nothing else deletes with grace 0 here).
+    await eventually(async () => (await client.getOrUndefined<Pod>(paths.pod(ns, first!.metadata!.name!)))?.metadata?.uid !== first!.metadata!.uid, 60_000, 100);
+    const tGone = Date.now();
+    // The plugin counts from the session that saw the fault, the one that evicted (whole seconds).
+    expect(tGone - tEvict).toBeGreaterThanOrEqual(GRACE_OVER_TIME_S * 1000);
+    const [second] = await runningPods('grace', 1);
+    const tRun = Date.now();
+    expect(second!.metadata?.uid).not.toBe(first!.metadata?.uid);
+    expect(second!.spec?.nodeName).toBe(groups.grace!.find((n) => n !== faultNode));
+    expect(schedulerLog()).toMatch(/grace delete job \S*grace\S* is timeout,force delete/);
+    // A chip fault is no sub-health fault: the plugin leaves GracefulExit (and the rest) as the user wrote it.
+    expect(await resetConfig('grace')).toEqual(resetBefore);
+    expect(await deletes()).toBe(0);
+    report(`grace: fault -> evicted ${tEvict - t0} ms, -> force-deleted ${tGone - t0} ms (grace-over-time ${GRACE_OVER_TIME_S} s), -> replacement Running ${tRun - t0} ms`);
+  }, 300_000);
+
+  it.concurrent('pod-rescheduling: the plugin deletes only the fault pod, Volcano re-creates it alone, the plugin places it on the spare node', async () => {
+    const [r0, r1] = await runningPods('podlvl', 2);
+    const faultNode = r1!.spec!.nodeName!;
+    const spare = groups.pod!.find((n) => n !== faultNode && n !== r0!.spec!.nodeName)!;
+    const t0 = Date.now();
+    await inj.inject({ kind: 'npu', node: faultNode, npu: 'Ascend910-6', code: '80E18402', level: 'SeparateNPU' });
+    const after = await eventually(async () => {
+      const ps = await runningPods('podlvl', 2, 1_000).catch(() => undefined);
+      return ps?.some((p) => p.metadata?.name === r1!.metadata!.name && p.metadata?.uid !== r1!.metadata?.uid) ? ps : undefined;
+    }, 120_000, 250);
+    const tRun = Date.now();
+    const byName = (name: string): Pod => after.find((p) => p.metadata?.name === name)!;
+    expect(byName(r0!.metadata!.name!).metadata?.uid).toBe(r0!.metadata?.uid); // rank 0 untouched
+    expect(byName(r1!.metadata!.name!).spec?.nodeName).toBe(spare);
+    const uid = jobs.podlvl!.metadata!.uid!;
+    const reason = await eventually(() => rescheduleReasonOf(client, vcJobId(ns, 'podlvl', uid)), 30_000, 500);
+    // The rank is the plugin's (hccl/rankIndex), not the pod's name index.
+    expect(reason.RescheduleRecords?.[0]?.ReasonOfTask).toEqual([{ RescheduleReason: 'CardUnhealthy', PodName: r1!.metadata!.name, NodeName: faultNode, NodeRankIndex: '1' }]);
+    expect(await deletes()).toBe(0);
+    report(`pod-rescheduling: fault -> replacement Running ${tRun - t0} ms`);
+  }, 300_000);
+
+  it.concurrent('pod-rescheduling escalates: with no node for the replacement, after 12 sessions the plugin deletes the whole job; once the chip recovers it runs again', async () => {
+    const [r0, r1] = await runningPods('escal', 2);
+    const faultNode = r1!.spec!.nodeName!;
+    const t0 = Date.now();
+    await inj.inject({ kind: 'npu', node: faultNode, npu: 'Ascend910-2', code: '80E18402', level: 'SeparateNPU' });
+    const podName = (p: Pod): string => p.metadata!.name!;
+    const uidOf = async (name: string): Promise<string | undefined> => (await client.getOrUndefined<Pod>(paths.pod(ns, name)))?.metadata?.uid;
+    await eventually(async () => (await uidOf(podName(r1!))) !== r1!.metadata?.uid, 60_000, 100);
+    const tPod = Date.now();
+    // The replacement finds no node (the other node is taken, the fault node has 7 healthy chips); rank 0 stays for now.
+    await new Promise((r) => setTimeout(r, 4_000));
+    expect(await uidOf(podName(r0!))).toBe(r0!.metadata?.uid);
+    const pending = (await podsOf('escal')).find((p) => p.metadata?.name === podName(r1!));
+    expect(pending?.spec?.nodeName).toBeUndefined();
+    // Job level: rank 0 goes too.
+    await eventually(async () => (await uidOf(podName(r0!))) !== r0!.metadata?.uid, 90_000, 100);
+    const tJob = Date.now();
+    expect(tJob - tPod).toBeGreaterThanOrEqual(10_000); // 12 one-second sessions, less the rounding
+    const uid = jobs.escal!.metadata!.uid!;
+    const reason = await eventually(async () => { const r = await rescheduleReasonOf(client, vcJobId(ns, 'escal', uid)); return (r?.TotalRescheduleTimes ?? 0) >= 2 ? r : undefined; }, 30_000, 500);
+    expect(reason.TotalRescheduleTimes).toBe(2);
+
+    await inj.recover({ kind: 'npu', node: faultNode, npu: 'Ascend910-2', code: '80E18402' });
+    const tRecover = Date.now();
+    const after = await runningPods('escal', 2);
+    const tRun = Date.now();
+    expect(after.map((p) => p.spec?.nodeName).sort()).toEqual([...groups.esc!].sort());
+    expect(await deletes()).toBe(0);
+    report(`pod-rescheduling escalation: fault -> pod deleted ${tPod - t0} ms, -> job deleted ${tJob - t0} ms (${tJob - tPod} ms pending), chip recovered -> Running ${tRun - tRecover} ms`);
+  }, 300_000);
+
+  it.concurrent('fault-retry-times 1: a Failed pod on a healthy chip restarts the job once; the second failure is left alone; clusterd-ts\'s job summary and cluster-info follow', async () => {
+    const [r0, r1] = await runningPods('retry', 2);
+    const node = r1!.spec!.nodeName!;
+    const uid = jobs.retry!.metadata!.uid!;
+    await eventually(async () => (await jobStatus('retry')) === 'running', 30_000, 250);
+    const fail = async (p: Pod): Promise<void> => {
+      const now = new Date().toISOString();
+      await client.patch(paths.podStatus(ns, p.metadata!.name!), {
+        status: {
+          phase: 'Failed',
+          containerStatuses: [{ name: 'train', image: 'train:latest', imageID: '', ready: false, restartCount: 0, state: { terminated: { exitCode: 1, reason: 'Error', startedAt: now, finishedAt: now } } }],
+        },
+      });
+    };
+    // A chip fault the device plugin does not isolate, and the training process exits with it.
+    await inj.inject({ kind: 'npu', node, npu: 'Ascend910-4', code: '80E01801', level: 'NotHandleFault' });
+    await eventually(async () => (await deviceEntry(client, node))?.DeviceList[`${P}-Fault`]?.includes('80E01801'), 30_000, 250);
+    expect((await deviceEntry(client, node))?.DeviceList[`${P}-Unhealthy`] ?? '').toBe('');
+    const t0 = Date.now();
+    await fail(r1!);
+    // Job level (no pod-rescheduling label): both pods go and come back.
+    const restarted = await eventually(async () => {
+      const ps = await runningPods('retry', 2, 1_000).catch(() => undefined);
+      return ps?.every((p) => p.metadata?.uid !== r0!.metadata?.uid && p.metadata?.uid !== r1!.metadata?.uid) ? ps : undefined;
+    }, 120_000, 250);
+    const tRun = Date.now();
+    const reason = await eventually(() => rescheduleReasonOf(client, vcJobId(ns, 'retry', uid)), 30_000, 500);
+    expect(reason.RescheduleRecords?.[0]?.ReasonOfTask).toEqual([{ RescheduleReason: 'pod-failed', PodName: r1!.metadata!.name, NodeName: node, NodeRankIndex: '1' }]);
+    await eventually(async () => (await vcjobFaultNpu(client)).remainRetryTimes.get(vcJobId(ns, 'retry', uid))?.Times === 0, 30_000, 500);
+    await eventually(async () => (await jobStatus('retry')) === 'running', 30_000, 250);
+
+    // Retries spent: the second failure stays.
+    const again = restarted.find((p) => p.metadata?.annotations?.[RANK] === '1')!;
+    await fail(again);
+    await eventually(async () => (await jobStatus('retry')) === 'failed', 30_000, 250);
+    await new Promise((r) => setTimeout(r, 6_000)); // several sessions
+    const still = await client.get<Pod>(paths.pod(ns, again.metadata!.name!));
+    expect(still.metadata?.uid).toBe(again.metadata?.uid);
+    expect(still.status?.phase).toBe('Failed');
+    expect((await rescheduleReasonOf(client, vcJobId(ns, 'retry', uid)))?.TotalRescheduleTimes).toBe(1);
+    expect(await jobStatus('retry')).toBe('failed');
+    expect((await deviceEntry(client, node))?.DeviceList[`${P}-Unhealthy`] ?? '').toBe('');
+    expect(await deletes()).toBe(0);
+    report(`fault-retry-times: pod Failed -> job restarted and Running ${tRun - t0} ms`);
+  }, 300_000);
+
+  it.concurrent('process-level recovery with the real TaskD client: clusterd-ts signals, the plugin deletes the fault pod once, Volcano re-creates it, recover-success', async () => {
+    const [r0, r1] = await runningPods('proc', 2);
+    const uid = jobs.proc!.metadata!.uid!;
+    const faultNode = r1!.spec!.nodeName!;
+    const spare = groups.proc!.find((n) => n !== faultNode && n !== r0!.spec!.nodeName)!;
+    const a = new GoTaskdClient(taskdBin, grpcTarget, uid);
+    try {
+      await a.waitFor((e) => e.event === 'subscribe', 60_000, 'subscription');
+      const t0 = Date.now();
+      await inj.inject({ kind: 'npu', node: faultNode, npu: 'Ascend910-1', code: '80E18402', level: 'SeparateNPU' });
+      const pgName = `proc-${uid}`;
+      const status = async (): Promise<string | undefined> =>
+        (await client.get<KubeObject>(paths.podGroup(ns, pgName))).metadata?.annotations?.ProcessRecoverStatus;
+      await eventually(async () => (await status()) === 'recover-success', 120_000, 250);
+      const tDone = Date.now();
+      // The scripted MindIO answers at once, so recover-success can come before the plugin's session deleted the pod.
+      const after = await eventually(async () => {
+        const ps = await runningPods('proc', 2, 1_000).catch(() => undefined);
+        return ps?.some((p) => p.metadata?.name === r1!.metadata!.name && p.metadata?.uid !== r1!.metadata?.uid) ? ps : undefined;
+      }, 120_000, 250);
+      const tRun = Date.now();
+      const byName = (name: string): Pod => after.find((p) => p.metadata?.name === name)!;
+      expect(a.summary.slice(0, 4)).toEqual(['preExitProcess[pre exit process]', 'stopTrain[stop_train]', 'globalFault[on_global_rank|fault_nodes_exit]', 'changeStrategy:recover[change_strategy]']);
+      expect(a.signals[0]!.nodeRankIds).toEqual(['1']);
+      expect(byName(r0!.metadata!.name!).metadata?.uid).toBe(r0!.metadata?.uid);
+      expect(byName(r1!.metadata!.name!).spec?.nodeName).toBe(spare);
+      // Deleted once, by the plugin: its own log line for that pod (task <name>[<uid>] force terminated).
+      const lines = schedulerLog().split('\n').filter((l) => l.includes(`${r1!.metadata!.name}[${r1!.metadata!.uid}] force terminated`));
+      expect(lines).toHaveLength(1);
+      expect((await client.get<KubeObject>(paths.podGroup(ns, pgName))).metadata?.labels?.['process-recover-enable']).toBe('on');
+      expect(await deletes()).toBe(0);
+      report(`process-level recovery: signals ${timeline(a, t0)}; recover-success ${tDone - t0} ms; replacement Running ${tRun - t0} ms`);
+    } catch (e) {
+      // Known race (see the report in tools/volcano/README.md): the plugin's session can delete the fault pod before
+      // clusterd-ts's recovery took the fault; then no signal ever comes. Its deletion lines show which came first.
+      const plugin = schedulerLog().split('\n').filter((l) => l.includes('proc-worker') && l.includes('force terminated'));
+      process.stdout.write(`process-level: client saw ${JSON.stringify(a.events.filter((ev) => ev.event !== 'keepalive'))}\npods ${JSON.stringify((await podsOf('proc')).map((p) => [p.metadata?.name, p.metadata?.uid, p.spec?.nodeName, p.status?.phase, p.metadata?.deletionTimestamp]))}\nplugin deletions ${JSON.stringify(plugin)}\n`);
+      throw e;
+    } finally {
+      await a.stop();
+    }
+  }, 300_000);
+});
