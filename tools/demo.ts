@@ -13,7 +13,7 @@
  * DEMO_HTTP_PORT / DEMO_GRPC_PORT move the controller's ports (default 11253 / 8899).
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { openSync, readFileSync, existsSync } from 'node:fs';
+import { readFileSync, existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -55,9 +55,10 @@ function runAgainstRealCluster(kubeconfig: string): void {
   child.on('exit', (code) => process.exit(code ?? 0));
 }
 
+/** Under the control plane's supervisor, so the controller dies with the demo even if it is killed. */
 function startController(): ChildProcess {
-  const log = openSync(join(REPO, '.cluster', 'controller.log'), 'a');
-  return spawn(process.execPath, [join(REPO, 'main.ts'), `--kubeconfig=${LOCAL_KUBECONFIG}`, `--http-port=${HTTP_PORT}`, `--grpc-port=${GRPC_PORT}`, '--grpc-host=127.0.0.1', '--http-host=127.0.0.1'], { stdio: ['ignore', log, log] });
+  return spawn(process.execPath, [join(REPO, 'tools', 'control-plane', 'supervise.mjs'), String(process.pid), join(REPO, '.cluster', 'controller.log'), '--',
+    process.execPath, join(REPO, 'main.ts'), `--kubeconfig=${LOCAL_KUBECONFIG}`, `--http-port=${HTTP_PORT}`, `--grpc-port=${GRPC_PORT}`, '--grpc-host=127.0.0.1', '--http-host=127.0.0.1'], { stdio: 'ignore' });
 }
 
 /** Controller log lines (JSON) that match a predicate. */
