@@ -97,8 +97,10 @@ kubectl-clusterd: deps
 	tar -C dist/kubectl-clusterd -czf dist/kubectl-clusterd.tar.gz .
 	@echo "dist/kubectl-clusterd.tar.gz (bin: cli/bin/kubectl-clusterd); or without packing: export PATH=$(CURDIR)/cli/bin:\$$PATH"
 
-demo: deps control-plane
-	$(NODE) tools/demo.ts
+# The demo on the real Volcano. TOPOLOGY=stock (default): Volcano's own vc-scheduler, clusterd-ts
+# reschedules; TOPOLOGY=mindcluster: vc-scheduler with Huawei's ascend plugin, which then deletes.
+demo: deps control-plane volcano
+	$(NODE) tools/demo.ts $(if $(TOPOLOGY),--topology $(TOPOLOGY),)
 
 # PEER=clusterd also runs the real ClusterD beside clusterd-ts and prints <figure>_vs_clusterd ratios.
 bench: deps control-plane $(if $(PEER),clusterd-peer,)

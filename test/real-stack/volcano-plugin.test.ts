@@ -13,7 +13,7 @@ import { paths, KubeClient, type KubeObject } from '../../runtime/kube-client.ts
 import { ControlPlane, ensureBinaries } from '../../tools/control-plane/control-plane.ts';
 import { ensureVolcano } from '../../tools/control-plane/volcano.ts';
 import { FaultInjector } from '../../tools/simulator/injector.ts';
-import { createFakeNodes } from '../../tools/simulator/nodes.ts';
+import { baseDeviceInfos, createFakeNodes } from '../../tools/simulator/nodes.ts';
 import { NpuAllocator } from '../../tools/simulator/allocator.ts';
 import type { Manager } from '../../controllers/manager.ts';
 import type { Metrics } from '../../telemetry/metrics.ts';
@@ -24,16 +24,6 @@ import { rescheduleReasonOf, startManager } from '../support/jobs-support.ts';
 const P = 'huawei.com/Ascend910';
 
 type Pod = KubeObject & { spec?: { nodeName?: string; schedulerName?: string }; status?: { phase?: string; conditions?: Array<{ type: string; status: string; reason?: string; message?: string }> } };
-
-/**
- * What the real device plugin puts on an Ascend node besides the resource: `baseDeviceInfos` (the
- * plugin's available-chip bookkeeping, self-maintain-available-card=true, starts from its keys).
- */
-function baseDeviceInfos(npus = 8): string {
-  const m: Record<string, { IP: string; SuperDeviceID: number }> = {};
-  for (let i = 0; i < npus; i++) m[`Ascend910-${i}`] = { IP: `192.168.100.${100 + i}`, SuperDeviceID: 0 };
-  return JSON.stringify(m);
-}
 
 /**
  * A Volcano Job as a user writes it with the webhook off (queue, scheduler, minAvailable, maxRetry

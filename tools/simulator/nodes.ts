@@ -46,3 +46,13 @@ export async function createFakeNodes(client: KubeClient, specs: readonly FakeNo
 
 export const nodeNames = (count: number, prefix = 'node'): string[] =>
   Array.from({ length: count }, (_, i) => `${prefix}-${String(i).padStart(3, '0')}`);
+
+/**
+ * The device plugin's node annotation `baseDeviceInfos` (chip -> IP, SuperDeviceID): with
+ * self-maintain-available-card=true the ascend plugin counts a node's free chips from its keys.
+ */
+export function baseDeviceInfos(npus = 8): string {
+  const m: Record<string, { IP: string; SuperDeviceID: number }> = {};
+  for (let i = 0; i < npus; i++) m[`Ascend910-${i}`] = { IP: `192.168.100.${100 + i}`, SuperDeviceID: 0 };
+  return JSON.stringify(m);
+}
