@@ -65,7 +65,7 @@ build: deps validators
 bundle: deps validators
 	$(NODE) tools/bundle/build.ts dist-bundle
 
-# The README's test command: type check, unit + integration + e2e on a real apiserver, conformance
+# The README's test command: type check, unit + integration on a real apiserver, conformance
 # against the real ClusterD, the real-stack tests on the real Volcano and Ascend Operator.
 test: deps control-plane clusterd-peer volcano ascend-operator promtool
 	$(NODE) test/run-tests.mjs

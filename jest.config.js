@@ -1,5 +1,5 @@
-// Five projects, selected by path: unit tests sit next to their code and need no apiserver;
-// integration and e2e tests share one real kube-apiserver + etcd started by globalSetup;
+// Four projects, selected by path: unit tests sit next to their code and need no apiserver;
+// integration tests share one real kube-apiserver + etcd started by globalSetup;
 // conformance tests start their own pair of control planes (the real ClusterD on one, clusterd-ts
 // on the other) and real-stack tests their own control plane with the real Volcano (and the Ascend
 // Operator), so neither needs the globalSetup; test/run-tests.mjs runs those two beside the others.
@@ -17,12 +17,8 @@ export default {
   reporters: ['default'],
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/**/*.test.ts'],
-      testPathIgnorePatterns: [...ignore, '<rootDir>/test/integration/', '<rootDir>/test/e2e/', '<rootDir>/test/conformance/'] },
+      testPathIgnorePatterns: [...ignore, '<rootDir>/test/integration/', '<rootDir>/test/conformance/', '<rootDir>/test/real-stack/'] },
     { ...common, displayName: 'integration', testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
-      testPathIgnorePatterns: ignore,
-      globalSetup: '<rootDir>/test/support/global-setup.ts',
-      globalTeardown: '<rootDir>/test/support/global-teardown.ts' },
-    { ...common, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.test.ts'],
       testPathIgnorePatterns: ignore,
       globalSetup: '<rootDir>/test/support/global-setup.ts',
       globalTeardown: '<rootDir>/test/support/global-teardown.ts' },

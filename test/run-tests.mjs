@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The README's test command runs this (through `make test`): type check, every jest project
-// (unit, integration and e2e on one real control plane; beside them conformance and real-stack on
+// (unit, and integration on one real control plane; beside them conformance and real-stack on
 // their own), then a check that no control-plane process outlived the run. Ends with one plain
 // line: "tests: N passed, N failed, N skipped".
 import { spawn, spawnSync, execSync } from 'node:child_process';
@@ -40,7 +40,7 @@ step('type check (tsc --noEmit)');
 const tsc = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json', '--noEmit'], { stdio: 'inherit' });
 if (tsc.status !== 0) { process.stdout.write('\ntests: 0 passed, 1 failed, 0 skipped\n'); process.exit(1); }
 
-// Two jest runs side by side: the projects that share one control plane (unit, integration, e2e,
+// Two jest runs side by side: the projects that share one control plane (unit, integration,
 // run one file at a time) and the projects whose files start their own control planes (conformance,
 // real-stack). Both mostly wait on apiservers and timers, so on two cores the wall time is about the
 // longer of the two. The second run's output is kept in a file and printed when it ends, so neither
@@ -49,7 +49,7 @@ const jestArgs = (file, extra) => ['--experimental-vm-modules', 'node_modules/je
 const jestEnv = { ...process.env, NODE_NO_WARNINGS: '1' };
 const runs = args.length > 0
   ? [{ name: 'jest', summary: summaryFile, extra: args }]
-  : [{ name: 'jest (unit, integration, e2e)', summary: summaryFile, extra: ['--selectProjects', 'unit', 'integration', 'e2e'] },
+  : [{ name: 'jest (unit, integration)', summary: summaryFile, extra: ['--selectProjects', 'unit', 'integration'] },
      { name: 'jest (conformance, real-stack)', summary: `${summaryFile}.own`, extra: ['--selectProjects', 'conformance', 'real-stack'], log: `${summaryFile}.own.log` }];
 step(runs.map((r) => r.name).join(' beside '));
 const statuses = await Promise.all(runs.map((r) => new Promise((resolve) => {

@@ -1,5 +1,5 @@
 /**
- * Starts one real etcd + kube-apiserver for the integration and e2e projects (envtest's BeforeSuite).
+ * Starts one real etcd + kube-apiserver for the integration project (envtest's BeforeSuite).
  * Test files reach it through the JSON file named by CLUSTERD_TS_CONTROL_PLANE (see cluster.ts).
  */
 import { writeFileSync } from 'node:fs';
