@@ -12,7 +12,7 @@ import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { vcControllerArgs, vcSchedulerArgs, vcSchedulerBinary, volcanoSchedulerConf, type VolcanoOptions } from './volcano.ts';
+import { ascendOperatorArgs, vcControllerArgs, vcSchedulerArgs, vcSchedulerBinary, volcanoSchedulerConf, type VolcanoOptions } from './volcano.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const REPO = join(HERE, '..', '..');
@@ -357,6 +357,33 @@ export class ControlPlane {
     }));
     await this.waitFor('vc-scheduler', async () =>
       (await apiGet(this.servers[0]!, '/apis/scheduling.volcano.sh/v1beta1/queues/default', this.adminToken)).status === 200, 60_000);
+    if (v.ascendOperator !== undefined) await this.startAscendOperator(v.ascendOperator);
+  }
+
+  /**
+   * The real Ascend Operator (tools/ascend-operator/build.sh) beside Volcano: its own AscendJob CRD
+   * (full schema, replacing the open one of crds/ as Volcano's do), then the operator. It needs
+   * Volcano's PodGroup and Job kinds at start (gang scheduling on). Ready when its healthz answers;
+   * its informers sync right after, and it lists existing AscendJobs as creations.
+   */
+  private async startAscendOperator(dir: string): Promise<void> {
+    this.kubectl(['apply', '--server-side', '--force-conflicts', '-f', join(dir, 'crds')]);
+    this.kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd', 'ascendjobs.mindxdl.gitee.com']);
+    const logDir = join(this.dir, 'ascend-operator-run');
+    mkdirSync(logDir, { recursive: true, mode: 0o750 });
+    const healthzPort = await freePort();
+    this.spawnSupervised('ascend-operator', join(dir, 'ascend-operator'), ascendOperatorArgs({
+      kubeconfig: this.kubeconfigPath, logFile: join(logDir, 'ascend-operator.log'), healthzPort,
+    }));
+    await this.waitFor('ascend-operator', async () => {
+      const ok = await new Promise<boolean>((resolve) => {
+        const req = httpRequest(`http://127.0.0.1:${healthzPort}/`, { timeout: 1000 }, (res) => { res.resume(); resolve(res.statusCode === 200); });
+        req.on('error', () => resolve(false));
+        req.on('timeout', () => req.destroy());
+        req.end();
+      });
+      return ok;
+    }, 60_000);
   }
 
   /** Stops every process (scheduler and kwok first, etcd last) and removes the data. */
