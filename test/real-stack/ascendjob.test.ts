@@ -5,7 +5,8 @@
  * The operator creates each job's PodGroup, Service and pods (`<job>-<type>-<index>`, rank annotation
  * `hccl/rankIndex`); clusterd-ts only deletes pods and writes vcjob-fault-npu-cm, the operator
  * re-creates what it deleted. Its own control plane: the operator and vc-controller-manager act on
- * every object of their kinds. Scenarios run in parallel on their own nodes.
+ * every object of their kinds. Scenarios run concurrently on their own nodes (it.concurrent: they start
+ * before beforeAll hooks would, so each awaits the one shared setup).
  */
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,7 +21,7 @@ import type { Manager } from '../../controllers/manager.ts';
 import type { Metrics } from '../../telemetry/metrics.ts';
 import { deviceEntry } from '../support/cluster-info-read.ts';
 import { ensureNamespace, eventually } from '../support/cluster.ts';
-import { rescheduleReasonOf, startManager, vcjobFaultNpu } from '../support/jobs-support.ts';
+import { podGroupEvents, rescheduleReasonOf, sleep, startManager, vcjobFaultNpu } from '../support/jobs-support.ts';
 
 const P = 'huawei.com/Ascend910';
 const RANK = 'hccl/rankIndex';
@@ -65,28 +66,15 @@ describe('AscendJobs: the real Ascend Operator on the real Volcano (topology B),
   let client: KubeClient;
   let inj: FaultInjector;
   let manager: Manager | undefined;
-  let metrics: Metrics;
   let allocator: NpuAllocator | undefined;
   const t0 = Date.now();
   const ns = 'acj-team';
-  const groups = { job: 3, pod: 3, retry: 2 } as const;
+  const groups = { job: 3, pod: 3, retry: 2, backoff: 2 } as const;
   const nodesOf = (g: keyof typeof groups): string[] => Array.from({ length: groups[g] }, (_, i) => `acj-${g}-${i}`);
   const allNodes = (Object.keys(groups) as Array<keyof typeof groups>).flatMap(nodesOf);
 
-  const podsOf = async (job: string): Promise<Pod[]> =>
-    (await client.list<Pod>(paths.pods(ns), { labelSelector: `training.kubeflow.org/job-name=${job}` })).items;
-  const live = (ps: readonly Pod[]): Pod[] => ps.filter((p) => p.metadata?.deletionTimestamp === undefined);
-  const running = (p: Pod): boolean => p.spec?.nodeName !== undefined && p.status?.phase === 'Running' && p.metadata?.annotations?.['huawei.com/AscendReal'] !== undefined;
-  const byName = (ps: readonly Pod[]): Map<string, Pod> => new Map(ps.map((p) => [p.metadata!.name!, p]));
-  /** All `count` pods of the job Running with chips, none of `oldUids`. */
-  const allRunning = (job: string, count: number, oldUids: ReadonlySet<string> = new Set()): Promise<Pod[]> => eventually(async () => {
-    const ps = live(await podsOf(job));
-    return ps.length === count && ps.every((p) => running(p) && !oldUids.has(p.metadata!.uid!)) ? ps : undefined;
-  }, 180_000, 500);
-  const conditionsOf = async (job: string): Promise<Condition[]> => (await client.get<AscendJobObj>(paths.ascendJob(ns, job))).status?.conditions ?? [];
-  const acted = async (): Promise<number> => (await metrics.decisions.get()).values.filter((v) => v.labels.outcome === 'acted').reduce((n, v) => n + v.value, 0);
-
-  beforeAll(async () => {
+  /** The control plane with Volcano and the operator, nodes, the allocator and clusterd-ts with the chart's defaults. */
+  async function setUp(): Promise<void> {
     const dir = ensureVolcano();
     if (dir === undefined) throw new Error('no Volcano source on this machine (tools/volcano/build.sh exit 3); see tools/volcano/README.md');
     const operator = ensureAscendOperator();
@@ -105,12 +93,18 @@ describe('AscendJobs: the real Ascend Operator on the real Volcano (topology B),
     }));
     allocator = new NpuAllocator(client, { namespace: ns });
     await allocator.start();
+    let metrics: Metrics;
     ({ manager, metrics } = await startManager(client, []));
+    // No ascend plugin in vc-scheduler's configuration: clusterd-ts holds the rescheduling role.
+    expect((await metrics.reschedulingYielded.get()).values[0]?.value).toBe(0);
     await Promise.all(allNodes.map((n) => eventually(async () => (await deviceEntry(client, n))?.DeviceList[P]?.split(',').length === 8, 60_000)));
     process.stdout.write(`[ascendjob] stack up in ${Date.now() - t0} ms\n`);
-  }, 1_800_000);
+  }
+  let ready: Promise<void> | undefined;
+  const stack = (): Promise<void> => (ready ??= setUp());
 
   afterAll(async () => {
+    await ready?.catch(() => undefined);
     await manager?.stop();
     allocator?.stop();
     await inj?.close();
@@ -118,37 +112,137 @@ describe('AscendJobs: the real Ascend Operator on the real Volcano (topology B),
     process.stdout.write(`[ascendjob] file wall time ${Date.now() - t0} ms\n`);
   }, 60_000);
 
-  it('job level (fault-scheduling: force): clusterd-ts deletes both pods, the operator re-creates them with the same ranks, Volcano places them off the faulty chip', async () => {
+  const podsOf = async (job: string): Promise<Pod[]> =>
+    (await client.list<Pod>(paths.pods(ns), { labelSelector: `training.kubeflow.org/job-name=${job}` })).items;
+  const live = (ps: readonly Pod[]): Pod[] => ps.filter((p) => p.metadata?.deletionTimestamp === undefined);
+  const running = (p: Pod): boolean => p.spec?.nodeName !== undefined && p.status?.phase === 'Running' && p.metadata?.annotations?.['huawei.com/AscendReal'] !== undefined;
+  const byName = (ps: readonly Pod[]): Map<string, Pod> => new Map(ps.map((p) => [p.metadata!.name!, p]));
+  const uids = (ps: readonly Pod[]): Set<string> => new Set(ps.map((p) => p.metadata!.uid!));
+  const rankOf = (p: Pod | undefined): string | undefined => p?.metadata?.annotations?.[RANK];
+  /** All `count` pods of the job Running with chips, none of `oldUids`. */
+  const allRunning = (job: string, count: number, oldUids: ReadonlySet<string> = new Set()): Promise<Pod[]> => eventually(async () => {
+    const ps = live(await podsOf(job));
+    return ps.length === count && ps.every((p) => running(p) && !oldUids.has(p.metadata!.uid!)) ? ps : undefined;
+  }, 240_000, 500);
+  const conditionsOf = async (job: string): Promise<Condition[]> => (await client.get<AscendJobObj>(paths.ascendJob(ns, job))).status?.conditions ?? [];
+  const jobEvents = async (job: string) => (await podGroupEvents(client, ns, job)).filter((e) => e.involvedObject?.kind === 'AscendJob');
+  const podGroupExists = async (pg: string): Promise<boolean> => (await client.list<KubeObject>(paths.podGroups(ns))).items.some((g) => g.metadata?.name === pg);
+
+  it.concurrent('job level (fault-scheduling: force): clusterd-ts deletes both pods, the operator re-creates them with the same ranks, Volcano places them off the faulty chip', async () => {
+    await stack();
     const job = await client.create<KubeObject>(paths.ascendJobs(ns), ascendJob(ns, 'gpt', { workers: 1, group: 'job', labels: { 'fault-scheduling': 'force' } }));
     const first = await allRunning('gpt', 2);
     // The operator's pods: owned by the AscendJob, in its PodGroup, ranks from the replica index (Master 0).
     const firstByName = byName(first);
     expect([...firstByName.keys()].sort()).toEqual(['gpt-master-0', 'gpt-worker-0']);
-    expect(firstByName.get('gpt-master-0')!.metadata?.annotations?.[RANK]).toBe('0');
-    expect(firstByName.get('gpt-worker-0')!.metadata?.annotations?.[RANK]).toBe('1');
+    expect(rankOf(firstByName.get('gpt-master-0'))).toBe('0');
+    expect(rankOf(firstByName.get('gpt-worker-0'))).toBe('1');
     for (const p of first) {
       expect(p.metadata?.ownerReferences?.[0]).toMatchObject({ kind: 'AscendJob', name: 'gpt', uid: job.metadata!.uid, controller: true });
       expect(p.metadata?.annotations?.['scheduling.k8s.io/group-name']).toBe(`gpt-${job.metadata!.uid}`);
       expect(p.spec?.schedulerName).toBe('volcano');
       expect(p.metadata?.labels?.version).toBe('0');
     }
-    const worker = firstByName.get('gpt-worker-0')!;
-    const faultNode = worker.spec!.nodeName!;
+    const faultNode = firstByName.get('gpt-worker-0')!.spec!.nodeName!;
 
     const tf = Date.now();
     await inj.inject({ kind: 'npu', node: faultNode, npu: 'Ascend910-3', code: '80E18402', level: 'SeparateNPU' });
-    const second = await allRunning('gpt', 2, new Set(first.map((p) => p.metadata!.uid!)));
+    const second = await allRunning('gpt', 2, uids(first));
     const ms = Date.now() - tf;
     const secondByName = byName(second);
     process.stdout.write(`[ascendjob] job level: fault -> both replacements Running: ${ms} ms (worker ${faultNode} -> ${secondByName.get('gpt-worker-0')?.spec?.nodeName})\n`);
     // Rank reuse: the operator re-creates each replica under its name with the rank of its index.
     expect([...secondByName.keys()].sort()).toEqual(['gpt-master-0', 'gpt-worker-0']);
-    expect(secondByName.get('gpt-master-0')!.metadata?.annotations?.[RANK]).toBe('0');
-    expect(secondByName.get('gpt-worker-0')!.metadata?.annotations?.[RANK]).toBe('1');
+    expect(rankOf(secondByName.get('gpt-master-0'))).toBe('0');
+    expect(rankOf(secondByName.get('gpt-worker-0'))).toBe('1');
     // The operator counted one restart (its pod version label), and no pod sits on the faulty node.
     for (const p of second) expect(p.metadata?.labels?.version).toBe('1');
     expect(second.map((p) => p.spec?.nodeName)).not.toContain(faultNode);
     const reason = await eventually(() => rescheduleReasonOf(client, `${ns}/gpt-${job.metadata!.uid!}`), 30_000, 500);
     expect(reason.TotalRescheduleTimes).toBe(1);
-  }, 400_000);
+  }, 600_000);
+
+  it.concurrent('pod level (pod-rescheduling: on): only the fault pod is deleted, the operator re-creates it with its rank, the other pod keeps its uid', async () => {
+    await stack();
+    await client.create<KubeObject>(paths.ascendJobs(ns), ascendJob(ns, 'llama', { workers: 1, group: 'pod', labels: { 'fault-scheduling': 'force', 'pod-rescheduling': 'on' } }));
+    const first = byName(await allRunning('llama', 2));
+    const master = first.get('llama-master-0')!;
+    const worker = first.get('llama-worker-0')!;
+    const faultNode = worker.spec!.nodeName!;
+
+    const tf = Date.now();
+    await inj.inject({ kind: 'npu', node: faultNode, npu: 'Ascend910-6', code: '80E18402', level: 'SeparateNPU' });
+    const replaced = await eventually(async () => {
+      const w = byName(live(await podsOf('llama'))).get('llama-worker-0');
+      return w !== undefined && w.metadata?.uid !== worker.metadata?.uid && running(w) ? w : undefined;
+    }, 240_000, 500);
+    process.stdout.write(`[ascendjob] pod level: fault -> replacement Running: ${Date.now() - tf} ms (worker ${faultNode} -> ${replaced.spec?.nodeName})\n`);
+    expect(rankOf(replaced)).toBe('1');
+    expect(replaced.spec?.nodeName).not.toBe(faultNode);
+    // Settled: the master was never deleted (same uid, still version 0), the worker is the operator's second version.
+    await sleep(3_000);
+    const now = byName(live(await podsOf('llama')));
+    expect(now.size).toBe(2);
+    expect(now.get('llama-master-0')?.metadata?.uid).toBe(master.metadata?.uid);
+    expect(now.get('llama-master-0')?.metadata?.labels?.version).toBe('0');
+    expect(now.get('llama-worker-0')?.metadata?.uid).toBe(replaced.metadata?.uid);
+    expect(now.get('llama-worker-0')?.metadata?.labels?.version).toBe('1');
+  }, 600_000);
+
+  it.concurrent('fault-retry-times: 1: the operator reads the budget clusterd-ts writes in remain-retry-times; a failed pod restarts the job once, the next one fails it', async () => {
+    await stack();
+    const job = await client.create<KubeObject>(paths.ascendJobs(ns), ascendJob(ns, 'bert', { workers: 1, group: 'retry', labels: { 'fault-scheduling': 'force', 'fault-retry-times': '1' } }));
+    const key = `${ns}/bert-${job.metadata!.uid!}`;
+    const first = await allRunning('bert', 2);
+    await eventually(async () => (await vcjobFaultNpu(client)).remainRetryTimes.get(key)?.Times === 1, 60_000, 500);
+
+    // A software fault: the worker's container exits 1. clusterd-ts restarts the job and spends the
+    // budget once the restart is done. The operator, if it reconciles the failed pod before clusterd-ts
+    // deletes it, reads remain-retry-times = 1 and puts the job in Restarting, not Failed
+    // (component/ascend-operator/pkg/controllers/v1/job.go reconcileWithFailed); which of the two comes
+    // first is a race, either way the job must not fail.
+    await failPod(client, ns, 'bert-worker-0');
+    const second = byName(await allRunning('bert', 2, uids(first)));
+    expect(rankOf(second.get('bert-worker-0'))).toBe('1');
+    await eventually(async () => (await vcjobFaultNpu(client)).remainRetryTimes.get(key)?.Times === 0, 60_000, 500);
+    expect((await conditionsOf('bert')).some((c) => c.type === 'Failed')).toBe(false);
+    const reason = await eventually(() => rescheduleReasonOf(client, key), 30_000, 500);
+    expect(reason.TotalRescheduleTimes).toBe(1);
+    expect(reason.RescheduleRecords?.[0]?.ReasonOfTask?.[0]?.RescheduleReason).toBe('pod-failed');
+    const sawRestarting = (await jobEvents('bert')).some((e) => e.reason === 'JobRestarting' && (e.message ?? '').includes('remain retry times is <1>'));
+    process.stdout.write(`[ascendjob] retry: the operator ${sawRestarting ? 'read remain-retry-times 1 (JobRestarting)' : 'saw the pod deleted before it counted it failed'}\n`);
+
+    // The budget is used up: clusterd-ts leaves the next failed pod alone and the operator, reading 0,
+    // fails the job and deletes its PodGroup; nobody deletes or re-creates a pod. The message is the
+    // one of a budget read as 0: without an entry for the job the operator says "has pod failed".
+    await failPod(client, ns, 'bert-worker-0');
+    const failed = await eventually(async () => (await conditionsOf('bert')).find((c) => c.type === 'Failed' && c.status === 'True'), 60_000, 500);
+    expect(failed.message).toContain('remain retry times is 0');
+    await eventually(async () => !(await podGroupExists(`bert-${job.metadata!.uid!}`)), 60_000, 500);
+    await sleep(3_000);
+    expect([...uids(await podsOf('bert'))].sort()).toEqual([...uids([...second.values()])].sort());
+  }, 600_000);
+
+  it.concurrent('fault-retry-times: 1 is also the operator\'s backoff limit: a second hardware restart by clusterd-ts fails the job, although its retry budget (software faults only) is untouched', async () => {
+    await stack();
+    const job = await client.create<KubeObject>(paths.ascendJobs(ns), ascendJob(ns, 'vit', { workers: 0, group: 'backoff', labels: { 'fault-scheduling': 'force', 'fault-retry-times': '1' } }));
+    const key = `${ns}/vit-${job.metadata!.uid!}`;
+    const [first] = await allRunning('vit', 1);
+    await inj.inject({ kind: 'npu', node: first!.spec!.nodeName!, npu: 'Ascend910-2', code: '80E18402', level: 'SeparateNPU' });
+    const [second] = await allRunning('vit', 1, uids([first!]));
+    expect(second!.metadata?.labels?.version).toBe('1');
+    expect(second!.spec?.nodeName).not.toBe(first!.spec?.nodeName);
+    // A hardware restart spends none of clusterd-ts's retry budget (software faults only).
+    await eventually(async () => (await rescheduleReasonOf(client, key))?.TotalRescheduleTimes === 1, 30_000, 500);
+    expect((await vcjobFaultNpu(client)).remainRetryTimes.get(key)?.Times).toBe(1);
+
+    // The operator's version count passes fault-retry-times (component/ascend-operator/pkg/controllers/v1/job.go
+    // reconcileJob): it fails the job, deletes its PodGroup and creates no pod.
+    await inj.inject({ kind: 'npu', node: second!.spec!.nodeName!, npu: 'Ascend910-5', code: '80E18402', level: 'SeparateNPU' });
+    const failed = await eventually(async () => (await conditionsOf('vit')).find((c) => c.type === 'Failed' && c.status === 'True'), 120_000, 500);
+    expect(failed.message).toContain('reached the specified backoff limit');
+    await eventually(async () => !(await podGroupExists(`vit-${job.metadata!.uid!}`)), 60_000, 500);
+    await sleep(3_000);
+    expect(live(await podsOf('vit'))).toHaveLength(0);
+  }, 600_000);
 });
