@@ -11,6 +11,7 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { paths, KubeClient, type KubeObject } from '../../runtime/kube-client.ts';
+import { Reflector } from '../../runtime/reflector.ts';
 import { ControlPlane, ensureBinaries } from '../../tools/control-plane/control-plane.ts';
 import { ensureAscendOperator, ensureVolcano } from '../../tools/control-plane/volcano.ts';
 import { FaultInjector } from '../../tools/simulator/injector.ts';
@@ -21,6 +22,7 @@ import type { Manager } from '../../controllers/manager.ts';
 import type { Metrics } from '../../telemetry/metrics.ts';
 import { deviceEntry } from '../support/cluster-info-read.ts';
 import { ensureNamespace, eventually } from '../support/cluster.ts';
+import { TEST_TIMINGS, startAgent } from '../integration/recovery-fixtures.ts';
 import { podGroupEvents, rescheduleReasonOf, sleep, startManager, vcjobFaultNpu } from '../support/jobs-support.ts';
 
 const P = 'huawei.com/Ascend910';
@@ -35,7 +37,7 @@ type AscendJobObj = KubeObject & { status?: { conditions?: Condition[] } };
  * component/ascend-operator/pkg/controllers/v1/ascendjob_validate.go): label `framework`, one Master
  * and `workers` Workers, container `ascend` with port `ascendjob-port`, Volcano and its queue named.
  */
-function ascendJob(ns: string, name: string, o: { workers: number; group: string; labels?: Record<string, string> }): KubeObject {
+function ascendJob(ns: string, name: string, o: { workers: number; group: string; labels?: Record<string, string>; annotations?: Record<string, string> }): KubeObject {
   const replica = (replicas: number) => ({
     replicas, restartPolicy: 'Never',
     template: {
@@ -51,7 +53,7 @@ function ascendJob(ns: string, name: string, o: { workers: number; group: string
   });
   return {
     apiVersion: 'mindxdl.gitee.com/v1', kind: 'AscendJob',
-    metadata: { name, namespace: ns, labels: { framework: 'pytorch', 'ring-controller.atlas': 'ascend-910', ...o.labels } },
+    metadata: { name, namespace: ns, labels: { framework: 'pytorch', 'ring-controller.atlas': 'ascend-910', ...o.labels }, ...(o.annotations ? { annotations: o.annotations } : {}) },
     spec: {
       schedulerName: 'volcano',
       runPolicy: { schedulingPolicy: { minAvailable: 1 + o.workers, queue: 'default' } },
@@ -67,9 +69,10 @@ describe('AscendJobs: the real Ascend Operator on the real Volcano (topology B),
   let inj: FaultInjector;
   let manager: Manager | undefined;
   let allocator: NpuAllocator | undefined;
+  let target = '';
   const t0 = Date.now();
   const ns = 'acj-team';
-  const groups = { job: 3, pod: 3, retry: 2, backoff: 2 } as const;
+  const groups = { job: 3, pod: 3, retry: 2, backoff: 2, hot: 3 } as const;
   const nodesOf = (g: keyof typeof groups): string[] => Array.from({ length: groups[g] }, (_, i) => `acj-${g}-${i}`);
   const allNodes = (Object.keys(groups) as Array<keyof typeof groups>).flatMap(nodesOf);
 
@@ -94,7 +97,12 @@ describe('AscendJobs: the real Ascend Operator on the real Volcano (topology B),
     allocator = new NpuAllocator(client, { namespace: ns });
     await allocator.start();
     let metrics: Metrics;
-    ({ manager, metrics } = await startManager(client, []));
+    // The chart's defaults, plus gRPC on loopback for the TaskD-like client of the hot switch (it runs
+    // on this host, not in a pod: caller check off) and the recovery waits of the recovery tests.
+    ({ manager, metrics } = await startManager(client, ['--grpc-port=0', '--grpc-host=127.0.0.1', '--grpc-caller-check=off', ...TEST_TIMINGS]));
+    const server = await manager!.grpc.ready();
+    if (server === undefined) throw new Error('gRPC server did not start');
+    target = `127.0.0.1:${server.port}`;
     // No ascend plugin in vc-scheduler's configuration: clusterd-ts holds the rescheduling role.
     expect((await metrics.reschedulingYielded.get()).values[0]?.value).toBe(0);
     await Promise.all(allNodes.map((n) => eventually(async () => (await deviceEntry(client, n))?.DeviceList[P]?.split(',').length === 8, 60_000)));
@@ -244,5 +252,57 @@ describe('AscendJobs: the real Ascend Operator on the real Volcano (topology B),
     await eventually(async () => !(await podGroupExists(`vit-${job.metadata!.uid!}`)), 60_000, 500);
     await sleep(3_000);
     expect(live(await podsOf('vit'))).toHaveLength(0);
+  }, 600_000);
+
+  it.concurrent('hot switch (subHealthyStrategy: hotSwitch): the operator creates the backup pod clusterd-ts asks for, clusterd-ts deletes the old pod, the operator clears the backup pod\'s markers', async () => {
+    await stack();
+    const job = await client.create<KubeObject>(paths.ascendJobs(ns), ascendJob(ns, 'moe', {
+      workers: 1, group: 'hot', labels: { 'fault-scheduling': 'force', subHealthyStrategy: 'hotSwitch', 'process-recover-enable': 'on' }, annotations: { 'recover-strategy': 'recover' },
+    }));
+    const uid = job.metadata!.uid!;
+    const first = byName(await allRunning('moe', 2));
+    const master = first.get('moe-master-0')!;
+    const worker = first.get('moe-worker-0')!;
+    await eventually(() => manager!.recovery.lookup(uid)?.entry.view.pods.length === 2, 60_000);
+    const agent = startAgent(target, uid, {});
+    // Every state the job's pods pass through (the backup pod's markers live only for a moment).
+    const seen: Pod[] = [];
+    const watch = new Reflector<Pod>(client, { name: 'test_moe_pods', path: paths.pods(ns), labelSelector: 'training.kubeflow.org/job-name=moe' });
+    watch.events$.subscribe({ next: (ev) => { if (ev.type !== 'delete') seen.push(ev.obj); } });
+    watch.start();
+    await watch.waitForSync();
+    try {
+      await agent.waitFor(() => (agent.subscribed && manager!.recovery.phase(uid, 'hotSwitch') === 'INIT' ? true : undefined), 60_000, 'subscription');
+      const tf = Date.now();
+      // A sub-health chip fault under the worker (rank 1; rank 0 is never hot-switched).
+      await inj.inject({ kind: 'npu', node: worker.spec!.nodeName!, npu: 'Ascend910-0', code: '81A3880C', level: 'SubHealthFault' });
+      const hs = await agent.waitForSignal((x) => x.signalType === 'hot-switch' && x.actions.includes('hot switch'), 60_000);
+      expect(hs.nodeRankIds).toEqual(['1']);
+      // The operator's backup pod (component/ascend-operator/pkg/controllers/v1/pod.go createHotSwitchPod):
+      // `<old>-hot-NNNN`, the old pod's rank, placed by Volcano.
+      const backup = await eventually(async () => live(await podsOf('moe')).find((p) => p.metadata?.name?.startsWith('moe-worker-0-hot-') && running(p)), 60_000, 500);
+      const created = seen.find((p) => p.metadata?.uid === backup.metadata?.uid)!;
+      expect(created.metadata?.annotations).toMatchObject({ podType: 'backup', backupSourcePodName: 'moe-worker-0', inHotSwitchFlow: 'true', [RANK]: '1' });
+      expect(rankOf(backup)).toBe('1');
+      // The old pod pointed at its backup (the operator's patch after creating it).
+      expect(seen.some((p) => p.metadata?.uid === worker.metadata?.uid && p.metadata?.annotations?.backupNewPodName === backup.metadata?.name)).toBe(true);
+      await agent.waitForSignal((x) => x.signalType === 'changeStrategy' && x.changeStrategy === 'migration', 60_000);
+      await eventually(() => manager!.recovery.phase(uid, 'hotSwitch') === 'INIT', 60_000, 500);
+      process.stdout.write(`[ascendjob] hot switch: sub-health fault -> migration done: ${Date.now() - tf} ms (backup on ${backup.spec?.nodeName})\n`);
+      // The old pod went; the operator, on its deletion, cleared the backup pod's markers (handleOldPodDeleted).
+      await eventually(async () => {
+        const a = (await client.get<Pod>(paths.pod(ns, backup.metadata!.name!))).metadata?.annotations ?? {};
+        return a.podType === undefined && a.backupSourcePodName === undefined;
+      }, 60_000, 500);
+      await sleep(3_000);
+      const now = byName(live(await podsOf('moe')));
+      expect([...now.keys()].sort()).toEqual(['moe-master-0', backup.metadata!.name!].sort());
+      expect(now.get('moe-master-0')?.metadata?.uid).toBe(master.metadata?.uid);
+      expect(now.get(backup.metadata!.name!)?.metadata?.uid).toBe(backup.metadata?.uid);
+      expect(manager!.recovery.hotSwitchDowngraded(uid)).toBe(false);
+    } finally {
+      watch.stop();
+      agent.stop();
+    }
   }, 600_000);
 });
