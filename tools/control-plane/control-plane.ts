@@ -12,7 +12,7 @@ import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { vcControllerArgs, vcSchedulerArgs, vcSchedulerBinary, volcanoSchedulerConf, type VolcanoOptions } from './volcano.ts';
+import { ascendOperatorArgs, vcControllerArgs, vcSchedulerArgs, vcSchedulerBinary, volcanoSchedulerConf, type VolcanoOptions } from './volcano.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const REPO = join(HERE, '..', '..');
@@ -295,10 +295,28 @@ export class ControlPlane {
     return execFileSync('kubectl', ['--kubeconfig', this.kubeconfigPath, ...args], { input, encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'] });
   }
 
+  /**
+   * `kubectl wait --for=condition=Established` on CRDs. A CRD created a moment ago may have no
+   * status.conditions yet, and kubectl then fails at once (".status.conditions accessor error")
+   * instead of waiting: retried until the 60 s are up.
+   */
+  private async waitEstablished(crd: string): Promise<void> {
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      try {
+        this.kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd', crd]);
+        return;
+      } catch (e) {
+        if (Date.now() > deadline || !String((e as { stderr?: string }).stderr ?? e).includes('accessor error')) throw e;
+        await sleep(200);
+      }
+    }
+  }
+
   private async installCrds(): Promise<void> {
     // Third-party CRDs (crds/) and our own (the chart's crds/: DecisionRecord).
     this.kubectl(['apply', '--server-side', '-f', join(REPO, 'crds'), '-f', join(REPO, 'charts', 'clusterd-ts', 'crds')]);
-    this.kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd', '--all']);
+    await this.waitEstablished('--all');
     // Established is not enough: the custom-resource storage answers 429 "storage is
     // (re)initializing" for a moment after it; wait until every kind lists.
     const plurals = this.kubectl(['get', 'crd', '-o', 'jsonpath={range .items[*]}{.spec.group}/{.spec.versions[0].name}/{.spec.names.plural}{"\\n"}{end}']).trim().split('\n');
@@ -335,7 +353,7 @@ export class ControlPlane {
    */
   private async startVolcano(v: VolcanoOptions): Promise<void> {
     this.kubectl(['apply', '--server-side', '--force-conflicts', '-f', join(v.dir, 'crds')]);
-    this.kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd', '--all']);
+    await this.waitEstablished('--all');
     for (const ns of ['volcano-system', 'mindx-dl', 'cluster-system']) {
       this.kubectl(['apply', '--server-side', '-f', '-'], `apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ${ns}\n`);
     }
@@ -357,6 +375,33 @@ export class ControlPlane {
     }));
     await this.waitFor('vc-scheduler', async () =>
       (await apiGet(this.servers[0]!, '/apis/scheduling.volcano.sh/v1beta1/queues/default', this.adminToken)).status === 200, 60_000);
+    if (v.ascendOperator !== undefined) await this.startAscendOperator(v.ascendOperator);
+  }
+
+  /**
+   * The real Ascend Operator (tools/ascend-operator/build.sh) beside Volcano: its own AscendJob CRD
+   * (full schema, replacing the open one of crds/ as Volcano's do), then the operator. It needs
+   * Volcano's PodGroup and Job kinds at start (gang scheduling on). Ready when its healthz answers;
+   * its informers sync right after, and it lists existing AscendJobs as creations.
+   */
+  private async startAscendOperator(dir: string): Promise<void> {
+    this.kubectl(['apply', '--server-side', '--force-conflicts', '-f', join(dir, 'crds')]);
+    await this.waitEstablished('ascendjobs.mindxdl.gitee.com');
+    const logDir = join(this.dir, 'ascend-operator-run');
+    mkdirSync(logDir, { recursive: true, mode: 0o750 });
+    const healthzPort = await freePort();
+    this.spawnSupervised('ascend-operator', join(dir, 'ascend-operator'), ascendOperatorArgs({
+      kubeconfig: this.kubeconfigPath, logFile: join(logDir, 'ascend-operator.log'), healthzPort,
+    }));
+    await this.waitFor('ascend-operator', async () => {
+      const ok = await new Promise<boolean>((resolve) => {
+        const req = httpRequest(`http://127.0.0.1:${healthzPort}/`, { timeout: 1000 }, (res) => { res.resume(); resolve(res.statusCode === 200); });
+        req.on('error', () => resolve(false));
+        req.on('timeout', () => req.destroy());
+        req.end();
+      });
+      return ok;
+    }, 60_000);
   }
 
   /** Stops every process (scheduler and kwok first, etcd last) and removes the data. */

@@ -29,6 +29,11 @@ export interface VolcanoOptions {
    * `grace-over-time: '6'`), written both to the file vc-scheduler reads and to the ConfigMap.
    */
   readonly pluginArguments?: Readonly<Record<string, string>>;
+  /**
+   * Folder printed by tools/ascend-operator/build.sh (ensureAscendOperator): also run the real Ascend
+   * Operator, which turns AscendJobs into their PodGroup, Service and pods. Off by default.
+   */
+  readonly ascendOperator?: string;
 }
 
 /**
@@ -93,6 +98,36 @@ export function vcControllerArgs(o: { kubeconfig: string; metricsPort: number; h
     '--enable-metrics=true', `--listen-address=127.0.0.1:${o.metricsPort}`,
     '--worker-threads=3', '--logtostderr=true', `-v=${o.verbosity}`,
   ];
+}
+
+/**
+ * The Ascend Operator's flags: those of Huawei's build/ascend-operator.yaml (API QPS and burst 800, gang
+ * scheduling on, log level 0, healthz on), its run log under the control plane's folder instead of
+ * /var/log (hwlog also copies it to stdout, the supervised log). It has no leader election and no
+ * webhook (component/ascend-operator/main.go).
+ */
+export function ascendOperatorArgs(o: { kubeconfig: string; logFile: string; healthzPort: number; logLevel?: number }): string[] {
+  return [
+    `--kubeconfig=${o.kubeconfig}`, '--kubeApiQps=800', '--kubeApiBurst=800', '--enableGangScheduling=true',
+    `--logFile=${o.logFile}`, `--logLevel=${o.logLevel ?? 0}`, '--enable-healthz=true', `--healthz-address=${o.healthzPort}`,
+  ];
+}
+
+/**
+ * Runs tools/ascend-operator/build.sh (a no-op when the cache holds the build) and returns its folder
+ * (`ascend-operator`, `crds/`), or undefined when the MindCluster source cannot be had here (exit 3).
+ * CLUSTERD_TS_ASCEND_OPERATOR_DIR names a ready folder instead.
+ */
+export function ensureAscendOperator(): string | undefined {
+  const ready = process.env.CLUSTERD_TS_ASCEND_OPERATOR_DIR;
+  if (ready !== undefined && existsSync(join(ready, 'ascend-operator'))) return ready;
+  try {
+    const out = execFileSync('bash', [join(REPO, 'tools', 'ascend-operator', 'build.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    return out.trim().split('\n').pop();
+  } catch (e) {
+    if ((e as { status?: number }).status === 3) return undefined;
+    throw e;
+  }
 }
 
 /**
