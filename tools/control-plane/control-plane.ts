@@ -33,6 +33,11 @@ export interface ControlPlaneOptions {
   readonly kwok?: boolean;
   /** The real Volcano (tools/control-plane/volcano.ts); off by default. */
   readonly volcano?: VolcanoOptions;
+  /**
+   * An audit policy (YAML text) for every apiserver, logging as JSON lines to `auditLogPath` (the
+   * real-stack differential test reads who deleted a pod from it); off by default.
+   */
+  readonly auditPolicy?: string;
 }
 
 /** What a test process needs to reach a running control plane (serialisable). */
@@ -145,6 +150,8 @@ export class ControlPlane {
 
   get dir(): string { return this.opts.workDir; }
   get kubeconfigPath(): string { return join(this.opts.workDir, 'kubeconfig'); }
+  /** Where apiserver i writes its audit events (with ControlPlaneOptions.auditPolicy). */
+  auditLogPath(i = 0): string { return join(this.opts.workDir, `apiserver-${i}`, 'audit.log'); }
 
   info(): ControlPlaneInfo {
     return { dir: this.dir, etcdUrl: this.etcdUrl, servers: [...this.servers], adminToken: this.adminToken, kubeconfig: this.kubeconfigPath, etcdDataDir: this.etcdDataDir };
@@ -207,6 +214,7 @@ export class ControlPlane {
     writeFileSync(join(w, 'tokens.csv'), `${this.adminToken},admin,admin-uid,"system:masters"\n`);
 
     const n = Math.max(1, this.opts.apiservers ?? 1);
+    if (this.opts.auditPolicy !== undefined) writeFileSync(join(w, 'audit-policy.yaml'), this.opts.auditPolicy);
     for (let i = 0; i < n; i++) {
       const port = await freePort();
       this.servers.push(`https://127.0.0.1:${port}`);
@@ -219,6 +227,7 @@ export class ControlPlane {
         `--service-account-key-file=${join(w, 'sa.pub')}`, `--service-account-signing-key-file=${join(w, 'sa.key')}`,
         `--token-auth-file=${join(w, 'tokens.csv')}`, '--authorization-mode=RBAC',
         '--disable-admission-plugins=ServiceAccount', '--allow-privileged=true', '--endpoint-reconciler-type=none',
+        ...(this.opts.auditPolicy !== undefined ? [`--audit-policy-file=${join(w, 'audit-policy.yaml')}`, `--audit-log-path=${this.auditLogPath(i)}`, '--audit-log-format=json', '--audit-log-mode=blocking'] : []),
         ...(this.opts.benchmark === true ? ['--max-requests-inflight=0', '--max-mutating-requests-inflight=0', '--enable-priority-and-fairness=false'] : []),
       ]);
     }
