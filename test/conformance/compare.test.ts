@@ -1,5 +1,5 @@
 /** The comparison machinery itself: normalisation keeps what must match, the allow-list stays narrow. */
-import { normalise, normaliseValue, sortPublicFaults } from './normalise.ts';
+import { normalise, normaliseValue, sortFaultNodes, sortPublicFaults } from './normalise.ts';
 import { exchangeRecord } from './grpc-inputs.ts';
 import { encodeResetConfigData } from '../../schemas/reset-config/reset-config.ts';
 import { allowedBy, compare } from './diff.ts';
@@ -15,6 +15,16 @@ describe('normalise', () => {
     expect(normaliseValue(`{"UpdateTime":${s}}`, window)).toBe('{"UpdateTime":<unix-s>}');
     expect(normaliseValue(`{"UpdateTime":${T0 + 5000}}`, window)).toBe('{"UpdateTime":<unix-ms>}');
     expect(normaliseValue('2026-11-25T10:01:02Z', window)).toBe('<rfc3339>');
+  });
+
+  test('klog-style local times (the ascend plugin\'s LogFileFormatTime) within the run become a token; others stay', () => {
+    const local = new Date(T0 + 65_000);
+    const p = (n: number) => String(n).padStart(2, '0');
+    const inRun = `I${p(local.getMonth() + 1)}${p(local.getDate())} ${p(local.getHours())}:${p(local.getMinutes())}:${p(local.getSeconds())}`;
+    expect(normaliseValue(`{"LogFileFormatTime":"${inRun}"}`, window)).toBe('{"LogFileFormatTime":"<klog-time>"}');
+    const hourLater = new Date(T0 + 3_600_000);
+    const outside = `I${p(hourLater.getMonth() + 1)}${p(hourLater.getDate())} ${p(hourLater.getHours())}:${p(hourLater.getMinutes())}:00`;
+    expect(normaliseValue(`{"LogFileFormatTime":"${outside}"}`, window)).toBe(`{"LogFileFormatTime":"${outside}"}`);
   });
 
   test('input millisecond times, times outside the run and other numbers stay as they are', () => {
@@ -41,6 +51,22 @@ describe('statistic-fault-info order (rule 6)', () => {
     const out = normalise(snap, window);
     expect(out.get('ConfigMap cluster-system/statistic-fault-info')!['data PublicFaults']).toBe(`{"node-p":[${b},${a}]}`);
     expect(out.get('ConfigMap x/y')!['data PublicFaults']).toBe(other);
+  });
+});
+
+describe('vcjob-fault-npu-cm fault-node order (rule 8)', () => {
+  const a = '{"NodeName":"node-a","UnhealthyNPU":["Ascend910-1"]}';
+  const b = '{"NodeName":"node-b","UnhealthyNPU":["Ascend910-6"]}';
+  test('the two orders of the plugin\'s Go map compare equal, in vcjob-fault-npu-cm only', () => {
+    expect(sortFaultNodes(`[${b},${a}]`)).toBe(`[${a},${b}]`);
+    const snap: Snapshot = new Map([['ConfigMap volcano-system/vcjob-fault-npu-cm', { 'data fault-node': `[${b},${a}]` }], ['ConfigMap x/y', { 'data fault-node': `[${b},${a}]` }]]);
+    const out = normalise(snap, window);
+    expect(out.get('ConfigMap volcano-system/vcjob-fault-npu-cm')!['data fault-node']).toBe(`[${a},${b}]`);
+    expect(out.get('ConfigMap x/y')!['data fault-node']).toBe(`[${b},${a}]`);
+  });
+  test('different entries still differ', () => {
+    expect(sortFaultNodes(`[${a}]`)).not.toBe(sortFaultNodes(`[${b}]`));
+    expect(sortFaultNodes('[{"UnhealthyNPU":[],"NodeName":"n"}]')).not.toBe(sortFaultNodes('[{"NodeName":"n","UnhealthyNPU":[]}]'));
   });
 });
 

@@ -21,6 +21,13 @@
  *   6. statistic-fault-info's `PublicFaults`: each node's list     -> sorted by resource + faultId
  *      (ClusterD ranges over a Go map to build it, so its order is random from write to write and
  *      no consumer can rely on it; ours is sorted. The entries themselves are compared byte for byte.)
+ *   7. klog-style local times (`I1128 16:27:35`, no year: the
+ *      ascend plugin's LogFileFormatTime in job-reschedule-reason,
+ *      internal/rescheduling/reschedule.go) within the run            -> <klog-time>
+ *   8. vcjob-fault-npu-cm's `fault-node` list                        -> sorted by NodeName
+ *      (the ascend plugin builds it ranging over a Go map, internal/rescheduling/cache.go
+ *      getFaultNodeToCm, so two faulty nodes swap places from write to write on either side.
+ *      The entries themselves are compared as written.)
  */
 import { parseTaskResetInfo, resetInfoCheckCode } from '../../schemas/reset-config/reset-config.ts';
 import type { Snapshot } from './collect.ts';
@@ -41,6 +48,14 @@ export const NORMALISATIONS = [
   { name: 'rfc3339', re: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)/g, ms: (s: string) => Date.parse(s), token: '<rfc3339>', keepInputs: false },
 ] as const;
 
+/** Rule 7: Go's `I0102 15:04:05` (local time, no year), read in the run's year(s). */
+function klogMs(m: string, w: TimeWindow): number[] {
+  const [, mo, d, h, mi, s] = /^I(\d\d)(\d\d) (\d\d):(\d\d):(\d\d)$/.exec(m)!.map(Number) as number[];
+  return [...new Set([new Date(w.fromMs).getFullYear(), new Date(w.toMs).getFullYear()])]
+    .map((y) => new Date(y, mo! - 1, d, h, mi, s).getTime());
+}
+const KLOG_TIME = /(?<![\w])I\d{4} \d\d:\d\d:\d\d(?![\d.])/g;
+
 export function normaliseValue(v: string, w: TimeWindow): string {
   let out = v;
   for (const n of NORMALISATIONS) {
@@ -50,6 +65,7 @@ export function normaliseValue(v: string, w: TimeWindow): string {
       return t >= w.fromMs - SLACK_MS && t <= w.toMs + SLACK_MS ? n.token : m;
     });
   }
+  out = out.replace(KLOG_TIME, (m) => (klogMs(m, w).some((t) => t >= w.fromMs - SLACK_MS && t <= w.toMs + SLACK_MS) ? '<klog-time>' : m));
   return out;
 }
 
@@ -90,10 +106,22 @@ export function sortPublicFaults(v: string): string {
   return `{${nodes.join(',')}}`;
 }
 
+const VCJOB_FAULT_NPU_CM = 'ConfigMap volcano-system/vcjob-fault-npu-cm';
+
+/** Rule 8: the plugin's fault-node entries by NodeName; each entry's JSON text kept. */
+export function sortFaultNodes(v: string): string {
+  let parsed: unknown;
+  try { parsed = JSON.parse(v); } catch { return v; }
+  if (!Array.isArray(parsed)) return v;
+  const key = (e: unknown): string => String((e as { NodeName?: unknown } | null)?.NodeName ?? '');
+  return `[${[...parsed].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0)).map((e) => JSON.stringify(e)).join(',')}]`;
+}
+
 export function normalise(s: Snapshot, w: TimeWindow, uids: ReadonlyMap<string, string> = new Map()): Snapshot {
   const out: Snapshot = new Map();
   for (const [k, f0] of s) {
-    const f = k === STATISTIC_FAULT_INFO && f0['data PublicFaults'] !== undefined ? { ...f0, 'data PublicFaults': sortPublicFaults(f0['data PublicFaults']) } : f0;
+    let f = k === STATISTIC_FAULT_INFO && f0['data PublicFaults'] !== undefined ? { ...f0, 'data PublicFaults': sortPublicFaults(f0['data PublicFaults']) } : f0;
+    if (k === VCJOB_FAULT_NPU_CM && f['data fault-node'] !== undefined) f = { ...f, 'data fault-node': sortFaultNodes(f['data fault-node']) };
     const token = checkCodeToken(f);
     out.set(k, Object.fromEntries(Object.entries(f).map(([fk, v]) => [normaliseUids(fk, uids), fk === 'data checkCode' && token !== undefined ? token : normaliseUids(normaliseValue(v, w), uids)])));
   }

@@ -8,9 +8,9 @@
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { ControlPlane, ensureBinaries } from '../../tools/control-plane/control-plane.ts';
+import { ControlPlane, ensureBinaries, type ControlPlaneOptions } from '../../tools/control-plane/control-plane.ts';
 import { ClusterdPeer, ensureClusterdBinary, installClusterdPrerequisites } from '../../tools/clusterd-peer/clusterd-peer.ts';
-import { ControllerProcess } from '../../tools/bench/controller-process.ts';
+import { ControllerProcess, type MetricSample } from '../../tools/bench/controller-process.ts';
 import { KubeClient, isNotFound, paths, type KubeObject } from '../../runtime/kube-client.ts';
 import type { Write } from './world.ts';
 
@@ -33,20 +33,28 @@ export interface SideOptions {
   /** Extra clusterd-ts flags (a scenario's configuration; the allow-list names flags too). */
   readonly ourFlags?: readonly string[];
   readonly workRoot: string;
+  /**
+   * What else each control plane runs, the same on both sides (the real Volcano, kwok: the
+   * real-stack differential test); default none, the scenario writes every object itself.
+   */
+  readonly controlPlane?: Pick<ControlPlaneOptions, 'kwok' | 'volcano' | 'auditPolicy'>;
 }
 
 /** Volcano is installed wherever ClusterD runs (it checks the PodGroup CRD at start): its namespace too. */
 const VOLCANO_NAMESPACE = 'volcano-system';
 
-async function startControlPlane(binDir: string, workDir: string): Promise<{ cp: ControlPlane; admin: KubeClient }> {
-  const cp = await ControlPlane.start({ binDir, workDir });
+async function startControlPlane(binDir: string, workDir: string, extra: SideOptions['controlPlane'] = {}): Promise<{ cp: ControlPlane; admin: KubeClient }> {
+  const cp = await ControlPlane.start({ binDir, workDir, ...extra });
   const admin = KubeClient.fromFile(cp.kubeconfigPath);
   await installClusterdPrerequisites(admin);
-  await admin.create(paths.namespaces(), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: VOLCANO_NAMESPACE } });
+  // A control plane with Volcano has created it already.
+  if ((await admin.getOrUndefined(`${paths.namespaces()}/${VOLCANO_NAMESPACE}`)) === undefined) {
+    await admin.create(paths.namespaces(), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: VOLCANO_NAMESPACE } });
+  }
   return { cp, admin };
 }
 
-class ClusterdSide implements Side {
+export class ClusterdSide implements Side {
   readonly name = 'clusterd' as const;
   readonly cp: ControlPlane;
   readonly admin: KubeClient;
@@ -74,7 +82,7 @@ class ClusterdSide implements Side {
   logTail(): string { return this.peer?.tail(40) ?? ''; }
 }
 
-class OurSide implements Side {
+export class OurSide implements Side {
   readonly name = 'ours' as const;
   readonly cp: ControlPlane;
   readonly admin: KubeClient;
@@ -95,6 +103,11 @@ class OurSide implements Side {
     await this.proc!.waitReady(120_000);
     return Date.now() - t;
   }
+  /** The running controller's /metrics. */
+  async metrics(): Promise<MetricSample[]> {
+    if (this.proc === undefined) throw new Error('clusterd-ts not started');
+    return this.proc.metrics();
+  }
   grpcTarget(): string {
     if (this.proc === undefined) throw new Error('clusterd-ts not started');
     return `127.0.0.1:${this.proc.grpcPort}`;
@@ -107,13 +120,13 @@ class OurSide implements Side {
 }
 
 /** Both control planes, started side by side (the controllers are started by the runner). */
-export async function startSides(opts: SideOptions): Promise<{ clusterd: Side; ours: Side }> {
+export async function startSides(opts: SideOptions): Promise<{ clusterd: ClusterdSide; ours: OurSide }> {
   ensureClusterdBinary(); // fail before any process starts when ClusterD cannot be built
   // Once, not once per side: two build.sh runs at the same time race on the shared cache.
   const binDir = ensureBinaries();
   const id = randomBytes(3).toString('hex');
   const root = join(opts.workRoot, `conformance-${process.pid}-${id}`);
-  const [a, b] = await Promise.allSettled([startControlPlane(binDir, join(root, 'clusterd')), startControlPlane(binDir, join(root, 'ours'))]);
+  const [a, b] = await Promise.allSettled([startControlPlane(binDir, join(root, 'clusterd'), opts.controlPlane), startControlPlane(binDir, join(root, 'ours'), opts.controlPlane)]);
   if (a.status === 'rejected' || b.status === 'rejected') {
     if (a.status === 'fulfilled') await a.value.cp.stop();
     if (b.status === 'fulfilled') await b.value.cp.stop();
