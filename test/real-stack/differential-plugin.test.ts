@@ -76,7 +76,8 @@ rules:
 /**
  * Reviewed differences of this scenario (conformance/allow-list.ts's form). None so far: beside the
  * plugin, clusterd-ts with the chart's defaults writes nothing the plugin reads that ClusterD does
- * not write alike.
+ * not write alike. The conformance ALLOW_LIST does not apply: its `rescheduling-outputs` entry lets
+ * clusterd-ts write vcjob-fault-npu-cm and job-reschedule-reason, which here only the plugin may.
  */
 const DIFFERENTIAL_ALLOW_LIST: readonly Allowed[] = [];
 
