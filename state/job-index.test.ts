@@ -175,4 +175,41 @@ describe('job index: the last complete placement (ClusterD PreServerList)', () =
     expect(off.index.job(KEY)?.placement).toBeUndefined();
     expect([...off.index.jobKeysOnNodes(['node-1'], true)]).toEqual([]);
   });
+
+  it('without a minMember, the pods left after a deletion are no smaller complete job', () => {
+    const pods = new FakeStore<KubeObject>();
+    const groups = new FakeStore<KubeObject>();
+    const pg = podGroupOf('team-a', 'llama', 'u1', {});
+    groups.put(pg);
+    const index = new JobIndex({ pods, podGroups: groups, ...ownerJobsOf(groups) } as unknown as JobIndexSources, 'annotation', { keepPlacements: true });
+    const r = [0, 1].map((rank) => podOf('team-a', 'llama', 'u1', rank, `node-${rank}`, [`Ascend910-${rank}`]));
+    for (const p of r) { pods.put(p); index.apply({ type: 'add', obj: p }); }
+    pods.remove(r[1]!);
+    index.apply({ type: 'delete', obj: r[1]! });
+    // Looked at afresh (a rebuild recomputes every job), rank 0 alone is no complete job.
+    index.rebuild();
+    expect(placed(index)?.map((p) => p[3])).toEqual(['node-0', 'node-1']);
+  });
+
+  it('a job losing all its pods is computed once, not once per pod', () => {
+    const pods = new FakeStore<KubeObject>();
+    const groups = new FakeStore<KubeObject>();
+    const n = 64;
+    const pg = podGroupOf('team-a', 'llama', 'u1', {}, n);
+    groups.put(pg);
+    let reads = 0;
+    const counted = { store: pods.store, get: (k: string) => { reads++; return pods.get(k); } };
+    const index = new JobIndex({ pods: counted, podGroups: groups, ...ownerJobsOf(groups) } as unknown as JobIndexSources, 'annotation', { keepPlacements: true });
+    const all = Array.from({ length: n }, (_, rank) => podOf('team-a', 'llama', 'u1', rank, `node-${rank}`, [`Ascend910-${rank}`]));
+    for (const p of all) { pods.put(p); index.apply({ type: 'add', obj: p }); }
+    reads = 0;
+    for (const p of all) {
+      const marked: KubeObject = { ...p, metadata: { ...p.metadata!, deletionTimestamp: '2030-01-01T00:00:00Z' } as KubeObject['metadata'] };
+      pods.put(marked);
+      index.apply({ type: 'update', old: p, obj: marked });
+    }
+    for (const p of all) { pods.remove(p); index.apply({ type: 'delete', obj: p }); }
+    expect(reads).toBeLessThanOrEqual(2 * n);
+    expect(index.placement(KEY)?.pods).toHaveLength(n);
+  });
 });

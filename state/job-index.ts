@@ -222,18 +222,20 @@ export class JobIndex implements JobLookup {
   /** Keeps the index in step with one pod event; returns the job key(s) the pod belongs to. */
   apply(ev: WatchEvent<Pod>): string[] {
     const before = ev.type === 'update' ? this.jobKeysOfPod(ev.old) : [];
-    if (this.keepPlacements && ev.type !== 'add') {
+    const changed = ev.type !== 'update' || placementSignature(ev.old) !== placementSignature(ev.obj);
+    if (this.keepPlacements && ev.type !== 'add' && changed) {
       // The pod may leave its job's placement: record the job's placement as it stood before the
       // event (the informer cache holds the pod as it is after it, so the old one stands in).
       const old = ev.type === 'update' ? ev.old : ev.obj;
-      if (ev.type === 'delete' || placementSignature(old) !== placementSignature(ev.obj)) {
-        for (const k of this.jobKeysOfPod(old)) if (this.unsettled.delete(k)) this.computePlacement(k, this.jobPods(k, old));
-      }
+      for (const k of this.jobKeysOfPod(old)) if (this.unsettled.delete(k)) this.computePlacement(k, this.jobPods(k, old));
     }
     if (ev.type === 'delete') this.remove(objectKey(ev.obj));
     else this.put(ev.obj);
     const keys = [...new Set([...before, ...this.jobKeysOfPod(ev.obj)])];
-    if (this.keepPlacements) for (const k of keys) this.unsettled.add(k);
+    // Only a pod arriving or changing its place can complete a job; a pod going (deleted, or marked
+    // for deletion) cannot, so a job losing all its pods is computed once, not once per pod.
+    const mayComplete = ev.type === 'add' || (ev.type === 'update' && changed && ev.obj.metadata?.deletionTimestamp === undefined);
+    if (this.keepPlacements && mayComplete) for (const k of keys) this.unsettled.add(k);
     return keys;
   }
 
@@ -324,6 +326,7 @@ export class JobIndex implements JobLookup {
     if (ev.type === 'update') removeFrom(this.claims, jobOwnerOf(ev.old)?.uid, key);
     if (ev.type === 'delete') removeFrom(this.claims, jobOwnerOf(ev.obj)?.uid, key);
     else addTo(this.claims, jobOwnerOf(ev.obj)?.uid, key);
+    if (ev.type !== 'delete' && this.keepPlacements) this.unsettled.add(key); // minMember may have changed
     // A job gone (not a Volcano restart between its PodGroups) takes its placement with it.
     if (ev.type === 'delete' && this.restartingPodGroup(key) === undefined) this.setPlacement(key, undefined);
   }
@@ -392,7 +395,7 @@ export class JobIndex implements JobLookup {
       this.setPlacement(key, undefined);
       return;
     }
-    const next = completePlacement(found.view, (p) => { const r = found.raw.get(p.name); return r !== undefined && requestedNpus(r) > 0; });
+    const next = completePlacement(found.view, (p) => { const r = found.raw.get(p.name); return r !== undefined && requestedNpus(r) > 0; }, this.placements.get(key)?.pods.length);
     if (next !== undefined) this.setPlacement(key, next);
   }
 

@@ -9,7 +9,7 @@
  * again, and a fault that lands as its pod goes is still the job's fault.
  *
  * Complete here: each rank 0..replicas-1 (replicas: the PodGroup's minMember, else the pods that
- * hold ranks) has exactly one pod, not being deleted, on a node, with its chips allocated when it
+ * hold ranks, at least as many as the kept placement) has exactly one pod, not being deleted, on a node, with its chips allocated when it
  * asks for NPUs (ClusterD counts a pod whose devices are allocated or that needs none).
  */
 import type { JobPodView, JobView } from './job-view.ts';
@@ -30,10 +30,12 @@ export interface JobPlacement {
 /**
  * The job's placement when its current pods are complete, else undefined (keep the previous one).
  * `asksNpus`: whether the pod requests NPUs (then it counts only once its chips are allocated).
+ * `previousPods`: the size of the kept placement; without a minMember the job needs at least as
+ * many pods again (else the pods left after a deletion would pass for a smaller complete job).
  */
-export function completePlacement(view: Pick<JobView, 'pods' | 'minAvailable'>, asksNpus: (p: JobPodView) => boolean): JobPlacement | undefined {
+export function completePlacement(view: Pick<JobView, 'pods' | 'minAvailable'>, asksNpus: (p: JobPodView) => boolean, previousPods = 0): JobPlacement | undefined {
   const holders = view.pods.filter((p) => p.backup !== true && p.terminating !== true);
-  const replicas = view.minAvailable ?? holders.length;
+  const replicas = view.minAvailable ?? Math.max(holders.length, previousPods);
   if (replicas <= 0) return undefined;
   const byRank = new Map<number, JobPodView>();
   for (const p of holders) {
