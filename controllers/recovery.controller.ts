@@ -112,7 +112,9 @@ export class RecoveryController {
     const s = d.sources;
     // Counted claims only (policy/jobs/npu-claims.ts): the step-retry view hides retry faults on the
     // chips a job's pods hold, so a forged AscendReal must not lend it another job's chips.
-    this.index = new JobIndex(s, d.options.trustPodNpuAnnotations ? 'annotation' : 'verified');
+    // Placements kept: faults reach a job through its last complete placement, as ClusterD's do
+    // (policy/jobs/job-placement.ts), so a fault pod the scheduler deletes first still starts the recovery.
+    this.index = new JobIndex(s, d.options.trustPodNpuAnnotations ? 'annotation' : 'verified', { keepPlacements: true });
     // --persist-policy-state=false (ClusterD): the FSM states live in this process only (the store's
     // in-memory mode) and a left-over clusterd-ts-recovery-* object is neither read nor written. A
     // restart then forgets registered jobs (TaskD registers again once its stream breaks), any
@@ -211,7 +213,7 @@ export class RecoveryController {
         return [key];
       })),
       this.d.faults.changes$.pipe(map((c) => {
-        const keys = [...this.index.jobKeysOnNodes(c.nodes)];
+        const keys = [...this.index.jobKeysOnNodes(c.nodes, true)];
         for (const k of keys) this.stepRetry.watch(k);
         return keys;
       })),

@@ -98,3 +98,118 @@ describe('job index: a Volcano Job between its PodGroups (RestartJob)', () => {
     expect(restarting('Completed').liveJobKeys().has(KEY)).toBe(false);
   });
 });
+
+describe('job index: the last complete placement (ClusterD PreServerList)', () => {
+  const KEY = 'team-a/llama-u1';
+  function twoRanks(keepPlacements = true, withPods = true) {
+    const pods = new FakeStore<KubeObject>();
+    const groups = new FakeStore<KubeObject>();
+    const pg = podGroupOf('team-a', 'llama', 'u1', { 'process-recover-enable': 'on' }, 2);
+    groups.put(pg);
+    const index = new JobIndex({ pods, podGroups: groups, ...ownerJobsOf(groups) } as unknown as JobIndexSources, 'annotation', { keepPlacements });
+    index.applyPodGroup({ type: 'add', obj: pg });
+    const add = (p: KubeObject): void => { pods.put(p); index.apply({ type: 'add', obj: p }); };
+    const update = (p: KubeObject): void => { const old = pods.get(`${p.metadata!.namespace}/${p.metadata!.name}`)!; pods.put(p); index.apply({ type: 'update', old, obj: p }); };
+    const del = (p: KubeObject): void => { pods.remove(p); index.apply({ type: 'delete', obj: p }); };
+    const r0 = podOf('team-a', 'llama', 'u1', 0, 'node-0', ['Ascend910-0', 'Ascend910-1']);
+    const r1 = podOf('team-a', 'llama', 'u1', 1, 'node-1', ['Ascend910-2', 'Ascend910-3']);
+    if (withPods) { add(r0); add(r1); }
+    return { index, groups, pg, add, update, del, r0, r1 };
+  }
+  /** A pod of rank `rank` requesting 2 NPUs (it counts only once its chips are allocated). */
+  const asking = (rank: number, node: string | undefined, npus: string[], podUid?: string): KubeObject => {
+    const p = podOf('team-a', 'llama', 'u1', rank, node, npus, podUid === undefined ? {} : { podUid });
+    return { ...p, spec: { ...(p as { spec?: object }).spec, containers: [{ name: 'train', resources: { limits: { 'huawei.com/Ascend910': '2' } } }] } } as KubeObject;
+  };
+  const placed = (index: JobIndex) => index.job(KEY)?.placement?.pods.map((p) => [p.rank, p.name, p.uid, p.node, p.npus.join(',')]);
+
+  it('a deleted pod keeps its rank, node and chips in the job until the job is complete again', () => {
+    const w = twoRanks();
+    expect(placed(w.index)).toEqual([[0, 'llama-worker-0', 'llama-0-uid', 'node-0', 'Ascend910-0,Ascend910-1'], [1, 'llama-worker-1', 'llama-1-uid', 'node-1', 'Ascend910-2,Ascend910-3']]);
+    // The scheduler deletes rank 1 before anyone read the job since it was complete.
+    const w2 = twoRanks();
+    w2.del(w2.r1);
+    expect(w2.index.job(KEY)?.view.pods.map((p) => p.name)).toEqual(['llama-worker-0']);
+    expect(placed(w2.index)?.[1]).toEqual([1, 'llama-worker-1', 'llama-1-uid', 'node-1', 'Ascend910-2,Ascend910-3']);
+    // Its node still maps to the job for placement readers, not for readers of the current pods.
+    expect([...w2.index.jobKeysOnNodes(['node-1'], true)]).toEqual([KEY]);
+    expect([...w2.index.jobKeysOnNodes(['node-1'])]).toEqual([]);
+    // The replacement, pending and then placed without chips, does not complete the job: the old placement stays.
+    w2.add(asking(1, undefined, [], 'llama-1-new'));
+    w2.update(asking(1, 'node-2', [], 'llama-1-new'));
+    expect(placed(w2.index)?.[1]).toEqual([1, 'llama-worker-1', 'llama-1-uid', 'node-1', 'Ascend910-2,Ascend910-3']);
+    // Chips allocated: the job is complete again and the new placement replaces the old.
+    w2.update(asking(1, 'node-2', ['Ascend910-5', 'Ascend910-6'], 'llama-1-new'));
+    expect([...w2.index.jobKeysOnNodes(['node-1'], true)]).toEqual([]);
+    expect(placed(w2.index)?.[1]).toEqual([1, 'llama-worker-1', 'llama-1-new', 'node-2', 'Ascend910-5,Ascend910-6']);
+    expect([...w2.index.jobKeysOnNodes(['node-2'], true)]).toEqual([KEY]);
+  });
+
+  it('a pod marked for deletion, then deleted, leaves the placement as it was before the mark', () => {
+    const w = twoRanks();
+    const marked: KubeObject = { ...w.r1, metadata: { ...w.r1.metadata!, deletionTimestamp: '2030-01-01T00:00:00Z' } as KubeObject['metadata'] };
+    w.update(marked);
+    w.del(marked);
+    expect(placed(w.index)?.map((p) => p[3])).toEqual(['node-0', 'node-1']);
+  });
+
+  it('a job never complete has no placement; a pod that asks for NPUs counts only once its chips are allocated', () => {
+    const w = twoRanks(true, false);
+    w.add(w.r0);
+    expect(w.index.job(KEY)?.placement).toBeUndefined();
+    w.add(asking(1, 'node-1', []));
+    expect(w.index.job(KEY)?.placement).toBeUndefined();
+    w.update(asking(1, 'node-1', ['Ascend910-2', 'Ascend910-3']));
+    expect(placed(w.index)?.map((p) => p[3])).toEqual(['node-0', 'node-1']);
+  });
+
+  it('the placement goes with the job (its PodGroup deleted), and an index that does not keep placements has none', () => {
+    const w = twoRanks();
+    w.del(w.r1);
+    w.groups.remove(w.pg);
+    w.index.applyPodGroup({ type: 'delete', obj: w.pg });
+    expect(w.index.placement(KEY)).toBeUndefined();
+    expect([...w.index.jobKeysOnNodes(['node-1'], true)]).toEqual([]);
+    const off = twoRanks(false);
+    off.del(off.r1);
+    expect(off.index.job(KEY)?.placement).toBeUndefined();
+    expect([...off.index.jobKeysOnNodes(['node-1'], true)]).toEqual([]);
+  });
+
+  it('without a minMember, the pods left after a deletion are no smaller complete job', () => {
+    const pods = new FakeStore<KubeObject>();
+    const groups = new FakeStore<KubeObject>();
+    const pg = podGroupOf('team-a', 'llama', 'u1', {});
+    groups.put(pg);
+    const index = new JobIndex({ pods, podGroups: groups, ...ownerJobsOf(groups) } as unknown as JobIndexSources, 'annotation', { keepPlacements: true });
+    const r = [0, 1].map((rank) => podOf('team-a', 'llama', 'u1', rank, `node-${rank}`, [`Ascend910-${rank}`]));
+    for (const p of r) { pods.put(p); index.apply({ type: 'add', obj: p }); }
+    pods.remove(r[1]!);
+    index.apply({ type: 'delete', obj: r[1]! });
+    // Looked at afresh (a rebuild recomputes every job), rank 0 alone is no complete job.
+    index.rebuild();
+    expect(placed(index)?.map((p) => p[3])).toEqual(['node-0', 'node-1']);
+  });
+
+  it('a job losing all its pods is computed once, not once per pod', () => {
+    const pods = new FakeStore<KubeObject>();
+    const groups = new FakeStore<KubeObject>();
+    const n = 64;
+    const pg = podGroupOf('team-a', 'llama', 'u1', {}, n);
+    groups.put(pg);
+    let reads = 0;
+    const counted = { store: pods.store, get: (k: string) => { reads++; return pods.get(k); } };
+    const index = new JobIndex({ pods: counted, podGroups: groups, ...ownerJobsOf(groups) } as unknown as JobIndexSources, 'annotation', { keepPlacements: true });
+    const all = Array.from({ length: n }, (_, rank) => podOf('team-a', 'llama', 'u1', rank, `node-${rank}`, [`Ascend910-${rank}`]));
+    for (const p of all) { pods.put(p); index.apply({ type: 'add', obj: p }); }
+    reads = 0;
+    for (const p of all) {
+      const marked: KubeObject = { ...p, metadata: { ...p.metadata!, deletionTimestamp: '2030-01-01T00:00:00Z' } as KubeObject['metadata'] };
+      pods.put(marked);
+      index.apply({ type: 'update', old: p, obj: marked });
+    }
+    for (const p of all) { pods.remove(p); index.apply({ type: 'delete', obj: p }); }
+    expect(reads).toBeLessThanOrEqual(2 * n);
+    expect(index.placement(KEY)?.pods).toHaveLength(n);
+  });
+});

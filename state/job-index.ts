@@ -26,9 +26,10 @@
 import { objectKey, type WatchEvent } from '../runtime/reflector.ts';
 import type { KubeObject } from '../runtime/kube-client.ts';
 import { parseJobKnobs, type JobKnobs } from '../schemas/job-knobs/job-knobs.ts';
-import { podViewFromMeta, type JobKind, type JobKnobsInput, type JobView, type PodMetaInput } from '../policy/jobs/job-view.ts';
+import { ASCEND_REAL_ANNOTATION, POD_TYPE_ANNOTATION, RANK_INDEX_ANNOTATION, podViewFromMeta, type JobKind, type JobKnobsInput, type JobView, type PodMetaInput } from '../policy/jobs/job-view.ts';
 import type { JobFacts, JobLookup } from '../policy/jobs/job-facts.ts';
-import { npuClaimOf, type NpuClaimMode } from '../policy/jobs/npu-claims.ts';
+import { npuClaimOf, requestedNpus, type NpuClaimMode } from '../policy/jobs/npu-claims.ts';
+import { completePlacement, placementNodes, type JobPlacement } from '../policy/jobs/job-placement.ts';
 import { pickClaimant, verifyJobIdentity, type IdentityVerdict, type OwnerClaim, type OwnerObject } from '../policy/jobs/job-identity.ts';
 import type { Pod, PodGroup } from '../runtime/kube-objects.ts';
 import type { Reflector } from '../runtime/reflector.ts';
@@ -97,6 +98,8 @@ export interface JobEntry extends JobFacts {
   readonly knobsInput: JobKnobsInput;
   readonly warnings: readonly string[];
   readonly podGroup: PodGroup;
+  /** The job's last complete placement, when the index keeps them (`keepPlacements`) and the job was ever complete. */
+  readonly placement?: JobPlacement;
 }
 
 export interface JobHeader {
@@ -169,9 +172,30 @@ export function identityOf(o: KubeObject, jobs: Pick<JobIndexSources, 'vcJobs' |
   return { claim, verdict: verifyJobIdentity({ namespace: ns, name: o.metadata?.name ?? '' }, claim, owner, holder) };
 }
 
+/** What of a pod a placement is made of: a change of it may take the pod out of the job's placement. */
+const placementSignature = (p: Pod): string => {
+  const a = p.metadata?.annotations ?? {};
+  return JSON.stringify([p.spec?.nodeName, a[RANK_INDEX_ANNOTATION], a[ASCEND_REAL_ANNOTATION], p.metadata?.deletionTimestamp !== undefined, a[POD_TYPE_ANNOTATION] ?? p.metadata?.labels?.[POD_TYPE_ANNOTATION]]);
+};
+
+export interface JobIndexOptions {
+  /**
+   * Keep each job's last complete placement (policy/jobs/job-placement.ts): ClusterD's
+   * PreServerList, through which it maps faults to jobs. Off: nothing is kept (no cost).
+   */
+  readonly keepPlacements?: boolean;
+}
+
 export class JobIndex implements JobLookup {
   private readonly sources: JobIndexSources;
   private readonly npuClaims: NpuClaimMode;
+  private readonly keepPlacements: boolean;
+  /** Job key -> its last complete placement (`keepPlacements`). */
+  private readonly placements = new Map<string, JobPlacement>();
+  /** Node -> keys of the jobs whose placement has a pod there. */
+  private readonly placedOnNode = new Map<string, Set<string>>();
+  /** Jobs whose pods changed since their placement was last computed (computed when read, or before a pod of theirs goes). */
+  private readonly unsettled = new Set<string>();
   private readonly entries = new Map<string, PodIndexEntry>();
   private readonly byOwner = new Map<string, Set<string>>();
   private readonly byGroup = new Map<string, Set<string>>();
@@ -179,23 +203,49 @@ export class JobIndex implements JobLookup {
   /** Claimed owner UID -> keys of the PodGroups claiming it (kept by `applyPodGroup`, for `jobKeyOfUid`). */
   private readonly claims = new Map<string, Set<string>>();
 
-  constructor(sources: JobIndexSources, claims: NpuClaimMode = 'annotation') {
+  constructor(sources: JobIndexSources, claims: NpuClaimMode = 'annotation', options: JobIndexOptions = {}) {
     this.sources = sources;
     this.npuClaims = claims;
+    this.keepPlacements = options.keepPlacements === true;
   }
 
-  /** Rebuilds the pod index from the pod cache. */
+  /** Rebuilds the pod index from the pod cache (kept placements stay; each is recomputed when next read). */
   rebuild(): void {
     for (const k of [...this.entries.keys()]) this.remove(k);
-    for (const pod of this.sources.pods.store.values()) this.put(pod);
+    for (const pod of this.sources.pods.store.values()) {
+      this.put(pod);
+      if (this.keepPlacements) for (const k of this.jobKeysOfPod(pod)) this.unsettled.add(k);
+    }
+    if (this.keepPlacements) for (const k of this.placements.keys()) this.unsettled.add(k);
   }
 
   /** Keeps the index in step with one pod event; returns the job key(s) the pod belongs to. */
   apply(ev: WatchEvent<Pod>): string[] {
     const before = ev.type === 'update' ? this.jobKeysOfPod(ev.old) : [];
+    const changed = ev.type !== 'update' || placementSignature(ev.old) !== placementSignature(ev.obj);
+    if (this.keepPlacements && ev.type !== 'add' && changed) {
+      // The pod may leave its job's placement: record the job's placement as it stood before the
+      // event (the informer cache holds the pod as it is after it, so the old one stands in).
+      const old = ev.type === 'update' ? ev.old : ev.obj;
+      for (const k of this.jobKeysOfPod(old)) if (this.unsettled.delete(k)) this.computePlacement(k, this.jobPods(k, old));
+    }
     if (ev.type === 'delete') this.remove(objectKey(ev.obj));
     else this.put(ev.obj);
-    return [...new Set([...before, ...this.jobKeysOfPod(ev.obj)])];
+    const keys = [...new Set([...before, ...this.jobKeysOfPod(ev.obj)])];
+    // Only a pod arriving or changing its place can complete a job; a pod going (deleted, or marked
+    // for deletion) cannot, so a job losing all its pods is computed once, not once per pod.
+    const mayComplete = ev.type === 'add' || (ev.type === 'update' && changed && ev.obj.metadata?.deletionTimestamp === undefined);
+    if (this.keepPlacements && mayComplete) for (const k of keys) this.unsettled.add(k);
+    return keys;
+  }
+
+  /**
+   * The job's last complete placement (`keepPlacements`): kept while pods are missing, replaced once
+   * the job is complete again, dropped with the job.
+   */
+  placement(key: string): JobPlacement | undefined {
+    this.settle(key);
+    return this.placements.get(key);
   }
 
   /** Job keys a pod can belong to: from its controller owner and from its group-name annotation. */
@@ -209,13 +259,25 @@ export class JobIndex implements JobLookup {
     return out;
   }
 
-  /** Keys of jobs with a pod on any of these nodes. */
-  jobKeysOnNodes(nodes: Iterable<string>): Set<string> {
+  /**
+   * Keys of jobs with a pod on any of these nodes; with `placed` (`keepPlacements`), also of jobs
+   * whose last complete placement has a pod there (ClusterD's fault-to-job mapping).
+   */
+  jobKeysOnNodes(nodes: Iterable<string>, placed = false): Set<string> {
     const out = new Set<string>();
-    for (const n of nodes) {
+    const list = [...nodes];
+    for (const n of list) {
       for (const podKey of this.byNode.get(n) ?? []) {
         const pod = this.sources.pods.get(podKey);
         if (pod !== undefined) for (const k of this.jobKeysOfPod(pod)) out.add(k);
+      }
+    }
+    if (placed && this.keepPlacements) {
+      const candidates = new Set(list.flatMap((n) => [...this.placedOnNode.get(n) ?? []]));
+      for (const k of candidates) {
+        if (out.has(k)) continue;
+        this.settle(k);
+        if (this.placements.get(k)?.pods.some((p) => list.includes(p.node)) === true) out.add(k);
       }
     }
     return out;
@@ -264,6 +326,9 @@ export class JobIndex implements JobLookup {
     if (ev.type === 'update') removeFrom(this.claims, jobOwnerOf(ev.old)?.uid, key);
     if (ev.type === 'delete') removeFrom(this.claims, jobOwnerOf(ev.obj)?.uid, key);
     else addTo(this.claims, jobOwnerOf(ev.obj)?.uid, key);
+    if (ev.type !== 'delete' && this.keepPlacements) this.unsettled.add(key); // minMember may have changed
+    // A job gone (not a Volcano restart between its PodGroups) takes its placement with it.
+    if (ev.type === 'delete' && this.restartingPodGroup(key) === undefined) this.setPlacement(key, undefined);
   }
 
   /**
@@ -280,6 +345,20 @@ export class JobIndex implements JobLookup {
 
   /** The job view of one PodGroup key, or undefined when it is gone or not a job (no owner, or one not verified). */
   job(key: string): JobEntry | undefined {
+    const found = this.jobPods(key);
+    if (found === undefined) {
+      this.setPlacement(key, undefined);
+      return undefined;
+    }
+    const { pg, view } = found;
+    const { knobs, warnings } = parseJobKnobs(pg.metadata?.labels, pg.metadata?.annotations);
+    this.settle(key, found);
+    const placement = this.placements.get(key);
+    return { view, knobs, knobsInput: knobsInputOf(knobs), warnings, podGroup: pg, ...(placement === undefined ? {} : { placement }) };
+  }
+
+  /** The job's PodGroup, verified owner, raw pods and view; undefined when it is gone or not a job. */
+  private jobPods(key: string, before?: Pod): { pg: PodGroup; owner: JobOwner; raw: Map<string, Pod>; view: JobView } | undefined {
     const pg = this.sources.podGroups.get(key) ?? this.restartingPodGroup(key);
     if (pg === undefined) return undefined;
     const owner = this.verifiedOwner(pg);
@@ -288,18 +367,48 @@ export class JobIndex implements JobLookup {
     // Pods by owner: those whose controller reference names this very owner (name and UID) in its namespace.
     const owned = (p: Pod): boolean => { const o = jobOwnerOf(p); return o === undefined || (o.uid === owner.uid && o.name === owner.name); };
     const podKeys = new Set([...(this.byOwner.get(owner.uid) ?? []), ...(this.byGroup.get(key) ?? [])]);
-    const pods = [...podKeys]
-      .map((k) => this.sources.pods.get(k))
-      .filter((p): p is Pod => p !== undefined && p.metadata?.namespace === ns && (this.byGroup.get(key)?.has(objectKey(p)) === true || owned(p)))
+    const raw = new Map<string, Pod>();
+    const beforeKey = before === undefined ? undefined : objectKey(before);
+    for (const k of podKeys) {
+      const p = k === beforeKey ? before : this.sources.pods.get(k);
+      if (p !== undefined && p.metadata?.namespace === ns && (this.byGroup.get(key)?.has(objectKey(p)) === true || owned(p))) raw.set(p.metadata?.name ?? '', p);
+    }
+    const pods = [...raw.values()]
       .map((p) => podViewFromMeta({ ...podMetaOf(p), npus: npuClaimOf(p, this.npuClaims).npus }))
       .sort((a, b) => (a.rank ?? Number.MAX_SAFE_INTEGER) - (b.rank ?? Number.MAX_SAFE_INTEGER) || a.name.localeCompare(b.name));
     const minMember = (pg.spec as { minMember?: unknown } | undefined)?.minMember;
-    const { knobs, warnings } = parseJobKnobs(pg.metadata?.labels, pg.metadata?.annotations);
     const view: JobView = {
       key, namespace: ns, name: owner.name, uid: owner.uid, kind: owner.kind, pods,
       ...(typeof minMember === 'number' && minMember > 0 ? { minAvailable: minMember } : {}),
     };
-    return { view, knobs, knobsInput: knobsInputOf(knobs), warnings, podGroup: pg };
+    return { pg, owner, raw, view };
+  }
+
+  /** Recomputes the job's placement if its pods changed since: replaced when complete, dropped when the job is gone. */
+  private settle(key: string, known?: ReturnType<JobIndex['jobPods']>): void {
+    if (!this.keepPlacements || !this.unsettled.delete(key)) return;
+    this.computePlacement(key, known ?? this.jobPods(key));
+  }
+
+  private computePlacement(key: string, found: ReturnType<JobIndex['jobPods']>): void {
+    if (found === undefined) {
+      this.setPlacement(key, undefined);
+      return;
+    }
+    const next = completePlacement(found.view, (p) => { const r = found.raw.get(p.name); return r !== undefined && requestedNpus(r) > 0; }, this.placements.get(key)?.pods.length);
+    if (next !== undefined) this.setPlacement(key, next);
+  }
+
+  private setPlacement(key: string, next: JobPlacement | undefined): void {
+    const prev = this.placements.get(key);
+    if (prev !== undefined) for (const n of placementNodes(prev)) removeFrom(this.placedOnNode, n, key);
+    if (next === undefined) {
+      this.placements.delete(key);
+      this.unsettled.delete(key);
+      return;
+    }
+    this.placements.set(key, next);
+    for (const n of placementNodes(next)) addTo(this.placedOnNode, n, key);
   }
 
   /**

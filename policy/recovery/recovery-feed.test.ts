@@ -114,4 +114,29 @@ describe('recovery feed (what the FSMs see of a job)', () => {
     expect(retryReportDevices(e.entry, (n) => e.pod(`ns/${n}`), [{ rankId: 3, faultType: '0', atMs: NOW }, { rankId: 99, faultType: '0', atMs: NOW }]))
       .toEqual([{ node: 'n1', device: 'Ascend910-5', atMs: NOW, faultType: '0' }]);
   });
+
+  describe('the job\'s last complete placement (ClusterD PreServerList)', () => {
+    const placement = { pods: pods.map((p, rank) => ({ name: p.metadata!.name!, uid: p.metadata!.uid!, node: `n${rank}`, rank, npus: ['Ascend910-4', 'Ascend910-5'] })) };
+    const withPlacement = (live: Pod[]) => { const e = entry(live); return { entry: { ...e.entry, placement }, pod: e.pod }; };
+
+    it('a fault on the chip of a pod the scheduler already deleted is still its rank\'s fault, and the job is unhealthy', () => {
+      const e = withPlacement([pods[0]!, pods[2]!]);
+      const f = recoveryFeed({ entry: e.entry, pod: e.pod, faultsOf: (n) => (n === 'n1' ? [rec('n1', '80E18402', 'SeparateNPU', 'Ascend910-5')] : []), nowMs: NOW, hotSwitchDowngraded: false, holdsReschedulingRole: false });
+      expect(f.ranks).toEqual([{ rankId: 3, faultType: '1' }]);
+      expect(f.jobHealth).toBe('UnHealthy');
+      expect(f.config.ranksPerPod).toBe(2);
+      // The FSM still sees only the pods there are.
+      expect(f.pods.map((p) => p.podRank)).toEqual([0, 2]);
+    });
+
+    it('the placement, not a replacement pod on another node, holds the rank until the job is complete again', () => {
+      const moved = pod(1);
+      moved.spec = { nodeName: 'n9' };
+      moved.metadata = { ...moved.metadata, uid: 'uid-1-new' };
+      const e = withPlacement([pods[0]!, moved, pods[2]!]);
+      const onN9 = recoveryFeed({ entry: e.entry, pod: e.pod, faultsOf: (n) => (n === 'n9' ? [rec('n9', '80E18402', 'SeparateNPU', 'Ascend910-4')] : []), nowMs: NOW, hotSwitchDowngraded: false, holdsReschedulingRole: false });
+      expect(onN9.ranks).toEqual([]);
+      expect(retryReportDevices(e.entry, (n) => e.pod(`ns/${n}`), [{ rankId: 3, faultType: '0', atMs: NOW }])).toEqual([{ node: 'n1', device: 'Ascend910-5', atMs: NOW, faultType: '0' }]);
+    });
+  });
 });

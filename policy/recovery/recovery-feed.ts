@@ -4,6 +4,9 @@
  * PodGroup phase, its health state and its fault ranks. A pure function of its inputs.
  *
  * Fault ranks (the recovery service's subscription to the job fault center, A.4 #29/#31):
+ * - faults are attributed through the job's last complete placement when it has one (ClusterD's
+ *   PreServerList, policy/jobs/job-placement.ts), else through its live pods: a pod the scheduler
+ *   deleted as the fault landed keeps its rank's fault in the job until the job is complete again;
  * - global rank = pod rank x NPUs per pod + the chip's index in the pod's `huawei.com/AscendReal`;
  *   a node-wide fault (NodeD, UB switch, public fault without devices) hits every rank of the pod;
  * - NotHandleFault, PreSeparateNPU and NormalNPU are dropped (A.4 #31);
@@ -29,6 +32,7 @@ import type { FaultType } from './recovery-signals.ts';
 import type { ObservedFaultRank, PodObservation, RecoveryJobConfig } from './recovery-types.ts';
 import { RETRY_FAULT_TYPES } from '../filters/step-retry-filter.ts';
 import type { JobFacts, PodShape } from '../jobs/job-facts.ts';
+import type { JobPlacement } from '../jobs/job-placement.ts';
 
 /** Levels the recovery service's subscription drops (A.4 #31). */
 const DROPPED_LEVELS: ReadonlySet<string> = new Set(['NotHandleFault', 'PreSeparateNPU', 'NormalNPU']);
@@ -45,7 +49,8 @@ export interface RetryReport {
 }
 
 export interface FeedInput {
-  readonly entry: JobFacts;
+  /** The job, with its last complete placement when the index keeps one. */
+  readonly entry: JobFacts & { readonly placement?: JobPlacement };
   /** The raw pod `ns/name` from the cache. */
   readonly pod: (key: string) => PodShape | undefined;
   readonly faultsOf: (node: string) => readonly FaultRecord[];
@@ -85,7 +90,7 @@ function requestedNpus(p: PodShape | undefined): number {
 }
 
 /** NPUs (ranks) per pod: the widest AscendReal of the job, else the NPU request, else 1. */
-export function ranksPerPodOf(pods: readonly JobPodView[], raw: (name: string) => PodShape | undefined): number {
+export function ranksPerPodOf(pods: ReadonlyArray<Pick<JobPodView, 'name' | 'npus'>>, raw: (name: string) => PodShape | undefined): number {
   const allocated = Math.max(0, ...pods.map((p) => p.npus.length));
   if (allocated > 0) return allocated;
   const requested = Math.max(0, ...pods.map((p) => requestedNpus(raw(p.name))));
@@ -104,14 +109,30 @@ function faultTypeOf(code: string, rank: number, faultMs: number, reports: reado
   return nowMs - RETRY_REPORT_WINDOW_MS <= r || faultMs + RETRY_REPORT_WINDOW_MS >= r ? retryType : '1';
 }
 
-function recordHits(r: FaultRecord, p: JobPodView): boolean {
+/** Where a rank's faults are looked for: its pod's node and chips. */
+interface RankHolder {
+  readonly rank: number;
+  readonly node?: string;
+  readonly npus: readonly string[];
+}
+
+/**
+ * The pods faults are attributed to: the job's last complete placement (ClusterD's PreServerList:
+ * GetJobServerInfoMap), else its live rank pods.
+ */
+function rankHolders(placement: JobPlacement | undefined, live: readonly JobPodView[]): RankHolder[] {
+  if (placement !== undefined) return [...placement.pods];
+  return live.map((p) => ({ rank: p.rank!, ...(p.node === undefined ? {} : { node: p.node }), npus: p.npus }));
+}
+
+function recordHits(r: FaultRecord, p: Pick<JobPodView, 'npus'>): boolean {
   if (r.source === 'node-ready' || r.source === 'node' || r.source === 'switch' || r.device === undefined) return true;
   const id = npuId(r.device);
   return p.npus.some((n) => n === r.device || npuId(n) === id);
 }
 
 /** Global ranks a record hits on pod `p` (rank base `base`, `per` ranks per pod). */
-function ranksHit(r: FaultRecord, p: JobPodView, base: number, per: number): number[] {
+function ranksHit(r: FaultRecord, p: Pick<JobPodView, 'npus'>, base: number, per: number): number[] {
   if (r.device === undefined || r.source === 'node' || r.source === 'switch' || r.source === 'node-ready') {
     return Array.from({ length: per }, (_, i) => base + i);
   }
@@ -134,16 +155,19 @@ export function recoveryFeed(i: FeedInput): RecoveryFeed {
   const view = entry.view;
   const raw = (name: string): PodShape | undefined => i.pod(`${view.namespace}/${name}`);
   const live = rankPods(view).filter((p) => p.rank !== undefined && p.terminating !== true);
-  const per = ranksPerPodOf(live, raw);
-  const nodes = jobNodes(view);
+  const holders = rankHolders(entry.placement, live);
+  const per = ranksPerPodOf(entry.placement?.pods ?? live, raw);
+  const nodes = [...new Set([...jobNodes(view), ...holders.flatMap((h) => (h.node === undefined ? [] : [h.node]))])];
   const records = new Map(nodes.map((n) => [n, i.faultsOf(n)]));
   const acc = new Map<number, RankAcc>();
   for (const p of live) {
-    const base = p.rank! * per;
-    const all = Array.from({ length: per }, (_, k) => base + k);
+    const all = Array.from({ length: per }, (_, k) => p.rank! * per + k);
     if (p.faultTypeLabel === 'Separate') accumulate(acc, all, (a) => a.hard.add('1'));
     if (p.faultTypeLabel === 'SubHealth') accumulate(acc, all, (a) => (a.sub = true));
+  }
+  for (const p of holders) {
     if (p.node === undefined) continue;
+    const base = p.rank * per;
     for (const r of records.get(p.node) ?? []) {
       if (DROPPED_LEVELS.has(r.level) || !recordHits(r, p)) continue;
       const hit = ranksHit(r, p, base, per);
@@ -170,7 +194,10 @@ export function recoveryFeed(i: FeedInput): RecoveryFeed {
       ...(hard && a.inPlace ? { restartInPlace: true } : {}),
     };
   });
-  const jobHealth = aggregateJob({ job: view, faults: nodes.flatMap((n) => records.get(n) ?? []) }).healthState;
+  // The job's health counts the placed pods gone since (ClusterD's job fault center reads PreServerList too).
+  const gone = (entry.placement?.pods ?? []).filter((p) => !view.pods.some((v) => v.uid === p.uid))
+    .map((p): JobPodView => ({ name: p.name, uid: p.uid, node: p.node, rank: p.rank, npus: p.npus, phase: 'Running', ready: true }));
+  const jobHealth = aggregateJob({ job: { ...view, pods: [...view.pods, ...gone] }, faults: nodes.flatMap((n) => records.get(n) ?? []) }).healthState;
   const knobs = entry.knobs;
   const menu = strategyMenu({ recoverStrategy: knobs.recoverStrategies, faultScheduling: knobs.faultScheduling, podRescheduling: knobs.podRescheduling });
   const subHealthyStrategy = i.hotSwitchDowngraded && knobs.subHealthyStrategy === 'hotSwitch' ? 'ignore' : knobs.subHealthyStrategy;
@@ -203,12 +230,13 @@ export function recoveryFeed(i: FeedInput): RecoveryFeed {
  * Where the agent's retry-only fault reports (A.9 #69) sit: rank -> (node, chip) of the job's pods,
  * for the UCE-accompany filter's business-plane input (A.3 #22).
  */
-export function retryReportDevices(entry: JobFacts, raw: (name: string) => PodShape | undefined, reports: readonly RetryReport[]): Array<{ node: string; device: string; atMs: number; faultType: '0' | '2' }> {
+export function retryReportDevices(entry: JobFacts & { readonly placement?: JobPlacement }, raw: (name: string) => PodShape | undefined, reports: readonly RetryReport[]): Array<{ node: string; device: string; atMs: number; faultType: '0' | '2' }> {
   const live = rankPods(entry.view).filter((p) => p.rank !== undefined && p.terminating !== true && p.node !== undefined);
-  const per = ranksPerPodOf(live, raw);
+  const holders = rankHolders(entry.placement, live);
+  const per = ranksPerPodOf(entry.placement?.pods ?? live, raw);
   return reports.flatMap((r) => {
-    const pod = live.find((p) => p.rank === Math.floor(r.rankId / per));
+    const pod = holders.find((p) => p.rank === Math.floor(r.rankId / per));
     const chip = pod === undefined ? undefined : [...pod.npus].sort((a, b) => numericNpu(a) - numericNpu(b))[r.rankId % per];
-    return pod === undefined || chip === undefined ? [] : [{ node: pod.node!, device: chip, atMs: r.atMs, faultType: r.faultType }];
+    return pod?.node === undefined || chip === undefined ? [] : [{ node: pod.node, device: chip, atMs: r.atMs, faultType: r.faultType }];
   });
 }

@@ -5,7 +5,7 @@
  */
 import type { Manager } from '../../controllers/manager.ts';
 import type { Metrics } from '../../telemetry/metrics.ts';
-import type { KubeClient } from '../../runtime/kube-client.ts';
+import { paths, type KubeClient } from '../../runtime/kube-client.ts';
 import type { TaskdClient } from '../support/taskd-client.ts';
 import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
 import {
@@ -31,7 +31,7 @@ describe('process-level recovery with a TaskD-like client', () => {
   afterAll(async () => { await manager.stop(); });
 
   /** A 4-pod job (2 NPUs per pod: pod r holds ranks 2r, 2r+1), 2 spare nodes, the agent subscribed. */
-  async function setUp(strategies: string, script: Parameters<typeof startAgent>[2]): Promise<{ job: TestJob; nodes: string[]; agent: TaskdClient }> {
+  async function setUp(strategies: string, script: Parameters<typeof startAgent>[2]): Promise<{ job: TestJob; nodes: string[]; agent: TaskdClient; peer: ReturnType<typeof podPeer> }> {
     const nodes = await fakeNodes(client, `rec-${rand()}`, 6);
     const ns = await newNamespace(client, 'rec');
     const job = await createJob(client, {
@@ -42,8 +42,24 @@ describe('process-level recovery with a TaskD-like client', () => {
     const agent = startAgent(target, job.uid, script);
     cleanups.push(() => agent.stop(), () => peer.stop(), () => cleanUp(client, job, nodes));
     await agent.waitFor(() => (agent.subscribed && manager.recovery.phase(job.uid) === 'INIT' ? true : undefined), 15_000, 'subscription');
-    return { job, nodes, agent };
+    return { job, nodes, agent, peer };
   }
+
+  it('a chip fault that lands after the scheduler deleted its pod is still the job\'s: its rank joins the recovery MindIO\'s report starts (ClusterD PreServerList)', async () => {
+    const { job, nodes, agent, peer } = await setUp('retry,recover', {});
+    // No replacement: the job stays incomplete, so its last complete placement is what maps the fault.
+    peer.stop();
+    await client.delete(paths.pod(job.ns, job.podNames[1]!), { gracePeriodSeconds: 0 });
+    await eventually(() => manager.recovery.lookup(job.uid)?.entry.view.pods.length === 3);
+    await reportChipFault(client, nodes[1]!, 'Ascend910-1', '80E18402', 'SeparateNPU', true);
+    // The FSM caches the fault of rank 3 (pod 1, its 2nd chip), though no pod of the job is on that node now.
+    await eventually(() => manager.recovery.job(job.uid)?.recovery.faults.some((f) => f.rankId === 3 && f.faultType === '1') === true, 20_000);
+    // MindIO reports the ranks whose processes died with the pod; the recovery carries the chip's rank too.
+    await agent.reportProcessFault([{ rankId: '2', faultType: '1' }]);
+    const global = await agent.waitForSignal((s) => s.signalType === 'globalFault', 20_000);
+    expect(global.faultRanks).toEqual(expect.arrayContaining([{ rankId: '2', faultType: '1' }, { rankId: '3', faultType: '1' }]));
+    expect(agent.received.some((s) => s.signalType === 'preExitProcess')).toBe(false); // the pod is not the original one
+  }, 90_000);
 
   it('recover: hardware fault on rank 3 -> stopTrain -> globalFault -> recover -> pod replaced -> recover-success', async () => {
     let oldUid = '';

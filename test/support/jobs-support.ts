@@ -20,7 +20,8 @@ export const BASE_ARGS = ['--http-port=0', '--cluster-info-refresh-seconds=0', '
 /** A Manager built as main.ts builds it (flags), plus at most an action fault-injection hook. */
 export async function startManager(client: KubeClient, args: readonly string[] = [], jobs?: ManagerDeps['jobs']): Promise<{ manager: Manager; metrics: Metrics }> {
   const metrics = new Metrics({ processMetrics: false });
-  const log = process.env.JOBS_TEST_LOG === '1' ? createLogger('info', process.stderr) : silentLogger;
+  const level = process.env.JOBS_TEST_LOG;
+  const log = level === '1' || level === 'debug' ? createLogger(level === 'debug' ? 'debug' : 'info', process.stderr) : silentLogger;
   const manager = new Manager({ client, options: parseOptions([...BASE_ARGS, ...args], {}), log, metrics, ...(jobs ? { jobs } : {}) });
   await manager.start();
   return { manager, metrics };
