@@ -15,6 +15,7 @@ export const MAX_REPORT_RANKS = 100_000;
 export const MAX_REPORT_STRINGS = 64;
 export const MAX_FIELD_LENGTH = 1_024;
 
+// eslint-disable-next-line no-control-regex -- control characters are exactly what this pattern rejects
 const CONTROL = /[\u0000-\u001f\u007f]/;
 const CJK = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}]/u;
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The README's test command runs this (through `make test`): type check, every jest project
+// The README's test command runs this (through `make test`): type check, lint, every jest project
 // (unit, and integration on one real control plane; beside them conformance and real-stack on
 // their own), then a check that no control-plane process outlived the run. Ends with one plain
 // line: "tests: N passed, N failed, N skipped".
@@ -39,6 +39,10 @@ const hostPathsBefore = new Set(CLUSTERD_PATHS.filter((p) => existsSync(p)));
 step('type check (tsc --noEmit)');
 const tsc = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json', '--noEmit'], { stdio: 'inherit' });
 if (tsc.status !== 0) { process.stdout.write('\ntests: 0 passed, 1 failed, 0 skipped\n'); process.exit(1); }
+
+step('lint (eslint)');
+const eslint = spawnSync(process.execPath, ['node_modules/eslint/bin/eslint.js', '.'], { stdio: 'inherit' });
+if (eslint.status !== 0) { process.stdout.write('\ntests: 0 passed, 1 failed, 0 skipped\n'); process.exit(1); }
 
 // Two jest runs side by side: the projects that share one control plane (unit, integration,
 // run one file at a time) and the projects whose files start their own control planes (conformance,

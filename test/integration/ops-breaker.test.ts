@@ -92,7 +92,7 @@ describe('ops: blast-radius breaker and flap damping', () => {
     await client.patch(paths.configMap(BREAKER_NAMESPACE, BREAKER_CM_NAME), { metadata: { annotations: { [BREAKER_RESET_ANNOTATION]: JSON.stringify({ scope: domain, by: 'ops-tester', at: new Date().toISOString() }) } } }, 'merge');
     // Still faulty: 2 reschedules again exceed the fresh window of 1, so one goes and the next trips
     // again — the re-decision is level-triggered, not a blind replay of both held decisions.
-    await eventually(async () => held.some((n, _) => world.peer.statsOf(n).deletedUids.has(uidOf(pods[names.indexOf(n)]!))), 20_000);
+    await eventually(async () => held.some((n) => world.peer.statsOf(n).deletedUids.has(uidOf(pods[names.indexOf(n)]!))), 20_000);
     report(`breaker: reset annotation -> first held job rescheduled ${Date.now() - t0} ms`);
     const after = await eventually(async () => { const s = await breakerState(client); return s.cm?.metadata?.annotations?.[BREAKER_RESET_ANNOTATION] === undefined ? s : undefined; }, 10_000);
     expect(JSON.parse(after.cm!.metadata!.annotations![BREAKER_LAST_RESET_ANNOTATION]!)).toMatchObject({ scope: domain, by: 'ops-tester' });

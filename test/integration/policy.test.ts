@@ -57,7 +57,7 @@ const listed = (e: DeviceInfoEntry | undefined, key: string, chip: string): bool
 describe('fault policy on the real apiserver', () => {
   const client = adminClient();
   const lines: LogLine[] = [];
-  let metrics = new Metrics({ processMetrics: false });
+  const metrics = new Metrics({ processMetrics: false });
   let skewMs = 0;
   let csNs = '';
   let manager: Manager;

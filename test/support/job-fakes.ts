@@ -38,34 +38,33 @@ export class FakeConfigMaps {
 
   /** A KubeClient answering only the ConfigMap calls the writer makes. */
   client(): KubeClient {
-    const self = this;
     const fake = {
-      async create<T extends KubeObject>(path: string, obj: T): Promise<T> {
-        if (self.failWrites !== undefined) throw self.failWrites;
-        self.invalid('POST', path, obj);
+      create: async <T extends KubeObject>(path: string, obj: T): Promise<T> => {
+        if (this.failWrites !== undefined) throw this.failWrites;
+        this.invalid('POST', path, obj);
         const key = FakeConfigMaps.key(path, obj);
-        if (self.objects.has(key)) throw new ApiError('POST', path, 409, { reason: 'AlreadyExists' });
-        const saved = { ...obj, metadata: { ...obj.metadata, uid: `uid-${key}`, resourceVersion: String(++self.rv) } } as T;
-        self.objects.set(key, saved as ConfigMap);
-        self.writes.push({ verb: 'create', path, obj: saved });
+        if (this.objects.has(key)) throw new ApiError('POST', path, 409, { reason: 'AlreadyExists' });
+        const saved = { ...obj, metadata: { ...obj.metadata, uid: `uid-${key}`, resourceVersion: String(++this.rv) } } as T;
+        this.objects.set(key, saved as ConfigMap);
+        this.writes.push({ verb: 'create', path, obj: saved });
         return saved;
       },
-      async replace<T extends KubeObject>(path: string, obj: T): Promise<T> {
-        if (self.failWrites !== undefined) throw self.failWrites;
-        self.invalid('PUT', path, obj);
+      replace: async <T extends KubeObject>(path: string, obj: T): Promise<T> => {
+        if (this.failWrites !== undefined) throw this.failWrites;
+        this.invalid('PUT', path, obj);
         const key = FakeConfigMaps.key(path);
-        const cur = self.objects.get(key);
+        const cur = this.objects.get(key);
         if (cur === undefined) throw new ApiError('PUT', path, 404, { reason: 'NotFound' });
         if (obj.metadata?.resourceVersion !== cur.metadata?.resourceVersion) throw new ApiError('PUT', path, 409, { reason: 'Conflict' });
-        const saved = { ...obj, metadata: { ...obj.metadata, resourceVersion: String(++self.rv) } } as T;
-        self.objects.set(key, saved as ConfigMap);
-        self.writes.push({ verb: 'replace', path, obj: saved });
+        const saved = { ...obj, metadata: { ...obj.metadata, resourceVersion: String(++this.rv) } } as T;
+        this.objects.set(key, saved as ConfigMap);
+        this.writes.push({ verb: 'replace', path, obj: saved });
         return saved;
       },
-      async delete(path: string): Promise<unknown> {
+      delete: async (path: string): Promise<unknown> => {
         const key = FakeConfigMaps.key(path);
-        if (!self.objects.delete(key)) throw new ApiError('DELETE', path, 404, { reason: 'NotFound' });
-        self.writes.push({ verb: 'delete', path });
+        if (!this.objects.delete(key)) throw new ApiError('DELETE', path, 404, { reason: 'NotFound' });
+        this.writes.push({ verb: 'delete', path });
         return {};
       },
     };

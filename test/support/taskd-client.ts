@@ -164,15 +164,15 @@ export class TaskdClient {
 
   /** Every signal (keep-alives excluded) from the time of this call, as an async iterator; ends on stop(). */
   signals(): AsyncGenerator<ProcessManageSignal> {
-    const from = this.received.length;
-    const self = this;
-    return (async function* iterate(): AsyncGenerator<ProcessManageSignal> {
-      for (let i = from; !self.stopped; i++) {
-        const next = await self.waitFor(() => (self.stopped ? null : self.received[i]), 2 ** 31 - 1).catch(() => null);
-        if (next === null || next === undefined) return;
-        yield next;
-      }
-    })();
+    return this.signalsFrom(this.received.length);
+  }
+
+  private async *signalsFrom(from: number): AsyncGenerator<ProcessManageSignal> {
+    for (let i = from; !this.stopped; i++) {
+      const next = await this.waitFor(() => (this.stopped ? null : this.received[i]), 2 ** 31 - 1).catch(() => null);
+      if (next === null || next === undefined) return;
+      yield next;
+    }
   }
 
   // ---- reports (what MindIO's callbacks turn into, §9.3) ----
@@ -262,7 +262,10 @@ export class TaskdClient {
         this.stoppedReason = 'init 403: process recovery disabled';
         return false;
       }
-      if (s === undefined) (this.channel?.close(), (this.channel = undefined));
+      if (s === undefined) {
+        this.channel?.close();
+        this.channel = undefined;
+      }
       await this.sleep(5_000);
     }
     return false;

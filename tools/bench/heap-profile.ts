@@ -228,7 +228,7 @@ export function heapProfile(file: string, o: ProfileOptions = {}): Map<string, n
     const sz = na[v * NF + nSelf]!;
     const text = strings[na[v * NF + nName]!] ?? '';
     const c = t === 'code' || t === 'object shape' || t === 'closure' ? 'code, closures, object shapes'
-      : t === 'string' && sz > 8192 && !/^[{"\[]/.test(text) ? 'program text (module sources, source maps)'
+      : t === 'string' && sz > 8192 && !/^[{"[]/.test(text) ? 'program text (module sources, source maps)'
         : t === 'string' || t === 'concatenated string' || t === 'sliced string' ? 'other strings (data, names)' : 'objects, arrays, V8 internals';
     cat.set(c, (cat.get(c) ?? 0) + sz);
   }
