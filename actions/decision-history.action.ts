@@ -1,5 +1,5 @@
 /**
- * The durable decision history's one entry point (issue 12 item 4): `recordDecision(history, input)`
+ * The durable decision history's one entry point (an audit trail that outlives Events and restarts): `recordDecision(history, input)`
  * creates a DecisionRecord (schemas/decision-record) in the job's namespace. Every decision about a
  * job goes through it: the jobs flow's (controllers/job-decisions.ts) and the breaker's held ones.
  *

@@ -2,7 +2,7 @@
  * The persisted per-job decision state (schemas/job-state), kept in the shared journal ConfigMaps
  * `mindx-dl/clusterd-ts-job-journal-<n>` (one data key per job UID) and written through the
  * ConfigMapWriter with group commit, so a storm's decisions cost a few writes, not two per job
- * (issue 16):
+ * (a storm's decisions share writes):
  *
  * - `put` (a write-ahead, or any state change) is durable when it resolves: it is staged and goes
  *   out with the next commit. A write-ahead of a decision about to act (a pending decision other than

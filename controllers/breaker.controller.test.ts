@@ -1,5 +1,5 @@
 /**
- * The breaker's state ConfigMap is written for real changes only (issue 16): stamps ageing out of
+ * The breaker's state ConfigMap is written for real changes only (no write per stamp in an idle cluster): stamps ageing out of
  * the sliding window are no change (every reader prunes on load), so an idle cluster sees no breaker
  * writes; the next admission writes the state, without the aged stamps.
  */

@@ -1,5 +1,5 @@
 /**
- * 16,000 nodes' worth of device-info at once (issue 3, bad input): every ConfigMap goes through the
+ * 16,000 nodes' worth of device-info at once (scale, and bad input): every ConfigMap goes through the
  * FaultStore (CheckCode verified) and the fault policy, the 20 s rule fires for thousands of nodes
  * in one timer pass, and the cluster view and the persisted state are built. Prints the time taken.
  */

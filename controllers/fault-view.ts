@@ -1,5 +1,5 @@
 /**
- * The fault view: level-triggered state, computed once per change in one place (issue 11 step 3).
+ * The fault view: level-triggered state, computed once per change in one place, not re-derived by each flow.
  *
  * For the nodes of each change (the intake's, and the re-announcements of the fault policy's
  * deadlines, the filters' windows and the recovery's step-retry holds) it computes each node's job

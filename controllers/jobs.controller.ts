@@ -1,5 +1,5 @@
 /**
- * The jobs flow (issue 4): pods, PodGroups and node faults -> the keys of the jobs they touch
+ * The jobs flow (job- and pod-level rescheduling): pods, PodGroups and node faults -> the keys of the jobs they touch
  * (policy/jobs/job-pipeline.ts) -> the burst window (runtime/burst-gate.ts: a quiet job's key is
  * queued at once, what follows within --burst-window-ms coalesced by `addAfter`) -> the per-job
  * decision reconcile (reconcilers/job-decisions.reconciler.ts, which aggregates the job from the
@@ -50,7 +50,7 @@ import { jobIdentityProblem } from '../schemas/kube-names.ts';
 
 const JOB_JOURNAL_KEY = 'job-journal';
 /**
- * Least time between two writes of job-reschedule-reason records (issue 16): the first record after a
+ * Least time between two writes of job-reschedule-reason records (fewer writes in a storm): the first record after a
  * quiet spell is written at once, a storm's later ones share a write about a second later. Nobody
  * waits for it (the job's journal clear is held until its record landed).
  */
@@ -59,7 +59,7 @@ const REASON_WRITE_GAP_MS = 1000;
  * Jobs decided at once. A pass holds its worker through its write-ahead, the pod DELETEs, the Event
  * and the DecisionRecord (mostly waiting on the apiserver, little CPU): with 4, a 13-job storm was
  * decided in waves of 4 about half a second apart, each wave's journal write-aheads in two or three
- * commits (issue 16: 8 of the storm's 9 job_state writes). With more workers a storm's jobs reach
+ * commits (in the storm bench, 8 of its 9 job_state writes). With more workers a storm's jobs reach
  * their write-aheads together and share a commit, and none waits in the queue behind another's DELETEs.
  */
 const DECISION_WORKERS = 16;
@@ -142,7 +142,7 @@ export class JobsController {
       // 9 of the single bench's 50 faults, which come 70-100 ms after the previous one). Only
       // write-aheads before acting count: a gap after any commit (it was the 200 ms burst window)
       // made every decision that followed another job's completion or decision wait out the rest
-      // of it (the single bench's write-ahead p50 161 ms), so a671f36 had set it to 0.
+      // of it (the single bench's write-ahead p50 161 ms), which is why it was once set to 0.
       wake: (ms) => this.loops?.journal.queue.addAfter(JOB_JOURNAL_KEY, ms),
       expediteHold: () => this.reasonStore?.expedite(),
       onHoldFailed: (key) => this.loops?.decisions.queue.add(key),

@@ -1,5 +1,5 @@
 /**
- * The process-level recovery flow (issue 5; behavior.md A.9, A.10, B1, B2, B6 rows 6/8/9): one
+ * The process-level recovery flow (behavior.md A.9, A.10, B1, B2, B6 rows 6/8/9): one
  * JobFsm (recovery + hot-switch FSMs) per job registered over gRPC, fed from the informer caches and
  * the fault view, executing its commands through actions/. This file holds the flow's only
  * subscribe (style.md 2.1).

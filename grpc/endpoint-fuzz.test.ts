@@ -1,5 +1,5 @@
 /**
- * Fuzz of the gRPC endpoint (issue 10): raw TCP bytes, raw HTTP/2 frames, gRPC requests with hostile
+ * Fuzz of the gRPC endpoint (hostile input must not crash or wedge it): raw TCP bytes, raw HTTP/2 frames, gRPC requests with hostile
  * headers and framing, oversized and truncated messages, unknown methods, and random protobuf payloads
  * (valid wire encoding with random fields, and field-name-shaped objects) sent to every method of every
  * service the server registers. After each case the server must still answer a valid call, on a

@@ -12,7 +12,7 @@
  * (3) Events for trips, resets and held isolations; (4) the state, written when it changed: a
  * state that differs from the persisted one only by stamps that have aged out of the window since
  * is not a change (every reader prunes on load, by the window the state names), so an idle cluster
- * sees no breaker writes (issue 16: one write per stamp leaving the window before);
+ * sees no breaker writes (it used to write once per stamp leaving the window);
  * (5) requeue at the next auto-reset.
  * A 409 (someone wrote the annotation meanwhile) goes back to the queue and the pass runs again on
  * the fresh copy; applying a reset twice is a no-op.

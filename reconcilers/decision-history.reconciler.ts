@@ -1,5 +1,5 @@
 /**
- * Keeps the decision history bounded (issue 12 item 4): the first pass lists every DecisionRecord
+ * Keeps the decision history bounded (it must not grow without end in etcd): the first pass lists every DecisionRecord
  * (paged) into the index the recording action keeps current; each pass deletes what
  * policy/jobs/decision-history-bounds.ts names (TTL, per-job count, total count) and comes back when the
  * oldest record expires (at most every 10 minutes). Records are never deleted with their job: the

@@ -81,7 +81,7 @@ describe('job decisions reconcile', () => {
     const { r, ctx, cms, log, states } = setup();
     const out = await r.reconcile(KEY, ctx);
     expect(log).toEqual([`run ${KEY} forceDeletePods+recordRescheduleReason replay=false persisted=true`]);
-    // Issue 16: the clear no longer is a write of its own right after acting (it was ['create', 'replace']
+    // Fewer writes: the clear no longer is a write of its own right after acting (it was ['create', 'replace']
     // here): it waits for the journal's next commit, so a storm's clears share writes.
     expect(cms.writes.map((w) => w.verb)).toEqual(['create']);
     const ahead = persisted(cms);
@@ -114,7 +114,7 @@ describe('job decisions reconcile', () => {
     expect(cleared.ok && cleared.value.pending).toBeUndefined();
   });
 
-  it('logs where a fresh decision\'s time went: queued, decide, prepare, write-ahead, deletes (issue 16)', async () => {
+  it('logs where a fresh decision\'s time went: queued, decide, prepare, write-ahead, deletes (to find single-fault latency)', async () => {
     const { r, ctx } = setup({ scheduledAtMs: 1_000_000 - 7 });
     const lines: Array<{ msg: string; fields?: object }> = [];
     const capture = { ...silentLogger, info: (msg: string, fields?: object) => { lines.push({ msg, ...(fields === undefined ? {} : { fields }) }); } };

@@ -62,7 +62,7 @@ export interface JobDecisionsDeps {
   readonly states: JobStateStore;
   readonly executor: JobActionExecutor;
   readonly reporter: DecisionReporter;
-  /** The durable decision history: every reported decision is recorded there (issue 12 item 4). */
+  /** The durable decision history: every reported decision is recorded there, so it outlives Events and restarts. */
   readonly history: DecisionHistory;
   readonly resetConfig: ResetConfigDeps;
   readonly config: Partial<JobDecisionConfig>;

@@ -1,5 +1,5 @@
 /**
- * Isolation (issue 4 item 5): a rescheduled pod must not land on the hardware that failed.
+ * Isolation: a rescheduled pod must not land on the hardware that failed.
  *
  * - Node-wide faults (NodeD UnHealthy/PreSeparate, UB switch, node-wide public faults): one taint with
  *   our own key, `huawei.com/clusterd-fault=<level>:NoSchedule` (PreferNoSchedule for sub-health),

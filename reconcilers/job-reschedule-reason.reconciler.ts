@@ -9,7 +9,7 @@
  * of the cache and our own last write, write only on a difference, with the resourceVersion (409 ->
  * queue). Writes are serialized in-process, so concurrent job workers do not race each other into
  * 409s, and grouped: the first record after a quiet spell is written at once; later ones go out
- * together no sooner than `gapMs` after the previous write started (issue 16: a storm of restarts
+ * together no sooner than `gapMs` after the previous write started (so a storm of restarts
  * costs two or three writes of this one ConfigMap, not one per job). Nobody waits for that: the
  * record is part of the decision's write-ahead, and the decision's journal clear is held until the
  * record landed (reconcilers/job-decisions.reconciler.ts), so a crash before replays the decision,

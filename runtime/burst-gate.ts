@@ -1,5 +1,5 @@
 /**
- * A per-key burst window on a WorkQueue (issue 11 step 3, issue 16): the first touch of a quiet key
+ * A per-key burst window on a WorkQueue (one change computed once; a burst costs one pass): the first touch of a quiet key
  * queues it at once (leading edge); touches inside the window that follows are coalesced into one
  * `addAfter` at the window's end (trailing edge); a touch inside that trailing window waits for the
  * end of it, and so on. So a key runs at most once per window, and a lone event never waits.

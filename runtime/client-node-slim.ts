@@ -1,5 +1,5 @@
 /**
- * Loads @kubernetes/client-node without its generated API (issue 16, footprint). We use three of
+ * Loads @kubernetes/client-node without its generated API (its memory and start-up time). We use three of
  * its parts: KubeConfig (kubeconfig, in-cluster and exec/OIDC auth), Watch and RequestContext. But
  * its config.js imports `./gen/index.js` for two names, and that index loads every generated API
  * class and model of Kubernetes: about 45 MiB of RSS (18 MiB of heap) that an idle controller

@@ -1,8 +1,8 @@
 /**
- * In-process deadlines, batch windows and polls as work-queue keys (issue 11 step 2: one mechanism
- * for time). A flow arms a key for a time with `WorkQueue.addAfter`; a ControllerLoop hands the key
- * to `fire` when it is due. The queue's QueueClock is the only source of timers, so a test passes a
- * manual clock and drives the production path in virtual time.
+ * In-process deadlines, batch windows and polls as work-queue keys (one mechanism for time, so
+ * tests drive every timer). A flow arms a key for a time with `WorkQueue.addAfter`; a
+ * ControllerLoop hands the key to `fire` when it is due. The queue's QueueClock is the only
+ * source of timers, so a test passes a manual clock and drives the production path in virtual time.
  *
  * Semantics are the queue's: a key is armed once, and an earlier pending time wins (the handler finds
  * nothing due at a too-early call and arms the later time itself). A time beyond MAX_DELAY_MS is

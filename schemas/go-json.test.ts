@@ -111,7 +111,7 @@ describe('goJson structure', () => {
     expect(() => goJson(cyc)).toThrow(GoJsonError);
   });
 
-  it('writes a plain number only as an integer Go can read into int64: a fraction, 1e21 or 2^53 throws (issue 10 finding 4)', () => {
+  it('writes a plain number only as an integer Go can read into int64: a fraction, 1e21 or 2^53 throws (Go\'s decoder would reject it)', () => {
     expect(goJson({ t: 9007199254740991, u: -9007199254740991, z: -0 })).toBe('{"t":9007199254740991,"u":-9007199254740991,"z":0}');
     for (const bad of [1e21, 1.5, 2 ** 53, -(2 ** 53), Number.NaN, Number.POSITIVE_INFINITY]) {
       expect(() => goJson({ UpdateTime: bad })).toThrow(GoJsonError);

@@ -1,5 +1,5 @@
 /**
- * Every number a schema accepts is in the range of the Go type that reads it (issue 10 finding 4):
+ * Every number a schema accepts is in the range of the Go type that reads it (else ClusterD's readers fail to decode what we accept):
  * each `integer` carries `minimum`/`maximum` (int32, uint32 or the JS-exact part of int64/uint64,
  * |n| <= 2^53-1) or an `enum`, so parse and encode (go-json.ts) agree with the Go consumers by
  * construction. No schema has a float field; one would need `goFloat` in its encoder.

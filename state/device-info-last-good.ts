@@ -1,5 +1,5 @@
 /**
- * Durable "last good state" of device-info (issue 10 finding 5). When a node's device-info turns
+ * Durable "last good state" of device-info (bad input must not erase a node's faults). When a node's device-info turns
  * invalid, the controller keeps the faults of its last accepted version; so that a restart or a
  * failover keeps them too, the leader persists that version's raw ConfigMap data, for held nodes
  * only, in `mindx-dl/clusterd-ts-device-info-last-good` (key: the device-info CM name, value: Go

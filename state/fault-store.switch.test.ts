@@ -1,6 +1,6 @@
 /**
- * SwitchInfoCfg quarantine (issue 10 finding 2) and the switch entry of cluster-info-switch-N as
- * ClusterD writes it (issue 15): a malformed SwitchInfoCfg is refused alone, counted with its
+ * SwitchInfoCfg quarantine (bad input refused alone) and the switch entry of cluster-info-switch-N as
+ * ClusterD writes it: a malformed SwitchInfoCfg is refused alone, counted with its
  * reason, and the node's last good switch state (records and entry) stays; the rest of the
  * device-info is taken. Every device-info that carries the key has an entry, the empty default too.
  */

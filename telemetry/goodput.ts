@@ -1,5 +1,5 @@
 /**
- * Goodput of a job through a fault (issue 12 item 5): one recovery *episode* per job, from the first
+ * Goodput of a job through a fault (what a fault cost in training time): one recovery *episode* per job, from the first
  * fault observed to training running again, timed at the stages the controllers already observe:
  *
  *   fault observed --> decided --> pods_deleted --> pods_running --> resumed

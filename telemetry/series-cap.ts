@@ -3,7 +3,7 @@
  * namespaces): the first `max` distinct label sets get their own series, every later one is
  * aggregated into an `other` series, counted in `clusterd_bound_hits_total{bound="metric_series"}`
  * and logged. A gauge series that goes back to zero frees its place. One device-info with 10,000
- * distinct codes used to make 10,001 `clusterd_faults` series (issue 10, finding 6).
+ * distinct codes used to make 10,001 `clusterd_faults` series, so input could blow up /metrics.
  */
 import { BOUNDS, type BoundReporter } from './bounds.ts';
 

@@ -1,5 +1,5 @@
 /**
- * `make bench` (issue 7): the controller measured at cluster scale. Prints every figure as a
+ * `make bench`: the controller measured at cluster scale. Prints every figure as a
  * `name: value unit` line (`n/a` when this build cannot produce it, with a `#` note saying why) and
  * writes a JSON report with the versions and machine facts. Scenarios and sizes: see `--help` and
  * docs/benchmarks.md. The apiserver scenarios (single, storm, steady, cold) share one benchmark

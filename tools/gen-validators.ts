@@ -1,5 +1,5 @@
 /**
- * The JSON Schema validators as code (issue 16, docs/benchmarks.md "ajv standalone validators"):
+ * The JSON Schema validators as code (start time and heap, docs/benchmarks.md "ajv standalone validators"):
  * ajv compiles each schema here, at build time, and writes the validator it generates
  * (ajv's standalone mode, `ajv/dist/standalone`) into `<schema>.validators.gen.ts` beside it. The
  * product imports those files and never loads ajv's compiler: compiling the schemas at import time

@@ -1,6 +1,6 @@
 /**
  * What each informer keeps of an object, applied on receipt (list and watch) before it reaches the
- * cache (issue 16: informer caches that keep only the fields the flows read). Pod and Node are typed
+ * cache (informer caches that keep only the fields the flows read, to bound the heap). Pod and Node are typed
  * closed in runtime/kube-objects.ts, so a reader of a field dropped here does not compile; the
  * others keep the whole object but managedFields.
  *

@@ -1,5 +1,5 @@
 /**
- * Flap damping (issue 12 item 3): a chip or node whose faults come and go must not restart a job
+ * Flap damping: a chip or node whose faults come and go must not restart a job
  * every time they come back. Pure; time is a parameter.
  *
  * Entity: a chip (`node/device`) or a node (node-wide faults, no device). An entity is faulty while

@@ -1,5 +1,5 @@
 /**
- * Blast-radius circuit breaker (issue 12 item 2): pure decisions, time as a parameter.
+ * Blast-radius circuit breaker (a fault storm must not restart or isolate half the cluster): pure decisions, time as a parameter.
  *
  * Scopes: `cluster` and one per switch domain (controllers/breaker.controller.ts names a node's
  * domain). Every isolation or reschedule the controller is about to carry out asks `admit` first,

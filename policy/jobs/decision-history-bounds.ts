@@ -1,5 +1,5 @@
 /**
- * Which DecisionRecords to delete so the history stays bounded (issue 12 item 4): records older than
+ * Which DecisionRecords to delete so the history stays bounded (not growing without end in etcd): records older than
  * the TTL, then per job (namespace and UID) all but the newest `perJob`, then cluster-wide all but the
  * newest `total`.
  * Pure: the pruning reconciler passes the index and the time.

@@ -1,5 +1,5 @@
 /**
- * The per-job RxJS pipeline (issue 4 item 2): every input that can change a job's fault picture
+ * The per-job RxJS pipeline: every input that can change a job's fault picture
  * (faults on its nodes, its pods, its PodGroup) becomes the job's key; keys become snapshots (the
  * job view joined with the faults of its nodes); `aggregateJobFaultsWith` groups them by job and
  * coalesces each job's bursts (policy/jobs/job-fault-stream.ts: one aggregate per job per window). So one

@@ -1,6 +1,6 @@
 /**
  * Graceful fault tolerance through reset-config (behavior.md B3.3, seed 000 GraceTolerance): the
- * device-plugin task FSM for one job on one node, [removed upstream in 40bc27dd] but still read by
+ * device-plugin task FSM for one job on one node, [since removed from the upstream device plugin] but still read by
  * agents. Pure: step(state, event, nowMs) with timers in state.
  *
  * idle -> (policy restart_request | restart | reset on a job NPU) preProcess: reset-config ranks

@@ -1,5 +1,5 @@
 /**
- * The blast-radius breaker's persisted state and its reset request (issue 12 item 2).
+ * The blast-radius breaker's persisted state and its reset request.
  *
  * `mindx-dl/clusterd-ts-breaker`, data key `state`:
  *   {"windowSeconds":n,
@@ -11,8 +11,8 @@
  * new leader keeps counting where the last one stopped. `counts` is the number of entries in `window`
  * when it was written, `sources` the same split by the writer of the fault behind each entry (a
  * stamp's `source`: `public-fault <namespace>/<name>`, `device-info`, `node-info`, ...; see
- * policy/jobs/breaker-accounting.ts; `unknown` for stamps written before sources were recorded). The state is not rewritten when stamps merely age out (issue 16: that was a
- * write per stamp in an idle cluster): every reader drops stamps older than `windowSeconds` (the
+ * policy/jobs/breaker-accounting.ts; `unknown` for stamps written before sources were recorded). The state is not rewritten when stamps merely age out (that was a write per
+ * stamp in an idle cluster): every reader drops stamps older than `windowSeconds` (the
  * controller's `--breaker-window-seconds` at the last write) on load, `kubectl clusterd breaker
  * status` included. States written before `windowSeconds` existed lack it: shown as stored.
  *

@@ -65,7 +65,7 @@ export const isNpuName = (s: string): boolean => NPU_NAME_RE.test(s);
 
 /**
  * One string per chip name: every node lists the same `Ascend910-0`..`-15`, and each split makes new
- * strings (about 8 MiB of the FaultStore at 16,000 nodes x 16 NPUs, issue 16's heap profile).
+ * strings (about 8 MiB of the FaultStore at 16,000 nodes x 16 NPUs, by a heap profile).
  * Bounded, so odd names cannot grow it: past the cap a name is kept as split.
  */
 const NPU_NAMES = new Map<string, string>();

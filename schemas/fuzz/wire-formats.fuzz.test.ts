@@ -1,5 +1,5 @@
 /**
- * Fuzz suite for every wire-format parser in schemas/ (issue 10). For each format, random text and
+ * Fuzz suite for every wire-format parser in schemas/ (hostile input is refused, never a crash). For each format, random text and
  * mutations of a valid fixture (fuzz-kit.ts) must
  *   1. never throw past the parser (a rejection comes back as `{ ok: false, reason, kind }`), and
  *   2. when accepted, re-encode (our encoder) to bytes that obey the Go rules (every number a plain
@@ -8,7 +8,7 @@
  * Device-info and node-info also go through the store and the cluster-info renderer, and what
  * Volcano would read (cluster-info-device / -switch / -node-cm) must pass the strict cluster-info
  * parser and the Go rules. Writers that sign what they write are modelled: after a mutation the
- * CheckCode is recomputed (the attacker of finding 4 wrote `UpdateTime: 1e21` with a valid one).
+ * CheckCode is recomputed (an attacker can write `UpdateTime: 1e21` with a valid one).
  *
  * Seeds: the run's seed is printed first; a failure prints seed and path. Replay with
  * `FUZZ_SEED=<seed>`; `FUZZ_RUNS=<n>` for a longer run (default 300 per property).
@@ -241,7 +241,7 @@ describe('device-info (kube-system/mindx-dl-deviceinfo-<node>, incl. SwitchInfoC
   it('random data maps never throw', () => {
     fc.assert(fc.property(fc.dictionary(fc.constantFrom('DeviceInfoCfg', 'SwitchInfoCfg', 'ManuallySeparateNPU', 'UpgradeFaultReason', 'x'), randomText), (d) => check(resignDeviceInfo(d))), runs);
   });
-  it('the 1e21 UpdateTime of finding 4, signed, is refused as out_of_range', () => {
+  it('a 1e21 UpdateTime, signed, is refused as out_of_range', () => {
     const cfg = JSON.parse(DEVICE_INFO['DeviceInfoCfg']!) as { DeviceInfo: { UpdateTime: number } };
     cfg.DeviceInfo.UpdateTime = 1e21;
     const p = parseDeviceInfoData(resignDeviceInfo({ ...DEVICE_INFO, DeviceInfoCfg: JSON.stringify(cfg) }), NOW);

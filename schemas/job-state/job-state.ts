@@ -7,7 +7,7 @@
  * decision ids) and, between "decided" and "done", the *pending* decision: the resolved actions to
  * carry out. The controller writes it BEFORE acting and clears `pending` after; a restart or a replay
  * finds the pending actions and finishes them (deletes carry UID preconditions, so finishing twice
- * deletes nothing twice), and never decides the same restart again (behavior.md B4, issue 4 item 6).
+ * deletes nothing twice), and never decides the same restart again (behavior.md B4).
  *
  * Encoding: Go-compatible JSON (schemas/go-json.ts) of objects rebuilt in one fixed field order, so
  * an unchanged state encodes to unchanged bytes and the writer writes nothing.
@@ -27,7 +27,7 @@ export const JOB_STATE_VERSION = 1;
 export const MAX_JOB_STATE_CHARS = 1024 * 1024;
 
 /**
- * The journal (issue 16): every job's record lives under the data key `<jobUid>` of one of a few
+ * The journal (shared, so a storm costs few writes): every job's record lives under the data key `<jobUid>` of one of a few
  * shared ConfigMaps `mindx-dl/clusterd-ts-job-journal-<n>` (same record bytes as `job-state.json`),
  * so the decisions of one storm are written ahead together in one write. A job stays in its shard
  * until its record no longer fits; it then moves to a higher shard, and a reader takes the highest

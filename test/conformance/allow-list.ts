@@ -3,7 +3,7 @@
  * the flag that turns it off) or a known gap with a TODO naming the divergence. Anything else the
  * conformance suite finds fails the test. Keep this list short; every entry needs a reason.
  *
- * Fixed, so not on this list (issue 15): the empty SwitchInfoCfg entries of cluster-info-switch-*,
+ * Fixed to match ClusterD, so not on this list: the empty SwitchInfoCfg entries of cluster-info-switch-*,
  * 81078603 raised to PreSeparateNPU and mindx-dl-fault-config re-levelling (now only with
  * --device-plugin-rules), the `clusterd-ts.io/refreshed-at` annotation (--cluster-info-refresh-annotation),
  * Node taints (--node-taints), `cluster-system/scheduling-exception-report` (with its per-job entries) /
@@ -46,7 +46,7 @@ export const ALLOW_LIST: readonly Allowed[] = [
     id: 'breaker-state',
     object: /^ConfigMap mindx-dl\/clusterd-ts-breaker$/,
     field: /.*/,
-    // The blast-radius breaker (issue 12) counts isolations and reschedules in its sliding window and
+    // The blast-radius breaker counts isolations and reschedules in its sliding window and
     // keeps its state here so a trip survives restarts; it does not run when nothing acts.
     flag: '--rescheduling=false',
     why: 'clusterd-ts\'s blast-radius breaker persists its window and trips (ClusterD has no breaker)',
@@ -57,7 +57,7 @@ export const ALLOW_LIST: readonly Allowed[] = [
     field: /.*/,
     when: (d) => d.clusterd === undefined,
     // The rescheduling half (Volcano's, in ClusterD's deployment) writes each job's restart decision
-    // ahead of carrying it out, in shared journal shards (issue 16), so a restart or a new leader
+    // ahead of carrying it out, in shared journal shards (few writes in a storm), so a restart or a new leader
     // finishes it and never decides it again; nothing is written for a job that never faulted.
     flag: '--rescheduling=false',
     why: 'clusterd-ts persists job restart decisions before acting on them (write-ahead journal, one key per job UID)',

@@ -1,5 +1,5 @@
 /**
- * Process-level recovery over gRPC, and PubFault as an input (issue 15). A Volcano-like job of two
+ * Process-level recovery over gRPC, and PubFault as an input. A Volcano-like job of two
  * rank pods (node-a, node-b; 2 chips each) with what ClusterD needs for process recovery: PodGroup
  * label `process-recover-enable=on`, annotation `recover-strategy`, the device plugin's
  * `ascend.kubectl.kubernetes.io/ascend-910-configuration` and `huawei.com/AscendReal` on each pod,

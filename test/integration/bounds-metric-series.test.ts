@@ -1,5 +1,5 @@
 /**
- * Issue 10 finding 6 on the real apiserver: one device-info with 10,000 distinct fault codes used to
+ * Metric series bounded against hostile input, on the real apiserver: one device-info with 10,000 distinct fault codes used to
  * make 10,001 `clusterd_faults` series (/metrics 26 KB -> 736 KB). The series of every metric whose
  * labels come from input are capped (--max-series-per-metric, 1,000); the rest is aggregated into
  * `code="other"`, counted in clusterd_bound_hits_total{bound="metric_series"} and logged.

@@ -1,5 +1,5 @@
 /**
- * Issue 10 finding 3 on the real apiserver: public-fault ConfigMaps from an ordinary namespace
+ * Public faults bounded against hostile input, on the real apiserver: public-fault ConfigMaps from an ordinary namespace
  * cannot make the controller hold more than --max-public-faults (ClusterD: 50,000) public faults,
  * even under ClusterD's sender rules (by default such ConfigMaps and faults for absent nodes are
  * refused outright: tenant-public-faults.test.ts).

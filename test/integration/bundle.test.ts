@@ -1,5 +1,5 @@
 /**
- * The image's artefact (issue 16): tools/bundle/build.ts's one-file bundle, built into a folder
+ * The image's artefact (it must start without node_modules): tools/bundle/build.ts's one-file bundle, built into a folder
  * outside the repository (no node_modules to fall back on, as in the image), run as its own process
  * against the real apiserver: it must load, serve gRPC from the .proto files copied beside it, and
  * carry a device-plugin fault through to cluster-info end to end.

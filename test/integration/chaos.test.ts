@@ -1,5 +1,5 @@
 /**
- * Chaos on the real control plane (issue 10): while a burst of faults of every kind arrives (chip
+ * Chaos on the real control plane (robustness under load and failures): while a burst of faults of every kind arrives (chip
  * faults from the device plugin, a NodeD fault, a Node going NotReady, a public fault, a switch fault)
  * across several nodes and two running Volcano jobs, the controller's apiserver is frozen (SIGSTOP),
  * then crashed (SIGKILL) and restarted on the same port and etcd, and the controller itself is

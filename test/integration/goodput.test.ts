@@ -1,5 +1,5 @@
 /**
- * Goodput metrics on the real control plane (issue 12 item 5): a job faulted and rescheduled gets its
+ * Goodput metrics on the real control plane: a job faulted and rescheduled gets its
  * recovery stages (decided, pods deleted, replacements Running) in clusterd_job_recovery_seconds and
  * the time lost in clusterd_job_lost_seconds_total, the faulty chip shows in clusterd_npu_faults, and
  * the job's series go away with its PodGroup.

@@ -1,5 +1,5 @@
 /**
- * gRPC fuzz against the controller's real handlers (issue 10): random protobuf payloads (valid wire
+ * gRPC fuzz against the controller's real handlers (hostile input must not crash them): random protobuf payloads (valid wire
  * encoding with random fields, and objects with our messages' field names whose job ids are often
  * real ones) to every method of every service the Manager serves, on the real apiserver. After every
  * call the server still answers HealthCheck; at the end a real job still goes through Init and the

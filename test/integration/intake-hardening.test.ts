@@ -1,10 +1,10 @@
 /**
- * Issue 10 findings 2, 4 and 7 on the real apiserver, with the controller as the Manager wires it:
+ * Intake hardening against bad input on the real apiserver, with the controller as the Manager wires it:
  * - a signed device-info with `UpdateTime: 1e21` is refused (out_of_range), the shard keeps the
  *   node's last good entry and every byte of it decodes into Go's int types;
  * - a malformed SwitchInfoCfg is refused alone: the node's Separate switch fault stays in
  *   cluster-info-switch-*, the device part of the same ConfigMap is taken;
- * - every device-info carrying SwitchInfoCfg has a switch entry, the empty default too (issue 15);
+ * - every device-info carrying SwitchInfoCfg has a switch entry, the empty default too (as ClusterD writes it);
  * - reasons: a bad npu_name / ManuallySeparateNPU name is `bad_npu_name`; a bad code token is dropped
  *   alone (`bad_fault_code`) and the valid fault next to it is published; a node without a Node
  *   object is accepted (as ClusterD does), logged and counted.
@@ -68,7 +68,7 @@ async function entry<T>(client: KubeClient, kind: 'device' | 'switch', key: stri
 const invalid = async (metrics: Metrics, reason: string): Promise<number> =>
   (await metrics.invalidInput.get()).values.filter((v) => v.labels.format === 'device-info' && v.labels.reason === reason).reduce((a, v) => a + v.value, 0);
 
-describe('intake hardening (issue 10)', () => {
+describe('intake hardening (bad input)', () => {
   const client = adminClient();
   const metrics = new Metrics({ processMetrics: false });
   const lines: LogLine[] = [];
@@ -84,7 +84,7 @@ describe('intake hardening (issue 10)', () => {
 
   afterAll(async () => { await manager.stop(); });
 
-  it('finding 4: a signed UpdateTime of 1e21 is refused; the shard keeps the last good entry and decodes into Go ints', async () => {
+  it('out of range: a signed UpdateTime of 1e21 is refused; the shard keeps the last good entry and decodes into Go ints', async () => {
     const node = `big-${tag}`;
     const now = Date.now();
     const fault = makeDeviceFault('CardUnhealthy', 'Ascend910-3', [{ code: '80E18402', level: 'SeparateNPU', timeMs: now }]);
@@ -110,7 +110,7 @@ describe('intake hardening (issue 10)', () => {
     }
   });
 
-  it('finding 2: a malformed SwitchInfoCfg keeps the node\'s Separate switch fault in cluster-info-switch, takes the device part, says why', async () => {
+  it('quarantine: a malformed SwitchInfoCfg keeps the node\'s Separate switch fault in cluster-info-switch, takes the device part, says why', async () => {
     const node = `sw-${tag}`;
     const t = Date.now();
     const ev = JSON.stringify({ EventType: 11, AssembledFaultCode: SEP, PeerPortDevice: 1, PeerPortId: 3, SwitchChipId: 0, SwitchPortId: 7, Severity: 2, Assertion: 1, AlarmRaisedTime: t });
@@ -132,14 +132,14 @@ describe('intake hardening (issue 10)', () => {
     expect(manager.deviceFaults.effective(node)).toContainEqual(expect.objectContaining({ source: 'switch', code: SEP, level: 'SeparateNPU' }));
   });
 
-  it('issue 15: a device-info with the empty default SwitchInfoCfg gets ClusterD\'s empty switch entry', async () => {
+  it('as ClusterD: a device-info with the empty default SwitchInfoCfg gets ClusterD\'s empty switch entry', async () => {
     const node = `zero-${tag}`;
     await putCm(client, 'kube-system', deviceInfoCmName(node), DEVICE_INFO_LABELS, encodeDeviceInfoData({ available: chips(8), updateTimeS: Math.floor(Date.now() / 1000), switchInfo: ZERO_SWITCH_INFO }));
     const name = switchInfoCmName(node);
     await eventually(async () => (await shards(client, 'switch')).some((s) => s.includes(`"${name}":{"FaultCode":[],"FaultLevel":"","UpdateTime":0,"NodeStatus":"","FaultTimeAndLevelMap":null,"CmName":"${name}"}`)));
   });
 
-  it('finding 7: each rejection has its own reason; a bad code token hides only itself; an unknown node is logged and counted', async () => {
+  it('reasons: each rejection has its own reason; a bad code token hides only itself; an unknown node is logged and counted', async () => {
     const node = `rsn-${tag}`;
     const t = Date.now();
     const ok = encodeDeviceInfoData({ available: chips(8), updateTimeS: Math.floor(t / 1000) });

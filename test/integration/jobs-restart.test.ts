@@ -1,5 +1,5 @@
 /**
- * Job- and pod-level rescheduling on the real control plane (issue 4): kube-apiserver,
+ * Job- and pod-level rescheduling on the real control plane: kube-apiserver,
  * kube-scheduler, kwok nodes with huawei.com/Ascend910: 8, the device plugin simulator, the NPU
  * allocator and the job peer recreating deleted pods as Volcano's job controller does.
  */

@@ -1,6 +1,6 @@
 /**
  * A storm on the real control plane: the jobs it hits are decided at once, not in waves behind
- * each other's pod deletions (issue 16: with 4 decision workers a 13-job storm was decided in waves
+ * each other's pod deletions (with 4 decision workers a 13-job storm was decided in waves
  * of 4, and each wave's journal write-aheads took their own commits).
  */
 import { paths } from '../../runtime/kube-client.ts';

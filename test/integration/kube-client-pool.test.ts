@@ -2,7 +2,7 @@
  * KubeClient's connection pool against the real kube-apiserver: a DELETE that carries DeleteOptions
  * (UID preconditions, as every pod deletion does) leaves its socket to the next request. undici
  * closes the socket after a DELETE with a body unless told otherwise, so a job restart's 8 pod
- * DELETEs used to open 8 new TCP + TLS connections (issue 16, single-fault latency).
+ * DELETEs used to open 8 new TCP + TLS connections, which cost single-fault latency.
  */
 import diagnostics from 'node:diagnostics_channel';
 import { paths, type KubeObject } from '../../runtime/kube-client.ts';

@@ -1,5 +1,5 @@
 /**
- * `kubectl clusterd` on the real control plane (issue 12 items 1 and 4): the plugin runs as a
+ * `kubectl clusterd` on the real control plane (the operator's view and the decision history): the plugin runs as a
  * subprocess with the kubeconfig of a ServiceAccount bound only to the shipped least-privilege RBAC
  * (cli/rbac.yaml); the controller (the Manager, built as main.ts builds it) runs in-process as admin.
  * - without the bindings every subcommand fails with exit code 4 and names the request RBAC refused;

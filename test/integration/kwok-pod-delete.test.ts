@@ -1,5 +1,5 @@
 /**
- * The node simulator must not delete a replacement pod (issue 16 review: chaos.test and jobs-recovery
+ * The node simulator must not delete a replacement pod (chaos.test and jobs-recovery
  * each once saw a fifth pod deleted under load).
  *
  * kwok stands in for the kubelet. Its `pod-delete` stage deletes a pod that has a deletionTimestamp

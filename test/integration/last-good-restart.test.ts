@@ -1,5 +1,5 @@
 /**
- * Issue 10 finding 5 on the real apiserver: a node whose device-info turned invalid keeps its last
+ * The durable last good device-info on the real apiserver: a node whose device-info turned invalid keeps its last
  * good faults in cluster-info across a controller restart (the leader persists the raw last good
  * device-info in mindx-dl/clusterd-ts-device-info-last-good and the next process restores it); a
  * deleted device-info removes the node's device entry, as ClusterD does, and the log says so.

@@ -1,5 +1,5 @@
 /**
- * Issue 12 items 2 and 3 on the real control plane: the blast-radius breaker tripping on a simulated
+ * The breaker and flap damping on the real control plane: the blast-radius breaker tripping on a simulated
  * switch storm (faults on many nodes of one switch domain) and holding, surviving a controller
  * restart, then reset by the annotation the kubectl plugin writes; and a flapping link restarting its
  * job at most once per damping period.

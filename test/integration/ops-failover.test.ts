@@ -1,5 +1,5 @@
 /**
- * High availability (issue 6 item 3): two controllers in-process with `--leader-elect` and the
+ * High availability: two controllers in-process with `--leader-elect` and the
  * shortest lease `controllers/options.ts` allows, on the same control plane. A burst of faults hits
  * several jobs; the leader is killed in the middle of handling them; the standby (warm caches, no
  * writes while standby) takes over within one lease period and finishes the work, and no job is

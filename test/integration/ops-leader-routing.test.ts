@@ -1,5 +1,5 @@
 /**
- * gRPC routing follows the leader (issue 6 items 1 and 3), and `--dry-run` posts no Events (item 5).
+ * gRPC routing follows the leader (only the leader acts), and `--dry-run` posts no Events.
  *
  * `helm install` the chart with `controller.dryRun=true` (so the ClusterRole is read only and the
  * leader label can only be written through the chart's `-leader-label` Role), create the pods of

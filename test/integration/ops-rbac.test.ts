@@ -1,5 +1,5 @@
 /**
- * RBAC proven end to end (issue 6 item 2): `helm install` the chart into a fresh release namespace,
+ * RBAC proven end to end (the chart's least privilege is enough): `helm install` the chart into a fresh release namespace,
  * run the whole controller (the Manager, with the Deployment's own arguments and leader election)
  * in-process under a token of the chart's ServiceAccount, and drive a fault-to-reschedule scenario
  * on the real control plane: SeparateNPU on a pod's NPU of a `fault-scheduling=force` job -> all

@@ -1,5 +1,5 @@
 /**
- * The shipped alert rules (issue 12 item 6): the chart's PrometheusRule, rendered by the real helm,
+ * The shipped alert rules (they must load and fire): the chart's PrometheusRule, rendered by the real helm,
  * passes `promtool check rules`, and `promtool test rules` with prometheus-rules/clusterd-ts.rules.test.yaml
  * (synthetic series: every alert firing, not firing on a quiet cluster, and not before its `for`);
  * the README's alert table names the same rules with the same expressions and durations.

@@ -1,5 +1,5 @@
 /**
- * Process-level recovery and hot switch driven by a real TaskD client (issue 14): a Go client built
+ * Process-level recovery and hot switch driven by a real TaskD client (not our own stand-in): a Go client built
  * from MindCluster's generated Recover stubs, following TaskD's Init / Register / Subscribe loop and
  * report calls (tools/taskd-client), against the shipped controller as a child process (`node
  * main.ts`, default flags unless a case needs one). Asserts the signal order, the uuids (fresh,

@@ -64,7 +64,7 @@ const gc = (): void => (globalThis as { gc?: () => void }).gc?.();
 /**
  * An object as an informer holds it: parsed from the apiserver's JSON, so its strings are flat. Built
  * by concatenation in memory they would be cons strings (a 32-byte node per piece): about 20 MiB more
- * heap at 16,000 nodes than the controller holds for the same objects (issue 16's heap profile).
+ * heap at 16,000 nodes than the controller holds for the same objects (seen in a heap profile).
  */
 const fromWire = <T>(o: T): T => JSON.parse(JSON.stringify(o)) as T;
 

@@ -6,7 +6,7 @@
  * so a 10-minute run sees two). Figures: the controller's writes (api_writes_total from its
  * /metrics; target 0), its CPU seconds (/proc/<pid>/stat), its RSS, and the cluster-info updates
  * seen, split into data changes and metadata-only rewrites. The RSS is sampled every `rssSampleMs`
- * (default 5 s) through the window, so the figures show its band (issue 16: no wider than 20 % at
+ * (default 5 s) through the window, so the figures show its band (no wider than 20 % at
  * 1,000 nodes) and not one value that depends on when it was read.
  */
 import type { BenchCluster } from './cluster.ts';

@@ -21,7 +21,7 @@ export interface StormOptions {
 
 /**
  * Writes that are one per pod or node by nature (deletions, pod annotations, taints) and the
- * per-decision records (the decision's Event and its durable twin, the DecisionRecord of issue 12):
+ * per-decision records (the decision's Event and its durable twin, the DecisionRecord):
  * not counted as job writes. `_all_writes_per_affected_job` counts them.
  */
 export const PER_OBJECT_ACTION_KINDS: ReadonlySet<string> = new Set(['pod_force_delete', 'pod_evict', 'pod_annotation', 'event', 'decision_record', 'node_taint']);

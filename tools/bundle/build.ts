@@ -1,5 +1,5 @@
 /**
- * The image's entry as one tree-shaken file (issue 16, docs/benchmarks.md "One bundled file"):
+ * The image's entry as one tree-shaken file (image size and start time, docs/benchmarks.md "One bundled file"):
  * `node tools/bundle/build.ts [outdir]` writes <outdir>/main.mjs (default dist-bundle/) and copies
  * the gRPC .proto files beside it, the only files the controller reads at run time.
  *

@@ -1,5 +1,5 @@
 /**
- * The layering is a test (issue 11 step 5): the repo's import graph and write-verb/clock use checked
+ * The layering is a test: the repo's import graph and write-verb/clock use checked
  * against .dependency-cruiser.cjs and tools/layering/layering.ts, with no exceptions list. The second
  * test proves the checker sees each rule on a small tree.
  */

@@ -1,5 +1,5 @@
 /**
- * The layering check (issue 11 step 5): dependency-cruiser with the repo's .dependency-cruiser.cjs for
+ * The layering check (the architecture's layers kept by a test, not by review): dependency-cruiser with the repo's .dependency-cruiser.cjs for
  * the import graph, plus two rules an import graph cannot see, checked on the TypeScript AST:
  *
  * - `only-writers-write`: the write verbs of the kube client (KubeClient.create/replace/patch/delete,
@@ -11,7 +11,7 @@
  *   parameter or an injected RxJS scheduler.
  * - `state-no-clock`: the same for state/ (indexes and stores take time as a parameter).
  * - `timers-through-runtime`: controllers/, reconcilers/ and actions/ arm no timer of their own
- *   (issue 11: one mechanism for time). Every delay goes through the runtime's work queue
+ *   (one mechanism for time, so tests drive every timer). Every delay goes through the runtime's work queue
  *   (runtime/timer-loop.ts, WorkQueue.addAfter, the rate limiter) or the FSM driver on an injected
  *   scheduler: no setTimeout/setInterval/setImmediate (global or as a method, e.g. a QueueClock's),
  *   no `schedule` call on an RxJS scheduler, no RxJS time operator (timer, delay, auditTime, ...)
