@@ -24,7 +24,8 @@ function controlPlaneProcesses() {
     rows = execSync('ps -eo pid=,ppid=,args=', { encoding: 'utf8' }).split('\n').map((l) => l.trim().match(/^(\d+)\s+(\d+)\s+(.*)$/)).filter(Boolean);
   } catch { return []; } // no ps
   const supervisors = new Set(rows.filter((r) => r[3].includes(`${repo}/tools/control-plane/supervise.mjs`)).map((r) => r[1]));
-  const binary = (args) => /clusterd-ts\/bin\/.*\/(kube-apiserver|etcd|kwok|kube-scheduler|clusterd|vc-scheduler|vc-scheduler-stock|vc-controller-manager|ascend-operator) /.test(args) && !args.includes('supervise.mjs') && !args.includes('ps -eo');
+  // The real ClusterD runs as /run/clusterd inside its mount namespace (tools/clusterd-peer).
+  const binary = (args) => (/clusterd-ts\/bin\/.*\/(kube-apiserver|etcd|kwok|kube-scheduler|clusterd|vc-scheduler|vc-scheduler-stock|vc-controller-manager|ascend-operator) /.test(args) || args.startsWith('/run/clusterd ')) && !args.includes('supervise.mjs') && !args.includes('ps -eo');
   return rows
     .filter((r) => supervisors.has(r[1]) || (binary(r[3]) && (supervisors.has(r[2]) || r[2] === '1')))
     .map((r) => `${r[1]} ${r[3]}`);

@@ -106,11 +106,14 @@ export async function freeLoopbackFor8899(): Promise<string> {
 /** The namespace script: mounts, then exec ClusterD (so the supervised pid is ClusterD's). */
 const NAMESPACE_SCRIPT = String.raw`
 set -eu
-scratch=$1; shift
+scratch=$1; binary=$2; shift 2
 # Never touch the host: this must run in a mount namespace of its own.
 [ "$(readlink /proc/self/ns/mnt)" != "$(readlink /proc/1/ns/mnt)" ] || { echo "not in a private mount namespace" >&2; exit 97; }
 mount --make-rprivate /
 mount -t tmpfs -o mode=755 clusterd-run /run
+# The binary stays reachable where the tmpfs mounts below would hide it (a cache under /home or /tmp).
+touch /run/clusterd
+mount --bind "$binary" /run/clusterd
 mkdir -p /run/secrets/kubernetes.io/serviceaccount
 mount --bind "$scratch/serviceaccount" /run/secrets/kubernetes.io/serviceaccount
 mount -t tmpfs -o mode=755 clusterd-home /home
@@ -122,7 +125,7 @@ mount --bind "$scratch/log" /var/log/mindx-dl
 mount -t tmpfs -o mode=1777 clusterd-tmp /tmp
 # Per-mount read-only (bind remount): only this namespace's view of / changes.
 mount -o remount,bind,ro /
-exec "$@"
+exec /run/clusterd "$@"
 `;
 
 export class ClusterdPeer {
