@@ -84,6 +84,26 @@ describe('recovery feed (what the FSMs see of a job)', () => {
     expect(f.subHealthPods).toEqual([{ podName: 'w-1', podRank: 1, rankIds: [2] }]);
   });
 
+  it('a rank moved by a hot switch is not switched again for the fault it left behind (the placement still names the old pod)', () => {
+    const moved = pod(1, { podType: 'backup' });
+    const { podType: _, ...annotations } = moved.metadata!.annotations!;
+    const backup: Pod = { ...moved, metadata: { ...moved.metadata, annotations }, spec: { nodeName: 'n9' } };
+    const placement = { pods: [0, 1, 2].map((r) => ({ name: `w-${r}`, uid: `uid-${r}`, node: `n${r}`, rank: r, npus: ['Ascend910-4', 'Ascend910-5'] })) };
+    const e = entry([pods[0]!, backup, pods[2]!]);
+    const f = recoveryFeed({
+      entry: { ...e.entry, placement }, pod: e.pod, faultsOf: (n) => (n === 'n1' ? [rec('n1', '81A3880C', 'SubHealthFault', 'Ascend910-4')] : []),
+      nowMs: NOW, hotSwitchDowngraded: false, holdsReschedulingRole: true,
+    });
+    expect(f.ranks).toEqual([{ rankId: 2, faultType: '1', subHealth: true }]);
+    expect(f.subHealthPods).toEqual([]);
+    // The pod the placement names is still the faulty one while it runs.
+    const before = recoveryFeed({
+      entry: { ...entry(pods).entry, placement }, pod: entry(pods).pod, faultsOf: (n) => (n === 'n1' ? [rec('n1', '81A3880C', 'SubHealthFault', 'Ascend910-4')] : []),
+      nowMs: NOW, hotSwitchDowngraded: false, holdsReschedulingRole: true,
+    });
+    expect(before.subHealthPods).toEqual([{ podName: 'w-1', podRank: 1, rankIds: [2] }]);
+  });
+
   it('backup pods hold no rank but are hot-switch pods; retry reports are merged', () => {
     const withBackup = [...pods, pod(1, { podType: 'backup', backupSourcePodName: 'w-1' })];
     const f = feed(withBackup, [], { retryReports: [{ rankId: 5, faultType: '0', atMs: NOW }] });

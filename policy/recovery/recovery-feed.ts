@@ -202,7 +202,13 @@ export function recoveryFeed(i: FeedInput): RecoveryFeed {
   const menu = strategyMenu({ recoverStrategy: knobs.recoverStrategies, faultScheduling: knobs.faultScheduling, podRescheduling: knobs.podRescheduling });
   const subHealthyStrategy = i.hotSwitchDowngraded && knobs.subHealthyStrategy === 'hotSwitch' ? 'ignore' : knobs.subHealthyStrategy;
   const subRanks = new Set(ranks.filter((r) => r.subHealth === true).map((r) => r.rankId));
+  // A rank's faults belong to the pod placed there (ClusterD's fault list carries the PreServerList
+  // pod's uid, fault_recover_service.go skipHandleSubHealthyHotSwitch): once a hot switch has moved
+  // the rank, the new pod is not the faulty one until the placement is complete again with it, so
+  // it is not switched again for the fault it left behind.
+  const placedUid = new Map((entry.placement?.pods ?? []).map((p) => [p.rank, p.uid]));
   const subHealthPods: FaultyPod[] = jobHealth !== 'SubHealthy' ? [] : live.flatMap((p) => {
+    if (entry.placement !== undefined && placedUid.get(p.rank!) !== p.uid) return [];
     const mine = Array.from({ length: per }, (_, k) => p.rank! * per + k).filter((r) => subRanks.has(r));
     return mine.length === 0 ? [] : [{ podName: p.name, podRank: p.rank!, rankIds: mine }];
   });

@@ -70,6 +70,10 @@ describe('hot switch with a TaskD-like client', () => {
       return a.inHotSwitchFlow === undefined && a.podType === undefined;
     }, 10_000);
     for (const r of [0, 2, 3]) expect(await podUid(client, job, r)).toBeDefined();
+    // One switch for one fault: the new pod holds rank 1 away from the faulty chip, and the fault it
+    // left behind (still under the old placement) must not start another switch.
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(agent.received.filter((s) => s.signalType === 'hot-switch' && s.actions.includes('hot switch'))).toHaveLength(1);
     expect(manager.recovery.hotSwitchDowngraded(job.uid)).toBe(false);
     process.stdout.write(`hot switch: ${elapsed} ms from sub-health fault to migration done\n`);
   }, 90_000);
