@@ -1,5 +1,5 @@
 /**
- * What every job decision leaves behind (style.md 2.7): one structured log line with the job, the
+ * What every job decision leaves behind (docs/CONVENTIONS.md#logs-and-metrics): one structured log line with the job, the
  * pods, nodes, NPUs, codes and levels involved and the reason chain (code -> level -> rule -> action);
  * the same chain as an Event on the PodGroup (message cut to 1 KB); and `decisions_total`.
  *

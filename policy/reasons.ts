@@ -1,5 +1,5 @@
 /**
- * Reason chains: every decision in policy/ says why, as data (style.md 2.7). A chain reads
+ * Reason chains: every decision in policy/ says why, as data (docs/CONVENTIONS.md#logs-and-metrics). A chain reads
  * code -> level -> rule(s) -> verdict, e.g.
  * `[{rule:'faultCode.json', code:'81078603', level:'NotHandleFault'}, {rule:'FaultDuration', level:'PreSeparateNPU', ...}]`.
  * The controller logs the chain, puts it on Events and, where a format has room, into ConfigMap records.

@@ -9,11 +9,12 @@ import { DECISION_ROW_RULE, RULE_IDS, decisionRule } from './rule-ids.ts';
 
 const DOC = resolve(dirname(fileURLToPath(import.meta.url)), '../docs/rules.md');
 
-/** The `### <id>` headings of the reference, in order. */
+/** The `### <a id="<id>"></a><id>` headings of the reference, in order; a wrong anchor is kept as `anchor!=id`. */
 function headings(): string[] {
   return readFileSync(DOC, 'utf8').split('\n').flatMap((l) => {
-    const m = /^### (\S+)\s*$/.exec(l);
-    return m === null ? [] : [m[1]!];
+    const m = /^### (?:<a id="([^"]*)"><\/a>)?(\S+)\s*$/.exec(l);
+    if (m === null) return [];
+    return [m[1] === undefined || m[1] === m[2] ? m[2]! : `${m[1]}!=${m[2]!}`];
   });
 }
 
@@ -26,6 +27,11 @@ describe('rule ids', () => {
   it('every heading of docs/rules.md is an id in vocabulary/rule-ids.ts', () => {
     const ids = new Set<string>(RULE_IDS);
     expect(headings().filter((h) => !ids.has(h))).toEqual([]);
+  });
+
+  it('every heading carries an explicit anchor equal to its id (GitHub drops the dot from a heading slug)', () => {
+    const lines = readFileSync(DOC, 'utf8').split('\n').filter((l) => l.startsWith('### '));
+    expect(lines.filter((l) => !/^### <a id="([^"]+)"><\/a>\1$/.test(l))).toEqual([]);
   });
 
   it('ids are unique, `area.short-name` shaped, and the reference has each heading once', () => {

@@ -16,7 +16,7 @@ const rec = (code: string, level: NpuFaultLevel, source: FaultSource = 'npu', re
 });
 const central: LevelTables = { ...DEFAULT_FAULT_CODE_TABLE, switchCodes: buildSwitchFaultCodeTable(DEFAULT_SWITCH_FAULT_CODE_CONFIG) };
 
-describe('fault levels (A.1)', () => {
+describe('fault levels (docs/rules.md#levels)', () => {
   it('trusts the reported level without a central config', () => {
     const l = resolveFaultLevel(rec('80E18005', 'SeparateNPU'));
     expect(l.level).toBe('SeparateNPU');
