@@ -26,7 +26,7 @@ describe('fault levels (docs/rules.md#levels)', () => {
   it('re-levels chip codes from faultCode.json when the central config is present', () => {
     const l = resolveFaultLevel(rec('80e18005', 'SeparateNPU'), central);
     expect(l.level).toBe('RestartNPU');
-    expect(formatChain(l.reasons)).toBe('80e18005 -> RestartNPU (faultCode.json: chip code listed as RestartNPU)');
+    expect(formatChain(l.reasons)).toBe('80e18005 -> RestartNPU (faultCode.json [levels.chip-levels]: chip code listed as RestartNPU)');
   });
 
   it('81078603 is a NotHandleFault network code (escalation is separate)', () => {

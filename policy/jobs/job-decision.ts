@@ -27,6 +27,7 @@ import { firstRecoverStrategy, hotSwitchVerdict, processHandOff } from './job-ha
 import { escalationBlockFor } from './job-pending-escalation.ts';
 import { retryAllowed, type RetryBudget } from './job-retry-budget.ts';
 import { podRefOf, type JobKnobsInput, type JobPodView } from './job-view.ts';
+import { DECISION_ROW_RULE, RULE } from '../../vocabulary/rule-ids.ts';
 
 export interface PlanInput {
   readonly aggregate: JobFaultAggregate;
@@ -79,7 +80,8 @@ export function faultSteps(tasks: readonly FaultTask[], nowMs: number): ReasonSt
   return steps;
 }
 
-const rule = (row: B6Row, detail: string): ReasonStep => ({ stage: 'rule', row, detail: `B6 row ${row}: ${detail}` });
+/** A decision-table row names its rule by id (docs/rules.md), never by a row number a reader cannot look up. */
+const rule = (row: B6Row, detail: string): ReasonStep => ({ stage: 'rule', row, detail: `${DECISION_ROW_RULE[row]}: ${detail}` });
 const act = (detail: string): ReasonStep => ({ stage: 'action', detail });
 const live = (pods: readonly JobPodView[]): JobPodView[] => pods.filter((p) => p.terminating !== true);
 const names = (pods: readonly JobPodView[]): string => pods.map((p) => p.name).join(', ');
@@ -98,7 +100,7 @@ function plan(kind: DecisionKind, row: B6Row, tasks: readonly FaultTask[], reaso
 
 function handOffOrNone(row: B6Row, tasks: readonly FaultTask[], chain: ReasonStep[], proc: JobAction | undefined, none: string, extra: Partial<FaultPlan> = {}): FaultPlan {
   if (proc !== undefined) {
-    return plan('process', row, tasks, [...chain, rule(row, none), act('hand the fault ranks to the process-level recovery FSM (B6 row 8)')], { ...extra, handOff: proc });
+    return plan('process', row, tasks, [...chain, rule(row, none), act(`hand the fault ranks to the process-level recovery FSM (${RULE.decision.processLevel})`)], { ...extra, handOff: proc });
   }
   return plan('none', row, tasks, [...chain, rule(row, none), act('no action')], extra);
 }

@@ -12,6 +12,7 @@
  */
 import { primaryCause, type FaultCause, type JobFaultAggregate, type JobFaultRank, type RescheduleFaultType } from './job-aggregation.ts';
 import { jobUsesNpu, type JobKnobsInput, type JobPodView, type JobView } from './job-view.ts';
+import { RULE } from '../../vocabulary/rule-ids.ts';
 
 export interface FaultTask {
   readonly rank: JobFaultRank;
@@ -45,13 +46,13 @@ function counts(c: FaultCause, pod: JobPodView, knobs: JobKnobsInput): string | 
   if (!c.affectsTask) return c.note;
   if (c.faultType === 'pod-failed' || c.faultType === 'process-exception') {
     if ((knobs.faultRetryTimes ?? 0) > 0 || knobs.processRecoverEnable === 'on') return undefined;
-    return `${c.note}: fault-retry-times is 0, failed pods are left to the operator (A.6 #41)`;
+    return `${c.note}: fault-retry-times is 0, failed pods are left to the operator (${RULE.resched.faultTasks})`;
   }
   if (c.faultType === 'SubHealthFault') {
     const s = effectiveSubHealthyStrategy(knobs);
     if (s === 'graceExit' || s === 'forceExit') return undefined;
     if (s === 'hotSwitch' && pod.needVolcanoDelete === true) return undefined;
-    return `${c.note}: subHealthyStrategy=${s}, task stays healthy (A.6 #50)`;
+    return `${c.note}: subHealthyStrategy=${s}, task stays healthy (${RULE.resched.subHealth})`;
   }
   return undefined;
 }

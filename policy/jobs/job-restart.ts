@@ -23,6 +23,7 @@ import { DEFAULT_POD_ESCALATION_PENDING_MS, evaluatePending } from './job-pendin
 import { evictionReasons, rescheduleTaskReasons } from './job-reschedule-inputs.ts';
 import { consumeRetry, syncRetryBudget } from './job-retry-budget.ts';
 import { podRefOf, rankPods, type JobKnobsInput, type JobPodView, type JobView, type PodRef } from './job-view.ts';
+import { RULE } from '../../vocabulary/rule-ids.ts';
 
 export const DEFAULT_JOB_DECISION_CONFIG: JobDecisionConfig = {
   graceOverTimeMs: DEFAULT_GRACE_OVER_TIME_MS,
@@ -168,7 +169,7 @@ function complete(ctx: Ctx, state: JobRescheduleState, a: ActiveRestart, p: Prog
     state: next,
     decision: decision(ctx, {
       decisionId: decisionIdOf(ctx.job.uid, state.generation, 'complete', a.decisionId), kind: a.kind, phase: 'complete', row: a.row, actions,
-      reasons: [step('rule', `restart succeeded: targets replaced, ${p.allocated} of ${a.minAvailable} pods allocated (A.6 #46)`),
+      reasons: [step('rule', `restart succeeded: targets replaced, ${p.allocated} of ${a.minAvailable} pods allocated (${RULE.resched.restartSuccess})`),
         ...(spend ? [step('action', `retry budget ${state.retry?.times ?? 0} -> ${next.retry?.times ?? 0} (pod-failed restart)`)] : [])],
       requeueAfterMs: 0,
     }),
@@ -219,7 +220,7 @@ function advance(ctx: Ctx, state: JobRescheduleState, a: ActiveRestart): JobDeci
   const expiryAt = a.startedMs + cfg.faultJobBaseLifetimeMs + cfg.graceOverTimeMs;
   if (nowMs >= expiryAt) {
     const { active: _gone, ...rest } = state;
-    return fresh(ctx, rest, [step('rule', `restart ${a.decisionId} dropped ${nowMs - a.startedMs} ms after it started (fault-job lifetime, A.6 #42)`)]);
+    return fresh(ctx, rest, [step('rule', `restart ${a.decisionId} dropped ${nowMs - a.startedMs} ms after it started (fault-job lifetime, ${RULE.resched.faultJobCache})`)]);
   }
   const p = restartProgress(a, job);
   if (p.complete) return complete(ctx, state, a, p);
@@ -245,7 +246,7 @@ function advance(ctx: Ctx, state: JobRescheduleState, a: ActiveRestart): JobDeci
       decision: decision(ctx, {
         decisionId: decisionIdOf(job.uid, state.generation, 'force', a.decisionId), kind: a.kind, phase: 'force', row: a.row,
         actions: [{ type: 'forceDeletePods', pods, reasons: a.evictionReasons }],
-        reasons: [step('rule', `grace deletion not finished after grace-over-time ${cfg.graceOverTimeMs} ms (A.6 #45)`), step('action', `force-delete ${pods.map((x) => x.name).join(', ')}`)],
+        reasons: [step('rule', `grace deletion not finished after grace-over-time ${cfg.graceOverTimeMs} ms (${RULE.resched.jobForce})`), step('action', `force-delete ${pods.map((x) => x.name).join(', ')}`)],
         requeueAfterMs: expiryAt - nowMs,
       }),
     };
@@ -254,7 +255,7 @@ function advance(ctx: Ctx, state: JobRescheduleState, a: ActiveRestart): JobDeci
   const pend = a.scope === 'pod'
     ? evaluatePending(a.pendingSinceMs, p.restarted && !p.complete, nowMs, cfg.pendingEscalationMs, a.escalationBlock)
     : undefined;
-  if (pend?.escalate === true) return widen(ctx, state, a, [step('rule', `B6 row 10: ${pend.detail} (A.6 #48)`)], 'escalate');
+  if (pend?.escalate === true) return widen(ctx, state, a, [step('rule', `${RULE.decision.podLevel}: ${pend.detail} (${RULE.resched.pendingEscalation})`)], 'escalate');
   const { pendingSinceMs: _old, ...aBase } = a;
   const nextActive: ActiveRestart = pend?.pendingSinceMs === undefined ? aBase : { ...aBase, pendingSinceMs: pend.pendingSinceMs };
   const graceDue = a.mode === 'grace' && a.forcedAtMs === undefined && !p.restarted ? graceAt - nowMs : undefined;

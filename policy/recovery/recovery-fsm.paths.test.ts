@@ -90,7 +90,7 @@ describe('dump', () => {
     expect(resetOps(h).at(-1)).toBe('restartAllProcess');
     h.advance(60_000);
     // restartFinish -> clear -> clearSuccess -> fault retry (rows 38, 39): pods already replaced, so pause and on at once.
-    expect(h.reasons).toContain('FaultClearState -(clearSuccess)-> FaultRetryState [B1 row 39]');
+    expect(h.reasons).toContain('FaultClearState -(clearSuccess)-> FaultRetryState [recover.fsm #39]');
     expect(h.commands('setPodGroupLabel').map((c) => c.value)).toEqual(['pause', 'on']);
     expect(h.state.phase).toBe('INIT');
   });

@@ -282,7 +282,7 @@ describe('clear failure while waiting for the recover status (docs/rules.md#reco
     h.clearLog();
     h.feed({ type: 'podsObserved', pods: podsOf(4, 1, [1]) });
     h.advance(5_000); // the poller's next look: rescheduled -> clear -> fails
-    expect(h.reasons).toContain('WaitReportProcessRecoverStatusState -(clearFail)-> FaultRetryState [B1 row 28]');
+    expect(h.reasons).toContain('WaitReportProcessRecoverStatusState -(clearFail)-> FaultRetryState [recover.fsm #28]');
     expect(h.commands('setPodGroupLabel')).toMatchObject([{ value: 'pause' }, { value: 'on' }]);
     expect(signalsOf(h)).toMatchObject([{ changeStrategy: 'exit', extraParams: 'dump_exit' }]);
     expect(h.state.phase).toBe('INIT');

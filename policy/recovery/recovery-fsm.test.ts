@@ -114,7 +114,7 @@ describe('docs/rules.md#recover.fsm transition table', () => {
     const [row, from, event, to, check, over] = args as Row; // rest args: jest would take a 6th parameter for `done`
     const r = trigger(base({ phase: from, ...over }), event, NOW);
     expect(r.accepted).toBe(true);
-    expect(r.reasons[0]).toBe(`${from} -(${event})-> ${to} [B1 row ${row}]`);
+    expect(r.reasons[0]).toBe(`${from} -(${event})-> ${to} [recover.fsm #${row}]`);
     check(r);
   });
 

@@ -25,6 +25,7 @@ import { CONTINUATIONS, consumeReport, observe, pollSchedule, resetRecovery } fr
 import { RECOVERY_RULES } from './recovery-rules.ts';
 import { cmd, timer, type Ctx } from './recovery-facts.ts';
 import type { ProcessManageSignal } from '../../vocabulary/process-manage-signal.ts';
+import { RULE } from '../../vocabulary/rule-ids.ts';
 import { buildSignal, fromWire, isRetryType, podsOf, SIGNAL_TYPE } from './recovery-signals.ts';
 import {
   RECOVERY_TIMER,
@@ -117,7 +118,7 @@ function run(ctx: Ctx, first: RecoveryNext): boolean {
       ctx.s.awaiting = null;
       ctx.s.step = '';
       ctx.s.phase = rule.to;
-      ctx.why.push(`${from} -(${next.ev})-> ${rule.to} [B1 row ${rule.row}]`);
+      ctx.why.push(`${from} -(${next.ev})-> ${rule.to} [${RULE.recover.fsm} #${rule.row}]`);
       out = HANDLERS[rule.run](ctx);
     }
     next = out === undefined ? undefined : { ev: out };
