@@ -136,6 +136,6 @@ export interface JobRescheduleState {
   readonly active?: ActiveRestart;
   /** Decision ids already acted on, newest last, capped (job-decision-id.ts). */
   readonly acted: readonly string[];
-  /** Hot switch downgraded to `ignore` for this job (docs/rules.md#hotswitch.entry, #hotswitch.failure; persisted per behavior.md F). */
+  /** Hot switch downgraded to `ignore` for this job (docs/rules.md#hotswitch.entry, #hotswitch.failure; persisted, unlike ClusterD). */
   readonly hotSwitchDowngraded?: boolean;
 }
