@@ -4,7 +4,7 @@
  * Volcano counts `PendingSessionNum`, +1 per scheduling session once the fault pods were deleted and
  * the job is still not fully allocated; at 6 sessions it widens to the logical super-pod, at 12 to the
  * whole job. Sessions run every 1 s (`--schedule-period=1s`, docs/rules.md#timing.volcano) and never overlap, so 12 sessions
- * take *at least* 12 s of wall time, plus each session's own run time (not given by the spec; it
+ * take *at least* 12 s of wall time, plus each session's own run time (not documented; it
  * grows with cluster size).
  *
  * Our time-based equivalent: escalate when the replacements have been pending for
