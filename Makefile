@@ -52,9 +52,12 @@ promtool:
 typecheck: deps
 	$(NODE) node_modules/typescript/bin/tsc -p tsconfig.json --noEmit
 
-# typescript-eslint over every source file (eslint.config.js); type-aware, ~40 s on 2 cores.
+# typescript-eslint over every source file (eslint.config.js); type-aware, ~40 s on 2 cores. Then the
+# citation check: no comment cites an issue, a commit or a document outside the repository, and no
+# product string cites one (tools/lint/comment-citations.ts; prints file:line per finding).
 lint: deps
 	$(NODE) node_modules/eslint/bin/eslint.js .
+	$(NODE) tools/lint/comment-citations.ts
 
 # The JSON Schema validators as code ajv generates (schemas/**/*.validators.gen.ts, committed; a unit
 # test fails while one is stale): the product loads no schema compiler at run time.

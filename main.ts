@@ -1,6 +1,6 @@
 /**
  * Entry point: parse flags, build the client, logger and metrics, start the manager. Nothing else
- * (style.md Part 3: main only wires). Runs directly on Node 24 (`node main.ts`) or from dist/.
+ * (docs/CONVENTIONS.md#what-we-avoid: main only wires). Runs directly on Node 24 (`node main.ts`) or from dist/.
  */
 import { registerClientNodeSlim } from './runtime/client-node-slim.ts';
 

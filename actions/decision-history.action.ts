@@ -1,7 +1,7 @@
 /**
  * The durable decision history's one entry point (an audit trail that outlives Events and restarts): `recordDecision(history, input)`
  * creates a DecisionRecord (schemas/decision-record) in the job's namespace. Every decision about a
- * job goes through it: the jobs flow's (controllers/job-decisions.ts) and the breaker's held ones.
+ * job goes through it: the jobs flow's (controllers/jobs.controller.ts) and the breaker's held ones.
  *
  * - Idempotent: the name comes from the decision id, so a replay after a restart answers 409 and is
  *   counted `duplicate`, not recorded twice.

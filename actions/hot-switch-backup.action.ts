@@ -1,5 +1,5 @@
 /**
- * The Ascend Operator's half of the hot-switch handshake (behavior.md A.8 #65, B2; seed 004), for
+ * The Ascend Operator's half of the hot-switch handshake (docs/rules.md#operator.hot-switch-pods, #hotswitch.fsm), for
  * Volcano jobs that run without the operator (option `--hot-switch-backup-pods`):
  * - `needOperatorOpe=create` on a faulty pod -> create the backup pod `<pod>-hot-NNNN` from the
  *   faulty pod's spec (same rank annotation, same owner, kept off the faulty node), annotated

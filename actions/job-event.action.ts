@@ -1,5 +1,5 @@
 /**
- * Kubernetes Events on a job's PodGroup carrying a decision's reason chain (style.md 2.7). The Event
+ * Kubernetes Events on a job's PodGroup carrying a decision's reason chain (docs/CONVENTIONS.md#logs-and-metrics). The Event
  * name is derived from the decision id, so a replayed decision creates nothing twice (409 is fine).
  * Best effort: an Event that cannot be written is logged by the caller and never fails a decision.
  */

@@ -1,5 +1,5 @@
 /**
- * What every job decision leaves behind (style.md 2.7): one structured log line with the job, the
+ * What every job decision leaves behind (docs/CONVENTIONS.md#logs-and-metrics): one structured log line with the job, the
  * pods, nodes, NPUs, codes and levels involved and the reason chain (code -> level -> rule -> action);
  * the same chain as an Event on the PodGroup (message cut to 1 KB); and `decisions_total`.
  *
@@ -14,6 +14,7 @@ import type { Metrics } from '../telemetry/metrics.ts';
 import type { JobFaultAggregate } from '../policy/jobs/job-aggregation.ts';
 import type { JobDecision, ReasonStep } from '../policy/jobs/job-decision-types.ts';
 import { recordJobEvent } from './job-event.action.ts';
+import { decisionRule } from '../vocabulary/rule-ids.ts';
 import type { DecisionRecordInput, DecisionRecordOutcome } from '../schemas/decision-record/decision-record.ts';
 
 export type DecisionOutcome = 'acted' | 'dry_run' | 'no_action' | 'already_acted' | 'replayed' | 'held' | 'deferred';
@@ -108,7 +109,8 @@ export class DecisionReporter {
 
   /** Logs and counts a notable decision once; answers whether it was reported now. */
   decided(job: ReporterJob, agg: JobFaultAggregate, d: JobDecision, outcome: DecisionOutcome): boolean {
-    const fields = { job: job.key, decisionId: d.decisionId, kind: d.kind, phase: d.phase, row: d.row, outcome };
+    const rule = d.row === undefined ? undefined : decisionRule(d.row);
+    const fields = { job: job.key, decisionId: d.decisionId, kind: d.kind, phase: d.phase, row: d.row, ...(rule === undefined ? {} : { rule }), outcome };
     // `acted` is reported even after the same decision was reported held or deferred (acted once only).
     if (!this.notable(d, agg) || (this.last.get(job.key) === d.decisionId && outcome !== 'acted')) {
       this.d.log.debug('job decision', fields);

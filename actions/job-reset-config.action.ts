@@ -1,10 +1,10 @@
 /**
- * `reset-config-<jobName>` in the job's namespace, job-level uses only (the Volcano side, behavior.md
- * A.6 #50, #57, B3.2): `GracefulExit` 1/0 around a sub-health graceExit, and `RankList=[]`,
+ * `reset-config-<jobName>` in the job's namespace, job-level uses only (the Volcano side,
+ * docs/rules.md#resched.sub-health, #resched.pod-level-reset-config, #recover.reset-config-writes): `GracefulExit` 1/0 around a sub-health graceExit, and `RankList=[]`,
  * `RetryTime` after a pod-level reschedule (with `restartType: podReschedule`).
  *
  * The user creates the ConfigMap; we only update one that exists in the cache with label
- * `reset=true` (formats.md 3.2). The desired content is computed from the cached one with the pure
+ * `reset=true` (docs/formats.md#reset-config). The desired content is computed from the cached one with the pure
  * transitions of schemas/reset-config, encoded with the Go-compatible encoder (+ checkCode), and
  * written only when the bytes differ, with the cached resourceVersion (a 409 goes back to the queue).
  * Keys we do not own (`restartType` from the device plugin, anything else) are kept.

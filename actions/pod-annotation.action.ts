@@ -1,9 +1,9 @@
 /**
- * External rescheduling (behavior.md A.6 #51, B6 row 4): annotate a fault pod
+ * External rescheduling (docs/rules.md#resched.external, #decision.external): annotate a fault pod
  * `huawei.com/pod-status=Unhealthy-<faultType>` for an outside platform. The merge patch carries the
  * pod's UID as a precondition through `metadata.uid`, so a replaced pod of the same name is never
  * annotated. One try: a failed write throws, and the job-decision reconciler's work queue replays
- * the persisted decision with backoff (Volcano tries 3 times, 200 ms apart, C.2).
+ * the persisted decision with backoff (Volcano tries 3 times, 200 ms apart, docs/rules.md#timing.volcano).
  */
 import { isConflict, isNotFound, paths, type KubeClient } from '../runtime/kube-client.ts';
 import type { Metrics } from '../telemetry/metrics.ts';

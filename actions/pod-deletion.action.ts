@@ -1,9 +1,9 @@
 /**
- * Pod deletion for rescheduling (behavior.md A.6 #44, #45): every DELETE carries the pod's UID as a
+ * Pod deletion for rescheduling (docs/rules.md#resched.job-grace, #resched.job-force): every DELETE carries the pod's UID as a
  * precondition, so a replay against a pod that was already replaced (same name, new UID) answers 409
  * and deletes nothing, and a pod already gone answers 404. Grace = the pod's own termination grace
  * period (Volcano's eviction); force = `gracePeriodSeconds: 0`. Up to 200 requests run in parallel
- * (Volcano's batch size, C.2).
+ * (Volcano's batch size, docs/rules.md#timing.volcano).
  */
 import { ApiError, isConflict, isNotFound, paths, type KubeClient } from '../runtime/kube-client.ts';
 import type { Metrics } from '../telemetry/metrics.ts';

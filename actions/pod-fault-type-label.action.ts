@@ -1,5 +1,5 @@
 /**
- * Relation-fault pod label (behavior.md A.4 #32, 0.3): `fault-type=Separate` or `fault-type=SubHealth`
+ * Relation-fault pod label (docs/rules.md#job.relation-faults; docs/formats.md#pod-contract): `fault-type=Separate` or `fault-type=SubHealth`
  * on the job's pod on the node a relation strategy was decided for. Volcano (and our jobs pipeline,
  * policy/jobs/job-aggregation.ts) reads `Separate` as the task fault `RelationFaultSeparate` and
  * `SubHealth` as a sub-health fault. A JSON merge patch carrying the pod's UID as a precondition, so a

@@ -156,7 +156,7 @@ export class RecoveryActions {
         }
         return;
       case 'replaceFaultPods':
-        // Volcano's part in process mode (B6 row 8): only the fault pods go; the job's controller re-creates them.
+        // Volcano's part in process mode (docs/rules.md#decision.process-level): only the fault pods go; the job's controller re-creates them.
         if (!d.rescheduling()) return;
         await this.forceDelete(job, this.podsAtRanks(job, c.podRanks).filter((p) => {
           const orig = originals?.[p.metadata?.annotations?.[RANK_INDEX_ANNOTATION] ?? ''];
@@ -197,7 +197,7 @@ export class RecoveryActions {
     }
   }
 
-  /** What the Ascend Operator does on `needOperatorOpe` (A.8 #65), when we stand in for it. */
+  /** What the Ascend Operator does on `needOperatorOpe` (docs/rules.md#operator.hot-switch-pods), when we stand in for it. */
   private async operatorReaction(job: RecoveryJobTarget, pod: Pod, set: Readonly<Record<string, string>>): Promise<void> {
     const ope = set[A.needOperatorOpe];
     const bd = { client: this.d.client, metrics: this.d.metrics };

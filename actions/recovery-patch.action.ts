@@ -1,5 +1,5 @@
 /**
- * Metadata patches of the recovery and hot-switch FSMs (behavior.md B1, B2, 0.3): the PodGroup label
+ * Metadata patches of the recovery and hot-switch FSMs (docs/rules.md#recover.fsm, #hotswitch.fsm; docs/formats.md#pod-contract): the PodGroup label
  * `process-recover-enable` and annotation `ProcessRecoverStatus`, pod labels (`fault-type`) and the
  * hot-switch pod annotations. JSON merge patches; pod patches carry the pod's UID as a precondition
  * (`metadata.uid`), so a replaced pod of the same name is never touched (answered `gone`).

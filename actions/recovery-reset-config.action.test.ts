@@ -29,7 +29,7 @@ function setUp(info: TaskResetInfo | undefined, opts: { labelled?: boolean; conf
   return { d, writes, read };
 }
 
-describe('reset-config writes of the recovery FSM (B3.2)', () => {
+describe('reset-config writes of the recovery FSM (docs/rules.md#recover.reset-config-writes)', () => {
   it('fault list: ranks with Status fault, Go-compatible checkCode, RetryTime kept, restartType kept, GracefulExit reset', async () => {
     const t = setUp(empty);
     expect(await writeRecoveryResetConfig(t.d, 'ns', 'job', { op: 'fault', rankIds: [2, 3], restartFaultProcess: false })).toBe('written');

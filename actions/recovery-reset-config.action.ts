@@ -1,5 +1,5 @@
 /**
- * reset-config writes of the process-level recovery FSM (behavior.md B3.2, formats.md 3.2): the
+ * reset-config writes of the process-level recovery FSM (docs/rules.md#recover.reset-config-writes, docs/formats.md#reset-config): the
  * ClusterD operations `notifyFaultFlushing`, `fault`, `restartAllProcess` and `clear`, as a
  * read-modify-write of `<jobns>/reset-config-<jobName>` with the Go-compatible `reset.json` and
  * `checkCode` (schemas/reset-config). Only a ConfigMap that exists with label `reset=true` is

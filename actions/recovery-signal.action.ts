@@ -1,5 +1,5 @@
 /**
- * Sends one ProcessManageSignal on a job's subscription stream (behavior.md A.9 #67, C.1): one try
+ * Sends one ProcessManageSignal on a job's subscription stream (docs/rules.md#recover.signal-stream, #timing.clusterd): one try
  * per call. ClusterD tries 3 times, sleeping 1 s and 2 s after the failed ones: SIGNAL_TRIES, run by
  * the caller's work queue (recovery-job.ts), whose backoff gives those waits. A job without an open
  * stream counts as a failed try (the agent may be re-subscribing). The FSM turns the outcome into

@@ -2,6 +2,7 @@
 import type { KubeClient, KubeList } from '../runtime/kube-client.ts';
 import { DECISION_JOB_LABEL, decisionRecordsPath, isLabelValue, parseDecisionRecord, type StoredDecisionRecord } from '../schemas/decision-record/decision-record.ts';
 import { CliError, EXIT } from './errors.ts';
+import { decisionRule } from '../vocabulary/rule-ids.ts';
 
 export function parseJobRef(ref: string): { namespace: string; name: string } {
   const m = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)\/([^/\s]+)$/.exec(ref);
@@ -27,7 +28,7 @@ export function explainText(job: string, records: readonly StoredDecisionRecord[
   const out: string[] = [`Decision history of ${job} (${records.length} record${records.length === 1 ? '' : 's'}, newest first)`, ''];
   for (const r of records) {
     const s = r.spec;
-    out.push(`${s.decidedAt}  ${s.kind}/${s.phase}${s.row === undefined ? '' : ` (B6 row ${s.row})`}  outcome=${s.outcome}  [${r.name}]`);
+    out.push(`${s.decidedAt}  ${s.kind}/${s.phase}${s.row === undefined ? '' : ` (${s.rule ?? decisionRule(s.row) ?? `row ${s.row}`})`}  outcome=${s.outcome}  [${r.name}]`);
     for (const f of s.faults) out.push(`  fault   ${f.code}${f.level === undefined ? '' : ` ${f.level}`} on ${f.node ?? '?'}${f.device === undefined ? '' : `/${f.device}`}${f.faultType === undefined ? '' : ` (${f.faultType})`}${f.note === undefined ? '' : `: ${f.note}`}`);
     s.reasons.forEach((x, i) => out.push(`  ${i === 0 ? 'because' : '   then'} [${x.stage}] ${x.detail}`));
     if (s.actions.length > 0) out.push(`  actions ${s.actions.join(', ')}`);

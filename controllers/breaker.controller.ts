@@ -2,7 +2,7 @@
  * The blast-radius breaker (a storm of faults must not restart or isolate half the cluster): holds the breaker state in memory for the gates the
  * job decisions and the node isolation ask before acting, counts chips taken out of service, and
  * hands the state to its reconciler (reconcilers/breaker.reconciler.ts), the only writer of
- * `mindx-dl/clusterd-ts-breaker`. Decisions are policy/breaker.ts; time comes from the injected clock
+ * `mindx-dl/clusterd-ts-breaker`. Decisions are policy/jobs/breaker.ts; time comes from the injected clock
  * and the work queue (auto-reset is a requeue of the reconciler's key). Stamps ageing out of the
  * window are no change to write: every reader prunes on load (an idle cluster sees no breaker writes).
  *

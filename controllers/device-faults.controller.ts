@@ -1,7 +1,7 @@
 /**
  * The intake flow: device-info, node-info, public-fault ConfigMaps, PubFault and Nodes -> FaultStore
  * -> `onChange` (the nodes it changed) -> the fault view (controllers/fault-view.ts). This file holds the flow's only
- * subscribe (style.md 2.1). Bad input is logged with its reason, counted, and changes nothing.
+ * subscribe (docs/CONVENTIONS.md#data-path). Bad input is logged with its reason, counted, and changes nothing.
  * Delayed public-fault deletes run from one work-queue key armed for the next one due
  * (runtime/timer-loop.ts).
  */

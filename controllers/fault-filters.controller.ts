@@ -1,7 +1,7 @@
 /**
- * The scheduler-view filters (behavior.md A.3 #20-#25, E.6) wired onto the intake: pods and
+ * The scheduler-view filters (docs/rules.md#filter.custom to #filter.stress-test, #filter.two-views) wired onto the intake: pods and
  * PodGroups -> which job holds which NPU and with which filter annotations -> policy/filters/fault-filters.ts per
- * node. This file holds the flow's only subscribe (style.md 2.1).
+ * node. This file holds the flow's only subscribe (docs/CONVENTIONS.md#data-path).
  *
  * Wiring (controllers/manager.ts):
  * - the fault view's scheduler view is `evaluate(node, job view).visible`, so cluster-info,
@@ -17,7 +17,7 @@
  *   window restarts the job then;
  * - cluster-info leaves out what the last evaluation of a node hid or dropped (`withheld`): chips
  *   whose only non-normal faults are withheld leave the device plugin's unhealthy lists, withheld
- *   UB switch codes leave the switch entry (behavior.md E.6);
+ *   UB switch codes leave the switch entry (docs/rules.md#filter.two-views);
  * - the UCE-accompany memory is persisted with the escalation state (`state()` / `restore()`).
  * Every change of a fault's verdict is logged once with its reason chain and counted.
  */
@@ -40,7 +40,7 @@ import type { Sources } from './sources/sources.ts';
 import { jobNodes } from '../policy/jobs/job-view.ts';
 import { npuClaimOf, type NpuClaimMode } from '../policy/jobs/npu-claims.ts';
 
-/** MindIE server pods (behavior.md A.3 #21): label `jobID` set and `app=mindie-ms-server`. */
+/** MindIE server pods (docs/rules.md#filter.mindie-hold): label `jobID` set and `app=mindie-ms-server`. */
 export const MINDIE_SERVER_APP = 'mindie-ms-server';
 /** An open-ended hide (step retry absorbed, stress test) is looked at again after this long. */
 export const OPEN_ENDED_RECHECK_MS = 30_000;
@@ -61,18 +61,18 @@ export interface FaultFiltersDeps {
   readonly clock?: QueueClock;
   /** The job view of a node: its records after the fault policy, before these filters. */
   readonly jobView: (node: string) => readonly FaultRecord[];
-  /** #23: the step-retry stage (recovery-step-retry.ts), records in, scheduler view out. */
+  /** docs/rules.md#filter.step-retry: the step-retry stage (recovery-step-retry.ts), records in, scheduler view out. */
   readonly stepRetry?: (node: string, records: readonly FaultRecord[], nowMs: number) => readonly FaultRecord[];
-  /** #21: the job's controller subscribed to the fault gRPC service (by job UID). */
+  /** docs/rules.md#filter.mindie-hold: the job's controller subscribed to the fault gRPC service (by job UID). */
   readonly faultSubscribed?: (jobUid: string) => boolean;
   /**
-   * #24: when the job reported a pod rank as having to exit (the recovery FSM's recover-in-place
+   * docs/rules.md#filter.recover-in-place: when the job reported a pod rank as having to exit (the recovery FSM's recover-in-place
    * plan, RecoveryController.mustExitReportedMs); a new report re-announces the job's nodes.
    */
   readonly mustExitReportedMs?: (jobUid: string, podRank: number) => number | undefined;
-  /** #22: UCEs the business plane reported on a node (device, time). */
+  /** docs/rules.md#filter.uce-accompany: UCEs the business plane reported on a node (device, time). */
   readonly businessUce?: (node: string) => ReadonlyArray<{ readonly device: string; readonly atMs: number }>;
-  /** #25: nodes running an online stress test; none known without a source. */
+  /** docs/rules.md#filter.stress-test: nodes running an online stress test; none known without a source. */
   readonly stressTestNodes?: () => ReadonlySet<string>;
   /**
    * Which AscendReal claims count (policy/jobs/npu-claims.ts): `verified` (default) also keeps a
@@ -272,7 +272,7 @@ export class FaultFiltersController {
 
   /**
    * A fact about a job that the filters read from outside the informers changed (its fault gRPC
-   * subscription, the MindIE hold of #21): forget the cached job facts and look at its nodes again.
+   * subscription, the MindIE hold of docs/rules.md#filter.mindie-hold): forget the cached job facts and look at its nodes again.
    */
   jobFactsChanged(jobId: string, nodes: readonly string[]): void {
     this.jobs.clear();

@@ -87,7 +87,7 @@ describe('fault policy engine (--device-plugin-rules): parameter plane 20 s rule
     expect(t.levelOf('n1', 'Ascend910-2', LINK_DOWN)).toBe('PreSeparateNPU');
     const line = t.lines.find((l) => l.msg === 'fault escalated');
     expect(line).toMatchObject({ node: 'n1', npu: 'Ascend910-2', code: LINK_DOWN, faultLevel: 'PreSeparateNPU', rule: 'FaultDuration' });
-    expect(String(line?.reasons)).toMatch(/^81078603 -> NotHandleFault \(base-level.*PreSeparateNPU \(FaultDuration: held longer than FaultTimeout 20 s/);
+    expect(String(line?.reasons)).toMatch(/^81078603 -> NotHandleFault \(base-level.*PreSeparateNPU \(FaultDuration \[detect\.duration-escalation\]: held longer than FaultTimeout 20 s/);
     const m = (await t.metrics.escalations.get()).values.find((v) => v.labels.rule === 'parameter_plane');
     expect(m?.value).toBe(1);
     expect(t.engine.verdicts('n1')[0]).toMatchObject({ device: 'Ascend910-2', level: 'PreSeparateNPU' });

@@ -1,5 +1,5 @@
 /**
- * Logs and metrics of the fault policy's decisions (style.md 2.7): every escalation is one structured
+ * Logs and metrics of the fault policy's decisions (docs/CONVENTIONS.md#logs-and-metrics): every escalation is one structured
  * line `fault escalated` with node, npu, code, faultLevel, rule and the reason chain (formatChain;
  * `faultLevel`, since winston's own `level` field would overwrite a `level` key), and
  * one `clusterd_escalations_total{rule,level}`; releases and judgements are logged too. The faults

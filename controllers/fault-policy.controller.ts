@@ -1,7 +1,7 @@
 /**
  * The fault-policy flow: configuration ConfigMaps (mindx-dl-fault-config, clusterd-config-cm),
  * clusterd-manual-info-cm (an operator deleting an NPU from `Total` releases it) and pods (which job
- * uses which NPU) -> FaultPolicyEngine. This file holds the flow's only subscribe (style.md 2.1).
+ * uses which NPU) -> FaultPolicyEngine. This file holds the flow's only subscribe (docs/CONVENTIONS.md#data-path).
  * It is the FaultPolicy the intake flow (device-faults.controller.ts) applies to every node, and it
  * post-processes the rendered cluster view with ClusterD's pre-separate rule.
  *
@@ -103,7 +103,7 @@ export class FaultPolicyController implements FaultPolicy {
   /** Fires due deadlines now (the engine's timer does this by itself). */
   reevaluate(): void { this.engine.tick(this.clock.now()); }
 
-  /** ClusterD's pre-separate rule over the rendered cluster view (behavior.md A.3 #26). */
+  /** ClusterD's pre-separate rule over the rendered cluster view (docs/rules.md#ingest.pre-separate). */
   adjustView(view: ClusterInfoView): ClusterInfoView {
     if (!this.engine.isReady) return view;
     const now = this.clock.now();

@@ -4,7 +4,7 @@
  * For the nodes of each change (the intake's, and the re-announcements of the fault policy's
  * deadlines, the filters' windows and the recovery's step-retry holds) it computes each node's job
  * view (the fault policy: levels, escalation, manual separation) and from it the scheduler view
- * (the filters of behavior.md A.3 #20-#25), keeps both, and emits the nodes whose view changed.
+ * (the filters of docs/rules.md#filter.custom to #filter.stress-test), keeps both, and emits the nodes whose view changed.
  * Every consumer (cluster-info, the jobs pipeline, relation faults, the fault gRPC publisher, the
  * recovery FSMs) reads the kept views; none recomputes them.
  *

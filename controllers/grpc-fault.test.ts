@@ -8,7 +8,7 @@ import type { Node } from '../runtime/kube-objects.ts';
 const rec = (node: string, code: string, level: NpuFaultLevel, device?: string, source: FaultRecord['source'] = 'npu'): FaultRecord =>
   ({ node, source, code, level, reportedLevel: level, firstSeenMs: 1, ...(device ? { device } : {}) });
 
-describe('fault.Fault picture (grpc.md §2.3)', () => {
+describe('fault.Fault picture (docs/grpc.md#fault-service)', () => {
   it('groups per chip and per node-wide source, with Healthy / SubHealthy / UnHealthy levels', () => {
     const info = nodeFaultInfo('n1', [
       rec('n1', '80E18402', 'SeparateNPU', 'Ascend910-3'),

@@ -1,10 +1,10 @@
 /**
- * The `fault.Fault` publisher (grpc.md §2, behavior.md A.4 #34): registered clients of a job (or of
+ * The `fault.Fault` publisher (docs/grpc.md#fault-service, docs/rules.md#job.fault-subscription): registered clients of a job (or of
  * the cluster, jobId `-1`) get a `fault` FaultMsgSignal whenever the fault picture of the job's
  * nodes changes, and one `normal` message once it clears; GetFaultMsgSignal answers the current
  * picture (null when there is none: the transport answers 200 with an empty faultSignal).
  *
- * Picture: per node with faults (NotHandleFault dropped, A.4 #31; hidden faults included, E.6), the
+ * Picture: per node with faults (NotHandleFault dropped, docs/rules.md#job.subscriber-levels; hidden faults included, docs/rules.md#filter.two-views), the
  * node's level and one DeviceFaultInfo per chip (deviceId = chip index, deviceType `NPU`) or per
  * node-wide source (deviceId `-1`, deviceType `Node` / `Switch`). Levels: UnHealthy when any fault
  * is above SubHealth/NotHandle/PreSeparate, SubHealthy with a SubHealthFault, else Healthy.
@@ -61,7 +61,7 @@ export interface FaultPublisherDeps {
   /** The nodes of a job's pods; undefined when the job is unknown. */
   readonly jobNodes: (jobId: string) => readonly string[] | undefined;
   /**
-   * A job gained its first or lost its last subscriber. The MindIE hold (A.3 #21) depends on it, so
+   * A job gained its first or lost its last subscriber. The MindIE hold (docs/rules.md#filter.mindie-hold) depends on it, so
    * the scheduler view of the job's nodes may change with no new fault.
    */
   readonly subscriptionChanged?: (jobId: string, nodes: readonly string[]) => void;
@@ -114,7 +114,7 @@ export class FaultPublisher {
     this.d.subscriptionChanged(jobId, this.d.jobNodes(jobId) ?? []);
   }
 
-  /** A client of this job (not the cluster-wide `-1`) holds a subscription (the MindIE hold, A.3 #21). */
+  /** A client of this job (not the cluster-wide `-1`) holds a subscription (the MindIE hold, docs/rules.md#filter.mindie-hold). */
   subscribed(jobId: string): boolean {
     for (const s of this.subscribers.values()) if (s.stream.client.jobId === jobId) return true;
     return false;

@@ -1,5 +1,5 @@
 /**
- * The gRPC handlers (grpc/handlers.ts) wired to the controller (grpc.md §11, behavior.md A.9 #66-#69):
+ * The gRPC handlers (grpc/handlers.ts) wired to the controller (docs/grpc.md#server-behaviour, docs/rules.md#recover.register to #recover.software-entry):
  * - Recover: Init reads the PodGroup (0 / 403 / 502), Register patches `process-recover-enable=on`
  *   and creates the job's FSMs (0 / 502), a subscription resets them and carries their signals, and
  *   the four reports become FSM events; ReportRecoverStrategy / ReportRecoverStatus go to the

@@ -4,7 +4,7 @@
  * queued at once, what follows within --burst-window-ms coalesced by `addAfter`) -> the per-job
  * decision reconcile (reconcilers/job-decisions.reconciler.ts, which aggregates the job from the
  * caches) -> actions/ and the job ConfigMap reconcilers. This file holds the flow's only subscribe
- * (style.md 2.1).
+ * (docs/CONVENTIONS.md#data-path).
  *
  * Modes:
  * - `--rescheduling=false` (ClusterD role beside the real Volcano ascend plugin): the job index is kept
@@ -83,7 +83,7 @@ export interface JobsControllerDeps {
   readonly handOff: HandOffSink;
   /**
    * The scheduler-view filters (fault-filters.controller.ts): visible plus hidden faults of these nodes
-   * and the hide windows, so aggregates mark hidden causes (B6 row 2). Default: the filtered view only.
+   * and the hide windows, so aggregates mark hidden causes (docs/rules.md#decision.hidden-by-filter). Default: the filtered view only.
    */
   readonly filtered?: (nodes: readonly string[]) => { readonly faults: readonly FaultRecord[]; readonly hidden: ReadonlyMap<string, HiddenFault> };
   /** The blast-radius breaker (breaker.controller.ts): asked before every reschedule and node isolation. */

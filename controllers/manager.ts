@@ -184,7 +184,7 @@ export class Manager implements HealthSource {
       publicFaultMessage: new Subject<void>(),
       /** A job's fault gRPC subscription changed: the filters' job facts. */
       jobFacts: new Subject<{ readonly jobId: string; readonly nodes: readonly string[] }>(),
-      /** Jobs the recovery hands back to the decisions loop (label `pause`, B6 row 9 -> 10/11). */
+      /** Jobs the recovery hands back to the decisions loop (label `pause`: docs/rules.md#decision.process-gives-up, then pod or job level). */
       redecide: new Subject<string>(),
       /** The breaker was reset: every job is decided again. */
       breakerReset: new Subject<void>(),
@@ -231,7 +231,7 @@ export class Manager implements HealthSource {
     this.recovery = new RecoveryController({
       client: deps.client, sources: s, faults: { jobView: (n) => faults.jobView(n), changes$: faults.changes$, notify: (n) => ports.reannounce.next(n) },
       writer, options, log: log.child({ controller: 'recovery' }), metrics, now,
-      // With our jobs pipeline acting, label `pause` makes it re-decide the job (B6 row 9 -> 10/11).
+      // With our jobs pipeline acting, label `pause` makes it re-decide the job (docs/rules.md#decision.process-gives-up, then pod or job level).
       handover: (key) => { ports.redecide.next(key); return this.reschedulingRole.holds; },
       holdsRescheduling: () => this.reschedulingRole.holds,
     });
@@ -272,7 +272,7 @@ export class Manager implements HealthSource {
     this.jobs = new JobsController({
       breaker: this.breaker,
       registered: (uid) => recovery.isRegistered(uid),
-      // B6 rows 6/8: the decision's hand-off starts the job's FSM now (preExitProcess before the
+      // docs/rules.md#decision.hot-switch, #decision.process-level: the decision's hand-off starts the job's FSM now (preExitProcess before the
       // fault pods are deleted, as ClusterD's order has it); see RecoveryController.handOff.
       handOff: (key, action, signal) => recovery.handOff(key, action, signal),
       filtered: (nodes) => faults.jobSnapshot(nodes, now()),
@@ -280,7 +280,7 @@ export class Manager implements HealthSource {
       options, log: log.child({ controller: 'jobs' }), metrics, now,
     });
     const clusterInfo = clusterInfoReconciler({
-      // The scheduler view, minus what its filters withheld from the device plugin's lists (E.6).
+      // The scheduler view, minus what its filters withheld from the device plugin's lists (docs/rules.md#filter.two-views).
       nodes: () => store.nodeNames(),
       // The placement view: flapping hardware held faulty (flap damping) keeps new pods off it.
       renderNode: (node, nowMs) => this.faultPolicy.adjustView(renderClusterInfo(store, (n) => faults.placement(n), nowMs, (n) => faults.withheld(n), [node])),

@@ -1,7 +1,7 @@
 /**
  * The in-memory half of the FSM commands (the I/O half is actions/recovery-commands.action.ts):
- * step-retry holds (what the job pipeline reads to keep retry faults from rescheduling, B6 row 2),
- * retry faults fed back from ReportProcessFault (A.9 #69, kept 60 s like ClusterD's business-plane
+ * step-retry holds (what the job pipeline reads to keep retry faults from rescheduling, docs/rules.md#decision.hidden-by-filter),
+ * retry faults fed back from ReportProcessFault (docs/rules.md#recover.software-entry, kept 60 s like ClusterD's business-plane
  * reports), stream close, and the hot-switch downgrade, which is written to the state store before
  * the FSM moves on.
  */
@@ -92,7 +92,7 @@ export class MemoryCommands {
         const added = cmd.faults.flatMap((f) => (f.faultType === '0' || f.faultType === '2' ? [{ rankId: f.rankId, faultType: f.faultType, atMs: now }] : []));
         this.reports.set(id, [...kept, ...added]);
         this.d.touch(job);
-        // The reports are inputs of the job's scheduler view (step retry's RecoverTime, A.3 #22's
+        // The reports are inputs of the job's scheduler view (step retry's RecoverTime, docs/rules.md#filter.uce-accompany's
         // business UCEs): re-announce its nodes, and again when the step-retry window ends.
         this.d.holdChanged(job);
         return true;

@@ -1,7 +1,7 @@
 /**
  * One registered job's two state machines, run as ClusterD runs its per-job controller: the
- * process-level recovery FSM (policy/recovery/recovery-fsm.ts, B1) and the hot-switch FSM
- * (policy/recovery/hot-switch-fsm.ts, B2), fed one event at a time from a single queue, so that routing
+ * process-level recovery FSM (policy/recovery/recovery-fsm.ts, docs/rules.md#recover.fsm) and the hot-switch FSM
+ * (policy/recovery/hot-switch-fsm.ts, docs/rules.md#hotswitch.fsm), fed one event at a time from a single queue, so that routing
  * decisions see both current states:
  * - ReportRecoverStrategy / ReportRecoverStatus go to the hot-switch FSM while it is not idle, else
  *   to the recovery FSM (hot-switch-fsm.ts wiring rules);

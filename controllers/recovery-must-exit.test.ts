@@ -1,5 +1,5 @@
 /**
- * The recover-in-place filter (A.3 #24) fed by the recovery FSM's plan (A.9 #73), in one virtual
+ * The recover-in-place filter (docs/rules.md#filter.recover-in-place) fed by the recovery FSM's plan (docs/rules.md#recover.in-place), in one virtual
  * time: a pod rank's L2/L3 fault stays out of the scheduler view while the rank may restart in place,
  * and reaches it as soon as the FSM puts the pod on its exit list (not at the 60 s window end); a rank
  * restarted in place stays hidden until 60 s.
@@ -73,7 +73,7 @@ function setUp() {
     await job.feed({ machine: 'recovery', event: { type: 'faultObserved', jobHealth: 'UnHealthy', ranks: observed } });
     await settle();
   };
-  /** Fault seen and reported, stop complete; runs to the in-place check and returns when it ends (B1 timings). */
+  /** Fault seen and reported, stop complete; runs to the in-place check and returns when it ends (docs/rules.md#recover.fsm timings). */
   const start = async (observed: ObservedFaultRank[]): Promise<number> => {
     await feed(observed);
     for (const r of observed) await job.feed({ machine: 'recovery', event: { type: 'processFaultReported', faultRanks: [{ rankId: String(r.rankId), faultType: '1' }] } });
@@ -88,7 +88,7 @@ function setUp() {
   return { vts, job, filters, records, lines, announced, view, until, feed, start };
 }
 
-describe('recover-in-place filter fed by the recovery FSM (A.3 #24, A.9 #73)', () => {
+describe('recover-in-place filter fed by the recovery FSM (docs/rules.md#filter.recover-in-place, #recover.in-place)', () => {
   it('a pod whose L2/L3 fault lingers through the in-place check reaches the scheduler when the FSM sends it away', async () => {
     const t = setUp();
     t.records.set('n1', [rec('n1', 'Ascend910-1', '80E01801', 'RestartBusiness', 0)]);

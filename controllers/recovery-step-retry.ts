@@ -1,5 +1,5 @@
 /**
- * The step-retry filter on the scheduler view (behavior.md A.3 #23, B6 row 2, E.6): for a job with
+ * The step-retry filter on the scheduler view (docs/rules.md#filter.step-retry, #decision.hidden-by-filter, #filter.two-views): for a job with
  * `process-recover-enable=on` and `retry` in `recover-strategy`, the retry faults 80E01801 (UCE) and
  * 8C1F860B (HCCL) on its chips are kept out of what the rescheduler sees (cluster-info and the jobs
  * pipeline, both read DeviceFaultsController.effective) while policy/filters/step-retry-filter.ts says so:

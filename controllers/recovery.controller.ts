@@ -1,8 +1,8 @@
 /**
- * The process-level recovery flow (behavior.md A.9, A.10, B1, B2, B6 rows 6/8/9): one
+ * The process-level recovery flow (docs/rules.md#recover, #hotswitch, #recover.fsm, #hotswitch.fsm, #decision.hot-switch, #decision.process-level, #decision.process-gives-up): one
  * JobFsm (recovery + hot-switch FSMs) per job registered over gRPC, fed from the informer caches and
  * the fault view, executing its commands through actions/. This file holds the flow's only
- * subscribe (style.md 2.1).
+ * subscribe (docs/CONVENTIONS.md#data-path).
  *
  * Who feeds what:
  * - pods / PodGroups / node faults of a registered job -> (coalesced per job, policy/recovery/recovery-feed.ts)
@@ -49,7 +49,7 @@ import { StepRetryView } from './recovery-step-retry.ts';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import { jobNodes } from '../policy/jobs/job-view.ts';
 
-/** Recovery FSM edges (policy/recovery/recovery-fsm.ts reason lines `from -(event)-> to [B1 row n]`) for the goodput stages. */
+/** Recovery FSM edges (policy/recovery/recovery-fsm.ts reason lines `from -(event)-> to [recover.fsm #n]`) for the goodput stages. */
 const FAULT_EDGE = /^(INIT|ScaleRunningState) -\(faultOccur\)->/;
 const RESUMED_EDGE = /^\S+ -\((recoverSuccess|scaleInSuccessEvent|scaleOutSuccessEvent)\)->|^FaultRetryState -\(finish\)-> INIT/;
 
@@ -166,7 +166,7 @@ export class RecoveryController {
     return this.d.faults.jobView(node);
   }
 
-  /** UCEs the agents reported (ReportProcessFault, retry-only) on a node's chips: the business-plane input of A.3 #22. */
+  /** UCEs the agents reported (ReportProcessFault, retry-only) on a node's chips: the business-plane input of docs/rules.md#filter.uce-accompany. */
   businessUce(node: string): Array<{ device: string; atMs: number }> {
     return [...this.jobs.values()].flatMap((j) => {
       const reports = this.memory.retryReports(j.jobId).filter((r) => r.faultType === '0');
@@ -180,7 +180,7 @@ export class RecoveryController {
   /**
    * When the job's recovery FSM reported the pod at `podRank` as must exit (its recover-in-place plan
    * sends the pod away instead of restarting it in place): the recover-in-place filter's input
-   * (A.3 #24), so the pod's L2/L3 faults reach the scheduler from then on.
+   * (docs/rules.md#filter.recover-in-place), so the pod's L2/L3 faults reach the scheduler from then on.
    */
   mustExitReportedMs(jobId: string, podRank: number): number | undefined {
     return this.jobs.get(jobId)?.mustExitReportedMs(podRank);
@@ -426,7 +426,7 @@ export class RecoveryController {
     this.gaugeState.set(job.jobId, state);
   }
 
-  /** Register (grpc.md §11): PodGroup label `process-recover-enable=on`, then the job's FSMs. */
+  /** Register (docs/grpc.md#server-behaviour): PodGroup label `process-recover-enable=on`, then the job's FSMs. */
   async register(jobId: string): Promise<'ok' | 'no-job' | 'patch-failed'> {
     const found = this.lookup(jobId);
     if (found === undefined) return 'no-job';
@@ -470,10 +470,10 @@ export class RecoveryController {
   }
 
   /**
-   * The jobs decision's hand-off (B6 rows 6, 8). ClusterD's fault handler sends preExitProcess to
+   * The jobs decision's hand-off (docs/rules.md#decision.hot-switch, #decision.process-level). ClusterD's fault handler sends preExitProcess to
    * the fault pods that are still the original ones, after waiting up to 10 s for the FSM to leave
    * INIT (fault_recover_service.go notifyFaultInfoForJob, sleepForStateChange, sendPreExitSignal);
-   * the signal lets the training processes exit so MindIO reports the fault (#69). Deleting the fault
+   * the signal lets the training processes exit so MindIO reports the fault (docs/rules.md#recover.software-entry). Deleting the fault
    * pods first would skip it ("no longer the original pods"), so the FSM sees the faults now and the
    * decision's deletions wait until its preExitProcess is sent or skipped. A hot switch needs no wait.
    */

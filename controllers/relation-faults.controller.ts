@@ -1,11 +1,11 @@
 /**
- * The relation-fault flow (behavior.md A.4 #32, B7 #7, formats.md 2.6): pods, PodGroups and node
+ * The relation-fault flow (docs/rules.md#job.relation-faults, docs/formats.md#clusterd-config-files): pods, PodGroups and node
  * faults -> per job, every fault on its NPUs and on the UB switches of its nodes (the scheduler view,
  * as ClusterD's job center reads the processed views) -> policy/faults/relation-faults.ts -> on a strategy
  * change, the job's pod on that node is labelled `fault-type=Separate|SubHealth`
  * (reconcilers/relation-faults-labels.reconciler.ts, leader only). The jobs pipeline reads the label: `Separate` is the task
  * fault `RelationFaultSeparate`, which is also the reschedule reason Volcano records. This file holds
- * the flow's only subscribe (style.md 2.1).
+ * the flow's only subscribe (docs/CONVENTIONS.md#data-path).
  *
  * A job is observed as soon as it is seen (its first sight: older relation faults are skipped) and
  * again whenever its pods, PodGroup or node faults change, in batches of RELATION_BATCH_MS. The batch

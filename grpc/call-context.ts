@@ -16,7 +16,7 @@ export const grpcCodeName = (code: number): string =>
   (Object.entries(GrpcStatus).find(([, v]) => v === code)?.[0]) ?? String(code);
 
 /**
- * ClusterD's unary interceptor (grpc.md §0): `/Recover/HealthCheck` has its own bucket, every other
+ * ClusterD's unary interceptor (docs/grpc.md#transport): `/Recover/HealthCheck` has its own bucket, every other
  * unary method shares one. Streams are not limited.
  */
 export class UnaryRateLimiter {

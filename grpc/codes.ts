@@ -1,6 +1,6 @@
 /**
  * Response codes carried inside `Status.code` / `RespStatus.code` / `FaultQueryResult.code`
- * (ClusterD `CD/domain/common/code.go`, grpc.md §7), and the fixed texts real clients may log or match.
+ * (ClusterD `CD/domain/common/code.go`, docs/grpc.md#response-codes), and the fixed texts real clients may log or match.
  */
 export const Code = {
   OK: 0,
@@ -44,7 +44,7 @@ export interface Status {
 
 export const status = (code: number, info: string): Status => ({ code, info });
 
-/** Texts ClusterD uses on the wire (grpc.md §9.4, §11, §2.3, §3.3). */
+/** Texts ClusterD uses on the wire (docs/grpc.md#taskd-sequence, #server-behaviour, #fault-service, #pubfault-service). */
 export const Info = {
   initSuccess: (jobId: string) => `job(uid=${jobId}) init success`,
   registerSuccess: 'register success',
@@ -65,6 +65,6 @@ export const Info = {
   pubFaultLimited: 'limiter work by resource failed',
 } as const;
 
-/** The Recover report replies ClusterD builds once the state machine took the request (grpc.md §11). */
+/** The Recover report replies ClusterD builds once the state machine took the request (docs/grpc.md#server-behaviour). */
 export const reportReceived = (jobId: string, uuid: string, rpc: string): Status =>
   status(Code.OK, Info.reportReceived(jobId, uuid, rpc));

@@ -6,7 +6,7 @@ import { openStream, startStubServer, unaryCall, unaryError, type StubServer } f
 
 const JOB = 'b7f0c3d2-1111-2222-3333-444455556666';
 
-describe('fault.Fault service (grpc.md §2.3)', () => {
+describe('fault.Fault service (docs/grpc.md#fault-service)', () => {
   let t: StubServer;
   let c: Client;
   beforeEach(async () => {

@@ -1,11 +1,11 @@
 /**
- * `fault.Fault` service (fault.proto, package `fault`: paths `/fault.Fault/<Method>`), grpc.md §2.3.
+ * `fault.Fault` service (fault.proto, package `fault`: paths `/fault.Fault/<Method>`), docs/grpc.md#fault-service.
  * jobId '' means cluster-wide and becomes '-1'. Go handler errors are gRPC UNKNOWN here as in ClusterD.
  *
  * Stricter than ClusterD: Register and SubscribeFaultMsgSignal for a job pass the caller gate
  * (peer.ts) with scope `namespace`: the caller must be a pod in the job's namespace, since the
  * legitimate subscriber of a job (a MindIE controller, whose subscription also starts the MindIE
- * RestartRequest hold of the server job, behavior.md A.3 #21) runs in a pod of its own beside the
+ * RestartRequest hold of the server job, docs/rules.md#filter.mindie-hold) runs in a pod of its own beside the
  * job; another namespace's tenant cannot subscribe for the job. The cluster-wide publisher (`-1`)
  * names no job and is open to any address. Every publisher counts against the per-job, per-client
  * and total caps (registry.ts), refused with RESOURCE_EXHAUSTED.

@@ -71,7 +71,7 @@ export interface ProcessSignalSubscription extends StreamSubscription {
 }
 
 /**
- * Recover service (grpc.md §1, §11). The transport already checked: Init idempotency and job existence;
+ * Recover service (docs/grpc.md#recover-service, #server-behaviour). The transport already checked: Init idempotency and job existence;
  * Register: already registered -> 0, Init done (408), job exists (402), job cap (500); reports: job
  * registered (400). The handler answers the rest.
  */
@@ -93,7 +93,7 @@ export interface RecoverHandlers {
   reportProcessFault(request: ProcessFaultRequest): Awaitable<Status>;
 }
 
-/** Fault subscription service (grpc.md §2). `jobId` '-1' means cluster-wide. */
+/** Fault subscription service (docs/grpc.md#fault-service). `jobId` '-1' means cluster-wide. */
 export interface FaultHandlers {
   /** A new publisher stream for (jobId, role); push `fault` / `normal` FaultMsgSignal messages. */
   subscribe(stream: SignalStream<FaultMsgSignal>): StreamSubscription;
@@ -101,7 +101,7 @@ export interface FaultHandlers {
   query(jobId: string): Awaitable<FaultMsgSignal | null>;
 }
 
-/** Public-fault intake (grpc.md §3). Structure, resource and rate were already checked. */
+/** Public-fault intake (docs/grpc.md#pubfault-service). Structure, resource and rate were already checked. */
 export interface PubFaultHandlers {
   /** Check codes against the public-fault config and ingest: 0 `public fault send successfully`, or 409 + reason. */
   sendPublicFault(request: PublicFaultRequest): Awaitable<Status>;

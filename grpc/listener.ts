@@ -1,6 +1,6 @@
 /**
  * The TCP listener in front of grpc-js: ClusterD's listener caps (1,024 connections in total, 512 per
- * source IP; grpc.md §0) enforced on accept, then each socket is handed to grpc-js through its
+ * source IP; docs/grpc.md#transport) enforced on accept, then each socket is handed to grpc-js through its
  * connection injector (which also does the TLS handshake when the credentials are secure).
  */
 import { createServer, type Server, type Socket } from 'node:net';

@@ -1,7 +1,7 @@
 /**
  * TypeScript shapes of the messages this server exchanges, with the wire field names (keepCase), and
  * normalisers that turn whatever proto-loader decoded into these shapes without ever throwing.
- * Field numbers live in grpc/protos/*.proto (grpc.md §1-§3).
+ * Field numbers live in grpc/protos/*.proto (docs/grpc.md#recover-service, #fault-service, #pubfault-service).
  */
 import type { Status } from './codes.ts';
 import type { ProcessManageSignal, WireFaultRank } from '../vocabulary/process-manage-signal.ts';
@@ -95,7 +95,7 @@ const strMap = (v: unknown): Record<string, string> => {
 
 export const toClientInfo = (v: unknown): ClientInfo => ({ jobId: str(obj(v)['jobId']), role: str(obj(v)['role']) });
 export const toFaultRank = (v: unknown): FaultRank => ({ rankId: str(obj(v)['rankId']), faultType: str(obj(v)['faultType']) });
-/** A missing `status` counts as code 0 (grpc.md §11: the real server would crash on it). */
+/** A missing `status` counts as code 0 (docs/grpc.md#server-behaviour: the real server would crash on it). */
 export const toStatus = (v: unknown): Status => ({ code: num(obj(v)['code']), info: str(obj(v)['info']) });
 
 export const toStopCompleteRequest = (v: unknown): StopCompleteRequest => {

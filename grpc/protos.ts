@@ -1,9 +1,9 @@
 /**
- * Loads our own .proto files (grpc/protos/, written from grpc.md) with @grpc/proto-loader.
+ * Loads our own .proto files (grpc/protos/, written from docs/grpc.md) with @grpc/proto-loader.
  *
  * Options: `keepCase: true` so message objects use the wire/JSON field names (`jobId` beside `jobID`,
  * `HcclJson`); `longs: Number` because every int64 in these protos (timeouts, ms timestamps, stress
- * op ids) is below 2^53 (grpc.md §0), so handlers see plain numbers; `defaults: true` + `arrays: true`
+ * op ids) is below 2^53 (docs/grpc.md#transport), so handlers see plain numbers; `defaults: true` + `arrays: true`
  * so absent proto3 scalars/lists decode as '', 0, false, [] (a missing sub-message stays null).
  */
 import { fileURLToPath } from 'node:url';

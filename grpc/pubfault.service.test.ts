@@ -13,7 +13,7 @@ const request = (over: Record<string, unknown> = {}, fault: Record<string, unkno
 });
 type S = { code: number; info: string };
 
-describe('PubFault/SendPublicFault (grpc.md §3.3)', () => {
+describe('PubFault/SendPublicFault (docs/grpc.md#pubfault-service)', () => {
   let t: StubServer;
   let c: Client;
   beforeEach(async () => {

@@ -1,5 +1,5 @@
 /**
- * `PubFault` service (pubfault.proto, no package: `/PubFault/SendPublicFault`), grpc.md §3.
+ * `PubFault` service (pubfault.proto, no package: `/PubFault/SendPublicFault`), docs/grpc.md#pubfault-service.
  * Every answer has gRPC status OK with the code in the body: 409 on a bad request, 410 when the
  * resource's token bucket (burst 100, 1/s) is empty, else the handler's answer.
  * Order: resource allow-list (so the per-resource buckets stay bounded) -> rate -> structure -> handler.

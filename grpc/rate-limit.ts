@@ -1,5 +1,5 @@
 /**
- * Token buckets for the gRPC transport (grpc.md §0, behavior.md C.1): per-method unary QPS buckets,
+ * Token buckets for the gRPC transport (docs/grpc.md#transport, docs/rules.md#timing.clusterd): per-method unary QPS buckets,
  * the fault query's 10/s limiter with a 50-deep wait queue, and the public-fault per-resource bucket.
  * Time comes from an injected `now()` (ms) so tests can drive it.
  */

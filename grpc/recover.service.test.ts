@@ -8,7 +8,7 @@ const JOB = '6f1c2a9e-0b1d-4c55-9a7e-3d2f1e0c9b11';
 const who = { jobId: JOB, role: 'taskd' };
 type S = { code: number; info: string };
 
-describe('Recover service (grpc.md §11)', () => {
+describe('Recover service (docs/grpc.md#server-behaviour)', () => {
   let t: StubServer;
   let c: Client;
   beforeEach(async () => {

@@ -1,5 +1,5 @@
 /**
- * `Recover` service (recover.proto, no package: paths `/Recover/<Method>`), grpc.md §1 and §11.
+ * `Recover` service (recover.proto, no package: paths `/Recover/<Method>`), docs/grpc.md#recover-service, #server-behaviour.
  * Transport only: checks, registry bookkeeping, keep-alive; decisions go to RecoverHandlers.
  * Every call that acts on a job (Init, Register, the subscriptions, the reports, the O&M replies)
  * first passes the caller gate (peer.ts): stricter than ClusterD, which serves any address.

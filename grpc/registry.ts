@@ -1,5 +1,5 @@
 /**
- * In-memory client registries of the gRPC server (grpc.md §2.3, §9.5, §11).
+ * In-memory client registries of the gRPC server (docs/grpc.md#fault-service, #taskd-sequence, #server-behaviour).
  *
  * Recover: per job, Init -> Register -> one subscription stream. Init and Register are idempotent
  * once done (a reconnecting TaskD redoes both before each re-subscribe, and they must be no-ops); a
@@ -17,7 +17,7 @@ import type { ClientInfo } from './messages.ts';
 
 export const DEFAULT_MAX_SERVE_JOBS = 10_000;
 
-/** The roles real TaskD clients use (grpc.md §8): the Go manager and the legacy Python client. */
+/** The roles real TaskD clients use (docs/grpc.md#client-discovery): the Go manager and the legacy Python client. */
 export const TASKD_ROLES = ['taskd', 'master agent'] as const;
 export type ClientKind = 'taskd' | 'master agent' | 'other';
 export const clientKind = (role: string): ClientKind =>

@@ -10,7 +10,7 @@ const who = { jobId: JOB, role: 'taskd' };
 const cert = readFileSync(new URL('./testdata/localhost.crt', import.meta.url));
 const key = readFileSync(new URL('./testdata/localhost.key', import.meta.url));
 
-describe('gRPC transport (grpc.md §0)', () => {
+describe('gRPC transport (docs/grpc.md#transport)', () => {
   let t: StubServer | undefined;
   afterEach(async () => {
     await t?.close();

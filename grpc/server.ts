@@ -1,7 +1,7 @@
 /**
  * The ClusterD-compatible gRPC server (port 8899): transport only. Registers Recover, fault.Fault and
  * PubFault with the injected handlers, answers job.Job, config.Config and TrainingDataTrace with
- * UNIMPLEMENTED, and applies ClusterD's transport limits (grpc.md §0, behavior.md C.1).
+ * UNIMPLEMENTED, and applies ClusterD's transport limits (docs/grpc.md#transport, docs/rules.md#timing.clusterd).
  */
 import {
   Server,

@@ -1,6 +1,6 @@
 /**
  * Input checks of the gRPC transport. ClusterD's own rules: the fault query's jobId (8-128 chars, no
- * CJK), and the public-fault request rules (behavior.md #19, formats.md §1.3). Our additions, which
+ * CJK), and the public-fault request rules (docs/rules.md#ingest.public-faults, docs/formats.md#public-fault). Our additions, which
  * ClusterD does not have: an upper bound on Recover identifiers and on report list sizes, so that a
  * hostile but < 4 MiB message cannot blow up the state machine or the logs.
  */
@@ -25,7 +25,7 @@ export const validJobId = (jobId: string): boolean =>
 
 export const validRole = (role: string): boolean => role.length <= MAX_ROLE_LENGTH && !CONTROL.test(role);
 
-/** GetFaultMsgSignal: '-1' (cluster-wide), or 8-128 characters without CJK (grpc.md §2.3). */
+/** GetFaultMsgSignal: '-1' (cluster-wide), or 8-128 characters without CJK (docs/grpc.md#fault-service). */
 export const validFaultQueryJobId = (jobId: string): boolean =>
   jobId === '-1' || (jobId.length >= 8 && jobId.length <= MAX_ID_LENGTH && !CJK.test(jobId) && !CONTROL.test(jobId));
 
@@ -51,7 +51,7 @@ export function checkReportSizes(parts: {
   return ok(true);
 }
 
-// ---- public faults (behavior.md #19, formats.md §1.3) ----
+// ---- public faults (docs/rules.md#ingest.public-faults, docs/formats.md#public-fault) ----
 
 export const DEFAULT_PUBLIC_FAULT_RESOURCES = ['CCAE', 'fd-online', 'pingmesh', 'Netmind', 'dpcStorage', 'dtfsStorage'] as const;
 const PUB_ID = /^[A-Za-z0-9._-]{8,128}$/;

@@ -1,6 +1,6 @@
 /**
  * Wire compatibility, proved without our .proto files: messages are built with protobufjs from a
- * field-number table written here from grpc.md §1-§3, sent as raw bytes to the real server on a real
+ * field-number table written here from docs/grpc.md#recover-service, #fault-service, #pubfault-service, sent as raw bytes to the real server on a real
  * socket, and compared with what the handlers received (and vice versa for replies and streams).
  */
 import { Client, credentials, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';

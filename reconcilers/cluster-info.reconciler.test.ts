@@ -1,6 +1,5 @@
 /**
- * renderClusterInfo with the scheduler-view filters wired as the Manager wires them (behavior.md A.3
- * #20, E.6): while a job's custom filter hides a fault, the chip the device plugin put in `-Unhealthy`
+ * renderClusterInfo with the scheduler-view filters wired as the Manager wires them (docs/rules.md#filter.custom, #filter.two-views): while a job's custom filter hides a fault, the chip the device plugin put in `-Unhealthy`
  * for it and the UB switch code are out of what Volcano reads; when the window ends they are back.
  */
 import { FaultStore } from '../state/fault-store.ts';

@@ -1,7 +1,7 @@
 /**
  * Makes `mindx-dl/cluster-info-device-N`, `cluster-info-switch-N` and `cluster-info-node-cm` (label
  * mx-consumer-volcano=true, data key = CM name) match the fault view: the contract with Volcano's
- * ascend plugin (formats.md 3.1). One key, `cluster-info`, so a burst of node changes costs one
+ * ascend plugin (docs/formats.md#cluster-info). One key, `cluster-info`, so a burst of node changes costs one
  * pass. Shards are cut at 800 KiB; surplus shards from a larger past are blanked, never deleted.
  *
  * A pass costs what changed, not the cluster's size: each node's entries are kept encoded
@@ -10,7 +10,7 @@
  * renders every node again and warns about any node whose cached entry was stale (a change that
  * reached the view without a notification).
  *
- * Change detection ignores `UpdateTime`, as ClusterD's does (behavior.md E.3): a pass whose only
+ * Change detection ignores `UpdateTime`, as ClusterD's does (docs/rules.md#ingest.change-detection): a pass whose only
  * changes are newer `UpdateTime`s (the device plugin's and NodeD's periodic rewrites) writes nothing;
  * the new times go out with the next real change or the periodic refresh.
  *
@@ -50,7 +50,7 @@ export type { ClusterInfoView };
  * recomputed by ClusterD's rules from the device plugin's lists plus every effective chip fault
  * (including public faults and policy escalations).
  *
- * `effective` is the scheduler view (after the per-job filters, behavior.md A.3 #20-#25, E.6);
+ * `effective` is the scheduler view (after the per-job filters, docs/rules.md#filter.custom to #filter.stress-test, #filter.two-views);
  * `withheld` gives what those filters hid or dropped on the node, read right after `effective(node)`.
  * A withheld fault leaves every list Volcano reads: its chip leaves the device plugin's
  * `-Unhealthy` / `-NetworkUnhealthy` unless a visible non-normal fault keeps it there (ClusterD

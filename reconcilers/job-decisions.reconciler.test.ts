@@ -160,7 +160,7 @@ describe('job decisions reconcile', () => {
     expect(cms.writes).toEqual([]);
   });
 
-  it('a fault hidden by a filter (the pipeline snapshot) is B6 row 2: nothing until its window ends, then the job restarts', async () => {
+  it('a fault hidden by a filter (the pipeline snapshot) is docs/rules.md#decision.hidden-by-filter: nothing until its window ends, then the job restarts', async () => {
     const { r, ctx, log, advance } = setup({ hiddenUntilMs: 1_005_000 });
     const out = await r.reconcile(KEY, ctx);
     expect(log).toEqual([]);

@@ -1,11 +1,11 @@
 /**
- * The per-job reconcile: decide, record, act (style.md 2.4, 1.6 "deciding apart from doing").
+ * The per-job reconcile: decide, record, act (docs/CONVENTIONS.md#reconcilers, #pure-decisions).
  *
  * For a job key (`<ns>/<podGroupName>`), on every burst of its faults or pod changes and on its timers:
  * 1. a pending decision left by a crash or a failed pass is carried out first (replay, idempotent);
  * 2. the job is aggregated from the caches, with the same snapshot as the aggregation pipeline (hidden
- *    faults marked, B6 row 2; policy/job-aggregation), and decided (policy/job-restart
- *    `decideJob`, B6 + B4) against the persisted state;
+ *    faults marked, docs/rules.md#decision.hidden-by-filter; policy/job-aggregation), and decided (policy/job-restart
+ *    `decideJob`, docs/rules.md#decision.order + docs/rules.md#resched.lifecycle) against the persisted state;
  * 3. a decision with actions not yet acted on is persisted WITH its resolved actions before anything
  *    is done (group commit in the job journal: one write for the decisions of a burst), then carried
  *    out, then the pending mark is cleared (lazily, with a later journal write once the decision's
@@ -55,7 +55,7 @@ export interface JobDecisionsDeps {
   readonly faultsOf: (node: string) => readonly FaultRecord[];
   /**
    * The snapshot the aggregation pipeline uses (fault-filters.controller.ts jobSnapshot): visible plus
-   * hidden faults of these nodes and the hide windows, so a hidden cause is B6 row 2 (wait for its
+   * hidden faults of these nodes and the hide windows, so a hidden cause is docs/rules.md#decision.hidden-by-filter (wait for its
    * window, then re-decide) rather than no fault at all. Default: `faultsOf`, nothing hidden.
    */
   readonly filtered?: JobFaultsFiltered;
@@ -72,7 +72,7 @@ export interface JobDecisionsDeps {
    * (default); false = ClusterD: it is decided and acted on, its state in memory only.
    */
   readonly refuseMalformedIdentity?: boolean;
-  /** TaskD/MindIO registered the job with the Recover service (B6 rows 6, 8); owned elsewhere. */
+  /** TaskD/MindIO registered the job with the Recover service (docs/rules.md#decision.hot-switch, #decision.process-level); owned elsewhere. */
   readonly registered: (jobUid: string) => boolean;
   /** The job's retry budget or state changed (vcjob-fault-npu-cm). */
   readonly onStateChanged: () => void;

@@ -1,6 +1,6 @@
 /**
- * `mindx-dl/job-reschedule-reason`, key `recent-reschedule-records` (formats.md 3.5, behavior.md
- * A.6 #56): one record per restart, newest first, 10 a job, 10 tasks a record; above 950 KB each round
+ * `mindx-dl/job-reschedule-reason`, key `recent-reschedule-records` (docs/formats.md#job-reschedule-reason,
+ * docs/rules.md#resched.reason-history): one record per restart, newest first, 10 a job, 10 tasks a record; above 950 KB each round
  * drops the oldest record of every job with more than one (up to 10 rounds, never the newest);
  * entries of jobs no longer in the session (no PodGroup) are dropped.
  *

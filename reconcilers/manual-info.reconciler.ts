@@ -1,5 +1,5 @@
 /**
- * Makes `<cluster-system>/clusterd-manual-info-cm` (formats.md 2.6) match ClusterD's manual
+ * Makes `<cluster-system>/clusterd-manual-info-cm` (docs/formats.md#manual-info) match ClusterD's manual
  * separation state: data key = node name, value `{"Total":[chip...],"Detail":{chip:[{FaultCode,
  * FaultLevel,LastSeparateTime}]}}`, Go-encoded. Written only on difference. When nothing is
  * separated any more the ConfigMap is deleted, as ClusterD does (application/manualfault/cm.go; the

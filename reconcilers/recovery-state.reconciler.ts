@@ -2,7 +2,7 @@
  * Persisted state of the per-job recovery and hot-switch FSMs: one ConfigMap per registered job,
  * `mindx-dl/clusterd-ts-recovery-<jobUid>` (key `state.json`), owned by this controller. A restart or
  * a failover reloads it, so FSM timers (absolute due times) resume where they were, and a hot-switch
- * downgrade is never forgotten (ClusterD keeps it in memory only, behavior.md F).
+ * downgrade is never forgotten (ClusterD keeps it in memory only; docs/rules.md#hotswitch.failure).
  *
  * Level-triggered: `save` / `remove` set the job's desired state (the newest wins) and queue the job
  * UID; the `recovery_state` reconciler makes the ConfigMap match it. The ConfigMapWriter writes only on

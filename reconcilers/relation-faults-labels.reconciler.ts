@@ -1,5 +1,5 @@
 /**
- * The pod labels of relation-fault strategies (behavior.md A.4 #32: "patched on the pod of that node,
+ * The pod labels of relation-fault strategies (docs/rules.md#job.relation-faults: "patched on the pod of that node,
  * once per change"). A strategy change of (job, node) becomes one pending label naming the pods that
  * were on the node at that moment (with their UIDs); this reconcile (leader only) patches them and
  * forgets the entry. A pod recreated after the restart is a new UID and is never labelled, so a

@@ -1,5 +1,5 @@
 /**
- * `volcano-system/tor-share-cm`, key `global-tor-info` (formats.md 3.6, behavior.md A.7 #59).
+ * `volcano-system/tor-share-cm`, key `global-tor-info` (docs/formats.md#tor-share-cm, docs/rules.md#tor.share-state).
  *
  * Input: the user-provided `kube-system/basic-tor-node-cm`, key `tor_info` =
  * `{version, tor_count, server_list:[{tor_id, tor_ip, server:[{server_ip, npu_count, slice_id}]}]}`
@@ -10,9 +10,9 @@
  *
  * State per TOR, from the jobs that carry a `tor-affinity` label (`large-model-schema`,
  * `normal-schema`) and run pods on its servers: no such job -> free (0), one -> exclusive (2), more
- * -> shared (1); a shared TOR is unhealthy (1) when one of its jobs is large-model (A.7 #59:
+ * -> shared (1); a shared TOR is unhealthy (1) when one of its jobs is large-model (docs/rules.md#tor.share-state:
  * "unhealthy = shared by a large-model job"). Node `JobName` = those jobs' names, sorted.
- * Placement-time NSLB choices (shared-TOR budget, black lists, A.7 #60) are the scheduler's and are
+ * Placement-time NSLB choices (shared-TOR budget, black lists, docs/rules.md#tor.re-placement) are the scheduler's and are
  * not re-derived here.
  */
 import { isNotFound, paths, type KubeClient } from '../runtime/kube-client.ts';

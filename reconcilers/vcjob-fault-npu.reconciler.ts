@@ -1,10 +1,10 @@
 /**
- * `volcano-system/vcjob-fault-npu-cm` (formats.md 3.4, behavior.md A.6 #40, #53): `fault-node` and
+ * `volcano-system/vcjob-fault-npu-cm` (docs/formats.md#vcjob-fault-npu-cm, docs/rules.md#resched.fault-nodes, #resched.retry-budget): `fault-node` and
  * `remain-retry-times`, merged into the existing ConfigMap (keys we do not own are kept).
  *
- * fault-node (A.6 #40), from the effective fault records of every node:
+ * fault-node (docs/rules.md#resched.fault-nodes), from the effective fault records of every node:
  * - Node NotReady/missing -> NodeUnhealthy, one device entry `fault_code: heartbeatTimeOut` with empty
- *   npu name and levels (seed 002: "heartbeatTimeOut: the node status is lost");
+ *   npu name and levels (Volcano's reason code `heartbeatTimeOut`, `component/ascend-for-volcano/internal/rescheduling/type.go`);
  * - NodeD or UB-switch faults that make the node UnHealthy (any level but NotHandle, PreSeparate,
  *   SubHealth) -> NodeUnhealthy, one entry per code (npu name and levels empty: "left empty for node faults");
  * - chips not usable for new work (policy/faults/job-isolation.ts unusableNpus: the chip left `<P>`) ->
@@ -13,7 +13,7 @@
  * Volcano stamps `UpdateTime` with its session time; to keep the bytes stable we use the newest
  * first-seen time of the node's listed faults (seconds). Nodes sorted by name.
  *
- * remain-retry-times (A.6 #53): every job in the session with `fault-retry-times` > 0, keyed
+ * remain-retry-times (docs/rules.md#resched.retry-budget): every job in the session with `fault-retry-times` > 0, keyed
  * `<ns>/<jobName>-<uid>`, from the persisted budget (or N when the job has not restarted yet).
  */
 import type { ConfigMap } from '../runtime/kube-objects.ts';

@@ -1,7 +1,7 @@
 /**
  * Writes ConfigMaps the controller owns: create when missing, update with the cached
  * resourceVersion (optimistic concurrency) when the data differs, nothing when it is equal.
- * A 409 is thrown back to the work queue, which requeues and re-reads the cache (style.md 2.6).
+ * A 409 is thrown back to the work queue, which requeues and re-reads the cache (docs/CONVENTIONS.md#errors).
  */
 import { ApiError, isConflict, isNotFound, paths, type KubeClient } from './kube-client.ts';
 import type { ConfigMap } from './kube-objects.ts';

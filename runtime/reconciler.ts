@@ -1,4 +1,4 @@
-/** The reconcile contract (style.md 2.4): level-triggered, idempotent, timers as requeues. */
+/** The reconcile contract (docs/CONVENTIONS.md#reconcilers): level-triggered, idempotent, timers as requeues. */
 import type { Logger } from '../telemetry/logger.ts';
 
 export interface Outcome {
@@ -18,7 +18,7 @@ export interface Reconciler {
   reconcile(key: string, ctx: ReconcileContext): Promise<Outcome>;
 }
 
-/** Thrown for errors that retrying cannot fix (style.md 2.6 Terminal): no requeue until the next change. */
+/** Thrown for errors that retrying cannot fix (docs/CONVENTIONS.md#errors, terminal): no requeue until the next change. */
 export class TerminalError extends Error {
   override readonly name: string = 'TerminalError';
 }

@@ -1,5 +1,6 @@
 /**
- * A list+watch cache that never goes silent (style.md 2.6, anchors.md 15): it restarts the watch
+ * A list+watch cache that never goes silent (docs/CONVENTIONS.md#errors: @kubernetes/client-node's informer stops on most watch errors and
+ * only tells its `error` listeners): it restarts the watch
  * with backoff on every error, relists on 410 Gone, asks for bookmarks, strips managedFields, and
  * reports its health. client-node's own ListWatch stops for good on any error other than 410, so we
  * drive client-node's Watch (the streaming request) ourselves.

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { checkCode } from './check-code.ts';
 import { goMap } from './go-json.ts';
 
-// Golden vectors: formats.md (examples whose CheckCode was computed with the 0.3 algorithm).
+// Golden vectors: sample ConfigMaps whose CheckCode was computed with the algorithm of docs/formats.md#check-code.
 const DEVICE_INFO_CFG =
   '{"DeviceInfo":{"DeviceList":{"huawei.com/Ascend910":"Ascend910-0,Ascend910-1,Ascend910-2,Ascend910-4,Ascend910-5,Ascend910-6,Ascend910-7","huawei.com/Ascend910-Fault":"[{\\"fault_type\\":\\"CardNetworkUnhealthy\\",\\"npu_name\\":\\"Ascend910-6\\",\\"large_model_fault_level\\":\\"PreSeparateNPU\\",\\"fault_level\\":\\"PreSeparateNPU\\",\\"fault_handling\\":\\"PreSeparateNPU\\",\\"fault_code\\":\\"81078603\\",\\"fault_time_and_level_map\\":{\\"81078603\\":{\\"fault_time\\":1732182100456,\\"fault_level\\":\\"PreSeparateNPU\\"}}},{\\"fault_type\\":\\"CardUnhealthy\\",\\"npu_name\\":\\"Ascend910-3\\",\\"large_model_fault_level\\":\\"SeparateNPU\\",\\"fault_level\\":\\"SeparateNPU\\",\\"fault_handling\\":\\"SeparateNPU\\",\\"fault_code\\":\\"80E18402,80E18401\\",\\"fault_time_and_level_map\\":{\\"80E18401\\":{\\"fault_time\\":1732182000123,\\"fault_level\\":\\"NotHandleFault\\"},\\"80E18402\\":{\\"fault_time\\":1732182000123,\\"fault_level\\":\\"SeparateNPU\\"}}}]","huawei.com/Ascend910-NetworkUnhealthy":"Ascend910-6","huawei.com/Ascend910-Recovering":"","huawei.com/Ascend910-Unhealthy":"Ascend910-3"},"UpdateTime":1732182160},"SuperPodID":-1,"ServerIndex":-1,"CheckCode":"98343e94aec932ed51a83d7c8ded1aad17112709a96528e59791617b59cfcd2b"}';
 const NODE_INFO =
@@ -31,7 +31,7 @@ const resetInGoOrder = (r: ResetJson): unknown => ({
   GracefulExit: r.GracefulExit, RestartFaultProcess: r.RestartFaultProcess,
 });
 
-describe('checkCode golden vectors (formats.md)', () => {
+describe('checkCode golden vectors (docs/formats.md#check-code)', () => {
   it('device-info 1.1: hash of the inner DeviceInfo {DeviceList (map), UpdateTime}', () => {
     const cm = JSON.parse(DEVICE_INFO_CFG) as {
       DeviceInfo: { UpdateTime: number; DeviceList: Record<string, string> };

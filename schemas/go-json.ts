@@ -1,5 +1,5 @@
 /**
- * Byte-for-byte Go `encoding/json.Marshal` output (formats.md 0.3), so CheckCodes match ClusterD.
+ * Byte-for-byte Go `encoding/json.Marshal` output (docs/formats.md#check-code), so CheckCodes match ClusterD.
  *
  * Modelling rules:
  * - plain objects are Go structs: keys in insertion order (= Go declaration order); `undefined` values

@@ -1,10 +1,10 @@
 /**
  * The fault policy's configuration, read from the informer caches and kept as last good values:
- * - `kube-system/mindx-dl-fault-config` (formats.md 2.4): faultCode.json / SwitchFaultCode.json re-level
+ * - `kube-system/mindx-dl-fault-config` (docs/formats.md#mindx-dl-fault-config): faultCode.json / SwitchFaultCode.json re-level
  *   codes centrally, but only while the ConfigMap exists (otherwise the levels the agents wrote are
  *   trusted); faultCustomization.json sets the FaultFrequency / FaultDuration rules (the shipped
  *   defaults when the ConfigMap or the key is absent). A rejected key keeps its previous good value.
- * - `<cluster-system>/clusterd-config-cm` key `manually_separate_policy.conf` (behavior.md A.5 #39):
+ * - `<cluster-system>/clusterd-config-cm` key `manually_separate_policy.conf` (docs/rules.md#manual.policy-config):
  *   ClusterD's own manual separation; absent = the shipped default; invalid = the last good policy,
  *   or the feature off when there never was one.
  * Every change says what changed, so the engine only re-runs what depends on it; warnings are returned

@@ -1,7 +1,7 @@
 /**
  * The controller's view of every node's faults, fed by the intake sources. Each input is parsed by
  * its schema module; a rejected update is logged, counted and ignored, so the last good state of
- * that node stays (formats.md 0.3: ClusterD also drops a bad CheckCode). Policy (re-levelling,
+ * that node stays (docs/formats.md#check-code: ClusterD also drops a bad CheckCode). Policy (re-levelling,
  * escalation) is applied on top by the caller; this store only remembers what the agents said.
  */
 import { parseDeviceInfoData } from '../schemas/device-info/device-info.ts';
@@ -127,7 +127,7 @@ export class FaultStore {
     return undefined;
   }
 
-  /** NodeD deletes its CM when the node is healthy again (formats.md 1.2). */
+  /** NodeD deletes its CM when the node is healthy again (docs/formats.md#node-info). */
   deleteNodeInfo(cm: ConfigMap): void {
     const node = nodeNameOfNodeInfoCm(cm.metadata?.namespace ?? '', cm.metadata?.name ?? '');
     if (node === undefined) return;

@@ -3,7 +3,7 @@
  * informer caches of Pods and PodGroups.
  *
  * - A job is its PodGroup. Its key is `<ns>/<podGroupName>`, and the operator / Volcano name the
- *   PodGroup `<jobName>-<jobUID>` (formats.md 4.1), so the key is also Volcano's JobID
+ *   PodGroup `<jobName>-<jobUID>` (docs/formats.md#crds), so the key is also Volcano's JobID
  *   `<ns>/<jobName>-<uid>`. The job's name and UID come from the PodGroup's controller
  *   ownerReference (a Volcano Job or an AscendJob); a PodGroup without one is not a job we handle.
  * - That ownerReference is a claim, checked against the owner object in the Job / AscendJob caches
@@ -18,7 +18,7 @@
  *   recovery controller's index, where a claim lets a job's filter or step retry hide faults or makes
  *   it restart; policy/jobs/npu-claims.ts) or as written (`annotation`, the default: the relation-fault
  *   index, where a claim only labels its own pods; everywhere with --trust-pod-npu-annotations).
- * - Knobs are read from the PodGroup's labels and annotations (formats.md 4.2; schemas/job-knobs).
+ * - Knobs are read from the PodGroup's labels and annotations (docs/formats.md#job-knobs; schemas/job-knobs).
  *
  * The index of pods by owner, group and node is kept incrementally from the pod events the jobs
  * controller feeds it (`apply`), so mapping "faults changed on node X" to jobs costs O(pods on X).
@@ -36,7 +36,7 @@ import type { Reflector } from '../runtime/reflector.ts';
 
 /** Volcano's pod annotation naming the pod's PodGroup. */
 export const GROUP_NAME_ANNOTATION = 'scheduling.k8s.io/group-name';
-/** Labels that mark a pod as a worker replica, exempt from the rank-0 rule (A.6 #49). */
+/** Labels that mark a pod as a worker replica, exempt from the rank-0 rule (docs/rules.md#resched.master-rank). */
 export const REPLICA_TYPE_LABELS = ['training.kubeflow.org/replica-type', 'replica-type'] as const;
 
 const JOB_KINDS: Readonly<Record<string, JobKind>> = { 'batch.volcano.sh/Job': 'vcjob', 'mindxdl.gitee.com/AscendJob': 'acjob' };

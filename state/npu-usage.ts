@@ -1,7 +1,7 @@
 /**
  * Which NPUs are in use, and by which job, from the pod cache: what ClusterD's manual separation
- * needs (a fault counts only on an NPU a job uses, behavior.md A.5 #35) and what pre-separate needs
- * (a chip in use keeps its job, A.3 #26). An NPU is in use when a pod bound to its node, not yet
+ * needs (a fault counts only on an NPU a job uses, docs/rules.md#manual.increment-faults) and what pre-separate needs
+ * (a chip in use keeps its job, docs/rules.md#ingest.pre-separate). An NPU is in use when a pod bound to its node, not yet
  * Succeeded or Failed, lists it in `huawei.com/AscendReal` and requests at least that many NPUs
  * (policy/jobs/npu-claims.ts; `annotation` mode, ClusterD's, takes the annotation as written). The job key is `<ns>/<PodGroup name>`
  * (Volcano's `scheduling.k8s.io/group-name` annotation), else `<ns>/<owner name>-<owner uid>` of the

@@ -1,4 +1,4 @@
-/** One winston JSON logger built in main.ts and passed down (style.md 2.7); child loggers add fields. */
+/** One winston JSON logger built in main.ts and passed down (docs/CONVENTIONS.md#logs-and-metrics); child loggers add fields. */
 import winston from 'winston';
 
 export interface Logger {

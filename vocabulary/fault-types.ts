@@ -1,5 +1,5 @@
 /**
- * The shared fault vocabulary of the decision layer (formats.md 2.1, 7.9). Spelt as on the wire.
+ * The shared fault vocabulary of the decision layer (docs/formats.md#fault-code-json, #level-vocabularies). Spelt as on the wire.
  * Every source (device-info, node-info, Node Ready, switch info, public faults, gRPC) is normalised by
  * its schema module into FaultRecords; policy/ works only on these.
  */

@@ -13,7 +13,7 @@ export interface PodRef {
   readonly node?: string;
 }
 
-/** The task fault types Volcano writes into job-reschedule-reason (formats.md 3.5). */
+/** The task fault types Volcano writes into job-reschedule-reason (docs/formats.md#job-reschedule-reason). */
 export type RescheduleFaultType =
   | 'NodeUnhealthy'
   | 'CardUnhealthy'
@@ -34,7 +34,7 @@ export interface RetryBudget {
 export type DecisionKind = 'none' | 'job' | 'pod' | 'process' | 'hotSwitch' | 'subHealthAction' | 'external';
 
 /**
- * Where the job is in its restart lifecycle (behavior.md B4):
+ * Where the job is in its restart lifecycle (docs/rules.md#resched.lifecycle):
  * idle = no restart running; start = a restart begins; wait = restart running, nothing to do now;
  * force = grace period over, force-delete what is left; escalate = pod level widened to job level;
  * extend = more fault pods joined a running pod-level restart; complete = restart succeeded;
@@ -42,10 +42,10 @@ export type DecisionKind = 'none' | 'job' | 'pod' | 'process' | 'hotSwitch' | 's
  */
 export type DecisionPhase = 'idle' | 'start' | 'wait' | 'force' | 'escalate' | 'extend' | 'complete' | 'expire';
 
-/** Rows of behavior.md B6. */
+/** Rows of docs/rules.md#decision.order. */
 export type B6Row = 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10 | 11 | 12;
 
-/** One element of Volcano's eviction reason (JSON of fault reasons, A.6 #44); encoded by actions/. */
+/** One element of Volcano's eviction reason (JSON of fault reasons, docs/rules.md#resched.job-grace); encoded by actions/. */
 export interface EvictionReason {
   readonly podName: string;
   readonly nodeName: string;
@@ -55,7 +55,7 @@ export interface EvictionReason {
   readonly faultLevel: string;
 }
 
-/** One ReasonOfTask entry of job-reschedule-reason (formats.md 3.5); field names as on the wire. */
+/** One ReasonOfTask entry of job-reschedule-reason (docs/formats.md#job-reschedule-reason); field names as on the wire. */
 export interface RescheduleTaskReason {
   readonly RescheduleReason: RescheduleFaultType;
   readonly PodName: string;
@@ -63,7 +63,7 @@ export interface RescheduleTaskReason {
   readonly NodeRankIndex: string;
 }
 
-/** What the process-level FSM needs per fault rank (A.4 #29 JobFaultInfo, reduced). */
+/** What the process-level FSM needs per fault rank (JobFaultInfo of docs/rules.md#job.fault-ranks, reduced). */
 export interface FsmFaultRank {
   readonly podRank?: number;
   readonly pod: PodRef;
@@ -78,21 +78,21 @@ export interface FsmFaultRank {
  * precondition, so a replay against a replaced pod is a harmless 409/404.
  */
 export type JobAction =
-  /** Graceful delete (the pod's own terminationGracePeriodSeconds); Volcano's grace eviction (A.6 #44). */
+  /** Graceful delete (the pod's own terminationGracePeriodSeconds); Volcano's grace eviction (docs/rules.md#resched.job-grace). */
   | { readonly type: 'evictPods'; readonly pods: readonly PodRef[]; readonly reasons: readonly EvictionReason[] }
-  /** Delete with gracePeriodSeconds 0 (A.6 #45); batches of 200 are the action's business. */
+  /** Delete with gracePeriodSeconds 0 (docs/rules.md#resched.job-force); batches of 200 are the action's business. */
   | { readonly type: 'forceDeletePods'; readonly pods: readonly PodRef[]; readonly reasons: readonly EvictionReason[] }
-  /** Set `huawei.com/pod-status=<value>` (value `Unhealthy-<faultType>`, A.6 #51). */
+  /** Set `huawei.com/pod-status=<value>` (value `Unhealthy-<faultType>`, docs/rules.md#resched.external). */
   | { readonly type: 'annotatePodStatus'; readonly pod: PodRef; readonly value: string }
-  /** reset-config-<jobName> `GracefulExit` (A.6 #50, B3.2). */
+  /** reset-config-<jobName> `GracefulExit` (docs/rules.md#resched.sub-health, #recover.reset-config-writes). */
   | { readonly type: 'setGracefulExit'; readonly value: 0 | 1 }
-  /** reset-config-<jobName>: RankList=[], RetryTime+1 after a pod-level replacement is placed (A.6 #57). */
+  /** reset-config-<jobName>: RankList=[], RetryTime+1 after a pod-level replacement is placed (docs/rules.md#resched.pod-level-reset-config). */
   | { readonly type: 'bumpResetConfigRetryTime' }
   /** Prepend a job-reschedule-reason record (encoding, 10-record cap and trim: schemas/job-reschedule-reason). */
   | { readonly type: 'recordRescheduleReason'; readonly atMs: number; readonly tasks: readonly RescheduleTaskReason[] }
-  /** Hand the fault ranks to the process-level recovery FSM (B1; owned elsewhere). */
+  /** Hand the fault ranks to the process-level recovery FSM (docs/rules.md#recover.fsm; owned elsewhere). */
   | { readonly type: 'handOffProcessRecovery'; readonly faultRanks: readonly FsmFaultRank[] }
-  /** Hand one sub-healthy pod to the hot-switch FSM (B2; owned elsewhere). */
+  /** Hand one sub-healthy pod to the hot-switch FSM (docs/rules.md#hotswitch.fsm; owned elsewhere). */
   | { readonly type: 'handOffHotSwitch'; readonly pod: PodRef; readonly podRank?: number };
 
 export type RestartScope = 'pod' | 'job' | 'external';
@@ -112,7 +112,7 @@ export interface ActiveRestart {
   readonly targets: readonly PodRef[];
   /** Pods needed allocated for success (PodGroup minMember or the job size at start). */
   readonly minAvailable: number;
-  /** Job-level reason (A.6 #43); `pod-failed` restarts consume the retry budget. */
+  /** Job-level reason (docs/rules.md#resched.job-reason); `pod-failed` restarts consume the retry budget. */
   readonly jobReason: RescheduleFaultType;
   /** Consumes the retry budget on success. */
   readonly countsAgainstBudget: boolean;
@@ -136,6 +136,6 @@ export interface JobRescheduleState {
   readonly active?: ActiveRestart;
   /** Decision ids already acted on, newest last, capped (job-decision-id.ts). */
   readonly acted: readonly string[];
-  /** Hot switch downgraded to `ignore` for this job (A.10 #81/#82; persisted per behavior.md F). */
+  /** Hot switch downgraded to `ignore` for this job (docs/rules.md#hotswitch.entry, #hotswitch.failure; persisted, unlike ClusterD). */
   readonly hotSwitchDowngraded?: boolean;
 }

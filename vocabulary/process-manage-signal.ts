@@ -1,5 +1,5 @@
 /**
- * recover.proto's ProcessManageSignal and FaultRank (grpc.md 1.2, 1.3), the one definition that
+ * recover.proto's ProcessManageSignal and FaultRank (docs/grpc.md#recover-service, #recover-vocabulary), the one definition that
  * policy/ builds and grpc/ sends and decodes. Field names as on the wire (keepCase).
  */
 

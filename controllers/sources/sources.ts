@@ -1,6 +1,6 @@
 /**
  * Every informer the controller runs, built in one place so main.ts, tests and the benchmark wire
- * the same set. This is the only place that lists and watches the apiserver (style.md 2.1).
+ * the same set. This is the only place that lists and watches the apiserver (docs/CONVENTIONS.md#data-path).
  */
 import { combineLatest, map, type Observable } from 'rxjs';
 import { paths, type KubeClient, type KubeObject } from '../../runtime/kube-client.ts';
@@ -8,7 +8,7 @@ import type { ConfigMap, JobObject, Node, Pod, PodGroup } from '../../runtime/ku
 import { Reflector, type ReflectorHealth, type ReflectorOptions } from '../../runtime/reflector.ts';
 import { digestClusterInfo, digestJobSummary, isJobSummaryName, trimJobObject, trimNode, trimPod, trimPodGroup, trimPublicFault } from './cache-shapes.ts';
 
-/** Label selectors and namespaces of MindCluster's ConfigMaps (formats.md 0.1, 0.2). */
+/** Label selectors and namespaces of MindCluster's ConfigMaps (docs/formats.md#namespaces, #label-selectors). */
 export const CM_SELECTORS = {
   deviceInfo: { namespace: 'kube-system', label: 'mx-consumer-cim=true', prefix: 'mindx-dl-deviceinfo-' },
   nodeInfo: { namespace: 'mindx-dl', label: 'mx-consumer-cim=true', prefix: 'mindx-dl-nodeinfo-' },

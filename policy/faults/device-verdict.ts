@@ -1,6 +1,6 @@
 /**
  * The final level of each device: the most serious of its (filtered) faults, the escalations in force
- * (FaultDuration/FaultFrequency) and ClusterD manual separation (behavior.md A.1 #2, A.5 #37), each with
+ * (FaultDuration/FaultFrequency) and ClusterD manual separation (docs/rules.md#levels.most-severe, #manual.threshold), each with
  * the reason chain of the winner. This is what the cluster-info writer and the job aggregation read.
  * Escalations and manual separations count even when the code that caused them is no longer reported
  * (e.g. PreSeparateNPU for RecoverTimeout after a link-up; ManuallySeparateNPU until released).

@@ -1,5 +1,5 @@
 /**
- * The FaultFrequency / FaultDuration machine of one code on one NPU (behavior.md A.2 #6, #7; seed 000):
+ * The FaultFrequency / FaultDuration machine of one code on one NPU (docs/rules.md#detect.frequency-escalation, #detect.duration-escalation):
  * pure functions from (track, event, rules) to (track, events). policy/faults/escalation.ts drives them.
  *
  * Duration: occur -> pending; held longer than FaultTimeout (strictly: > FaultTimeout s; 0 = at once)

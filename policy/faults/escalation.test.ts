@@ -42,7 +42,7 @@ describe('parameter plane 20 s rule (81078603, default FaultDuration)', () => {
     const during = drive([...episode(LINK_DOWN, 0, 30 * S)], 60 * S);
     const [e] = activeEscalations(during.state, DEFAULT_FAULT_CUSTOMIZATION);
     expect(e).toMatchObject({ node: 'n1', device: DEV, code: LINK_DOWN, level: 'PreSeparateNPU', rule: 'FaultDuration', sinceMs: 20_001 });
-    expect(formatChain(e!.reasons)).toMatch(/^81078603 -> NotHandleFault \(base-level.*-> PreSeparateNPU \(FaultDuration: held longer than FaultTimeout 20 s/);
+    expect(formatChain(e!.reasons)).toMatch(/^81078603 -> NotHandleFault \(base-level.*-> PreSeparateNPU \(FaultDuration \[detect\.duration-escalation\]: held longer than FaultTimeout 20 s/);
   });
 
   it('a fault that comes back while recovering is escalated again at once (no new 20 s grace)', () => {

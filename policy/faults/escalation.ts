@@ -1,5 +1,5 @@
 /**
- * FaultFrequency / FaultDuration escalation over all NPUs (behavior.md A.2 #6-#9, seed 000), including
+ * FaultFrequency / FaultDuration escalation over all NPUs (docs/rules.md#detect.frequency-escalation to #detect.device-plugin-manual-separation), including
  * the parameter-plane 20 s rule (81078603 held <= 20 s stays NotHandleFault; longer -> PreSeparateNPU by
  * default; 5 times in 24 h -> ManuallySeparateNPU, released after 48 h fault-free).
  *

@@ -16,7 +16,7 @@ const rec = (code: string, level: NpuFaultLevel, source: FaultSource = 'npu', re
 });
 const central: LevelTables = { ...DEFAULT_FAULT_CODE_TABLE, switchCodes: buildSwitchFaultCodeTable(DEFAULT_SWITCH_FAULT_CODE_CONFIG) };
 
-describe('fault levels (A.1)', () => {
+describe('fault levels (docs/rules.md#levels)', () => {
   it('trusts the reported level without a central config', () => {
     const l = resolveFaultLevel(rec('80E18005', 'SeparateNPU'));
     expect(l.level).toBe('SeparateNPU');
@@ -26,7 +26,7 @@ describe('fault levels (A.1)', () => {
   it('re-levels chip codes from faultCode.json when the central config is present', () => {
     const l = resolveFaultLevel(rec('80e18005', 'SeparateNPU'), central);
     expect(l.level).toBe('RestartNPU');
-    expect(formatChain(l.reasons)).toBe('80e18005 -> RestartNPU (faultCode.json: chip code listed as RestartNPU)');
+    expect(formatChain(l.reasons)).toBe('80e18005 -> RestartNPU (faultCode.json [levels.chip-levels]: chip code listed as RestartNPU)');
   });
 
   it('81078603 is a NotHandleFault network code (escalation is separate)', () => {

@@ -1,5 +1,5 @@
 /**
- * Fault levels and precedence (behavior.md A.1 #1, #2, #5; formats.md 2.1).
+ * Fault levels and precedence (docs/rules.md#levels.chip-levels, #levels.most-severe, #levels.unknown-codes; docs/formats.md#fault-code-json).
  * By default the level the device plugin (or NodeD, or the switch) wrote is trusted. When the central
  * fault configuration (kube-system/mindx-dl-fault-config) exists, chip, network and switch codes are
  * re-levelled from its tables. Escalation (FaultFrequency/FaultDuration) is separate: policy/faults/escalation.ts.
@@ -24,17 +24,17 @@ export interface LeveledFault {
 /** Pseudo code the device plugin uses for its own manual separation; never re-levelled. */
 export const MANUALLY_SEPARATE_PSEUDO_CODE = 'ManuallySeparateNPU';
 
-/** Levels that leave a card healthy (behavior.md A.1 #3). */
+/** Levels that leave a card healthy (docs/rules.md#levels.card-health). */
 export const NORMAL_LEVELS: readonly NpuFaultLevel[] = ['NotHandleFault', 'SubHealthFault', 'NormalNPU'];
 export const isNormalLevel = (level: string): boolean => (NORMAL_LEVELS as readonly string[]).includes(level) || level === 'NormalNetwork';
 
-/** Severities that mean "no handling" (seed 000: info or minor; the driver also has hint/suggestion). */
+/** Severities that mean "no handling" (the device plugin's documented rule: info or minor; the driver also has hint/suggestion). */
 const LOW_SEVERITIES = new Set(['info', 'minor', 'hint', 'suggestion']);
 /** Driver numeric severity: 0 hint/suggestion, 1 minor, 2 major, 3 critical. */
 const MINOR_SEVERITY = 1;
 
 /**
- * Level of a code that is in no list (behavior.md A.1 #5): info/minor/hint/suggestion -> NotHandleFault;
+ * Level of a code that is in no list (docs/rules.md#levels.unknown-codes): info/minor/hint/suggestion -> NotHandleFault;
  * major, critical or unknown severity -> SeparateNPU.
  */
 export function levelFromSeverity(severity: string | number | undefined): NpuFaultLevel {
@@ -98,8 +98,8 @@ export interface LevelContribution {
 }
 
 /**
- * Most serious level over a device's faults and any escalations (getMostSeriousFaultType, behavior.md
- * A.1 #2). The chain is the winner's chain. An empty input gives NormalNPU.
+ * Most serious level over a device's faults and any escalations (getMostSeriousFaultType,
+ * docs/rules.md#levels.most-severe). The chain is the winner's chain. An empty input gives NormalNPU.
  */
 export function mostSeriousLevel(items: ReadonlyArray<LevelContribution>): LevelContribution {
   const level = mostSerious(items.map((i) => i.level)) ?? 'NormalNPU';

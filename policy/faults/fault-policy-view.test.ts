@@ -47,7 +47,7 @@ describe('NPU usage from pods', () => {
   });
 });
 
-describe('pre-separate (behavior.md A.3 #26)', () => {
+describe('pre-separate (docs/rules.md#ingest.pre-separate)', () => {
   const usage = new NpuUsageIndex();
   usage.apply({ type: 'add', obj: pod('p0', 'n1', 'Ascend910-0') });
   const records = [rec('n1', 'Ascend910-0', '80E3A201', 'PreSeparateNPU', 1), rec('n1', 'Ascend910-1', '80E3A201', 'PreSeparateNPU', 1)];

@@ -8,7 +8,7 @@
  *   pseudo-code on the chip (CardUnhealthy), as the device plugin's `ManuallySeparateNPU` key does;
  *   a ClusterD manual separation adds only that pseudo-code (rendered `fault_code: ""`, as ClusterD).
  * - `manualObservations`: the processed device view as ClusterD's increment-fault step sees it.
- * - `applyPreSeparate`: ClusterD's pre-separate processor (behavior.md A.3 #26) over a rendered
+ * - `applyPreSeparate`: ClusterD's pre-separate processor (docs/rules.md#ingest.pre-separate) over a rendered
  *   cluster view: an in-use PreSeparateNPU chip stays out of the available list but is not listed
  *   Unhealthy (its job keeps running); a node or switch status `PreSeparate` becomes `Healthy` when a
  *   pod on the node uses NPUs, else `UnHealthy`.

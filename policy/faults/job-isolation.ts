@@ -9,7 +9,7 @@
  * NoSchedule never evicts running pods, which matches every node-level rule of the spec: running jobs
  * are moved by the rescheduling decision, not by the taint.
  *
- * Which node faults (behavior.md A.1 #4, A.3 #26, A.6 #40, #54):
+ * Which node faults (docs/rules.md#levels.node-switch-levels, #ingest.pre-separate, #resched.fault-nodes, #resched.placement):
  * - NodeD (`node`) SeparateNPU (SeparateFault -> UnHealthy) and PreSeparateNPU (PreSeparate: "schedule
  *   nothing new") -> NoSchedule.
  * - UB switch (`switch`): SubHealthFault -> PreferNoSchedule (sub-healthy nodes score -1); PreSeparate
@@ -122,7 +122,7 @@ export interface UnusableNpu {
   readonly codes: readonly string[];
 }
 
-/** Card-level faults whose NPU must get no new work (A.1 #3, A.3 #26: PreSeparateNPU included). */
+/** Card-level faults whose NPU must get no new work (docs/rules.md#levels.card-health, #ingest.pre-separate: PreSeparateNPU included). */
 const CARD_USABLE: ReadonlySet<string> = new Set(['NotHandleFault', 'SubHealthFault', 'NormalNPU']);
 
 /** node -> NPUs not usable for new pods (chip faults only; node-wide faults are taints). */

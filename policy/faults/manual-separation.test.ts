@@ -41,7 +41,7 @@ const brief = (o: { atMs: number; output: ManualSeparationOutput }): string => {
 /** A hardware fault on Ascend910-1 at `t` (seen at t, gone 1 s later). */
 const hit = (t: number, code = '8C084E00', device = 'Ascend910-1') => [[t, observe(f(device, code, t))], [t + S, observe()]] as const;
 
-describe('ClusterD manual separation (A.5)', () => {
+describe('ClusterD manual separation (docs/rules.md#manual)', () => {
   it('3 hardware faults of one code on one NPU within 24 h -> separated after the 30 s judgement', () => {
     const r = drive([...hit(0), ...hit(10 * H), ...hit(23 * H)], 23 * H + 31 * S);
     expect(r.outputs.map(brief)).toEqual([

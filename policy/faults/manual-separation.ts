@@ -1,17 +1,17 @@
 /**
- * ClusterD's own manual separation (behavior.md A.5 #35-#39, C.1), configured by
+ * ClusterD's own manual separation (docs/rules.md#manual.increment-faults to #manual.policy-config, #timing.clusterd), configured by
  * clusterd-config-cm `manually_separate_policy.conf`:
  * - a new (NPU, code, receive time) with a level other than NotHandleFault/SubHealthFault on an NPU
- *   used by a job is queued per job (#35);
+ *   used by a job is queued per job (docs/rules.md#manual.increment-faults);
  * - 30 s after the job's first queued fault: a code seen on two different NPUs of the job within 30 s is
- *   a software fault and is not counted; otherwise every occurrence is counted as hardware (#36);
+ *   a software fault and is not counted; otherwise every occurrence is counted as hardware (docs/rules.md#manual.software-vs-hardware);
  * - per (node, NPU, code): the last `fault_threshold` counted occurrences spanning less than
  *   `fault_window_hours` -> the NPU is manually separated (recorded for clusterd-manual-info-cm,
  *   LastSeparateTime = that occurrence's receive time) and the count starts again; reaching the
- *   threshold again while separated renews LastSeparateTime (#37);
+ *   threshold again while separated renews LastSeparateTime (docs/rules.md#manual.threshold);
  * - released when now - LastSeparateTime >= `fault_free_hours` (-1 never), or as soon as an operator
  *   deletes the NPU from the ConfigMap's `Total` (ClusterD notices within its 15 s loop; we act on the
- *   informer event) (#38); disabling the policy clears everything (#39).
+ *   informer event) (docs/rules.md#manual.release); disabling the policy clears everything (docs/rules.md#manual.policy-config).
  * Unlike ClusterD, the counters survive restarts: the state is schemas/escalation-state data.
  */
 import type { ManualPendingFault, ManualSeparatedNpu, ManualSeparationState } from '../../schemas/escalation-state/escalation-state.ts';
@@ -42,7 +42,7 @@ export interface ManualFaultObservation {
   readonly jobKey?: string;
 }
 
-/** One node's value in clusterd-manual-info-cm (formats.md 2.6). */
+/** One node's value in clusterd-manual-info-cm (docs/formats.md#manual-info). */
 export interface ManualInfoNode {
   readonly Total: readonly string[];
   readonly Detail: Readonly<Record<string, ReadonlyArray<{ readonly FaultCode: string; readonly FaultLevel: string; readonly LastSeparateTime: number }>>>;

@@ -1,5 +1,5 @@
 /**
- * Pre-separate handling (behavior.md A.3 #26, formats.md 1.2, behavior.md F "PreSeparate on a busy NPU"):
+ * Pre-separate handling (docs/rules.md#ingest.pre-separate, docs/formats.md#node-info, docs/rules.md#ingest.pre-separate):
  * - a chip with a PreSeparateNPU fault (parameter-plane codes 81078603, 81078607, 110001024, 110000002
  *   excepted) leaves the available list at once, but is listed as unhealthy only when no pod uses it:
  *   a running job keeps its chip;

@@ -1,5 +1,5 @@
 /**
- * ClusterD's relation-fault configuration (formats.md 2.6): `relationFaultCustomization.json`
+ * ClusterD's relation-fault configuration (docs/formats.md#clusterd-config-files): `relationFaultCustomization.json`
  * (trigger + relation codes -> strategy) and `faultDuration.json` (how long a relation candidate waits
  * for its trigger). Both ship in ClusterD's image; the defaults below are the shipped files.
  */

@@ -22,7 +22,7 @@ const drive = (inputs: Array<readonly [number, RelationInput | ConfigChange<Rela
   drivePolicy(relationFaultPolicy, { state, config }, inputs, until);
 const brief = (o: { atMs: number; output: RelationOutput }) => `${o.atMs}:${o.output.node}:${o.output.strategy}`;
 
-describe('relation faults (A.4 #32)', () => {
+describe('relation faults (docs/rules.md#job.relation-faults)', () => {
   it('link-down + HCCL retry trigger on the same job -> Separate for the link-down node', () => {
     const r = drive([[0, observe([])], [5 * S, observe([linkDown('n1', 5 * S)])], [15 * S, observe([linkDown('n1', 5 * S), f('n2', '8C1F860B', 15 * S)])]]);
     expect(r.outputs.map(brief)).toEqual([`${15 * S}:n1:Separate`]);

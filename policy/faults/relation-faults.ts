@@ -1,5 +1,5 @@
 /**
- * Relation (associated) faults (behavior.md A.4 #32, formats.md 2.6): a network fault on a job's
+ * Relation (associated) faults (docs/rules.md#job.relation-faults, docs/formats.md#clusterd-config-files): a network fault on a job's
  * device (81078603) or UB switch (`[0x08520003,na,L2,na]`) waits up to its TimeOutInterval (300 s) for
  * a trigger fault on the same job (HCCL/CQE errors). When a rule's trigger and all its relation codes
  * are present, the relation fault's node gets the rule's strategy; on the job's pod there the controller

@@ -15,7 +15,7 @@ const lf = (code: string, level: NpuFaultLevel, firstSeenMs = 0, source: FaultSo
   reasons: [],
 });
 
-describe('custom fault filter annotations (A.3 #20)', () => {
+describe('custom fault filter annotations (docs/rules.md#filter.custom)', () => {
   it('parses key[:seconds] lists, full-width separators and bracketed switch codes', () => {
     const r = parseFilterAnnotation('80C98009:30，80CB8009：120, [0x08520003,na,L2,na]:90,8C204E00');
     expect([...r.rules]).toEqual([
@@ -69,7 +69,7 @@ describe('custom filter verdicts', () => {
     expect(customFilterVerdict(lf('[0x08520003,na,L2,na]', 'NotHandleFault', 0, 'switch', 'NotHandle'), byCode, S).action).toBe('hide');
   });
 
-  it('MindIE server jobs hide RestartRequest for 60 s (A.3 #21); the job annotation overrides it', () => {
+  it('MindIE server jobs hide RestartRequest for 60 s (docs/rules.md#filter.mindie-hold); the job annotation overrides it', () => {
     const mindie = customFilterRules(undefined, { mindIeServerSubscribed: true });
     const f = lf('80C98008', 'RestartRequest');
     const held = customFilterVerdict(f, mindie, 60 * S);

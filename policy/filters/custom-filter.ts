@@ -1,5 +1,5 @@
 /**
- * Per-job fault hiding (behavior.md A.3 #20) and the 60 s inference RestartRequest hold (#21).
+ * Per-job fault hiding (docs/rules.md#filter.custom) and the 60 s inference RestartRequest hold (docs/rules.md#filter.mindie-hold).
  * PodGroup annotations `huawei.com/schedule.filter.faultCode` and `huawei.com/schedule.filter.faultLevel`
  * hold `key[:seconds]` lists (comma-separated; full-width comma/colon accepted; switch codes such as
  * `[0x08520003,na,L2,na]` carry their own brackets and commas). A missing, malformed or > 86400 s
@@ -20,7 +20,7 @@ export const MINDIE_RESTART_REQUEST_HOLD_MS = 60_000;
 /** At most this many rules per annotation (hostile-annotation guard). */
 export const MAX_FILTER_RULES = 256;
 
-/** UB switch level aliases accepted in the level annotation (behavior.md A.1 #4). */
+/** UB switch level aliases accepted in the level annotation (docs/rules.md#levels.node-switch-levels). */
 const LEVEL_ALIASES: Readonly<Record<string, string>> = {
   resetfault: 'separate',
   separatefault: 'separate',

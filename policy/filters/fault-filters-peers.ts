@@ -1,6 +1,5 @@
 /**
- * Nodes whose scheduler view reads other nodes' faults. The recover-in-place filter (behavior.md A.3
- * #24, policy/filters/fault-filters.ts `otherNode`) judges a node's L2/L3 fault from every rank of its job, so a
+ * Nodes whose scheduler view reads other nodes' faults. The recover-in-place filter (docs/rules.md#filter.recover-in-place, policy/filters/fault-filters.ts `otherNode`) judges a node's L2/L3 fault from every rank of its job, so a
  * fault change on one node of such a job can change what the job's other nodes show although the
  * intake reports only the node that changed. The cluster-info reconciler re-renders these peers with
  * the nodes the intake names (its cache would otherwise keep their old entries).

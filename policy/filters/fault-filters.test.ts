@@ -14,7 +14,7 @@ const job = (annotations: Record<string, string>, over = {}) =>
   filterJob('ns/train-uid', [podView('train-0', N, ['Ascend910-0', 'Ascend910-1'], 0), podView('train-1', 'node-2', ['Ascend910-0'], 1)], { rules: customFilterRules(annotations), ...over });
 
 describe('fault filter chain of one node', () => {
-  it('custom filter (#20): a code rule hides the fault on the job NPU for its window, then reports it', () => {
+  it('custom filter (docs/rules.md#filter.custom): a code rule hides the fault on the job NPU for its window, then reports it', () => {
     const j = job({ 'huawei.com/schedule.filter.faultCode': '80E18402:30' });
     const records = [rec(N, 'Ascend910-0', '80E18402', 'SeparateNPU', T0), rec(N, 'Ascend910-5', '80E18402', 'SeparateNPU', T0)];
     const r = filterNode(base({ records, jobs: [j], nowMs: T0 + 10 * S }));
@@ -44,14 +44,14 @@ describe('fault filter chain of one node', () => {
     expect(filterNode(base({ records: [sw], jobs: [a, b], nowMs: T0 + S })).hidden).toHaveLength(0);
   });
 
-  it('MindIE hold (#21): RestartRequest hidden 60 s for a subscribed MindIE server job', () => {
+  it('MindIE hold (docs/rules.md#filter.mindie-hold): RestartRequest hidden 60 s for a subscribed MindIE server job', () => {
     const j = job({}, { rules: customFilterRules({}, { mindIeServerSubscribed: true }) });
     const records = [rec(N, 'Ascend910-0', '80C98008', 'RestartRequest', T0)];
     expect(filterNode(base({ records, jobs: [j], nowMs: T0 + 59 * S })).hidden[0]).toMatchObject({ by: 'custom-filter', untilMs: T0 + 60 * S + 1 });
     expect(filterNode(base({ records, jobs: [j], nowMs: T0 + 61 * S })).hidden).toEqual([]);
   });
 
-  it('UCE-accompany (#22): an AIC error within 5 s of a UCE is dropped; alone it waits 5 s, then is reported', () => {
+  it('UCE-accompany (docs/rules.md#filter.uce-accompany): an AIC error within 5 s of a UCE is dropped; alone it waits 5 s, then is reported', () => {
     const uce = rec(N, 'Ascend910-2', '80E01801', 'RestartBusiness', T0);
     const aic = rec(N, 'Ascend910-2', '80C98009', 'RestartRequest', T0 + 2 * S);
     const r = filterNode(base({ records: [uce, aic], nowMs: T0 + 2 * S }));
@@ -72,7 +72,7 @@ describe('fault filter chain of one node', () => {
     expect(codes(sticky.visible)).toEqual(['80C98009', '80E01801']);
   });
 
-  it('step retry (#23): the recovery stage hides and re-levels in its place in the chain', () => {
+  it('step retry (docs/rules.md#filter.step-retry): the recovery stage hides and re-levels in its place in the chain', () => {
     const hccl = rec(N, 'Ascend910-0', '8C1F860B', 'NotHandleFault', T0);
     const ucef = rec(N, 'Ascend910-1', '80E01801', 'RestartBusiness', T0);
     const stage = (rs: readonly FaultRecord[]): FaultRecord[] => rs.flatMap((x) => (x.code === '80E01801' ? [] : x.code === '8C1F860B' ? [{ ...x, level: 'RestartBusiness' as const }] : [x]));
@@ -84,7 +84,7 @@ describe('fault filter chain of one node', () => {
     expect(filterNode(base({ records: [ucef], nowMs: T0 + 20 * S, stepRetry: stage })).hidden[0]?.untilMs).toBeUndefined();
   });
 
-  it('recover-in-place (#24): L2/L3 faults hidden for 60 s while every faulty rank qualifies, across nodes', () => {
+  it('recover-in-place (docs/rules.md#filter.recover-in-place): L2/L3 faults hidden for 60 s while every faulty rank qualifies, across nodes', () => {
     const rip = { recoverInPlace: { recoverInPlace: true, subHealthyStrategy: 'ignore' } };
     const j = job({}, rip);
     const l3 = rec(N, 'Ascend910-1', '80E01801', 'RestartBusiness', T0);
@@ -99,7 +99,7 @@ describe('fault filter chain of one node', () => {
     expect(filterNode(base({ records: [l3], jobs: [job({})], nowMs: T0 + 5 * S })).hidden).toEqual([]);
   });
 
-  it('stress test (#25): stress-test codes hidden on nodes under test', () => {
+  it('stress test (docs/rules.md#filter.stress-test): stress-test codes hidden on nodes under test', () => {
     const r = filterNode(base({ records: [rec(N, 'Ascend910-0', '80818C05', 'SeparateNPU', T0)], stressTestNodes: new Set([N]) }));
     expect(r.hidden[0]).toMatchObject({ by: 'stress-test' });
     expect(r.hidden[0]?.untilMs).toBeUndefined();

@@ -1,8 +1,8 @@
 /**
- * The scheduler-view filter chain of one node (behavior.md A.3 #18, #20-#25, E.6), in ClusterD's
- * order: custom filter (#20, with the MindIE 60 s RestartRequest hold #21) -> UCE-accompany (#22) ->
- * step retry (#23, the recovery FSM's view, passed in as a stage) -> recover-in-place (#24) ->
- * stress test (#25). Pre-separate (#26) is not a hide filter; policy/faults/fault-policy-view.ts applies it to the
+ * The scheduler-view filter chain of one node (docs/rules.md#filter.chain-order to #filter.stress-test, #filter.two-views), in ClusterD's
+ * order: custom filter (docs/rules.md#filter.custom, with the MindIE 60 s RestartRequest hold docs/rules.md#filter.mindie-hold) -> UCE-accompany (docs/rules.md#filter.uce-accompany) ->
+ * step retry (docs/rules.md#filter.step-retry, the recovery FSM's view, passed in as a stage) -> recover-in-place (docs/rules.md#filter.recover-in-place) ->
+ * stress test (docs/rules.md#filter.stress-test). Pre-separate (docs/rules.md#ingest.pre-separate) is not a hide filter; policy/faults/fault-policy-view.ts applies it to the
  * rendered cluster view.
  *
  * A function of its inputs (no I/O, no clock): fault-filters.controller.ts gathers the job facts,
@@ -10,7 +10,7 @@
  * - `visible`: the scheduler view (cluster-info, the jobs pipeline's decisions, node isolation);
  * - `hidden`: faults kept from the scheduler until `untilMs` (or while their inputs stay the same);
  *   they stay in the job view (recovery FSM, fault gRPC subscribers) and reach the job pipeline as
- *   `hidden` (B6 row 2);
+ *   `hidden` (docs/rules.md#decision.hidden-by-filter);
  * - `dropped`: faults suppressed for good (an AIC/AIV error accompanying a UCE);
  * - `relevelled` / `reported`: what passed but was touched (a re-level, a hold that ran out).
  */
@@ -137,7 +137,7 @@ function ownedBy(job: FilterJob, r: FaultRecord, jobs: readonly FilterJob[], ope
   return others.every((j) => j.key === job.key);
 }
 
-/** #20/#21: the custom-filter verdict of one record on this node. */
+/** docs/rules.md#filter.custom, #filter.mindie-hold: the custom-filter verdict of one record on this node. */
 function customVerdict(f: LeveledFault, node: string, jobs: readonly FilterJob[], nowMs: number, openClaims: boolean): FilterVerdict {
   const r = f.fault;
   if (r.device !== undefined && DEVICE_SOURCES.has(r.source)) {
@@ -161,7 +161,7 @@ function customVerdict(f: LeveledFault, node: string, jobs: readonly FilterJob[]
   return [...vs].sort((a, b) => until(a) - until(b))[0] ?? PASS;
 }
 
-/** #24: hide verdicts (faultKey -> verdict) for the L2/L3 faults on this node of recover-in-place jobs. */
+/** docs/rules.md#filter.recover-in-place: hide verdicts (faultKey -> verdict) for the L2/L3 faults on this node of recover-in-place jobs. */
 function recoverInPlace(node: string, current: readonly LeveledFault[], i: NodeFilterInput): Map<string, FilterVerdict> {
   const open = i.openClaims === true;
   const out = new Map<string, FilterVerdict>();

@@ -30,7 +30,7 @@ describe('filter chain', () => {
   });
 });
 
-describe('stress-test filter (A.3 #25)', () => {
+describe('stress-test filter (docs/rules.md#filter.stress-test)', () => {
   it('hides stress-test codes only on nodes under test', () => {
     expect(stressTestVerdict(lf('80818C06', 'SubHealthFault'), new Set(['n1'])).action).toBe('hide');
     expect(stressTestVerdict(lf('80818C06', 'SubHealthFault'), new Set()).action).toBe('pass');
@@ -38,7 +38,7 @@ describe('stress-test filter (A.3 #25)', () => {
   });
 });
 
-describe('pre-separate (A.3 #26)', () => {
+describe('pre-separate (docs/rules.md#ingest.pre-separate)', () => {
   it('a PreSeparateNPU chip leaves the available list; unhealthy only when idle', () => {
     expect(preSeparateChip('80E3A202', 'PreSeparateNPU', true)).toMatchObject({ available: false, unhealthy: false });
     expect(preSeparateChip('80E3A202', 'PreSeparateNPU', false)).toMatchObject({ available: false, unhealthy: true });

@@ -1,8 +1,8 @@
 /**
- * Fault filters of ClusterD's device processor chain (behavior.md A.3 #18, #20-#26) share one verdict
+ * Fault filters of ClusterD's device processor chain (docs/rules.md#filter.chain-order to #ingest.pre-separate) share one verdict
  * type. A filter decides, per fault, what the scheduler view (what Volcano sees in cluster-info) gets;
  * hidden faults stay in the job view (fault subscribers, recovery FSM), as ClusterD keeps them in
- * its "deleted" cache (behavior.md E.6). Order matters and follows ClusterD's chain:
+ * its "deleted" cache (docs/rules.md#filter.two-views). Order matters and follows ClusterD's chain:
  * custom-filter -> UCE-accompany -> step-retry -> recover-in-place -> stress-test -> pre-separate.
  */
 import type { NpuFaultLevel } from '../../vocabulary/fault-types.ts';

@@ -11,7 +11,7 @@ const lf = (code: string, level: NpuFaultLevel, firstSeenMs = 0): LeveledFault =
 const job = { recoverInPlace: true };
 const actions = (m: Map<number, Array<{ action: string }>>) => Object.fromEntries([...m].map(([k, v]) => [k, v.map((x) => x.action)]));
 
-describe('recover-in-place filter (A.3 #24)', () => {
+describe('recover-in-place filter (docs/rules.md#filter.recover-in-place)', () => {
   it('hides the L2/L3 faults of a pod rank that can restart in place (< 60 s old)', () => {
     const v = recoverInPlaceVerdicts(job, [{ podRank: 1, faults: [lf('80C98008', 'RestartRequest'), lf('80E21007', 'NotHandleFault')] }], 59 * S);
     expect(actions(v)).toEqual({ 1: ['hide'] });

@@ -1,5 +1,5 @@
 /**
- * Recover-in-place filter (behavior.md A.3 #24, C.1): for a job whose strategies include
+ * Recover-in-place filter (docs/rules.md#filter.recover-in-place, #timing.clusterd): for a job whose strategies include
  * `recover-in-place`, the L2/L3 faults (RestartRequest / RestartBusiness) of a pod rank are hidden from
  * the scheduler while the pod can be restarted in place:
  * - the pod rank's faults are only L2/L3, NotHandleFault, and SubHealthFault when the job's

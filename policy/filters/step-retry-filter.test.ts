@@ -10,7 +10,7 @@ const lf = (code: string, firstSeenMs: number, source: FaultSource = 'npu', node
 });
 const retry = { retryEnabled: true };
 
-describe('step-retry filter (A.3 #23)', () => {
+describe('step-retry filter (docs/rules.md#filter.step-retry)', () => {
   it('recognises retry jobs from the PodGroup', () => {
     expect(isStepRetryJob({ 'process-recover-enable': 'on' }, { 'recover-strategy': 'recover, retry' })).toBe(true);
     expect(isStepRetryJob({ 'process-recover-enable': 'pause' }, { 'recover-strategy': 'retry' })).toBe(false);

@@ -1,5 +1,5 @@
 /**
- * Step-retry filter (behavior.md A.3 #23, C.1): for a job with `process-recover-enable=on` and
+ * Step-retry filter (docs/rules.md#filter.step-retry, #timing.clusterd): for a job with `process-recover-enable=on` and
  * `retry` in `recover-strategy`, the retry faults 80E01801 (UCE, retry type "0") and 8C1F860B (HCCL
  * retry, type "2") are hidden from the scheduler while
  *   (a) the fault is at most 10 s old, or

@@ -1,6 +1,6 @@
 /**
  * The step-retry filter applied to one node's fault records, as the rescheduler sees them
- * (behavior.md A.3 #23, B6 row 2, E.6): a retry fault (80E01801 UCE, 8C1F860B HCCL) on a chip that a
+ * (docs/rules.md#filter.step-retry, #decision.hidden-by-filter, #filter.two-views): a retry fault (80E01801 UCE, 8C1F860B HCCL) on a chip that a
  * step-retry job holds is hidden, dropped or re-levelled as step-retry-filter.ts's verdict says.
  * Pure: the job holding a chip and its step-retry facts come from the caller
  * (controllers/recovery-step-retry.ts, which also re-announces nodes when a window ends).

@@ -1,5 +1,5 @@
 /**
- * Stress-test fault filter (behavior.md A.3 #25, A.10 #85): while an online stress test runs on a
+ * Stress-test fault filter (docs/rules.md#filter.stress-test, #recover.stress-test): while an online stress test runs on a
  * node, its stress-test result codes 80818C05 (high level, SeparateNPU) and 80818C06 (low level,
  * SubHealthFault) are removed from the scheduler view; the stress-test flow handles the result.
  */

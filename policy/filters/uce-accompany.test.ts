@@ -9,7 +9,7 @@ const lf = (code: string, firstSeenMs: number, device = 'Ascend910-0'): LeveledF
 });
 const key = 'n1/Ascend910-0/npu/80C98009';
 
-describe('UCE-accompanying AIC/AIV filter (A.3 #22)', () => {
+describe('UCE-accompanying AIC/AIV filter (docs/rules.md#filter.uce-accompany)', () => {
   it('drops an AIC bus error within 5 s of a UCE on the same NPU, and remembers it', () => {
     const r = uceAccompany({}, { node: 'n1', faults: [lf('80C98009', 10 * S), lf('80E01801', 14 * S)] }, 15 * S);
     expect(r.verdicts.get(key)?.action).toBe('drop');

@@ -1,5 +1,5 @@
 /**
- * UCE-accompanying AIC/AIV filter (behavior.md A.3 #22, C.1): an AIC or AIV bus error (80C98009 /
+ * UCE-accompanying AIC/AIV filter (docs/rules.md#filter.uce-accompany, #timing.clusterd): an AIC or AIV bus error (80C98009 /
  * 80CB8009) within 5 s of an HBM uncorrectable error (UCE, 80E01801) on the same NPU is a side effect
  * of the UCE and is dropped. While the AIC/AIV error is younger than 5 s and no UCE is known it is
  * hidden and looked at again; after 5 s without a UCE it is reported. The UCE may come from the

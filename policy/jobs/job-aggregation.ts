@@ -1,5 +1,5 @@
 /**
- * Job aggregation (behavior.md A.4 #28-#30, A.6 #40-#41): join per-node/per-device FaultRecords with a
+ * Job aggregation (docs/rules.md#job.device-map to #job.health-state, #resched.fault-nodes, #resched.fault-tasks): join per-node/per-device FaultRecords with a
  * job's pods and return the job's fault ranks and health state.
  *
  * The aggregate is knob-independent: it lists every cause that touches a pod and says what Volcano
@@ -9,16 +9,16 @@
  * Rules, per cause origin:
  * - `node-ready` (Node NotReady / missing): every pod on the node, `NodeUnhealthy`, code
  *   `heartbeatTimeOut`, reason level PreSeparateNPU (VC reason record) while the rank level stays the
- *   record's (ClusterD: SeparateNPU) (A.4 #29, A.6 #41, A.10 #87, behavior.md F "heartbeat").
+ *   record's (ClusterD: SeparateNPU) (docs/rules.md#job.fault-ranks, #resched.fault-tasks, #job.node-not-ready).
  * - `node` (NodeD) and `switch` (UB switch): every pod on the node. SubHealthFault -> `SubHealthFault`;
- *   PreSeparate / NotHandle -> no effect on a running job (B6 row 1, A.3 #26); anything else ->
- *   `NodeUnhealthy` (A.6 #40).
+ *   PreSeparate / NotHandle -> no effect on a running job (docs/rules.md#decision.no-effect, #ingest.pre-separate); anything else ->
+ *   `NodeUnhealthy` (docs/rules.md#resched.fault-nodes).
  * - `npu` and `public` on a device: pods whose AscendReal holds the device; on no device: every NPU pod
  *   on the node. SubHealthFault -> `SubHealthFault`; PreSeparateNPU / NotHandle -> no effect on the
- *   running job; anything else -> `CardUnhealthy` (the card is in `-Unhealthy`, A.1 #3).
- * - `network`: `CardNetworkUnhealthy`; never makes a task faulty (A.6 #41) but counts for health.
+ *   running job; anything else -> `CardUnhealthy` (the card is in `-Unhealthy`, docs/rules.md#levels.card-health).
+ * - `network`: `CardNetworkUnhealthy`; never makes a task faulty (docs/rules.md#resched.fault-tasks) but counts for health.
  * - the pod itself: Failed -> `pod-failed` (`process-exception` when labelled fault-type
- *   software/retry-fault, B4); label `fault-type=Separate` -> `RelationFaultSeparate`;
+ *   software/retry-fault, docs/rules.md#resched.lifecycle); label `fault-type=Separate` -> `RelationFaultSeparate`;
  *   `fault-type=SubHealth` -> `SubHealthFault`.
  */
 import { faultKey, mostSerious, type FaultRecord, type FaultSource, type NpuFaultLevel } from '../../vocabulary/fault-types.ts';
@@ -31,7 +31,7 @@ export type { RescheduleFaultType };
 export type CauseOrigin = FaultSource | 'pod';
 export type JobHealthState = 'Healthy' | 'SubHealthy' | 'UnHealthy';
 
-/** Pseudo code for NotReady nodes, as in vcjob-fault-npu-cm (seed 002: "heartbeatTimeOut: node status lost"). */
+/** Pseudo code for NotReady nodes, as in vcjob-fault-npu-cm (Volcano's reason code `heartbeatTimeOut`, `component/ascend-for-volcano/internal/rescheduling/type.go`). */
 export const HEARTBEAT_TIMEOUT_CODE = 'heartbeatTimeOut';
 
 /** A fault hidden by an upstream filter (custom filter, UCE-accompany, step retry, recover-in-place). */
@@ -44,7 +44,7 @@ export interface JobFaultSnapshot {
   readonly job: JobView;
   /** Fault records of the job's nodes (others are ignored). */
   readonly faults: readonly FaultRecord[];
-  /** faultKey(record) -> hide window, for B6 row 2. */
+  /** faultKey(record) -> hide window, for docs/rules.md#decision.hidden-by-filter. */
   readonly hidden?: ReadonlyMap<string, HiddenFault>;
 }
 
@@ -57,7 +57,7 @@ export interface FaultCause {
   /** Undefined for pod-failed / process-exception (no hardware level). */
   readonly level?: NpuFaultLevel;
   readonly faultType: RescheduleFaultType;
-  /** Would Volcano count it against the task at all (before knobs)? false = B6 row 1. */
+  /** Would Volcano count it against the task at all (before knobs)? false = docs/rules.md#decision.no-effect. */
   readonly affectsTask: boolean;
   /** Code and level Volcano puts in its eviction reason. */
   readonly reasonCode: string;
@@ -73,7 +73,7 @@ export interface JobFaultRank {
   readonly devices: readonly string[];
   readonly codes: readonly string[];
   readonly worstLevel?: NpuFaultLevel;
-  /** Volcano's classification of the task from the causes that affect it (A.6 #41 order). */
+  /** Volcano's classification of the task from the causes that affect it (docs/rules.md#resched.fault-tasks order). */
   readonly faultType: RescheduleFaultType;
   readonly causes: readonly FaultCause[];
 }
@@ -86,7 +86,7 @@ export interface JobFaultAggregate {
   readonly fingerprint: string;
 }
 
-/** A.6 #41 precedence: NodeD/switch node fault, card, NotReady node, failed pod, relation, sub-health. */
+/** docs/rules.md#resched.fault-tasks precedence: NodeD/switch node fault, card, NotReady node, failed pod, relation, sub-health. */
 export function causeOrder(c: FaultCause): number {
   switch (c.faultType) {
     case 'NodeUnhealthy':
@@ -105,7 +105,7 @@ export function causeOrder(c: FaultCause): number {
   }
 }
 
-/** The cause that names the task: the first by A.6 #41 order among `causes`. */
+/** The cause that names the task: the first by docs/rules.md#resched.fault-tasks order among `causes`. */
 export function primaryCause(causes: readonly FaultCause[]): FaultCause | undefined {
   let best: FaultCause | undefined;
   for (const c of causes) if (best === undefined || causeOrder(c) < causeOrder(best)) best = c;
@@ -189,7 +189,7 @@ function toRank(p: JobPodView, causes: readonly FaultCause[]): JobFaultRank {
 
 const HEALTHY_LEVELS: ReadonlySet<string> = new Set(['SubHealthFault', 'NotHandleFault', 'PreSeparateNPU', 'NormalNPU']);
 
-/** A.4 #30 over hardware causes (failed pods are Volcano's business, not ClusterD's health state). */
+/** docs/rules.md#job.health-state over hardware causes (failed pods are Volcano's business, not ClusterD's health state). */
 export function jobHealthState(ranks: readonly JobFaultRank[]): JobHealthState {
   let sub = false;
   for (const c of ranks.flatMap((r) => r.causes)) {

@@ -9,7 +9,7 @@ export type {
   DecisionKind, DecisionPhase, B6Row, EvictionReason, RescheduleTaskReason, FsmFaultRank, JobAction, RestartScope, RestartMode, EscalationBlock, ActiveRestart, JobRescheduleState,
 } from '../../vocabulary/job-decision-state.ts';
 
-/** One link of the reason chain: fault -> level -> rule -> action (style.md 2.7). */
+/** One link of the reason chain: fault -> level -> rule -> action (docs/CONVENTIONS.md#logs-and-metrics). */
 export interface ReasonStep {
   readonly stage: 'fault' | 'level' | 'rule' | 'action';
   readonly detail: string;
@@ -31,13 +31,13 @@ export interface JobDecision {
 }
 
 export interface JobDecisionConfig {
-  /** Volcano `grace-over-time` (C.2): grace deletion turns into force deletion after it. */
+  /** Volcano `grace-over-time` (docs/rules.md#timing.volcano): grace deletion turns into force deletion after it. */
   readonly graceOverTimeMs: number;
   /** Pod-level replacements pending this long -> job level (job-pending-escalation.ts). */
   readonly pendingEscalationMs: number;
-  /** Volcano drops a cached fault job 300 s + grace-over-time after it was created (A.6 #42). */
+  /** Volcano drops a cached fault job 300 s + grace-over-time after it was created (docs/rules.md#resched.fault-job-cache). */
   readonly faultJobBaseLifetimeMs: number;
-  /** Hot switch handles at most this many faulty pods, else downgrade (A.10 #81). */
+  /** Hot switch handles at most this many faulty pods, else downgrade (docs/rules.md#hotswitch.entry). */
   readonly hotSwitchMaxPods: number;
   /** Remembered acted decision ids per job. */
   readonly actedHistoryCap: number;

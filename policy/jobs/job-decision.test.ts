@@ -11,7 +11,7 @@ const podsOf = (actions: readonly JobAction[], type: 'evictPods' | 'forceDeleteP
 const at = (knobs: JobKnobsInput, faults = [sep2], job = fourPodJob(), registered = false) =>
   decide({ job, faults, knobs, nowMs: 1_000, registered }).decision;
 
-describe('B6 decision table', () => {
+describe('docs/rules.md#decision.order decision table', () => {
   it('accepts the parsed JobKnobs of schemas/job-knobs as input', () => {
     const knobs: JobKnobsInput = parseJobKnobs({ 'fault-scheduling': 'force', 'pod-rescheduling': 'on' }, {}).knobs;
     expect(at(knobs).kind).toBe('pod');
@@ -128,7 +128,7 @@ describe('B6 decision table', () => {
         { podRank: 2, pod: { name: 'llama-worker-2', uid: 'llama-worker-2-uid', node: 'node-2' }, node: 'node-2', devices: ['Ascend910-2'], codes: ['80E18005'], level: 'SeparateNPU' },
       ]);
     });
-    it('NotReady nodes are not handed to the FSM (E.7) but the pods are still deleted', () => {
+    it('NotReady nodes are not handed to the FSM (docs/rules.md#job.node-not-ready) but the pods are still deleted', () => {
       const d = at(pk, [nodeNotReady('node-2')], fourPodJob(), true);
       expect(d.kind).toBe('pod');
       expect(types(d.actions)).toEqual(['forceDeletePods', 'recordRescheduleReason']);

@@ -1,9 +1,9 @@
 /**
- * The rescheduling decision table (behavior.md B6), evaluated top-down, first match wins, for the
+ * The rescheduling decision table (docs/rules.md#decision.order), evaluated top-down, first match wins, for the
  * faults of one job that no running restart covers yet. Pure: the lifecycle around it (grace -> force,
  * pending escalation, success, retry budget) is in job-restart.ts.
  *
- * Row order as implemented (B6 numbering):
+ * Row order as implemented (docs/rules.md#decision.order numbering):
  *  1  no counted fault (NotHandle, PreSeparate on a used chip/node, network, sub-health under
  *     `ignore`, failed pods without retry budget) -> none   [7 when it is sub-health under ignore]
  *  2  every counted fault is inside an upstream hide window -> none, requeue at window end
@@ -16,7 +16,7 @@
  *  6  sub-health only + hotSwitch -> hand off to the hot-switch FSM / delete its `needVolcanoOpe` pod
  *  7  sub-health only + graceExit/forceExit -> GracefulExit=1 + grace job delete / force job delete
  *  8  process-recover-enable=on -> hand off to the FSM; delete only fault pods, never escalate
- *     (platform mode: no deletion, A.6 #52). `pause` (row 9) falls through to 10/11.
+ *     (platform mode: no deletion, docs/rules.md#resched.platform-mode). `pause` (row 9) falls through to 10/11.
  *  10 pod-rescheduling=on -> delete only fault pods (escalation: job-pending-escalation.ts)
  *  11 grace/force -> job level
  */
@@ -27,6 +27,7 @@ import { firstRecoverStrategy, hotSwitchVerdict, processHandOff } from './job-ha
 import { escalationBlockFor } from './job-pending-escalation.ts';
 import { retryAllowed, type RetryBudget } from './job-retry-budget.ts';
 import { podRefOf, type JobKnobsInput, type JobPodView } from './job-view.ts';
+import { DECISION_ROW_RULE, RULE } from '../../vocabulary/rule-ids.ts';
 
 export interface PlanInput {
   readonly aggregate: JobFaultAggregate;
@@ -61,7 +62,7 @@ export interface FaultPlan {
   readonly restart?: RestartPlan;
   readonly handOff?: JobAction;
   readonly requeueAfterMs?: number;
-  /** Persist "hot switch downgraded to ignore" (behavior.md F). */
+  /** Persist "hot switch downgraded to ignore" (docs/rules.md#hotswitch.failure). */
   readonly downgradeHotSwitch?: boolean;
   /** Identity of what the plan acts on; feeds the decision id. */
   readonly fingerprint: string;
@@ -79,7 +80,8 @@ export function faultSteps(tasks: readonly FaultTask[], nowMs: number): ReasonSt
   return steps;
 }
 
-const rule = (row: B6Row, detail: string): ReasonStep => ({ stage: 'rule', row, detail: `B6 row ${row}: ${detail}` });
+/** A decision-table row names its rule by id (docs/rules.md), never by a row number a reader cannot look up. */
+const rule = (row: B6Row, detail: string): ReasonStep => ({ stage: 'rule', row, detail: `${DECISION_ROW_RULE[row]}: ${detail}` });
 const act = (detail: string): ReasonStep => ({ stage: 'action', detail });
 const live = (pods: readonly JobPodView[]): JobPodView[] => pods.filter((p) => p.terminating !== true);
 const names = (pods: readonly JobPodView[]): string => pods.map((p) => p.name).join(', ');
@@ -98,7 +100,7 @@ function plan(kind: DecisionKind, row: B6Row, tasks: readonly FaultTask[], reaso
 
 function handOffOrNone(row: B6Row, tasks: readonly FaultTask[], chain: ReasonStep[], proc: JobAction | undefined, none: string, extra: Partial<FaultPlan> = {}): FaultPlan {
   if (proc !== undefined) {
-    return plan('process', row, tasks, [...chain, rule(row, none), act('hand the fault ranks to the process-level recovery FSM (B6 row 8)')], { ...extra, handOff: proc });
+    return plan('process', row, tasks, [...chain, rule(row, none), act(`hand the fault ranks to the process-level recovery FSM (${RULE.decision.processLevel})`)], { ...extra, handOff: proc });
   }
   return plan('none', row, tasks, [...chain, rule(row, none), act('no action')], extra);
 }
@@ -114,7 +116,7 @@ interface SubHealthArgs {
   readonly processOn: boolean;
 }
 
-/** B6 rows 6 (hotSwitch) and 7 (graceExit / forceExit) for a job whose counted faults are all sub-health. */
+/** docs/rules.md#decision.hot-switch (hotSwitch) and #decision.sub-health (graceExit / forceExit) for a job whose counted faults are all sub-health. */
 function subHealthPlan(a: SubHealthArgs): FaultPlan {
   const { input, visible, chain, allPods, base } = a;
   const { aggregate: agg, knobs } = input;

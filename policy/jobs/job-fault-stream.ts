@@ -5,7 +5,7 @@
  * Window choice: `auditTime(200 ms)` per job. The first snapshot of a burst opens a 200 ms window and
  * the *latest* snapshot is aggregated when it closes. Unlike `debounceTime`, a storm that never goes
  * quiet still yields one aggregate per 200 ms, so latency stays bounded. 200 ms is well under
- * ClusterD's 1 s processing cycle and Volcano's 1 s session (behavior.md A.3 #17, C.2), so we never
+ * ClusterD's 1 s processing cycle and Volcano's 1 s session (docs/rules.md#ingest.update-cadence, #timing.volcano), so we never
  * react later than they would, while a device-info rewrite, the node-info update and the pod status
  * changes a single hardware fault causes (typically within tens of ms of each other) land in one
  * aggregate.

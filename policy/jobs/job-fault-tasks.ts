@@ -1,18 +1,18 @@
 /**
- * Which pods of a job are *fault tasks* for rescheduling, given the job's knobs (behavior.md A.6 #41,
- * #43, #50, #53; B6 rows 1, 2, 7, 12). Input is the knob-independent aggregate.
+ * Which pods of a job are *fault tasks* for rescheduling, given the job's knobs (docs/rules.md#resched.fault-tasks, #resched.job-reason, #resched.sub-health, #resched.retry-budget, #decision.no-effect, #decision.hidden-by-filter, #decision.sub-health, #decision.failed-pod-budget). Input is the knob-independent aggregate.
  *
  * A cause counts against its pod when:
- * - Volcano would count it at all (`affectsTask`; not NotHandle/PreSeparate/network, B6 row 1);
+ * - Volcano would count it at all (`affectsTask`; not NotHandle/PreSeparate/network, docs/rules.md#decision.no-effect);
  * - the pod is not already terminating;
- * - failed pods (`pod-failed`/`process-exception`): `fault-retry-times` > 0 (A.6 #41), or
- *   `process-recover-enable=on` (B4: in process mode a failing surviving pod is a fault task);
+ * - failed pods (`pod-failed`/`process-exception`): `fault-retry-times` > 0 (docs/rules.md#resched.fault-tasks), or
+ *   `process-recover-enable=on` (docs/rules.md#resched.lifecycle: in process mode a failing surviving pod is a fault task);
  * - sub-health: strategy graceExit/forceExit; hotSwitch only once the hot-switch FSM put
- *   `needVolcanoOpe=delete` on the pod; ignore (default, also unknown values) never (A.6 #50).
- * A counted cause still inside an upstream hide window makes the task *hidden* (B6 row 2).
+ *   `needVolcanoOpe=delete` on the pod; ignore (default, also unknown values) never (docs/rules.md#resched.sub-health).
+ * A counted cause still inside an upstream hide window makes the task *hidden* (docs/rules.md#decision.hidden-by-filter).
  */
 import { primaryCause, type FaultCause, type JobFaultAggregate, type JobFaultRank, type RescheduleFaultType } from './job-aggregation.ts';
 import { jobUsesNpu, type JobKnobsInput, type JobPodView, type JobView } from './job-view.ts';
+import { RULE } from '../../vocabulary/rule-ids.ts';
 
 export interface FaultTask {
   readonly rank: JobFaultRank;
@@ -46,13 +46,13 @@ function counts(c: FaultCause, pod: JobPodView, knobs: JobKnobsInput): string | 
   if (!c.affectsTask) return c.note;
   if (c.faultType === 'pod-failed' || c.faultType === 'process-exception') {
     if ((knobs.faultRetryTimes ?? 0) > 0 || knobs.processRecoverEnable === 'on') return undefined;
-    return `${c.note}: fault-retry-times is 0, failed pods are left to the operator (A.6 #41)`;
+    return `${c.note}: fault-retry-times is 0, failed pods are left to the operator (${RULE.resched.faultTasks})`;
   }
   if (c.faultType === 'SubHealthFault') {
     const s = effectiveSubHealthyStrategy(knobs);
     if (s === 'graceExit' || s === 'forceExit') return undefined;
     if (s === 'hotSwitch' && pod.needVolcanoDelete === true) return undefined;
-    return `${c.note}: subHealthyStrategy=${s}, task stays healthy (A.6 #50)`;
+    return `${c.note}: subHealthyStrategy=${s}, task stays healthy (${RULE.resched.subHealth})`;
   }
   return undefined;
 }
@@ -89,7 +89,7 @@ export function selectFaultTasks(agg: JobFaultAggregate, knobs: JobKnobsInput, n
   return { tasks, visible: tasks.filter((t) => !t.hidden), subHealthPods, notes };
 }
 
-/** A.6 #43: first of NodeUnhealthy / CardUnhealthy / SubHealthFault / RelationFaultSeparate, else pod-failed. */
+/** docs/rules.md#resched.job-reason: first of NodeUnhealthy / CardUnhealthy / SubHealthFault / RelationFaultSeparate, else pod-failed. */
 export function jobReasonOf(tasks: readonly FaultTask[]): RescheduleFaultType {
   for (const t of ['NodeUnhealthy', 'CardUnhealthy', 'SubHealthFault', 'RelationFaultSeparate'] as const) {
     if (tasks.some((x) => x.faultType === t)) return t;
@@ -97,10 +97,10 @@ export function jobReasonOf(tasks: readonly FaultTask[]): RescheduleFaultType {
   return 'pod-failed';
 }
 
-/** A.6 #49: a fault task on rank 0 of an NPU job, not labelled as a worker replica. */
+/** docs/rules.md#resched.master-rank: a fault task on rank 0 of an NPU job, not labelled as a worker replica. */
 export const masterTask = (tasks: readonly FaultTask[], job: JobView): FaultTask | undefined =>
   jobUsesNpu(job) ? tasks.find((t) => t.pod.rank === 0 && t.pod.workerReplica !== true) : undefined;
 
-/** Only sub-health faults among the tasks (B6 rows 6-7). */
+/** Only sub-health faults among the tasks (docs/rules.md#decision.hot-switch, #decision.sub-health). */
 export const subHealthOnly = (tasks: readonly FaultTask[]): boolean =>
   tasks.length > 0 && tasks.every((t) => t.causes.every((c) => c.faultType === 'SubHealthFault'));

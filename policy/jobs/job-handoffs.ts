@@ -1,7 +1,7 @@
 /**
  * Eligibility of the two ClusterD-side FSMs this policy only hands work to (both owned elsewhere):
- * the process-level recovery FSM (behavior.md B1, A.9 #66/#68, B6 rows 8-9) and the hot-switch FSM
- * (B2, A.10 #81, B6 row 6).
+ * the process-level recovery FSM (docs/rules.md#recover.fsm, #recover.register, #recover.hardware-entry, #decision.process-level, #decision.process-gives-up) and the hot-switch FSM
+ * (docs/rules.md#hotswitch.fsm, #hotswitch.entry, #decision.hot-switch).
  */
 import type { FaultCause, JobFaultAggregate, JobFaultRank } from './job-aggregation.ts';
 import type { JobAction, FsmFaultRank } from './job-decision-types.ts';
@@ -9,7 +9,7 @@ import { effectiveSubHealthyStrategy } from './job-fault-tasks.ts';
 import { mostSerious } from '../../vocabulary/fault-types.ts';
 import type { JobKnobsInput, JobPodView } from './job-view.ts';
 
-/** Priority order of recover strategies (A.9 #66); lower index = tried first. */
+/** Priority order of recover strategies (docs/rules.md#recover.register); lower index = tried first. */
 export const RECOVER_STRATEGY_PRIORITY = ['retry', 'recover-in-place', 'recover', 'elastic-training', 'dump', 'exit'] as const;
 
 /** The highest-priority configured recover strategy (unknown names ignored). */
@@ -18,17 +18,17 @@ export function firstRecoverStrategy(knobs: JobKnobsInput): string | undefined {
   return RECOVER_STRATEGY_PRIORITY.find((s) => set.has(s));
 }
 
-/** Row 8's precondition: process-recover-enable=on, recover-strategy set, job registered (B6). */
+/** Row 8's precondition: process-recover-enable=on, recover-strategy set, job registered (docs/rules.md#decision.order). */
 export const processRecoveryConfigured = (knobs: JobKnobsInput, registered: boolean): boolean =>
   registered && knobs.processRecoverEnable === 'on' && firstRecoverStrategy(knobs) !== undefined;
 
 const FSM_DROPPED_LEVELS: ReadonlySet<string> = new Set(['NotHandleFault', 'PreSeparateNPU', 'NormalNPU']);
 
 /**
- * Causes the recovery FSM takes (A.9 #68, A.4 #31, E.7): hardware causes only (software faults reach
+ * Causes the recovery FSM takes (docs/rules.md#recover.hardware-entry, #job.subscriber-levels, #job.node-not-ready): hardware causes only (software faults reach
  * it through ReportProcessFault, not from us); not NotReady nodes; not NotHandle/PreSeparate levels;
  * sub-health only for a SubHealthy job with graceExit whose first strategy is dump. Hidden causes
- * are included: the FSM sees faults hidden from the scheduler (E.6).
+ * are included: the FSM sees faults hidden from the scheduler (docs/rules.md#filter.two-views).
  */
 function fsmCause(c: FaultCause, agg: JobFaultAggregate, knobs: JobKnobsInput): boolean {
   if (c.origin === 'node-ready' || c.faultType === 'pod-failed' || c.faultType === 'process-exception') return false;
@@ -72,7 +72,7 @@ export type HotSwitchVerdict =
   | { readonly kind: 'downgrade'; readonly detail: string };
 
 /**
- * A.10 #81: a SubHealthy job with hotSwitch, registered, PyTorch/MindSpore, at most `maxPods` faulty
+ * docs/rules.md#hotswitch.entry: a SubHealthy job with hotSwitch, registered, PyTorch/MindSpore, at most `maxPods` faulty
  * pods, no switch running; faults on the rank-0 pod are ignored; one pod per cycle (lowest rank).
  * Non-PyTorch/MindSpore jobs and > maxPods faulty pods are downgraded to `ignore`.
  */

@@ -67,8 +67,7 @@ export function verifyJobIdentity(claimer: { readonly namespace: string; readonl
 
 /**
  * Of several PodGroups that pass for one UID (possible only inside the job's own namespace), the one
- * the job's controller made: named `<jobName>-<uid>` (Volcano and the Ascend operator, formats.md
- * 4.1); else the first key, so the choice is stable.
+ * the job's controller made: named `<jobName>-<uid>` (Volcano and the Ascend operator, docs/formats.md#crds); else the first key, so the choice is stable.
  */
 export function pickClaimant(keys: readonly string[], identity: Pick<JobIdentity, 'namespace' | 'name' | 'uid'>): string | undefined {
   const conventional = `${identity.namespace}/${identity.name}-${identity.uid}`;

@@ -1,10 +1,10 @@
 /**
- * Pod-level -> job-level escalation when replacement pods stay pending (behavior.md A.6 #48, B4, B6 row 10).
+ * Pod-level -> job-level escalation when replacement pods stay pending (docs/rules.md#resched.pending-escalation, #resched.lifecycle, #decision.pod-level).
  *
  * Volcano counts `PendingSessionNum`, +1 per scheduling session once the fault pods were deleted and
  * the job is still not fully allocated; at 6 sessions it widens to the logical super-pod, at 12 to the
- * whole job. Sessions run every 1 s (`--schedule-period=1s`, C.2) and never overlap, so 12 sessions
- * take *at least* 12 s of wall time, plus each session's own run time (not given by the spec; it
+ * whole job. Sessions run every 1 s (`--schedule-period=1s`, docs/rules.md#timing.volcano) and never overlap, so 12 sessions
+ * take *at least* 12 s of wall time, plus each session's own run time (not documented; it
  * grows with cluster size).
  *
  * Our time-based equivalent: escalate when the replacements have been pending for
@@ -12,9 +12,9 @@
  * targeted pod gone or replaced (= Volcano's "delete succeeded"). 12 s is the earliest Volcano could
  * act; the extra 3 s (~250 ms per session) covers session run time and our own event latency
  * (200 ms burst window, requeue). Escalating too early is the costly error (a job-level restart costs
- * minutes, C.4), escalating a few seconds late is cheap, so we lean late. Configurable.
+ * minutes), escalating a few seconds late is cheap, so we lean late. Configurable.
  *
- * Never escalates: `huawei.com/recover_policy_path=pod`, `process-recover-enable=on` (A.6 #48),
+ * Never escalates: `huawei.com/recover_policy_path=pod`, `process-recover-enable=on` (docs/rules.md#resched.pending-escalation),
  * hot-switch deletions, external mode, or a restart that is already job level.
  * Super-pod (6 sessions), multi-level affinity and A5 rack steps are not modelled (no sp-block input).
  */

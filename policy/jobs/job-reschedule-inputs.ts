@@ -1,6 +1,6 @@
 /**
- * Inputs of a job-reschedule-reason record (formats.md 3.5, behavior.md A.6 #56) and of Volcano's
- * eviction reason (A.6 #44). One record per restart (start and escalation); at most 10 tasks per
+ * Inputs of a job-reschedule-reason record (docs/formats.md#job-reschedule-reason, docs/rules.md#resched.reason-history) and of Volcano's
+ * eviction reason (docs/rules.md#resched.job-grace). One record per restart (start and escalation); at most 10 tasks per
  * record, in rank order (the 10-record cap and the 950 KB trim belong to schemas/job-reschedule-reason).
  */
 import type { EvictionReason, RescheduleTaskReason } from './job-decision-types.ts';

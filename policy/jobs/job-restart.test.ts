@@ -118,7 +118,7 @@ describe('job restart lifecycle', () => {
       const start = run(failRank1(job), knobs, state, (t += 1_000));
       expect(start.decision).toMatchObject({ kind: 'job', phase: 'start', row: 12 });
       expect(deleted(start.acted)).toEqual(allNames(job));
-      expect(start.state.retry?.times).toBe(left + 1); // spent on success, not on delete (A.8 #62)
+      expect(start.state.retry?.times).toBe(left + 1); // spent on success, not on delete (docs/rules.md#operator.failed-pod-budget)
       job = replaced(job, allNames(job), newNode, gen);
       const done = run(job, knobs, start.state, (t += 1_000));
       expect(done.decision.phase).toBe('complete');

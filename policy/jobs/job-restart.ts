@@ -1,16 +1,16 @@
 /**
- * The per-job restart lifecycle (behavior.md B4) around the B6 table: the one entry point
+ * The per-job restart lifecycle (docs/rules.md#resched.lifecycle) around the docs/rules.md#decision.order table: the one entry point
  * `decideJob(input) -> { state, decision }`. Pure; time comes in as `nowMs`, timers go out as
- * `requeueAfterMs` computed from timestamps in the persisted state (style.md 2.4).
+ * `requeueAfterMs` computed from timestamps in the persisted state (docs/CONVENTIONS.md#reconcilers).
  *
- * idle --fault (B6 plan with a restart)--> active(start)
+ * idle --fault (docs/rules.md#decision.order plan with a restart)--> active(start)
  * active: all targets gone/replaced and >= minAvailable pods allocated --> complete (budget -1 if
  *         pod-failed; GracefulExit back to 0 after pure sub-health; reset-config RetryTime+1 after pod level)
  *         grace and not restarted after grace-over-time --> force-delete what is left (once)
  *         pod level, targets gone, replacements pending >= pendingEscalationMs --> escalate to job level
  *         new fault pods outside the targets --> extend (same scope) or escalate (plan says job level)
  *         300 s + grace-over-time after start --> dropped (Volcano's fault-job cache lifetime), re-evaluated
- * A different job UID starts from a fresh state (A.6 #42: a job whose owner UID changed is new).
+ * A different job UID starts from a fresh state (docs/rules.md#resched.fault-job-cache: a job whose owner UID changed is new).
  */
 import type { JobFaultAggregate } from './job-aggregation.ts';
 import {
@@ -23,6 +23,7 @@ import { DEFAULT_POD_ESCALATION_PENDING_MS, evaluatePending } from './job-pendin
 import { evictionReasons, rescheduleTaskReasons } from './job-reschedule-inputs.ts';
 import { consumeRetry, syncRetryBudget } from './job-retry-budget.ts';
 import { podRefOf, rankPods, type JobKnobsInput, type JobPodView, type JobView, type PodRef } from './job-view.ts';
+import { RULE } from '../../vocabulary/rule-ids.ts';
 
 export const DEFAULT_JOB_DECISION_CONFIG: JobDecisionConfig = {
   graceOverTimeMs: DEFAULT_GRACE_OVER_TIME_MS,
@@ -38,7 +39,7 @@ export interface JobDecisionInput {
   /** The persisted state of this job (any UID; a mismatch starts fresh). */
   readonly state: JobRescheduleState | undefined;
   readonly nowMs: number;
-  /** TaskD/MindIO registered the job with our Recover service (B6 rows 6, 8). */
+  /** TaskD/MindIO registered the job with our Recover service (docs/rules.md#decision.hot-switch, #decision.process-level). */
   readonly registered?: boolean;
   readonly config?: Partial<JobDecisionConfig>;
 }
@@ -50,7 +51,7 @@ export interface JobDecisionOutput {
 
 export const initialJobState = (jobUid: string): JobRescheduleState => ({ jobUid, generation: 0, acted: [] });
 
-/** The hot-switch FSM failed: the job's strategy is `ignore` from now on (A.10 #82, behavior.md F). */
+/** The hot-switch FSM failed: the job's strategy is `ignore` from now on (docs/rules.md#hotswitch.failure). */
 export const downgradeHotSwitch = (state: JobRescheduleState): JobRescheduleState => ({ ...state, hotSwitchDowngraded: true });
 
 const step = (stage: ReasonStep['stage'], detail: string): ReasonStep => ({ stage, detail });
@@ -59,7 +60,7 @@ const minDefined = (...xs: (number | undefined)[]): number | undefined => {
   return ds.length === 0 ? undefined : Math.max(0, Math.min(...ds));
 };
 
-/** Nodes whose pods cannot finish a graceful termination (NotReady/missing): force at once (A.6 #44). */
+/** Nodes whose pods cannot finish a graceful termination (NotReady/missing): force at once (docs/rules.md#resched.job-grace). */
 const unreachableNodes = (agg: JobFaultAggregate): ReadonlySet<string> =>
   new Set(agg.ranks.flatMap((r) => r.causes.filter((c) => c.origin === 'node-ready' && c.node !== undefined).map((c) => c.node as string)));
 
@@ -147,7 +148,7 @@ interface Progress {
   readonly complete: boolean;
 }
 
-/** A.6 #46: a target counts as restarted when its UID is gone; success needs minAvailable allocated pods. */
+/** docs/rules.md#resched.restart-success: a target counts as restarted when its UID is gone; success needs minAvailable allocated pods. */
 export function restartProgress(active: ActiveRestart, job: JobView): Progress {
   const uids = new Set(active.targets.map((p) => p.uid));
   const remaining = job.pods.filter((p) => uids.has(p.uid));
@@ -168,7 +169,7 @@ function complete(ctx: Ctx, state: JobRescheduleState, a: ActiveRestart, p: Prog
     state: next,
     decision: decision(ctx, {
       decisionId: decisionIdOf(ctx.job.uid, state.generation, 'complete', a.decisionId), kind: a.kind, phase: 'complete', row: a.row, actions,
-      reasons: [step('rule', `restart succeeded: targets replaced, ${p.allocated} of ${a.minAvailable} pods allocated (A.6 #46)`),
+      reasons: [step('rule', `restart succeeded: targets replaced, ${p.allocated} of ${a.minAvailable} pods allocated (${RULE.resched.restartSuccess})`),
         ...(spend ? [step('action', `retry budget ${state.retry?.times ?? 0} -> ${next.retry?.times ?? 0} (pod-failed restart)`)] : [])],
       requeueAfterMs: 0,
     }),
@@ -176,8 +177,8 @@ function complete(ctx: Ctx, state: JobRescheduleState, a: ActiveRestart, p: Prog
 }
 
 /**
- * Widen a running restart: `escalate` re-deletes every live pod at job level (A.6 #48, #49);
- * `extend` adds the fault pods of `extra` to a pod-level/external restart (B4: later faults join).
+ * Widen a running restart: `escalate` re-deletes every live pod at job level (docs/rules.md#resched.pending-escalation, #resched.master-rank);
+ * `extend` adds the fault pods of `extra` to a pod-level/external restart (docs/rules.md#resched.lifecycle: later faults join).
  */
 function widen(
   ctx: Ctx, state: JobRescheduleState, a: ActiveRestart, why: readonly ReasonStep[], phase: 'escalate' | 'extend',
@@ -219,7 +220,7 @@ function advance(ctx: Ctx, state: JobRescheduleState, a: ActiveRestart): JobDeci
   const expiryAt = a.startedMs + cfg.faultJobBaseLifetimeMs + cfg.graceOverTimeMs;
   if (nowMs >= expiryAt) {
     const { active: _gone, ...rest } = state;
-    return fresh(ctx, rest, [step('rule', `restart ${a.decisionId} dropped ${nowMs - a.startedMs} ms after it started (fault-job lifetime, A.6 #42)`)]);
+    return fresh(ctx, rest, [step('rule', `restart ${a.decisionId} dropped ${nowMs - a.startedMs} ms after it started (fault-job lifetime, ${RULE.resched.faultJobCache})`)]);
   }
   const p = restartProgress(a, job);
   if (p.complete) return complete(ctx, state, a, p);
@@ -245,7 +246,7 @@ function advance(ctx: Ctx, state: JobRescheduleState, a: ActiveRestart): JobDeci
       decision: decision(ctx, {
         decisionId: decisionIdOf(job.uid, state.generation, 'force', a.decisionId), kind: a.kind, phase: 'force', row: a.row,
         actions: [{ type: 'forceDeletePods', pods, reasons: a.evictionReasons }],
-        reasons: [step('rule', `grace deletion not finished after grace-over-time ${cfg.graceOverTimeMs} ms (A.6 #45)`), step('action', `force-delete ${pods.map((x) => x.name).join(', ')}`)],
+        reasons: [step('rule', `grace deletion not finished after grace-over-time ${cfg.graceOverTimeMs} ms (${RULE.resched.jobForce})`), step('action', `force-delete ${pods.map((x) => x.name).join(', ')}`)],
         requeueAfterMs: expiryAt - nowMs,
       }),
     };
@@ -254,7 +255,7 @@ function advance(ctx: Ctx, state: JobRescheduleState, a: ActiveRestart): JobDeci
   const pend = a.scope === 'pod'
     ? evaluatePending(a.pendingSinceMs, p.restarted && !p.complete, nowMs, cfg.pendingEscalationMs, a.escalationBlock)
     : undefined;
-  if (pend?.escalate === true) return widen(ctx, state, a, [step('rule', `B6 row 10: ${pend.detail} (A.6 #48)`)], 'escalate');
+  if (pend?.escalate === true) return widen(ctx, state, a, [step('rule', `${RULE.decision.podLevel}: ${pend.detail} (${RULE.resched.pendingEscalation})`)], 'escalate');
   const { pendingSinceMs: _old, ...aBase } = a;
   const nextActive: ActiveRestart = pend?.pendingSinceMs === undefined ? aBase : { ...aBase, pendingSinceMs: pend.pendingSinceMs };
   const graceDue = a.mode === 'grace' && a.forcedAtMs === undefined && !p.restarted ? graceAt - nowMs : undefined;

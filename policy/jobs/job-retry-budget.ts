@@ -1,12 +1,12 @@
 /**
- * Unconditional retry budget (`fault-retry-times`, behavior.md A.6 #53, B6 row 12; formats.md 3.4).
+ * Unconditional retry budget (`fault-retry-times`, docs/rules.md#resched.retry-budget, #decision.failed-pod-budget; docs/formats.md#vcjob-fault-npu-cm).
  *
  * - Initialised to N the first time the job (UID) is seen with N > 0; a different UID re-initialises.
  * - Only restarts whose job reason is `pod-failed` (failed pods, software faults) spend it; hardware
  *   restarts never do.
  * - Spent once per restart, when the restart *succeeds* (Volcano decrements after the successful
  *   restart). Deciding later than the delete matters: the operator reads `remain-retry-times` when a
- *   pod fails to choose Restarting (>= 1) or Failed (0), A.8 #62, and must still see the budget that
+ *   pod fails to choose Restarting (>= 1) or Failed (0), docs/rules.md#operator.failed-pod-budget, and must still see the budget that
  *   allowed this restart.
  * - Exhausted (0 left) -> a pod-failed-only fault job is not restarted any more.
  */
@@ -14,7 +14,7 @@ import type { RetryBudget } from '../../vocabulary/job-decision-state.ts';
 
 export type { RetryBudget };
 
-/** Valid `fault-retry-times` range (C.2). */
+/** Valid `fault-retry-times` range (docs/rules.md#timing.volcano). */
 export const MAX_FAULT_RETRY_TIMES = 100;
 
 /** Bring the stored budget in line with the job: init on first sight / new UID, drop when disabled. */

@@ -4,21 +4,21 @@
  *
  * These are *input* shapes. The controller adapts informer objects and the parsed knobs from
  * `schemas/job-knobs/` into them; nothing here reads the apiserver. The pod-level helpers only split
- * annotation strings (behavior.md 0.3, formats.md 4.2) and never throw.
+ * annotation strings (docs/formats.md#job-knobs) and never throw.
  */
 import type { PodRef } from '../../vocabulary/job-decision-state.ts';
 
 export type { PodRef };
 
-/** Pod annotation: pod rank; rank 0 is the master (behavior.md 0.3). */
+/** Pod annotation: pod rank; rank 0 is the master (docs/formats.md#pod-contract). */
 export const RANK_INDEX_ANNOTATION = 'hccl/rankIndex';
 /** Pod annotation: NPUs actually allocated, comma-separated (e.g. `Ascend910-0,Ascend910-1`). */
 export const ASCEND_REAL_ANNOTATION = 'huawei.com/AscendReal';
 /** Pod label written by ClusterD: software | retry-fault | Separate | SubHealth. */
 export const FAULT_TYPE_LABEL = 'fault-type';
-/** Pod annotation written in external rescheduling mode; value `Unhealthy-<faultType>` (A.6 #51). */
+/** Pod annotation written in external rescheduling mode; value `Unhealthy-<faultType>` (docs/rules.md#resched.external). */
 export const POD_STATUS_ANNOTATION = 'huawei.com/pod-status';
-/** Hot-switch pod annotations (A.8 #65, B2). */
+/** Hot-switch pod annotations (docs/rules.md#operator.hot-switch-pods, #hotswitch.fsm). */
 export const POD_TYPE_ANNOTATION = 'podType';
 export const IN_HOT_SWITCH_FLOW_ANNOTATION = 'inHotSwitchFlow';
 export const NEED_VOLCANO_OPE_ANNOTATION = 'needVolcanoOpe';
@@ -39,7 +39,7 @@ export interface JobPodView {
   readonly npus: readonly string[];
   readonly phase: PodPhase;
   readonly ready: boolean;
-  /** Any container last terminated with a non-zero exit code (A.6 #41 counts this as Failed). */
+  /** Any container last terminated with a non-zero exit code (docs/rules.md#resched.fault-tasks counts this as Failed). */
   readonly containerFailed?: boolean;
   /** metadata.deletionTimestamp is set. */
   readonly terminating?: boolean;
@@ -49,7 +49,7 @@ export interface JobPodView {
   readonly inHotSwitchFlow?: boolean;
   /** `needVolcanoOpe=delete` set by the hot-switch FSM. */
   readonly needVolcanoDelete?: boolean;
-  /** Pod labelled as a worker replica: exempt from the rank-0 master rule (A.6 #49). */
+  /** Pod labelled as a worker replica: exempt from the rank-0 master rule (docs/rules.md#resched.master-rank). */
   readonly workerReplica?: boolean;
 }
 
@@ -72,10 +72,10 @@ export type ProcessRecoverEnable = 'on' | 'pause' | 'off';
 
 /**
  * The knobs this policy needs, a subset of `schemas/job-knobs/` JobKnobs (read from the PodGroup,
- * formats.md 7.13). Absent values take the spec defaults noted on each field.
+ * docs/formats.md#job-knobs). Absent values take the spec defaults noted on each field.
  */
 export interface JobKnobsInput {
-  /** `fault-scheduling`; absent = off (never reschedule, behavior.md F). */
+  /** `fault-scheduling`; absent = off (never reschedule, docs/rules.md#decision.rescheduling-off). */
   readonly faultScheduling?: FaultScheduling;
   /** `pod-rescheduling=on`. */
   readonly podRescheduling?: boolean;
@@ -89,13 +89,13 @@ export interface JobKnobsInput {
   readonly processRecoverEnable?: ProcessRecoverEnable;
   /** `recover-strategy` CSV, parsed. */
   readonly recoverStrategies?: readonly string[];
-  /** PG annotation `ProcessRecoverStrategy` is present (AI platform mode, A.6 #52). */
+  /** PG annotation `ProcessRecoverStrategy` is present (AI platform mode, docs/rules.md#resched.platform-mode). */
   readonly platformMode?: boolean;
   /** `framework` label: pytorch | mindspore | tensorflow. */
   readonly framework?: string;
 }
 
-/** `ns/<jobName>-<uid>`, the key of vcjob-fault-npu-cm / job-reschedule-reason (formats.md 3.4, 7.6). */
+/** `ns/<jobName>-<uid>`, the key of vcjob-fault-npu-cm / job-reschedule-reason (docs/formats.md#vcjob-fault-npu-cm, #job-id). */
 export const jobKeyOf = (namespace: string, jobName: string, uid: string): string => `${namespace}/${jobName}-${uid}`;
 
 export const podRefOf = (p: JobPodView): PodRef =>
@@ -162,10 +162,10 @@ export const rankPods = (job: JobView): readonly JobPodView[] => job.pods.filter
 /** The nodes the job's pods run on, each once (backups included: their node's faults are the job's too). */
 export const jobNodes = (job: Pick<JobView, 'pods'>): string[] => [...new Set(job.pods.flatMap((p) => (p.node === undefined ? [] : [p.node])))];
 
-/** The job uses NPUs (the rank-0 rule only applies to NPU jobs, A.6 #49). */
+/** The job uses NPUs (the rank-0 rule only applies to NPU jobs, docs/rules.md#resched.master-rank). */
 export const jobUsesNpu = (job: JobView): boolean => job.pods.some((p) => p.npus.length > 0);
 
-/** A.6 #41: Failed phase or a container that last terminated non-zero. */
+/** docs/rules.md#resched.fault-tasks: Failed phase or a container that last terminated non-zero. */
 export const podFailed = (p: JobPodView): boolean => p.phase === 'Failed' || p.containerFailed === true;
 
 /**

@@ -1,5 +1,5 @@
 /**
- * Graceful fault tolerance via reset-config (behavior.md B3.3; seed 000 GraceTolerance 30/150/15 s),
+ * Graceful fault tolerance via reset-config (docs/rules.md#detect.graceful-tolerance; faultCustomization.json `GraceTolerance` 30/150/15 s),
  * stepped with explicit time.
  */
 import {
@@ -28,7 +28,7 @@ describe('GraceTolerance timings (faultCustomization.json)', () => {
     expect(graceToleranceTimings({ WaitProcessReadCMTime: 90, WaitDeviceResetTime: 60, WaitFaultSelfHealingTime: 1 }))
       .toMatchObject({ readCmMs: 90_000, deviceResetMs: 60_000, selfHealMs: 1_000 });
   });
-  it('maps chip levels to policies (B3.1)', () => {
+  it('maps chip levels to policies (docs/rules.md#recover.reset-config-writes)', () => {
     expect(['NotHandleFault', 'RestartRequest', 'RestartBusiness', 'FreeRestartNPU', 'RestartNPU', 'SeparateNPU'].map(policyOfLevel))
       .toEqual(['empty', 'restart_request', 'restart', 'free_reset', 'reset', 'isolate']);
   });

@@ -1,5 +1,5 @@
 /**
- * Graceful fault tolerance through reset-config (behavior.md B3.3, seed 000 GraceTolerance): the
+ * Graceful fault tolerance through reset-config (docs/rules.md#detect.graceful-tolerance, `GraceTolerance` of faultCustomization.json): the
  * device-plugin task FSM for one job on one node, [since removed from the upstream device plugin] but still read by
  * agents. Pure: step(state, event, nowMs) with timers in state.
  *
@@ -33,7 +33,7 @@ import {
   type TimerFired,
 } from './recovery-kit.ts';
 
-/** faultCustomization.json `GraceTolerance` (seconds): defaults and allowed ranges (seed 000). */
+/** faultCustomization.json `GraceTolerance` (seconds): defaults and allowed ranges (`component/ascend-device-plugin/build/faultCustomization.json`). */
 export const GRACE_TOLERANCE_DEFAULTS = { WaitProcessReadCMTime: 30, WaitDeviceResetTime: 150, WaitFaultSelfHealingTime: 15 } as const;
 export const GRACE_TOLERANCE_RANGES = {
   WaitProcessReadCMTime: [5, 90],
@@ -71,7 +71,7 @@ export function graceToleranceTimings(raw: Partial<Record<keyof typeof GRACE_TOL
   };
 }
 
-/** B3.1: chip fault level -> reset-config policy. */
+/** docs/rules.md#recover.reset-config-writes: chip fault level -> reset-config policy. */
 export function policyOfLevel(level: string): ResetPolicy {
   switch (level) {
     case 'NotHandleFault':

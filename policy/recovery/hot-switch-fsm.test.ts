@@ -1,5 +1,5 @@
 /**
- * Hot-switch FSM (behavior.md B2, A.10 #81-#82, seed 004): transition table and scenarios with
+ * Hot-switch FSM (docs/rules.md#hotswitch.fsm, #hotswitch.entry, #hotswitch.failure): transition table and scenarios with
  * explicit time.
  */
 import {
@@ -136,7 +136,7 @@ describe('hot switch: failures downgrade the job to ignore, persisted', () => {
   });
 });
 
-describe('hot switch: restrictions (A.10 #81)', () => {
+describe('hot switch: restrictions (docs/rules.md#hotswitch.entry)', () => {
   it('refuses the rank-0 pod', () => {
     const h = harness();
     const r = h.feed({ type: 'subHealthFault', faultyPods: [faulty('job-worker-0', 0)], recoveryIdle: true });
@@ -204,7 +204,7 @@ const ROWS: Row[] = [
   ['WaitReportRestartTrainResultState', 'receiveTimeout', 'NotifyStopJobState', (r) => expect(types(r)).toContain('annotatePod')],
 ];
 
-describe('B2 transition table', () => {
+describe('docs/rules.md#hotswitch.fsm transition table', () => {
   const state = (phase: HotSwitchPhase): HotSwitchState => ({
     ...initialHotSwitchState({ jobId: 'job-uid-1' }),
     phase,

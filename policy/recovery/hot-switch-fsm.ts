@@ -1,5 +1,5 @@
 /**
- * Hot-switch FSM for `subHealthyStrategy=hotSwitch` jobs (behavior.md B2, A.10 #81-#82, seed 004):
+ * Hot-switch FSM for `subHealthyStrategy=hotSwitch` jobs (docs/rules.md#hotswitch.fsm, #hotswitch.entry, #hotswitch.failure):
  * backup pod first, pause training, delete only the old pod, resume. Pure: step(state, event, nowMs).
  *
  * Wiring: feed `subHealthFault` each cycle the job is SubHealthy (with `recoveryIdle` from the
@@ -8,13 +8,13 @@
  * ReportRecoverStrategy / ReportRecoverStatus here instead of to the recovery FSM. Feed
  * `effectResult` for commands with awaitResult, `timerFired` for due timers.
  *
- * Decisions beyond ClusterD (behavior.md F and judgement):
+ * Decisions beyond ClusterD (docs/rules.md#hotswitch.failure and judgement):
  * - every failure path emits `persistDowngrade` (ClusterD keeps the downgrade in memory only);
  * - a guard timer (15 min) on WaitOldPodDeletedState, which ClusterD leaves unbounded: stop job;
  * - a stream reset mid-flow rolls the annotations back (before the old pod is gone) instead of
  *   leaving them behind, without downgrading.
  * Following the spec over the seed: a backup pod that never runs (1 min) ends in stop switch +
- * cleanup + downgrade, not job-level rescheduling (B2 table).
+ * cleanup + downgrade, not job-level rescheduling (docs/rules.md#hotswitch.fsm table).
  */
 import { awaitAll, cancelTimersExcept, emit, makeUuid, newCtx, result, settle, startTimer, takeTimer, type StepCtx, type StepResult } from './recovery-kit.ts';
 import { buildSignal, CHANGE_STRATEGY, SIGNAL_ACTION, SIGNAL_TYPE, strList, toWire, type SignalParts } from './recovery-signals.ts';
@@ -105,7 +105,7 @@ function reset(ctx: Ctx, why: string): void {
   ctx.why.push(`reset (${why})`);
 }
 
-/** formats.md 4.2 rollback: backup pod `needOperatorOpe=delete`, markers off the old pod. */
+/** docs/formats.md#pod-contract rollback: backup pod `needOperatorOpe=delete`, markers off the old pod. */
 function rollback(ctx: Ctx): void {
   const s = ctx.s;
   const backup = backupPod(s);
@@ -249,7 +249,7 @@ function run(ctx: Ctx, first: HotSwitchFsmEvent | undefined): boolean {
   return true;
 }
 
-/** A.10 #81 entry: which pod, or why not. */
+/** docs/rules.md#hotswitch.entry entry: which pod, or why not. */
 function begin(ctx: Ctx, faultyPods: readonly FaultyPod[], recoveryIdle: boolean): boolean {
   const s = ctx.s;
   if (s.phase !== 'INIT' || !recoveryIdle) return false;
@@ -329,7 +329,7 @@ export function hotSwitchStep(state: HotSwitchState, event: HotSwitchEvent, nowM
   return result(ctx, accepted);
 }
 
-/** Fires one B2 event directly (ClusterD Trigger): for transition-table tests and tools. */
+/** Fires one docs/rules.md#hotswitch.fsm event directly (ClusterD Trigger): for transition-table tests and tools. */
 export function hotSwitchTrigger(state: HotSwitchState, event: HotSwitchFsmEvent, nowMs: number): StepResult<HotSwitchState, HotSwitchCommand> {
   const ctx: Ctx = newCtx(state, nowMs);
   return result(ctx, run(ctx, event));

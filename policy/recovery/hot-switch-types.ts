@@ -1,11 +1,11 @@
 /**
- * Types of the hot-switch FSM (behavior.md B2, A.10 #81-#82, seed 004). Plain serialisable data.
+ * Types of the hot-switch FSM (docs/rules.md#hotswitch.fsm, #hotswitch.entry, #hotswitch.failure). Plain serialisable data.
  */
 import type { SubHealthyStrategy } from '../jobs/job-view.ts';
 import type { Awaiting, CommandMeta, EffectResult, FsmTimer, TimerCommandBody, TimerFired } from './recovery-kit.ts';
 import type { ProcessManageSignal } from '../../vocabulary/process-manage-signal.ts';
 
-/** Pod annotations of the hot-switch handshake (formats.md 4.2, A.8 #65). */
+/** Pod annotations of the hot-switch handshake (docs/formats.md#pod-contract, docs/rules.md#operator.hot-switch-pods). */
 export const HOT_SWITCH_ANNOTATION = {
   inHotSwitchFlow: 'inHotSwitchFlow',
   needOperatorOpe: 'needOperatorOpe',
@@ -62,7 +62,7 @@ export interface HotSwitchConfig {
   subHealthyStrategy: SubHealthyStrategy;
   /** We are the rescheduler (Volcano's role): delete pods ourselves instead of `needVolcanoOpe=delete`. */
   holdsReschedulingRole: boolean;
-  /** More distinct faulty pods than this -> downgrade to ignore (A.10 #81: 10). */
+  /** More distinct faulty pods than this -> downgrade to ignore (docs/rules.md#hotswitch.entry: 10). */
   maxFaultPods: number;
 }
 
@@ -103,7 +103,7 @@ export interface HotSwitchState {
 }
 
 export type HotSwitchEvent =
-  /** The job is SubHealthy: its faulty pods this cycle (A.10 #81). */
+  /** The job is SubHealthy: its faulty pods this cycle (docs/rules.md#hotswitch.entry). */
   | { readonly type: 'subHealthFault'; readonly faultyPods: readonly FaultyPod[]; readonly recoveryIdle: boolean }
   | { readonly type: 'podsObserved'; readonly pods: readonly HotSwitchPod[] }
   | { readonly type: 'recoverStrategyReported'; readonly strategies: readonly string[] }

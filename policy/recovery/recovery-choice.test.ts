@@ -1,4 +1,4 @@
-/** Strategy menu and choice (behavior.md A.9 #66, #71, #78). */
+/** Strategy menu and choice (docs/rules.md#recover.register, #recover.strategy-choice, #recover.dump). */
 import { chooseStrategy, dumpFirst, strategyMenu, waitRescheduleTimeoutS, type ChoiceInput } from './recovery-choice.ts';
 
 const all = ['retry', 'recover-in-place', 'recover', 'elastic-training', 'dump', 'exit'] as const;
@@ -15,7 +15,7 @@ const input = (over: Partial<ChoiceInput> = {}): ChoiceInput => ({
 });
 const pick = (over: Partial<ChoiceInput>) => chooseStrategy(input(over)).strategy;
 
-describe('strategyMenu (Init, A.9 #66)', () => {
+describe('strategyMenu (Init, docs/rules.md#recover.register)', () => {
   it('keeps known strategies in priority order, always adds exit', () => {
     expect(strategyMenu({ recoverStrategy: 'dump, recover,bogus,retry' }).strategies).toEqual(['retry', 'recover', 'dump', 'exit']);
     expect(strategyMenu({}).strategies).toEqual(['exit']);
@@ -70,7 +70,7 @@ describe('fallbacks', () => {
 });
 
 describe('knobs', () => {
-  it('dump first only when nothing above dump is configured (A.9 #78)', () => {
+  it('dump first only when nothing above dump is configured (docs/rules.md#recover.dump)', () => {
     expect(dumpFirst(['dump', 'exit'])).toBe(true);
     expect(dumpFirst(['recover', 'dump', 'exit'])).toBe(false);
   });

@@ -1,5 +1,5 @@
 /**
- * The process-level strategy menu and its choice (behavior.md A.9 #66, #71; B1 rows 17, 31, 34).
+ * The process-level strategy menu and its choice (docs/rules.md#recover.register, #recover.strategy-choice, #recover.fsm transitions 17, 31, 34).
  * Pure functions: the FSM (recovery-fsm.ts) gathers the facts and asks here what to send.
  */
 
@@ -41,7 +41,7 @@ export function strategyMenu(input: StrategyMenuInput): StrategyMenu {
   };
 }
 
-/** The agent's `ReportRecoverStrategy` names that gate each strategy (grpc.md 1.3). */
+/** The agent's `ReportRecoverStrategy` names that gate each strategy (docs/grpc.md#recover-vocabulary). */
 const AGENT_GATE: Readonly<Record<ProcessStrategy, string | null>> = {
   retry: 'retry',
   'recover-in-place': 'recover',
@@ -51,10 +51,10 @@ const AGENT_GATE: Readonly<Record<ProcessStrategy, string | null>> = {
   exit: null,
 };
 
-/** Why a choice is being made: first choice, or fallback after a failure (A.9 #71). */
+/** Why a choice is being made: first choice, or fallback after a failure (docs/rules.md#recover.strategy-choice). */
 export type ChoiceAfter = 'first' | 'retry-failed' | 'recover-failed' | 'other-failed';
 
-/** Scale-in gate computed by the FSM (A.9 #71 canChooseScaleInStrategy). */
+/** Scale-in gate computed by the FSM (docs/rules.md#recover.strategy-choice canChooseScaleInStrategy). */
 export type ScaleInGate = 'allowed' | 'blocked' | 'wait';
 
 export interface ChoiceInput {
@@ -66,9 +66,9 @@ export interface ChoiceInput {
   readonly retryPath: boolean;
   /** Any non-retry fault is cached. */
   readonly hasNormalFaults: boolean;
-  /** At least one fault pod may restart in place (A.9 #73). */
+  /** At least one fault pod may restart in place (docs/rules.md#recover.in-place). */
   readonly canRestartInPlace: boolean;
-  /** The pod with rank 0 holds a fault: never scale in (B6 row 5). */
+  /** The pod with rank 0 holds a fault: never scale in (docs/rules.md#decision.master-rank). */
   readonly rank0PodFaulty: boolean;
   readonly scaleIn: ScaleInGate;
 }
@@ -125,7 +125,7 @@ const why = (prefix: string, s: string, skipped: readonly string[]): string =>
   `${prefix}: ${s}${skipped.length > 0 ? ` (skipped ${skipped.join('; ')})` : ''}`;
 
 /**
- * A.9 #71. First choice: retry -> recover-in-place -> recover -> elastic-training -> dump -> exit.
+ * docs/rules.md#recover.strategy-choice. First choice: retry -> recover-in-place -> recover -> elastic-training -> dump -> exit.
  * After a failed retry: the same without retry. After a failed recover / scale-in / scale-out:
  * dump -> exit. After anything else: exit. Retry path but the agent did not report `retry`: convert
  * the retry faults to normal and choose dump/exit.
@@ -145,12 +145,12 @@ export function chooseStrategy(i: ChoiceInput): Choice {
   }
 }
 
-/** ClusterD's dump-first rule (A.9 #78): dump configured and nothing above it. */
+/** ClusterD's dump-first rule (docs/rules.md#recover.dump): dump configured and nothing above it. */
 export function dumpFirst(configured: readonly ProcessStrategy[]): boolean {
   return configured.includes('dump') && !configured.some((s) => s === 'retry' || s === 'recover-in-place' || s === 'recover' || s === 'elastic-training');
 }
 
-/** `wait-reschedule-timeout` in seconds: an integer in 30-270, else the default 270 (C.1). */
+/** `wait-reschedule-timeout` in seconds: an integer in 30-270, else the default 270 (docs/rules.md#timing.clusterd). */
 export function waitRescheduleTimeoutS(annotation: string | number | undefined): number {
   const n = typeof annotation === 'number' ? annotation : annotation === undefined ? NaN : Number(annotation.trim());
   return Number.isInteger(n) && n >= 30 && n <= 270 ? n : 270;

@@ -1,5 +1,5 @@
 /**
- * Every timeout of the recovery FSMs in rxjs virtual time (style.md 2.8): 15 min, 270 s, 135 s,
+ * Every timeout of the recovery FSMs in rxjs virtual time (docs/CONVENTIONS.md#tests): 15 min, 270 s, 135 s,
  * 1 min, 30/150/15 s each cost milliseconds of wall time. The driver fires the state's timers on the
  * TestScheduler; `execute` acknowledges commands and plays a scripted TaskD where needed.
  */

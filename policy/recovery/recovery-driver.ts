@@ -1,5 +1,5 @@
 /**
- * RxJS driver for the pure FSMs (recovery B1, hot switch B2, graceful tolerance B3):
+ * RxJS driver for the pure FSMs (recovery docs/rules.md#recover.fsm, hot switch docs/rules.md#hotswitch.fsm, graceful tolerance docs/rules.md#recover.reset-config-writes):
  *
  *   runFsm$(events$, initial, scheduler, { execute }) -> Observable<StepResult>
  *

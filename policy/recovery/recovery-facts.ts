@@ -75,18 +75,18 @@ export function replaced(s: RecoveryState, podRank: number): boolean {
 
 export const pgRunning = (s: RecoveryState): boolean => s.podGroup.exists && s.podGroup.phase === 'Running';
 
-/** PodGroup Running and every given pod replaced (the "listen schedule result" condition, B1 note). */
+/** PodGroup Running and every given pod replaced (the "listen schedule result" condition, docs/rules.md#recover.fsm note). */
 export const rescheduled = (s: RecoveryState, podRanks: readonly number[]): boolean =>
   pgRunning(s) && podRanks.every((p) => replaced(s, p));
 
 export const rank0PodFaulty = (s: RecoveryState): boolean => s.faults.some((f) => podOf(f.rankId, s.config.ranksPerPod) === 0);
 
-/** Node-expanded fault list (A.9 #70); pods restarting in place keep only their own ranks. */
+/** Node-expanded fault list (docs/rules.md#recover.node-expansion); pods restarting in place keep only their own ranks. */
 export const expandedFaults = (s: RecoveryState): RankFault[] =>
   expandToPods(s.retryPath ? retryFaults(s) : allFaults(s), s.config.ranksPerPod, s.inPlace?.restartPods ?? []);
 
 /**
- * Recover-in-place plan (A.9 #73): a pod may restart in place when each of its faults is a software
+ * Recover-in-place plan (docs/rules.md#recover.in-place): a pod may restart in place when each of its faults is a software
  * fault or a hardware fault flagged DoRestartInPlace; never when all faults are software faults on
  * more than one pod. Null when recover-in-place is not configured.
  */
@@ -101,7 +101,7 @@ export function planInPlace(s: RecoveryState): { restartPods: number[]; exitPods
 
 /**
  * Adopts a recover-in-place plan; pods new on its exit list are stamped in `mustExitAtMs` (the
- * job's "must exit" report the recover-in-place filter reads, A.3 #24).
+ * job's "must exit" report the recover-in-place filter reads, docs/rules.md#filter.recover-in-place).
  */
 export function setInPlacePlan(ctx: Ctx, plan: { restartPods: number[]; exitPods: number[] } | null): void {
   const s = ctx.s;

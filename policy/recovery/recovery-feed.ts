@@ -1,26 +1,26 @@
 /**
  * What the recovery and hot-switch FSMs are fed for one job, from the informer caches and the fault
- * view (behavior.md A.4 #28-#31, A.9 #66/#68, A.10 #81): the job's knobs as FSM config, its pods, its
+ * view (docs/rules.md#job.device-map to #job.subscriber-levels, #recover.register, #recover.hardware-entry, #hotswitch.entry): the job's knobs as FSM config, its pods, its
  * PodGroup phase, its health state and its fault ranks. A pure function of its inputs.
  *
- * Fault ranks (the recovery service's subscription to the job fault center, A.4 #29/#31):
+ * Fault ranks (the recovery service's subscription to the job fault center, docs/rules.md#job.fault-ranks, #job.subscriber-levels):
  * - faults are attributed through the job's last complete placement when it has one (ClusterD's
  *   PreServerList, policy/jobs/job-placement.ts), else through its live pods: a pod the scheduler
  *   deleted as the fault landed keeps its rank's fault in the job until the job is complete again;
  * - global rank = pod rank x NPUs per pod + the chip's index in the pod's `huawei.com/AscendReal`;
  *   a node-wide fault (NodeD, UB switch, public fault without devices) hits every rank of the pod;
- * - NotHandleFault, PreSeparateNPU and NormalNPU are dropped (A.4 #31);
- * - a NotReady node marks its ranks `nodeNotReadyOnly` (never drives the FSM, E.7);
+ * - NotHandleFault, PreSeparateNPU and NormalNPU are dropped (docs/rules.md#job.subscriber-levels);
+ * - a NotReady node marks its ranks `nodeNotReadyOnly` (never drives the FSM, docs/rules.md#job.node-not-ready);
  * - SubHealthFault marks `subHealth` (the FSM drops it unless the job is SubHealthy);
  * - fault type "0" for 80E01801 (UCE), "2" for 8C1F860B (HCCL), else "1"; a normal fault wins. A
  *   retry code in device-info is a retry fault only when the business plane (the agent's
  *   ReportProcessFault with a retry type) reported that rank at most 10 s after the fault, or in
  *   the last 10 s (ClusterD's CanDoStepRetry on the job's RecoverTime); else it is a normal fault
  *   ("1", the preExit / recover path): the device plugin alone cannot tell a step retry will work;
- * - RestartRequest / RestartBusiness faults at most 60 s old may restart in place (A.9 #73);
+ * - RestartRequest / RestartBusiness faults at most 60 s old may restart in place (docs/rules.md#recover.in-place);
  * - the pod labels `fault-type=Separate` (relation fault) and `fault-type=SubHealth` count as faults
  *   of every rank of the pod; hot-switch backup pods hold no rank.
- * Retry faults the agent reported (ReportProcessFault, retry-only, A.9 #69) are merged in for 10 s
+ * Retry faults the agent reported (ReportProcessFault, retry-only, docs/rules.md#recover.software-entry) are merged in for 10 s
  * from the report (ClusterD's business-plane window), then only through device-info.
  */
 import { aggregateJob, type JobHealthState } from '../jobs/job-aggregation.ts';
@@ -34,10 +34,10 @@ import { RETRY_FAULT_TYPES } from '../filters/step-retry-filter.ts';
 import type { JobFacts, PodShape } from '../jobs/job-facts.ts';
 import type { JobPlacement } from '../jobs/job-placement.ts';
 
-/** Levels the recovery service's subscription drops (A.4 #31). */
+/** Levels the recovery service's subscription drops (docs/rules.md#job.subscriber-levels). */
 const DROPPED_LEVELS: ReadonlySet<string> = new Set(['NotHandleFault', 'PreSeparateNPU', 'NormalNPU']);
 const IN_PLACE_LEVELS: ReadonlySet<string> = new Set(['RestartRequest', 'RestartBusiness']);
-/** A.9 #73 / C.1 JobRestartInPlaceTimeout. */
+/** docs/rules.md#recover.in-place / docs/rules.md#timing.clusterd JobRestartInPlaceTimeout. */
 export const RESTART_IN_PLACE_MAX_AGE_MS = 60_000;
 export const HOT_SWITCH_MAX_FAULT_PODS = 10;
 const NPU_RESOURCES = ['huawei.com/Ascend910', 'huawei.com/npu'];
@@ -233,8 +233,8 @@ export function recoveryFeed(i: FeedInput): RecoveryFeed {
 }
 
 /**
- * Where the agent's retry-only fault reports (A.9 #69) sit: rank -> (node, chip) of the job's pods,
- * for the UCE-accompany filter's business-plane input (A.3 #22).
+ * Where the agent's retry-only fault reports (docs/rules.md#recover.software-entry) sit: rank -> (node, chip) of the job's pods,
+ * for the UCE-accompany filter's business-plane input (docs/rules.md#filter.uce-accompany).
  */
 export function retryReportDevices(entry: JobFacts & { readonly placement?: JobPlacement }, raw: (name: string) => PodShape | undefined, reports: readonly RetryReport[]): Array<{ node: string; device: string; atMs: number; faultType: '0' | '2' }> {
   const live = rankPods(entry.view).filter((p) => p.rank !== undefined && p.terminating !== true && p.node !== undefined);

@@ -1,6 +1,6 @@
 /**
- * Further B1 paths with explicit time: recover-in-place, dump, elastic training, kill-master paths,
- * and the A.9 #68/#69 input rules.
+ * Further docs/rules.md#recover.fsm paths with explicit time: recover-in-place, dump, elastic training, kill-master paths,
+ * and the docs/rules.md#recover.hardware-entry, #recover.software-entry input rules.
  */
 import { podsOf, recoveryHarness, resetOps, signalsOf, signalTypes, type RecoveryHarness } from '../../test/support/recovery-fixtures.ts';
 import type { ObservedFaultRank } from './recovery-types.ts';
@@ -9,7 +9,7 @@ const feed = (h: RecoveryHarness, ranks: ObservedFaultRank[], jobHealth: 'Health
   h.feed({ type: 'faultObserved', jobHealth, ranks });
 const report = (h: RecoveryHarness, rank = 3) => h.feed({ type: 'processFaultReported', faultRanks: [{ rankId: String(rank), faultType: '1' }] });
 
-describe('recover-in-place (A.9 #73)', () => {
+describe('recover-in-place (docs/rules.md#recover.in-place)', () => {
   const inPlace = { ranksPerPod: 2, strategies: ['recover-in-place' as const, 'recover' as const, 'exit' as const] };
 
   it('L2/L3 fault disappears within the check: restart in place, no pod replaced', () => {
@@ -90,13 +90,13 @@ describe('dump', () => {
     expect(resetOps(h).at(-1)).toBe('restartAllProcess');
     h.advance(60_000);
     // restartFinish -> clear -> clearSuccess -> fault retry (rows 38, 39): pods already replaced, so pause and on at once.
-    expect(h.reasons).toContain('FaultClearState -(clearSuccess)-> FaultRetryState [B1 row 39]');
+    expect(h.reasons).toContain('FaultClearState -(clearSuccess)-> FaultRetryState [recover.fsm #39]');
     expect(h.commands('setPodGroupLabel').map((c) => c.value)).toEqual(['pause', 'on']);
     expect(h.state.phase).toBe('INIT');
   });
 });
 
-describe('elastic training (A.9 #75)', () => {
+describe('elastic training (docs/rules.md#recover.elastic-training)', () => {
   it('schedule timeout with elastic-training: downgrade, 201 isolate ranks, scale-in, scale-out when pods return', () => {
     const h = recoveryHarness({ ranksPerPod: 2, strategies: ['recover', 'elastic-training', 'exit'], jobRescheduling: false });
     feed(h, [{ rankId: 3, faultType: '1' }]);
@@ -156,7 +156,7 @@ describe('kill master', () => {
   });
 });
 
-describe('fault entry rules (A.9 #68, #69)', () => {
+describe('fault entry rules (docs/rules.md#recover.hardware-entry, #recover.software-entry)', () => {
   it('drops NotReady-only ranks and SubHealth ranks of a job that is not SubHealthy', () => {
     const h = recoveryHarness({ ranksPerPod: 2 });
     const r = feed(h, [{ rankId: 3, faultType: '1', nodeNotReadyOnly: true }, { rankId: 5, faultType: '1', subHealth: true }]);

@@ -1,5 +1,5 @@
 /**
- * End-to-end scenarios of the process-level recovery FSM (behavior.md B1, grpc.md 9.4) with explicit
+ * End-to-end scenarios of the process-level recovery FSM (docs/rules.md#recover.fsm, docs/grpc.md#taskd-sequence) with explicit
  * time: a harness steps the pure transition function and acknowledges awaited commands.
  */
 import { podsOf, recoveryHarness, resetOps, signalsOf, signalTypes, type RecoveryHarness } from '../../test/support/recovery-fixtures.ts';
@@ -83,7 +83,7 @@ describe('recover: hardware fault on rank 3', () => {
     expect(h.state.timers).toEqual([]);
   });
 
-  it('an early ReportRecoverStrategy is buffered and consumed by the wait (grpc.md 11)', () => {
+  it('an early ReportRecoverStrategy is buffered and consumed by the wait (docs/grpc.md#server-behaviour)', () => {
     const h = recoveryHarness({ ranksPerPod: 2 });
     h.feed(fault(3));
     h.advance(10_000);
@@ -274,7 +274,7 @@ describe('agent never answers', () => {
   });
 });
 
-describe('behavior.md F: clear failure while waiting for the recover status', () => {
+describe('clear failure while waiting for the recover status (docs/rules.md#recover.fsm-clear-fail)', () => {
   it('runs the fault-retry handler (ClusterD parks the FSM there until the next stream reset)', () => {
     const h = recoveryHarness({ ranksPerPod: 2 }, { failWhen: (c, s) => c.type === 'writeResetConfig' && s.phase === 'WaitReportProcessRecoverStatusState' });
     toGlobalFault(h);
@@ -282,7 +282,7 @@ describe('behavior.md F: clear failure while waiting for the recover status', ()
     h.clearLog();
     h.feed({ type: 'podsObserved', pods: podsOf(4, 1, [1]) });
     h.advance(5_000); // the poller's next look: rescheduled -> clear -> fails
-    expect(h.reasons).toContain('WaitReportProcessRecoverStatusState -(clearFail)-> FaultRetryState [B1 row 28]');
+    expect(h.reasons).toContain('WaitReportProcessRecoverStatusState -(clearFail)-> FaultRetryState [recover.fsm #28]');
     expect(h.commands('setPodGroupLabel')).toMatchObject([{ value: 'pause' }, { value: 'on' }]);
     expect(signalsOf(h)).toMatchObject([{ changeStrategy: 'exit', extraParams: 'dump_exit' }]);
     expect(h.state.phase).toBe('INIT');

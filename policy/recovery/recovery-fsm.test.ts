@@ -1,5 +1,5 @@
 /**
- * B1 transition table (behavior.md B1): one case per rule, from a crafted source state, at an
+ * docs/rules.md#recover.fsm transition table (docs/rules.md#recover.fsm): one case per rule, from a crafted source state, at an
  * explicit nowMs. Checks the edge taken and what the handler does first.
  */
 import { jobConfig, podsOf } from '../../test/support/recovery-fixtures.ts';
@@ -109,12 +109,12 @@ const ROWS: Row[] = [
   ['52', 'WaitReportScaleOutStatusState', 'receiveTimeout', 'FaultClearState', (r) => expect(ops(r)).toEqual(['clear'])],
 ];
 
-describe('B1 transition table', () => {
+describe('docs/rules.md#recover.fsm transition table', () => {
   it.each(ROWS)('row %s: %s -(%s)-> %s', (...args) => {
     const [row, from, event, to, check, over] = args as Row; // rest args: jest would take a 6th parameter for `done`
     const r = trigger(base({ phase: from, ...over }), event, NOW);
     expect(r.accepted).toBe(true);
-    expect(r.reasons[0]).toBe(`${from} -(${event})-> ${to} [B1 row ${row}]`);
+    expect(r.reasons[0]).toBe(`${from} -(${event})-> ${to} [recover.fsm #${row}]`);
     check(r);
   });
 

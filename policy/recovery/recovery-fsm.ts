@@ -1,5 +1,5 @@
 /**
- * Process-level recovery FSM, one instance per registered job (behavior.md B1, A.9 #66-#80).
+ * Process-level recovery FSM, one instance per registered job (docs/rules.md#recover.fsm, #recover.register to #recover.force-release).
  *
  *   step(state, event, nowMs) -> { state, commands, reasons, accepted }
  *
@@ -25,6 +25,7 @@ import { CONTINUATIONS, consumeReport, observe, pollSchedule, resetRecovery } fr
 import { RECOVERY_RULES } from './recovery-rules.ts';
 import { cmd, timer, type Ctx } from './recovery-facts.ts';
 import type { ProcessManageSignal } from '../../vocabulary/process-manage-signal.ts';
+import { RULE } from '../../vocabulary/rule-ids.ts';
 import { buildSignal, fromWire, isRetryType, podsOf, SIGNAL_TYPE } from './recovery-signals.ts';
 import {
   RECOVERY_TIMER,
@@ -40,7 +41,7 @@ import {
   type RecoveryTimings,
 } from './recovery-types.ts';
 
-/** behavior.md C.1. */
+/** docs/rules.md#timing.clusterd. */
 export const DEFAULT_RECOVERY_TIMINGS: Readonly<RecoveryTimings> = {
   reportMs: 15 * 60_000,
   flushMs: 1_000,
@@ -90,7 +91,7 @@ export function initialRecoveryState(init: RecoveryInit): RecoveryState {
 
 export const recoveryIdle = (s: RecoveryState): boolean => s.phase === 'INIT';
 
-/** The 5 s keep-alive carries only the current uuid and the jobId (grpc.md 1.3). */
+/** The 5 s keep-alive carries only the current uuid and the jobId (docs/grpc.md#recover-vocabulary). */
 export const keepAliveSignal = (s: RecoveryState): ProcessManageSignal => buildSignal(s.config.jobId, s.uuid, SIGNAL_TYPE.keepAlive);
 
 /** Timers that outlive a state change: the schedule poller (rows 14-20) and the preExit wait. */
@@ -117,7 +118,7 @@ function run(ctx: Ctx, first: RecoveryNext): boolean {
       ctx.s.awaiting = null;
       ctx.s.step = '';
       ctx.s.phase = rule.to;
-      ctx.why.push(`${from} -(${next.ev})-> ${rule.to} [B1 row ${rule.row}]`);
+      ctx.why.push(`${from} -(${next.ev})-> ${rule.to} [${RULE.recover.fsm} #${rule.row}]`);
       out = HANDLERS[rule.run](ctx);
     }
     next = out === undefined ? undefined : { ev: out };
@@ -127,7 +128,7 @@ function run(ctx: Ctx, first: RecoveryNext): boolean {
 
 const runIf = (ctx: Ctx, out: RecoveryFsmEvent | undefined): boolean => (out === undefined ? true : run(ctx, { ev: out }));
 
-/** A.9 #68: the hardware fault entry. */
+/** docs/rules.md#recover.hardware-entry: the hardware fault entry. */
 function onFeed(ctx: Ctx, e: Extract<RecoveryEvent, { type: 'faultObserved' }>): boolean {
   const s = ctx.s;
   s.jobHealth = e.jobHealth;
@@ -175,7 +176,7 @@ function onFeed(ctx: Ctx, e: Extract<RecoveryEvent, { type: 'faultObserved' }>):
   return s.phase === 'ScaleRunningState' ? run(ctx, { ev: 'faultOccur' }) : true;
 }
 
-/** A.9 #69: the software fault entry (ReportProcessFault). */
+/** docs/rules.md#recover.software-entry: the software fault entry (ReportProcessFault). */
 function onProcessFault(ctx: Ctx, e: Extract<RecoveryEvent, { type: 'processFaultReported' }>): boolean {
   const s = ctx.s;
   const faults = fromWire(e.faultRanks);
@@ -291,7 +292,7 @@ function dispatch(ctx: Ctx, e: RecoveryEvent): boolean {
   }
 }
 
-/** Runs `body`; a handler error resets the controller, as in ClusterD (B1 mechanics). */
+/** Runs `body`; a handler error resets the controller, as in ClusterD (docs/rules.md#recover.fsm mechanics). */
 function guarded(state: RecoveryState, nowMs: number, body: (ctx: Ctx) => boolean): StepResult<RecoveryState, RecoveryCommand> {
   const ctx = newCtx<RecoveryState, RecoveryCommandBody>(state, nowMs);
   let accepted: boolean;
@@ -306,13 +307,13 @@ function guarded(state: RecoveryState, nowMs: number, body: (ctx: Ctx) => boolea
   return result(ctx, accepted);
 }
 
-/** The B1 transition function. */
+/** The docs/rules.md#recover.fsm transition function. */
 export function step(state: RecoveryState, event: RecoveryEvent, nowMs: number): StepResult<RecoveryState, RecoveryCommand> {
   return guarded(state, nowMs, (ctx) => dispatch(ctx, event));
 }
 
 /**
- * Fires one B1 FSM event directly, as ClusterD's `Trigger` does (no translation from inputs). For
+ * Fires one docs/rules.md#recover.fsm FSM event directly, as ClusterD's `Trigger` does (no translation from inputs). For
  * transition-table tests and tools; controllers feed RecoveryEvents through step().
  */
 export function trigger(state: RecoveryState, event: RecoveryFsmEvent, nowMs: number): StepResult<RecoveryState, RecoveryCommand> {

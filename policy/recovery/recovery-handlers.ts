@@ -1,5 +1,5 @@
 /**
- * Handlers of the B1 rules (behavior.md B1, A.9 #68-#80). A handler runs right after its rule moved
+ * Handlers of the docs/rules.md#recover.fsm rules (docs/rules.md#recover.fsm, #recover.hardware-entry to #recover.force-release). A handler runs right after its rule moved
  * the FSM into the destination state; it emits commands, may wait for their results, start timers,
  * and returns the next FSM event (or undefined to wait for input). See recovery-rules.ts.
  */
@@ -78,7 +78,7 @@ const stopTrain: Handler = (ctx) => {
   return undefined;
 };
 
-/** Row 4 (A.9 #78): fault list to reset-config, saveAndExit to the fault pods. */
+/** Row 4 (docs/rules.md#recover.dump): fault list to reset-config, saveAndExit to the fault pods. */
 const dumpForFault: Handler = (ctx) => {
   const s = ctx.s;
   newUuid(ctx);
@@ -92,7 +92,7 @@ const dumpForFault: Handler = (ctx) => {
   return undefined;
 };
 
-/** Rows 5, 12, 15, 40, 42 (A.9 #77): killMaster; once sent (or not) the controller resets. */
+/** Rows 5, 12, 15, 40, 42 (docs/rules.md#recover.kill-job): killMaster; once sent (or not) the controller resets. */
 const killJob: Handler = (ctx) => {
   send(ctx, SIGNAL_TYPE.killMaster, {}, { ok: ev('finish'), fail: ev('finish') });
   return undefined;
@@ -147,7 +147,7 @@ function scaleInGate(s: RecoveryState): ScaleInGate {
   return rescheduled(s, exitPods(s)) ? 'blocked' : 'allowed';
 }
 
-/** Rows 17, 31, 34, 46, 47: choose (A.9 #71) and send changeStrategy. */
+/** Rows 17, 31, 34, 46, 47: choose (docs/rules.md#recover.strategy-choice) and send changeStrategy. */
 const decide: Handler = (ctx) => {
   const s = ctx.s;
   const c = s.current;
@@ -279,7 +279,7 @@ const waitRestartAll: Handler = (ctx) => {
   return undefined;
 };
 
-/** Row 39 (A.9 #76): label pause first; the rest runs once the label is written (retryPaused). */
+/** Row 39 (docs/rules.md#recover.fault-retry): label pause first; the rest runs once the label is written (retryPaused). */
 const faultRetry: Handler = (ctx) => {
   releaseRetryHold(ctx); // the scheduler must see the faults again
   ctx.s.step = 'pausing';

@@ -1,9 +1,9 @@
 /**
- * Shared machinery of the pure state machines in policy/ (process recovery B1, hot switch B2,
- * graceful tolerance B3): timers kept in state as `{id, dueAtMs}`, commands as data with ids, the
+ * Shared machinery of the pure state machines in policy/ (process recovery docs/rules.md#recover.fsm, hot switch docs/rules.md#hotswitch.fsm,
+ * graceful tolerance docs/rules.md#recover.reset-config-writes): timers kept in state as `{id, dueAtMs}`, commands as data with ids, the
  * "await the result of an effect" bookkeeping, and a deterministic ClusterD-shaped uuid.
  *
- * Nothing here reads a clock or schedules anything: `now` is always a parameter (style.md 2.2).
+ * Nothing here reads a clock or schedules anything: `now` is always a parameter (docs/CONVENTIONS.md#pure-decisions).
  */
 
 /** A timer lives in the persisted state; the driver (or a reconciler's requeueAfter) fires it. */
@@ -158,7 +158,7 @@ function fnv1a(text: string, seed: number): number {
 }
 
 /**
- * ClusterD's uuid shape (grpc.md 1.3): upper-case hex of the Unix-nanosecond time, `-`, 32 lower-case
+ * ClusterD's uuid shape (docs/grpc.md#recover-vocabulary): upper-case hex of the Unix-nanosecond time, `-`, 32 lower-case
  * hex digits. The random part is derived from (seed, seq, now) so the FSM stays deterministic.
  */
 export function makeUuid(nowMs: number, seed: string, seq: number): string {

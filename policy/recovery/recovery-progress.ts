@@ -51,7 +51,7 @@ const STATUS_WAITS: readonly string[] = [
   'WaitReportScaleOutStatusState',
 ];
 
-/** Takes the report this state waits for out of its one-slot buffer (grpc.md 11). */
+/** Takes the report this state waits for out of its one-slot buffer (docs/grpc.md#server-behaviour). */
 export const consumeReport: Step = (ctx) => {
   const s = ctx.s;
   if (s.phase === 'WaitReportStopCompleteState' && s.reports.stopComplete !== null) {
@@ -73,7 +73,7 @@ export const consumeReport: Step = (ctx) => {
 };
 
 /**
- * Starts the schedule wait (B1 note under the table): only when recover or recover-in-place is
+ * Starts the schedule wait (docs/rules.md#recover.fsm note under the table): only when recover or recover-in-place is
  * configured and no scale-in runs. `restart` re-arms an existing one.
  */
 export function schedulePoll(ctx: Ctx, restart: boolean): void {
@@ -326,7 +326,7 @@ export const CONTINUATIONS: Readonly<Record<Exclude<RecoveryContinuation, 'choos
 };
 
 /**
- * ClusterD `reset` (B1 mechanics): clear reset-config, cancel everything in flight, forget cached
+ * ClusterD `reset` (docs/rules.md#recover.fsm mechanics): clear reset-config, cancel everything in flight, forget cached
  * faults/strategies, re-read the original pod UIDs, back to INIT. `closeStream` ends the client's
  * stream (OK) when the reset was not caused by the stream itself. The fault feed memory is kept so
  * that faults still present do not count as new.

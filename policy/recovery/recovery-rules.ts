@@ -1,6 +1,6 @@
 /**
  * The rule table of the process-level recovery FSM: (state, event) -> (next state, handler), one
- * entry per row of behavior.md B1 (row numbers kept). Events not listed for a state are refused
+ * entry per row of docs/rules.md#recover.fsm (row numbers kept). Events not listed for a state are refused
  * ("order mixed", code 401), as ClusterD refuses them at enqueue time.
  *
  * Left out: row 3/16 (AI platform mode), row 24 (HCCL routing convergence failure: no input reports
@@ -35,7 +35,7 @@ export type RecoveryHandler =
 export interface RecoveryRule {
   readonly to: RecoveryPhase;
   readonly run: RecoveryHandler;
-  /** B1 table row. */
+  /** docs/rules.md#recover.fsm table row. */
   readonly row: string;
 }
 
@@ -92,7 +92,7 @@ export const RECOVERY_RULES: Table = {
     receiveReport: r('CheckRecoverResultState', 'evaluate', '28'),
     scheduleTimeout: r('FaultClearState', 'clearConfig', '28'),
     receiveTimeout: r('FaultClearState', 'clearConfig', '28'),
-    // behavior.md F: ClusterD runs the clear handler here, whose follow-up event (clearSuccess) is
+    // docs/rules.md#recover.fsm-clear-fail: ClusterD runs the clear handler here, whose follow-up event (clearSuccess) is
     // refused in FaultRetryState, so the job parks until the next stream reset. We run the intended
     // fault-retry handler (label pause, exit + dump_exit, wait for Running, label on).
     clearFail: r('FaultRetryState', 'faultRetry', '28'),

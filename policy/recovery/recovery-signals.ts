@@ -1,5 +1,5 @@
 /**
- * The `ProcessManageSignal` vocabulary of recover.proto (grpc.md 1.2, 1.3; behavior.md B1) and the
+ * The `ProcessManageSignal` vocabulary of recover.proto (docs/grpc.md#recover-service, #recover-vocabulary; docs/rules.md#recover.fsm) and the
  * rank arithmetic the recovery FSMs share. Values are spelt exactly as on the wire (some contain
  * spaces, some underscores, some hyphens). The signal message itself is
  * vocabulary/process-manage-signal.ts, shared with grpc/.
@@ -47,7 +47,7 @@ export const CHANGE_STRATEGY = {
   migration: 'migration',
 } as const;
 
-/** `extraParams` values (the scale ones carry a space after the colon, grpc.md 13). */
+/** `extraParams` values (the scale ones carry a space after the colon, docs/grpc.md#wire-gotchas). */
 export const EXTRA_PARAMS = {
   recoverInPlace: 'recover-in-place',
   dumpExit: 'dump_exit',
@@ -55,7 +55,7 @@ export const EXTRA_PARAMS = {
   scaleOut: '{"scale-out-strategy": "DP"}',
 } as const;
 
-/** Status codes a client puts into its reports (grpc.md 1.3, 7). */
+/** Status codes a client puts into its reports (docs/grpc.md#recover-vocabulary, #response-codes). */
 export const REPORT_CODE = {
   ok: 0,
   exitIsolateRanks: 201,
@@ -124,7 +124,7 @@ export function podsOf(rankIds: readonly number[], ranksPerPod: number): number[
 }
 
 /**
- * Fault expansion to the node (A.9 #70): every rank of a pod with a faulty rank becomes faulty
+ * Fault expansion to the node (docs/rules.md#recover.node-expansion): every rank of a pod with a faulty rank becomes faulty
  * (type "1" unless it has its own type), except on pods restarted in place, which keep only their
  * own fault ranks.
  */

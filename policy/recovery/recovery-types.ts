@@ -1,5 +1,5 @@
 /**
- * Types of the process-level recovery FSM (behavior.md B1): persisted state, input events and output
+ * Types of the process-level recovery FSM (docs/rules.md#recover.fsm): persisted state, input events and output
  * commands. Everything is plain serialisable data (the controller persists the state and restores it
  * after a restart or failover).
  */
@@ -42,7 +42,7 @@ export const RECOVERY_PHASES = [
 ] as const;
 export type RecoveryPhase = (typeof RECOVERY_PHASES)[number];
 
-/** ClusterD's internal FSM events (the edges of the B1 table). */
+/** ClusterD's internal FSM events (the edges of the docs/rules.md#recover.fsm table). */
 export type RecoveryFsmEvent =
   | 'faultOccur'
   | 'notifyFinish'
@@ -110,7 +110,7 @@ export const RECOVERY_TIMER = {
 } as const;
 export type RecoveryTimerId = (typeof RECOVERY_TIMER)[keyof typeof RECOVERY_TIMER];
 
-/** Durations (ms). Defaults in recovery-fsm.ts DEFAULT_RECOVERY_TIMINGS (behavior.md C.1). */
+/** Durations (ms). Defaults in recovery-fsm.ts DEFAULT_RECOVERY_TIMINGS (docs/rules.md#timing.clusterd). */
 export interface RecoveryTimings {
   reportMs: number;
   flushMs: number;
@@ -127,7 +127,7 @@ export interface RecoveryTimings {
   retryRunningMs: number;
 }
 
-/** Read from the PodGroup at Init/Register (A.9 #66) plus a few job facts. */
+/** Read from the PodGroup at Init/Register (docs/rules.md#recover.register) plus a few job facts. */
 export interface RecoveryJobConfig {
   /** ClientInfo.jobId (the job UID); put into every signal. */
   jobId: string;
@@ -143,11 +143,11 @@ export interface RecoveryJobConfig {
 
 /** One rank of the job's current fault view, from the fault pipeline (every cycle, full snapshot). */
 export interface ObservedFaultRank extends RankFault {
-  /** SubHealth-level fault: dropped unless the job is SubHealthy (A.9 #68). */
+  /** SubHealth-level fault: dropped unless the job is SubHealthy (docs/rules.md#recover.hardware-entry). */
   subHealth?: boolean;
   /** Fault pipeline flag DoRestartInPlace (hardware L2/L3, age <= 60 s). */
   restartInPlace?: boolean;
-  /** Rank faulty only because its node is NotReady: never drives process recovery (E.7). */
+  /** Rank faulty only because its node is NotReady: never drives process recovery (docs/rules.md#job.node-not-ready). */
   nodeNotReadyOnly?: boolean;
 }
 
@@ -194,8 +194,8 @@ export interface RecoveryState {
   jobHealth: JobHealthState;
   lastFeed: ObservedFaultRank[];
   /**
-   * podRank -> when a recover-in-place plan last put the pod on its exit list (A.9 #73: the pod is
-   * "reported as must exit"). Kept across resets: the recover-in-place scheduler-view filter (A.3 #24)
+   * podRank -> when a recover-in-place plan last put the pod on its exit list (docs/rules.md#recover.in-place: the pod is
+   * "reported as must exit"). Kept across resets: the recover-in-place scheduler-view filter (docs/rules.md#filter.recover-in-place)
    * compares it with the fault time, so an old entry never touches a later fault. Absent in states
    * stored before it existed (reconcilers/recovery-state.reconciler.ts fills it in).
    */
@@ -208,7 +208,7 @@ export interface RecoveryState {
   retryHeld: number[];
   inPlace: { restartPods: number[]; exitPods: number[] } | null;
   replacementRequested: number[];
-  /** Strategy last sent ('' before the first choice); decides the fallback order (A.9 #71). */
+  /** Strategy last sent ('' before the first choice); decides the fallback order (docs/rules.md#recover.strategy-choice). */
   current: ProcessStrategy | 'downgrade' | 'upgrade' | '';
   scaleInWaitDone: boolean;
   scaleInRunning: boolean;
@@ -237,7 +237,7 @@ export type RecoveryEvent =
 
 export type ResetConfigOperation = keyof typeof CD_RESET_OPERATIONS;
 
-/** ClusterD's PodGroup annotation values for the AI platform (formats.md 4.2). */
+/** ClusterD's PodGroup annotation values for the AI platform (docs/formats.md#job-knobs). */
 export type ProcessRecoverStatus =
   | 'retry-success'
   | 'retry-failed'
@@ -248,25 +248,25 @@ export type ProcessRecoverStatus =
   | 'exit-completed';
 
 export type RecoveryCommandBody =
-  /** reset-config-<job>: the named ClusterD operation (B3.2); the reconciler does read-modify-write. */
+  /** reset-config-<job>: the named ClusterD operation (docs/rules.md#recover.reset-config-writes); the reconciler does read-modify-write. */
   | { readonly type: 'writeResetConfig'; readonly op: ResetConfigOperation; readonly rankIds?: readonly number[]; readonly restartFaultProcess?: boolean }
   | { readonly type: 'sendSignal'; readonly signal: ProcessManageSignal }
   | { readonly type: 'setPodGroupLabel'; readonly key: 'process-recover-enable'; readonly value: 'on' | 'pause' }
   | { readonly type: 'setPodGroupAnnotations'; readonly annotations: Readonly<Record<string, string>> }
   | { readonly type: 'labelPods'; readonly podRanks: readonly number[]; readonly key: 'fault-type'; readonly value: PodFaultTypeLabel }
-  /** Delete the fault pods so that they are re-created elsewhere (Volcano's part in process mode, B6 row 8). */
+  /** Delete the fault pods so that they are re-created elsewhere (Volcano's part in process mode, docs/rules.md#decision.process-level). */
   | { readonly type: 'replaceFaultPods'; readonly podRanks: readonly number[]; readonly reason: string }
-  /** Recovery gave up: reschedule at pod or job level (B6 rows 9-11). */
+  /** Recovery gave up: reschedule at pod or job level (docs/rules.md#decision.process-gives-up to #decision.job-level). */
   | { readonly type: 'escalateRescheduling'; readonly level: 'pod' | 'job'; readonly podRanks: readonly number[]; readonly reason: string }
   /**
-   * Keep (hold=true) or stop keeping step-retry faults out of the scheduler view (B6 row 2). For
+   * Keep (hold=true) or stop keeping step-retry faults out of the scheduler view (docs/rules.md#decision.hidden-by-filter). For
    * policy/filters/step-retry-filter.ts: hold=true is the job's RecoverTime, a release with completed=true
    * its completion; completed=false (failure, timeout, reset) makes the faults visible again.
    */
   | { readonly type: 'setStepRetryHold'; readonly rankIds: readonly number[]; readonly hold: boolean; readonly completed?: boolean }
-  /** Retry-only ReportProcessFault: feed back to the fault center as business-plane reports (A.9 #69). */
+  /** Retry-only ReportProcessFault: feed back to the fault center as business-plane reports (docs/rules.md#recover.software-entry). */
   | { readonly type: 'forwardRetryFaults'; readonly faults: readonly { rankId: number; faultType: FaultType }[] }
-  /** cluster-system/fault-job-info: SuperPod devices to force-release (A.9 #80). */
+  /** cluster-system/fault-job-info: SuperPod devices to force-release (docs/rules.md#recover.force-release). */
   | { readonly type: 'publishFaultJobInfo'; readonly rankIds: readonly number[] }
   | { readonly type: 'clearFaultJobInfo' }
   /** End the job's signal stream with status OK (every reset that the client did not cause itself). */

@@ -12,7 +12,7 @@ import {
 import { mergeDeviceFaults, recomputeDeviceList } from './device-list.ts';
 import { shardClusterInfo, shardNames, surplusShards } from './shard.ts';
 
-// formats.md 3.1, verbatim data values.
+// Golden sample (docs/formats.md#cluster-info), byte for byte.
 const GOLDEN_DEVICE_0 = String.raw`{"mindx-dl-deviceinfo-node-a01":{"DeviceList":{"huawei.com/Ascend910":"Ascend910-0,Ascend910-1,Ascend910-2,Ascend910-4,Ascend910-5,Ascend910-7","huawei.com/Ascend910-Fault":"[{\"fault_type\":\"CardUnhealthy\",\"npu_name\":\"Ascend910-3\",\"large_model_fault_level\":\"SeparateNPU\",\"fault_level\":\"SeparateNPU\",\"fault_handling\":\"SeparateNPU\",\"fault_code\":\"80E18401,80E18402\",\"fault_time_and_level_map\":{\"80E18401\":{\"fault_time\":1732182000123,\"fault_level\":\"NotHandleFault\"},\"80E18402\":{\"fault_time\":1732182000123,\"fault_level\":\"SeparateNPU\"}}},{\"fault_type\":\"PublicFault\",\"npu_name\":\"Ascend910-6\",\"large_model_fault_level\":\"SeparateNPU\",\"fault_level\":\"SeparateNPU\",\"fault_handling\":\"SeparateNPU\",\"fault_code\":\"220001001\",\"fault_time_and_level_map\":{\"220001001\":{\"fault_time\":1732181999,\"fault_level\":\"SeparateNPU\"}}}]","huawei.com/Ascend910-NetworkUnhealthy":"","huawei.com/Ascend910-Recovering":"","huawei.com/Ascend910-Unhealthy":"Ascend910-3,Ascend910-6"},"UpdateTime":1732182160,"CmName":"mindx-dl-deviceinfo-node-a01","SuperPodID":-1,"RackID":0,"ServerIndex":-1}}`;
 const GOLDEN_NODE_CM = '{"mindx-dl-nodeinfo-node-a02":{"FaultDevList":[{"DeviceType":"CPU","DeviceId":1,"FaultCode":["00000011"],"FaultLevel":"SeparateFault"}],"NodeStatus":"UnHealthy","CmName":"mindx-dl-nodeinfo-node-a02","UpdateTime":1732182160000}}';
 const GOLDEN_SWITCH =
@@ -24,7 +24,7 @@ const unwrap = <T>(p: { ok: true; value: T } | { ok: false; reason: string }): T
 };
 const chips = (ids: number[]): string[] => ids.map((i) => `Ascend910-${i}`);
 
-describe('cluster-info golden bytes (formats.md 3.1)', () => {
+describe('cluster-info golden bytes (docs/formats.md#cluster-info)', () => {
   it('cluster-info-device-0: parse -> encode is byte-exact', () => {
     expect(encodeClusterInfo(unwrap(parseClusterInfo('device', GOLDEN_DEVICE_0)))).toBe(GOLDEN_DEVICE_0);
   });

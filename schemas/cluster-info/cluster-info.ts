@@ -1,6 +1,6 @@
 /**
  * ClusterD -> Volcano: `mindx-dl/cluster-info-device-N`, `cluster-info-switch-N`, `cluster-info-node-cm`
- * (formats.md 3.1). Data key = the CM's own name; value = JSON object keyed by the *source* CM name
+ * (docs/formats.md#cluster-info). Data key = the CM's own name; value = JSON object keyed by the *source* CM name
  * (a Go map, so keys sorted), or `""` when there is nothing to report.
  */
 import { goJson, goMap } from '../go-json.ts';

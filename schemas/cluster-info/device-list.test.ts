@@ -1,6 +1,6 @@
 /**
- * Faults withheld by the scheduler-view filters leave the lists Volcano reads (behavior.md A.3 #20-#24,
- * E.6, A.1 #3 DelFaultAndFix): the device plugin's `-Unhealthy` / `-NetworkUnhealthy` and the UB switch
+ * Faults withheld by the scheduler-view filters leave the lists Volcano reads (docs/rules.md#filter.custom to #filter.recover-in-place,
+ * docs/rules.md#filter.two-views, #levels.card-health DelFaultAndFix): the device plugin's `-Unhealthy` / `-NetworkUnhealthy` and the UB switch
  * entry.
  */
 import type { FaultRecord, FaultSource, NpuFaultLevel } from '../../vocabulary/fault-types.ts';

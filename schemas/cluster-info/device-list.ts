@@ -1,5 +1,5 @@
 /**
- * The CD-recomputed `DeviceList` of a cluster-info-device entry (formats.md 3.1, behavior.md A.2 #3,
+ * The CD-recomputed `DeviceList` of a cluster-info-device entry (docs/formats.md#cluster-info, docs/rules.md#levels.card-health,
  * ClusterD AddFaultAndFix / mergeCode).
  */
 import { compareUtf8 } from '../go-json.ts';

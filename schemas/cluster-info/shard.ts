@@ -1,5 +1,5 @@
 /**
- * Size-based sharding of cluster-info-device-N / cluster-info-switch-N (formats.md 3.1, ClusterD
+ * Size-based sharding of cluster-info-device-N / cluster-info-switch-N (docs/formats.md#cluster-info, ClusterD
  * SplitMapToSafeChunks): chunks of <= 800 KiB serialised JSON; surplus shards of an earlier, larger
  * cluster are blanked (high-water mark), never deleted.
  */

@@ -1,6 +1,6 @@
 /**
  * The UB switch entry of `cluster-info-switch-N` as ClusterD builds it (getReportSwitchInfo,
- * behavior.md A.3 #20, A.1 #4): `FaultCode` is always a list (`[]` when empty, never null), each
+ * docs/rules.md#filter.custom, #levels.node-switch-levels): `FaultCode` is always a list (`[]` when empty, never null), each
  * element re-marshalled from the parsed event in Go field order; a fault the scheduler-view filters
  * hide or drop leaves the entry and `FaultLevel` / `NodeStatus` are recomputed (DelFaultAndFix).
  */

@@ -4,7 +4,7 @@ const input = (over: Partial<DecisionRecordInput> = {}): DecisionRecordInput => 
   job: { namespace: 'team', name: 'llama', podGroup: 'llama-0a1b', uid: '0a1b-uid' },
   decisionId: '0a1b-uid/g1/start/00ff', atMs: Date.UTC(2026, 0, 2, 3, 4, 5, 678), kind: 'job', phase: 'start', row: 11, outcome: 'acted',
   faults: [{ node: 'n1', device: 'Ascend910-3', code: '80E18402', level: 'SeparateNPU', faultType: 'CardUnhealthy', note: '' }],
-  reasons: [{ stage: 'fault', detail: '80E18402 on n1/Ascend910-3' }, { stage: 'action', detail: 'B6 row 11: job-level force' }],
+  reasons: [{ stage: 'fault', detail: '80E18402 on n1/Ascend910-3' }, { stage: 'action', detail: 'decision.job-level: job-level force' }],
   actions: ['forceDeletePods(llama-0,llama-1)'],
   ...over,
 });
@@ -17,7 +17,7 @@ describe('DecisionRecord', () => {
     expect(decisionRecordName('llama', '0a1b-uid/g1/start/00ff', 'held')).not.toBe(r.metadata.name);
     expect(r.metadata.name).toMatch(/^llama-[0-9a-f]{16}$/);
     expect(r.metadata.labels).toEqual({ 'app.kubernetes.io/managed-by': 'clusterd-ts', 'clusterd-ts.io/outcome': 'acted', 'clusterd-ts.io/job': 'llama', 'clusterd-ts.io/job-uid': '0a1b-uid' });
-    expect(r.spec).toMatchObject({ decidedAt: '2026-01-02T03:04:05.678Z', kind: 'job', row: 11, summary: '80E18402(SeparateNPU): B6 row 11: job-level force' });
+    expect(r.spec).toMatchObject({ decidedAt: '2026-01-02T03:04:05.678Z', kind: 'job', row: 11, rule: 'decision.job-level', summary: '80E18402(SeparateNPU): decision.job-level: job-level force' });
     expect(r.spec.faults[0]).not.toHaveProperty('note'); // empty strings are left out
     expect(r.spec.truncated).toBeUndefined();
     const back = parseDecisionRecord(JSON.parse(JSON.stringify(r)));

@@ -14,6 +14,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { DecisionKind } from '../../vocabulary/job-decision-state.ts';
+import { decisionRule } from '../../vocabulary/rule-ids.ts';
 import { ok, rejected, type Parsed } from '../parsed.ts';
 
 export const DECISION_RECORD_GROUP = 'clusterd-ts.io';
@@ -89,7 +90,9 @@ export interface DecisionRecordSpec {
   readonly decidedAt: string;
   readonly kind: string;
   readonly phase: string;
+  /** The decision-table row (1-12) and its rule id of docs/rules.md (`decision.*`). */
   readonly row?: number;
+  readonly rule?: string;
   readonly outcome: DecisionRecordOutcome;
   readonly summary: string;
   readonly faults: readonly DecisionRecordFault[];
@@ -146,6 +149,7 @@ export function buildDecisionRecord(input: DecisionRecordInput): DecisionRecordO
       kind: input.kind,
       phase: capStr(input.phase, 32),
       ...(input.row === undefined ? {} : { row: input.row }),
+      ...(input.row === undefined || decisionRule(input.row) === undefined ? {} : { rule: decisionRule(input.row) }),
       outcome: input.outcome,
       summary,
       faults, reasons, actions,

@@ -1,5 +1,5 @@
 /**
- * `DeviceFault`, the element of the `<P>-Fault` JSON-array string (formats.md 1.1), shared by the
+ * `DeviceFault`, the element of the `<P>-Fault` JSON-array string (docs/formats.md#device-info), shared by the
  * node-side device-info CM and ClusterD's `cluster-info-device-N`.
  */
 import { goJson, goMap } from '../go-json.ts';

@@ -1,5 +1,5 @@
 /**
- * The device-info JSON Schema's validators (formats.md 1.1), generated at build time from its
+ * The device-info JSON Schema's validators (docs/formats.md#device-info), generated at build time from its
  * `$defs` (tools/gen-validators.ts): no schema compiler at run time. Each parser module asks for its
  * validator by `$defs` name and gives it its own type (so this module imports none of theirs).
  */

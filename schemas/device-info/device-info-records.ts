@@ -1,5 +1,5 @@
 /**
- * Device-info -> FaultRecords (ClusterD splitDeviceFault, formats.md 1.1, behavior.md A.3 #16):
+ * Device-info -> FaultRecords (ClusterD splitDeviceFault, docs/formats.md#device-info, docs/rules.md#ingest.split-per-code):
  * one record per (chip, code) with the code's own level.
  */
 import { faultKey, severityRank, type FaultRecord, type FaultSource, type NpuFaultLevel } from '../../vocabulary/fault-types.ts';

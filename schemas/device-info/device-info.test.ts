@@ -12,7 +12,7 @@ import { encodeDeviceInfoData, makeDeviceFault } from './device-info-encode.ts';
 import { deviceInfoRecords, splitDeviceFaults } from './device-info-records.ts';
 import { encodeSwitchInfo, parseSwitchInfo, switchFaultRecords, ZERO_SWITCH_INFO } from './switch-info.ts';
 
-// formats.md 1.1, verbatim.
+// Golden sample (docs/formats.md#device-info), byte for byte.
 const GOLDEN_CFG =
   '{"DeviceInfo":{"DeviceList":{"huawei.com/Ascend910":"Ascend910-0,Ascend910-1,Ascend910-2,Ascend910-4,Ascend910-5,Ascend910-6,Ascend910-7","huawei.com/Ascend910-Fault":"[{\\"fault_type\\":\\"CardNetworkUnhealthy\\",\\"npu_name\\":\\"Ascend910-6\\",\\"large_model_fault_level\\":\\"PreSeparateNPU\\",\\"fault_level\\":\\"PreSeparateNPU\\",\\"fault_handling\\":\\"PreSeparateNPU\\",\\"fault_code\\":\\"81078603\\",\\"fault_time_and_level_map\\":{\\"81078603\\":{\\"fault_time\\":1732182100456,\\"fault_level\\":\\"PreSeparateNPU\\"}}},{\\"fault_type\\":\\"CardUnhealthy\\",\\"npu_name\\":\\"Ascend910-3\\",\\"large_model_fault_level\\":\\"SeparateNPU\\",\\"fault_level\\":\\"SeparateNPU\\",\\"fault_handling\\":\\"SeparateNPU\\",\\"fault_code\\":\\"80E18402,80E18401\\",\\"fault_time_and_level_map\\":{\\"80E18401\\":{\\"fault_time\\":1732182000123,\\"fault_level\\":\\"NotHandleFault\\"},\\"80E18402\\":{\\"fault_time\\":1732182000123,\\"fault_level\\":\\"SeparateNPU\\"}}}]","huawei.com/Ascend910-NetworkUnhealthy":"Ascend910-6","huawei.com/Ascend910-Recovering":"","huawei.com/Ascend910-Unhealthy":"Ascend910-3"},"UpdateTime":1732182160},"SuperPodID":-1,"ServerIndex":-1,"CheckCode":"98343e94aec932ed51a83d7c8ded1aad17112709a96528e59791617b59cfcd2b"}';
 const GOLDEN_SWITCH =
@@ -38,7 +38,7 @@ const fault = (over: Partial<DeviceFault>): DeviceFault => ({
   ...over,
 });
 
-describe('device-info golden bytes (formats.md 1.1)', () => {
+describe('device-info golden bytes (docs/formats.md#device-info)', () => {
   it('parse -> encode reproduces DeviceInfoCfg byte for byte and verifies CheckCode 98343e94…', () => {
     const cfg = unwrap(parseDeviceInfoCfg(GOLDEN_CFG));
     expect(cfg.CheckCode).toBe('98343e94aec932ed51a83d7c8ded1aad17112709a96528e59791617b59cfcd2b');

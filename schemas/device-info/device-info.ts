@@ -1,5 +1,5 @@
 /**
- * `kube-system/mindx-dl-deviceinfo-<node>`, written by the Ascend Device Plugin (formats.md 1.1).
+ * `kube-system/mindx-dl-deviceinfo-<node>`, written by the Ascend Device Plugin (docs/formats.md#device-info).
  * Parse = JSON + schema + CheckCode over the canonical Go re-serialisation + name checks; never throws.
  */
 import { checkCode } from '../check-code.ts';
@@ -103,7 +103,7 @@ export interface DeviceInfoData {
 
 export const deviceInfoWire = (d: DeviceInfo): unknown => ({ DeviceList: goMap(d.DeviceList), UpdateTime: d.UpdateTime });
 
-/** CheckCode of a DeviceInfo (hash of the inner object only, formats.md 0.3). */
+/** CheckCode of a DeviceInfo (hash of the inner object only, docs/formats.md#check-code). */
 export const deviceInfoCheckCode = (d: DeviceInfo): string => checkCode(deviceInfoWire(d));
 
 /** The `DeviceInfoCfg` string in DP field order. */

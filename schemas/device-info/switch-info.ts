@@ -1,5 +1,5 @@
 /**
- * `SwitchInfoCfg` inside the device-info CM (A3 UnifiedBus switch faults, formats.md 1.1). There is no
+ * `SwitchInfoCfg` inside the device-info CM (A3 UnifiedBus switch faults, docs/formats.md#device-info). There is no
  * per-node switch CM on the wire: `mindx-dl-switchinfo-<node>` is only ClusterD's internal name, used
  * as the map key in `cluster-info-switch-N`.
  */
@@ -17,7 +17,7 @@ export const validateSwitchFaultEvent = deviceInfoValidator<SwitchFaultEvent>('S
 export const SWITCH_INFO_CM_PREFIX = 'mindx-dl-switchinfo-';
 export const switchInfoCmName = (nodeName: string): string => `${SWITCH_INFO_CM_PREFIX}${nodeName}`;
 
-/** Switch level vocabulary (not the NPU names) and its mapping (formats.md 1.1, 7.9). */
+/** Switch level vocabulary (not the NPU names) and its mapping (docs/formats.md#device-info, #level-vocabularies). */
 export const SWITCH_LEVEL_TO_NPU = {
   NotHandle: 'NotHandleFault',
   SubHealthFault: 'SubHealthFault',

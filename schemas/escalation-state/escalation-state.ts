@@ -16,7 +16,7 @@ export const ESCALATION_STATE_VERSION = 1;
 /** A ConfigMap holds at most 1 MiB; leave room for metadata. */
 export const ESCALATION_STATE_MAX_BYTES = 900 * 1024;
 
-/** Duration machine of one code on one NPU (behavior.md A.2 #7); null in CodeTrack = idle. */
+/** Duration machine of one code on one NPU (docs/rules.md#detect.duration-escalation); null in CodeTrack = idle. */
 export interface DurationPhase {
   readonly phase: 'pending' | 'timedOut' | 'recovering';
   /** pending: fault start; timedOut: when it timed out (or re-occurred while recovering); recovering: recovery start. */
@@ -65,7 +65,7 @@ export interface ManualSeparatedNpu {
   readonly entries: ReadonlyArray<{ readonly code: string; readonly lastSeparateTimeMs: number }>;
 }
 
-/** ClusterD manual separation (policy/faults/manual-separation.ts, behavior.md A.5). */
+/** ClusterD manual separation (policy/faults/manual-separation.ts, docs/rules.md#manual). */
 export interface ManualSeparationState {
   /** `node/device/code` -> receive time of the last processed instance (de-duplication). */
   readonly lastSeen: Readonly<Record<string, number>>;
@@ -107,7 +107,7 @@ export interface RelationJobState {
   readonly strategies: Readonly<Record<string, RelationStrategy>>;
 }
 
-/** Relation faults (policy/faults/relation-faults.ts, behavior.md A.4 #32), keyed by job. */
+/** Relation faults (policy/faults/relation-faults.ts, docs/rules.md#job.relation-faults), keyed by job. */
 export interface RelationState {
   readonly jobs: Readonly<Record<string, RelationJobState>>;
 }

@@ -36,7 +36,7 @@ describe('faultCode.json', () => {
     if (!r.ok) expect(r.reason).toMatch(reason);
   });
 
-  it('gives the spec levels for the representative codes (formats.md 2.1, behavior.md 0.4)', () => {
+  it('gives the spec levels for the representative codes (`component/ascend-device-plugin/build/faultCode.json`)', () => {
     const t = DEFAULT_FAULT_CODE_TABLE.chip;
     expect(t.get('80E01801')).toBe('RestartBusiness');
     expect(t.get('80C98009')).toBe('RestartRequest');

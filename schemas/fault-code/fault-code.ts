@@ -1,5 +1,5 @@
 /**
- * `faultCode.json`: the device plugin's chip fault code -> level table (formats.md 2.1).
+ * `faultCode.json`: the device plugin's chip fault code -> level table (docs/formats.md#fault-code-json).
  * Top-level keys are arrays of upper-case hex codes; each key names the level its codes get.
  * A code listed under several keys takes the most serious level (A2301001 in the default file).
  */
@@ -106,7 +106,7 @@ export function buildFaultCodeTable(config: FaultCodeConfig): FaultCodeTable {
 
 /**
  * The default table this project ships: every code the spec and the user's documents name, at the level
- * the shipped faultCode.json gives it (formats.md 2.1 "Representative codes", behavior.md 0.4).
+ * the shipped faultCode.json gives it (`component/ascend-device-plugin/build/faultCode.json`).
  * The real default file has 802 unique codes; the spec does not list them, so codes not here are
  * classified by the reported level/severity (policy/faults/fault-level.ts).
  */

@@ -1,5 +1,5 @@
 /**
- * `kube-system/mindx-dl-fault-config` (formats.md 2.4): the user-editable override of the device
+ * `kube-system/mindx-dl-fault-config` (docs/formats.md#mindx-dl-fault-config): the user-editable override of the device
  * plugin's fault configuration. Each data key is optional; a missing key means "use the built-in
  * file", a missing ConfigMap means "use the built-in files". Its presence is also what makes the
  * controller re-level codes centrally (policy/faults/fault-level.ts).

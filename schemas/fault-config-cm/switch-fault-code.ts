@@ -1,5 +1,5 @@
 /**
- * `SwitchFaultCode.json` (formats.md 2.3, A3 only): assembled UnifiedBus switch codes by level.
+ * `SwitchFaultCode.json` (docs/formats.md#switch-fault-code-json, A3 only): assembled UnifiedBus switch codes by level.
  * Entries look like `[0x00f103b0,155904,na,na]` (at most 50 characters, 4 comma-separated parts in
  * brackets). As in the device plugin, a malformed entry is ignored (with a warning), `ResetFaultCodes`
  * count as Separate, and a wrongly typed list rejects the file.
@@ -68,7 +68,7 @@ export function buildSwitchFaultCodeTable(config: SwitchFaultCodeConfig): Readon
 }
 
 /**
- * The entries of the shipped SwitchFaultCode.json that the spec names (formats.md 2.3, behavior.md 0.4).
+ * The entries of the shipped SwitchFaultCode.json that the spec names (`component/ascend-device-plugin/build/SwitchFaultCode.json`).
  * The real file has 30 entries (12 NotHandle, 8 SubHealth, 1 RestartRequest, 9 Separate); the others
  * are not in the spec, so switch faults with unlisted codes keep the level the device plugin reported.
  */

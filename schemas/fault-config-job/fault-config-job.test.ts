@@ -11,7 +11,7 @@ import {
   type TaskFaultInfo,
 } from './fault-config-job.ts';
 
-// formats.md 3.3 gives the shape only; this sample is built from it. Its checkCode is computed here
+// docs/formats.md#fault-config gives the shape only; this sample is built from it. Its checkCode is computed here
 // independently (sha256 of the literal bytes), so the test pins encoder and hash to the same bytes.
 const SAMPLE = '{"FaultRank":[8,9,15],"UpdateTime":1732182200}';
 const SAMPLE_CODE = createHash('sha256').update(SAMPLE).digest('hex');

@@ -1,7 +1,7 @@
 /**
- * `fault-config-<jobName>` (job namespace; formats.md 3.3). The device plugin writes it only when the
+ * `fault-config-<jobName>` (job namespace; docs/formats.md#fault-config). The device plugin writes it only when the
  * ConfigMap already exists: data key `fault-npus` = Go `TaskFaultInfo` `{"FaultRank":[int…],"UpdateTime":s}`
- * (no json tags) and `checkCode` = hex SHA-256 of its Go JSON (formats.md 0.3).
+ * (no json tags) and `checkCode` = hex SHA-256 of its Go JSON (docs/formats.md#check-code).
  * Parsing follows Go `json.Unmarshal`: absent fields are zero, unknown keys are dropped.
  */
 import { checkCode } from '../check-code.ts';

@@ -1,5 +1,5 @@
 /**
- * `faultCustomization.json`: the device plugin's escalation rules (formats.md 2.2, seed 000).
+ * `faultCustomization.json`: the device plugin's escalation rules (docs/formats.md#fault-customization-json).
  * Parsing is lenient by section, as the device plugin is:
  * - GraceTolerance: each value missing, mistyped or out of range falls back to its own default;
  * - FaultFrequency / FaultDuration: a section whose shape is wrong (not an array, an entry with a
@@ -56,7 +56,7 @@ export const LINK_DOWN_CODE = '81078603';
 /** FaultDuration handlings 81078603 accepts; others become NotHandleFault. */
 export const LINK_DOWN_DURATION_HANDLINGS: readonly NpuFaultLevel[] = ['NotHandleFault', 'PreSeparateNPU', 'SeparateNPU'];
 
-/** Ranges in seconds (formats.md 2.2, behavior.md C.3). */
+/** Ranges in seconds (docs/formats.md#fault-customization-json, docs/rules.md#timing.node-agents). */
 export const GRACE_TOLERANCE_RANGES = {
   WaitProcessReadCMTime: { min: 5, max: 90, def: 30 },
   WaitDeviceResetTime: { min: 60, max: 180, def: 150 },
@@ -80,7 +80,7 @@ const HBM_FREQUENCY_CODES: readonly string[] = [
   '81578008', '815F8008', '81938008', '81958008', '81978008',
 ];
 
-/** The shipped faultCustomization.json (formats.md 2.2). */
+/** The shipped faultCustomization.json (docs/formats.md#fault-customization-json). */
 export const DEFAULT_FAULT_CUSTOMIZATION: FaultCustomization = {
   GraceTolerance: { WaitProcessReadCMTime: 30, WaitDeviceResetTime: 150, WaitFaultSelfHealingTime: 15 },
   FaultFrequency: [

@@ -122,7 +122,7 @@ function textFormat<T>(f: TextFormat<T>): void {
   });
 }
 
-// ---- fixtures (golden texts from formats.md and the format tests) ----
+// ---- fixtures (golden texts of the format tests) ----
 
 const SEP = '[0x00f103b0,155904,na,na]';
 const switchEvent = JSON.stringify({ EventType: 11, AssembledFaultCode: SEP, PeerPortDevice: 1, PeerPortId: 3, SwitchChipId: 0, SwitchPortId: 7, Severity: 2, Assertion: 1, AlarmRaisedTime: T - 5000 });

@@ -1,6 +1,6 @@
 /**
- * The fault-handling knobs of a job, read from its PodGroup's labels and annotations (formats.md 4.2,
- * behavior.md 0.3; the PodGroup inherits the job's labels and annotations, and ClusterD reads the
+ * The fault-handling knobs of a job, read from its PodGroup's labels and annotations (docs/formats.md#job-knobs,
+ * docs/formats.md#job-knobs; the PodGroup inherits the job's labels and annotations, and ClusterD reads the
  * PodGroup). `parseJobKnobs` never throws: every missing, hostile or out-of-range value becomes the
  * documented fallback below, plus a warning string for the caller to log.
  *

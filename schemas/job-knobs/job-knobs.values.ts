@@ -1,5 +1,5 @@
 /**
- * Value parsers for the PodGroup knobs (formats.md 4.2, behavior.md 0.3). Each takes the raw string
+ * Value parsers for the PodGroup knobs (docs/formats.md#job-knobs). Each takes the raw string
  * (or undefined when the key is absent) and returns the parsed value plus warnings; none throws.
  * Warnings quote at most 64 characters of a hostile value.
  */

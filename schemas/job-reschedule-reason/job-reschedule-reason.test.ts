@@ -15,7 +15,7 @@ import {
 
 const UID = '6f1c2e9a-0c7b-4a53-9e0e-2b1f8d7c4a11';
 const KEY = `team-a/llama-pretrain-${UID}`;
-// formats.md 3.5 example, completed where the spec abbreviates it (`6f1c…4a11`, `{…older…}`).
+// Golden sample (docs/formats.md#job-reschedule-reason), its elided parts filled in (`6f1c…4a11`, `{…older…}`).
 const SAMPLE =
   `{"${KEY}":{"JobID":"${KEY}","TotalRescheduleTimes":2,"RescheduleRecords":[` +
   '{"LogFileFormatTime":"I1121 10:03:20","RescheduleTimeStamp":1732183400,"ReasonOfTask":[{"RescheduleReason":"CardUnhealthy",' +
@@ -36,7 +36,7 @@ const stamps = (h: RescheduleHistory, key: string): number[] =>
   (h.get(key)?.RescheduleRecords ?? []).map((r) => r.RescheduleTimeStamp);
 
 describe('golden bytes', () => {
-  it('the formats.md sample round-trips', () => {
+  it('the golden sample round-trips', () => {
     const h = parse(SAMPLE);
     expect(h.get(rescheduleJobKey('team-a', 'llama-pretrain', UID))?.TotalRescheduleTimes).toBe(2);
     expect(encodeRescheduleHistory(h)).toBe(SAMPLE);

@@ -1,6 +1,6 @@
 /**
- * `mindx-dl/job-reschedule-reason`, data key `recent-reschedule-records` (formats.md 3.5,
- * behavior.md A.6 #56). Volcano writes it; we write it because we replace Volcano's rescheduling half.
+ * `mindx-dl/job-reschedule-reason`, data key `recent-reschedule-records` (docs/formats.md#job-reschedule-reason,
+ * docs/rules.md#resched.reason-history). Volcano writes it; we write it because we replace Volcano's rescheduling half.
  *
  * Value: Go `map[JobID]*RescheduleReason` with JobID = `<ns>/<jobName>-<jobUID>` (the PodGroup name,
  * not `ns/jobName` as the docs say), or `""` when empty. Per job: newest record first, at most 10

@@ -7,7 +7,7 @@
  * decision ids) and, between "decided" and "done", the *pending* decision: the resolved actions to
  * carry out. The controller writes it BEFORE acting and clears `pending` after; a restart or a replay
  * finds the pending actions and finishes them (deletes carry UID preconditions, so finishing twice
- * deletes nothing twice), and never decides the same restart again (behavior.md B4).
+ * deletes nothing twice), and never decides the same restart again (docs/rules.md#resched.lifecycle).
  *
  * Encoding: Go-compatible JSON (schemas/go-json.ts) of objects rebuilt in one fixed field order, so
  * an unchanged state encodes to unchanged bytes and the writer writes nothing.

@@ -1,6 +1,6 @@
 import { encodeManualInfo, encodeManualInfoData, parseManualInfo, parseManualInfoData } from './manual-info.ts';
 
-// formats.md 2.6 shape, filled with the example values used there.
+// The shape of docs/formats.md#manual-info, filled with example values.
 const SAMPLE = '{"Total":["Ascend910-3","Ascend910-5"],"Detail":{"Ascend910-3":[{"FaultCode":"8C084E00","FaultLevel":"ManuallySeparateNPU","LastSeparateTime":1732182000999}],"Ascend910-5":[{"FaultCode":"80E18005","FaultLevel":"ManuallySeparateNPU","LastSeparateTime":1732182100000},{"FaultCode":"8C084E00","FaultLevel":"ManuallySeparateNPU","LastSeparateTime":1732182100001}]}}';
 
 const unwrap = <T>(p: { ok: true; value: T } | { ok: false; reason: string }): T => {

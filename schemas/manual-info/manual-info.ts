@@ -1,5 +1,5 @@
 /**
- * `cluster-system/clusterd-manual-info-cm`, written by ClusterD (formats.md 2.6): ClusterD's own
+ * `cluster-system/clusterd-manual-info-cm`, written by ClusterD (docs/formats.md#manual-info): ClusterD's own
  * manual separation (N faults in a window -> ManuallySeparateNPU). Data key = node name.
  */
 import { compareUtf8, goJson, goMap } from '../go-json.ts';

@@ -1,6 +1,6 @@
 /**
- * `cluster-system/clusterd-config-cm`, key `manually_separate_policy.conf` (formats.md 2.6,
- * behavior.md A.5 #39): ClusterD's own "N hardware faults in a window -> ManuallySeparateNPU" policy, YAML.
+ * `cluster-system/clusterd-config-cm`, key `manually_separate_policy.conf` (docs/formats.md#manual-separate-policy,
+ * docs/rules.md#manual.policy-config): ClusterD's own "N hardware faults in a window -> ManuallySeparateNPU" policy, YAML.
  * A missing field takes its default; a wrongly typed or out-of-range field rejects the whole document,
  * so the caller keeps its last good policy (MANUAL_SEPARATE_POLICY_OFF when there is none yet).
  */

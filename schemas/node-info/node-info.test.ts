@@ -11,7 +11,7 @@ import {
   type FaultDev,
 } from './node-info.ts';
 
-// formats.md 1.2, verbatim.
+// Golden sample (docs/formats.md#node-info), byte for byte.
 const GOLDEN =
   '{"NodeInfo":{"FaultDevList":[{"DeviceType":"PSU","DeviceId":1,"FaultCode":["0300000D"],"FaultLevel":"NotHandleFault"},{"DeviceType":"CPU","DeviceId":0,"FaultCode":["0000001D"],"FaultLevel":"PreSeparateFault"}],"NodeStatus":"PreSeparate"},"CheckCode":"35f048680f6a6c4a3a58316dc31efc5b3a5b8ec919c6e058608306854c41aad5"}';
 const GOLDEN_TIME = '2026-11-21T10:02:40Z';
@@ -30,7 +30,7 @@ const withValidCode = (devs: FaultDev[] | null, status: string): string => {
   return encodeNodeInfoCm({ NodeInfo: info, CheckCode: nodeInfoCheckCode(info) });
 };
 
-describe('node-info golden bytes (formats.md 1.2)', () => {
+describe('node-info golden bytes (docs/formats.md#node-info)', () => {
   it('parse -> encode reproduces the NodeInfo value and verifies CheckCode 35f04868…', () => {
     const d = unwrap(parseNodeInfoData({ NodeInfo: GOLDEN, updateTime: GOLDEN_TIME }));
     expect(d.cm.CheckCode).toBe('35f048680f6a6c4a3a58316dc31efc5b3a5b8ec919c6e058608306854c41aad5');

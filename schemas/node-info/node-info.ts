@@ -1,5 +1,5 @@
 /**
- * `mindx-dl/mindx-dl-nodeinfo-<node>`, written by NodeD (formats.md 1.2). Data keys `NodeInfo`
+ * `mindx-dl/mindx-dl-nodeinfo-<node>`, written by NodeD (docs/formats.md#node-info). Data keys `NodeInfo`
  * (JSON, CheckCode over the inner NodeInfo) and `updateTime` (RFC3339, outside the hash).
  */
 import { checkCode } from '../check-code.ts';

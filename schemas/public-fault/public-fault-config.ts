@@ -1,6 +1,6 @@
 /**
  * `publicFaultConfiguration.json` (ClusterD build file; overridden by
- * `/user1/mindx-dl/clusterd/publicCustomization.json`), formats.md 2.6: level per public code and the
+ * `/user1/mindx-dl/clusterd/publicCustomization.json`), docs/formats.md#clusterd-config-files: level per public code and the
  * allowed senders.
  */
 import { mostSerious, type NpuFaultLevel } from '../../vocabulary/fault-types.ts';
@@ -26,8 +26,7 @@ export interface PublicFaultConfig {
 }
 
 /**
- * Defaults: the publicFaultConfiguration.json ClusterD ships (component/clusterd/build). formats.md
- * 2.6 names only part of the SubHealth and SeparateNPU lists; the shipped file wins.
+ * Defaults: the publicFaultConfiguration.json ClusterD ships (component/clusterd/build); all of its codes, not only the representative ones.
  */
 export const DEFAULT_PUBLIC_FAULT_CONFIG: PublicFaultConfig = {
   publicFaultCode: {

@@ -1,5 +1,5 @@
 /**
- * Public faults -> FaultRecords (source 'public'), behavior.md A.3 #19: injected on `<devType>-<id>`
+ * Public faults -> FaultRecords (source 'public'), docs/rules.md#ingest.public-faults: injected on `<devType>-<id>`
  * NPUs of each influenced node, or node-wide when no device ids are given.
  */
 import { DEFAULT_PUBLIC_FAULT_CONFIG, publicFaultLevel, type PublicFaultConfig, type PublicFaultLevel } from './public-fault-config.ts';

@@ -2,7 +2,7 @@ import { DEFAULT_PUBLIC_FAULT_CONFIG, parsePublicFaultConfig, publicFaultLevel }
 import { encodePublicFault, parsePublicFault, parsePublicFaultData, validatePublicFault } from './public-fault.ts';
 import { publicFaultItems } from './public-fault-records.ts';
 
-// formats.md 1.3 example, compacted. Its times (Nov 2024) break the "not before 2025-01-01" rule.
+// Golden sample (docs/formats.md#public-fault), compacted. Its times (Nov 2024) break the "not before 2025-01-01" rule.
 const SPEC_EXAMPLE =
   '{"id":"ccae-2026112100001","timestamp":1732182000000,"version":"1.0","resource":"CCAE","faults":[{"faultId":"f-000000017","faultType":"NPU","faultCode":"220001001","faultTime":1732181999000,"assertion":"occur","faultLocation":{"npuIp":"10.0.0.8"},"influence":[{"nodeName":"node-a01","nodeSN":"","deviceIds":[0,1]}],"description":"optical module down"}]}';
 const T = 1795255200000; // 2026-11-21
@@ -25,7 +25,7 @@ const edited = (edit: (v: Json & { faults: Array<Json & { influence: Json[] }> }
 };
 const fault0 = (v: { faults: Json[] }): Json => v.faults[0]!;
 
-describe('public-fault golden bytes (formats.md 1.3)', () => {
+describe('public-fault golden bytes (docs/formats.md#public-fault)', () => {
   it('parse -> encode reproduces the payload byte for byte', () => {
     expect(encodePublicFault(unwrap(parsePublicFault(VALID)))).toBe(VALID);
   });
@@ -42,7 +42,7 @@ describe('public-fault golden bytes (formats.md 1.3)', () => {
   });
 });
 
-describe('validatePublicFault: one reason per rule (behavior.md A.3 #19)', () => {
+describe('validatePublicFault: one reason per rule (docs/rules.md#ingest.public-faults)', () => {
   it.each<[string, (v: Json & { faults: Array<Json & { influence: Json[] }> }) => void, RegExp]>([
     ['id too short', (v) => { v['id'] = 'short'; }, /^id: must be 8-128 characters/],
     ['id bad chars', (v) => { v['id'] = 'ccae/2026/1121'; }, /^id: must be 8-128 characters/],
@@ -114,7 +114,7 @@ describe('public fault configuration', () => {
 });
 
 describe('DEFAULT_PUBLIC_FAULT_CONFIG', () => {
-  it('has every code of the file ClusterD ships (10 SubHealth, 13 SeparateNPU), not only the ones formats.md names', () => {
+  it('has every code of the file ClusterD ships (10 SubHealth, 13 SeparateNPU), not only the representative ones', () => {
     const c = DEFAULT_PUBLIC_FAULT_CONFIG.publicFaultCode;
     expect([c.NotHandleFaultCodes?.length, c.SubHealthFaultCodes?.length, c.SeparateNPUCodes?.length, c.PreSeparateNPUCodes?.length]).toEqual([5, 10, 13, 2]);
     expect(publicFaultLevel(DEFAULT_PUBLIC_FAULT_CONFIG, '010001004')).toBe('SubHealthFault');

@@ -1,5 +1,5 @@
 /**
- * Public faults from third parties (formats.md 1.3, behavior.md A.3 #19): a ConfigMap in any namespace
+ * Public faults from third parties (docs/formats.md#public-fault, docs/rules.md#ingest.public-faults): a ConfigMap in any namespace
  * with label `mc-consumer-publicfault=true` and data key `PublicFault`, or the same payload over gRPC
  * `PubFault/SendPublicFault`. Every value rule has its own reason. Stateful rules (per-resource token
  * bucket, cluster-wide cap of 50,000 faults, assertion timing) are not here.
@@ -120,7 +120,7 @@ function checkFault(f: RawFault, at: string, cfg: PublicFaultConfig): Parsed<Pub
 
 /**
  * Applies every value rule to a payload that came from JSON or gRPC (int64 already numbers).
- * `config` supplies the allowed resources and known codes (default: formats.md 2.6 defaults).
+ * `config` supplies the allowed resources and known codes (default: the shipped publicFaultConfiguration.json).
  */
 export function validatePublicFault(raw: unknown, config: PublicFaultConfig = DEFAULT_PUBLIC_FAULT_CONFIG): Parsed<PubFaultInfo> {
   if (raw === null || raw === undefined) return rejected('request: empty public fault', 'schema');

@@ -12,7 +12,7 @@ import {
   type TaskResetInfo,
 } from './reset-config.ts';
 
-// formats.md 3.2, verbatim.
+// Golden sample (docs/formats.md#reset-config), byte for byte.
 const INITIAL_JSON =
   '{"RankList":[],"UpdateTime":1732180000,"RetryTime":0,"FaultFlushing":false,"GracefulExit":0,"RestartFaultProcess":false}';
 const INITIAL_CODE = 'c22a7c8962c1619c94f593ef948e7dab69c28a2e32eeda4e3725816eb4245ade';
@@ -35,7 +35,7 @@ const parsed = (text: string): TaskResetInfo => {
   return r.value;
 };
 
-describe('reset.json golden bytes (formats.md 3.2)', () => {
+describe('reset.json golden bytes (docs/formats.md#reset-config)', () => {
   it.each([
     ['initial', INITIAL_JSON, INITIAL_CODE],
     ['after fault 8,9', FAULT_JSON, FAULT_CODE],

@@ -30,7 +30,7 @@ const initial = info(INITIAL_JSON);
 const withRetry = (n: number, extra: Partial<TaskResetInfo> = {}): TaskResetInfo => ({ ...initial, RetryTime: n, ...extra });
 
 describe('ClusterD operations', () => {
-  it('fault on ranks 8 and 9 with recover-in-place gives the formats.md sample and checkCode', () => {
+  it('fault on ranks 8 and 9 with recover-in-place gives the golden sample and checkCode', () => {
     const next = value(fault(initial, ['8', 9], true, 1732182200));
     expect(encodeTaskResetInfo(next)).toBe(FAULT_JSON);
     expect(encodeResetConfigData(next).checkCode).toBe('8e44dcc2065e8dc79e85297bc4dfa68b7be65129e27ffa45fa1b2b90e55b0077');

@@ -1,5 +1,5 @@
 /**
- * Pure transitions of `reset.json` (behavior.md B3.2, formats.md 3.2). Each returns a new
+ * Pure transitions of `reset.json` (docs/rules.md#recover.reset-config-writes, docs/formats.md#reset-config). Each returns a new
  * TaskResetInfo and never reads the clock: `nowS` (Unix seconds) is a parameter.
  *
  * ClusterD operations (`fault`, `notifyFaultFlushing`, `restartAllProcess`, `clear`) rebuild the

@@ -1,10 +1,10 @@
 /**
- * `reset-config-<jobName>` (job namespace; formats.md 3.2, behavior.md B3). Written by ClusterD, the
+ * `reset-config-<jobName>` (job namespace; docs/formats.md#reset-config, docs/rules.md#recover.reset-config-writes). Written by ClusterD, the
  * device plugin and Volcano; read by TaskD / Elastic Agent from the mounted files `reset.json`,
  * `checkCode` and `restartType`. The user creates the ConfigMap; we only read and update it.
  *
  * `reset.json` is Go `TaskResetInfo` (no json tags, `DevFaultInfo` flattened into each rank) and
- * `checkCode` = hex SHA-256 of its Go JSON (formats.md 0.3). Parsing follows Go `json.Unmarshal`
+ * `checkCode` = hex SHA-256 of its Go JSON (docs/formats.md#check-code). Parsing follows Go `json.Unmarshal`
  * into the struct: absent fields take zero values and unknown keys are dropped, so the canonical
  * re-encoding (and its checkCode) is what ClusterD would compute. Field names are matched exactly
  * (Go would also accept other letter cases).
@@ -15,7 +15,7 @@ import { ok, parseValidated, rejected, type Parsed, type SchemaValidator } from 
 import { validate as generated } from './reset-config.validators.gen.ts';
 
 export const RESET_CONFIG_NAME_PREFIX = 'reset-config-';
-/** Label the user puts on the ConfigMap so that the device plugin watches it (formats.md 0.2). */
+/** Label the user puts on the ConfigMap so that the device plugin watches it (docs/formats.md#label-selectors). */
 export const RESET_CONFIG_LABEL_KEY = 'reset';
 export const RESET_CONFIG_LABEL_VALUE = 'true';
 export const RESET_JSON_KEY = 'reset.json';
@@ -31,7 +31,7 @@ export const RANK_STATUS = { unrecovered: 'unrecovered', recovered: 'recovered',
 export const RESET_POLICIES = ['empty', 'ignore', 'restart_request', 'restart', 'free_reset', 'reset', 'isolate'] as const;
 export type ResetPolicy = (typeof RESET_POLICIES)[number];
 
-/** ConfigMap name of a job; `jobName` is the job's reference name (formats.md 3.2). */
+/** ConfigMap name of a job; `jobName` is the job's reference name (docs/formats.md#reset-config). */
 export const resetConfigName = (jobName: string): string => `${RESET_CONFIG_NAME_PREFIX}${jobName}`;
 
 /** One rank of `RankList` (Go `TaskDevInfo` with `DevFaultInfo` flattened), fields in Go order. */

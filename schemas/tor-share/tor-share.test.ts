@@ -8,7 +8,7 @@ import {
   type GlobalTorInfo,
 } from './tor-share.ts';
 
-// Built from formats.md 3.6 (field names, the `nodes` tag, Go map key order).
+// Built from docs/formats.md#tor-share-cm (field names, the `nodes` tag, Go map key order).
 const SAMPLE =
   '{"10.0.0.1":{"IsHealthy":0,"IsSharedTor":1,"nodes":[{"NodeIp":"192.168.1.10","NodeName":"node-a01","JobName":["llama-pretrain"]},' +
   '{"NodeIp":"192.168.1.11","NodeName":"node-a02","JobName":[]}]},' +

@@ -1,5 +1,5 @@
 /**
- * `volcano-system/tor-share-cm`, data key `global-tor-info` (formats.md 3.6, behavior.md A.7 #59):
+ * `volcano-system/tor-share-cm`, data key `global-tor-info` (docs/formats.md#tor-share-cm, docs/rules.md#tor.share-state):
  * NSLB 2.0 shared-TOR state, written by Volcano every session (we write it because we replace
  * Volcano's rescheduling half). Value: Go `map[torIP]TorShare`; an empty map is written as `{}`.
  *
@@ -14,7 +14,7 @@ import { validate as generated } from './tor-share.validators.gen.ts';
 export const TOR_SHARE_CM_NAME = 'tor-share-cm';
 export const TOR_SHARE_NAMESPACE = 'volcano-system';
 export const GLOBAL_TOR_INFO_KEY = 'global-tor-info';
-/** The user-provided TOR topology input (behavior.md A.7; read with a one-minute refresh delay). */
+/** The user-provided TOR topology input (docs/rules.md#tor; read with a one-minute refresh delay). */
 export const BASIC_TOR_NODE_CM_NAME = 'basic-tor-node-cm';
 export const BASIC_TOR_NODE_NAMESPACE = 'kube-system';
 export const TOR_INFO_KEY = 'tor_info';

@@ -12,10 +12,10 @@ import {
   type RemainRetryTimesMap,
 } from './vcjob-fault-npu.ts';
 
-// formats.md 3.4, verbatim.
+// Golden sample (docs/formats.md#vcjob-fault-npu-cm), byte for byte.
 const REMAIN =
   '{"team-a/llama-pretrain-6f1c2e9a-0c7b-4a53-9e0e-2b1f8d7c4a11":{"UUID":"6f1c2e9a-0c7b-4a53-9e0e-2b1f8d7c4a11","Times":2}}';
-// Built from the field list in formats.md 3.4 (exact Go field order and tags).
+// Built from the field list in docs/formats.md#vcjob-fault-npu-cm (exact Go field order and tags).
 const FAULT_NODE =
   '[{"FaultDeviceList":[{"fault_type":"CardUnhealthy","npu_name":"Ascend910-3","fault_level":"SeparateNPU",' +
   '"fault_handling":"SeparateNPU","large_model_fault_level":"SeparateNPU","fault_code":"80E18401,80E18402"}],' +
@@ -37,7 +37,7 @@ const times = (text: string): RemainRetryTimesMap => {
 };
 
 describe('golden bytes', () => {
-  it('remain-retry-times (formats.md sample) round-trips', () => {
+  it('remain-retry-times (golden sample) round-trips', () => {
     const m = times(REMAIN);
     expect(m.get(vcJobId('team-a', 'llama-pretrain', '6f1c2e9a-0c7b-4a53-9e0e-2b1f8d7c4a11'))).toEqual({
       UUID: '6f1c2e9a-0c7b-4a53-9e0e-2b1f8d7c4a11', Times: 2,

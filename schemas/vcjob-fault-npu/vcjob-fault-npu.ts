@@ -1,5 +1,5 @@
 /**
- * `volcano-system/vcjob-fault-npu-cm` (formats.md 3.4, behavior.md A.6 #40/#53). Volcano writes it
+ * `volcano-system/vcjob-fault-npu-cm` (docs/formats.md#vcjob-fault-npu-cm, docs/rules.md#resched.fault-nodes, #resched.retry-budget). Volcano writes it
  * every scheduling session; we write it because we replace Volcano's rescheduling half.
  *
  * Data keys:

@@ -1,5 +1,5 @@
 /**
- * ClusterD's own manual separation (behavior.md A.5 #35-#39) against the real thing:
+ * ClusterD's own manual separation (docs/rules.md#manual.increment-faults to #manual.policy-config) against the real thing:
  * - `cluster-system/clusterd-config-cm` overridden before start (`fault_threshold: 2`; the shipped
  *   default is 3, so the second occurrence separating the chip proves the override is read; ClusterD
  *   reads the ConfigMap at start and then every 300 s);

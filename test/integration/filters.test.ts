@@ -1,13 +1,13 @@
 /**
- * Scheduler-view filters and relation faults on the real control plane (behavior.md A.3 #20-#22,
- * A.4 #32, B6 row 2, B7 #7): kube-apiserver, kube-scheduler, kwok nodes, the device plugin simulator,
+ * Scheduler-view filters and relation faults on the real control plane (docs/rules.md#filter.custom to #filter.uce-accompany,
+ * docs/rules.md#job.relation-faults, #decision.hidden-by-filter): kube-apiserver, kube-scheduler, kwok nodes, the device plugin simulator,
  * the NPU allocator and the job peer; the Manager in-process with its own cluster-system namespace.
  * - a PodGroup `huawei.com/schedule.filter.faultCode=80E18402:5` holds a SeparateNPU on its NPU for
  *   5 s (hidden from the scheduler, still in the job view the fault gRPC service reads), then the job
  *   restarts because the fault is still there;
  * - a `faultLevel` filter holds its level only: a SeparateNPU on the same job restarts it at once;
  * - while hidden, a fault the device plugin lists in `-Unhealthy` is in neither `-Unhealthy` nor
- *   `-Fault` of cluster-info-device-*; when the window ends it is in both (E.6);
+ *   `-Fault` of cluster-info-device-*; when the window ends it is in both (docs/rules.md#filter.two-views);
  * - UCE-accompany: 80C98009 within 5 s after 80E01801 on the same NPU never reaches cluster-info,
  *   an 80C98009 alone reaches it after 5 s;
  * - relation fault: 81078603 + 8C1F860B on one job -> the pod on the link-down node is labelled
@@ -91,7 +91,7 @@ describe('fault filters and relation faults on the real control plane', () => {
     // scheduler view without it, job view (recovery FSM, fault gRPC service) with it
     expect(manager.deviceFaults.effective(node).some((r) => r.code === '80E18402')).toBe(false);
     expect(manager.recovery.jobView(node).some((r) => r.code === '80E18402' && r.device === npu)).toBe(true);
-    // the decision path sees it as the pipeline does: a cause hidden by the filter (B6 row 2)
+    // the decision path sees it as the pipeline does: a cause hidden by the filter (docs/rules.md#decision.hidden-by-filter)
     expect(manager.jobs.aggregateNow(key)?.ranks.flatMap((r) => r.causes.map((c) => `${c.code}:${c.hidden?.by}`))).toEqual(['80E18402:custom-filter']);
     await sleep(Math.max(0, tf + 4_000 - Date.now()));
     expect(gone(pods)).toEqual([]); // not restarted inside the window

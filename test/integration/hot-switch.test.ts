@@ -1,5 +1,5 @@
 /**
- * Hot switching on the real apiserver (behavior.md B2, A.10 #81/#82, B7 #5, seed 004) with a
+ * Hot switching on the real apiserver (docs/rules.md#hotswitch.fsm, #hotswitch.entry, #hotswitch.failure) with a
  * TaskD-like client: this controller stands in for the Ascend Operator (--hot-switch-backup-pods) and
  * holds the rescheduling role. Happy path; a backup pod that never runs (downgrade to ignore,
  * persisted, still there after a Manager restart); a sub-health fault on rank 0 is refused.

@@ -148,7 +148,7 @@ describe('kubectl clusterd (plugin as a subprocess, least-privilege user)', () =
     expect(acted.kind).toBe('job');
     expect(acted.faults).toEqual(expect.arrayContaining([expect.objectContaining({ code: '80E18402', level: 'SeparateNPU', node, device: npu })]));
     expect(acted.reasons.length).toBeGreaterThan(1);
-    expect(acted.reasons.map((x) => x.detail).join(' ')).toMatch(/B6 row 11/);
+    expect(acted.reasons.map((x) => x.detail).join(' ')).toMatch(/decision\.job-level/);
     expect(acted.actions.some((a) => a.startsWith('forceDeletePods('))).toBe(true);
     const table = await plugin(kubeconfig, ['explain', `${ns}/llama`]);
     expect(table.code).toBe(0);

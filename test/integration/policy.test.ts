@@ -169,7 +169,7 @@ describe('fault policy on the real apiserver', () => {
       expect(esc.filter((l) => l.node === brief)).toEqual([]);
       const line = esc.find((l) => l.node === held);
       expect(line).toMatchObject({ node: held, npu: 'Ascend910-2', code: '81078603', faultLevel: 'PreSeparateNPU', rule: 'FaultDuration', controller: 'fault_policy' });
-      expect(String(line?.reasons)).toMatch(/^81078603 -> NotHandleFault \(base-level.*-> PreSeparateNPU \(FaultDuration: held longer than FaultTimeout 20 s/);
+      expect(String(line?.reasons)).toMatch(/^81078603 -> NotHandleFault \(base-level.*-> PreSeparateNPU \(FaultDuration \[detect\.duration-escalation\]: held longer than FaultTimeout 20 s/);
       expect((await metrics.escalations.get()).values.find((v) => v.labels.rule === 'parameter_plane' && v.labels.level === 'PreSeparateNPU')?.value).toBeGreaterThanOrEqual(1);
     }, 60_000);
 

@@ -1,5 +1,5 @@
 /**
- * The gRPC surface of process-level recovery on the real apiserver (grpc.md §0, §2, §3, §11): bad
+ * The gRPC surface of process-level recovery on the real apiserver (docs/grpc.md#transport, #fault-service, #pubfault-service, #server-behaviour): bad
  * and unknown job ids, a burst above the unary rate limit, an oversized message, a stream dropped
  * mid-recovery, the Fault subscription service and PubFault into the intake. Every case answers the
  * documented status and the server keeps serving.
@@ -135,7 +135,7 @@ describe('Recover, Fault and PubFault services of the controller', () => {
     }
   }, 60_000);
 
-  it('MindIE hold (#21): a RestartRequest reaches the scheduler until the job subscribes, is held while it stays subscribed, and is back when it leaves', async () => {
+  it('MindIE hold (docs/rules.md#filter.mindie-hold): a RestartRequest reaches the scheduler until the job subscribes, is held while it stays subscribed, and is back when it leaves', async () => {
     const nodes = await fakeNodes(admin, `rgm-${rand()}`, 1);
     const job = await createJob(admin, {
       ns: await newNamespace(admin, 'rgm'), nodes, labels: { 'fault-scheduling': 'off' },

@@ -1,5 +1,5 @@
 /**
- * Recover-in-place on the real apiserver (behavior.md A.3 #24, A.9 #73): a job with
+ * Recover-in-place on the real apiserver (docs/rules.md#filter.recover-in-place, #recover.in-place): a job with
  * `recover-strategy=recover-in-place,recover`, a TaskD-like client, an L2/L3 fault (RestartRequest)
  * on one pod's chip. The recover-in-place filter keeps the fault out of cluster-info while the pod may
  * restart in place; when the FSM's in-place check finds the fault still there and sends the pod away

@@ -1,5 +1,5 @@
 /**
- * The agent never answers (behavior.md B1 rows 11, 39; A.9 #76; B6 row 9): after the report timeout
+ * The agent never answers (docs/rules.md#recover.fsm transitions 11, 39; docs/rules.md#recover.fault-retry, #decision.process-gives-up): after the report timeout
  * (shortened with --recovery-report-timeout-seconds) the FSM clears reset-config, sets the PodGroup
  * label `process-recover-enable=pause`, and the jobs pipeline reschedules the job at job level
  * (fault-scheduling=force, no pod-rescheduling); once the job runs again the label goes back to `on`.

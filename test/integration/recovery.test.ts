@@ -1,5 +1,5 @@
 /**
- * Process-level recovery end to end on the real apiserver (behavior.md B1, B7 #3/#4): the
+ * Process-level recovery end to end on the real apiserver (docs/rules.md#recover.fsm, #recover.step-retry): the
  * Manager in process, a TaskD-like client (role taskd) on its gRPC port, device-plugin fault reports,
  * a Volcano-like peer that re-creates deleted pods.
  */

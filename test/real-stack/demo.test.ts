@@ -17,7 +17,7 @@ const REPO = fileURLToPath(new URL('../..', import.meta.url));
 /** What a printed command's output must show, beyond exit 0 and some output. */
 const EXPECT: Array<[RegExp, RegExp]> = [
   [/ get nodes$/, /node-015\s+Ready/],
-  [/clusterd .* explain demo\/llama-pretrain$/, /job\/start \(B6 row 11\) {2}outcome=acted[\s\S]*because \[fault\] 80E18402 SeparateNPU on node-\d+\/Ascend910-\d/],
+  [/clusterd .* explain demo\/llama-pretrain$/, /job\/start \(decision\.job-level\) {2}outcome=acted[\s\S]*because \[fault\] 80E18402 SeparateNPU on node-\d+\/Ascend910-\d/],
   [/get decisionrecords/, /llama-pretrain\s+job\s+start\s+acted/],
   [/clusterd .* faults$/, /80E18402\s+SeparateNPU/],
   [/grep '"job decision"'/, /forceDeletePods\(llama-pretrain-worker-/],

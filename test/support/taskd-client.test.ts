@@ -177,7 +177,7 @@ describe('TaskdClient against the real server', () => {
   });
 });
 
-describe('clusterdTarget (grpc.md §8)', () => {
+describe('clusterdTarget (docs/grpc.md#client-discovery)', () => {
   it('uses MINDX_SERVER_IP:8899, brackets IPv6, and 127.0.0.1 with LOCAL_PROXY_ENABLE=on', () => {
     expect(clusterdTarget({ MINDX_SERVER_IP: '10.96.0.12' })).toBe('10.96.0.12:8899');
     expect(clusterdTarget({ MINDX_SERVER_IP: 'fd00::12' })).toBe('[fd00::12]:8899');

@@ -1,5 +1,5 @@
 /**
- * A TaskD-like client for tests (grpc.md §9, §10, §12). Role `taskd` replays the Go TaskD manager:
+ * A TaskD-like client for tests (docs/grpc.md#taskd-sequence, #python-client, #test-client). Role `taskd` replays the Go TaskD manager:
  * Init -> Register -> SubscribeProcessManageSignal on one long-lived channel, restarting from Init 1 s
  * after any failure or stream end; reports on a fresh channel each, up to 4 immediate attempts on
  * transport errors, reply code ignored. Role `master agent` replays the legacy Python client: Init
@@ -17,7 +17,7 @@ import { loadClusterdServices, type ClusterdServices } from '../../grpc/protos.t
 export type TaskdRole = 'taskd' | 'master agent';
 export type ReportRpc = 'ReportProcessFault' | 'ReportStopComplete' | 'ReportRecoverStrategy' | 'ReportRecoverStatus';
 
-/** How the scripted MindIO answers (grpc.md §12 table). */
+/** How the scripted MindIO answers (docs/grpc.md#test-client table). */
 export interface MindIoScript {
   /** ReportStopComplete code after `stop_train` (0; 404 = process not ready -> kill path). */
   stopCode: number;
@@ -60,7 +60,7 @@ const PY_KEEPALIVE: ChannelOptions = {
   'grpc.http2.max_pings_without_data': 1,
 };
 
-/** The address a TaskD computes from its environment (grpc.md §8). */
+/** The address a TaskD computes from its environment (docs/grpc.md#client-discovery). */
 export function clusterdTarget(env: NodeJS.ProcessEnv = process.env): string {
   const host = env['LOCAL_PROXY_ENABLE'] === 'on' ? '127.0.0.1' : (env['MINDX_SERVER_IP'] ?? '');
   if (host === '') throw new Error('MINDX_SERVER_IP is not set');
@@ -351,7 +351,7 @@ export class TaskdClient {
     if (this.opts.autoRespond !== false) void this.respond(s).catch(() => {});
   }
 
-  /** MindIO's answer to a signal (grpc.md §12 table). */
+  /** MindIO's answer to a signal (docs/grpc.md#test-client table). */
   private async respond(s: ProcessManageSignal): Promise<void> {
     const sc = this.script;
     switch (s.signalType) {

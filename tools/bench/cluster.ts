@@ -1,6 +1,6 @@
 /**
  * The benchmark cluster: its own control plane with the apiserver's rate limits lifted
- * (`benchmark: true`, testinfra.md 9), kwok nodes carrying `huawei.com/Ascend910` created in bulk
+ * (`benchmark: true`: apiserver rate limits lifted, docs/benchmarks.md), kwok nodes carrying `huawei.com/Ascend910` created in bulk
  * (kwok marks them Ready; node lease heartbeats are off), the device plugin simulator writing every
  * node's device-info, the bench jobs, the watches the figures come from, and the controller process.
  */

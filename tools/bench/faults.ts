@@ -8,7 +8,7 @@ import { jobKey, type JobSpec } from './fixtures.ts';
 
 /** SeparateNPU chip fault: the chip leaves `<P>`, jobs on it are rescheduled. */
 export const CHIP_CODE = '80E18402';
-/** A3 switch fault at level Separate (formats.md 2.3). */
+/** A3 switch fault at level Separate (docs/formats.md#switch-fault-code-json). */
 export const SWITCH_CODE = '[0x00f103b0,155904,na,na]';
 
 export type Fault = { readonly kind: 'chip'; readonly node: string; readonly chip: string } | { readonly kind: 'switch'; readonly node: string };

@@ -27,7 +27,7 @@ export interface ControlPlaneOptions {
   readonly watchPid?: number;
   /** Number of kube-apiservers sharing the etcd (a second one lets tests write while the first is down). */
   readonly apiservers?: number;
-  /** Lift apiserver rate limits for benchmarks (testinfra.md 9). */
+  /** Lift apiserver rate limits for benchmarks (the benchmark apiserver flags, docs/benchmarks.md). */
   readonly benchmark?: boolean;
   readonly scheduler?: boolean;
   readonly kwok?: boolean;

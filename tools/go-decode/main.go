@@ -2,7 +2,7 @@
 // into the Go types the consumers use (int64 times, int32 ids, uint switch fields), including the
 // JSON nested in string fields. Reads the value on stdin, the kind (device|switch|node) as argument;
 // exits 1 with Go's error when any of it does not decode. Own structs, same field types as the real
-// readers (formats.md 3.1); nothing copied from MindCluster.
+// readers (docs/formats.md#cluster-info); nothing copied from MindCluster.
 package main
 
 import (

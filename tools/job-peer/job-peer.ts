@@ -5,7 +5,7 @@
  * - For each Volcano Job (batch.volcano.sh/v1alpha1) in its namespace, it creates the PodGroup
  *   `<job>-<uid>` (scheduling.volcano.sh/v1beta1), copying the job's labels and annotations, with a
  *   controller ownerReference to the Job and `spec.minMember` = `spec.minAvailable` (else the sum of
- *   replicas), as Volcano does (formats.md 4.1).
+ *   replicas), as Volcano does (docs/formats.md#crds).
  * - For each `spec.tasks[i]` (name, replicas, template) it keeps the pods `<job>-<task>-<index>`:
  *   the template's spec with `schedulerName: default-scheduler` (no vc-scheduler here), its labels
  *   plus `volcano.sh/job-name`, `volcano.sh/job-namespace`, `volcano.sh/task-spec`, its annotations

@@ -1,7 +1,7 @@
 /**
  * A simulated Ascend Device Plugin (plus the kubelet half it drives) for a set of fake nodes:
  * holds per-node NPU state and writes `kube-system/mindx-dl-deviceinfo-<node>` the way the real DP
- * does (formats.md 1.1): label mx-consumer-cim=true, Update then Create on NotFound, written on change
+ * does (docs/formats.md#device-info): label mx-consumer-cim=true, Update then Create on NotFound, written on change
  * (fault_time ignored) and never more than once per second per node, optionally rewritten every
  * `refreshIntervalMs` (DP: 5 min). After a write that changes the number of available chips it merge-
  * patches the Node's `status.allocatable[<P>]` through nodes/status, as kubelet does after ListAndWatch.

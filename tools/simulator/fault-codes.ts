@@ -1,7 +1,7 @@
 /**
  * Default levels the simulated node agents give a fault code when the caller names no level:
- * chip and parameter-plane codes from the shipped faultCode.json subset (formats.md 2.1,
- * schemas/fault-code DEFAULT_FAULT_CODE_TABLE), NodeD codes (formats.md 2.5), switch codes (2.3).
+ * chip and parameter-plane codes from the shipped faultCode.json subset (docs/formats.md#fault-code-json,
+ * schemas/fault-code DEFAULT_FAULT_CODE_TABLE), NodeD codes (docs/formats.md#noded-config), switch codes (docs/formats.md#switch-fault-code-json).
  */
 import { DEFAULT_FAULT_CODE_TABLE, PARAMETER_PLANE_CODES, type FaultCodeTable } from '../../schemas/fault-code/fault-code.ts';
 import { NPU_LEVELS_BY_SEVERITY, type NpuFaultLevel } from '../../vocabulary/fault-types.ts';
@@ -29,18 +29,18 @@ export const isParameterPlaneCode = (code: string): boolean => PARAMETER_PLANE_C
 
 /**
  * Level of a chip code: the table's, else the device plugin's fallback for a code with no known
- * driver severity (SeparateNPU; formats.md 2.1).
+ * driver severity (SeparateNPU; docs/formats.md#fault-code-json).
  */
 export function defaultChipLevel(code: string, table: FaultCodeTable = DEFAULT_FAULT_CODE_TABLE): NpuFaultLevel {
   return table.chip.get(code.toUpperCase()) ?? 'SeparateNPU';
 }
 
-/** Level of a network code: the network table's, else PreSeparateNPU (behavior.md A.1 #5). */
+/** Level of a network code: the network table's, else PreSeparateNPU (docs/rules.md#levels.unknown-codes). */
 export function defaultNetworkLevel(code: string, table: FaultCodeTable = DEFAULT_FAULT_CODE_TABLE): NpuFaultLevel {
   return table.network.get(code.toUpperCase()) ?? 'PreSeparateNPU';
 }
 
-/** NodeD default levels (formats.md 2.5, the codes the spec names). */
+/** NodeD default levels (docs/formats.md#noded-config, the codes the spec names). */
 export const DEFAULT_NODE_CODE_LEVELS: Readonly<Record<string, NodeFaultLevel>> = {
   '0100000D': 'NotHandleFault',
   '0300000D': 'NotHandleFault',
@@ -50,7 +50,7 @@ export const DEFAULT_NODE_CODE_LEVELS: Readonly<Record<string, NodeFaultLevel>> 
   '2C000031': 'SeparateFault',
 };
 
-/** Switch default levels (formats.md 2.3, the codes the spec names). */
+/** Switch default levels (docs/formats.md#switch-fault-code-json, the codes the spec names). */
 export const DEFAULT_SWITCH_CODE_LEVELS: Readonly<Record<string, SwitchFaultLevel>> = {
   '[0x00f103b0,155904,na,na]': 'Separate',
   '[0x08520003,na,L2,na]': 'NotHandle',

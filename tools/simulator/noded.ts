@@ -1,5 +1,5 @@
 /**
- * A simulated NodeD: node hardware faults as `mindx-dl/mindx-dl-nodeinfo-<node>` (formats.md 1.2),
+ * A simulated NodeD: node hardware faults as `mindx-dl/mindx-dl-nodeinfo-<node>` (docs/formats.md#node-info),
  * label mx-consumer-cim=true, keys NodeInfo (CheckCode) and updateTime (RFC3339). The CM is deleted
  * when the node has no fault left (FaultDevList empty, NodeStatus Healthy). One FaultDev per
  * (DeviceType, DeviceId, FaultLevel), codes in arrival order.

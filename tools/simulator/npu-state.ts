@@ -1,13 +1,13 @@
 /**
  * The NPU state of one simulated node and how the Ascend Device Plugin turns it into its device-info
- * CM (formats.md 1.1) and into the count kubelet advertises. Pure: no I/O, time passed in.
+ * CM (docs/formats.md#device-info) and into the count kubelet advertises. Pure: no I/O, time passed in.
  *
- * Health rules (behavior.md A.1 #3, DP isHealthy; formats.md 3.1 AddFaultAndFix):
+ * Health rules (docs/rules.md#levels.card-health, DP isHealthy; docs/formats.md#cluster-info AddFaultAndFix):
  * - a chip is Unhealthy when its chip-fault level is outside {NormalNPU, NotHandleFault, SubHealthFault}
  *   or it is in ManuallySeparateNPU; it then leaves `<P>` and enters `<P>-Unhealthy`. No pods are modelled,
  *   so the DP exceptions for chips in use (PreSeparateNPU, FreeRestartNPU under grace tolerance) never apply;
  * - a chip is network-unhealthy when its network level is outside {NormalNPU, NotHandleFault}; it enters
- *   `<P>-NetworkUnhealthy` and stays in `<P>` (formats.md 1.1 example);
+ *   `<P>-NetworkUnhealthy` and stays in `<P>` (docs/formats.md#device-info example);
  * - a chip being hot-reset is in `<P>-Recovering` and out of `<P>`.
  * kubelet's allocatable count = the number of chips in `<P>`.
  */

@@ -1,5 +1,5 @@
 /**
- * A simulated third-party public-fault sender (formats.md 1.3): a ConfigMap with label
+ * A simulated third-party public-fault sender (docs/formats.md#public-fault): a ConfigMap with label
  * mc-consumer-publicfault=true and key PublicFault holding a payload that passes validatePublicFault
  * (13-digit ms times, ids of 8-128 characters, a resource and 9-digit codes from the default config).
  * occur writes the fault; recover rewrites the same CM with the same faultId and assertion `recover`.
@@ -17,7 +17,7 @@ import { writeConfigMap } from './noded.ts';
 
 /** Where the simulated sender writes: a default sender namespace of clusterd-ts (`--public-fault-namespaces`). */
 export const DEFAULT_PUBLIC_FAULT_NAMESPACE = 'mindx-dl';
-/** Public code digit 1 -> faultType (behavior.md 0.4: T type 0 NPU, 1 node, 2 network, 3 storage). */
+/** Public code digit 1 -> faultType (T: 0 NPU, 1 node, 2 network, 3 storage; docs/formats.md#public-fault). */
 const TYPE_BY_DIGIT = ['NPU', 'Node', 'Network', 'Storage'] as const;
 
 export interface PublicFaultSpec {

@@ -1,6 +1,6 @@
 /**
  * A3 UnifiedBus switch faults of one simulated node, as the device plugin folds them into the
- * `SwitchInfoCfg` key of its device-info CM (formats.md 1.1). Pure state, no I/O.
+ * `SwitchInfoCfg` key of its device-info CM (docs/formats.md#device-info). Pure state, no I/O.
  */
 import { mostSerious } from '../../vocabulary/fault-types.ts';
 import {
