@@ -175,8 +175,8 @@ export interface KubeClient {
   /**
    * Streams changes to the collection after `query.resourceVersion`. `onDone` is called once when the
    * watch ends: `null` when the server closed it, else the error (an error with `statusCode` 410 when
-   * the version is too old); it may be called before the returned promise resolves. Aborting the
-   * returned controller ends the watch without calling `onDone` again.
+   * the version is too old); it may be called before the returned promise resolves, and after the
+   * caller aborted the returned controller (with an AbortError).
    */
   watch(
     path: string, query: WatchQuery,

@@ -1,4 +1,5 @@
 import { isConflict, paths, type KubeObject, type WatchEventType } from '../../../runtime/kube-client.ts';
+import { LeaderElector } from '../../../runtime/leader-election.ts';
 import { ManualClock, settle } from '../manual-clock.ts';
 import { CONTRACT_CASES } from './apiserver-contract.ts';
 import { MemoryApiServer, WRITE_VERBS } from './memory-apiserver.ts';
@@ -152,6 +153,40 @@ describe('in-memory apiserver: semantics beyond the contract', () => {
     await clock.run(2_000);
     expect(t.done).toBe('closed');
   });
+
+  it('watchTimeouts: false leaves timeoutSeconds unenforced (a replay independent of the reflector\'s random timeout)', async () => {
+    const clock = new ManualClock(0);
+    const s = new MemoryApiServer({ clock, watchTimeouts: false });
+    const r = recorder();
+    await s.client().watch(paths.pods(), { resourceVersion: '0', timeoutSeconds: 5 }, r.onEvent, r.onDone);
+    await clock.run(60_000);
+    expect(r.done).toBe('open');
+  });
+
+  it('leader election over a Lease: one leader; a severed leader is replaced once its lease expires', async () => {
+    const s = new MemoryApiServer();
+    const events: string[] = [];
+    const elector = (id: string) => {
+      const client = s.client(id);
+      const e = new LeaderElector(client, {
+        namespace: 'x', name: 'lease', identity: id, leaseDurationMs: 1_000, renewDeadlineMs: 600, retryPeriodMs: 100,
+        onStartedLeading: () => events.push(`${id} leads`), onStoppedLeading: () => events.push(`${id} stopped`),
+      });
+      return { client, e };
+    };
+    const a = elector('a');
+    a.e.start();
+    await new Promise((r) => setTimeout(r, 300));
+    const b = elector('b');
+    b.e.start();
+    await new Promise((r) => setTimeout(r, 500));
+    expect(events).toEqual(['a leads']);
+    a.client.sever();
+    for (let i = 0; i < 160 && !events.includes('b leads'); i++) await new Promise((r) => setTimeout(r, 50));
+    a.e.abandon();
+    await b.e.stop();
+    expect(events).toEqual(['a leads', 'a stopped', 'b leads']);
+  }, 10_000);
 
   it('a bound pod deleted with a grace period terminates until its kubelet confirms; finalizers hold deletion', async () => {
     const clock = new ManualClock(1_700_000_000_000);

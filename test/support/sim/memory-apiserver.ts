@@ -57,8 +57,13 @@ export interface MemoryApiServerOptions {
   /** Runs `fn` after the current call (default queueMicrotask). */
   readonly defer?: (fn: () => void) => void;
   readonly types?: readonly ResourceType[];
-  /** Every matching request, as `calls` (default false). */
+  /** Every request, as `calls` (default false). */
   readonly recordCalls?: boolean;
+  /**
+   * Whether a watch's `timeoutSeconds` ends it (default true, as the apiserver does). The reflector
+   * draws its timeout at random, so a simulation that must replay exactly turns this off.
+   */
+  readonly watchTimeouts?: boolean;
 }
 
 export interface Call { readonly client: string; readonly verb: Verb; readonly path: string; readonly status: number }
@@ -97,12 +102,14 @@ export class MemoryApiServer {
   private readonly defer: (fn: () => void) => void;
   private readonly types: readonly ResourceType[];
   private readonly recordCalls: boolean;
+  private readonly watchTimeouts: boolean;
 
   constructor(o: MemoryApiServerOptions = {}) {
     this.clock = o.clock ?? realClock;
     this.defer = o.defer ?? queueMicrotask;
     this.types = o.types ?? RESOURCE_TYPES;
     this.recordCalls = o.recordCalls ?? false;
+    this.watchTimeouts = o.watchTimeouts ?? true;
     this.watches = new WatchHub({ clock: this.clock, defer: this.defer });
     this.store = new MemoryStore({
       now: () => this.clock.now(), random: o.random ?? seededRandom(1), historyLimit: o.historyLimit ?? 100_000,
@@ -277,7 +284,7 @@ export class MemoryApiServer {
     if (from !== undefined && !Number.isSafeInteger(from)) return refuse(httpError(400, 'Bad Request'));
     const w = this.watches.open({
       path, resource: tg.type, namespace: tg.namespace, labels, fields, bookmarks: q.allowWatchBookmarks === true,
-      timeoutMs: q.timeoutSeconds === undefined ? undefined : q.timeoutSeconds * 1000, inactivityMs: opts.inactivityTimeoutMs,
+      timeoutMs: q.timeoutSeconds === undefined || !this.watchTimeouts ? undefined : q.timeoutSeconds * 1000, inactivityMs: opts.inactivityTimeoutMs,
       onEvent, onDone, owner: client,
     });
     if (from === undefined) {
