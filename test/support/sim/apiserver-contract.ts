@@ -161,6 +161,38 @@ export const CONTRACT_CASES: readonly ContractCase[] = [
     expected: { stale: '422 Invalid', current: 'ok', annotations: { a: 'c' } },
   },
   {
+    name: 'status subresource: a created pod starts Pending, writes to the pod keep its status, /status writes change it',
+    async run({ client, newNamespace }) {
+      const ns = await newNamespace();
+      type PodObj = KubeObject & { status?: { phase?: string; qosClass?: string } };
+      const created = await client.create<PodObj>(paths.pods(ns), { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: ns }, spec: { containers: [{ name: 'c', image: 'busybox' }] }, status: { phase: 'Running' } });
+      const main = await client.patch<PodObj>(paths.pod(ns, 'p'), { metadata: { labels: { a: 'b' } }, status: { phase: 'Failed' } }, 'merge');
+      const status = await client.patch<PodObj>(paths.podStatus(ns, 'p'), { status: { phase: 'Running' } }, 'merge');
+      const noStatus = await outcome(client.patch(`${paths.configMaps(ns)}/nope/status`, { status: {} }, 'merge'));
+      return { created: [created.status?.phase, created.status?.qosClass], main: [main.status?.phase, main.metadata?.labels], status: status.status?.phase, noStatus };
+    },
+    expected: { created: ['Pending', 'BestEffort'], main: ['Pending', { a: 'b' }], status: 'Running', noStatus: '404 NotFound' },
+  },
+  {
+    name: 'graceful deletion: a bound pod terminates (deletionTimestamp) until deleted with grace 0; an unbound one goes at once',
+    async run({ client, newNamespace }) {
+      const ns = await newNamespace();
+      const pod = (name: string, nodeName?: string): KubeObject => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: ns }, spec: { ...(nodeName ? { nodeName } : {}), containers: [{ name: 'c', image: 'busybox' }] } });
+      await client.create(paths.pods(ns), pod('bound', 'contract-no-such-node'));
+      await client.create(paths.pods(ns), pod('unbound'));
+      await client.delete(paths.pod(ns, 'bound'));
+      await client.delete(paths.pod(ns, 'unbound'));
+      const terminating = await client.get(paths.pod(ns, 'bound'));
+      const again = await outcome(client.delete(paths.pod(ns, 'bound')));
+      const force = await outcome(client.delete(paths.pod(ns, 'bound'), { gracePeriodSeconds: 0 }));
+      return {
+        terminating: terminating.metadata?.deletionTimestamp !== undefined, grace: terminating.metadata?.deletionGracePeriodSeconds, again, force,
+        bound: await outcome(client.get(paths.pod(ns, 'bound'))), unbound: await outcome(client.get(paths.pod(ns, 'unbound'))),
+      };
+    },
+    expected: { terminating: true, grace: 30, again: 'ok', force: 'ok', bound: '404 NotFound', unbound: '404 NotFound' },
+  },
+  {
     name: 'JSON patch: add, replace, remove, test; a failing test or a missing path changes nothing',
     async run({ client, newNamespace }) {
       const ns = await newNamespace();

@@ -221,6 +221,7 @@ describe('in-memory apiserver: semantics beyond the contract', () => {
     await c.patch(paths.node('n1'), { spec: { unschedulable: true }, status: { conditions: [] } }, 'merge');
     const n = await c.get<KubeObject & { spec?: { unschedulable?: boolean }; status?: { conditions?: unknown[] } }>(paths.node('n1'));
     expect(n.spec?.unschedulable).toBe(true);
+    await expect(c.patch(`${paths.configMap('x', 'a')}/status`, { status: {} })).rejects.toMatchObject({ statusCode: 404 });
     expect(n.status?.conditions).toEqual([{ type: 'Ready', status: 'Unknown' }, { type: 'Disk', status: 'False' }]);
   });
 

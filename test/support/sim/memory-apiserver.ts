@@ -221,7 +221,10 @@ export class MemoryApiServer {
 
   target(method: string, path: string, kind: 'object' | 'collection'): Target {
     const tg = parsePath(path, this.types);
-    if (tg === undefined) throw statusError(method, path, 404, 'NotFound', 'the server could not find the requested resource');
+    // Of the subresources only `status` is served, and only for kinds that have it (pods/eviction and the like are not used).
+    if (tg === undefined || (tg.subresource !== undefined && (tg.subresource !== 'status' || !tg.type.statusSubresource))) {
+      throw statusError(method, path, 404, 'NotFound', 'the server could not find the requested resource');
+    }
     if (kind === 'object' && tg.name === undefined) throw statusError(method, path, 405, 'MethodNotAllowed', `the server does not allow this method on the requested resource`);
     if (kind === 'collection' && (tg.name !== undefined || (tg.type.namespaced && tg.namespace === undefined && method !== 'GET'))) {
       throw statusError(method, path, 405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource');
