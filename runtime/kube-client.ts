@@ -134,7 +134,6 @@ export type ListQuery = {
   readonly fieldSelector?: string;
   readonly limit?: number;
   readonly continue?: string;
-  readonly resourceVersion?: string;
 };
 
 export type WatchQuery = {
