@@ -6,7 +6,7 @@ import { registerClientNodeSlim } from './runtime/client-node-slim.ts';
 
 // Before anything loads the Kubernetes client (static imports would be resolved first).
 registerClientNodeSlim();
-const { KubeClient } = await import('./runtime/kube-client.ts');
+const { HttpKubeClient } = await import('./runtime/kube-client.ts');
 const { createLogger } = await import('./telemetry/logger.ts');
 const { Metrics } = await import('./telemetry/metrics.ts');
 const { Manager } = await import('./controllers/manager.ts');
@@ -25,7 +25,7 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const log = createLogger(options.logLevel as 'info');
-  const client = options.kubeconfig !== '' ? KubeClient.fromFile(options.kubeconfig) : KubeClient.fromDefault();
+  const client = options.kubeconfig !== '' ? HttpKubeClient.fromFile(options.kubeconfig) : HttpKubeClient.fromDefault();
   const manager = new Manager({
     client, options, log, metrics: new Metrics({ maxSeriesPerMetric: options.maxSeriesPerMetric }),
     // A replica that lost the lease exits so it can never act beside the new leader; its

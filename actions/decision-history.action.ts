@@ -55,7 +55,7 @@ export class DecisionHistory {
     const obj = buildDecisionRecord(input);
     const entry: HistoryEntry = { namespace: obj.metadata.namespace, name: obj.metadata.name, jobUid: input.job.uid, atMs: input.atMs };
     try {
-      await client.request('POST', decisionRecordsPath(obj.metadata.namespace), { body: obj, ...(signal === undefined ? {} : { signal }), timeoutMs: 10_000 });
+      await client.create(decisionRecordsPath(obj.metadata.namespace), { ...obj }, { ...(signal === undefined ? {} : { signal }), timeoutMs: 10_000 });
       this.index.put(entry);
       metrics.apiWrites.inc({ kind: 'decision_record', result: 'success' });
       metrics.decisionRecords.inc({ result: 'recorded' });

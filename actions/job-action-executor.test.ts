@@ -8,10 +8,9 @@ import { JobActionExecutor, type PendingRecord } from './job-action-executor.ts'
 function podsClient(names: string[]): KubeClient {
   const live = new Set(names);
   return {
-    async request(method: string, path: string) {
+    async delete(path: string) {
       const name = path.split('/').pop()!;
-      if (method !== 'DELETE') throw new Error(`unexpected ${method} ${path}`);
-      if (!live.delete(name)) throw new ApiError(method, path, 404, { reason: 'NotFound' });
+      if (!live.delete(name)) throw new ApiError('DELETE', path, 404, { reason: 'NotFound' });
       return {};
     },
   } as unknown as KubeClient;

@@ -32,7 +32,7 @@ async function deleteOne(client: KubeClient, namespace: string, pod: PodRef, o: 
   };
   const kind = o.force ? 'pod_force_delete' : 'pod_evict';
   try {
-    await client.request('DELETE', paths.pod(namespace, pod.name), { body, ...(o.signal ? { signal: o.signal } : {}) });
+    await client.delete(paths.pod(namespace, pod.name), body, o.signal ? { signal: o.signal } : {});
     o.metrics?.apiWrites.inc({ kind, result: 'success' });
     return 'deleted';
   } catch (e) {

@@ -1,5 +1,5 @@
 /** `kubectl clusterd explain ns/job`: the job's decision history (DecisionRecords), newest first, with reason chains. */
-import type { KubeClient, KubeList } from '../runtime/kube-client.ts';
+import type { KubeClient } from '../runtime/kube-client.ts';
 import { DECISION_JOB_LABEL, decisionRecordsPath, isLabelValue, parseDecisionRecord, type StoredDecisionRecord } from '../schemas/decision-record/decision-record.ts';
 import { CliError, EXIT } from './errors.ts';
 import { decisionRule } from '../vocabulary/rule-ids.ts';
@@ -13,11 +13,11 @@ export function parseJobRef(ref: string): { namespace: string; name: string } {
 /** The job's records, newest first. `name` matches the job's name or its PodGroup's. */
 export async function jobHistory(client: KubeClient, namespace: string, name: string): Promise<StoredDecisionRecord[]> {
   const byLabel = isLabelValue(name) ? { labelSelector: `${DECISION_JOB_LABEL}=${name}` } : {};
-  const list = await client.request<KubeList<unknown>>('GET', decisionRecordsPath(namespace), { query: byLabel });
+  const list = await client.list<unknown>(decisionRecordsPath(namespace), byLabel);
   let items = list.items;
   if (items.length === 0 && isLabelValue(name)) {
     // A PodGroup name, or a job name the label could not carry: look at every record of the namespace.
-    items = (await client.request<KubeList<unknown>>('GET', decisionRecordsPath(namespace))).items;
+    items = (await client.list<unknown>(decisionRecordsPath(namespace))).items;
   }
   return items.flatMap((i) => { const p = parseDecisionRecord(i); return p.ok ? [p.value] : []; })
     .filter((r) => r.spec.job.name === name || r.spec.job.podGroup === name)

@@ -11,7 +11,7 @@
  * - which job uses the chip (pods' huawei.com/AscendReal) and what was decided about it (the newest
  *   DecisionRecord of that job).
  */
-import type { KubeClient, KubeList } from '../runtime/kube-client.ts';
+import type { KubeClient } from '../runtime/kube-client.ts';
 import { paths } from '../runtime/kube-client.ts';
 import { DEVICE_INFO_LABEL_KEY, DEVICE_INFO_NAMESPACE, nodeNameOfDeviceInfoCm, parseDeviceInfoData, type UpgradeReason } from '../schemas/device-info/device-info.ts';
 import { deviceInfoRecords } from '../schemas/device-info/device-info-records.ts';
@@ -166,7 +166,7 @@ export async function listFaults(client: KubeClient, o: { node?: string; job?: s
   const namespaces = [...new Set(withJobs.flatMap((r) => r.jobs.map((j) => j.split('/')[0]!)))];
   const latest = new Map<string, StoredDecisionRecord>();
   for (const ns of namespaces) {
-    const list = await client.request<KubeList<unknown>>('GET', decisionRecordsPath(ns));
+    const list = await client.list<unknown>(decisionRecordsPath(ns));
     for (const item of list.items) {
       const p = parseDecisionRecord(item);
       if (!p.ok) continue;

@@ -1,6 +1,6 @@
 /** The user's own apiserver access: their kubeconfig (KUBECONFIG, ~/.kube/config or --kubeconfig) and context. */
 import { KubeConfig } from '@kubernetes/client-node';
-import { KubeClient } from '../runtime/kube-client.ts';
+import { HttpKubeClient } from '../runtime/kube-client.ts';
 import { CliError, EXIT } from './errors.ts';
 
 export interface ConnectOptions {
@@ -8,20 +8,20 @@ export interface ConnectOptions {
   readonly context?: string;
 }
 
-export function connect(o: ConnectOptions): KubeClient {
+export function connect(o: ConnectOptions): HttpKubeClient {
   const kc = new KubeConfig();
   try {
     if (o.kubeconfig !== undefined && o.kubeconfig !== '') kc.loadFromFile(o.kubeconfig);
     else kc.loadFromDefault();
     if (o.context !== undefined && o.context !== '') kc.setCurrentContext(o.context);
-    return new KubeClient(kc);
+    return new HttpKubeClient(kc);
   } catch (e) {
     throw new CliError(`cannot load the kubeconfig: ${(e as Error).message}`, EXIT.unreachable);
   }
 }
 
 /** Who the apiserver says we are (SelfSubjectReview); the kubeconfig's user name if that API is not allowed. */
-export async function whoAmI(client: KubeClient): Promise<string> {
+export async function whoAmI(client: HttpKubeClient): Promise<string> {
   try {
     const r = await client.request<{ status?: { userInfo?: { username?: string } } }>('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', {
       body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },

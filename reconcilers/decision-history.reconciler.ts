@@ -8,7 +8,7 @@
  * The CRD missing (an apiserver without the chart's CRDs) or forbidden is logged once per pass and
  * retried later; it never stops the controller.
  */
-import { isNotFound, type KubeClient, type KubeList } from '../runtime/kube-client.ts';
+import { isNotFound, type KubeClient } from '../runtime/kube-client.ts';
 import type { Outcome, ReconcileContext, Reconciler } from '../runtime/reconciler.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { decisionRecordPath, decisionRecordsPath, parseDecisionRecord } from '../schemas/decision-record/decision-record.ts';
@@ -30,7 +30,7 @@ export interface DecisionHistoryReconcilerDeps {
 async function load(d: DecisionHistoryReconcilerDeps, signal: AbortSignal): Promise<void> {
   let cont: string | undefined;
   do {
-    const page = await d.client.request<KubeList<unknown>>('GET', decisionRecordsPath(), { query: { limit: PAGE, ...(cont ? { continue: cont } : {}) }, signal });
+    const page = await d.client.list<unknown>(decisionRecordsPath(), { limit: PAGE, ...(cont ? { continue: cont } : {}) }, { signal });
     for (const item of page.items) {
       const p = parseDecisionRecord(item);
       if (p.ok) d.index.put({ namespace: p.value.namespace, name: p.value.name, jobUid: p.value.spec.job.uid, atMs: p.value.atMs });

@@ -1,5 +1,6 @@
 /**
- * A thin JSON client over the Kubernetes REST API. Authentication and TLS come from
+ * The apiserver as the controller sees it (`KubeClient`), and its HTTP implementation
+ * (`HttpKubeClient`): a thin JSON client over the Kubernetes REST API. Authentication and TLS come from
  * @kubernetes/client-node's KubeConfig; requests go through undici (the same HTTP stack client-node
  * uses). We keep objects as raw JSON on purpose: client-node's typed list calls turn timestamps into
  * Date objects while its watch hands out strings (kubernetes-client/javascript#655), and a cache that
@@ -8,6 +9,7 @@
 // Deep imports: the package root loads every generated API and model (runtime/client-node-slim.ts).
 import { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 import { RequestContext, HttpMethod } from '@kubernetes/client-node/dist/gen/http/http.js';
+import { Watch } from '@kubernetes/client-node/dist/watch.js';
 import { createSecureContext } from 'node:tls';
 import { Agent, fetch } from 'undici';
 import { encodeConfigMap, PROTOBUF_CONTENT_TYPE } from './configmap-protobuf.ts';
@@ -119,10 +121,74 @@ export interface RequestOptions {
   readonly timeoutMs?: number;
 }
 
+/** Cancellation and deadline of one request. */
+export interface CallOptions {
+  readonly signal?: AbortSignal;
+  /** Default 30 s. */
+  readonly timeoutMs?: number;
+}
+
+/** The list parameters the controller uses (Kubernetes API conventions: "Lists and Simple kinds"). */
+export type ListQuery = {
+  readonly labelSelector?: string;
+  readonly fieldSelector?: string;
+  readonly limit?: number;
+  readonly continue?: string;
+};
+
+export type WatchQuery = {
+  readonly resourceVersion?: string;
+  readonly labelSelector?: string;
+  readonly fieldSelector?: string;
+  readonly allowWatchBookmarks?: boolean;
+  /** The server ends the watch (cleanly) after this long. */
+  readonly timeoutSeconds?: number;
+};
+
+export interface WatchOptions {
+  /** A watch that has received nothing for this long is aborted and ends with a `TimeoutError`. */
+  readonly inactivityTimeoutMs?: number;
+}
+
+/** A watch event's type as the apiserver sends it; ERROR carries a Status (`code` 410 when the version is gone). */
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+
+/**
+ * What the controller asks of the apiserver, and nothing more: the product talks through this, so an
+ * in-memory store with the apiserver's semantics (test/support/sim/memory-apiserver.ts) can stand in
+ * for it. Every failure the apiserver answers is an `ApiError`.
+ */
+export interface KubeClient {
+  /** Called after every request with method and HTTP status (0 on network error); for metrics. */
+  onRequest?: (method: string, status: number) => void;
+  get<T extends KubeObject>(path: string): Promise<T>;
+  /** GET that answers undefined on 404. */
+  getOrUndefined<T extends KubeObject>(path: string): Promise<T | undefined>;
+  list<T>(path: string, query?: ListQuery, opts?: CallOptions): Promise<KubeList<T>>;
+  create<T extends KubeObject>(collectionPath: string, obj: T, opts?: CallOptions): Promise<T>;
+  /** PUT with the object's metadata.resourceVersion: 409 if someone else wrote first. */
+  replace<T extends KubeObject>(path: string, obj: T): Promise<T>;
+  patch<T extends KubeObject>(path: string, patch: unknown, type?: PatchType): Promise<T>;
+  /** `body` is a DeleteOptions (preconditions, gracePeriodSeconds). */
+  delete(path: string, body?: Record<string, unknown>, opts?: CallOptions): Promise<unknown>;
+  /**
+   * Streams changes to the collection after `query.resourceVersion`. `onDone` is called once when the
+   * watch ends: `null` when the server closed it, else the error (an error with `statusCode` 410 when
+   * the version is too old); it may be called before the returned promise resolves, and after the
+   * caller aborted the returned controller (with an AbortError).
+   */
+  watch(
+    path: string, query: WatchQuery,
+    onEvent: (type: WatchEventType, obj: KubeObject & { code?: number }) => void,
+    onDone: (err: unknown) => void,
+    opts?: WatchOptions,
+  ): Promise<AbortController>;
+}
+
 /** A ConfigMap's collection or object path (an object a LIST returned carries no apiVersion/kind to tell). */
 const CONFIGMAP_PATH = /^\/api\/v1\/namespaces\/[^/]+\/configmaps(\/[^/]+)?$/;
 
-export class KubeClient {
+export class HttpKubeClient implements KubeClient {
   readonly kc: KubeConfig;
   private readonly server: string;
   /** Whether ConfigMaps are sent as protobuf (`bodyOf`); only the test comparing both encodings turns it off. */
@@ -149,23 +215,23 @@ export class KubeClient {
     this.server = cluster.server.replace(/\/$/, '');
   }
 
-  static fromFile(path: string): KubeClient {
+  static fromFile(path: string): HttpKubeClient {
     const kc = new KubeConfig();
     kc.loadFromFile(path);
-    return new KubeClient(kc);
+    return new HttpKubeClient(kc);
   }
 
-  static fromString(yaml: string): KubeClient {
+  static fromString(yaml: string): HttpKubeClient {
     const kc = new KubeConfig();
     kc.loadFromString(yaml);
-    return new KubeClient(kc);
+    return new HttpKubeClient(kc);
   }
 
   /** In-cluster service account when running in a pod, else $KUBECONFIG / ~/.kube/config. */
-  static fromDefault(): KubeClient {
+  static fromDefault(): HttpKubeClient {
     const kc = new KubeConfig();
     kc.loadFromDefault();
-    return new KubeClient(kc);
+    return new HttpKubeClient(kc);
   }
 
   async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
@@ -266,12 +332,12 @@ export class KubeClient {
     }
   }
 
-  list<T>(path: string, query: RequestOptions['query'] = {}): Promise<KubeList<T>> {
-    return this.request<KubeList<T>>('GET', path, { query });
+  list<T>(path: string, query: ListQuery = {}, opts: CallOptions = {}): Promise<KubeList<T>> {
+    return this.request<KubeList<T>>('GET', path, { query, ...opts });
   }
 
-  create<T extends KubeObject>(collectionPath: string, obj: T): Promise<T> {
-    return this.request<T>('POST', collectionPath, this.bodyOf(collectionPath, obj));
+  create<T extends KubeObject>(collectionPath: string, obj: T, opts: CallOptions = {}): Promise<T> {
+    return this.request<T>('POST', collectionPath, { ...this.bodyOf(collectionPath, obj), ...opts });
   }
 
   /** PUT with the object's metadata.resourceVersion: 409 if someone else wrote first. */
@@ -294,8 +360,25 @@ export class KubeClient {
     return this.request<T>('PATCH', path, { body: patch, contentType: PATCH_CONTENT_TYPE[type] });
   }
 
-  delete(path: string, body?: Record<string, unknown>): Promise<unknown> {
-    return this.request('DELETE', path, body === undefined ? {} : { body });
+  delete(path: string, body?: Record<string, unknown>, opts: CallOptions = {}): Promise<unknown> {
+    return this.request('DELETE', path, body === undefined ? opts : { body, ...opts });
+  }
+
+  /**
+   * A watch through client-node's Watch (the streaming request and its inactivity timer) on this
+   * client's pooled connections (`watchConfig`). Restarts, bookmarks and 410 handling are the
+   * caller's (runtime/reflector.ts).
+   */
+  watch(
+    path: string, query: WatchQuery,
+    onEvent: (type: WatchEventType, obj: KubeObject & { code?: number }) => void,
+    onDone: (err: unknown) => void,
+    opts: WatchOptions = {},
+  ): Promise<AbortController> {
+    const watcher = new Watch(this.watchConfig() as KubeConfig);
+    // client-node's default inactivity limit is 30 s.
+    if (opts.inactivityTimeoutMs !== undefined) (watcher as unknown as { requestTimeoutMs: number }).requestTimeoutMs = opts.inactivityTimeoutMs;
+    return watcher.watch(path, query, onEvent as (phase: string, obj: KubeObject & { code?: number }) => void, onDone);
   }
 }
 

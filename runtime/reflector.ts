@@ -3,10 +3,8 @@
  * only tells its `error` listeners): it restarts the watch
  * with backoff on every error, relists on 410 Gone, asks for bookmarks, strips managedFields, and
  * reports its health. client-node's own ListWatch stops for good on any error other than 410, so we
- * drive client-node's Watch (the streaming request) ourselves.
+ * drive the watch (the streaming request, `KubeClient.watch`) ourselves.
  */
-import { Watch } from '@kubernetes/client-node/dist/watch.js';
-import type { KubeConfig } from '@kubernetes/client-node/dist/config.js'; // not the package root (runtime/client-node-slim.ts)
 import { BehaviorSubject, Subject, type Observable } from 'rxjs';
 import { Backoff } from './backoff.ts';
 import type { KubeClient, KubeObject } from './kube-client.ts';
@@ -66,7 +64,6 @@ export class Reflector<T extends KubeObject> {
   private readonly events = new Subject<WatchEvent<T>>();
   private readonly syncedSubject = new BehaviorSubject<boolean>(false);
   private readonly backoff: Backoff;
-  private readonly watcher: Watch;
   private readonly now: () => number;
   private rv = '';
   private running = false;
@@ -92,12 +89,6 @@ export class Reflector<T extends KubeObject> {
     this.client = client;
     this.opts = opts;
     this.backoff = opts.backoff ?? new Backoff({ initialMs: 200, maxMs: 10_000 });
-    this.watcher = new Watch(client.watchConfig() as KubeConfig);
-    // client-node aborts a watch that has sent nothing for 30 s. The apiserver sends a bookmark about
-    // once a minute, so every quiet watch (most of ours at idle) was torn down and reconnected twice a
-    // minute, each time on a new TLS connection: most of the idle CPU. A dead connection is still
-    // noticed within WATCH_INACTIVITY_MS, and the server ends every watch after timeoutSeconds.
-    (this.watcher as unknown as { requestTimeoutMs: number }).requestTimeoutMs = WATCH_INACTIVITY_MS;
     this.now = opts.now ?? Date.now;
     this.keep = (opts.transform ?? strip) as (obj: KubeObject) => T;
   }
@@ -252,11 +243,18 @@ export class Reflector<T extends KubeObject> {
       this.retry('watch', err, () => void this.watch());
     };
     try {
-      this.abort = await this.watcher.watch(this.opts.path, {
+      this.abort = await this.client.watch(this.opts.path, {
         resourceVersion: this.rv, allowWatchBookmarks: true,
         timeoutSeconds: 240 + Math.floor(Math.random() * 120),
         labelSelector: this.opts.labelSelector, fieldSelector: this.opts.fieldSelector,
-      }, onEvent, onDone);
+      }, onEvent, onDone, {
+        // client-node aborts a watch that has sent nothing for 30 s. The apiserver sends a bookmark
+        // about once a minute, so every quiet watch (most of ours at idle) was torn down and
+        // reconnected twice a minute, each time on a new TLS connection: most of the idle CPU. A dead
+        // connection is still noticed within WATCH_INACTIVITY_MS, and the server ends every watch
+        // after timeoutSeconds.
+        inactivityTimeoutMs: WATCH_INACTIVITY_MS,
+      });
       if (gen === this.generation && !this.abort.signal.aborted) {
         this.connected = true;
         this.lastContactMs = this.now();

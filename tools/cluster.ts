@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ControlPlane, ensureBinaries, type ControlPlaneInfo } from './control-plane/control-plane.ts';
 import type { VolcanoOptions } from './control-plane/volcano.ts';
-import { KubeClient } from '../runtime/kube-client.ts';
+import { HttpKubeClient } from '../runtime/kube-client.ts';
 import { baseDeviceInfos, createFakeNodes, nodeNames } from './simulator/nodes.ts';
 
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -49,7 +49,7 @@ export async function clusterUp(nodes: number, o: ClusterOptions = {}): Promise<
   const cp = await ControlPlane.start({ binDir: ensureBinaries(), workDir: DIR, watchPid: o.watchPid ?? 0, scheduler: o.volcano === undefined, kwok: true, volcano: o.volcano });
   writeFileSync(infoFile, JSON.stringify({ ...cp.info(), scheduler: schedulerOf(o) }, null, 2));
   console.log(`==> creating ${nodes} kwok nodes with huawei.com/Ascend910: 8`);
-  const client = KubeClient.fromFile(cp.kubeconfigPath);
+  const client = HttpKubeClient.fromFile(cp.kubeconfigPath);
   await createFakeNodes(client, nodeNames(nodes).map((name) => ({ name })));
   // The apiserver taints new Nodes node.kubernetes.io/not-ready and only the node lifecycle
   // controller (not run here) lifts it: do its job, so pods need no blanket toleration and the

@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util';
 import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { clusterUp, clusterDown } from './cluster.ts';
-import { KubeClient, paths, type KubeObject } from '../runtime/kube-client.ts';
+import { HttpKubeClient, paths, type KubeObject } from '../runtime/kube-client.ts';
 import { FaultInjector } from './simulator/injector.ts';
 import { NpuAllocator, ASCEND_REAL_ANNOTATION } from './simulator/allocator.ts';
 import { nodeNames } from './simulator/nodes.ts';
@@ -117,7 +117,7 @@ async function main(): Promise<void> {
   say('  faults injected into them: no NPUs here); the NPU allocator playing the device plugin\'s Allocate (needs a kubelet)');
   await clusterUp(NODES, { volcano: { dir: volcanoDir, scheduler: plugin ? 'ascend' : 'stock' }, watchPid: process.pid });
   cleanups.push(() => clusterDown());
-  const client = KubeClient.fromFile(LOCAL_KUBECONFIG);
+  const client = HttpKubeClient.fromFile(LOCAL_KUBECONFIG);
   for (const ns of ['mindx-dl', 'volcano-system', 'cluster-system', 'demo']) {
     if ((await client.getOrUndefined(`/api/v1/namespaces/${ns}`)) === undefined) await client.create(paths.namespaces(), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
   }

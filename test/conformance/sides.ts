@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { ControlPlane, ensureBinaries, type ControlPlaneOptions } from '../../tools/control-plane/control-plane.ts';
 import { ClusterdPeer, ensureClusterdBinary, installClusterdPrerequisites } from '../../tools/clusterd-peer/clusterd-peer.ts';
 import { ControllerProcess, type MetricSample } from '../../tools/bench/controller-process.ts';
-import { KubeClient, isNotFound, paths, type KubeObject } from '../../runtime/kube-client.ts';
+import { HttpKubeClient, isNotFound, paths, type KubeObject } from '../../runtime/kube-client.ts';
 import type { Write } from './world.ts';
 
 export type SideName = 'clusterd' | 'ours';
@@ -19,7 +19,7 @@ export type SideName = 'clusterd' | 'ours';
 export interface Side {
   readonly name: SideName;
   readonly cp: ControlPlane;
-  readonly admin: KubeClient;
+  readonly admin: HttpKubeClient;
   /** Starts the controller; resolves when it serves (ClusterD: "clusterd starts to serve"; ours: /readyz). */
   startController(): Promise<number>;
   restartController(): Promise<number>;
@@ -43,9 +43,9 @@ export interface SideOptions {
 /** Volcano is installed wherever ClusterD runs (it checks the PodGroup CRD at start): its namespace too. */
 const VOLCANO_NAMESPACE = 'volcano-system';
 
-async function startControlPlane(binDir: string, workDir: string, extra: SideOptions['controlPlane'] = {}): Promise<{ cp: ControlPlane; admin: KubeClient }> {
+async function startControlPlane(binDir: string, workDir: string, extra: SideOptions['controlPlane'] = {}): Promise<{ cp: ControlPlane; admin: HttpKubeClient }> {
   const cp = await ControlPlane.start({ binDir, workDir, ...extra });
-  const admin = KubeClient.fromFile(cp.kubeconfigPath);
+  const admin = HttpKubeClient.fromFile(cp.kubeconfigPath);
   await installClusterdPrerequisites(admin);
   // A control plane with Volcano has created it already.
   if ((await admin.getOrUndefined(`${paths.namespaces()}/${VOLCANO_NAMESPACE}`)) === undefined) {
@@ -57,10 +57,10 @@ async function startControlPlane(binDir: string, workDir: string, extra: SideOpt
 export class ClusterdSide implements Side {
   readonly name = 'clusterd' as const;
   readonly cp: ControlPlane;
-  readonly admin: KubeClient;
+  readonly admin: HttpKubeClient;
   private peer: ClusterdPeer | undefined;
   private readonly workDir: string;
-  constructor(cp: ControlPlane, admin: KubeClient, workDir: string) { this.cp = cp; this.admin = admin; this.workDir = workDir; }
+  constructor(cp: ControlPlane, admin: HttpKubeClient, workDir: string) { this.cp = cp; this.admin = admin; this.workDir = workDir; }
   async startController(): Promise<number> {
     const t = Date.now();
     this.peer = await ClusterdPeer.start(this.admin, { controlPlane: this.cp.info(), workDir: join(this.workDir, 'clusterd') });
@@ -85,11 +85,11 @@ export class ClusterdSide implements Side {
 export class OurSide implements Side {
   readonly name = 'ours' as const;
   readonly cp: ControlPlane;
-  readonly admin: KubeClient;
+  readonly admin: HttpKubeClient;
   private proc: ControllerProcess | undefined;
   private readonly flags: readonly string[];
   private readonly workDir: string;
-  constructor(cp: ControlPlane, admin: KubeClient, workDir: string, flags: readonly string[]) { this.cp = cp; this.admin = admin; this.workDir = workDir; this.flags = flags; }
+  constructor(cp: ControlPlane, admin: HttpKubeClient, workDir: string, flags: readonly string[]) { this.cp = cp; this.admin = admin; this.workDir = workDir; this.flags = flags; }
   async startController(): Promise<number> {
     const t = Date.now();
     const { proc } = await ControllerProcess.start(this.cp.kubeconfigPath, this.workDir, this.flags);
@@ -141,7 +141,7 @@ export async function startSides(opts: SideOptions): Promise<{ clusterd: Cluster
 export const defaultWorkRoot = (): string => tmpdir();
 
 /** Sends one input request (the same object for both sides). */
-export async function send(client: KubeClient, w: Write): Promise<void> {
+export async function send(client: HttpKubeClient, w: Write): Promise<void> {
   switch (w.op) {
     case 'put': {
       const path = `${w.collection}/${w.body.metadata!.name}`;

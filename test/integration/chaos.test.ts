@@ -14,7 +14,7 @@
 import { writeFileSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { KubeClient, paths } from '../../runtime/kube-client.ts';
+import { HttpKubeClient, paths } from '../../runtime/kube-client.ts';
 import { ControlPlane, kubeconfigYaml } from '../../tools/control-plane/control-plane.ts';
 import { ControllerProcess, sumOf, type MetricSample } from '../../tools/bench/controller-process.ts';
 import { jobPods, loseNode, runningWithNpus, startWorld, vcJob, type PodObj, type World } from '../../tools/job-peer/world.ts';
@@ -35,7 +35,7 @@ const npusOf = (p: PodObj): string[] => (p.metadata?.annotations?.['huawei.com/A
 const FAULT_KEY = 'huawei.com/Ascend910-Fault';
 
 /** Every entry of every cluster-info ConfigMap of one kind, parsed as Volcano parses it (a shard that does not parse throws). */
-async function clusterInfo<T>(client: KubeClient, kind: 'device' | 'switch' | 'node'): Promise<Record<string, T>> {
+async function clusterInfo<T>(client: HttpKubeClient, kind: 'device' | 'switch' | 'node'): Promise<Record<string, T>> {
   const list = await client.list<ConfigMap>(paths.configMaps('mindx-dl'), { labelSelector: 'mx-consumer-volcano=true' });
   const out: Record<string, T> = {};
   for (const cm of list.items) {
@@ -76,7 +76,7 @@ describe('chaos: apiserver frozen, crashed and restarted, controller restarted, 
     const binDir = process.env.CLUSTERD_TS_BIN_DIR;
     if (binDir === undefined) throw new Error('CLUSTERD_TS_BIN_DIR not set by global setup');
     cp = await ControlPlane.start({ binDir, workDir: join(tmpdir(), `clusterd-ts-chaos-${process.pid}`), apiservers: 2, scheduler: true, kwok: true });
-    const admin = KubeClient.fromString(kubeconfigYaml(cp.servers[0]!, cp.adminToken));
+    const admin = HttpKubeClient.fromString(kubeconfigYaml(cp.servers[0]!, cp.adminToken));
     const kubeconfig = join(cp.dir, 'controller.kubeconfig');
     writeFileSync(kubeconfig, kubeconfigYaml(cp.servers[1]!, cp.adminToken));
     const tPlane = Date.now();

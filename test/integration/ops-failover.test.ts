@@ -5,7 +5,7 @@
  * writes while standby) takes over within one lease period and finishes the work, and no job is
  * restarted twice.
  *
- * The kill is a crash, not a shutdown: the leader's KubeClient is severed (every request, in flight
+ * The kill is a crash, not a shutdown: the leader's HttpKubeClient is severed (every request, in flight
  * or new, fails as if the connection were gone), so it neither releases the Lease nor finishes
  * anything, and it keeps running: its informers still deliver events and it keeps trying to renew
  * and to act until its renew deadline passes. That is the harsher case for split brain (a leader cut
@@ -17,7 +17,7 @@
  * with the pending decision) but their pod deletion is "in flight" when the leader dies. A fifth
  * job's fault arrives while there is no working leader.
  */
-import { KubeClient, paths, type KubeObject, type RequestOptions } from '../../runtime/kube-client.ts';
+import { HttpKubeClient, paths, type KubeObject, type RequestOptions } from '../../runtime/kube-client.ts';
 import { LEADER_LEASE_NAME, Manager, type ManagerDeps } from '../../controllers/manager.ts';
 import { FLAGS, parseOptions } from '../../controllers/options.ts';
 import type { ExecAction } from '../../schemas/job-state/job-state.ts';
@@ -34,7 +34,7 @@ const LEASE_MS = LEASE_S * 1000;
 const RETRY_MS = Math.max(500, Math.floor(LEASE_MS / 7.5));
 
 /** A client whose connection can be cut: afterwards every request (in flight or new) fails with no answer. */
-class SeverableClient extends KubeClient {
+class SeverableClient extends HttpKubeClient {
   private readonly cut = new AbortController();
   /** Requests attempted after the cut (all failed). */
   attemptsAfterCut = 0;
@@ -90,7 +90,7 @@ describe('HA: the leader is killed mid-burst, the standby finishes the work', ()
     logLines.length = 0;
   }, 60_000);
 
-  async function startReplica(client: KubeClient, leaseNs: string, name: string, jobs?: ManagerDeps['jobs']): Promise<{ manager: Manager; metrics: Metrics }> {
+  async function startReplica(client: HttpKubeClient, leaseNs: string, name: string, jobs?: ManagerDeps['jobs']): Promise<{ manager: Manager; metrics: Metrics }> {
     const metrics = new Metrics({ processMetrics: false });
     // Always recorded (printed when the test fails); OPS_TEST_LOG=1 streams it live as well.
     const sink = new Writable({ write(chunk: Buffer, _enc, done) { logLines.push(chunk.toString().trimEnd()); if (process.env.OPS_TEST_LOG === '1') process.stderr.write(chunk); done(); } });

@@ -23,7 +23,7 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { KubeClient, paths, type KubeObject, type RequestOptions } from '../../runtime/kube-client.ts';
+import { HttpKubeClient, paths, type KubeObject, type RequestOptions } from '../../runtime/kube-client.ts';
 import { Manager } from '../../controllers/manager.ts';
 import { FLAGS, parseOptions } from '../../controllers/options.ts';
 import { LEADER_LABEL, LEADER_LABEL_VALUE } from '../../actions/leader-label.action.ts';
@@ -44,7 +44,7 @@ const helmRun = helmRunner('ldr');
 const helm = (args: readonly string[]) => helmRun.run(args);
 
 /** A client whose connection can be cut: afterwards every request fails with no answer (a crash). */
-class SeverableClient extends KubeClient {
+class SeverableClient extends HttpKubeClient {
   private readonly cut = new AbortController();
   sever(): void { this.cut.abort(new Error('connection severed (leader killed)')); }
   override async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {

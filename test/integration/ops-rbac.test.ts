@@ -16,7 +16,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { ApiError, KubeClient, paths, type KubeObject, type RequestOptions } from '../../runtime/kube-client.ts';
+import { ApiError, HttpKubeClient, paths, type KubeObject, type RequestOptions } from '../../runtime/kube-client.ts';
 import { LEADER_LEASE_NAME, Manager } from '../../controllers/manager.ts';
 import { parseOptions } from '../../controllers/options.ts';
 import { JOB_STATE_NAMESPACE, journalCmName } from '../../schemas/job-state/job-state.ts';
@@ -43,7 +43,7 @@ const helm = (args: readonly string[]) => helmRun.run(args);
 interface Call { readonly method: string; readonly path: string; readonly status: number }
 
 /** The ServiceAccount's client, recording method, path and status of every request (watches excepted). */
-class RecordingClient extends KubeClient {
+class RecordingClient extends HttpKubeClient {
   readonly calls: Call[] = [];
 
   override async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {

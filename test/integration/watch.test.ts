@@ -4,7 +4,7 @@
  */
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { KubeClient, paths, type KubeObject } from '../../runtime/kube-client.ts';
+import { HttpKubeClient, paths, type KubeObject } from '../../runtime/kube-client.ts';
 import { Reflector, type WatchEvent } from '../../runtime/reflector.ts';
 import { ControlPlane, kubeconfigYaml } from '../../tools/control-plane/control-plane.ts';
 import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
@@ -79,16 +79,16 @@ describe('reflector on the shared control plane', () => {
 
 describe('reflector across apiserver outages (private control plane with two apiservers)', () => {
   let cp: ControlPlane;
-  let writer: KubeClient; // talks to apiserver 1, which stays up
-  let reader: KubeClient; // talks to apiserver 0, which we kill
+  let writer: HttpKubeClient; // talks to apiserver 1, which stays up
+  let reader: HttpKubeClient; // talks to apiserver 0, which we kill
   const ns = 'outage';
 
   beforeAll(async () => {
     const binDir = process.env.CLUSTERD_TS_BIN_DIR;
     if (binDir === undefined) throw new Error('CLUSTERD_TS_BIN_DIR not set by global setup');
     cp = await ControlPlane.start({ binDir, workDir: join(tmpdir(), `clusterd-ts-outage-${process.pid}`), apiservers: 2 });
-    writer = KubeClient.fromString(kubeconfigYaml(cp.servers[1]!, cp.adminToken));
-    reader = KubeClient.fromString(kubeconfigYaml(cp.servers[0]!, cp.adminToken));
+    writer = HttpKubeClient.fromString(kubeconfigYaml(cp.servers[1]!, cp.adminToken));
+    reader = HttpKubeClient.fromString(kubeconfigYaml(cp.servers[0]!, cp.adminToken));
     await writer.create(paths.namespaces(), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
   }, 120_000);
 

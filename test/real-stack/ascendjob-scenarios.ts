@@ -13,7 +13,7 @@
  */
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { paths, KubeClient, type KubeObject } from '../../runtime/kube-client.ts';
+import { paths, HttpKubeClient, type KubeObject } from '../../runtime/kube-client.ts';
 import { Reflector } from '../../runtime/reflector.ts';
 import { ControlPlane, ensureBinaries } from '../../tools/control-plane/control-plane.ts';
 import { ensureAscendOperator, ensureVolcano } from '../../tools/control-plane/volcano.ts';
@@ -78,7 +78,7 @@ export function describeAscendJobs(topology: 'A' | 'B'): void {
   const tag = `[ascendjob-${topology}]`;
   describe(`AscendJobs: the real Ascend Operator on the real Volcano (topology ${topology}), ${deleter} rescheduling`, () => {
     let cp: ControlPlane | undefined;
-    let client: KubeClient;
+    let client: HttpKubeClient;
     let inj: FaultInjector;
     let manager: Manager | undefined;
     let allocator: NpuAllocator | undefined;
@@ -99,7 +99,7 @@ export function describeAscendJobs(topology: 'A' | 'B'): void {
         binDir: ensureBinaries(), workDir: join(tmpdir(), `clusterd-ts-ascendjob-${topology}-${process.pid}`), kwok: true,
         volcano: { dir, scheduler: plugin ? 'ascend' : 'stock', ascendOperator: operator },
       });
-      client = KubeClient.fromFile(cp.kubeconfigPath);
+      client = HttpKubeClient.fromFile(cp.kubeconfigPath);
       await ensureNamespace(client, ns);
       await createFakeNodes(client, (Object.keys(groups) as Array<keyof typeof groups>).flatMap((g) => nodesOf(g).map((name) => ({ name, labels: { 'vc-test': g } }))));
       inj = new FaultInjector(client);

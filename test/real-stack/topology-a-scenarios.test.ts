@@ -21,7 +21,7 @@
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { paths, KubeClient, type KubeObject } from '../../runtime/kube-client.ts';
+import { paths, HttpKubeClient, type KubeObject } from '../../runtime/kube-client.ts';
 import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { ControlPlane, ensureBinaries } from '../../tools/control-plane/control-plane.ts';
 import { ensureVolcano } from '../../tools/control-plane/volcano.ts';
@@ -95,7 +95,7 @@ const EMPTY_RESET: TaskResetInfo = { RankList: [], UpdateTime: 0, RetryTime: 0, 
 
 describe('topology A: Volcano with the ascend plugin reschedules, clusterd-ts in ClusterD\'s role', () => {
   let cp: ControlPlane | undefined;
-  let client: KubeClient;
+  let client: HttpKubeClient;
   let inj: FaultInjector;
   let manager: Manager | undefined;
   let metrics: Metrics;
@@ -146,7 +146,7 @@ describe('topology A: Volcano with the ascend plugin reschedules, clusterd-ts in
       binDir: ensureBinaries(), workDir: join(tmpdir(), `clusterd-ts-topology-a-${process.pid}`), kwok: true,
       volcano: { dir, pluginArguments: { 'grace-over-time': String(GRACE_OVER_TIME_S) } },
     });
-    client = KubeClient.fromFile(cp.kubeconfigPath);
+    client = HttpKubeClient.fromFile(cp.kubeconfigPath);
     await ensureNamespace(client, ns);
     const all = Object.entries(groups).flatMap(([g, names]) => names.map((name) => ({ name, labels: { 'vc-test': g } })));
     await createFakeNodes(client, all);

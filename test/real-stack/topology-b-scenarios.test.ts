@@ -11,7 +11,7 @@
  */
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { paths, KubeClient, type KubeObject } from '../../runtime/kube-client.ts';
+import { paths, HttpKubeClient, type KubeObject } from '../../runtime/kube-client.ts';
 import { ControlPlane, ensureBinaries } from '../../tools/control-plane/control-plane.ts';
 import { ensureVolcano } from '../../tools/control-plane/volcano.ts';
 import { FaultInjector } from '../../tools/simulator/injector.ts';
@@ -74,7 +74,7 @@ function vcjob(name: string, o: { group: string; ranks: number; labels: Record<s
 
 describe('topology B scenarios: the real Volcano without the ascend plugin, clusterd-ts rescheduling', () => {
   let cp: ControlPlane | undefined;
-  let client: KubeClient;
+  let client: HttpKubeClient;
   let inj: FaultInjector;
   let manager: Manager | undefined;
   let allocator: NpuAllocator | undefined;
@@ -279,7 +279,7 @@ describe('topology B scenarios: the real Volcano without the ascend plugin, clus
     if (dir === undefined) throw new Error('no Volcano source on this machine (tools/volcano/build.sh exit 3); see tools/volcano/README.md');
     taskdBin = buildTaskdClient();
     cp = await ControlPlane.start({ binDir: ensureBinaries(), workDir: join(tmpdir(), `clusterd-ts-topology-b-${process.pid}`), kwok: true, volcano: { dir, scheduler: 'stock' } });
-    client = KubeClient.fromFile(cp.kubeconfigPath);
+    client = HttpKubeClient.fromFile(cp.kubeconfigPath);
     await ensureNamespace(client, ns);
     const all = (Object.keys(groups) as Array<keyof typeof groups>).flatMap((g) => nodesOf(g).map((name) => ({ name, labels: { 'vc-test': g } })));
     // The grace group's first node is not kwok's (no kwok annotation): Ready as created, nobody

@@ -9,7 +9,7 @@
  */
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { paths, KubeClient, type KubeObject } from '../../runtime/kube-client.ts';
+import { paths, HttpKubeClient, type KubeObject } from '../../runtime/kube-client.ts';
 import { ControlPlane, ensureBinaries } from '../../tools/control-plane/control-plane.ts';
 import { ensureVolcano } from '../../tools/control-plane/volcano.ts';
 import { FaultInjector } from '../../tools/simulator/injector.ts';
@@ -54,7 +54,7 @@ function vcjob(ns: string, name: string, o: { replicas: number; npus: number; gr
 
 describe('the real Volcano (vc-controller-manager + vc-scheduler with the ascend plugin)', () => {
   let cp: ControlPlane | undefined;
-  let client: KubeClient;
+  let client: HttpKubeClient;
   let inj: FaultInjector;
   let manager: Manager | undefined;
   let metrics: Metrics;
@@ -71,7 +71,7 @@ describe('the real Volcano (vc-controller-manager + vc-scheduler with the ascend
     const dir = ensureVolcano();
     if (dir === undefined) throw new Error('no Volcano source on this machine (tools/volcano/build.sh exit 3); see tools/volcano/README.md');
     cp = await ControlPlane.start({ binDir: ensureBinaries(), workDir: join(tmpdir(), `clusterd-ts-volcano-${process.pid}`), kwok: true, volcano: { dir } });
-    client = KubeClient.fromFile(cp.kubeconfigPath);
+    client = HttpKubeClient.fromFile(cp.kubeconfigPath);
     await ensureNamespace(client, ns);
     await createFakeNodes(client, [{ name: node, labels: { 'vc-test': 'placement' } }, ...reschedNodes.map((name) => ({ name, labels: { 'vc-test': 'resched' } })),
       ...pluginNodes.map((name) => ({ name, labels: { 'vc-test': 'plugin' } }))]);

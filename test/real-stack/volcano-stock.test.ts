@@ -7,7 +7,7 @@
  */
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { paths, KubeClient, type KubeObject } from '../../runtime/kube-client.ts';
+import { paths, HttpKubeClient, type KubeObject } from '../../runtime/kube-client.ts';
 import { ControlPlane, ensureBinaries } from '../../tools/control-plane/control-plane.ts';
 import { ensureVolcano } from '../../tools/control-plane/volcano.ts';
 import { FaultInjector } from '../../tools/simulator/injector.ts';
@@ -25,7 +25,7 @@ type Pod = KubeObject & { spec?: { nodeName?: string; schedulerName?: string }; 
 
 describe('topology B: the real Volcano without the ascend plugin, clusterd-ts rescheduling', () => {
   let cp: ControlPlane | undefined;
-  let client: KubeClient;
+  let client: HttpKubeClient;
   let inj: FaultInjector;
   let manager: Manager | undefined;
   let metrics: Metrics;
@@ -39,7 +39,7 @@ describe('topology B: the real Volcano without the ascend plugin, clusterd-ts re
     const dir = ensureVolcano();
     if (dir === undefined) throw new Error('no Volcano source on this machine (tools/volcano/build.sh exit 3); see tools/volcano/README.md');
     cp = await ControlPlane.start({ binDir: ensureBinaries(), workDir: join(tmpdir(), `clusterd-ts-volcano-stock-${process.pid}`), kwok: true, volcano: { dir, scheduler: 'stock' } });
-    client = KubeClient.fromFile(cp.kubeconfigPath);
+    client = HttpKubeClient.fromFile(cp.kubeconfigPath);
     await ensureNamespace(client, ns);
     await createFakeNodes(client, nodes.map((name) => ({ name, labels: { 'vc-test': 'stock' } })));
     inj = new FaultInjector(client);

@@ -1,7 +1,7 @@
 /** What an integration test uses to reach the shared real control plane. */
 import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { KubeClient, paths } from '../../runtime/kube-client.ts';
+import { HttpKubeClient, paths, type KubeClient } from '../../runtime/kube-client.ts';
 import { kubeconfigYaml, type ControlPlaneInfo } from '../../tools/control-plane/control-plane.ts';
 
 export function controlPlaneInfo(): ControlPlaneInfo {
@@ -10,8 +10,8 @@ export function controlPlaneInfo(): ControlPlaneInfo {
   return JSON.parse(readFileSync(file, 'utf8')) as ControlPlaneInfo;
 }
 
-export function adminClient(info = controlPlaneInfo()): KubeClient {
-  return KubeClient.fromString(kubeconfigYaml(info.servers[0]!, info.adminToken));
+export function adminClient(info = controlPlaneInfo()): HttpKubeClient {
+  return HttpKubeClient.fromString(kubeconfigYaml(info.servers[0]!, info.adminToken));
 }
 
 /** Creates a fresh namespace (one per test, never deleted: there is no namespace controller). */
@@ -29,14 +29,14 @@ export async function ensureNamespace(client: KubeClient, name: string): Promise
 }
 
 /** A client acting as ServiceAccount ns/name, with a token from the TokenRequest API. */
-export async function serviceAccountClient(admin: KubeClient, ns: string, name: string, info = controlPlaneInfo()): Promise<KubeClient> {
+export async function serviceAccountClient(admin: HttpKubeClient, ns: string, name: string, info = controlPlaneInfo()): Promise<HttpKubeClient> {
   if ((await admin.getOrUndefined(`/api/v1/namespaces/${ns}/serviceaccounts/${name}`)) === undefined) {
     await admin.create(`/api/v1/namespaces/${ns}/serviceaccounts`, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name } });
   }
   const tr = await admin.request<{ status: { token: string } }>('POST', `/api/v1/namespaces/${ns}/serviceaccounts/${name}/token`, {
     body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
   });
-  return KubeClient.fromString(kubeconfigYaml(info.servers[0]!, tr.status.token, `system:serviceaccount:${ns}:${name}`));
+  return HttpKubeClient.fromString(kubeconfigYaml(info.servers[0]!, tr.status.token, `system:serviceaccount:${ns}:${name}`));
 }
 
 /** Polls until check returns a value other than undefined/false, or fails with the last error. */

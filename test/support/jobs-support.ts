@@ -3,7 +3,7 @@
  * Managers in-process, stopped after each test), the job's pods, ConfigMap reads.
  */
 import { afterEach } from '@jest/globals';
-import { paths, type KubeClient } from '../../runtime/kube-client.ts';
+import { paths, type HttpKubeClient, type KubeClient } from '../../runtime/kube-client.ts';
 import { Manager, type ManagerDeps } from '../../controllers/manager.ts';
 import { parseOptions } from '../../controllers/options.ts';
 import { createLogger, silentLogger } from '../../telemetry/logger.ts';
@@ -29,7 +29,7 @@ export async function startManager(client: KubeClient, args: readonly string[] =
 
 export interface JobsHarness {
   /** Admin client on the shared control plane. */
-  readonly client: KubeClient;
+  readonly client: HttpKubeClient;
   /** A job-peer world (nodes, device plugin, job peer), stopped after the test. */
   startWorld(opts: Parameters<typeof startWorld>[1]): Promise<World>;
   /** startManager on the harness's client; the Manager is stopped after the test. */
@@ -42,7 +42,7 @@ export interface JobsHarness {
  * Call inside a describe: registers the afterEach that stops what each test started (its Managers
  * first, then its world), so one test's controller never acts on the next test's world.
  */
-export function jobsHarness(client: KubeClient = adminClient()): JobsHarness {
+export function jobsHarness(client: HttpKubeClient = adminClient()): JobsHarness {
   const managers: Manager[] = [];
   let world: World | undefined;
   afterEach(async () => {

@@ -5,13 +5,13 @@
  * carries a token from the TokenRequest API, so the real apiserver's RBAC decides what it may do;
  * the test then asserts what the controller lets that reach.
  */
-import { KubeClient, paths } from '../../runtime/kube-client.ts';
+import { paths, type HttpKubeClient, type KubeClient } from '../../runtime/kube-client.ts';
 import { eventually, newNamespace, serviceAccountClient } from './cluster.ts';
 
 export interface Tenant {
   readonly ns: string;
   /** Acts as system:serviceaccount:<ns>:tenant, with the Role below only. */
-  readonly client: KubeClient;
+  readonly client: HttpKubeClient;
 }
 
 /** What a namespace-scoped user may do in its own namespace, and nothing cluster-wide. */
@@ -23,7 +23,7 @@ export const TENANT_RULES = [
 ] as const;
 
 /** A new namespace with a ServiceAccount `tenant` bound to TENANT_RULES there; its client. */
-export async function newTenant(admin: KubeClient, prefix = 'tenant'): Promise<Tenant> {
+export async function newTenant(admin: HttpKubeClient, prefix = 'tenant'): Promise<Tenant> {
   const ns = await newNamespace(admin, prefix);
   await admin.create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, {
     apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'tenant', namespace: ns }, rules: TENANT_RULES,

@@ -7,7 +7,7 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ControlPlane } from '../control-plane/control-plane.ts';
-import { KubeClient, paths } from '../../runtime/kube-client.ts';
+import { HttpKubeClient, paths } from '../../runtime/kube-client.ts';
 import type { Node } from '../../runtime/kube-objects.ts';
 import { DevicePluginSimulator } from '../simulator/device-plugin.ts';
 import { createFakeNodes, nodeNames } from '../simulator/nodes.ts';
@@ -32,7 +32,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export class BenchCluster {
   readonly cp: ControlPlane;
-  readonly client: KubeClient;
+  readonly client: HttpKubeClient;
   readonly names: readonly string[];
   readonly dp: DevicePluginSimulator;
   readonly observer: Observer;
@@ -46,7 +46,7 @@ export class BenchCluster {
   private constructor(cp: ControlPlane, opts: ClusterOptions) {
     this.cp = cp;
     this.opts = opts;
-    this.client = KubeClient.fromFile(cp.kubeconfigPath);
+    this.client = HttpKubeClient.fromFile(cp.kubeconfigPath);
     this.names = nodeNames(opts.nodes);
     this.dp = new DevicePluginSimulator(this.client, { nodes: this.names.map((name) => ({ name, npus: opts.npus })), minWriteIntervalMs: 1000, maxInFlight: 128 });
     this.observer = new Observer(this.client);

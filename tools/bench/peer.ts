@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { readFileSync } from 'node:fs';
 import { ControlPlane } from '../control-plane/control-plane.ts';
 import { ClusterdPeer, installClusterdPrerequisites } from '../clusterd-peer/clusterd-peer.ts';
-import { KubeClient, isNotFound, paths, type KubeObject } from '../../runtime/kube-client.ts';
+import { HttpKubeClient, isNotFound, paths, type KubeObject } from '../../runtime/kube-client.ts';
 import { Reflector } from '../../runtime/reflector.ts';
 import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { DEVICE_INFO_LABELS, DEVICE_INFO_NAMESPACE, deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
@@ -44,7 +44,7 @@ const PREFIX = 'huawei.com/Ascend910';
 interface Side {
   readonly name: 'ours' | 'clusterd';
   readonly cp: ControlPlane;
-  readonly admin: KubeClient;
+  readonly admin: HttpKubeClient;
   readonly watch: UnhealthyWatch;
   pid(): number | undefined;
 }
@@ -57,7 +57,7 @@ function deviceInfoCm(s: NpuNodeState, nowMs: number): KubeObject {
   } as KubeObject;
 }
 
-async function put(client: KubeClient, cm: KubeObject): Promise<void> {
+async function put(client: HttpKubeClient, cm: KubeObject): Promise<void> {
   const path = paths.configMap(DEVICE_INFO_NAMESPACE, cm.metadata!.name!);
   try { await client.replace(path, cm); } catch (e) {
     if (!isNotFound(e)) throw e;
@@ -73,7 +73,7 @@ class UnhealthyWatch {
   readonly byNode = new Map<string, { value: string; sinceMs: number }>();
   private readonly reflector: Reflector<ConfigMap>;
 
-  constructor(client: KubeClient) {
+  constructor(client: HttpKubeClient) {
     this.reflector = new Reflector<ConfigMap>(client, {
       name: 'peer_cluster_info', path: paths.configMaps('mindx-dl'),
       filter: (o) => (o.metadata?.name ?? '').startsWith('cluster-info-device-'),
@@ -126,7 +126,7 @@ export async function runPeer(o: PeerOptions, figures: Figures): Promise<void> {
   let ours: ControllerProcess | undefined;
   const cleanups: Array<() => void> = [];
   try {
-    const admins = cps.map((cp) => KubeClient.fromFile(cp.kubeconfigPath));
+    const admins = cps.map((cp) => HttpKubeClient.fromFile(cp.kubeconfigPath));
     const nodes = Array.from({ length: o.nodes }, (_, i) => newNodeState({ name: `node-${String(i).padStart(4, '0')}`, switchMode: 'absent' }));
     o.log(`# peer: ${o.nodes} nodes x 8 NPUs on two control planes (ClusterD alone on one, clusterd-ts alone on the other)`);
     for (const admin of admins) {
@@ -140,7 +140,7 @@ export async function runPeer(o: PeerOptions, figures: Figures): Promise<void> {
         await put(a, deviceInfoCm(s, now));
       })));
     }
-    const [cdAdmin, ourAdmin] = admins as [KubeClient, KubeClient];
+    const [cdAdmin, ourAdmin] = admins as [HttpKubeClient, HttpKubeClient];
     const watches = admins.map((a) => new UnhealthyWatch(a));
     cleanups.push(() => watches.forEach((w) => w.stop()));
     await Promise.all(watches.map((w) => w.start()));

@@ -13,7 +13,7 @@ import { createServer } from 'node:net';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
-import { KubeClient, paths, type KubeObject } from '../../runtime/kube-client.ts';
+import { HttpKubeClient, paths, type KubeObject } from '../../runtime/kube-client.ts';
 import { exitedWithin, freePort, kubeconfigYaml, type ControlPlaneInfo } from '../control-plane/control-plane.ts';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -43,7 +43,7 @@ export function clusterdManifests(): KubeObject[] {
   return parseAllDocuments(text).map((d) => d.toJS() as KubeObject).filter((o) => o !== null && typeof o === 'object');
 }
 
-async function createIfMissing(client: KubeClient, collection: string, obj: KubeObject): Promise<void> {
+async function createIfMissing(client: HttpKubeClient, collection: string, obj: KubeObject): Promise<void> {
   const path = `${collection}/${obj.metadata!.name}`;
   if ((await client.getOrUndefined(path)) === undefined) await client.create(collection, obj);
 }
@@ -53,7 +53,7 @@ async function createIfMissing(client: KubeClient, collection: string, obj: Kube
  * and cluster-system, clusterd.yaml's clusterd-config-cm, ServiceAccount and RBAC (the PodGroup CRD
  * comes with the control plane's crds/). Not its Deployment or Service.
  */
-export async function installClusterdPrerequisites(admin: KubeClient, opts: { configCm?: boolean } = {}): Promise<void> {
+export async function installClusterdPrerequisites(admin: HttpKubeClient, opts: { configCm?: boolean } = {}): Promise<void> {
   for (const ns of [CLUSTERD_NAMESPACE, 'cluster-system']) {
     await createIfMissing(admin, paths.namespaces(), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
   }
@@ -146,7 +146,7 @@ export class ClusterdPeer {
   }
 
   /** Writes the scratch files (token from the TokenRequest API) and starts ClusterD; resolves when healthy. */
-  static async start(admin: KubeClient, opts: ClusterdPeerOptions): Promise<ClusterdPeer> {
+  static async start(admin: HttpKubeClient, opts: ClusterdPeerOptions): Promise<ClusterdPeer> {
     const podIp = opts.podIp ?? (await freeLoopbackFor8899());
     let health = await freePort();
     while (health < 1025) health = await freePort(); // ClusterD rejects ports below 1025
@@ -162,7 +162,7 @@ export class ClusterdPeer {
   get stdoutLog(): string { return join(this.opts.workDir, 'clusterd.stdout.log'); }
   get grpcAddress(): string { return `${this.podIp}:8899`; }
 
-  private async prepare(admin: KubeClient): Promise<void> {
+  private async prepare(admin: HttpKubeClient): Promise<void> {
     const w = this.opts.workDir;
     rmSync(w, { recursive: true, force: true });
     for (const d of ['serviceaccount', 'hwMindX', 'log/clusterd']) mkdirSync(join(w, d), { recursive: true });
@@ -253,9 +253,9 @@ function servingCa(cp: ControlPlaneInfo): string {
 }
 
 /** A client acting as ClusterD's ServiceAccount (for RBAC checks). */
-export async function clusterdClient(admin: KubeClient, cp: ControlPlaneInfo): Promise<KubeClient> {
+export async function clusterdClient(admin: HttpKubeClient, cp: ControlPlaneInfo): Promise<HttpKubeClient> {
   const tr = await admin.request<{ status: { token: string } }>('POST', `/api/v1/namespaces/${CLUSTERD_NAMESPACE}/serviceaccounts/${SERVICE_ACCOUNT}/token`, {
     body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
   });
-  return KubeClient.fromString(kubeconfigYaml(cp.servers[0]!, tr.status.token, 'clusterd'));
+  return HttpKubeClient.fromString(kubeconfigYaml(cp.servers[0]!, tr.status.token, 'clusterd'));
 }

@@ -36,7 +36,7 @@ describe('layering', () => {
       const files: Record<string, string> = {
         'tsconfig.json': JSON.stringify({ extends: join(REPO, 'tsconfig.json'), compilerOptions: { rootDir: '.', noUnusedLocals: false, noUnusedParameters: false }, include: ['*.ts', 'vocabulary', 'policy', 'schemas', 'runtime', 'state', 'reconcilers', 'actions', 'controllers'] }),
         'vocabulary/v.ts': "import { of } from 'rxjs';\nexport const v = of(1);\n",
-        'runtime/kube-client.ts': 'export class KubeClient {\n  get(p: string) { return p; }\n  delete(p: string) { return p; }\n  request(m: string, p: string) { return m + p; }\n}\n',
+        'runtime/kube-client.ts': 'export interface KubeClient {\n  get(p: string): string;\n  delete(p: string): string;\n}\nexport class HttpKubeClient implements KubeClient {\n  get(p: string) { return p; }\n  delete(p: string) { return p; }\n  request(m: string, p: string) { return m + p; }\n}\n',
         'runtime/configmap-writer.ts': 'export class ConfigMapWriter {\n  ensure(k: string) { return k; }\n}\n',
         'runtime/uses-wiring.ts': "import type { Wiring } from '../controllers/writes.ts';\nexport type W = Wiring;\n",
         'policy/p.ts': [
@@ -71,10 +71,10 @@ describe('layering', () => {
           'export const i = (k?: KubeClient, w?: Wiring): unknown => [readFileSync, winston, k, p, w, Date.now()];',
         ].join('\n'),
         'controllers/writes.ts': [
-          "import type { KubeClient } from '../runtime/kube-client.ts';",
+          "import type { HttpKubeClient, KubeClient } from '../runtime/kube-client.ts';",
           "import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';",
           'export type Wiring = number;',
-          "export const w = (k: KubeClient | undefined, cm: ConfigMapWriter): unknown => [k?.delete('x'), k?.request('PUT', 'x'), cm.ensure('x')];",
+          "export const w = (k: KubeClient | undefined, h: HttpKubeClient, cm: ConfigMapWriter): unknown => [k?.delete('x'), h.request('PUT', 'x'), cm.ensure('x')];",
         ].join('\n'),
         'controllers/timers.ts': [
           "import { timer, type SchedulerLike } from 'rxjs';",
@@ -82,8 +82,8 @@ describe('layering', () => {
         ].join('\n'),
         'actions/clock-timer.ts': 'export const later = (c: { setInterval(f: () => void, ms: number): unknown }): unknown => c.setInterval(() => {}, 1);\n',
         'controllers/reads.ts': [
-          "import type { KubeClient } from '../runtime/kube-client.ts';",
-          "export const reads = (k: KubeClient, m: Map<string, number>): unknown => [k.get('x'), k.request('GET', 'x'), m.delete('x'), 'a'.replace('a', 'b')];",
+          "import type { HttpKubeClient, KubeClient } from '../runtime/kube-client.ts';",
+          "export const reads = (k: KubeClient, h: HttpKubeClient, m: Map<string, number>): unknown => [k.get('x'), h.request('GET', 'x'), m.delete('x'), 'a'.replace('a', 'b')];",
         ].join('\n'),
       };
       for (const [f, text] of Object.entries(files)) {
@@ -102,8 +102,8 @@ describe('layering', () => {
         'no-circular: actions/a.ts -> reconcilers/r.ts',
         'no-schema-compiler: schemas/compiles.ts -> node_modules/ajv/dist/ajv.js',
         'only-writers-write: controllers/writes.ts -> ConfigMapWriter.ensure',
+        'only-writers-write: controllers/writes.ts -> HttpKubeClient.request',
         'only-writers-write: controllers/writes.ts -> KubeClient.delete',
-        'only-writers-write: controllers/writes.ts -> KubeClient.request',
         'policy-no-clock: policy/p.ts -> Date.now()',
         'policy-no-clock: policy/p.ts -> new Date()',
         'policy-no-clock: policy/p.ts -> setTimeout()',

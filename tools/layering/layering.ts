@@ -3,7 +3,7 @@
  * the import graph, plus two rules an import graph cannot see, checked on the TypeScript AST:
  *
  * - `only-writers-write`: the write verbs of the kube client (KubeClient.create/replace/patch/delete,
- *   `request` with any method but a literal 'GET') and ConfigMapWriter.ensure are used only in
+ *   HttpKubeClient's `request` with any method but a literal 'GET') and ConfigMapWriter.ensure are used only in
  *   reconcilers/, actions/ and runtime/ (the client and its write helpers). Found by the receiver's
  *   type, so `Map.delete` or `String.replace` never count. tools/ and tests are not checked.
  * - `policy-no-clock`: policy/ reads no clock and schedules nothing itself (Date.now(), new Date(),
@@ -62,7 +62,8 @@ export function dependencyViolations(root: string): Violation[] {
 }
 
 const WRITE_METHODS: Record<string, ReadonlySet<string>> = {
-  'runtime/kube-client.ts#KubeClient': new Set(['create', 'replace', 'patch', 'delete', 'request']),
+  'runtime/kube-client.ts#KubeClient': new Set(['create', 'replace', 'patch', 'delete']),
+  'runtime/kube-client.ts#HttpKubeClient': new Set(['create', 'replace', 'patch', 'delete', 'request']),
   'runtime/configmap-writer.ts#ConfigMapWriter': new Set(['ensure']),
 };
 const TIMERS = new Set(['setTimeout', 'setInterval', 'setImmediate']);
@@ -81,12 +82,12 @@ export function astViolations(root: string): Violation[] {
   const checker = program.getTypeChecker();
   const out: Violation[] = [];
 
-  /** `runtime/kube-client.ts#KubeClient` when the expression's type is (or may be) one of our classes. */
+  /** `runtime/kube-client.ts#KubeClient` when the expression's type is (or may be) one of our classes or interfaces. */
   const classOf = (e: ts.Expression): string | undefined => {
     const t = checker.getNonNullableType(checker.getTypeAtLocation(e));
     for (const part of t.isUnion() ? t.types : [t]) {
       const decl = part.getSymbol()?.declarations?.[0];
-      if (decl === undefined || !ts.isClassDeclaration(decl) || decl.name === undefined) continue;
+      if (decl === undefined || !(ts.isClassDeclaration(decl) || ts.isInterfaceDeclaration(decl)) || decl.name === undefined) continue;
       const id = `${rel(decl.getSourceFile().fileName)}#${decl.name.text}`;
       if (id in WRITE_METHODS) return id;
     }

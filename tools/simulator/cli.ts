@@ -7,7 +7,7 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { KubeClient, paths, type KubeObject } from '../../runtime/kube-client.ts';
+import { HttpKubeClient, paths, type KubeClient, type KubeObject } from '../../runtime/kube-client.ts';
 import { DEVICE_INFO_NAMESPACE, deviceInfoCmName, parseDeviceInfoData } from '../../schemas/device-info/device-info.ts';
 import { NODE_INFO_NAMESPACE, nodeInfoCmName } from '../../schemas/node-info/node-info.ts';
 import type { ConfigMap } from './device-plugin.ts';
@@ -238,7 +238,7 @@ export async function runCli(argv: readonly string[], io: CliIo = { out: (l) => 
       io.out(USAGE);
       return 0;
     }
-    inj = new FaultInjector(KubeClient.fromFile(kubeconfigPath(values, env)));
+    inj = new FaultInjector(HttpKubeClient.fromFile(kubeconfigPath(values, env)));
     const result = await execute(command, values, inj);
     await inj.close();
     io.out(JSON.stringify(result, null, 2));
