@@ -5,7 +5,7 @@
  * annotated. One try: a failed write throws, and the job-decision reconciler's work queue replays
  * the persisted decision with backoff (Volcano tries 3 times, 200 ms apart, docs/rules.md#timing.volcano).
  */
-import { isConflict, isNotFound, paths, type KubeClient } from '../runtime/kube-client.ts';
+import { isConflict, isNotFound, isUidMismatch, paths, type KubeClient } from '../runtime/kube-client.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { POD_STATUS_ANNOTATION, type PodRef } from '../policy/jobs/job-view.ts';
 
@@ -20,8 +20,8 @@ export async function annotatePodStatus(
     o.metrics?.apiWrites.inc({ kind: 'pod_annotation', result: 'success' });
     return 'annotated';
   } catch (e) {
-    // 404: pod gone; 409: the UID no longer matches (pod replaced). Both: nothing to annotate.
-    if (isNotFound(e) || isConflict(e)) { o.metrics?.apiWrites.inc({ kind: 'pod_annotation', result: 'gone' }); return 'gone'; }
+    // 404: pod gone; 409 or a refused uid (422): the pod was replaced. Either way nothing to annotate.
+    if (isNotFound(e) || isConflict(e) || isUidMismatch(e)) { o.metrics?.apiWrites.inc({ kind: 'pod_annotation', result: 'gone' }); return 'gone'; }
     o.metrics?.apiWrites.inc({ kind: 'pod_annotation', result: 'error' });
     throw e;
   }

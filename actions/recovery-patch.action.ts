@@ -4,7 +4,7 @@
  * hot-switch pod annotations. JSON merge patches; pod patches carry the pod's UID as a precondition
  * (`metadata.uid`), so a replaced pod of the same name is never touched (answered `gone`).
  */
-import { isConflict, isNotFound, paths, type KubeClient } from '../runtime/kube-client.ts';
+import { isConflict, isNotFound, isUidMismatch, paths, type KubeClient } from '../runtime/kube-client.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 
 export type PatchResult = 'patched' | 'gone';
@@ -41,7 +41,8 @@ export async function patchPodMeta(
     d.metrics?.apiWrites.inc({ kind: 'pod_meta', result: 'success' });
     return 'patched';
   } catch (e) {
-    if (isNotFound(e) || isConflict(e)) {
+    // 404: pod gone; 409 or a refused uid (422): the pod was replaced under the same name.
+    if (isNotFound(e) || isConflict(e) || isUidMismatch(e)) {
       d.metrics?.apiWrites.inc({ kind: 'pod_meta', result: 'gone' });
       return 'gone';
     }

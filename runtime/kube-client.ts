@@ -103,6 +103,16 @@ export class ApiError extends Error {
 export const isNotFound = (e: unknown): boolean => e instanceof ApiError && e.statusCode === 404;
 export const isConflict = (e: unknown): boolean => e instanceof ApiError && e.statusCode === 409;
 export const isGone = (e: unknown): boolean => e instanceof ApiError && e.statusCode === 410;
+/**
+ * A merge patch carrying `metadata.uid` as a precondition, refused because the object now has
+ * another uid (it was replaced under the same name): the apiserver answers 422 Invalid with the
+ * field `metadata.uid` ("field is immutable"), not 409 as a PUT or a DELETE precondition does.
+ */
+export const isUidMismatch = (e: unknown): boolean => {
+  if (!(e instanceof ApiError) || e.statusCode !== 422) return false;
+  const st = (typeof e.body === 'object' && e.body !== null ? e.body : {}) as { message?: string; details?: { causes?: Array<{ field?: string }> } };
+  return (st.details?.causes ?? []).some((c) => c.field === 'metadata.uid') || (st.message ?? '').includes('metadata.uid:');
+};
 
 export type PatchType = 'merge' | 'strategic' | 'json';
 const PATCH_CONTENT_TYPE: Record<PatchType, string> = {
