@@ -7,7 +7,7 @@
  * (style.md 2.1).
  *
  * Modes:
- * - `--rescheduling=false` (ClusterD role beside the real Volcano ascend plugin): the job index is kept
+ * - `--rescheduling=false` (ClusterD role beside the real Volcano ascend plugin): the job index is read
  *   for other consumers (`aggregateNow`), but no decision is made and nothing is deleted, tainted or written
  *   (no vcjob-fault-npu-cm, job-reschedule-reason, tor-share-cm, reset-config GracefulExit/RetryTime).
  * - `--dry-run`: decisions are made, logged and counted; nothing is written or acted on, no Events.

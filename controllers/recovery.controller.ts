@@ -161,7 +161,7 @@ export class RecoveryController {
    * stored state.
    */
   lookup(jobId: string): { key: string; entry: JobEntry } | undefined {
-    // The claims index is kept from every PodGroup event (start() subscribes before the sources list).
+    // The claims index is kept from every PodGroup event (the sources' feed applies them from the initial list on).
     const key = this.index.jobKeyOfUid(jobId);
     const entry = key === undefined ? undefined : this.index.job(key, PLACED);
     if (key === undefined || entry === undefined) return undefined;
@@ -253,7 +253,7 @@ export class RecoveryController {
     this.feedLoop.start();
     this.commandLoop = recoveryCommandLoop((jobId) => this.jobs.get(jobId), { log: this.d.log, metrics: this.d.metrics, now: this.now, clock: schedulerClock(this.scheduler) });
     this.commandLoop.start();
-    // The index is kept from every event; placements are looked at afresh on taking over.
+    // The index is in step with the caches (the sources feed it every event); the placements are looked at afresh on taking over.
     this.index.recheckPlacements();
     for (const r of this.store.all()) {
       if (this.lookup(r.jobId) === undefined) {

@@ -342,8 +342,8 @@ export class JobIndex implements JobLookup {
   }
 
   /**
-   * Keeps the claims index in step with one PodGroup event (call it for every event, from the
-   * subscription that needs `jobKeyOfUid`).
+   * Keeps the claims index (`jobKeyOfUid`) and the placements in step with one PodGroup event (the
+   * sources' feed calls it for every event).
    */
   applyPodGroup(ev: WatchEvent<PodGroup>): void {
     this.counts.podGroups++;
