@@ -8,10 +8,11 @@
  * the recovery flow reads the last complete placement.
  *
  * Order: a Subject calls its subscribers in the order they subscribed, which is the Manager's flow
- * order (controllers/manager.ts buildFlows: filters, relation faults, jobs, recovery), as when each
- * subscribed to the informers with its own index. It matters: the filters re-announce a pod's nodes
- * (their hide windows may start or end with it) and so re-compute the fault view before the jobs
- * flow queues the job's decision and the recovery flow feeds its FSMs.
+ * order (controllers/manager.ts buildFlows: filters, relation faults, jobs, recovery). It matters:
+ * the filters re-announce a pod's nodes (a hide window may start or end with the pod) and so
+ * re-compute the fault view before the jobs flow queues the job's decision and the recovery flow
+ * feeds its FSMs. The index has applied the event by then, so whatever that re-computation reaches
+ * (the other flows' fault-change handlers) reads the pods as they now are.
  */
 import { Subject, connectable, map, tap, type Observable, type Subscription } from 'rxjs';
 import type { WatchEvent } from '../../runtime/reflector.ts';
