@@ -34,7 +34,7 @@ import type { UceAccompanyState } from '../policy/filters/uce-accompany.ts';
 import { formatChain } from '../policy/reasons.ts';
 import type { FilterState } from '../schemas/escalation-state/escalation-state.ts';
 import { CONTESTED, filterNode, type FilterJob, type FilterOutcome, type NodeFilterResult } from '../policy/filters/fault-filters.ts';
-import { JobIndex, type JobEntry } from '../state/job-index.ts';
+import type { JobEntry, JobIndex, JobQuery } from '../state/job-index.ts';
 import type { Pod, PodGroup } from '../runtime/kube-objects.ts';
 import type { Sources } from './sources/sources.ts';
 import { jobNodes } from '../policy/jobs/job-view.ts';
@@ -53,7 +53,8 @@ const FILTER_LABELS = ['process-recover-enable', 'subHealthyStrategy'] as const;
 const FILTER_ANNOTATIONS = [FILTER_FAULT_CODE_ANNOTATION, FILTER_FAULT_LEVEL_ANNOTATION, 'recover-strategy'] as const;
 
 export interface FaultFiltersDeps {
-  readonly sources: Pick<Sources, 'pods' | 'podGroups' | 'vcJobs' | 'ascendJobs'>;
+  /** The pod cache, and the one job index with its pod and PodGroup events (controllers/sources/job-index-feed.ts). */
+  readonly sources: Pick<Sources, 'pods' | 'jobIndex'>;
   readonly log: Logger;
   readonly metrics?: Metrics;
   readonly now?: () => number;
@@ -110,7 +111,9 @@ export function jobSnapshotOf(results: Iterable<Pick<NodeFilterResult, 'visible'
 }
 
 export class FaultFiltersController {
+  /** The sources' one job index, read with this controller's claims (`query`). */
   readonly index: JobIndex;
+  private readonly query: JobQuery;
   private readonly d: FaultFiltersDeps;
   private readonly clock: QueueClock;
   private readonly uce = new Map<string, UceAccompanyState>();
@@ -134,7 +137,8 @@ export class FaultFiltersController {
     this.d = d;
     this.clock = d.clock ?? { ...realClock, now: d.now ?? realClock.now };
     this.claims = d.npuClaims ?? 'verified';
-    this.index = new JobIndex(d.sources, this.claims);
+    this.index = d.sources.jobIndex.index;
+    this.query = { claims: this.claims };
     // A window ended: evaluate the node (the verdict's log line and the persisted memory change
     // here), then re-announce it so the fault view keeps the new result.
     this.timers = new TimerLoop({ name: 'fault_filter_windows', log: d.log, clock: this.clock, ...(d.metrics ? { metrics: d.metrics } : {}) }, (node, nowMs) => {
@@ -143,13 +147,13 @@ export class FaultFiltersController {
     });
   }
 
-  /** Subscribes pods and PodGroups; call before the sources start so the initial lists feed the index. */
+  /** Subscribes pods and PodGroups (after the index applied them); call before the sources start. */
   start(): void {
     this.timers.start();
-    const s = this.d.sources;
+    const feed = this.d.sources.jobIndex;
     this.sub = merge(
-      s.pods.events$.pipe(map((ev): Input => ({ kind: 'pod', ev }))),
-      s.podGroups.events$.pipe(map((ev): Input => ({ kind: 'pg', ev }))),
+      feed.pods$.pipe(map(({ ev }): Input => ({ kind: 'pod', ev }))),
+      feed.podGroups$.pipe(map((ev): Input => ({ kind: 'pg', ev }))),
     ).subscribe({
       next: (i) => this.apply(i),
       error: (err: unknown) => this.d.log.error('fault filter input stream failed', { err: String(err) }),
@@ -230,7 +234,6 @@ export class FaultFiltersController {
     this.jobs.clear();
     if (input.kind === 'pod') {
       const ev = input.ev;
-      this.index.apply(ev);
       this.noteClaim(ev);
       // A pod change can start or end a hide (a pod of a filtered job arriving, terminating, its rank
       // or group changing) without any intake change: look at its nodes again where they have faults.
@@ -250,7 +253,7 @@ export class FaultFiltersController {
     }
     const before = ev.type === 'update' ? filterMeta(ev.old) : filterMeta(undefined);
     if (filterMeta(ev.obj) === before) return;
-    const e = this.index.job(key);
+    const e = this.index.job(key, this.query);
     const nodes = e === undefined ? [] : jobNodes(e.view);
     if (nodes.length > 0) this.d.notify(nodes);
   }
@@ -303,7 +306,7 @@ export class FaultFiltersController {
   }
 
   private jobOf(key: string): FilterJob | undefined {
-    const e = this.index.job(key);
+    const e = this.index.job(key, this.query);
     if (e === undefined) return undefined;
     const uid = e.view.uid;
     const mindIe = this.mindIeServer(e) && (this.d.faultSubscribed?.(uid) ?? false);

@@ -7,7 +7,7 @@
  * (docs/CONVENTIONS.md#data-path).
  *
  * Modes:
- * - `--rescheduling=false` (ClusterD role beside the real Volcano ascend plugin): the job index is kept
+ * - `--rescheduling=false` (ClusterD role beside the real Volcano ascend plugin): the job index is read
  *   for other consumers (`aggregateNow`), but no decision is made and nothing is deleted, tainted or written
  *   (no vcjob-fault-npu-cm, job-reschedule-reason, tor-share-cm, reset-config GracefulExit/RetryTime).
  * - `--dry-run`: decisions are made, logged and counted; nothing is written or acted on, no Events.
@@ -35,7 +35,7 @@ import type { ResetConfigDeps } from '../actions/job-reset-config.action.ts';
 import type { FaultView } from './fault-view.ts';
 import type { Options } from './options.ts';
 import type { Sources } from './sources/sources.ts';
-import { JobIndex } from '../state/job-index.ts';
+import type { JobIndex } from '../state/job-index.ts';
 import { jobKeys$ } from '../policy/jobs/job-pipeline.ts';
 import { JobStateStore } from '../actions/job-state.action.ts';
 import { DecisionReporter } from '../actions/job-report.action.ts';
@@ -106,6 +106,7 @@ interface Loops {
 }
 
 export class JobsController {
+  /** The sources' one job index (controllers/sources/job-index-feed.ts), read in its default claims mode. */
   readonly index: JobIndex;
   readonly states: JobStateStore;
   /** The reason records (reconcilers/job-reschedule-reason); undefined without rescheduling. */
@@ -130,9 +131,10 @@ export class JobsController {
     this.now = d.now ?? Date.now;
     const { sources: s, writer, options, log, metrics, client } = d;
     this.damper = new FlapDamper(flapDampingOf(options), this.now, (e, t) => d.deviceFaults.recoveredSince(e, t), metrics);
-    // Counted claims only (policy/jobs/npu-claims.ts): a forged AscendReal must not make a job restart
-    // on another's faults (each restart counts toward the blast-radius breaker).
-    this.index = new JobIndex(s, options.trustPodNpuAnnotations ? 'annotation' : 'verified');
+    // Counted claims only, the index's default unless --trust-pod-npu-annotations (policy/jobs/npu-claims.ts):
+    // a forged AscendReal must not make a job restart on another's faults (each restart counts toward
+    // the blast-radius breaker).
+    this.index = s.jobIndex.index;
     const mindxDl = (name: string) => s.mindxDlConfigMaps.get(`${JOB_STATE_NAMESPACE}/${name}`);
     this.states = new JobStateStore({
       cached: mindxDl, cachedNames: () => [...s.mindxDlConfigMaps.store.values()].map((c) => c.metadata?.name ?? ''),
@@ -199,13 +201,13 @@ export class JobsController {
     this.gate = new BurstGate(this.loops.decisions.queue, options.burstWindowMs, this.now);
   }
 
-  /** Subscribes the flow; call before the sources start so the initial lists feed the index. */
+  /** Subscribes the flow (pods and PodGroups after the index applied them); call before the sources start. */
   start(): void {
     const { sources: s, deviceFaults, options, log } = this.d;
     if (!options.rescheduling) log.info('rescheduling off (ClusterD role): job decisions and job ConfigMaps are left to Volcano');
-    const pgEvents$ = s.podGroups.events$;
+    const pgEvents$ = s.jobIndex.podGroups$;
     const keys$ = jobKeys$({
-      podKeys$: s.pods.events$.pipe(map((ev) => this.index.apply(ev))),
+      podKeys$: s.jobIndex.pods$.pipe(map(({ keys }) => keys)),
       podGroupKeys$: pgEvents$.pipe(filter((ev) => ev.type !== 'delete'), map((ev) => objectKey(ev.obj))),
       faultNodes$: deviceFaults.changes$.pipe(map((c) => c.nodes)),
     }, { jobKeysOnNodes: (nodes) => this.index.jobKeysOnNodes(nodes) });

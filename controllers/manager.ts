@@ -158,6 +158,8 @@ export class Manager implements HealthSource {
       log: deps.log.child({ component: 'sources' }), clusterSystemNamespace: deps.options.clusterSystemNamespace,
       customJobIdMaxChars: deps.options.outputLimits ? MAX_CUSTOM_JOB_ID_CHARS : undefined,
       conditionMessageMaxChars: deps.options.outputLimits ? MAX_EXCEPTION_MESSAGE_CHARS : undefined,
+      // The one job index every reader of jobs shares (sources/job-index-feed.ts): claims as the flag says.
+      npuClaims: deps.options.trustPodNpuAnnotations ? 'annotation' : 'verified',
     });
     const { options, log, metrics } = deps;
     const s = this.sources;
@@ -255,7 +257,7 @@ export class Manager implements HealthSource {
       onStateChange: () => ports.sideState.next(),
     });
     const filters = this.filters;
-    faults.filterWith(filters, (nodes) => recoverInPlacePeers(filters.index, nodes));
+    faults.filterWith(filters, (nodes) => recoverInPlacePeers(s.jobIndex.index, nodes));
     this.relations = new RelationFaultsController({
       sources: s, faultsOf: (n) => faults.effective(n), faultNodes$: faults.changes$.pipe(map((c) => c.nodes)),
       a3Node: (n) => (store.nodeState(n)?.device?.data.cfg.SuperPodID ?? -1) >= 0,
@@ -284,7 +286,7 @@ export class Manager implements HealthSource {
       nodes: () => store.nodeNames(),
       // The placement view: flapping hardware held faulty (flap damping) keeps new pods off it.
       renderNode: (node, nowMs) => this.faultPolicy.adjustView(renderClusterInfo(store, (n) => faults.placement(n), nowMs, (n) => faults.withheld(n), [node])),
-      peers: (nodes) => recoverInPlacePeers(filters.index, nodes),
+      peers: (nodes) => recoverInPlacePeers(s.jobIndex.index, nodes),
       actual: (name) => s.mindxDlConfigMaps.get(`${CLUSTER_INFO_NAMESPACE}/${name}`),
       actualNames: () => [...s.mindxDlConfigMaps.store.values()].map((c) => c.metadata?.name ?? ''),
       writer,

@@ -21,10 +21,11 @@ import { jobNodes } from '../policy/jobs/job-view.ts';
 import { TimerLoop } from '../runtime/timer-loop.ts';
 import { schedulerClock } from '../runtime/work-queue.ts';
 import type { Logger } from '../telemetry/logger.ts';
-import type { JobIndex } from '../state/job-index.ts';
+import type { JobLookup } from '../policy/jobs/job-facts.ts';
 
 export interface StepRetryViewDeps {
-  readonly index: JobIndex;
+  /** The job index as the recovery flow reads it (current pods and last complete placement). */
+  readonly index: JobLookup;
   /** The recovery FSM's step-retry facts of a job (by UID). */
   readonly stepRetry: (jobId: string, retryEnabled: boolean) => StepRetryJob;
   /** The unfiltered faults of a node. */

@@ -37,7 +37,7 @@ import { promoteBackupPod } from '../actions/hot-switch-backup.action.ts';
 import { patchPodGroupMeta } from '../actions/recovery-patch.action.ts';
 import { HOT_SWITCH_ANNOTATION as A } from '../policy/recovery/hot-switch-types.ts';
 import type { FaultView } from './fault-view.ts';
-import { JobIndex, jobOwnerOf, type JobEntry } from '../state/job-index.ts';
+import { jobOwnerOf, type JobEntry, type JobIndex, type JobQuery } from '../state/job-index.ts';
 import type { Options } from './options.ts';
 import { MemoryCommands } from './recovery-commands.ts';
 import { recoveryFeed, retryReportDevices, type RecoveryFeed } from '../policy/recovery/recovery-feed.ts';
@@ -74,10 +74,20 @@ export interface RecoveryControllerDeps {
 export const PROCESS_RECOVER_ENABLE_LABEL = 'process-recover-enable';
 export const RECOVERY_FEED_CONTROLLER = 'recovery_feed';
 
+/**
+ * The recovery flow reads jobs with their last complete placement: faults reach a job through it, as
+ * ClusterD's do (policy/jobs/job-placement.ts), so a fault pod the scheduler deletes first still
+ * starts the recovery. Claims: the index's default, counted ones unless --trust-pod-npu-annotations
+ * (policy/jobs/npu-claims.ts): the step-retry view hides retry faults on the chips a job's pods hold,
+ * so a forged AscendReal must not lend it another job's chips.
+ */
+const PLACED: JobQuery = { placement: true };
+
 /** A hand-off waits at most the preExit wait plus this (signal tries: 1 s + 2 s of back-off). */
 const PRE_EXIT_SLACK_MS = 5_000;
 
 export class RecoveryController {
+  /** The sources' one job index (controllers/sources/job-index-feed.ts), read with PLACED. */
   readonly index: JobIndex;
   readonly store: RecoveryStateStore;
   readonly memory: MemoryCommands;
@@ -110,11 +120,8 @@ export class RecoveryController {
     this.now = d.now ?? Date.now;
     this.scheduler = d.scheduler ?? asyncScheduler;
     const s = d.sources;
-    // Counted claims only (policy/jobs/npu-claims.ts): the step-retry view hides retry faults on the
-    // chips a job's pods hold, so a forged AscendReal must not lend it another job's chips.
-    // Placements kept: faults reach a job through its last complete placement, as ClusterD's do
-    // (policy/jobs/job-placement.ts), so a fault pod the scheduler deletes first still starts the recovery.
-    this.index = new JobIndex(s, d.options.trustPodNpuAnnotations ? 'annotation' : 'verified', { keepPlacements: true });
+    this.index = s.jobIndex.index;
+    const index = this.index;
     // --persist-policy-state=false (ClusterD): the FSM states live in this process only (the store's
     // in-memory mode) and a left-over clusterd-ts-recovery-* object is neither read nor written. A
     // restart then forgets registered jobs (TaskD registers again once its stream breaks), any
@@ -130,7 +137,8 @@ export class RecoveryController {
       holdChanged: (job) => this.stepRetry.holdChanged(job.target.key),
     });
     this.stepRetry = new StepRetryView({
-      index: this.index, stepRetry: (jobId, enabled) => this.memory.stepRetryJob(jobId, enabled), jobView: (n) => this.jobView(n),
+      index: { jobKeysOnNodes: (nodes) => index.jobKeysOnNodes(nodes), job: (key) => index.job(key, PLACED) },
+      stepRetry: (jobId, enabled) => this.memory.stepRetryJob(jobId, enabled), jobView: (n) => this.jobView(n),
       notify: (nodes) => d.faults.notify(nodes), scheduler: this.scheduler, now: this.now, log: d.log,
       openClaims: d.options.trustPodNpuAnnotations,
     });
@@ -153,9 +161,9 @@ export class RecoveryController {
    * stored state.
    */
   lookup(jobId: string): { key: string; entry: JobEntry } | undefined {
-    // The claims index is kept from every PodGroup event (start() subscribes before the sources list).
+    // The claims index is kept from every PodGroup event (the sources' feed applies them from the initial list on).
     const key = this.index.jobKeyOfUid(jobId);
-    const entry = key === undefined ? undefined : this.index.job(key);
+    const entry = key === undefined ? undefined : this.index.job(key, PLACED);
     if (key === undefined || entry === undefined) return undefined;
     this.resolved.set(jobId, key);
     return { key, entry };
@@ -195,13 +203,12 @@ export class RecoveryController {
 
   // ---- flow ----
 
-  /** Subscribes the inputs; call before the sources start. */
+  /** Subscribes the inputs (pods and PodGroups after the index applied them); call before the sources start. */
   start(): void {
-    const s = this.d.sources;
+    const feed = this.d.sources.jobIndex;
     const keys$ = merge(
-      s.pods.events$.pipe(map((ev) => this.index.apply(ev))),
-      s.podGroups.events$.pipe(map((ev) => {
-        this.index.applyPodGroup(ev);
+      feed.pods$.pipe(map(({ keys }) => keys)),
+      feed.podGroups$.pipe(map((ev) => {
         const uid = jobOwnerOf(ev.obj)?.uid;
         const key = objectKey(ev.obj);
         if (ev.type === 'delete') {
@@ -246,7 +253,8 @@ export class RecoveryController {
     this.feedLoop.start();
     this.commandLoop = recoveryCommandLoop((jobId) => this.jobs.get(jobId), { log: this.d.log, metrics: this.d.metrics, now: this.now, clock: schedulerClock(this.scheduler) });
     this.commandLoop.start();
-    this.index.rebuild();
+    // The index is in step with the caches (the sources feed it every event); the placements are looked at afresh on taking over.
+    this.index.recheckPlacements();
     for (const r of this.store.all()) {
       if (this.lookup(r.jobId) === undefined) {
         // The job went away while we were not leading: its state goes too.
@@ -296,12 +304,12 @@ export class RecoveryController {
 
   /** The nodes the job's pods run on. */
   private nodesOf(key: string): string[] {
-    const e = this.index.job(key);
+    const e = this.index.job(key, PLACED);
     return e === undefined ? [] : jobNodes(e.view);
   }
 
   private rawPods(key: string): Pod[] {
-    const entry = this.index.job(key);
+    const entry = this.index.job(key, PLACED);
     const ns = entry?.view.namespace ?? '';
     return (entry?.view.pods ?? []).flatMap((p): Pod[] => {
       const pod = this.d.sources.pods.get(`${ns}/${p.name}`);

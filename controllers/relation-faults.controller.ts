@@ -28,9 +28,9 @@ import { DEFAULT_RELATION_FAULT_CONFIG, type RelationFaultConfig } from '../poli
 import { relationFaultPolicy, type RelationInput, type RelationOutput } from '../policy/faults/relation-faults.ts';
 import type { RelationJobState, RelationState } from '../schemas/escalation-state/escalation-state.ts';
 import { holdsDevice } from '../policy/filters/fault-filters.ts';
-import { JobIndex } from '../state/job-index.ts';
+import type { JobIndex, JobQuery } from '../state/job-index.ts';
 import { pendingLabelKey, relationLabelReconciler, type PendingLabel } from '../reconcilers/relation-faults-labels.reconciler.ts';
-import type { Pod, PodGroup } from '../runtime/kube-objects.ts';
+import type { PodGroup } from '../runtime/kube-objects.ts';
 import type { Sources } from './sources/sources.ts';
 
 /** Observations of a burst are batched this long. */
@@ -39,8 +39,15 @@ export const RELATION_BATCH_MS = 100;
 const BATCH_KEY = 'batch';
 const DEADLINE_KEY = 'deadline';
 
+/**
+ * A claim here only labels its own job's pods (no other job's faults are hidden or restart anything
+ * by it), so AscendReal counts as written, as ClusterD reads it, whatever the index's default mode.
+ */
+const RELATION_QUERY: JobQuery = { claims: 'annotation' };
+
 export interface RelationFaultsDeps {
-  readonly sources: Pick<Sources, 'pods' | 'podGroups' | 'vcJobs' | 'ascendJobs'>;
+  /** The one job index with its pod and PodGroup events (controllers/sources/job-index-feed.ts). */
+  readonly sources: Pick<Sources, 'jobIndex'>;
   /** The scheduler view of a node's faults. */
   readonly faultsOf: (node: string) => readonly FaultRecord[];
   /** Nodes whose faults changed (DeviceFaultsController.changes$). */
@@ -58,9 +65,10 @@ export interface RelationFaultsDeps {
   readonly onStateChange?: () => void;
 }
 
-type Input = { kind: 'pod'; ev: WatchEvent<Pod> } | { kind: 'pg'; ev: WatchEvent<PodGroup> } | { kind: 'nodes'; nodes: readonly string[] };
+type Input = { kind: 'pod'; keys: readonly string[] } | { kind: 'pg'; ev: WatchEvent<PodGroup> } | { kind: 'nodes'; nodes: readonly string[] };
 
 export class RelationFaultsController {
+  /** The sources' one job index, read with RELATION_QUERY. */
   readonly index: JobIndex;
   readonly labels: ControllerLoop;
   readonly pending = new Map<string, PendingLabel>();
@@ -80,20 +88,20 @@ export class RelationFaultsController {
     this.d = d;
     this.clock = d.clock ?? { ...realClock, now: d.now ?? realClock.now };
     this.config = d.config ?? DEFAULT_RELATION_FAULT_CONFIG;
-    this.index = new JobIndex(d.sources);
+    this.index = d.sources.jobIndex.index;
     this.labels = new ControllerLoop(relationLabelReconciler({ pending: this.pending, client: d.client, dryRun: d.dryRun, ...(d.metrics ? { metrics: d.metrics } : {}) }),
       { log: d.log, ...(d.metrics ? { metrics: d.metrics } : {}), ...(d.now ? { now: d.now } : {}) });
     this.timers = new TimerLoop({ name: 'relation_fault_timers', log: d.log, clock: this.clock, ...(d.metrics ? { metrics: d.metrics } : {}) },
       (key, nowMs) => (key === BATCH_KEY ? this.flush() : this.fireDue(nowMs)));
   }
 
-  /** Subscribes the inputs; call before the sources start. */
+  /** Subscribes the inputs (pods and PodGroups after the index applied them); call before the sources start. */
   start(): void {
     this.timers.start();
-    const s = this.d.sources;
+    const feed = this.d.sources.jobIndex;
     const inputs$ = merge(
-      s.pods.events$.pipe(map((ev): Input => ({ kind: 'pod', ev }))),
-      s.podGroups.events$.pipe(map((ev): Input => ({ kind: 'pg', ev }))),
+      feed.pods$.pipe(map(({ keys }): Input => ({ kind: 'pod', keys }))),
+      feed.podGroups$.pipe(map((ev): Input => ({ kind: 'pg', ev }))),
       this.d.faultNodes$.pipe(filter((n) => n.length > 0), map((nodes): Input => ({ kind: 'nodes', nodes }))),
     );
     this.sub = inputs$.pipe(mergeMap((i) => this.keysOf(i))).subscribe({
@@ -155,10 +163,10 @@ export class RelationFaultsController {
     this.rearm();
   }
 
-  private keysOf(i: Input): string[] {
+  private keysOf(i: Input): readonly string[] {
     switch (i.kind) {
       case 'pod':
-        return this.index.apply(i.ev);
+        return i.keys;
       case 'pg': {
         const key = objectKey(i.ev.obj);
         if (i.ev.type === 'delete') this.gone.add(key);
@@ -217,7 +225,7 @@ export class RelationFaultsController {
 
   /** The observation of one job, or its forgetting. */
   private inputOf(key: string): RelationInput | undefined {
-    const e = this.gone.has(key) ? undefined : this.index.job(key);
+    const e = this.gone.has(key) ? undefined : this.index.job(key, RELATION_QUERY);
     if (e === undefined) {
       this.gone.delete(key);
       return this.jobs[key] === undefined ? undefined : { type: 'forget', jobKey: key };
@@ -242,7 +250,7 @@ export class RelationFaultsController {
       const reasons = formatChain(o.reasons);
       this.d.log.info('relation fault strategy decided', { job: o.jobKey, node: o.node, strategy: o.strategy, reasons });
       this.d.metrics?.relationDecisions.inc({ strategy: o.strategy });
-      const e = this.index.job(o.jobKey);
+      const e = this.index.job(o.jobKey, RELATION_QUERY);
       if (e === undefined) continue;
       const pods = e.view.pods.filter((p) => p.node === o.node && p.terminating !== true && p.npus.length > 0).map((p) => ({ name: p.name, uid: p.uid }));
       if (pods.length === 0) continue;

@@ -121,7 +121,7 @@ describe('job index: the last complete placement (ClusterD PreServerList)', () =
     const p = podOf('team-a', 'llama', 'u1', rank, node, npus, podUid === undefined ? {} : { podUid });
     return { ...p, spec: { ...(p as { spec?: object }).spec, containers: [{ name: 'train', resources: { limits: { 'huawei.com/Ascend910': '2' } } }] } } as KubeObject;
   };
-  const placed = (index: JobIndex) => index.job(KEY)?.placement?.pods.map((p) => [p.rank, p.name, p.uid, p.node, p.npus.join(',')]);
+  const placed = (index: JobIndex) => index.job(KEY, { placement: true })?.placement?.pods.map((p) => [p.rank, p.name, p.uid, p.node, p.npus.join(',')]);
 
   it('a deleted pod keeps its rank, node and chips in the job until the job is complete again', () => {
     const w = twoRanks();
@@ -156,9 +156,9 @@ describe('job index: the last complete placement (ClusterD PreServerList)', () =
   it('a job never complete has no placement; a pod that asks for NPUs counts only once its chips are allocated', () => {
     const w = twoRanks(true, false);
     w.add(w.r0);
-    expect(w.index.job(KEY)?.placement).toBeUndefined();
+    expect(w.index.job(KEY, { placement: true })?.placement).toBeUndefined();
     w.add(asking(1, 'node-1', []));
-    expect(w.index.job(KEY)?.placement).toBeUndefined();
+    expect(w.index.job(KEY, { placement: true })?.placement).toBeUndefined();
     w.update(asking(1, 'node-1', ['Ascend910-2', 'Ascend910-3']));
     expect(placed(w.index)?.map((p) => p[3])).toEqual(['node-0', 'node-1']);
   });
@@ -172,7 +172,7 @@ describe('job index: the last complete placement (ClusterD PreServerList)', () =
     expect([...w.index.jobKeysOnNodes(['node-1'], true)]).toEqual([]);
     const off = twoRanks(false);
     off.del(off.r1);
-    expect(off.index.job(KEY)?.placement).toBeUndefined();
+    expect(off.index.job(KEY, { placement: true })?.placement).toBeUndefined();
     expect([...off.index.jobKeysOnNodes(['node-1'], true)]).toEqual([]);
   });
 
@@ -211,5 +211,54 @@ describe('job index: the last complete placement (ClusterD PreServerList)', () =
     for (const p of all) { pods.remove(p); index.apply({ type: 'delete', obj: p }); }
     expect(reads).toBeLessThanOrEqual(2 * n);
     expect(index.placement(KEY)?.pods).toHaveLength(n);
+  });
+});
+
+describe('job index: one index, read as each reader needs', () => {
+  const KEY = 'team-a/llama-u1';
+  function world(claims: 'verified' | 'annotation') {
+    const pods = new FakeStore<KubeObject>();
+    const groups = new FakeStore<KubeObject>();
+    const pg = podGroupOf('team-a', 'llama', 'u1', {}, 2);
+    groups.put(pg);
+    const index = new JobIndex({ pods, podGroups: groups, ...ownerJobsOf(groups) } as unknown as JobIndexSources, claims, { keepPlacements: true });
+    index.applyPodGroup({ type: 'add', obj: pg });
+    const add = (p: KubeObject): void => { pods.put(p); index.apply({ type: 'add', obj: p }); };
+    return { index, add };
+  }
+  const npusOf = (index: JobIndex, q?: Parameters<JobIndex['job']>[1]) => index.job(KEY, q)?.view.pods.map((p) => p.npus.join(','));
+
+  it('counts AscendReal claims in its own mode unless a read asks for the other (an unrequested claim: verified drops it, annotation keeps it)', () => {
+    // podOf's pods request no NPUs: their claims are unverified.
+    const v = world('verified');
+    v.add(podOf('team-a', 'llama', 'u1', 0, 'node-0', ['Ascend910-0']));
+    expect(npusOf(v.index)).toEqual(['']);
+    expect(npusOf(v.index, { claims: 'annotation' })).toEqual(['Ascend910-0']);
+    expect(npusOf(v.index, { claims: 'verified' })).toEqual(['']);
+    const a = world('annotation');
+    a.add(podOf('team-a', 'llama', 'u1', 0, 'node-0', ['Ascend910-0']));
+    expect(npusOf(a.index)).toEqual(['Ascend910-0']);
+    expect(npusOf(a.index, { claims: 'verified' })).toEqual(['']);
+  });
+
+  it('only placement reads move the placement: a read of the current pods leaves it where its own readers last saw it', () => {
+    const placedRanks = (index: JobIndex) => index.job(KEY, { placement: true })?.placement?.pods.map((p) => p.name);
+    /** A second pod claiming rank 1: the job is not complete while it is there. */
+    const dup = (w: ReturnType<typeof world>): void => {
+      const p = podOf('team-a', 'llama', 'u1', 1, 'node-2', ['Ascend910-0'], { podUid: 'dup' });
+      w.add({ ...p, metadata: { ...p.metadata, name: 'llama-worker-1b' } });
+    };
+    // Complete (ranks 0 and 1), read without placement, then a second rank-1 pod: no complete state was ever read with placement.
+    const w = world('annotation');
+    for (const r of [0, 1]) w.add(podOf('team-a', 'llama', 'u1', r, `node-${r}`, ['Ascend910-0']));
+    expect(w.index.job(KEY)?.placement).toBeUndefined();
+    dup(w);
+    expect(placedRanks(w.index)).toBeUndefined();
+    // The same with a placement read while complete: that placement is kept.
+    const p = world('annotation');
+    for (const r of [0, 1]) p.add(podOf('team-a', 'llama', 'u1', r, `node-${r}`, ['Ascend910-0']));
+    expect(placedRanks(p.index)).toEqual(['llama-worker-0', 'llama-worker-1']);
+    dup(p);
+    expect(placedRanks(p.index)).toEqual(['llama-worker-0', 'llama-worker-1']);
   });
 });

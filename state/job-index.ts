@@ -14,14 +14,18 @@
  *   operator own their pods: same namespace, name and UID), or whose PodGroup its
  *   `scheduling.k8s.io/group-name` annotation names.
  * - Rank = `hccl/rankIndex`, NPUs = `huawei.com/AscendReal` (policy/jobs/job-view.ts podViewFromMeta),
- *   only when the pod requests that many NPUs (`verified`: the filters', the jobs pipeline's and the
- *   recovery controller's index, where a claim lets a job's filter or step retry hide faults or makes
- *   it restart; policy/jobs/npu-claims.ts) or as written (`annotation`, the default: the relation-fault
- *   index, where a claim only labels its own pods; everywhere with --trust-pod-npu-annotations).
+ *   only when the pod requests that many NPUs (`verified`: what the filters, the jobs pipeline and the
+ *   recovery controller read, where a claim lets a job's filter or step retry hide faults or makes
+ *   it restart; policy/jobs/npu-claims.ts) or as written (`annotation`: what the relation faults read,
+ *   where a claim only labels its own pods; everywhere with --trust-pod-npu-annotations). The index
+ *   has one mode (its default, the flag's) and a reader may ask for the other (`JobQuery.claims`):
+ *   claims are judged when a job is read, not when a pod is indexed.
  * - Knobs are read from the PodGroup's labels and annotations (docs/formats.md#job-knobs; schemas/job-knobs).
  *
- * The index of pods by owner, group and node is kept incrementally from the pod events the jobs
- * controller feeds it (`apply`), so mapping "faults changed on node X" to jobs costs O(pods on X).
+ * There is one index, owned by the sources (controllers/sources/job-index-feed.ts), which feed it
+ * every pod and PodGroup event once (`apply`, `applyPodGroup`) before any reader hears of the event.
+ * The index of pods by owner, group and node is kept incrementally, so mapping "faults changed on
+ * node X" to jobs costs O(pods on X).
  */
 import { objectKey, type WatchEvent } from '../runtime/reflector.ts';
 import type { KubeObject } from '../runtime/kube-client.ts';
@@ -178,6 +182,17 @@ const placementSignature = (p: Pod): string => {
   return JSON.stringify([p.spec?.nodeName, a[RANK_INDEX_ANNOTATION], a[ASCEND_REAL_ANNOTATION], p.metadata?.deletionTimestamp !== undefined, a[POD_TYPE_ANNOTATION] ?? p.metadata?.labels?.[POD_TYPE_ANNOTATION]]);
 };
 
+/**
+ * How a reader reads a job. `claims`: which AscendReal claims count for its pods' NPUs (default: the
+ * index's mode). `placement`: also the job's last complete placement (an index that keeps them); only
+ * such a read brings the placement up to date (or drops it with the job), so the placement moves at
+ * the moments its own readers look, whoever else reads the job.
+ */
+export interface JobQuery {
+  readonly claims?: NpuClaimMode;
+  readonly placement?: boolean;
+}
+
 export interface JobIndexOptions {
   /**
    * Keep each job's last complete placement (policy/jobs/job-placement.ts): ClusterD's
@@ -202,6 +217,7 @@ export class JobIndex implements JobLookup {
   private readonly byNode = new Map<string, Set<string>>();
   /** Claimed owner UID -> keys of the PodGroups claiming it (kept by `applyPodGroup`, for `jobKeyOfUid`). */
   private readonly claims = new Map<string, Set<string>>();
+  private readonly counts = { pods: 0, podGroups: 0 };
 
   constructor(sources: JobIndexSources, claims: NpuClaimMode = 'annotation', options: JobIndexOptions = {}) {
     this.sources = sources;
@@ -209,18 +225,26 @@ export class JobIndex implements JobLookup {
     this.keepPlacements = options.keepPlacements === true;
   }
 
+  /** Pod and PodGroup events applied so far (each event is applied once, by the sources' feed). */
+  get eventsApplied(): { readonly pods: number; readonly podGroups: number } { return { ...this.counts }; }
+
   /** Rebuilds the pod index from the pod cache (kept placements stay; each is recomputed when next read). */
   rebuild(): void {
     for (const k of [...this.entries.keys()]) this.remove(k);
-    for (const pod of this.sources.pods.store.values()) {
-      this.put(pod);
-      if (this.keepPlacements) for (const k of this.jobKeysOfPod(pod)) this.unsettled.add(k);
-    }
-    if (this.keepPlacements) for (const k of this.placements.keys()) this.unsettled.add(k);
+    for (const pod of this.sources.pods.store.values()) this.put(pod);
+    this.recheckPlacements();
+  }
+
+  /** Every job's placement is computed again when next read (kept until then, and kept when its pods are not complete). */
+  recheckPlacements(): void {
+    if (!this.keepPlacements) return;
+    for (const pod of this.sources.pods.store.values()) for (const k of this.jobKeysOfPod(pod)) this.unsettled.add(k);
+    for (const k of this.placements.keys()) this.unsettled.add(k);
   }
 
   /** Keeps the index in step with one pod event; returns the job key(s) the pod belongs to. */
   apply(ev: WatchEvent<Pod>): string[] {
+    this.counts.pods++;
     const before = ev.type === 'update' ? this.jobKeysOfPod(ev.old) : [];
     const changed = ev.type !== 'update' || placementSignature(ev.old) !== placementSignature(ev.obj);
     if (this.keepPlacements && ev.type !== 'add' && changed) {
@@ -318,10 +342,11 @@ export class JobIndex implements JobLookup {
   }
 
   /**
-   * Keeps the claims index in step with one PodGroup event (call it for every event, from the
-   * subscription that needs `jobKeyOfUid`).
+   * Keeps the claims index (`jobKeyOfUid`) and the placements in step with one PodGroup event (the
+   * sources' feed calls it for every event).
    */
   applyPodGroup(ev: WatchEvent<PodGroup>): void {
+    this.counts.podGroups++;
     const key = objectKey(ev.obj);
     if (ev.type === 'update') removeFrom(this.claims, jobOwnerOf(ev.old)?.uid, key);
     if (ev.type === 'delete') removeFrom(this.claims, jobOwnerOf(ev.obj)?.uid, key);
@@ -343,22 +368,33 @@ export class JobIndex implements JobLookup {
     return pickClaimant(keys, { namespace: pg.metadata?.namespace ?? '', name: owner.name, uid });
   }
 
-  /** The job view of one PodGroup key, or undefined when it is gone or not a job (no owner, or one not verified). */
-  job(key: string): JobEntry | undefined {
-    const found = this.jobPods(key);
+  /**
+   * The job view of one PodGroup key, or undefined when it is gone or not a job (no owner, or one not
+   * verified): its current pods, their NPUs counted in `q.claims`; with `q.placement`, also its last
+   * complete placement (see JobQuery).
+   */
+  job(key: string, q: JobQuery = {}): JobEntry | undefined {
+    const claims = q.claims ?? this.npuClaims;
+    // A placement is always computed in the index's own mode, whoever reads it.
+    const found = this.jobPods(key, undefined, q.placement === true ? this.npuClaims : claims);
+    if (q.placement !== true) return found === undefined ? undefined : this.entryOf(found);
     if (found === undefined) {
       this.setPlacement(key, undefined);
       return undefined;
     }
-    const { pg, view } = found;
-    const { knobs, warnings } = parseJobKnobs(pg.metadata?.labels, pg.metadata?.annotations);
     this.settle(key, found);
     const placement = this.placements.get(key);
-    return { view, knobs, knobsInput: knobsInputOf(knobs), warnings, podGroup: pg, ...(placement === undefined ? {} : { placement }) };
+    const entry = this.entryOf(claims === this.npuClaims ? found : this.jobPods(key, undefined, claims)!);
+    return placement === undefined ? entry : { ...entry, placement };
   }
 
-  /** The job's PodGroup, verified owner, raw pods and view; undefined when it is gone or not a job. */
-  private jobPods(key: string, before?: Pod): { pg: PodGroup; owner: JobOwner; raw: Map<string, Pod>; view: JobView } | undefined {
+  private entryOf({ pg, view }: NonNullable<ReturnType<JobIndex['jobPods']>>): JobEntry {
+    const { knobs, warnings } = parseJobKnobs(pg.metadata?.labels, pg.metadata?.annotations);
+    return { view, knobs, knobsInput: knobsInputOf(knobs), warnings, podGroup: pg };
+  }
+
+  /** The job's PodGroup, verified owner, raw pods and view (NPUs counted in `claims`); undefined when it is gone or not a job. */
+  private jobPods(key: string, before?: Pod, claims: NpuClaimMode = this.npuClaims): { pg: PodGroup; owner: JobOwner; raw: Map<string, Pod>; view: JobView } | undefined {
     const pg = this.sources.podGroups.get(key) ?? this.restartingPodGroup(key);
     if (pg === undefined) return undefined;
     const owner = this.verifiedOwner(pg);
@@ -374,7 +410,7 @@ export class JobIndex implements JobLookup {
       if (p !== undefined && p.metadata?.namespace === ns && (this.byGroup.get(key)?.has(objectKey(p)) === true || owned(p))) raw.set(p.metadata?.name ?? '', p);
     }
     const pods = [...raw.values()]
-      .map((p) => podViewFromMeta({ ...podMetaOf(p), npus: npuClaimOf(p, this.npuClaims).npus }))
+      .map((p) => podViewFromMeta({ ...podMetaOf(p), npus: npuClaimOf(p, claims).npus }))
       .sort((a, b) => (a.rank ?? Number.MAX_SAFE_INTEGER) - (b.rank ?? Number.MAX_SAFE_INTEGER) || a.name.localeCompare(b.name));
     const minMember = (pg.spec as { minMember?: unknown } | undefined)?.minMember;
     const view: JobView = {

@@ -1,11 +1,14 @@
 /**
  * Every informer the controller runs, built in one place so main.ts, tests and the benchmark wire
- * the same set. This is the only place that lists and watches the apiserver (docs/CONVENTIONS.md#data-path).
+ * the same set. This is the only place that lists and watches the apiserver (docs/CONVENTIONS.md#data-path). The one
+ * job index over the pod, PodGroup and job caches is built and fed here too (job-index-feed.ts).
  */
 import { combineLatest, map, type Observable } from 'rxjs';
 import { paths, type KubeClient, type KubeObject } from '../../runtime/kube-client.ts';
 import type { ConfigMap, JobObject, Node, Pod, PodGroup } from '../../runtime/kube-objects.ts';
 import { Reflector, type ReflectorHealth, type ReflectorOptions } from '../../runtime/reflector.ts';
+import type { NpuClaimMode } from '../../policy/jobs/npu-claims.ts';
+import { JobIndexFeed } from './job-index-feed.ts';
 import { digestClusterInfo, digestJobSummary, isJobSummaryName, trimJobObject, trimNode, trimPod, trimPodGroup, trimPublicFault } from './cache-shapes.ts';
 
 /** Label selectors and namespaces of MindCluster's ConfigMaps (docs/formats.md#namespaces, #label-selectors). */
@@ -42,6 +45,8 @@ export interface Sources {
   readonly jobSummaryConfigMaps: Reflector<ConfigMap>;
   /** ConfigMaps of cluster-system: clusterd-config-cm (read), clusterd-manual-info-cm and the escalation state (written). */
   readonly clusterSystemConfigMaps: Reflector<ConfigMap>;
+  /** The one job index over pods, PodGroups and jobs, and its event streams (every reader of jobs shares it). */
+  readonly jobIndex: JobIndexFeed;
 }
 
 export interface SourcesOptions {
@@ -54,11 +59,17 @@ export interface SourcesOptions {
   readonly customJobIdMaxChars?: number;
   /** PodGroup and job caches cut condition messages to one character past this (undefined: whole, ClusterD). */
   readonly conditionMessageMaxChars?: number;
+  /** Which AscendReal claims the job index counts by default (--trust-pod-npu-annotations: `annotation`; default `verified`). */
+  readonly npuClaims?: NpuClaimMode;
 }
 
 export function createSources(client: KubeClient, opts: SourcesOptions = {}): Sources {
   const mk = <T extends KubeObject>(o: ReflectorOptions): Reflector<T> => new Reflector<T>(client, { log: opts.log, ...o });
   const s = CM_SELECTORS;
+  const pods = mk<Pod>({ name: 'pods', path: paths.pods(), labelSelector: opts.podLabelSelector, transform: trimPod });
+  const podGroups = mk<PodGroup>({ name: 'podgroups', path: paths.podGroups(), transform: trimPodGroup(opts.conditionMessageMaxChars) });
+  const vcJobs = mk<JobObject>({ name: 'vcjobs', path: paths.vcJobs(), transform: trimJobObject(opts.customJobIdMaxChars, opts.conditionMessageMaxChars) });
+  const ascendJobs = mk<JobObject>({ name: 'ascendjobs', path: paths.ascendJobs(), transform: trimJobObject(opts.customJobIdMaxChars, opts.conditionMessageMaxChars) });
   return {
     deviceInfo: mk({ name: 'device_info', path: paths.configMaps(s.deviceInfo.namespace), labelSelector: s.deviceInfo.label, filter: hasPrefix(s.deviceInfo.prefix) }),
     nodeInfo: mk({ name: 'node_info', path: paths.configMaps(s.nodeInfo.namespace), labelSelector: s.nodeInfo.label, filter: hasPrefix(s.nodeInfo.prefix) }),
@@ -66,18 +77,17 @@ export function createSources(client: KubeClient, opts: SourcesOptions = {}): So
     faultConfig: mk({ name: 'fault_config', path: paths.configMaps(s.faultConfig.namespace), fieldSelector: `metadata.name=${s.faultConfig.name}` }),
     resetConfigs: mk({ name: 'reset_config', path: paths.configMaps(), labelSelector: s.resetConfig.label, filter: hasPrefix(s.resetConfig.prefix) }),
     nodes: mk({ name: 'nodes', path: paths.nodes(), transform: trimNode }),
-    pods: mk({ name: 'pods', path: paths.pods(), labelSelector: opts.podLabelSelector, transform: trimPod }),
-    podGroups: mk({ name: 'podgroups', path: paths.podGroups(), transform: trimPodGroup(opts.conditionMessageMaxChars) }),
-    vcJobs: mk({ name: 'vcjobs', path: paths.vcJobs(), transform: trimJobObject(opts.customJobIdMaxChars, opts.conditionMessageMaxChars) }),
-    ascendJobs: mk({ name: 'ascendjobs', path: paths.ascendJobs(), transform: trimJobObject(opts.customJobIdMaxChars, opts.conditionMessageMaxChars) }),
+    pods, podGroups, vcJobs, ascendJobs,
     mindxDlConfigMaps: mk({ name: 'configmaps_mindx_dl', path: paths.configMaps('mindx-dl'), transform: digestClusterInfo }),
     volcanoConfigMaps: mk({ name: 'configmaps_volcano_system', path: paths.configMaps('volcano-system') }),
     jobSummaryConfigMaps: mk({ name: 'configmaps_job_summary', path: paths.configMaps(), labelSelector: 'outside-job-info=true', filter: isJobSummaryName, transform: digestJobSummary }),
     clusterSystemConfigMaps: mk({ name: 'configmaps_cluster_system', path: paths.configMaps(opts.clusterSystemNamespace ?? 'cluster-system') }),
+    // Before any reflector starts, so it indexes the initial lists.
+    jobIndex: new JobIndexFeed({ pods, podGroups, vcJobs, ascendJobs }, opts.npuClaims ?? 'verified'),
   };
 }
 
-export const allReflectors = (s: Sources): Array<Reflector<KubeObject>> => Object.values(s) as Array<Reflector<KubeObject>>;
+export const allReflectors = (s: Sources): Array<Reflector<KubeObject>> => Object.values(s).filter((r): r is Reflector<KubeObject> => r instanceof Reflector);
 
 export function startSources(s: Sources): void {
   for (const r of allReflectors(s)) r.start();
@@ -85,6 +95,7 @@ export function startSources(s: Sources): void {
 
 export function stopSources(s: Sources): void {
   for (const r of allReflectors(s)) r.stop();
+  s.jobIndex.stop();
 }
 
 export async function waitForSync(s: Sources, timeoutMs = 120_000): Promise<void> {

@@ -1,12 +1,11 @@
 /** Which nodes the cluster-info reconciler re-renders with a changed node (recover-in-place jobs). */
 import { fakeSources, pod, podGroup } from '../../test/support/fault-filters-fakes.ts';
 import { recoverInPlacePeers } from './fault-filters-peers.ts';
-import { JobIndex } from '../../state/job-index.ts';
 
 function world() {
+  // The sources' one job index, as the Manager hands it to recoverInPlacePeers.
   const { pods, podGroups, sources } = fakeSources();
-  const index = new JobIndex(sources);
-  pods.events$.subscribe((ev) => index.apply(ev));
+  const index = sources.jobIndex.index;
   const job = (name: string, uid: string, nodes: string[], meta: Parameters<typeof podGroup>[3] = {}) => {
     podGroups.put(podGroup('team', name, uid, meta));
     nodes.forEach((n, rank) => pods.put(pod('team', name, uid, rank, n, ['Ascend910-0'])));

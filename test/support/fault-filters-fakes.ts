@@ -11,6 +11,7 @@ import { NO_FILTER_RULES } from '../../policy/filters/custom-filter.ts';
 import type { FilterJob } from '../../policy/filters/fault-filters.ts';
 import { ownerJobsOf, podGroupOf, podOf } from './job-fakes.ts';
 import type { Sources } from '../../controllers/sources/sources.ts';
+import { JobIndexFeed, type JobIndexFeedSources } from '../../controllers/sources/job-index-feed.ts';
 
 /** A reflector's store and event stream. */
 export class FakeSource<T extends KubeObject> {
@@ -29,10 +30,14 @@ export class FakeSource<T extends KubeObject> {
   }
 }
 
-export function fakeSources(): { pods: FakeSource<KubeObject>; podGroups: FakeSource<KubeObject>; sources: Pick<Sources, 'pods' | 'podGroups' | 'vcJobs' | 'ascendJobs'> } {
+type FakeSources = Pick<Sources, 'pods' | 'podGroups' | 'vcJobs' | 'ascendJobs' | 'jobIndex'>;
+
+/** Pods, PodGroups, their owner jobs, and the one job index fed from them as the Sources' is (claims `verified` by default, as in production). */
+export function fakeSources(claims: 'verified' | 'annotation' = 'verified'): { pods: FakeSource<KubeObject>; podGroups: FakeSource<KubeObject>; sources: FakeSources } {
   const pods = new FakeSource<KubeObject>();
   const podGroups = new FakeSource<KubeObject>();
-  return { pods, podGroups, sources: { pods, podGroups, ...ownerJobsOf(podGroups) } as unknown as Pick<Sources, 'pods' | 'podGroups' | 'vcJobs' | 'ascendJobs'> };
+  const caches = { pods, podGroups, ...ownerJobsOf(podGroups) } as unknown as JobIndexFeedSources;
+  return { pods, podGroups, sources: { ...caches, jobIndex: new JobIndexFeed(caches, claims) } as unknown as FakeSources };
 }
 
 /** A Volcano job's PodGroup with labels and annotations. */

@@ -2,17 +2,18 @@
  * One size of the in-process scale scenario, in a fresh process so RSS belongs to that size alone
  * (started through scale-entry.ts, which prints the result as one JSON line). No apiserver: the
  * objects an informer would hold (device-info ConfigMaps from the device plugin simulator's own
- * encoder, Running pods, PodGroups) are built in memory and fed straight into the controller's FaultStore, JobIndex and cluster-info rendering.
+ * encoder, Running pods, PodGroups) are built in memory and fed straight into the controller's FaultStore, job index and cluster-info rendering.
  * The cluster-info reconciler itself runs on in-memory ConfigMaps (its per-node cache, one pass per
  * batch of dirty nodes), next to a full render for comparison.
  */
 import { randomUUID } from 'node:crypto';
 import { writeHeapSnapshot } from 'node:v8';
 import { FaultStore } from '../../state/fault-store.ts';
-import { JobIndex } from '../../state/job-index.ts';
+import { Subject } from 'rxjs';
+import { JobIndexFeed, type JobIndexFeedSources } from '../../controllers/sources/job-index-feed.ts';
+import type { WatchEvent } from '../../runtime/reflector.ts';
 import type { ConfigMap, Node, Pod, PodGroup } from '../../runtime/kube-objects.ts';
 import type { KubeObject } from '../../runtime/kube-client.ts';
-import type { Sources } from '../../controllers/sources/sources.ts';
 import { CLUSTER_INFO_KEY, clusterInfoReconciler, desiredShards, renderClusterInfo } from '../../reconcilers/cluster-info.reconciler.ts';
 import type { ConfigMapTarget, ConfigMapWriter } from '../../runtime/configmap-writer.ts';
 import type { Logger } from '../../telemetry/logger.ts';
@@ -121,10 +122,13 @@ function memoryClusterInfo(store: FaultStore, effective: (n: string) => readonly
   return { pass, cms, checkAgainstFullRender };
 }
 
-/** The caches JobIndex reads, as plain maps (the informers are not started in-process). */
-function cacheSources(pods: Map<string, Pod>, podGroups: Map<string, PodGroup>, vcJobs: Map<string, KubeObject>): Pick<Sources, 'pods' | 'podGroups' | 'vcJobs' | 'ascendJobs'> {
+/** The caches the job index reads, as plain maps, and their events (the informers are not started in-process). */
+function cacheSources(pods: Map<string, Pod>, podGroups: Map<string, PodGroup>, vcJobs: Map<string, KubeObject>) {
   const view = <T>(m: Map<string, T>) => ({ store: m as ReadonlyMap<string, T>, get: (k: string) => m.get(k) });
-  return { pods: view(pods), podGroups: view(podGroups), vcJobs: view(vcJobs), ascendJobs: view(new Map()) } as unknown as Pick<Sources, 'pods' | 'podGroups' | 'vcJobs' | 'ascendJobs'>;
+  return {
+    pods: { ...view(pods), events$: new Subject<WatchEvent<Pod>>() }, podGroups: { ...view(podGroups), events$: new Subject<WatchEvent<PodGroup>>() },
+    vcJobs: view(vcJobs), ascendJobs: view(new Map<string, KubeObject>()),
+  } satisfies JobIndexFeedSources;
 }
 
 export async function runScale(nodes: number, npus: number, updateSeconds: number): Promise<ScaleResult> {
@@ -178,8 +182,11 @@ export async function runScale(nodes: number, npus: number, updateSeconds: numbe
     if (rej !== undefined) throw new Error(`device-info rejected: ${rej.reason}`);
   }
   store.drainDirty();
-  const index = new JobIndex(cacheSources(pods, podGroups, vcJobs));
-  for (const p of pods.values()) index.apply({ type: 'add', obj: p });
+  // The controller's one job index as the sources build it (controllers/sources/job-index-feed.ts), fed the initial list's events.
+  const caches = cacheSources(pods, podGroups, vcJobs);
+  const index = new JobIndexFeed(caches, 'verified').index;
+  for (const pg of podGroups.values()) caches.podGroups.events$.next({ type: 'add', obj: pg });
+  for (const p of pods.values()) caches.pods.events$.next({ type: 'add', obj: p });
   const t1 = performance.now();
   const effective = (n: string) => store.records(n);
   const shards = desiredShards(renderClusterInfo(store, effective, now), []);
