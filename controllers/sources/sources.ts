@@ -46,6 +46,8 @@ export interface Sources {
 
 export interface SourcesOptions {
   readonly log?: ReflectorOptions['log'];
+  /** The controller's clock (runtime/clock.ts): every informer's health times, backoff and inactivity limit. */
+  readonly clock: ReflectorOptions['clock'];
   /** Only watch pods carrying this label selector (all pods when unset). */
   readonly podLabelSelector?: string;
   /** Namespace of clusterd-config-cm, clusterd-manual-info-cm and the escalation state (default cluster-system). */
@@ -56,8 +58,8 @@ export interface SourcesOptions {
   readonly conditionMessageMaxChars?: number;
 }
 
-export function createSources(client: KubeClient, opts: SourcesOptions = {}): Sources {
-  const mk = <T extends KubeObject>(o: ReflectorOptions): Reflector<T> => new Reflector<T>(client, { log: opts.log, ...o });
+export function createSources(client: KubeClient, opts: SourcesOptions): Sources {
+  const mk = <T extends KubeObject>(o: Omit<ReflectorOptions, 'clock'>): Reflector<T> => new Reflector<T>(client, { log: opts.log, clock: opts.clock, ...o });
   const s = CM_SELECTORS;
   return {
     deviceInfo: mk({ name: 'device_info', path: paths.configMaps(s.deviceInfo.namespace), labelSelector: s.deviceInfo.label, filter: hasPrefix(s.deviceInfo.prefix) }),
