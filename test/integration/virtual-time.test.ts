@@ -25,7 +25,6 @@ interface Lease extends KubeObject { spec?: { holderIdentity?: string; renewTime
 describe('the assembled controller on a manual clock', () => {
   const client = adminClient();
   const clock = new ManualClock(Date.now());
-  const realStart = Date.now();
   let ns = '';
   let manager: Manager;
 
@@ -138,9 +137,4 @@ describe('the assembled controller on a manual clock', () => {
       await cleanUp(client, job, nodes);
     }
   }, 90_000);
-
-  it('took far less real time than the virtual time it ran', () => {
-    expect(clock.now() - realStart).toBeGreaterThan(40_000);
-    expect(Date.now() - realStart).toBeLessThan(clock.now() - realStart);
-  });
 });
