@@ -10,6 +10,7 @@ const { HttpKubeClient } = await import('./runtime/kube-client.ts');
 const { createLogger } = await import('./telemetry/logger.ts');
 const { Metrics } = await import('./telemetry/metrics.ts');
 const { Manager } = await import('./controllers/manager.ts');
+const { realClock } = await import('./runtime/clock.ts');
 const { OptionsError, parseOptions, usage } = await import('./controllers/options.ts');
 
 async function main(): Promise<void> {
@@ -28,6 +29,8 @@ async function main(): Promise<void> {
   const client = options.kubeconfig !== '' ? HttpKubeClient.fromFile(options.kubeconfig) : HttpKubeClient.fromDefault();
   const manager = new Manager({
     client, options, log, metrics: new Metrics({ maxSeriesPerMetric: options.maxSeriesPerMetric }),
+    // The one clock of the whole controller (runtime/clock.ts); tests pass a manual one.
+    clock: realClock,
     // A replica that lost the lease exits so it can never act beside the new leader; its
     // Deployment restarts it as a standby.
     onLostLeadership: () => { log.error('lost leadership; exiting'); process.exit(1); },

@@ -6,6 +6,7 @@ import {
   type PendingDecision,
 } from '../schemas/job-state/job-state.ts';
 import type { JobRescheduleState } from '../vocabulary/job-decision-state.ts';
+import { realClock } from '../runtime/clock.ts';
 
 const NS = 'mindx-dl';
 const state = (uid: string, acted: string[] = [`${uid}/g1/job`]): JobRescheduleState => ({ jobUid: uid, generation: 1, acted });
@@ -22,7 +23,7 @@ function setup(opts: { gapMs?: number } = {}) {
   // The controller arms a work-queue key (controllers/jobs.controller.ts); a plain timer here.
   const store: JobStateStore = new JobStateStore({
     cached: (name) => cms.get(NS, name), cachedNames: () => [...cms.objects.values()].map((c) => c.metadata?.name ?? ''),
-    writer, client: cms.client(), dryRun: false, commitGapMs: opts.gapMs ?? 100, lazyMs: 60_000,
+    writer, client: cms.client(), dryRun: false, commitGapMs: opts.gapMs ?? 100, lazyMs: 60_000, now: realClock.now,
     wake: (ms) => { setTimeout(() => void store.commitDue(), ms); },
     expediteHold: () => expedited.push(Date.now()),
     onHoldFailed: (key) => replays.push(key),

@@ -74,7 +74,8 @@ export interface JobStateStoreDeps {
   readonly lazyMs?: number;
   /** ...or this long after the oldest unwritten one (default 10 s). */
   readonly lazyMaxMs?: number;
-  readonly now?: () => number;
+  /** The controller's clock's time (runtime/clock.ts). */
+  readonly now: () => number;
   /**
    * Arms the next commit in `ms` (0: now): a work-queue key whose pass calls `commitDue()`; an earlier
    * armed time wins (WorkQueue.addAfter). Timers go through the runtime (layering rule).
@@ -163,7 +164,7 @@ export class JobStateStore {
     this.d = d;
   }
 
-  private now(): number { return (this.d.now ?? Date.now)(); }
+  private now(): number { return this.d.now(); }
 
   private shardCm(shard: number): ConfigMap | undefined {
     const name = journalCmName(shard);

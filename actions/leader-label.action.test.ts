@@ -2,6 +2,7 @@ import { ApiError, type KubeClient, type KubeObject } from '../runtime/kube-clie
 import { silentLogger } from '../telemetry/logger.ts';
 import { Metrics } from '../telemetry/metrics.ts';
 import { LEADER_LABEL, LeaderLabeler } from './leader-label.action.ts';
+import { realClock } from '../runtime/clock.ts';
 
 const NS = 'mindx-dl';
 const RELEASE = { 'app.kubernetes.io/name': 'clusterd-ts', 'app.kubernetes.io/instance': 'cts' };
@@ -73,7 +74,7 @@ async function changes(m: Metrics): Promise<Record<string, number>> {
 function setup(self = 'a'): { pods: FakePods; metrics: Metrics; labeler: LeaderLabeler } {
   const pods = new FakePods();
   const metrics = new Metrics({ processMetrics: false });
-  const labeler = new LeaderLabeler({ client: pods.client(), pod: { name: self, namespace: NS }, log: silentLogger, metrics, resyncMs: 60_000, retryMinMs: 10, retryMaxMs: 40 });
+  const labeler = new LeaderLabeler({ client: pods.client(), pod: { name: self, namespace: NS }, log: silentLogger, metrics, resyncMs: 60_000, retryMinMs: 10, retryMaxMs: 40, clock: realClock });
   return { pods, metrics, labeler };
 }
 
@@ -141,7 +142,7 @@ describe('LeaderLabeler', () => {
   it('re-labels on resync while leading (label removed by hand)', async () => {
     const pods = new FakePods();
     const metrics = new Metrics({ processMetrics: false });
-    const labeler = new LeaderLabeler({ client: pods.client(), pod: { name: 'a', namespace: NS }, log: silentLogger, metrics, resyncMs: 20 });
+    const labeler = new LeaderLabeler({ client: pods.client(), pod: { name: 'a', namespace: NS }, log: silentLogger, metrics, resyncMs: 20, clock: realClock });
     pods.add('a', RELEASE);
     labeler.claim();
     await settle(labeler, () => pods.labelled().join() === 'a');

@@ -26,6 +26,7 @@ import { ControllerLoop } from '../runtime/controller-loop.ts';
 import { isConflict, isNotFound, paths, type KubeClient, type KubeObject } from '../runtime/kube-client.ts';
 import type { Outcome as PassOutcome } from '../runtime/reconciler.ts';
 import { WorkQueue } from '../runtime/work-queue.ts';
+import type { QueueClock } from '../runtime/clock.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 
@@ -53,6 +54,8 @@ export interface LeaderLabelDeps {
   readonly resyncMs: number;
   readonly retryMinMs?: number;
   readonly retryMaxMs?: number;
+  /** The controller's clock (runtime/clock.ts): resyncs and retries. */
+  readonly clock: QueueClock;
 }
 
 type Outcome = 'converged' | 'conflict';
@@ -73,8 +76,8 @@ export class LeaderLabeler {
     this.d = d;
     this.retryMinMs = d.retryMinMs ?? 1_000;
     // A change of mind during a pass re-adds the key: the queue runs one more pass right after it.
-    const queue = new WorkQueue({ baseDelayMs: this.retryMinMs, maxDelayMs: d.retryMaxMs ?? 30_000 });
-    this.loop = new ControllerLoop({ name: 'leader_label', reconcile: async () => this.run() }, { log: d.log, queue });
+    const queue = new WorkQueue({ baseDelayMs: this.retryMinMs, maxDelayMs: d.retryMaxMs ?? 30_000, clock: d.clock });
+    this.loop = new ControllerLoop({ name: 'leader_label', reconcile: async () => this.run() }, { log: d.log, queue, clock: d.clock });
     this.loop.start();
   }
 

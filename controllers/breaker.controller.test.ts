@@ -26,7 +26,7 @@ function setup(limits = { jobs: 100, autoResetMs: 0 }) {
     sources, writer: cluster.writer, client: {} as KubeClient, domainLabel: '',
     config: { windowMs: 60 * S, domain: { chips: 0, nodes: 0, jobs: limits.jobs }, cluster: { chips: 0, nodes: 0, jobs: limits.jobs }, autoResetMs: limits.autoResetMs },
     superPodOf: () => undefined, faultsOf: () => [], onReset: () => undefined,
-    log: recordingLogger([]), metrics: new Metrics({ processMetrics: false }), now: () => clock.now(), clock,
+    log: recordingLogger([]), metrics: new Metrics({ processMetrics: false }), clock,
   });
   c.start(new Subject<readonly string[]>());
   c.startActing();
@@ -119,7 +119,7 @@ describe('BreakerController: what chips count, from which source', () => {
       sources, writer: cluster.writer, client: {} as KubeClient, domainLabel: '',
       config: { windowMs: 60 * S, domain: { chips: 0, nodes: 0, jobs: 0 }, cluster: { chips: 10, nodes: 0, jobs: 0 }, autoResetMs: 0 },
       superPodOf: () => undefined, faultsOf: (n) => faults.get(n) ?? [], onReset: () => undefined,
-      log: recordingLogger(lines), metrics, now: () => clock.now(), clock,
+      log: recordingLogger(lines), metrics, clock,
     });
     const changed = new Subject<readonly string[]>();
     c.start(changed);

@@ -17,7 +17,7 @@
  */
 import { filter, type Subscription } from 'rxjs';
 import { ControllerLoop } from '../runtime/controller-loop.ts';
-import { WorkQueue, type QueueClock } from '../runtime/work-queue.ts';
+import type { QueueClock } from '../runtime/clock.ts';
 import { BurstGate } from '../runtime/burst-gate.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
@@ -60,9 +60,8 @@ export interface BreakerControllerDeps {
   readonly onReset: () => void;
   readonly log: Logger;
   readonly metrics: Metrics;
-  readonly now: () => number;
-  /** The work queue's timers (tests: a manual clock); default real time. */
-  readonly clock?: QueueClock;
+  /** The controller's clock (runtime/clock.ts): the breaker's window and its work queue's timers. */
+  readonly clock: QueueClock;
 }
 
 const RESERVED = new Set([CLUSTER_SCOPE, 'all']);
@@ -109,9 +108,9 @@ export class BreakerController implements BreakerGate {
       aged: (text, nowMs) => this.aged(text, nowMs),
       actual: () => d.sources.mindxDlConfigMaps.get(`${BREAKER_NAMESPACE}/${BREAKER_CM_NAME}`),
       writer: d.writer, events: d.client, metrics: d.metrics,
-    }), { log: d.log, metrics: d.metrics, now: d.now, ...(d.clock === undefined ? {} : { queue: new WorkQueue({ clock: d.clock }) }) });
+    }), { log: d.log, metrics: d.metrics, clock: d.clock });
     d.metrics.breakerTripped.set({ scope: CLUSTER_SCOPE }, 0);
-    this.persistGate = new BurstGate(this.loop.queue, BREAKER_PERSIST_WINDOW_MS, d.now);
+    this.persistGate = new BurstGate(this.loop.queue, BREAKER_PERSIST_WINDOW_MS, () => d.clock.now());
   }
 
   /** Watches the breaker ConfigMap (a reset annotation) and the fault view (chips out of service). */
@@ -160,7 +159,7 @@ export class BreakerController implements BreakerGate {
     if (this.heldKeys.has(heldKey) && domains.concat(CLUSTER_SCOPE).some((s) => this.state.scopes[s]?.tripped)) {
       return { allowed: false, reason: this.heldReason(domains) };
     }
-    const r = admit(this.state, { kind, key, domains, ...(source === undefined || source === '' ? {} : { source }) }, this.d.now(), this.d.config);
+    const r = admit(this.state, { kind, key, domains, ...(source === undefined || source === '' ? {} : { source }) }, this.d.clock.now(), this.d.config);
     this.counted(kind, key, source ?? '', r.state);
     this.state = r.state;
     this.tripped(r.tripped);
@@ -230,7 +229,7 @@ export class BreakerController implements BreakerGate {
     }
     this.heldKeys.clear();
     this.log.warn('breaker reset', { scopes, how });
-    this.notes.push({ type: 'Normal', reason: 'BreakerReset', message: `breaker scopes ${scopes.join(', ')} reset ${how}; held decisions are decided again from the current state`, key: `reset/${scopes.join(',')}/${this.d.now()}` });
+    this.notes.push({ type: 'Normal', reason: 'BreakerReset', message: `breaker scopes ${scopes.join(', ')} reset ${how}; held decisions are decided again from the current state`, key: `reset/${scopes.join(',')}/${this.d.clock.now()}` });
     // Level-triggered: held work is re-decided from what is true now, not replayed.
     this.d.onReset();
   }
@@ -240,7 +239,7 @@ export class BreakerController implements BreakerGate {
       this.d.metrics.breakerTripped.set({ scope: t.scope }, 1);
       const window = this.state.scopes[t.scope]?.window;
       this.log.warn('breaker tripped', { scope: t.scope, reason: t.reason, ...(window === undefined ? {} : { counted: Object.fromEntries(BREAKER_KINDS.map((k) => [k, countBySource(window[k])])) }) });
-      this.notes.push({ type: 'Warning', reason: 'BreakerTripped', message: `breaker scope ${t.scope} tripped: ${t.reason}; new isolations and reschedules in it are held until reset (kubectl clusterd breaker reset ${t.scope})`, key: `trip/${t.scope}/${this.d.now()}` });
+      this.notes.push({ type: 'Warning', reason: 'BreakerTripped', message: `breaker scope ${t.scope} tripped: ${t.reason}; new isolations and reschedules in it are held until reset (kubectl clusterd breaker reset ${t.scope})`, key: `trip/${t.scope}/${this.d.clock.now()}` });
     }
   }
 
@@ -282,7 +281,7 @@ export class BreakerController implements BreakerGate {
     const records = this.d.faultsOf(node);
     for (const c of fresh) {
       const source = sourcesOf(records.filter((r) => r.device === c && CHIP_SOURCES.has(r.source)));
-      const r = admit(this.state, { kind: 'chips', key: `${node}/${c}`, domains: domain === undefined ? [] : [domain], ...(source === '' ? {} : { source }) }, this.d.now(), this.d.config, false);
+      const r = admit(this.state, { kind: 'chips', key: `${node}/${c}`, domains: domain === undefined ? [] : [domain], ...(source === '' ? {} : { source }) }, this.d.clock.now(), this.d.config, false);
       this.counted('chips', `${node}/${c}`, source, r.state);
       this.state = r.state;
       this.tripped(r.tripped);

@@ -24,7 +24,7 @@ function setup(senders: PublicFaultSenders = OPEN_PUBLIC_FAULT_SENDERS) {
   let messages = 0;
   const metrics = new Metrics({ processMetrics: false });
   const c = new DeviceFaultsController({
-    sources, log: recordingLogger(lines), metrics, clock, now: () => clock.now(),
+    sources, log: recordingLogger(lines), metrics, clock,
     onChange: (ch) => changes.push([...ch.nodes]), onPublicFaultMessage: () => { messages++; }, publicFaultSenders: senders,
   });
   c.start();

@@ -10,7 +10,7 @@ import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { WatchEvent } from '../runtime/reflector.ts';
-import { realClock, type QueueClock } from '../runtime/work-queue.ts';
+import type { QueueClock } from '../runtime/clock.ts';
 import { TimerLoop } from '../runtime/timer-loop.ts';
 import { FaultStore, type Rejection } from '../state/fault-store.ts';
 import { DeviceInfoLastGood, LAST_GOOD_CM_NAME, type PersistedLastGood } from '../state/device-info-last-good.ts';
@@ -70,9 +70,8 @@ export interface DeviceFaultsDeps {
   readonly metrics: Metrics;
   /** Where the kept fault view is read (controllers/fault-view.ts); without it, the records as reported. */
   readonly view?: { effective(node: string): readonly FaultRecord[] };
-  readonly now?: () => number;
-  /** Time and the timers of the public-fault delete key; defaults to real timers on `now`. */
-  readonly clock?: QueueClock;
+  /** The controller's clock (runtime/clock.ts): intake times and the public-fault delete key. */
+  readonly clock: QueueClock;
   /** Called whenever the cluster view may have changed (enqueue the cluster-info key). */
   readonly onChange: (change: FaultChange) => void;
   /** Cluster-wide cap of public faults (`--max-public-faults`, ClusterD: 50,000). */
@@ -118,8 +117,8 @@ export class DeviceFaultsController {
     this.deps = deps;
     this.store = new FaultStore({ publicFaults: { maxFaults: deps.maxPublicFaults, bounds: deps.metrics.bounds } });
     this.lastGood = new DeviceInfoLastGood({ bounds: deps.metrics.bounds });
-    this.now = deps.now ?? Date.now;
-    const clock = deps.clock ?? { ...realClock, now: this.now };
+    const clock = deps.clock;
+    this.now = () => clock.now();
     this.timers = new TimerLoop({ name: 'public_fault_deletes', log: deps.log, metrics: deps.metrics, clock }, (_key, nowMs) => this.runPublicFaultDeletes(nowMs));
     this.pollOriginMs = this.now();
   }

@@ -23,7 +23,7 @@
  */
 import { merge, map, type Subscription } from 'rxjs';
 import { objectKey, type WatchEvent } from '../runtime/reflector.ts';
-import { realClock, type QueueClock } from '../runtime/work-queue.ts';
+import type { QueueClock } from '../runtime/clock.ts';
 import { TimerLoop } from '../runtime/timer-loop.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
@@ -57,9 +57,8 @@ export interface FaultFiltersDeps {
   readonly sources: Pick<Sources, 'pods' | 'jobIndex'>;
   readonly log: Logger;
   readonly metrics?: Metrics;
-  readonly now?: () => number;
-  /** Time and the timers of the window queue; defaults to real timers on `now`. */
-  readonly clock?: QueueClock;
+  /** The controller's clock (runtime/clock.ts): time and the timers of the window queue. */
+  readonly clock: QueueClock;
   /** The job view of a node: its records after the fault policy, before these filters. */
   readonly jobView: (node: string) => readonly FaultRecord[];
   /** docs/rules.md#filter.step-retry: the step-retry stage (recovery-step-retry.ts), records in, scheduler view out. */
@@ -135,7 +134,7 @@ export class FaultFiltersController {
 
   constructor(d: FaultFiltersDeps) {
     this.d = d;
-    this.clock = d.clock ?? { ...realClock, now: d.now ?? realClock.now };
+    this.clock = d.clock;
     this.claims = d.npuClaims ?? 'verified';
     this.index = d.sources.jobIndex.index;
     this.query = { claims: this.claims };

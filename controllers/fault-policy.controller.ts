@@ -12,7 +12,7 @@
  */
 import { merge, map, type Subscription } from 'rxjs';
 import type { WatchEvent } from '../runtime/reflector.ts';
-import { realClock, type QueueClock } from '../runtime/work-queue.ts';
+import type { QueueClock } from '../runtime/clock.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
@@ -39,9 +39,8 @@ export interface FaultPolicyControllerDeps {
   readonly namespace: string;
   readonly log: Logger;
   readonly metrics?: Metrics;
-  readonly now?: () => number;
-  /** Timers for deadlines; defaults to real timers on `now`. */
-  readonly clock?: QueueClock;
+  /** The controller's clock (runtime/clock.ts): time and the deadlines' timers. */
+  readonly clock: QueueClock;
   readonly records: (node: string) => readonly FaultRecord[];
   readonly nodes: () => Iterable<string>;
   /** The device plugin's own Unhealthy list of a node (pre-separate never clears those). */
@@ -82,8 +81,7 @@ export class FaultPolicyController implements FaultPolicy {
     this.deps = deps;
     this.log = deps.log;
     this.usage = new NpuUsageIndex(deps.npuClaims);
-    const now = deps.now ?? Date.now;
-    this.clock = deps.clock ?? { ...realClock, now };
+    this.clock = deps.clock;
     this.engine = new FaultPolicyEngine({
       log: deps.log, metrics: deps.metrics, clock: this.clock, usage: this.usage,
       records: deps.records, nodes: deps.nodes, onViewChange: deps.onViewChange, onStateChange: deps.onStateChange,

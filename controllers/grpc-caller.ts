@@ -33,7 +33,7 @@ export class PodAddressIndex {
   private readonly pods: () => Iterable<Pod>;
   private readonly now: () => number;
 
-  constructor(pods: () => Iterable<Pod>, now: () => number = Date.now) {
+  constructor(pods: () => Iterable<Pod>, now: () => number) {
     this.pods = pods;
     this.now = now;
   }

@@ -16,6 +16,7 @@
 import { readFile } from 'node:fs/promises';
 import { merge, type Subscription } from 'rxjs';
 import { TimerLoop } from '../runtime/timer-loop.ts';
+import type { QueueClock } from '../runtime/clock.ts';
 import { startGrpcServer, type GrpcLimits, type GrpcServerHandle } from '../grpc/index.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
@@ -45,7 +46,8 @@ export interface GrpcControllerDeps {
   readonly metrics: Metrics;
   /** Transport limit overrides (tests: a small QPS bucket). */
   readonly limits?: Partial<GrpcLimits>;
-  readonly now?: () => number;
+  /** The controller's clock (runtime/clock.ts): rate limits, keep-alive signals, the publisher's window. */
+  readonly clock: QueueClock;
   /** A job's fault subscription started or ended (FaultPublisherDeps.subscriptionChanged). */
   readonly onFaultSubscription?: (jobId: string, nodes: readonly string[]) => void;
 }
@@ -110,7 +112,7 @@ export class GrpcController {
       ...(o.grpcCallerCheck === 'off' ? {} : {
         callerCheck: podIpCallerCheck({
           job: (jobId) => this.jobPods(jobId),
-          addresses: new PodAddressIndex(() => this.d.sources.pods.store.values(), this.d.now ?? Date.now),
+          addresses: new PodAddressIndex(() => this.d.sources.pods.store.values(), () => this.d.clock.now()),
         }),
       }),
       onCallerRefused: (method) => metrics.grpcCallerRefused.inc({ method }),
@@ -118,7 +120,8 @@ export class GrpcController {
       logger: log,
       countRequest: (r) => metrics.grpcRequests.inc({ method: r.method, code: r.code !== undefined ? String(r.code) : r.grpcCode }),
       onConnectionRefused: (cap) => metrics.boundHits.inc({ bound: cap }),
-    }, grpcHandlers({ recovery, deviceFaults: this.d.deviceFaults, faults: this.faults, log, now: this.d.now ?? Date.now }));
+      clock: this.d.clock,
+    }, grpcHandlers({ recovery, deviceFaults: this.d.deviceFaults, faults: this.faults, log, now: () => this.d.clock.now() }));
     this.handle = handle;
     recovery.onJobGone = (jobId) => handle.forgetJob(jobId);
     // Jobs restored from the state store were registered before the restart: reports stay accepted.
@@ -129,7 +132,7 @@ export class GrpcController {
     }
     const s = this.d.sources;
     // Fault subscribers hear at most one push per 200 ms window, opened by the first change in it.
-    const push = new TimerLoop({ name: 'fault_publisher', log }, () => this.faults.changed());
+    const push = new TimerLoop({ name: 'fault_publisher', log, clock: this.d.clock }, () => this.faults.changed());
     push.start();
     this.publisher = push;
     this.sub = merge(this.d.faults.changes$, s.pods.events$).subscribe({

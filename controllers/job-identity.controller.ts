@@ -7,6 +7,7 @@
 import type { Subscription } from 'rxjs';
 import { objectKey } from '../runtime/reflector.ts';
 import { ControllerLoop } from '../runtime/controller-loop.ts';
+import type { QueueClock } from '../runtime/clock.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
@@ -20,7 +21,8 @@ export interface JobIdentityControllerDeps {
   readonly log: Logger;
   readonly metrics: Metrics;
   readonly dryRun: boolean;
-  readonly now?: () => number;
+  /** The controller's clock (runtime/clock.ts): the loop's timers. */
+  readonly clock: QueueClock;
 }
 
 export class JobIdentityController {
@@ -44,7 +46,7 @@ export class JobIdentityController {
 
   startActing(): void {
     if (this.loop !== undefined) return;
-    const loop = new ControllerLoop(this.reconciler, { log: this.d.log, metrics: this.d.metrics, ...(this.d.now === undefined ? {} : { now: this.d.now }) });
+    const loop = new ControllerLoop(this.reconciler, { log: this.d.log, metrics: this.d.metrics, clock: this.d.clock });
     this.loop = loop;
     loop.start();
     for (const key of this.d.sources.podGroups.store.keys()) loop.queue.add(key);

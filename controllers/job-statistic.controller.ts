@@ -11,6 +11,7 @@ import type { Subscription } from 'rxjs';
 import type { WatchEvent } from '../runtime/reflector.ts';
 import type { KubeObject } from '../runtime/kube-client.ts';
 import { ControllerLoop } from '../runtime/controller-loop.ts';
+import type { QueueClock } from '../runtime/clock.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
@@ -31,7 +32,8 @@ export interface JobStatisticControllerDeps {
   readonly writer: ConfigMapWriter;
   readonly log: Logger;
   readonly metrics: Metrics;
-  readonly now: () => number;
+  /** The controller's clock (runtime/clock.ts): report times and the loop's timers. */
+  readonly clock: QueueClock;
   /**
    * --output-limits: a custom-job-id over MAX_CUSTOM_JOB_ID_CHARS is left out and the
    * ConfigMap kept within 1 MiB; false = ClusterD (copied whole, everything written).
@@ -69,7 +71,7 @@ export class JobStatisticController {
       onRefused: (keys) => d.metrics.boundHits.inc({ bound: 'job_statistics' }, keys.length),
       limits: d.limits,
       onOmitted: (ids, maxBytes) => d.metrics.bounds.hit('job_statistic_bytes', 'current-job-statistic over a ConfigMap\'s size: entries left out of this write (kept in memory)', { configMap: JOB_STATISTIC_CM_NAME, maxBytes, omitted: ids.slice(0, 10) }, ids.length),
-    }), { log: d.log, metrics: d.metrics, now: d.now });
+    }), { log: d.log, metrics: d.metrics, clock: d.clock });
   }
 
   /** Subscribes before the sources start (events before acting are dropped: the caches replay them). */
@@ -121,6 +123,6 @@ export class JobStatisticController {
 
   private push(event: StatEvent | undefined): void {
     if (!this.acting || event === undefined || event.key === '') return;
-    this.inbox.push({ event, atSec: Math.floor(this.d.now() / 1000) });
+    this.inbox.push({ event, atSec: Math.floor(this.d.clock.now() / 1000) });
   }
 }

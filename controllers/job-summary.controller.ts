@@ -11,6 +11,7 @@ import { objectKey, type WatchEvent } from '../runtime/reflector.ts';
 import type { KubeObject } from '../runtime/kube-client.ts';
 import type { ConfigMap, Node, Pod, PodGroup } from '../runtime/kube-objects.ts';
 import { ControllerLoop } from '../runtime/controller-loop.ts';
+import type { QueueClock } from '../runtime/clock.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
@@ -60,7 +61,8 @@ export interface JobSummaryControllerDeps {
   readonly writer: ConfigMapWriter;
   readonly log: Logger;
   readonly metrics: Metrics;
-  readonly now: () => number;
+  /** The controller's clock (runtime/clock.ts): report times and the loop's timers. */
+  readonly clock: QueueClock;
 }
 
 export class JobSummaryController {
@@ -77,13 +79,13 @@ export class JobSummaryController {
     this.d = d;
     const s = d.sources;
     this.loop = new ControllerLoop(jobSummaryReconciler({
-      store: this.store, writer: d.writer, startMs: d.now(),
+      store: this.store, writer: d.writer, startMs: d.clock.now(),
       podGroup: (job) => { const k = this.pgOf(job); const pg = k === undefined ? undefined : s.podGroups.get(k); return pg === undefined ? undefined : summaryPodGroupOf(pg); },
       pods: (job) => this.podsOf(job).map(summaryPodOf),
       nodeSn: (n) => s.nodes.get(n)?.metadata?.annotations?.[NODE_SN_ANNOTATION] ?? '',
       snByIp: (ip) => snByIp(s.nodes.store.values(), ip),
       actual: (ns, name) => this.actual(ns, name),
-    }), { log: d.log, metrics: d.metrics, now: d.now });
+    }), { log: d.log, metrics: d.metrics, clock: d.clock });
   }
 
   /** Subscribes before the sources start so the initial lists feed the index. */

@@ -16,6 +16,7 @@ import { filter, map, merge, type Subscription } from 'rxjs';
 import { objectKey } from '../runtime/reflector.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import { ControllerLoop } from '../runtime/controller-loop.ts';
+import type { QueueClock } from '../runtime/clock.ts';
 import { BurstGate } from '../runtime/burst-gate.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { Logger } from '../telemetry/logger.ts';
@@ -73,7 +74,8 @@ export interface JobsControllerDeps {
   readonly options: Options;
   readonly log: Logger;
   readonly metrics: Metrics;
-  readonly now?: () => number;
+  /** The controller's clock (runtime/clock.ts): decisions' times, burst windows, every loop's timers. */
+  readonly clock: QueueClock;
   /** Test hooks around action execution (make an action fail or hang). */
   readonly hooks?: JobActionHooks;
   readonly afterPersist?: (key: string, pending: PendingDecision) => void;
@@ -128,7 +130,7 @@ export class JobsController {
 
   constructor(d: JobsControllerDeps) {
     this.d = d;
-    this.now = d.now ?? Date.now;
+    this.now = () => d.clock.now();
     const { sources: s, writer, options, log, metrics, client } = d;
     this.damper = new FlapDamper(flapDampingOf(options), this.now, (e, t) => d.deviceFaults.recoveredSince(e, t), metrics);
     // Counted claims only, the index's default unless --trust-pod-npu-annotations (policy/jobs/npu-claims.ts):
@@ -151,7 +153,7 @@ export class JobsController {
     });
     if (!options.rescheduling) { this.loops = undefined; this.gate = undefined; this.history = undefined; return; }
     const faultsOf = (n: string) => d.deviceFaults.effective(n);
-    const loop = (r: ConstructorParameters<typeof ControllerLoop>[0], workers = 1) => new ControllerLoop(r, { log, metrics, now: this.now, workers });
+    const loop = (r: ConstructorParameters<typeof ControllerLoop>[0], workers = 1) => new ControllerLoop(r, { log, metrics, clock: d.clock, workers });
     const reasonStore = this.reasonStore = new RescheduleReasonStore({
       cached: () => s.mindxDlConfigMaps.get(`${JOB_RESCHEDULE_REASON_NAMESPACE}/${JOB_RESCHEDULE_REASON_CM_NAME}`),
       writer, liveJobKeys: () => this.index.liveJobKeys(), log: log.child({ controller: 'job_reschedule_reason' }),

@@ -13,6 +13,7 @@ import { Periodic } from '../runtime/periodic.ts';
 import { LeaderLabeler, type PodRef } from '../actions/leader-label.action.ts';
 import { flapDampingOf, publicFaultNamespacesOf, type Options } from './options.ts';
 import { TimerLoop } from '../runtime/timer-loop.ts';
+import type { Clock } from '../runtime/clock.ts';
 import { createSources, sourcesHealth, startSources, stopSources, waitForSync, type Sources } from './sources/sources.ts';
 import { ControllerLoop } from '../runtime/controller-loop.ts';
 import { ConfigMapWriter } from '../runtime/configmap-writer.ts';
@@ -59,7 +60,12 @@ export interface ManagerDeps {
   readonly options: Options;
   readonly log: Logger;
   readonly metrics: Metrics;
-  readonly now?: () => number;
+  /**
+   * The controller's one clock (runtime/clock.ts): main.ts passes `realClock`, a test a ManualClock.
+   * Every flow, loop, informer, timer and the recovery FSMs' scheduler run on it, so the whole
+   * controller runs in virtual time when it is virtual.
+   */
+  readonly clock: Clock;
   readonly policy?: FaultPolicy;
   /** Called when this replica loses the lease: it must stop acting at once (main.ts exits). */
   readonly onLostLeadership?: () => void;
@@ -152,23 +158,23 @@ export class Manager implements HealthSource {
 
   constructor(deps: ManagerDeps) {
     this.deps = deps;
-    this.now = deps.now ?? Date.now;
+    this.now = () => deps.clock.now();
     deps.client.onRequest = (method, status) => deps.metrics.apiRequests.inc({ method, code: String(status) });
     this.sources = createSources(deps.client, {
-      log: deps.log.child({ component: 'sources' }), clusterSystemNamespace: deps.options.clusterSystemNamespace,
+      log: deps.log.child({ component: 'sources' }), clock: deps.clock, clusterSystemNamespace: deps.options.clusterSystemNamespace,
       customJobIdMaxChars: deps.options.outputLimits ? MAX_CUSTOM_JOB_ID_CHARS : undefined,
       conditionMessageMaxChars: deps.options.outputLimits ? MAX_EXCEPTION_MESSAGE_CHARS : undefined,
       // The one job index every reader of jobs shares (sources/job-index-feed.ts): claims as the flag says.
       npuClaims: deps.options.trustPodNpuAnnotations ? 'annotation' : 'verified',
     });
-    const { options, log, metrics } = deps;
+    const { options, log, metrics, clock } = deps;
     const s = this.sources;
     const now = this.now;
     const csNs = options.clusterSystemNamespace;
-    metrics.bounds.setLogger(log.child({ component: 'bounds' }));
+    metrics.bounds.setLogger(log.child({ component: 'bounds' }), now);
     this.writer = new ConfigMapWriter(deps.client, { metrics, dryRun: options.dryRun, log });
     const writer = this.writer;
-    const loop = (r: ConstructorParameters<typeof ControllerLoop>[0]): ControllerLoop => new ControllerLoop(r, { log, metrics, now });
+    const loop = (r: ConstructorParameters<typeof ControllerLoop>[0]): ControllerLoop => new ControllerLoop(r, { log, metrics, clock });
 
     // Ports: what one flow tells others, created first so no flow reaches into one built later.
     const ports = {
@@ -201,7 +207,7 @@ export class Manager implements HealthSource {
     });
     // Intake: sources -> FaultStore -> ports.intake.
     this.deviceFaults = new DeviceFaultsController({
-      sources: s, log: log.child({ controller: 'device_faults' }), metrics, now, maxPublicFaults: options.maxPublicFaults,
+      sources: s, log: log.child({ controller: 'device_faults' }), metrics, clock, maxPublicFaults: options.maxPublicFaults,
       publicFaultSenders: { namespaceAllowed: publicFaultNamespacesOf(options), namespaces: options.publicFaultNamespaces, unknownNodes: options.publicFaultUnknownNodes },
       view: { effective: (n) => this.faults.effective(n) },
       onChange: (c) => ports.intake.next(c),
@@ -211,7 +217,7 @@ export class Manager implements HealthSource {
     const store = this.deviceFaults.store;
     // Levels, escalation, manual separation: the job view.
     this.faultPolicy = new FaultPolicyController({
-      sources: s, namespace: csNs, log: log.child({ controller: 'fault_policy' }), metrics, now,
+      sources: s, namespace: csNs, log: log.child({ controller: 'fault_policy' }), metrics, clock,
       records: (n) => store.records(n), nodes: () => store.nodeNames(),
       reportedUnhealthy: (n) => store.nodeState(n)?.device?.data.lists.unhealthy ?? [],
       onViewChange: (nodes) => ports.reannounce.next(nodes),
@@ -223,7 +229,7 @@ export class Manager implements HealthSource {
     });
     // The fault view: job view and scheduler view per node, computed once per change (fault-view.ts).
     // Flap damping's holds end on a timer key per node, re-announced like the filters' windows.
-    const dampTimers = new TimerLoop({ name: 'flap_damping', log, metrics }, (node) => ports.reannounce.next([node]));
+    const dampTimers = new TimerLoop({ name: 'flap_damping', log, metrics, clock }, (node) => ports.reannounce.next([node]));
     this.dampTimers = dampTimers;
     this.faults = new FaultView({
       store, policy: deps.policy ?? this.faultPolicy, now, metrics,
@@ -232,7 +238,7 @@ export class Manager implements HealthSource {
     const faults = this.faults;
     this.recovery = new RecoveryController({
       client: deps.client, sources: s, faults: { jobView: (n) => faults.jobView(n), changes$: faults.changes$, notify: (n) => ports.reannounce.next(n) },
-      writer, options, log: log.child({ controller: 'recovery' }), metrics, now,
+      writer, options, log: log.child({ controller: 'recovery' }), metrics, clock,
       // With our jobs pipeline acting, label `pause` makes it re-decide the job (docs/rules.md#decision.process-gives-up, then pod or job level).
       handover: (key) => { ports.redecide.next(key); return this.reschedulingRole.holds; },
       holdsRescheduling: () => this.reschedulingRole.holds,
@@ -240,13 +246,13 @@ export class Manager implements HealthSource {
     const recovery = this.recovery;
     this.grpc = new GrpcController({
       options, sources: s, deviceFaults: this.deviceFaults, faults, recovery,
-      log: log.child({ component: 'grpc' }), metrics, now, limits: { unaryQps: options.grpcUnaryQps },
+      log: log.child({ component: 'grpc' }), metrics, clock, limits: { unaryQps: options.grpcUnaryQps },
       onFaultSubscription: (jobId, nodes) => ports.jobFacts.next({ jobId, nodes }),
     });
     const grpc = this.grpc;
     // The scheduler view's filters (with the step-retry stage of recovery-step-retry.ts in its place in the chain).
     this.filters = new FaultFiltersController({
-      sources: s, log: log.child({ controller: 'fault_filters' }), metrics, now,
+      sources: s, log: log.child({ controller: 'fault_filters' }), metrics, clock,
       jobView: (n) => faults.jobView(n),
       stepRetry: (n, r, t) => recovery.schedulerView(n, r, t),
       faultSubscribed: (uid) => grpc.faults.subscribed(uid),
@@ -261,7 +267,7 @@ export class Manager implements HealthSource {
     this.relations = new RelationFaultsController({
       sources: s, faultsOf: (n) => faults.effective(n), faultNodes$: faults.changes$.pipe(map((c) => c.nodes)),
       a3Node: (n) => (store.nodeState(n)?.device?.data.cfg.SuperPodID ?? -1) >= 0,
-      client: deps.client, log: log.child({ controller: 'relation_faults' }), metrics, now, dryRun: options.dryRun,
+      client: deps.client, log: log.child({ controller: 'relation_faults' }), metrics, clock, dryRun: options.dryRun,
       onStateChange: () => ports.sideState.next(),
     });
     this.breaker = new BreakerController({
@@ -269,7 +275,7 @@ export class Manager implements HealthSource {
       superPodOf: (n) => store.nodeState(n)?.device?.data.cfg.SuperPodID,
       faultsOf: (n) => faults.effective(n),
       onReset: () => ports.breakerReset.next(),
-      log: log.child({ controller: 'breaker' }), metrics, now,
+      log: log.child({ controller: 'breaker' }), metrics, clock,
     });
     this.jobs = new JobsController({
       breaker: this.breaker,
@@ -279,7 +285,7 @@ export class Manager implements HealthSource {
       handOff: (key, action, signal) => recovery.handOff(key, action, signal),
       filtered: (nodes) => faults.jobSnapshot(nodes, now()),
       ...(deps.jobs?.hooks === undefined ? {} : { hooks: deps.jobs.hooks }), client: deps.client, sources: s, deviceFaults: faults, writer,
-      options, log: log.child({ controller: 'jobs' }), metrics, now,
+      options, log: log.child({ controller: 'jobs' }), metrics, clock,
     });
     const clusterInfo = clusterInfoReconciler({
       // The scheduler view, minus what its filters withheld from the device plugin's lists (docs/rules.md#filter.two-views).
@@ -312,9 +318,9 @@ export class Manager implements HealthSource {
       desired: () => this.deviceFaults.lastGood.desired(), writer, namespace: CLUSTER_INFO_NAMESPACE,
       actual: () => s.mindxDlConfigMaps.get(`${CLUSTER_INFO_NAMESPACE}/${LAST_GOOD_CM_NAME}`),
     }));
-    this.jobSummary = new JobSummaryController({ sources: s, writer, log, metrics, now });
-    this.jobStatistic = new JobStatisticController({ sources: s, summaries: this.jobSummary.store, writer, log, metrics, now, limits: options.outputLimits });
-    this.jobIdentity = new JobIdentityController({ sources: s, client: deps.client, log: log.child({ controller: 'job_identity' }), metrics, now, dryRun: options.dryRun });
+    this.jobSummary = new JobSummaryController({ sources: s, writer, log, metrics, clock });
+    this.jobStatistic = new JobStatisticController({ sources: s, summaries: this.jobSummary.store, writer, log, metrics, clock, limits: options.outputLimits });
+    this.jobIdentity = new JobIdentityController({ sources: s, client: deps.client, log: log.child({ controller: 'job_identity' }), metrics, clock, dryRun: options.dryRun });
     this.schedulingException = loop(schedulingExceptionReconciler({
       writer, namespace: csNs, actual: () => s.clusterSystemConfigMaps.get(`${csNs}/${SCHEDULING_EXCEPTION_CM_NAME}`),
       inputs: () => this.jobSummary.exceptionInputs(),
@@ -483,7 +489,7 @@ export class Manager implements HealthSource {
     log.info('http server listening', { port: options.httpPort, paths: ['/healthz', '/readyz', '/metrics', '/leaderz'] });
     runSyncStep(this.flows, 'start');
     startSources(this.sources);
-    this.watchHealth = new Periodic('watch_health', WATCH_HEALTH_PERIOD_MS, () => metrics.observeWatchHealth(sourcesHealth(this.sources), this.now()), { log });
+    this.watchHealth = new Periodic('watch_health', WATCH_HEALTH_PERIOD_MS, () => metrics.observeWatchHealth(sourcesHealth(this.sources), this.now()), { log, clock: this.deps.clock });
     this.watchHealth.start();
     await waitForSync(this.sources);
     metrics.observeWatchHealth(sourcesHealth(this.sources), this.now());
@@ -504,7 +510,7 @@ export class Manager implements HealthSource {
     if (pod !== undefined) {
       this.leaderLabel = new LeaderLabeler({
         client: this.deps.client, pod, log: log.child({ component: 'leader_label' }), metrics,
-        resyncMs: options.leaseDurationSeconds * 1000,
+        resyncMs: options.leaseDurationSeconds * 1000, clock: this.deps.clock,
       });
       // A container restarted in place keeps its pod's labels: a standby must not carry it.
       this.leaderLabel.release();
@@ -513,7 +519,7 @@ export class Manager implements HealthSource {
     }
     this.elector = new LeaderElector(this.deps.client, {
       namespace: options.leaderElectionNamespace, name: LEADER_LEASE_NAME,
-      identity: this.identity,
+      identity: this.identity, clock: this.deps.clock,
       leaseDurationMs: options.leaseDurationSeconds * 1000,
       renewDeadlineMs: Math.floor(options.leaseDurationSeconds * 1000 * 2 / 3),
       retryPeriodMs: Math.max(500, Math.floor(options.leaseDurationSeconds * 1000 / 7.5)),

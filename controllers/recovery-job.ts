@@ -16,7 +16,7 @@
  * (`driveFsm$`, the one the virtual-time tests exercise): it steps the machine and fires the timers
  * the state holds as absolute due times on the injected scheduler, so a restored state resumes them.
  */
-import { asyncScheduler, filter, firstValueFrom, fromEvent, race, startWith, Subject, Subscription, take, timer, type SchedulerLike } from 'rxjs';
+import { filter, firstValueFrom, fromEvent, race, startWith, Subject, Subscription, take, timer, type SchedulerLike } from 'rxjs';
 import { driveFsm$ } from '../policy/recovery/recovery-driver.ts';
 import type { SignalStream } from '../grpc/handlers.ts';
 import type { ProcessManageSignal } from '../vocabulary/process-manage-signal.ts';
@@ -58,7 +58,8 @@ export interface JobFsmDeps {
   readonly tries?: (c: JobCommand) => number;
   readonly persist: (job: JobFsm) => void;
   readonly log: Logger;
-  readonly scheduler?: SchedulerLike;
+  /** The controller clock's scheduler (runtime/clock.ts): the FSMs' timers. */
+  readonly scheduler: SchedulerLike;
   /** After every step (metrics). */
   readonly onStep?: (job: JobFsm, machine: Machine, r: StepResult<unknown, unknown>) => void;
   /** The recovery FSM reported pods as must exit (recover-in-place): the scheduler view of their faults changed. */
@@ -97,7 +98,7 @@ export class JobFsm {
     this.recovery = recovery;
     this.hotSwitch = hotSwitch;
     this.d = d;
-    this.scheduler = d.scheduler ?? asyncScheduler;
+    this.scheduler = d.scheduler;
   }
 
   get jobId(): string {
@@ -312,9 +313,9 @@ const RECOVERY_COMMAND_WORKERS = 8;
  * per-key backoff starts at 1 s and doubles, so a command's second and third tries come 1 s and 2 s
  * after the failed ones, as ClusterD's sleeps.
  */
-export function recoveryCommandLoop(job: (jobId: string) => JobFsm | undefined, o: { log: Logger; metrics?: Metrics; clock?: QueueClock; now?: () => number }): ControllerLoop {
-  const queue = new WorkQueue({ baseDelayMs: RECOVERY_COMMAND_BACKOFF_MS, maxDelayMs: 60_000, ...(o.clock === undefined ? {} : { clock: o.clock }) });
+export function recoveryCommandLoop(job: (jobId: string) => JobFsm | undefined, o: { log: Logger; metrics?: Metrics; clock: QueueClock }): ControllerLoop {
+  const queue = new WorkQueue({ baseDelayMs: RECOVERY_COMMAND_BACKOFF_MS, maxDelayMs: 60_000, clock: o.clock });
   return new ControllerLoop({ name: RECOVERY_COMMANDS_CONTROLLER, reconcile: async (jobId) => (await job(jobId)?.runCommand()) ?? {} }, {
-    log: o.log, queue, workers: RECOVERY_COMMAND_WORKERS, ...(o.metrics === undefined ? {} : { metrics: o.metrics }), ...(o.now === undefined ? {} : { now: o.now }),
+    log: o.log, queue, clock: o.clock, workers: RECOVERY_COMMAND_WORKERS, ...(o.metrics === undefined ? {} : { metrics: o.metrics }),
   });
 }

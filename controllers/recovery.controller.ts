@@ -16,7 +16,7 @@
  * Only the leader acts: states are restored from the state store in startActing and every FSM
  * stops in stopActing. A PodGroup that goes away drops its FSMs and stored state.
  */
-import { asyncScheduler, filter, map, merge, type SchedulerLike, type Subscription } from 'rxjs';
+import { filter, map, merge, type SchedulerLike, type Subscription } from 'rxjs';
 import type { SignalStream, StreamCloseReason } from '../grpc/handlers.ts';
 import type { ProcessManageSignal } from '../vocabulary/process-manage-signal.ts';
 import { initialHotSwitchState } from '../policy/recovery/hot-switch-fsm.ts';
@@ -26,7 +26,8 @@ import type { HandOffSink } from '../actions/job-action-executor.ts';
 import { parseRecoveryTimings } from '../policy/recovery/recovery-timings.ts';
 import { objectKey } from '../runtime/reflector.ts';
 import { ControllerLoop } from '../runtime/controller-loop.ts';
-import { schedulerClock, WorkQueue } from '../runtime/work-queue.ts';
+import { WorkQueue } from '../runtime/work-queue.ts';
+import type { Clock } from '../runtime/clock.ts';
 import type { Outcome } from '../runtime/reconciler.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
@@ -64,9 +65,11 @@ export interface RecoveryControllerDeps {
   readonly metrics: Metrics;
   /** Whether we hold Volcano's rescheduling role now (controllers/rescheduling-role.ts). */
   readonly holdsRescheduling: () => boolean;
-  readonly now?: () => number;
-  /** Virtual time in unit tests; timings come from the flags (--recovery-timings). */
-  readonly scheduler?: SchedulerLike;
+  /**
+   * The controller's clock (runtime/clock.ts): the FSMs run on its scheduler, the queues on its
+   * timers (one time for both); timings come from the flags (--recovery-timings).
+   */
+  readonly clock: Clock;
   /** A jobs controller re-decides the job once the label is `pause` (else we reschedule ourselves). */
   readonly handover?: (jobKey: string, level: 'pod' | 'job') => boolean;
 }
@@ -117,8 +120,8 @@ export class RecoveryController {
 
   constructor(d: RecoveryControllerDeps) {
     this.d = d;
-    this.now = d.now ?? Date.now;
-    this.scheduler = d.scheduler ?? asyncScheduler;
+    this.now = () => d.clock.now();
+    this.scheduler = d.clock.scheduler;
     const s = d.sources;
     this.index = s.jobIndex.index;
     const index = this.index;
@@ -242,16 +245,16 @@ export class RecoveryController {
     if (this.acting) return;
     this.acting = true;
     const loop = new ControllerLoop(recoveryStateReconciler({ store: this.store, writer: this.d.writer, client: this.d.client }), {
-      log: this.d.log, metrics: this.d.metrics, now: this.now, queue: new WorkQueue(RECOVERY_STATE_QUEUE),
+      log: this.d.log, metrics: this.d.metrics, clock: this.d.clock, queue: new WorkQueue({ ...RECOVERY_STATE_QUEUE, clock: this.d.clock }),
     });
     this.persistLoop = loop;
     loop.start();
     this.store.attach((uid) => loop.queue.add(uid));
     this.feedLoop = new ControllerLoop({ name: RECOVERY_FEED_CONTROLLER, reconcile: async (key) => this.feedKey(key) }, {
-      log: this.d.log, metrics: this.d.metrics, now: this.now, queue: new WorkQueue({ clock: schedulerClock(this.scheduler) }),
+      log: this.d.log, metrics: this.d.metrics, clock: this.d.clock,
     });
     this.feedLoop.start();
-    this.commandLoop = recoveryCommandLoop((jobId) => this.jobs.get(jobId), { log: this.d.log, metrics: this.d.metrics, now: this.now, clock: schedulerClock(this.scheduler) });
+    this.commandLoop = recoveryCommandLoop((jobId) => this.jobs.get(jobId), { log: this.d.log, metrics: this.d.metrics, clock: this.d.clock });
     this.commandLoop.start();
     // The index is in step with the caches (the sources feed it every event); the placements are looked at afresh on taking over.
     this.index.recheckPlacements();

@@ -24,7 +24,7 @@ function setup(opts: { dryRun?: boolean; a3?: boolean } = {}) {
   let stateChanges = 0;
   const c = new RelationFaultsController({
     sources, faultsOf: (n) => faults.get(n) ?? [], faultNodes$: nodes$, a3Node: () => opts.a3 ?? false,
-    client, log: recordingLogger(lines, {}, () => clock.now()), metrics, clock, now: () => clock.now(), dryRun: opts.dryRun ?? false,
+    client, log: recordingLogger(lines, {}, () => clock.now()), metrics, clock, dryRun: opts.dryRun ?? false,
     onStateChange: () => { stateChanges++; },
   });
   c.start();

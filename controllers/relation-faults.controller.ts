@@ -17,7 +17,7 @@ import { filter, map, merge, mergeMap, type Observable, type Subscription } from
 import { objectKey, type WatchEvent } from '../runtime/reflector.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import { ControllerLoop } from '../runtime/controller-loop.ts';
-import { realClock, type QueueClock } from '../runtime/work-queue.ts';
+import type { QueueClock } from '../runtime/clock.ts';
 import { TimerLoop } from '../runtime/timer-loop.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
@@ -58,8 +58,8 @@ export interface RelationFaultsDeps {
   readonly client: KubeClient;
   readonly log: Logger;
   readonly metrics?: Metrics;
-  readonly now?: () => number;
-  readonly clock?: QueueClock;
+  /** The controller's clock (runtime/clock.ts): windows, deadlines, the label loop. */
+  readonly clock: QueueClock;
   readonly dryRun: boolean;
   /** The relation state changed (escalation-state reconciler). */
   readonly onStateChange?: () => void;
@@ -86,11 +86,11 @@ export class RelationFaultsController {
 
   constructor(d: RelationFaultsDeps) {
     this.d = d;
-    this.clock = d.clock ?? { ...realClock, now: d.now ?? realClock.now };
+    this.clock = d.clock;
     this.config = d.config ?? DEFAULT_RELATION_FAULT_CONFIG;
     this.index = d.sources.jobIndex.index;
     this.labels = new ControllerLoop(relationLabelReconciler({ pending: this.pending, client: d.client, dryRun: d.dryRun, ...(d.metrics ? { metrics: d.metrics } : {}) }),
-      { log: d.log, ...(d.metrics ? { metrics: d.metrics } : {}), ...(d.now ? { now: d.now } : {}) });
+      { log: d.log, ...(d.metrics ? { metrics: d.metrics } : {}), clock: d.clock });
     this.timers = new TimerLoop({ name: 'relation_fault_timers', log: d.log, clock: this.clock, ...(d.metrics ? { metrics: d.metrics } : {}) },
       (key, nowMs) => (key === BATCH_KEY ? this.flush() : this.fireDue(nowMs)));
   }

@@ -23,7 +23,7 @@ export class UnaryRateLimiter {
   private readonly shared: TokenBucket;
   private readonly health: TokenBucket;
 
-  constructor(limits: { unaryQps: number; healthCheckQps: number }, now?: Now) {
+  constructor(limits: { unaryQps: number; healthCheckQps: number }, now: Now) {
     this.shared = new TokenBucket(limits.unaryQps, limits.unaryQps, now);
     this.health = new TokenBucket(limits.healthCheckQps, limits.healthCheckQps, now);
   }

@@ -51,10 +51,10 @@ export class CallerGate {
   private readonly now: () => number;
   private readonly lastLog = new Map<string, { atMs: number; suppressed: number }>();
 
-  constructor(check: CallerCheck | undefined, log: GrpcLogger, onRefused: (method: string) => void = () => {}, now: () => number = Date.now) {
+  constructor(check: CallerCheck | undefined, log: GrpcLogger, onRefused: ((method: string) => void) | undefined, now: () => number) {
     this.check = check;
     this.log = log;
-    this.onRefused = onRefused;
+    this.onRefused = onRefused ?? (() => {});
     this.now = now;
   }
 

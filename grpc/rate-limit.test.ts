@@ -1,4 +1,5 @@
 import { KeyedBuckets, QueuedLimiter, TokenBucket } from './rate-limit.ts';
+import { realClock } from '../runtime/clock.ts';
 
 describe('TokenBucket', () => {
   it('allows a burst, then refills continuously at the rate', () => {
@@ -25,7 +26,7 @@ describe('TokenBucket', () => {
 
 describe('QueuedLimiter (fault query: 10/s, burst 10, queue 50)', () => {
   it('serves the burst at once, queues up to the queue size, rejects the rest, then drains in order', async () => {
-    const l = new QueuedLimiter(100, 2, 3);
+    const l = new QueuedLimiter(100, 2, 3, realClock);
     const order: number[] = [];
     const all = Array.from({ length: 7 }, (_, i) => l.acquire().then((ok) => (ok && order.push(i), ok)));
     expect(l.queued).toBe(3);
@@ -34,7 +35,7 @@ describe('QueuedLimiter (fault query: 10/s, burst 10, queue 50)', () => {
   });
 
   it('close() rejects the waiters', async () => {
-    const l = new QueuedLimiter(0.001, 1, 5);
+    const l = new QueuedLimiter(0.001, 1, 5, realClock);
     expect(await l.acquire()).toBe(true);
     const waiting = l.acquire();
     l.close();

@@ -1,8 +1,9 @@
 /**
  * Token buckets for the gRPC transport (docs/grpc.md#transport, docs/rules.md#timing.clusterd): per-method unary QPS buckets,
  * the fault query's 10/s limiter with a 50-deep wait queue, and the public-fault per-resource bucket.
- * Time comes from an injected `now()` (ms) so tests can drive it.
+ * Time comes from the controller's clock (runtime/clock.ts), injected, so tests can drive it.
  */
+import type { QueueClock } from '../runtime/clock.ts';
 
 export type Now = () => number;
 
@@ -14,7 +15,7 @@ export class TokenBucket {
   private tokens: number;
   private last: number;
 
-  constructor(ratePerSec: number, burst: number, now: Now = Date.now) {
+  constructor(ratePerSec: number, burst: number, now: Now) {
     this.ratePerSec = ratePerSec;
     this.burst = burst;
     this.now = now;
@@ -51,10 +52,12 @@ export class QueuedLimiter {
   private readonly bucket: TokenBucket;
   private readonly queueSize: number;
   private readonly waiters: Array<(ok: boolean) => void> = [];
-  private timer: ReturnType<typeof setTimeout> | undefined;
+  private readonly clock: QueueClock;
+  private timer: unknown;
 
-  constructor(ratePerSec: number, burst: number, queueSize: number, now: Now = Date.now) {
-    this.bucket = new TokenBucket(ratePerSec, burst, now);
+  constructor(ratePerSec: number, burst: number, queueSize: number, clock: QueueClock) {
+    this.clock = clock;
+    this.bucket = new TokenBucket(ratePerSec, burst, () => clock.now());
     this.queueSize = queueSize;
   }
 
@@ -74,19 +77,18 @@ export class QueuedLimiter {
 
   /** Reject every waiter (server shutdown). */
   close(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
+    if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
     this.timer = undefined;
     for (const w of this.waiters.splice(0)) w(false);
   }
 
   private schedule(): void {
     if (this.timer !== undefined || this.waiters.length === 0) return;
-    this.timer = setTimeout(() => {
+    this.timer = this.clock.setTimeout(() => {
       this.timer = undefined;
       while (this.waiters.length > 0 && this.bucket.tryTake()) this.waiters.shift()?.(true);
       this.schedule();
     }, Math.max(1, this.bucket.msUntilToken()));
-    this.timer.unref?.();
   }
 }
 
@@ -98,7 +100,7 @@ export class KeyedBuckets {
   private readonly maxKeys: number;
   private readonly now: Now;
 
-  constructor(ratePerSec: number, burst: number, maxKeys: number, now: Now = Date.now) {
+  constructor(ratePerSec: number, burst: number, maxKeys: number, now: Now) {
     this.ratePerSec = ratePerSec;
     this.burst = burst;
     this.maxKeys = maxKeys;

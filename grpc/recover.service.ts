@@ -22,6 +22,7 @@ import {
 import { clientKind, type RecoverRegistry } from './registry.ts';
 import { ServerSignalStream, type SignalStreamOptions } from './signal-stream.ts';
 import { checkReportSizes, clip, validJobId, validRole } from './validate.ts';
+import type { QueueClock } from '../runtime/clock.ts';
 
 export const RECOVER_PATH = '/Recover/';
 export const DEFAULT_KEEP_ALIVE_SIGNAL_MS = 5_000;
@@ -32,6 +33,8 @@ export interface RecoverServiceDeps {
   readonly handlers: RecoverHandlers;
   /** Interval of `keep-alive` signals on each subscription (ClusterD: 5 s). */
   readonly keepAliveSignalMs?: number;
+  /** The controller's clock (runtime/clock.ts): the keep-alive signals' period. */
+  readonly clock: QueueClock;
   /** Bound on each stream's queued writes. */
   readonly streamOptions?: SignalStreamOptions;
 }
@@ -88,13 +91,21 @@ export function recoverService(d: RecoverServiceDeps): UntypedServiceImplementat
     ctx.count({ method, grpcCode: 'OK' });
     ctx.log.info('process signal stream opened', { jobId: client.jobId, role: client.role, streamId: stream.id });
     let subscription: ReturnType<RecoverHandlers['subscribe']> | undefined;
-    const timer = setInterval(() => {
-      const uuid = subscription?.currentUuid?.() ?? '';
-      void stream.send(processManageSignal({ uuid, jobId: client.jobId, signalType: 'keep-alive' }));
-    }, keepAliveMs);
-    timer.unref();
+    // A keep-alive every keepAliveMs, re-armed after each (a period on the controller's clock).
+    let timer: unknown;
+    let open = true;
+    const keepAlive = (): void => {
+      timer = d.clock.setTimeout(() => {
+        if (!open) return;
+        const uuid = subscription?.currentUuid?.() ?? '';
+        void stream.send(processManageSignal({ uuid, jobId: client.jobId, signalType: 'keep-alive' }));
+        keepAlive();
+      }, keepAliveMs);
+    };
+    keepAlive();
     stream.onClose((reason) => {
-      clearInterval(timer);
+      open = false;
+      d.clock.clearTimeout(timer);
       registry.detachStream(client.jobId, stream);
       const level = reason === 'client-cancelled' || reason === 'write-error' || reason === 'slow-consumer' ? 'warn' : 'info';
       ctx.log[level]('process signal stream closed', { jobId: client.jobId, streamId: stream.id, reason });

@@ -48,7 +48,8 @@ export interface RecoverRegistryDeps {
   readonly maxServeJobs?: number;
   /** Idle O&M notify streams held per job (0 = no cap). */
   readonly maxSideStreamsPerJob?: number;
-  readonly now?: () => number;
+  /** The controller's clock's time (runtime/clock.ts). */
+  readonly now: () => number;
 }
 
 interface MutableEntry {
@@ -79,7 +80,7 @@ export class RecoverRegistry {
   }
 
   private now(): number {
-    return (this.deps.now ?? Date.now)();
+    return this.deps.now();
   }
 
   private touch(client: ClientInfo): MutableEntry {

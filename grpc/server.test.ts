@@ -4,6 +4,7 @@ import { credentials, status as GrpcStatus } from '@grpc/grpc-js';
 import { DEFAULT_LIMITS, GRPC_PORT } from './server.ts';
 import { eventually } from './stub-handlers.ts';
 import { openStream, startStubServer, unaryCall, unaryError, type StubServer } from './testing.ts';
+import { realClock } from '../runtime/clock.ts';
 
 const JOB = '0a0b0c0d-1234-5678-9abc-def012345678';
 const who = { jobId: JOB, role: 'taskd' };
@@ -43,7 +44,7 @@ describe('gRPC transport (docs/grpc.md#transport)', () => {
   });
 
   it('unary burst above the shared bucket: UNKNOWN "qps exceeded, method=..."; HealthCheck has its own bucket', async () => {
-    t = await startStubServer({ limits: { unaryQps: 5, healthCheckQps: 50 }, now: () => 1_000 }, [JOB]);
+    t = await startStubServer({ limits: { unaryQps: 5, healthCheckQps: 50 }, clock: { ...realClock, now: () => 1_000 } }, [JOB]);
     const c = t.client();
     for (let i = 0; i < 5; i++) await unaryCall(c, 'recover', 'Init', who);
     const err = await unaryError(c, 'recover', 'Register', who);

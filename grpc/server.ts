@@ -23,6 +23,7 @@ import { KeyedBuckets, QueuedLimiter } from './rate-limit.ts';
 import { recoverService } from './recover.service.ts';
 import { DEFAULT_MAX_SERVE_JOBS, FaultRegistry, RecoverRegistry } from './registry.ts';
 import { DEFAULT_PUBLIC_FAULT_RESOURCES } from './validate.ts';
+import type { QueueClock } from '../runtime/clock.ts';
 
 export const GRPC_PORT = 8899;
 const MiB = 1024 * 1024;
@@ -108,8 +109,8 @@ export interface GrpcServerOptions {
   readonly onCallerRefused?: (method: string) => void;
   /** A registration or stream was refused or dropped at a cap (the wiring counts and logs it). */
   readonly onBoundHit?: (bound: GrpcBound, message: string, fields: Record<string, unknown>) => void;
-  /** Clock of the token buckets (ms). */
-  readonly now?: () => number;
+  /** The controller's clock (runtime/clock.ts): token buckets, the query queue, keep-alive signals. */
+  readonly clock: QueueClock;
   readonly protoDir?: string;
 }
 
@@ -152,10 +153,11 @@ export async function startGrpcServer(opts: GrpcServerOptions, handlers: GrpcHan
   const limits: GrpcLimits = { ...DEFAULT_LIMITS, ...opts.limits };
   const log = opts.logger ?? silentLogger;
   const count = opts.countRequest ?? (() => {});
+  const now = (): number => opts.clock.now();
   const boundHit = opts.onBoundHit ?? ((bound: GrpcBound, message: string, fields: Record<string, unknown>) => log.warn(message, { bound, ...fields }));
   const ctx: CallContext = {
-    log, count, limiter: new UnaryRateLimiter(limits, opts.now),
-    gate: new CallerGate(opts.callerCheck, log, opts.onCallerRefused, opts.now), boundHit,
+    log, count, limiter: new UnaryRateLimiter(limits, now),
+    gate: new CallerGate(opts.callerCheck, log, opts.onCallerRefused, now), boundHit,
   };
   const streamOptions: SignalStreamOptions = {
     maxPending: limits.maxStreamPendingWrites,
@@ -166,15 +168,15 @@ export async function startGrpcServer(opts: GrpcServerOptions, handlers: GrpcHan
   const services = loadClusterdServices(opts.protoDir);
 
   const recoverRegistry = new RecoverRegistry({
-    jobExists: opts.jobExists, maxServeJobs: limits.maxServeJobs, maxSideStreamsPerJob: limits.maxSideStreamsPerJob, ...(opts.now ? { now: opts.now } : {}),
+    jobExists: opts.jobExists, maxServeJobs: limits.maxServeJobs, maxSideStreamsPerJob: limits.maxSideStreamsPerJob, now,
   });
   const faultRegistry = new FaultRegistry({
     maxServeJobs: limits.maxServeJobs, maxRolesPerJob: limits.maxFaultRolesPerJob,
     maxPublishersPerClient: limits.maxFaultPublishersPerClient, maxPublishers: limits.maxFaultPublishers,
   });
-  const queryLimiter = new QueuedLimiter(limits.faultQueryQps, limits.faultQueryBurst, limits.faultQueryQueue, opts.now);
+  const queryLimiter = new QueuedLimiter(limits.faultQueryQps, limits.faultQueryBurst, limits.faultQueryQueue, opts.clock);
   const resources = opts.publicFaultResources ?? DEFAULT_PUBLIC_FAULT_RESOURCES;
-  const pubLimiter = new KeyedBuckets(limits.pubFaultRefillPerSec, limits.pubFaultBurst, Math.max(resources.length, 1), opts.now);
+  const pubLimiter = new KeyedBuckets(limits.pubFaultRefillPerSec, limits.pubFaultBurst, Math.max(resources.length, 1), now);
 
   const server = new Server({
     'grpc.max_receive_message_length': limits.maxReceiveMessageBytes,
@@ -183,7 +185,7 @@ export async function startGrpcServer(opts: GrpcServerOptions, handlers: GrpcHan
     'grpc.keepalive_time_ms': limits.keepAliveTimeMs,
     'grpc.keepalive_timeout_ms': limits.keepAliveTimeoutMs,
   });
-  server.addService(services.recover, recoverService({ ctx, registry: recoverRegistry, handlers: handlers.recover, keepAliveSignalMs: limits.keepAliveSignalMs, streamOptions }));
+  server.addService(services.recover, recoverService({ ctx, registry: recoverRegistry, handlers: handlers.recover, keepAliveSignalMs: limits.keepAliveSignalMs, clock: opts.clock, streamOptions }));
   server.addService(services.fault, faultService({ ctx, registry: faultRegistry, handlers: handlers.fault, jobExists: opts.jobExists, queryLimiter, streamOptions }));
   server.addService(services.pubFault, pubFaultService({ ctx, handlers: handlers.pubFault, resources, limiter: pubLimiter }));
   for (const key of ['job', 'config', 'trainingDataTrace'] as const) server.addService(services[key], unimplemented(services[key], ctx));

@@ -7,6 +7,7 @@ import type { GrpcLogger, RequestRecord } from './handlers.ts';
 import { loadClusterdServices, type ClusterdServices, type ServiceKey } from './protos.ts';
 import { startGrpcServer, type GrpcServerHandle, type GrpcServerOptions } from './server.ts';
 import { stubHandlers, type StubHandlers } from './stub-handlers.ts';
+import { realClock } from '../runtime/clock.ts';
 
 export interface LogLine { readonly level: string; readonly msg: string; readonly fields?: Record<string, unknown> }
 
@@ -31,7 +32,7 @@ export async function startStubServer(opts: Partial<GrpcServerOptions> = {}, job
   const logger: GrpcLogger = { info: log('info'), warn: log('warn'), error: log('error'), debug: log('debug') };
   const stub = stubHandlers();
   const server = await startGrpcServer(
-    { host: '127.0.0.1', port: 0, jobExists: (id) => jobs.has(id), logger, countRequest: (r) => void records.push(r), ...opts },
+    { host: '127.0.0.1', port: 0, jobExists: (id) => jobs.has(id), logger, countRequest: (r) => void records.push(r), clock: realClock, ...opts },
     stub,
   );
   const clients: Client[] = [];

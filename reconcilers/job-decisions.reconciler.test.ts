@@ -15,6 +15,7 @@ import { jobDecisionsReconciler } from './job-decisions.reconciler.ts';
 import type { Sources } from '../controllers/sources/sources.ts';
 import { FlapDamper } from '../state/flap-damper.ts';
 import type { KubeObject } from '../runtime/kube-client.ts';
+import { realClock } from '../runtime/clock.ts';
 
 const NS = 'team-a';
 const UID = 'u1';
@@ -34,7 +35,7 @@ function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string>; 
   const writer = new ConfigMapWriter(cms.client());
   const states: JobStateStore = new JobStateStore({
     cached: (name) => cms.get('mindx-dl', name), cachedNames: () => [...cms.objects.values()].map((c) => c.metadata?.name ?? ''),
-    writer, client: cms.client(), dryRun: false, lazyMs: 60_000, wake: (ms) => { setTimeout(() => void states.commitDue(), ms); },
+    writer, client: cms.client(), dryRun: false, lazyMs: 60_000, now: realClock.now, wake: (ms) => { setTimeout(() => void states.commitDue(), ms); },
     expediteHold: () => undefined,
   });
   const faults: Record<string, FaultRecord[]> = { 'node-2': [chipFault('node-2', 'Ascend910-0', 'SeparateNPU', '80E18402')] };

@@ -3,6 +3,7 @@ import { silentLogger } from '../telemetry/logger.ts';
 import { FakeConfigMaps } from '../test/support/job-fakes.ts';
 import { parseRescheduleHistory } from '../schemas/job-reschedule-reason/job-reschedule-reason.ts';
 import { RescheduleReasonStore } from './job-reschedule-reason.reconciler.ts';
+import { realClock } from '../runtime/clock.ts';
 
 const task = { RescheduleReason: 'CardUnhealthy' as const, PodName: 'llama-worker-2', NodeName: 'node-2', NodeRankIndex: '2' };
 
@@ -10,7 +11,7 @@ function setup(live: string[]) {
   const cms = new FakeConfigMaps();
   const store = new RescheduleReasonStore({
     cached: () => cms.get('mindx-dl', 'job-reschedule-reason'), writer: new ConfigMapWriter(cms.client()),
-    liveJobKeys: () => new Set(live), log: silentLogger,
+    liveJobKeys: () => new Set(live), log: silentLogger, now: realClock.now,
   });
   const history = () => {
     const p = parseRescheduleHistory(cms.get('mindx-dl', 'job-reschedule-reason')?.data?.['recent-reschedule-records'] ?? '');

@@ -43,7 +43,8 @@ export interface RescheduleReasonDeps {
   readonly timeZone?: string;
   /** Least time between the starts of two writes of added records (default 0: none). */
   readonly gapMs?: number;
-  readonly now?: () => number;
+  /** The controller's clock's time (runtime/clock.ts). */
+  readonly now: () => number;
   /** Arms `flushDue` in `ms` (the reasons loop's JOB_RESCHEDULE_REASON_FLUSH_KEY; timers go through the runtime). */
   readonly wake?: (ms: number) => void;
 }
@@ -71,7 +72,7 @@ export class RescheduleReasonStore implements RescheduleReasonSink {
     this.d = d;
   }
 
-  private now(): number { return (this.d.now ?? Date.now)(); }
+  private now(): number { return this.d.now(); }
 
   /** Starts a flush now if the gap since the last one has passed, else arms one for then. */
   private armFlush(): void {

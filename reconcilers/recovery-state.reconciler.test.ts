@@ -84,7 +84,7 @@ function setup() {
   });
   const clock = new VirtualClock();
   const loop = new ControllerLoop(recoveryStateReconciler({ store, writer, client: cms.client() }), {
-    log: silentLogger, metrics, queue: new WorkQueue({ ...RECOVERY_STATE_QUEUE, clock }), now: () => clock.t,
+    log: silentLogger, metrics, queue: new WorkQueue({ ...RECOVERY_STATE_QUEUE, clock }), clock,
   });
   loop.start();
   store.attach((uid) => loop.queue.add(uid));

@@ -81,7 +81,7 @@ export const RECOVERY_STATE_CONTROLLER = 'recovery_state';
  * The work queue of the recovery_state loop: a failed write is retried after 200 ms, doubling, capped
  * at a minute (the pace of the store's former private retry, which gave up after 5 failures).
  */
-export const RECOVERY_STATE_QUEUE: WorkQueueOptions = { baseDelayMs: 200, maxDelayMs: 60_000 };
+export const RECOVERY_STATE_QUEUE: Omit<WorkQueueOptions, 'clock'> = { baseDelayMs: 200, maxDelayMs: 60_000 };
 
 /** Failed writes a caller of `save` / `remove` (Register, a persisted downgrade, shutdown) waits through. */
 export const CALLER_WAIT_FAILURES = 5;

@@ -7,14 +7,17 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { TerminalError, type Reconciler } from './reconciler.ts';
+import type { QueueClock } from './clock.ts';
 import { WorkQueue } from './work-queue.ts';
 
 export interface ControllerLoopOptions {
   readonly workers?: number;
   readonly log: Logger;
   readonly metrics?: Metrics;
+  /** A queue of its own (backoff settings); it must run on `clock`. */
   readonly queue?: WorkQueue;
-  readonly now?: () => number;
+  /** The controller's clock (runtime/clock.ts): the reconcilers' `now` and the queue's timers. */
+  readonly clock: QueueClock;
 }
 
 export class ControllerLoop {
@@ -27,7 +30,7 @@ export class ControllerLoop {
   constructor(reconciler: Reconciler, opts: ControllerLoopOptions) {
     this.reconciler = reconciler;
     this.opts = opts;
-    this.queue = opts.queue ?? new WorkQueue();
+    this.queue = opts.queue ?? new WorkQueue({ clock: opts.clock });
   }
 
   start(): void {
@@ -40,7 +43,10 @@ export class ControllerLoop {
     await Promise.all(this.running);
   }
 
-  /** Resolves when the queue is empty and nothing is in flight (tests, benchmarks). */
+  /**
+   * Resolves when the queue is empty and nothing is in flight (tests, benchmarks). It polls in real
+   * time on purpose: it waits for real I/O to drain, and a test on a manual clock calls it too.
+   */
   async idle(timeoutMs = 10_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (this.queue.length > 0 || this.inFlight > 0) {
@@ -61,7 +67,7 @@ export class ControllerLoop {
       const t0 = performance.now();
       let result = 'success';
       try {
-        const out = await this.reconciler.reconcile(key, { log, signal: this.abort.signal, now: this.opts.now ?? Date.now });
+        const out = await this.reconciler.reconcile(key, { log, signal: this.abort.signal, now: () => this.opts.clock.now() });
         this.queue.forget(key);
         if (out.requeueAfterMs !== undefined) { this.queue.addAfter(key, out.requeueAfterMs); result = 'requeue_after'; }
       } catch (err) {

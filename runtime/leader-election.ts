@@ -5,6 +5,7 @@
  * retry period and gives up leadership when it cannot renew within the renew deadline. Losing the
  * lease is reported once; the caller should stop acting at once (main.ts exits and restarts).
  */
+import type { QueueClock } from './clock.ts';
 import { isConflict, isNotFound, paths, type KubeClient, type KubeObject } from './kube-client.ts';
 
 interface Lease extends KubeObject {
@@ -28,7 +29,8 @@ export interface LeaderElectionOptions {
   readonly onStoppedLeading: () => void;
   readonly onNewLeader?: (identity: string) => void;
   readonly log?: { info(m: string, f?: object): void; warn(m: string, f?: object): void };
-  readonly now?: () => number;
+  /** The controller's clock (runtime/clock.ts): the retry period and the locally observed times. */
+  readonly clock: QueueClock;
 }
 
 const micro = (ms: number): string => new Date(ms).toISOString().replace('Z', '000Z');
@@ -36,7 +38,7 @@ const micro = (ms: number): string => new Date(ms).toISOString().replace('Z', '0
 export class LeaderElector {
   private readonly client: KubeClient;
   private readonly o: Required<Omit<LeaderElectionOptions, 'onNewLeader' | 'log'>> & Pick<LeaderElectionOptions, 'onNewLeader' | 'log'>;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: unknown;
   private leading = false;
   private stopped = false;
   private lastRenewMs = 0;
@@ -47,7 +49,7 @@ export class LeaderElector {
   constructor(client: KubeClient, opts: LeaderElectionOptions) {
     this.client = client;
     this.o = {
-      leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000, now: Date.now, ...opts,
+      leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000, ...opts,
     };
     if (this.o.renewDeadlineMs >= this.o.leaseDurationMs) throw new Error('renew deadline must be shorter than the lease duration');
   }
@@ -63,7 +65,7 @@ export class LeaderElector {
   /** Stops campaigning; a leader releases the lease so a standby can take over at once. */
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer !== undefined) clearTimeout(this.timer);
+    if (this.timer !== undefined) this.o.clock.clearTimeout(this.timer);
     if (this.leading) {
       this.leading = false;
       try {
@@ -81,13 +83,12 @@ export class LeaderElector {
   abandon(): void {
     this.stopped = true;
     this.leading = false;
-    if (this.timer !== undefined) clearTimeout(this.timer);
+    if (this.timer !== undefined) this.o.clock.clearTimeout(this.timer);
   }
 
   private schedule(): void {
     if (this.stopped) return;
-    this.timer = setTimeout(() => void this.tick(), this.o.retryPeriodMs);
-    this.timer.unref();
+    this.timer = this.o.clock.setTimeout(() => void this.tick(), this.o.retryPeriodMs);
   }
 
   private async tick(): Promise<void> {
@@ -97,7 +98,7 @@ export class LeaderElector {
     } catch (e) {
       this.o.log?.warn('leader election request failed', { err: String(e) });
     }
-    const now = this.o.now();
+    const now = this.o.clock.now();
     if (ok) {
       this.lastRenewMs = now;
       if (!this.leading && !this.stopped) {
@@ -114,7 +115,7 @@ export class LeaderElector {
   }
 
   private async tryAcquireOrRenew(): Promise<boolean> {
-    const now = this.o.now();
+    const now = this.o.clock.now();
     const path = paths.lease(this.o.namespace, this.o.name);
     const durationS = Math.ceil(this.o.leaseDurationMs / 1000);
     let lease: Lease | undefined;

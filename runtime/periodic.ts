@@ -7,12 +7,14 @@
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { ControllerLoop } from './controller-loop.ts';
-import { WorkQueue, type QueueClock } from './work-queue.ts';
+import type { QueueClock } from './clock.ts';
+import { WorkQueue } from './work-queue.ts';
 
 export interface PeriodicOptions {
   readonly log: Logger;
   readonly metrics?: Metrics;
-  readonly clock?: QueueClock;
+  /** The controller's clock (runtime/clock.ts). */
+  readonly clock: QueueClock;
 }
 
 export class Periodic {
@@ -24,14 +26,14 @@ export class Periodic {
   constructor(name: string, everyMs: number, run: () => void | Promise<void>, o: PeriodicOptions) {
     this.name = name;
     this.everyMs = everyMs;
-    const queue = new WorkQueue(o.clock === undefined ? {} : { clock: o.clock });
+    const queue = new WorkQueue({ clock: o.clock });
     this.loop = new ControllerLoop({
       name,
       reconcile: async () => {
         await run();
         return { requeueAfterMs: everyMs };
       },
-    }, { log: o.log, queue, ...(o.metrics === undefined ? {} : { metrics: o.metrics }) });
+    }, { log: o.log, queue, clock: o.clock, ...(o.metrics === undefined ? {} : { metrics: o.metrics }) });
   }
 
   /** The first pass runs one period from now (as setInterval's). */

@@ -7,6 +7,7 @@
  */
 import { BehaviorSubject, Subject, type Observable } from 'rxjs';
 import { Backoff } from './backoff.ts';
+import type { QueueClock } from './clock.ts';
 import type { KubeClient, KubeObject } from './kube-client.ts';
 
 /** Longest silence on a watch before it is treated as dead and restarted (bookmarks come about every minute). */
@@ -35,7 +36,8 @@ export interface ReflectorOptions {
    * Default: the object without managedFields.
    */
   readonly transform?: (obj: KubeObject) => KubeObject;
-  readonly now?: () => number;
+  /** The controller's clock (runtime/clock.ts): health times, retry backoff, the inactivity limit. */
+  readonly clock: QueueClock;
 }
 
 export interface ReflectorHealth {
@@ -64,11 +66,13 @@ export class Reflector<T extends KubeObject> {
   private readonly events = new Subject<WatchEvent<T>>();
   private readonly syncedSubject = new BehaviorSubject<boolean>(false);
   private readonly backoff: Backoff;
-  private readonly now: () => number;
+  private readonly clock: QueueClock;
   private rv = '';
   private running = false;
   private abort: AbortController | undefined;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: unknown;
+  /** The open watch's inactivity limit (WATCH_INACTIVITY_MS without a line from the apiserver). */
+  private quiet: unknown;
   private generation = 0;
   private connected = false;
   private lastContactMs = 0;
@@ -89,7 +93,7 @@ export class Reflector<T extends KubeObject> {
     this.client = client;
     this.opts = opts;
     this.backoff = opts.backoff ?? new Backoff({ initialMs: 200, maxMs: 10_000 });
-    this.now = opts.now ?? Date.now;
+    this.clock = opts.clock;
     this.keep = (opts.transform ?? strip) as (obj: KubeObject) => T;
   }
 
@@ -117,7 +121,9 @@ export class Reflector<T extends KubeObject> {
   stop(): void {
     this.running = false;
     this.generation++;
-    if (this.timer !== undefined) clearTimeout(this.timer);
+    if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+    this.clearQuiet();
     this.abort?.abort();
     this.connected = false;
   }
@@ -125,17 +131,22 @@ export class Reflector<T extends KubeObject> {
   /** Resolves once the first list has been applied. */
   waitForSync(timeoutMs = 60_000): Promise<void> {
     return new Promise((resolve, reject) => {
-      const t = setTimeout(() => { sub.unsubscribe(); reject(new Error(`${this.opts.name}: not synced after ${timeoutMs} ms`)); }, timeoutMs);
+      const t = this.clock.setTimeout(() => { sub.unsubscribe(); reject(new Error(`${this.opts.name}: not synced after ${timeoutMs} ms`)); }, timeoutMs);
       const sub = this.syncedSubject.subscribe((s) => {
-        if (s) { clearTimeout(t); queueMicrotask(() => sub.unsubscribe()); resolve(); }
+        if (s) { this.clock.clearTimeout(t); queueMicrotask(() => sub.unsubscribe()); resolve(); }
       });
     });
   }
 
   private schedule(fn: () => void, ms: number): void {
     if (!this.running) return;
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = setTimeout(fn, ms);
+    if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
+    this.timer = this.clock.setTimeout(() => { this.timer = undefined; fn(); }, ms);
+  }
+
+  private clearQuiet(): void {
+    if (this.quiet !== undefined) this.clock.clearTimeout(this.quiet);
+    this.quiet = undefined;
   }
 
   private retry(what: string, err: unknown, next: () => void): void {
@@ -176,7 +187,7 @@ export class Reflector<T extends KubeObject> {
     if (!this.running) return;
     this.relists++;
     this.rv = rv;
-    this.lastListMs = this.lastContactMs = this.now();
+    this.lastListMs = this.lastContactMs = this.clock.now();
     for (const [key, old] of [...this.cache]) {
       if (!fresh.has(key)) { this.cache.delete(key); this.emit({ type: 'delete', obj: old }); }
     }
@@ -190,7 +201,7 @@ export class Reflector<T extends KubeObject> {
   }
 
   private emit(ev: WatchEvent<T>): void {
-    this.lastEventMs = this.now();
+    this.lastEventMs = this.clock.now();
     this.events.next(ev);
   }
 
@@ -198,9 +209,23 @@ export class Reflector<T extends KubeObject> {
     if (!this.running) return;
     const gen = ++this.generation;
     let gone = false;
+    let silent = false;
+    // The watch (connecting, then open) is dead after WATCH_INACTIVITY_MS without a line: aborted,
+    // which ends it as a timeout (onDone: carry on from the last resourceVersion).
+    const quiet = (): void => {
+      this.clearQuiet();
+      this.quiet = this.clock.setTimeout(() => {
+        this.quiet = undefined;
+        if (gen !== this.generation) return;
+        silent = true;
+        this.abort?.abort();
+      }, WATCH_INACTIVITY_MS);
+    };
+    quiet();
     const onEvent = (phase: string, raw: KubeObject & { code?: number }): void => {
       if (gen !== this.generation) return;
-      this.lastContactMs = this.now();
+      quiet();
+      this.lastContactMs = this.clock.now();
       this.backoff.reset();
       if (phase === 'ERROR') {
         if (raw.code === 410) gone = true;
@@ -225,6 +250,7 @@ export class Reflector<T extends KubeObject> {
     };
     const onDone = (err: unknown): void => {
       if (gen !== this.generation || !this.running) return;
+      this.clearQuiet();
       this.connected = false;
       const status = (err as { statusCode?: number } | null)?.statusCode;
       if (gone || status === 410) {
@@ -235,8 +261,8 @@ export class Reflector<T extends KubeObject> {
       }
       const timeout = err === null || err === undefined || (err as { name?: string }).name === 'TimeoutError' || (err as { name?: string }).name === 'AbortError';
       if (timeout) {
-        // A quiet watch is closed by the server's timeoutSeconds or client-node's 30 s inactivity
-        // timer: carry on from the last resourceVersion at once.
+        // A quiet watch is closed by the server's timeoutSeconds or by our inactivity limit (an
+        // abort): carry on from the last resourceVersion at once.
         void this.watch();
         return;
       }
@@ -252,12 +278,16 @@ export class Reflector<T extends KubeObject> {
         // about once a minute, so every quiet watch (most of ours at idle) was torn down and
         // reconnected twice a minute, each time on a new TLS connection: most of the idle CPU. A dead
         // connection is still noticed within WATCH_INACTIVITY_MS, and the server ends every watch
-        // after timeoutSeconds.
+        // after timeoutSeconds. The limit is ours, on the controller's clock (`quiet` above); the
+        // client's timer keeps it in real time as the I/O's own backstop: it alone can abort a
+        // connection that never answers.
         inactivityTimeoutMs: WATCH_INACTIVITY_MS,
       });
       if (gen === this.generation && !this.abort.signal.aborted) {
         this.connected = true;
-        this.lastContactMs = this.now();
+        this.lastContactMs = this.clock.now();
+        // Silent past the limit while connecting: the watch is given up now that it can be aborted.
+        if (silent) this.abort.abort();
       }
     } catch (err) {
       onDone(err);

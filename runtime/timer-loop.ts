@@ -12,7 +12,8 @@
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { ControllerLoop } from './controller-loop.ts';
-import { realClock, WorkQueue, type QueueClock } from './work-queue.ts';
+import type { QueueClock } from './clock.ts';
+import { WorkQueue } from './work-queue.ts';
 
 /** Longest single delay; a later time is reached by re-arming. */
 export const MAX_DELAY_MS = 3_600_000;
@@ -22,8 +23,8 @@ export interface TimerLoopOptions {
   readonly name: string;
   readonly log: Logger;
   readonly metrics?: Metrics;
-  /** Time and timers; tests pass a manual clock. */
-  readonly clock?: QueueClock;
+  /** The controller's clock (runtime/clock.ts); tests pass a manual one. */
+  readonly clock: QueueClock;
 }
 
 export class TimerLoop {
@@ -33,13 +34,13 @@ export class TimerLoop {
   private started = false;
 
   constructor(opts: TimerLoopOptions, fire: (key: string, nowMs: number) => void) {
-    this.clock = opts.clock ?? realClock;
+    this.clock = opts.clock;
     this.queue = new WorkQueue({ clock: this.clock });
     const clock = this.clock;
     this.loop = new ControllerLoop({
       name: opts.name,
       reconcile: async (key) => { fire(key, clock.now()); return {}; },
-    }, { log: opts.log, queue: this.queue, now: () => clock.now(), ...(opts.metrics ? { metrics: opts.metrics } : {}) });
+    }, { log: opts.log, queue: this.queue, clock, ...(opts.metrics ? { metrics: opts.metrics } : {}) });
   }
 
   /** Fires `key` at `atMs` (at least 1 ms from now), unless it is already armed for earlier. */

@@ -1,9 +1,10 @@
 import { WorkQueue } from './work-queue.ts';
 import { ManualClock } from '../test/support/manual-clock.ts';
+import { realClock } from './clock.ts';
 
 describe('WorkQueue', () => {
   it('de-duplicates keys that are waiting', async () => {
-    const q = new WorkQueue();
+    const q = new WorkQueue({ clock: realClock });
     q.add('a'); q.add('b'); q.add('a');
     expect(q.length).toBe(2);
     expect(await q.get()).toBe('a');
@@ -11,7 +12,7 @@ describe('WorkQueue', () => {
   });
 
   it('never hands out a key in flight; a re-add during the pass runs once more afterwards', async () => {
-    const q = new WorkQueue();
+    const q = new WorkQueue({ clock: realClock });
     q.add('a');
     const k = await q.get();
     q.add('a'); q.add('a');
@@ -59,7 +60,7 @@ describe('WorkQueue', () => {
   });
 
   it('wakes a waiting get when a key arrives and ends waiters on shutdown', async () => {
-    const q = new WorkQueue();
+    const q = new WorkQueue({ clock: realClock });
     const p = q.get();
     q.add('x');
     expect(await p).toBe('x');

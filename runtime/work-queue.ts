@@ -4,31 +4,10 @@
  * meanwhile it runs once more afterwards. `addAfter` delays, `addRateLimited` backs off per key
  * (5 ms doubling, capped), a failure streak's first retry also under an overall token bucket.
  */
-import type { SchedulerLike, Subscription } from 'rxjs';
+import type { QueueClock } from './clock.ts';
 
-export interface QueueClock {
-  now(): number;
-  setTimeout(fn: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
-
-export const realClock: QueueClock = {
-  now: () => Date.now(),
-  setTimeout: (fn, ms) => { const t = setTimeout(fn, ms); t.unref(); return t; },
-  clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
-};
-
-/**
- * A queue clock on an RxJS scheduler: the queue's delays run on the same (virtual, in tests)
- * time as the FSM drivers of the flow that owns it.
- */
-export function schedulerClock(scheduler: SchedulerLike): QueueClock {
-  return {
-    now: () => scheduler.now(),
-    setTimeout: (fn, ms) => scheduler.schedule(fn, ms),
-    clearTimeout: (h) => (h as Subscription).unsubscribe(),
-  };
-}
+// The clock's types and constructors, where the queue's users have always found them.
+export { realClock, schedulerClock, type QueueClock } from './clock.ts';
 
 export interface WorkQueueOptions {
   readonly baseDelayMs?: number;
@@ -36,7 +15,8 @@ export interface WorkQueueOptions {
   /** Overall bucket: sustained rate (per second) and burst of rate-limited re-adds. */
   readonly qps?: number;
   readonly burst?: number;
-  readonly clock?: QueueClock;
+  /** The controller's clock (runtime/clock.ts): the queue's delays and its bucket's refill. */
+  readonly clock: QueueClock;
 }
 
 export class WorkQueue {
@@ -55,8 +35,8 @@ export class WorkQueue {
   private lastRefill: number;
   private shuttingDown = false;
 
-  constructor(opts: WorkQueueOptions = {}) {
-    this.clock = opts.clock ?? realClock;
+  constructor(opts: WorkQueueOptions) {
+    this.clock = opts.clock;
     this.baseDelayMs = opts.baseDelayMs ?? 5;
     this.maxDelayMs = opts.maxDelayMs ?? 60_000;
     this.qps = opts.qps ?? 10;

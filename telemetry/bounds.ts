@@ -42,19 +42,23 @@ export class BoundReporter {
   private log: Logger | undefined;
   private readonly lastLog = new Map<Bound, { atMs: number; suppressed: number }>();
   private readonly counter: Counter<'bound'>;
-  private readonly now: () => number;
+  /** The controller's clock's time (runtime/clock.ts), wired with the logger. */
+  private now: () => number = () => 0;
 
-  constructor(counter: Counter<'bound'>, now: () => number = Date.now) {
+  constructor(counter: Counter<'bound'>) {
     this.counter = counter;
-    this.now = now;
   }
 
-  /** Where the log lines go (the metrics object exists before the logger is wired). */
-  setLogger(log: Logger): void { this.log = log; }
+  /**
+   * Where the log lines go, and the time their one-a-minute limit is kept on (the metrics object
+   * exists before the logger and the clock are wired); unwired, hits are counted only.
+   */
+  setLogger(log: Logger, now: () => number): void { this.log = log; this.now = now; }
 
   /** One hit (or `n`) of `bound`; `fields` say what was refused and the bound's value. */
   hit(bound: Bound, msg: string, fields: object = {}, n = 1): void {
     this.counter.inc({ bound }, n);
+    if (this.log === undefined) return;
     const now = this.now();
     const last = this.lastLog.get(bound);
     if (last !== undefined && now - last.atMs < LOG_INTERVAL_MS) { last.suppressed += n; return; }

@@ -51,6 +51,8 @@ export interface Sources {
 
 export interface SourcesOptions {
   readonly log?: ReflectorOptions['log'];
+  /** The controller's clock (runtime/clock.ts): every informer's health times, backoff and inactivity limit. */
+  readonly clock: ReflectorOptions['clock'];
   /** Only watch pods carrying this label selector (all pods when unset). */
   readonly podLabelSelector?: string;
   /** Namespace of clusterd-config-cm, clusterd-manual-info-cm and the escalation state (default cluster-system). */
@@ -63,8 +65,8 @@ export interface SourcesOptions {
   readonly npuClaims?: NpuClaimMode;
 }
 
-export function createSources(client: KubeClient, opts: SourcesOptions = {}): Sources {
-  const mk = <T extends KubeObject>(o: ReflectorOptions): Reflector<T> => new Reflector<T>(client, { log: opts.log, ...o });
+export function createSources(client: KubeClient, opts: SourcesOptions): Sources {
+  const mk = <T extends KubeObject>(o: Omit<ReflectorOptions, 'clock'>): Reflector<T> => new Reflector<T>(client, { log: opts.log, clock: opts.clock, ...o });
   const s = CM_SELECTORS;
   const pods = mk<Pod>({ name: 'pods', path: paths.pods(), labelSelector: opts.podLabelSelector, transform: trimPod });
   const podGroups = mk<PodGroup>({ name: 'podgroups', path: paths.podGroups(), transform: trimPodGroup(opts.conditionMessageMaxChars) });

@@ -1,4 +1,4 @@
-import { map } from 'rxjs';
+import { asyncScheduler, map } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import type { JobFaultSnapshot } from './job-aggregation.ts';
 import { decideJob } from './job-restart.ts';
@@ -17,7 +17,7 @@ describe('aggregateJobFaults', () => {
     newScheduler().run(({ hot, expectObservable }) => {
       // job A: 3 events within 50 ms; job B: one event at 20 ms
       const events = hot('a 9ms b 9ms x 29ms c', { a: snap(jobA, 1), b: snap(jobA, 2), x: snap(jobB, 1), c: snap(jobA, 3) });
-      const out = events.pipe(aggregateJobFaults(), map((g) => `${g.job.key}:${g.ranks.length}`));
+      const out = events.pipe(aggregateJobFaults(asyncScheduler), map((g) => `${g.job.key}:${g.ranks.length}`));
       expectObservable(out).toBe('200ms a 19ms b', { a: `${jobA.key}:3`, b: `${jobB.key}:1` });
     });
   });
@@ -28,7 +28,7 @@ describe('aggregateJobFaults', () => {
       const marbles = Array.from({ length: 20 }, () => 'a').join(' 49ms ');
       const events = cold(marbles, { a: snap(jobA, 1) });
       const decisions = events.pipe(
-        aggregateJobFaultsWith({ windowMs: 500 }),
+        aggregateJobFaultsWith({ windowMs: 500 }, asyncScheduler),
         map((agg) => decideJob({ aggregate: agg, knobs: { faultScheduling: 'force' }, state: undefined, nowMs: 0 }).decision.kind),
       );
       expectObservable(decisions).toBe('500ms a 549ms b', { a: 'job', b: 'job' }) // next window opens with the event at 550 ms;
@@ -38,7 +38,7 @@ describe('aggregateJobFaults', () => {
   it('a later burst of the same job gives a second aggregate', () => {
     newScheduler().run(({ hot, expectObservable }) => {
       const events = hot('a 1s a', { a: snap(jobA, 1) });
-      expectObservable(events.pipe(aggregateJobFaults(), map((g) => g.healthState))).toBe('200ms a 1000ms a', { a: 'UnHealthy' });
+      expectObservable(events.pipe(aggregateJobFaults(asyncScheduler), map((g) => g.healthState))).toBe('200ms a 1000ms a', { a: 'UnHealthy' });
     });
   });
 });

@@ -13,7 +13,7 @@
  * A job's group is closed after `idleMs` without snapshots (default 60 s) so finished jobs do not leak
  * groups; `audit` flushes its pending snapshot before a group completes.
  */
-import { asyncScheduler, auditTime, debounceTime, groupBy, map, mergeMap, pipe, type OperatorFunction, type SchedulerLike } from 'rxjs';
+import { auditTime, debounceTime, groupBy, map, mergeMap, pipe, type OperatorFunction, type SchedulerLike } from 'rxjs';
 import { aggregateJob, type JobFaultAggregate, type JobFaultSnapshot } from './job-aggregation.ts';
 
 export const DEFAULT_JOB_BURST_WINDOW_MS = 200;
@@ -27,7 +27,7 @@ export interface JobBurstOptions {
 /** Group snapshots by job key, coalesce each job's bursts, aggregate the latest snapshot of each burst. */
 export function aggregateJobFaultsWith(
   options: JobBurstOptions,
-  scheduler: SchedulerLike = asyncScheduler,
+  scheduler: SchedulerLike,
 ): OperatorFunction<JobFaultSnapshot, JobFaultAggregate> {
   const windowMs = options.windowMs ?? DEFAULT_JOB_BURST_WINDOW_MS;
   const idleMs = Math.max(options.idleMs ?? DEFAULT_JOB_GROUP_IDLE_MS, windowMs * 2);
@@ -38,5 +38,5 @@ export function aggregateJobFaultsWith(
 }
 
 /** `aggregateJobFaultsWith` with the default 200 ms window. */
-export const aggregateJobFaults = (scheduler: SchedulerLike = asyncScheduler): OperatorFunction<JobFaultSnapshot, JobFaultAggregate> =>
+export const aggregateJobFaults = (scheduler: SchedulerLike): OperatorFunction<JobFaultSnapshot, JobFaultAggregate> =>
   aggregateJobFaultsWith({}, scheduler);

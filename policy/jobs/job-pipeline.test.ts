@@ -1,5 +1,5 @@
 import { TestScheduler } from 'rxjs/testing';
-import { map, NEVER } from 'rxjs';
+import { asyncScheduler, map, NEVER } from 'rxjs';
 import { chipFault, fourPodJob, jobOf, podOf } from '../../test/support/job-fixtures.ts';
 import type { JobFaultSnapshot } from './job-aggregation.ts';
 import { jobAggregates$ } from './job-pipeline.ts';
@@ -21,7 +21,7 @@ describe('job pipeline', () => {
       // a device-info rewrite and four pod updates of job a within 50 ms, one pod event of job b
       const pods = hot('  -a-a-a-a--b', { a: [a.key], b: [b.key] });
       const faults = hot('f----------', { f: ['node-2'] });
-      const out = jobAggregates$({ podKeys$: pods, podGroupKeys$: NEVER, faultNodes$: faults }, deps, { windowMs: 200 }, undefined)
+      const out = jobAggregates$({ podKeys$: pods, podGroupKeys$: NEVER, faultNodes$: faults }, deps, { windowMs: 200 }, asyncScheduler)
         .pipe(map((agg) => `${agg.job.key}:${agg.ranks.map((r) => r.faultType).join(',')}`));
       expectObservable(out, '^ 1s !').toBe('200ms x 9ms y', { x: `${a.key}:CardUnhealthy`, y: `${b.key}:` });
     });
@@ -30,7 +30,7 @@ describe('job pipeline', () => {
   it('a second burst after the window gives a second aggregate', () => {
     new TestScheduler((x, y) => expect(x).toEqual(y)).run(({ hot, expectObservable }) => {
       const faults = hot('f 300ms f', { f: ['node-2'] });
-      const out = jobAggregates$({ podKeys$: NEVER, podGroupKeys$: NEVER, faultNodes$: faults }, deps, { windowMs: 200 })
+      const out = jobAggregates$({ podKeys$: NEVER, podGroupKeys$: NEVER, faultNodes$: faults }, deps, { windowMs: 200 }, asyncScheduler)
         .pipe(map((agg) => agg.job.key));
       expectObservable(out, '^ 1s !').toBe('200ms x 300ms x', { x: a.key });
     });
@@ -39,7 +39,7 @@ describe('job pipeline', () => {
   it('keys that are not jobs (any more) are dropped', () => {
     new TestScheduler((x, y) => expect(x).toEqual(y)).run(({ hot, expectObservable }) => {
       const pgs = hot('k', { k: 'team-a/gone-1' });
-      const out = jobAggregates$({ podKeys$: NEVER, podGroupKeys$: pgs, faultNodes$: NEVER }, deps, { windowMs: 200 });
+      const out = jobAggregates$({ podKeys$: NEVER, podGroupKeys$: pgs, faultNodes$: NEVER }, deps, { windowMs: 200 }, asyncScheduler);
       expectObservable(out, '^ 1s !').toBe('');
     });
   });

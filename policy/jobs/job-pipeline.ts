@@ -8,7 +8,7 @@
  *
  * The scheduler is injected: unit tests run bursts in virtual time.
  */
-import { asyncScheduler, filter, map, merge, mergeMap, type Observable, type SchedulerLike } from 'rxjs';
+import { filter, map, merge, mergeMap, type Observable, type SchedulerLike } from 'rxjs';
 import { aggregateJobFaultsWith, type JobBurstOptions } from './job-fault-stream.ts';
 import type { JobFaultAggregate, JobFaultSnapshot } from './job-aggregation.ts';
 
@@ -42,7 +42,7 @@ export function jobKeys$(inputs: JobInputs, deps: Pick<JobPipelineDeps, 'jobKeys
 }
 
 /** All inputs -> one aggregate per job per burst (trailing window, in virtual time for tests and tools). */
-export function jobAggregates$(inputs: JobInputs, deps: JobPipelineDeps, options: JobBurstOptions, scheduler: SchedulerLike = asyncScheduler): Observable<JobFaultAggregate> {
+export function jobAggregates$(inputs: JobInputs, deps: JobPipelineDeps, options: JobBurstOptions, scheduler: SchedulerLike): Observable<JobFaultAggregate> {
   return jobKeys$(inputs, deps).pipe(
     map((key) => deps.snapshotOf(key)),
     filter((s): s is JobFaultSnapshot => s !== undefined),

@@ -14,7 +14,7 @@
  *
  * Completes when events$ has completed, no timer is pending and no `execute` is in flight.
  */
-import { asyncScheduler, from, Observable, Subscription, type ObservableInput, type SchedulerLike } from 'rxjs';
+import { from, Observable, Subscription, type ObservableInput, type SchedulerLike } from 'rxjs';
 import { graceStep, type GraceCommand, type GraceEvent, type GraceState } from './graceful-tolerance.ts';
 import { hotSwitchStep, type HotSwitchCommand, type HotSwitchEvent, type HotSwitchState } from './hot-switch-fsm.ts';
 import { dueTimers, nextTimerDue, type FsmTimer, type StepResult, type TimerFired } from './recovery-kit.ts';
@@ -32,7 +32,7 @@ export function driveFsm$<S extends { readonly timers: readonly FsmTimer[] }, E,
   stepFn: StepFn<S, E, C>,
   events$: Observable<E>,
   initial: S,
-  scheduler: SchedulerLike = asyncScheduler,
+  scheduler: SchedulerLike,
   opts: DriverOptions<S, E, C> = {},
 ): Observable<StepResult<S, C>> {
   return new Observable<StepResult<S, C>>((out) => {
@@ -128,26 +128,26 @@ export function driveFsm$<S extends { readonly timers: readonly FsmTimer[] }, E,
 export function runFsm$(
   events$: Observable<RecoveryEvent>,
   initial: RecoveryState,
-  scheduler?: SchedulerLike,
+  scheduler: SchedulerLike,
   opts?: DriverOptions<RecoveryState, RecoveryEvent, RecoveryCommand>,
 ): Observable<StepResult<RecoveryState, RecoveryCommand>>;
 export function runFsm$(
   events$: Observable<HotSwitchEvent>,
   initial: HotSwitchState,
-  scheduler?: SchedulerLike,
+  scheduler: SchedulerLike,
   opts?: DriverOptions<HotSwitchState, HotSwitchEvent, HotSwitchCommand>,
 ): Observable<StepResult<HotSwitchState, HotSwitchCommand>>;
 export function runFsm$(
   events$: Observable<GraceEvent>,
   initial: GraceState,
-  scheduler?: SchedulerLike,
+  scheduler: SchedulerLike,
   opts?: DriverOptions<GraceState, GraceEvent, GraceCommand>,
 ): Observable<StepResult<GraceState, GraceCommand>>;
 /** Picks the machine from `initial.kind`. */
 export function runFsm$(
   events$: Observable<RecoveryEvent | HotSwitchEvent | GraceEvent>,
   initial: RecoveryState | HotSwitchState | GraceState,
-  scheduler: SchedulerLike = asyncScheduler,
+  scheduler: SchedulerLike,
   opts: object = {},
 ): Observable<StepResult<RecoveryState | HotSwitchState | GraceState, RecoveryCommand | HotSwitchCommand | GraceCommand>> {
   switch (initial.kind) {

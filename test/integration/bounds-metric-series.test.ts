@@ -13,6 +13,7 @@ import { encodeDeviceInfoData, makeDeviceFault } from '../../schemas/device-info
 import { DEVICE_INFO_LABELS, deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
 import { recordingLogger, type LogLine } from '../support/fault-policy-test-kit.ts';
 import { adminClient, ensureNamespace, eventually } from '../support/cluster.ts';
+import { realClock } from '../../runtime/clock.ts';
 
 describe('metric series cap', () => {
   const client = adminClient();
@@ -22,7 +23,7 @@ describe('metric series cap', () => {
 
   beforeAll(async () => {
     await ensureNamespace(client, 'kube-system');
-    manager = new Manager({ client, log: recordingLogger(lines), metrics: new Metrics({ processMetrics: false }), options: parseOptions(['--http-port=0', '--grpc-port=0', '--cluster-info-refresh-seconds=0'], {}) });
+    manager = new Manager({ clock: realClock, client, log: recordingLogger(lines), metrics: new Metrics({ processMetrics: false }), options: parseOptions(['--http-port=0', '--grpc-port=0', '--cluster-info-refresh-seconds=0'], {}) });
     await manager.start();
   }, 60_000);
   afterAll(async () => {

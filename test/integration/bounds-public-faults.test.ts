@@ -14,6 +14,7 @@ import { encodePublicFault, PUBLIC_FAULT_DATA_KEY, PUBLIC_FAULT_LABELS, type Pub
 import { recordingLogger, type LogLine } from '../support/fault-policy-test-kit.ts';
 import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
+import { realClock } from '../../runtime/clock.ts';
 
 const T0 = Date.UTC(2026, 0, 1);
 const fault = (id: string, nodes: readonly string[], assertion: PubFault['assertion'] = 'occur'): PubFault => ({
@@ -44,7 +45,7 @@ describe('public-fault cap', () => {
     ns = await newNamespace(client, 'pubfault');
     // ClusterD's sender rules (any namespace, any node name): the cap is then what bounds a flood.
     const open = ['--public-fault-namespaces=*', '--public-fault-unknown-nodes'];
-    manager = new Manager({ client, log: recordingLogger(lines), metrics, options: parseOptions(['--http-port=0', '--grpc-port=0', '--cluster-info-refresh-seconds=0', ...open], {}) });
+    manager = new Manager({ clock: realClock, client, log: recordingLogger(lines), metrics, options: parseOptions(['--http-port=0', '--grpc-port=0', '--cluster-info-refresh-seconds=0', ...open], {}) });
     await manager.start();
   }, 60_000);
 

@@ -22,6 +22,7 @@ import { silentLogger } from '../../telemetry/logger.ts';
 import { Metrics } from '../../telemetry/metrics.ts';
 import { helmRunner, type HelmRun } from '../support/helm.ts';
 import { adminClient, controlPlaneInfo, ensureNamespace, eventually, newNamespace, serviceAccountClient } from '../support/cluster.ts';
+import { realClock } from '../../runtime/clock.ts';
 
 const REPO = fileURLToPath(new URL('../../', import.meta.url));
 const CHART = join(REPO, 'charts', 'clusterd-ts');
@@ -625,7 +626,7 @@ describe('helm chart charts/clusterd-ts on the real apiserver', () => {
   it('runs every informer of the controller under the chart\'s ServiceAccount until all are synced', async () => {
     const sa = await serviceAccountClient(admin, ns, 'clusterd');
     // The Manager's sources, not the Manager: a full controller here would act on other tests' jobs.
-    const sources = createSources(sa, { log: silentLogger, clusterSystemNamespace: String(FLAGS['cluster-system-namespace'].default) });
+    const sources = createSources(sa, { log: silentLogger, clock: realClock, clusterSystemNamespace: String(FLAGS['cluster-system-namespace'].default) });
     startSources(sources);
     try {
       await waitForSync(sources, 30_000).catch((e: unknown) => {
@@ -642,7 +643,7 @@ describe('helm chart charts/clusterd-ts on the real apiserver', () => {
     let started = 0;
     const elector = new LeaderElector(sa, {
       namespace: ns, name: LEADER_LEASE_NAME, identity: `chart-test-${suffix}`,
-      leaseDurationMs: 5_000, renewDeadlineMs: 3_000, retryPeriodMs: 500,
+      leaseDurationMs: 5_000, renewDeadlineMs: 3_000, retryPeriodMs: 500, clock: realClock,
       onStartedLeading: () => { started += 1; }, onStoppedLeading: () => undefined,
     });
     elector.start();

@@ -18,6 +18,7 @@ import { SCHEDULING_EXCEPTION_CM_NAME } from '../../schemas/scheduling-exception
 import { STATISTIC_FAULT_CM_NAME } from '../../schemas/statistic-fault/statistic-fault.ts';
 import { STATISTIC_FAULT_RECONCILE_KEY } from '../../reconcilers/statistic-fault.reconciler.ts';
 import { adminClient, ensureNamespace, eventually, newNamespace } from '../support/cluster.ts';
+import { realClock } from '../../runtime/clock.ts';
 
 describe('cluster-system reports as ClusterD writes them', () => {
   const client = adminClient();
@@ -30,7 +31,7 @@ describe('cluster-system reports as ClusterD writes them', () => {
     // Public faults are taken for nodes that exist (--public-fault-unknown-nodes is off).
     await createFakeNodes(client, [node, `${node}-kept`, `${node}-late`].map((name) => ({ name })));
     csNs = await newNamespace(client, 'cs');
-    manager = new Manager({
+    manager = new Manager({ clock: realClock,
       client, log: silentLogger, metrics: new Metrics({ processMetrics: false }),
       options: parseOptions(['--http-port=0', '--grpc-port=0', '--cluster-info-refresh-seconds=0', `--cluster-system-namespace=${csNs}`], {}),
     });
@@ -87,7 +88,7 @@ describe('cluster-system reports as ClusterD writes them', () => {
     await client.delete(paths.configMap(a.namespace, a.name));
     await sender.send({ code: '220001001', targets: [{ node: late, npus: [2] }], faultId: `pf-${late}` });
     const before = await cm(STATISTIC_FAULT_CM_NAME);
-    manager = new Manager({ client, log: silentLogger, metrics: new Metrics({ processMetrics: false }), options: opts });
+    manager = new Manager({ clock: realClock, client, log: silentLogger, metrics: new Metrics({ processMetrics: false }), options: opts });
     await manager.start();
     await eventually(() => manager.deviceFaults.effective(kept).some((r) => r.source === 'public' && r.device === 'Ascend910-1'), 10_000);
     await new Promise((r) => setTimeout(r, 2000));

@@ -29,6 +29,7 @@ import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
 import { jobPods, runningWithNpus, startWorld, vcJob, type PodObj, type World } from '../../tools/job-peer/world.ts';
 import { DEFAULT_FLAP_DAMPING } from '../../policy/faults/flap-damping.ts';
 import { BASE_ARGS, podGroupEvents, report, rescheduleReasonOf, sleep } from '../support/jobs-support.ts';
+import { realClock } from '../../runtime/clock.ts';
 
 const P = 'huawei.com/Ascend910';
 const npusOf = (p: PodObj): string[] => (p.metadata?.annotations?.['huawei.com/AscendReal'] ?? '').split(',').filter(Boolean);
@@ -49,7 +50,7 @@ describe('fault filters and relation faults on the real control plane', () => {
   beforeAll(async () => {
     world = await startWorld(client, { nodes: 3, prefix: 'flt' });
     csNs = await newNamespace(client, 'cs');
-    manager = new Manager({
+    manager = new Manager({ clock: realClock,
       client, log: recordingLogger(lines), metrics,
       options: parseOptions([...BASE_ARGS, '--grpc-port=0', `--cluster-system-namespace=${csNs}`], {}),
     });

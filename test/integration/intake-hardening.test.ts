@@ -24,6 +24,7 @@ import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { adminClient, ensureNamespace, eventually } from '../support/cluster.ts';
 import { recordingLogger, type LogLine } from '../support/fault-policy-test-kit.ts';
 import { goDecodeError, goDecoder } from '../support/go-decode.ts';
+import { realClock } from '../../runtime/clock.ts';
 
 const P = 'huawei.com/Ascend910';
 const chips = (n: number): string[] => Array.from({ length: n }, (_, i) => `Ascend910-${i}`);
@@ -78,7 +79,7 @@ describe('intake hardening (bad input)', () => {
   beforeAll(async () => {
     goBin = goDecoder();
     for (const ns of ['mindx-dl', 'kube-system']) await ensureNamespace(client, ns);
-    manager = new Manager({ client, options: parseOptions(['--http-port=0', '--cluster-info-refresh-seconds=0'], {}), log: recordingLogger(lines), metrics });
+    manager = new Manager({ clock: realClock, client, options: parseOptions(['--http-port=0', '--cluster-info-refresh-seconds=0'], {}), log: recordingLogger(lines), metrics });
     await manager.start();
   }, 300_000);
 

@@ -15,6 +15,7 @@ import { encodeNodeInfoData, NODE_INFO_LABELS, nodeInfoCmName } from '../../sche
 import { parseClusterInfo, CLUSTER_INFO_NODE_CM, type DeviceInfoEntry, type NodeInfoEntry } from '../../schemas/cluster-info/cluster-info.ts';
 import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { adminClient, ensureNamespace, eventually } from '../support/cluster.ts';
+import { realClock } from '../../runtime/clock.ts';
 
 const chips = (n: number): string[] => Array.from({ length: n }, (_, i) => `Ascend910-${i}`);
 
@@ -46,7 +47,7 @@ describe('fault intake to cluster-info', () => {
 
   beforeAll(async () => {
     for (const ns of ['mindx-dl', 'kube-system']) await ensureNamespace(client, ns);
-    manager = new Manager({ client, options: parseOptions(['--http-port=0', '--cluster-info-refresh-seconds=0'], {}), log: silentLogger, metrics });
+    manager = new Manager({ clock: realClock, client, options: parseOptions(['--http-port=0', '--cluster-info-refresh-seconds=0'], {}), log: silentLogger, metrics });
     await manager.start();
   }, 60_000);
 

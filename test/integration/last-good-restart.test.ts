@@ -16,6 +16,7 @@ import { LAST_GOOD_CM_NAME } from '../../state/device-info-last-good.ts';
 import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { recordingLogger, type LogLine } from '../support/fault-policy-test-kit.ts';
 import { adminClient, ensureNamespace, eventually, newNamespace } from '../support/cluster.ts';
+import { realClock } from '../../runtime/clock.ts';
 
 const chips = (n: number): string[] => Array.from({ length: n }, (_, i) => `Ascend910-${i}`);
 const UNHEALTHY = 'huawei.com/Ascend910-Unhealthy';
@@ -46,7 +47,7 @@ describe('last good device-info across a restart', () => {
   const node = `lastgood-${randomBytes(3).toString('hex')}`;
   const cmName = deviceInfoCmName(node);
   const start = async (): Promise<Manager> => {
-    const m = new Manager({ client, log: recordingLogger(lines), metrics: new Metrics({ processMetrics: false }), options: parseOptions(['--http-port=0', '--grpc-port=0', '--cluster-info-refresh-seconds=0'], {}) });
+    const m = new Manager({ clock: realClock, client, log: recordingLogger(lines), metrics: new Metrics({ processMetrics: false }), options: parseOptions(['--http-port=0', '--grpc-port=0', '--cluster-info-refresh-seconds=0'], {}) });
     await m.start();
     return m;
   };
@@ -88,7 +89,7 @@ describe('last good device-info across a restart', () => {
     const node2 = `${node}-fo`;
     const cm2 = deviceInfoCmName(node2);
     const leaseNs = await newNamespace(client, 'lastgood');
-    const elect = (log: LogLine[]): Manager => new Manager({
+    const elect = (log: LogLine[]): Manager => new Manager({ clock: realClock,
       client, log: recordingLogger(log), metrics: new Metrics({ processMetrics: false }),
       options: parseOptions(['--http-port=0', '--grpc-port=0', '--cluster-info-refresh-seconds=0', '--leader-elect', `--leader-election-namespace=${leaseNs}`, '--lease-duration-seconds=5'], {}),
     });
@@ -149,7 +150,7 @@ describe('last good device-info across a restart', () => {
       await client.replace(paths.configMap('mindx-dl', LAST_GOOD_CM_NAME), { ...lg, data: { ...lg.data, [cm3]: damaged } });
 
       const metrics = new Metrics({ processMetrics: false });
-      manager = new Manager({ client, log: recordingLogger(lines), metrics, options: parseOptions(['--http-port=0', '--grpc-port=0', '--cluster-info-refresh-seconds=0'], {}) });
+      manager = new Manager({ clock: realClock, client, log: recordingLogger(lines), metrics, options: parseOptions(['--http-port=0', '--grpc-port=0', '--cluster-info-refresh-seconds=0'], {}) });
       await manager.start();
       await eventually(() => manager!.isLeader);
       await manager.clusterInfo.idle();

@@ -1,6 +1,7 @@
 /** Leader election over a real Lease: one leader, fast handover on release, takeover after a crash. */
 import { LeaderElector } from '../../runtime/leader-election.ts';
 import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
+import { realClock } from '../../runtime/clock.ts';
 
 describe('leader election', () => {
   const client = adminClient();
@@ -8,7 +9,7 @@ describe('leader election', () => {
   function candidate(ns: string, identity: string, events: string[]): LeaderElector {
     return new LeaderElector(client, {
       namespace: ns, name: 'clusterd-ts-leader', identity,
-      leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPeriodMs: 300,
+      leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPeriodMs: 300, clock: realClock,
       onStartedLeading: () => events.push(`${identity}:start`),
       onStoppedLeading: () => events.push(`${identity}:stop`),
     });

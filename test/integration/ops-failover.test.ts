@@ -27,6 +27,7 @@ import { Metrics } from '../../telemetry/metrics.ts';
 import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
 import { jobPods, runningWithNpus, startWorld, vcJob, type PodObj, type World } from '../../tools/job-peer/world.ts';
 import { jobState, rescheduleReasonOf, sleep } from '../support/jobs-support.ts';
+import { realClock } from '../../runtime/clock.ts';
 
 const LEASE_S = FLAGS['lease-duration-seconds'].min; // 5 s: the shortest the controller accepts
 const LEASE_MS = LEASE_S * 1000;
@@ -100,7 +101,7 @@ describe('HA: the leader is killed mid-burst, the standby finishes the work', ()
       '--cluster-info-refresh-seconds=0', '--burst-window-ms=200',
       '--leader-elect', `--leader-election-namespace=${leaseNs}`, `--lease-duration-seconds=${LEASE_S}`,
     ], {});
-    const manager = new Manager({ client, options, log, metrics, ...(jobs ? { jobs } : {}) });
+    const manager = new Manager({ clock: realClock, client, options, log, metrics, ...(jobs ? { jobs } : {}) });
     managers.push(manager);
     await manager.start();
     return { manager, metrics };

@@ -33,6 +33,7 @@ import { helmRunner } from '../support/helm.ts';
 import { adminClient, controlPlaneInfo, eventually, serviceAccountClient } from '../support/cluster.ts';
 import { jobPods, runningWithNpus, startWorld, vcJob, type PodObj, type World } from '../../tools/job-peer/world.ts';
 import { podGroupEvents, sleep } from '../support/jobs-support.ts';
+import { realClock } from '../../runtime/clock.ts';
 
 const CHART = join(fileURLToPath(new URL('../../', import.meta.url)), 'charts', 'clusterd-ts');
 const suffix = randomBytes(3).toString('hex');
@@ -114,7 +115,7 @@ describe('HA routing: the gRPC Service selects the leader\'s pod only', () => {
     const log = process.env.OPS_TEST_LOG === '1' ? createLogger('info', process.stderr).child({ replica: pod }) : silentLogger;
     // The Deployment's own arguments; local ports, the shortest lease.
     const options = parseOptions([...chartArgs, '--http-port=0', '--http-host=127.0.0.1', '--grpc-port=0', '--grpc-host=127.0.0.1', `--lease-duration-seconds=${LEASE_S}`], {});
-    const manager = new Manager({ client, options, log, metrics, pod: { name: pod, namespace: ns } });
+    const manager = new Manager({ clock: realClock, client, options, log, metrics, pod: { name: pod, namespace: ns } });
     const r = { pod, manager, metrics, client };
     replicas.push(r);
     await manager.start();

@@ -26,6 +26,7 @@ import { helmRunner } from '../support/helm.ts';
 import { adminClient, controlPlaneInfo, ensureNamespace, eventually, serviceAccountClient } from '../support/cluster.ts';
 import { jobPods, runningWithNpus, startWorld, vcJob, type PodObj, type World } from '../../tools/job-peer/world.ts';
 import { podGroupEvents, readCm, rescheduleReasonOf, vcjobFaultNpu } from '../support/jobs-support.ts';
+import { realClock } from '../../runtime/clock.ts';
 
 const CHART = join(fileURLToPath(new URL('../../', import.meta.url)), 'charts', 'clusterd-ts');
 const suffix = randomBytes(3).toString('hex');
@@ -118,7 +119,7 @@ describe('RBAC: the controller under the chart\'s ServiceAccount through a fault
     // The Deployment's arguments, with free local ports instead of the pod's fixed ones.
     const options = parseOptions([...chartArgs, '--http-port=0', '--http-host=127.0.0.1', '--grpc-port=0', '--grpc-host=127.0.0.1'], {});
     expect(options.leaderElectionNamespace).toBe(releaseNs);
-    manager = new Manager({ client: sa, options, log: createLogger('info', logSink), metrics });
+    manager = new Manager({ clock: realClock, client: sa, options, log: createLogger('info', logSink), metrics });
     await manager.start();
     await eventually(() => manager!.isLeader, 20_000);
     type Lease = KubeObject & { spec: { holderIdentity: string; renewTime: string } };

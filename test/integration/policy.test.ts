@@ -24,6 +24,7 @@ import { ESCALATION_STATE_CM_NAME, ESCALATION_STATE_KEY, parseEscalationState } 
 import { MANUAL_INFO_CM_NAME } from '../../schemas/manual-info/manual-info.ts';
 import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { adminClient, ensureNamespace, eventually, newNamespace } from '../support/cluster.ts';
+import { clockScheduler, realClock, type Clock, type QueueClock } from '../../runtime/clock.ts';
 
 const P = 'huawei.com/Ascend910';
 const chips = Array.from({ length: 8 }, (_, i) => `Ascend910-${i}`);
@@ -59,10 +60,14 @@ describe('fault policy on the real apiserver', () => {
   const lines: LogLine[] = [];
   const metrics = new Metrics({ processMetrics: false });
   let skewMs = 0;
+  const skewed: QueueClock = { ...realClock, now: () => Date.now() + skewMs };
+  const skewedClock: Clock = { ...skewed, scheduler: clockScheduler(skewed) };
   let csNs = '';
   let manager: Manager;
   const newManager = (extra: string[] = []): Manager => new Manager({
-    client, log: recordingLogger(lines), metrics, now: () => Date.now() + skewMs,
+    // Real timers on a skewed time (the skew stands for hours passing), one clock for queues and FSMs.
+    clock: skewedClock,
+    client, log: recordingLogger(lines), metrics,
     options: parseOptions(['--http-port=0', '--grpc-port=0', '--cluster-info-refresh-seconds=0', `--cluster-system-namespace=${csNs}`, ...extra], {}),
   });
 

@@ -21,6 +21,7 @@ import { createFakeNodes } from '../../tools/simulator/nodes.ts';
 import type { ProcessManageSignal } from '../../vocabulary/process-manage-signal.ts';
 import { TaskdClient } from '../support/taskd-client.ts';
 import { eventually } from '../support/cluster.ts';
+import { realClock } from '../../runtime/clock.ts';
 
 export const rand = (): string => randomBytes(3).toString('hex');
 const chips = (n: number, from = 0): string[] => Array.from({ length: n }, (_, i) => `Ascend910-${from + i}`);
@@ -47,7 +48,7 @@ export async function startManager(
   }
   const metrics = new Metrics({ processMetrics: false });
   const log = process.env.RECOVERY_TEST_LOG === '1' ? createLogger('debug', process.stderr) : silentLogger;
-  const manager = new Manager({
+  const manager = new Manager({ clock: realClock,
     client, metrics, log,
     options: parseOptions(['--http-port=0', '--grpc-port=0', '--grpc-host=127.0.0.1', '--cluster-info-refresh-seconds=0', '--grpc-caller-check=off', ...TEST_TIMINGS, ...args], {}),
   });
@@ -163,7 +164,7 @@ export async function cleanUp(client: KubeClient, job: TestJob | undefined, node
 
 /** Volcano's job controller for the test job: a deleted rank pod comes back (new UID) on a spare node. */
 export function podPeer(client: KubeClient, job: TestJob, spare: string[]): { recreated: string[]; stop(): void } {
-  const pods = new Reflector<Pod>(client, { name: `peer-${job.name}`, path: paths.pods(job.ns) });
+  const pods = new Reflector<Pod>(client, { clock: realClock, name: `peer-${job.name}`, path: paths.pods(job.ns) });
   const recreated: string[] = [];
   // As Volcano's controller does, a failed create is tried again (a lost replacement would leave the
   // test waiting for a pod nobody makes), and said on stderr.
@@ -198,7 +199,7 @@ export function podPeer(client: KubeClient, job: TestJob, spare: string[]): { re
 
 /** Every version of the job's reset.json (checkCode verified), in order. */
 export function watchResetConfig(client: KubeClient, job: TestJob): { versions: TaskResetInfo[]; badCheckCode: number; stop(): void } {
-  const r = new Reflector<ConfigMap>(client, { name: `reset-${job.name}`, path: paths.configMaps(job.ns), fieldSelector: `metadata.name=reset-config-${job.name}` });
+  const r = new Reflector<ConfigMap>(client, { clock: realClock, name: `reset-${job.name}`, path: paths.configMaps(job.ns), fieldSelector: `metadata.name=reset-config-${job.name}` });
   const out = { versions: [] as TaskResetInfo[], badCheckCode: 0, stop: () => { sub.unsubscribe(); r.stop(); } };
   const sub = r.events$.subscribe({
     next: (ev) => {
@@ -218,7 +219,7 @@ export function watchResetConfig(client: KubeClient, job: TestJob): { versions: 
  * whose pods are replaced within a few hundred ms) is seen, where polling can miss it.
  */
 export function watchPodGroupLabel(client: KubeClient, job: TestJob, key: string): { values: Array<string | undefined>; stop(): void } {
-  const r = new Reflector<KubeObject>(client, { name: `pg-${job.name}`, path: paths.podGroups(job.ns), fieldSelector: `metadata.name=${job.pgName}` });
+  const r = new Reflector<KubeObject>(client, { clock: realClock, name: `pg-${job.name}`, path: paths.podGroups(job.ns), fieldSelector: `metadata.name=${job.pgName}` });
   const out = { values: [] as Array<string | undefined>, stop: () => { sub.unsubscribe(); r.stop(); } };
   const sub = r.events$.subscribe({
     next: (ev) => {

@@ -16,6 +16,7 @@ import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { ensureNamespace, eventually } from '../support/cluster.ts';
 import { recordingLogger, type LogLine } from '../support/fault-policy-test-kit.ts';
 import { BASE_ARGS, jobsHarness, npusOf, runningPods, sleep, uidOf } from '../support/jobs-support.ts';
+import { realClock } from '../../runtime/clock.ts';
 
 const NS = 'volcano-system';
 const CM = 'volcano-scheduler-configmap';
@@ -41,7 +42,7 @@ describe('never two deleters: the ascend plugin in Volcano\'s scheduler configur
     const metrics = new Metrics({ processMetrics: false });
     const lines: LogLine[] = [];
     let regained = 0;
-    const manager = new Manager({ client, options: parseOptions([...BASE_ARGS, '--grpc-port=0', ...args], {}), log: recordingLogger(lines), metrics, onReschedulingRoleRegained: () => { regained++; } });
+    const manager = new Manager({ clock: realClock, client, options: parseOptions([...BASE_ARGS, '--grpc-port=0', ...args], {}), log: recordingLogger(lines), metrics, onReschedulingRoleRegained: () => { regained++; } });
     managers.push(manager);
     await manager.start();
     return { manager, metrics, lines, regained: () => regained };

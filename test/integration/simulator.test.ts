@@ -20,6 +20,7 @@ import { FaultInjector } from '../../tools/simulator/injector.ts';
 import { ASCEND_REAL_ANNOTATION, NpuAllocator } from '../../tools/simulator/allocator.ts';
 import { KWOK_ANNOTATION, NPU_RESOURCE, createFakeNodes } from '../../tools/simulator/nodes.ts';
 import { adminClient, controlPlaneInfo, eventually, newNamespace } from '../support/cluster.ts';
+import { realClock } from '../../runtime/clock.ts';
 
 type CM = KubeObject & { data?: Record<string, string> };
 type NodeObj = KubeObject & { status?: { capacity?: Record<string, string>; allocatable?: Record<string, string>; conditions?: Array<{ type: string; status: string; reason?: string }> } };
@@ -180,7 +181,7 @@ describe('device plugin / NodeD simulator on a real apiserver', () => {
   it('coalesces: 10 injections within a second on one node make at most 2 writes, the last holding all 10', async () => {
     const node = uniq();
     await inj.addNodes([{ name: node }]);
-    const watcher = new Reflector<CM>(client, { name: 'di', path: paths.configMaps(DEVICE_INFO_NAMESPACE), fieldSelector: `metadata.name=${deviceInfoCmName(node)}` });
+    const watcher = new Reflector<CM>(client, { clock: realClock, name: 'di', path: paths.configMaps(DEVICE_INFO_NAMESPACE), fieldSelector: `metadata.name=${deviceInfoCmName(node)}` });
     let updates = 0;
     watcher.events$.subscribe((e) => { if (e.type === 'update') updates++; });
     watcher.start();

@@ -18,6 +18,7 @@ import { SCHEDULING_EXCEPTION_CM_NAME } from '../../schemas/scheduling-exception
 import { recordingLogger, type LogLine } from '../support/fault-policy-test-kit.ts';
 import { adminClient, ensureNamespace, eventually, newNamespace } from '../support/cluster.ts';
 import { newTenant, removeJobs, type Tenant } from '../support/tenant.ts';
+import { realClock } from '../../runtime/clock.ts';
 
 /** What a cache holds of one namespace, in bytes of JSON (the observable: no RSS). */
 const cachedBytes = (r: Reflector<KubeObject>, ns: string): number =>
@@ -43,7 +44,7 @@ describe('tenant: bounded caches and outputs', () => {
     tenant = await newTenant(admin, 'bounds');
     t = tenant.client;
     csNs = await newNamespace(admin, 'cs');
-    manager = new Manager({ client: admin, log: recordingLogger(lines), metrics, options: parseOptions(['--http-port=0', '--grpc-port=0', '--cluster-info-refresh-seconds=0', `--cluster-system-namespace=${csNs}`], {}) });
+    manager = new Manager({ clock: realClock, client: admin, log: recordingLogger(lines), metrics, options: parseOptions(['--http-port=0', '--grpc-port=0', '--cluster-info-refresh-seconds=0', `--cluster-system-namespace=${csNs}`], {}) });
     await manager.start();
   }, 60_000);
 

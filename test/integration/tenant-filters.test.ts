@@ -21,6 +21,7 @@ import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
 import { newTenant, removeJobs, type Tenant } from '../support/tenant.ts';
 import { jobPods, runningWithNpus, startWorld, vcJob, type PodObj, type World } from '../../tools/job-peer/world.ts';
 import { BASE_ARGS, npusOf, rescheduleReasonOf } from '../support/jobs-support.ts';
+import { realClock } from '../../runtime/clock.ts';
 
 const ALL_CHIPS = Array.from({ length: 8 }, (_, i) => `Ascend910-${i}`);
 
@@ -39,7 +40,7 @@ describe('tenant fault filters: a filter hides faults only on chips its job hold
     node = world.nodes[0]!;
     const csNs = await newNamespace(admin, 'cs');
     tenant = await newTenant(admin);
-    manager = new Manager({
+    manager = new Manager({ clock: realClock,
       client: admin, log: recordingLogger(lines), metrics,
       options: parseOptions([...BASE_ARGS, '--grpc-port=0', `--cluster-system-namespace=${csNs}`], {}),
     });

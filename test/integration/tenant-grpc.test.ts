@@ -30,6 +30,7 @@ import { recoveryStateCmName, RECOVERY_STATE_NAMESPACE } from '../../reconcilers
 import { adminClient, ensureNamespace, eventually } from '../support/cluster.ts';
 import { newTenant, removeJobs, type Tenant } from '../support/tenant.ts';
 import { fakeNodes, rand, reportChipFault } from './recovery-fixtures.ts';
+import { realClock } from '../../runtime/clock.ts';
 
 const POD_IP = '127.0.0.23';
 const OTHER_POD_IP = '127.0.0.31';
@@ -92,7 +93,7 @@ describe('tenant gRPC: calls act only on a job with a pod at the caller\'s addre
   beforeAll(async () => {
     for (const ns of ['mindx-dl', 'kube-system', 'cluster-system', 'volcano-system']) await ensureNamespace(admin, ns);
     // Default flags (--grpc-caller-check=pod-ip) but a small served-jobs cap, so the fake jobs could fill it.
-    manager = new Manager({
+    manager = new Manager({ clock: realClock,
       client: admin, metrics, log: silentLogger,
       options: parseOptions(['--http-port=0', '--grpc-port=0', '--grpc-host=127.0.0.1', '--cluster-info-refresh-seconds=0', `--max-served-jobs=${FAKE_JOBS}`], {}),
     });

@@ -21,6 +21,7 @@ import { Metrics } from '../../telemetry/metrics.ts';
 import { recordingLogger, type LogLine } from '../support/fault-policy-test-kit.ts';
 import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { BASE_ARGS, jobState, jobsHarness, npusOf, podGroupEvents, runningPods, uidOf } from '../support/jobs-support.ts';
+import { realClock } from '../../runtime/clock.ts';
 
 const BAD_UIDS = Array.from({ length: 5 }, (_, i) => (i % 3 === 0 ? `bad uid ${i}!` : i % 3 === 1 ? `Bad/Uid-${i}` : `x y ${i}`));
 /** A Volcano Job name the apiserver takes (<= 253) that `reset-config-<name>` cannot carry. */
@@ -172,7 +173,7 @@ describe('damaged state: an unreadable journal record', () => {
 
     const lines: LogLine[] = [];
     const metrics = new Metrics({ processMetrics: false });
-    const manager = new Manager({ client, log: recordingLogger(lines), metrics, options: parseOptions([...BASE_ARGS, '--grpc-port=0'], {}) });
+    const manager = new Manager({ clock: realClock, client, log: recordingLogger(lines), metrics, options: parseOptions([...BASE_ARGS, '--grpc-port=0'], {}) });
     try {
       await manager.start();
       await world.dp.injectChipFault({ node: damaged.pod.spec!.nodeName!, npu: npusOf(damaged.pod)[0]!, code: '80E18402', level: 'SeparateNPU' });

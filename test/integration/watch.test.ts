@@ -8,6 +8,7 @@ import { HttpKubeClient, paths, type KubeObject } from '../../runtime/kube-clien
 import { Reflector, type WatchEvent } from '../../runtime/reflector.ts';
 import { ControlPlane, kubeconfigYaml } from '../../tools/control-plane/control-plane.ts';
 import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
+import { realClock } from '../../runtime/clock.ts';
 
 type CM = KubeObject & { data?: Record<string, string> };
 const cm = (ns: string, name: string, data: Record<string, string>): CM => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: ns }, data });
@@ -23,7 +24,7 @@ describe('reflector on the shared control plane', () => {
 
   it('sees a ConfigMap created, updated twice and deleted as exactly those four events, in order', async () => {
     const ns = await newNamespace(client);
-    const r = new Reflector<CM>(client, { name: 'cm', path: paths.configMaps(ns) });
+    const r = new Reflector<CM>(client, { clock: realClock, name: 'cm', path: paths.configMaps(ns) });
     const seen = record(r);
     r.start();
     try {
@@ -46,7 +47,7 @@ describe('reflector on the shared control plane', () => {
   it('strips managedFields from cached objects', async () => {
     const ns = await newNamespace(client);
     await client.create(paths.configMaps(ns), cm(ns, 'm', { v: '1' }));
-    const r = new Reflector<CM>(client, { name: 'cm', path: paths.configMaps(ns) });
+    const r = new Reflector<CM>(client, { clock: realClock, name: 'cm', path: paths.configMaps(ns) });
     r.start();
     try {
       await r.waitForSync();
@@ -59,7 +60,7 @@ describe('reflector on the shared control plane', () => {
 
   it('delivers a change within 2 s after the watch sat idle for 60 s', async () => {
     const ns = await newNamespace(client);
-    const r = new Reflector<CM>(client, { name: 'cm', path: paths.configMaps(ns) });
+    const r = new Reflector<CM>(client, { clock: realClock, name: 'cm', path: paths.configMaps(ns) });
     const seen = record(r);
     r.start();
     try {
@@ -107,7 +108,7 @@ describe('reflector across apiserver outages (private control plane with two api
   it('sees the changes made while its apiserver was down, without restarting the process', async () => {
     await writer.create(paths.configMaps(ns), cm(ns, 'keep', { v: '1' }));
     await writer.create(paths.configMaps(ns), cm(ns, 'gone', { v: '1' }));
-    const r = new Reflector<CM>(reader, { name: 'cm', path: paths.configMaps(ns) });
+    const r = new Reflector<CM>(reader, { clock: realClock, name: 'cm', path: paths.configMaps(ns) });
     const seen = record(r);
     r.start();
     try {
@@ -128,7 +129,7 @@ describe('reflector across apiserver outages (private control plane with two api
 
   it('relists after etcd is compacted past its resourceVersion (410 Gone) and misses no delete', async () => {
     for (const n of ['x', 'y', 'z']) await writer.create(paths.configMaps(ns), cm(ns, n, { v: '1' }));
-    const r = new Reflector<CM>(reader, { name: 'cm', path: paths.configMaps(ns) });
+    const r = new Reflector<CM>(reader, { clock: realClock, name: 'cm', path: paths.configMaps(ns) });
     const seen = record(r);
     r.start();
     try {

@@ -27,6 +27,7 @@ import { deviceEntry } from '../support/cluster-info-read.ts';
 import { ensureNamespace, eventually } from '../support/cluster.ts';
 import { TEST_TIMINGS, startAgent } from '../integration/recovery-fixtures.ts';
 import { podGroupEvents, rescheduleReasonOf, sleep, startManager, vcjobFaultNpu } from '../support/jobs-support.ts';
+import { realClock } from '../../runtime/clock.ts';
 
 const P = 'huawei.com/Ascend910';
 const RANK = 'hccl/rankIndex';
@@ -280,7 +281,7 @@ export function describeAscendJobs(topology: 'A' | 'B'): void {
       const agent = startAgent(target, uid, {});
       // Every state the job's pods pass through (the backup pod's markers live only for a moment).
       const seen: Pod[] = [];
-      const watch = new Reflector<Pod>(client, { name: 'test_moe_pods', path: paths.pods(ns), labelSelector: 'training.kubeflow.org/job-name=moe' });
+      const watch = new Reflector<Pod>(client, { clock: realClock, name: 'test_moe_pods', path: paths.pods(ns), labelSelector: 'training.kubeflow.org/job-name=moe' });
       watch.events$.subscribe({ next: (ev) => { if (ev.type !== 'delete') seen.push(ev.obj); } });
       watch.start();
       await watch.waitForSync();

@@ -14,6 +14,7 @@ import { parseVcjobFaultNpuData, type VcjobFaultNpuContent } from '../../schemas
 import { JOB_JOURNAL_LABELS, JOB_STATE_KEY, JOB_STATE_NAMESPACE, jobStateCmName, journalShardOf, parseJobState, type JobStateRecord } from '../../schemas/job-state/job-state.ts';
 import { jobPods, runningWithNpus, startWorld, type PodObj, type World } from '../../tools/job-peer/world.ts';
 import { adminClient, eventually } from './cluster.ts';
+import { realClock } from '../../runtime/clock.ts';
 
 export const BASE_ARGS = ['--http-port=0', '--cluster-info-refresh-seconds=0', '--burst-window-ms=200'];
 
@@ -22,7 +23,7 @@ export async function startManager(client: KubeClient, args: readonly string[] =
   const metrics = new Metrics({ processMetrics: false });
   const level = process.env.JOBS_TEST_LOG;
   const log = level === '1' || level === 'debug' ? createLogger(level === 'debug' ? 'debug' : 'info', process.stderr) : silentLogger;
-  const manager = new Manager({ client, options: parseOptions([...BASE_ARGS, ...args], {}), log, metrics, ...(jobs ? { jobs } : {}) });
+  const manager = new Manager({ clock: realClock, client, options: parseOptions([...BASE_ARGS, ...args], {}), log, metrics, ...(jobs ? { jobs } : {}) });
   await manager.start();
   return { manager, metrics };
 }

@@ -1,13 +1,16 @@
 /**
- * A manual clock (QueueClock) whose timers fire only when the test advances time, each at its own
- * instant: `advance` for synchronous code, `run` where the fired work continues asynchronously.
+ * A manual clock (the controller's Clock, runtime/clock.ts) whose timers fire only when the test
+ * advances time, each at its own instant: `advance` for synchronous code, `run` where the fired work
+ * continues asynchronously. Its `scheduler` puts RxJS work (the recovery FSMs' timers) on the same
+ * timers, so a Manager built on it runs wholly in virtual time.
  */
-import type { QueueClock } from '../../runtime/work-queue.ts';
+import type { SchedulerLike } from 'rxjs';
+import { clockScheduler, type Clock } from '../../runtime/clock.ts';
 
 /** Lets queued microtasks and one round of I/O callbacks run. */
 export const settle = (): Promise<void> => new Promise((r) => setImmediate(r));
 
-export class ManualClock implements QueueClock {
+export class ManualClock implements Clock {
   private t: number;
   private seq = 0;
   private readonly timers = new Map<number, { at: number; fn: () => void }>();
@@ -15,6 +18,8 @@ export class ManualClock implements QueueClock {
   constructor(startMs = 1_700_000_000_000) {
     this.t = startMs;
   }
+
+  readonly scheduler: SchedulerLike = clockScheduler(this);
 
   /** An arrow property, so `clock.now` can be passed on its own (as a `() => number`). */
   readonly now = (): number => this.t;

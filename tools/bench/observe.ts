@@ -13,6 +13,7 @@ import { DEVICE_INFO_CM_PREFIX } from '../../schemas/device-info/device-info.ts'
 import { FAULT_NODE_KEY, VCJOB_FAULT_NPU_CM_NAME, VCJOB_FAULT_NPU_NAMESPACE } from '../../schemas/vcjob-fault-npu/vcjob-fault-npu.ts';
 import type { ControllerProcess } from './controller-process.ts';
 import { BENCH_NAMESPACE, podName, type JobSpec } from './fixtures.ts';
+import { realClock } from '../../runtime/clock.ts';
 
 const SWITCH_INFO_PREFIX = 'mindx-dl-switchinfo-';
 const UNHEALTHY_KEY = 'huawei.com/Ascend910-Unhealthy';
@@ -61,9 +62,9 @@ export class Observer {
   clusterInfoRefreshOnly = 0;
 
   constructor(client: KubeClient) {
-    this.clusterInfo = new Reflector<ConfigMap>(client, { name: 'bench_cluster_info', path: paths.configMaps(CLUSTER_INFO_NAMESPACE), labelSelector: `${CLUSTER_INFO_LABEL_KEY}=true` });
-    this.volcano = new Reflector<ConfigMap>(client, { name: 'bench_volcano', path: paths.configMaps(VCJOB_FAULT_NPU_NAMESPACE), fieldSelector: `metadata.name=${VCJOB_FAULT_NPU_CM_NAME}` });
-    this.pods = new Reflector<Pod>(client, { name: 'bench_pods', path: paths.pods(BENCH_NAMESPACE) });
+    this.clusterInfo = new Reflector<ConfigMap>(client, { clock: realClock, name: 'bench_cluster_info', path: paths.configMaps(CLUSTER_INFO_NAMESPACE), labelSelector: `${CLUSTER_INFO_LABEL_KEY}=true` });
+    this.volcano = new Reflector<ConfigMap>(client, { clock: realClock, name: 'bench_volcano', path: paths.configMaps(VCJOB_FAULT_NPU_NAMESPACE), fieldSelector: `metadata.name=${VCJOB_FAULT_NPU_CM_NAME}` });
+    this.pods = new Reflector<Pod>(client, { clock: realClock, name: 'bench_pods', path: paths.pods(BENCH_NAMESPACE) });
     this.clusterInfo.events$.subscribe((ev) => { this.onClusterInfo(ev); this.wake(); });
     this.volcano.events$.subscribe((ev) => { this.onVolcano(ev); this.wake(); });
     this.pods.events$.subscribe((ev) => { this.onPod(ev); this.wake(); });

@@ -25,6 +25,7 @@ import { addChipCode, deviceInfoInput, newNodeState, removeChipCodes, type NpuNo
 import { ControllerProcess, diffCounts, reconcileStats, writesByKind } from './controller-process.ts';
 import { percentile } from './fixtures.ts';
 import type { Figures } from './report.ts';
+import { realClock } from '../../runtime/clock.ts';
 
 export interface PeerOptions {
   readonly binDir: string;
@@ -74,7 +75,7 @@ class UnhealthyWatch {
   private readonly reflector: Reflector<ConfigMap>;
 
   constructor(client: HttpKubeClient) {
-    this.reflector = new Reflector<ConfigMap>(client, {
+    this.reflector = new Reflector<ConfigMap>(client, { clock: realClock,
       name: 'peer_cluster_info', path: paths.configMaps('mindx-dl'),
       filter: (o) => (o.metadata?.name ?? '').startsWith('cluster-info-device-'),
     });

@@ -21,6 +21,7 @@
  */
 import { paths, isConflict, type KubeClient, type KubeObject } from '../../runtime/kube-client.ts';
 import { Reflector, type WatchEvent } from '../../runtime/reflector.ts';
+import { realClock } from '../../runtime/clock.ts';
 
 export const JOB_NAME_LABEL = 'volcano.sh/job-name';
 export const JOB_NAMESPACE_LABEL = 'volcano.sh/job-namespace';
@@ -66,9 +67,9 @@ export class JobPeer {
     this.client = client;
     this.ns = opts.namespace;
     this.now = opts.now ?? Date.now;
-    this.jobs = new Reflector<VcJob>(client, { name: 'peer_vcjobs', path: paths.vcJobs(this.ns) });
-    this.pods = new Reflector<Pod>(client, { name: 'peer_pods', path: paths.pods(this.ns) });
-    this.groups = new Reflector<KubeObject>(client, { name: 'peer_podgroups', path: paths.podGroups(this.ns) });
+    this.jobs = new Reflector<VcJob>(client, { clock: realClock, name: 'peer_vcjobs', path: paths.vcJobs(this.ns) });
+    this.pods = new Reflector<Pod>(client, { clock: realClock, name: 'peer_pods', path: paths.pods(this.ns) });
+    this.groups = new Reflector<KubeObject>(client, { clock: realClock, name: 'peer_podgroups', path: paths.podGroups(this.ns) });
     this.jobs.events$.subscribe({ next: (ev) => this.kick(ev.obj.metadata?.name ?? ''), error: () => undefined });
     this.pods.events$.subscribe({ next: (ev) => this.onPod(ev), error: () => undefined });
   }

@@ -38,6 +38,12 @@ describe('layering', () => {
         'vocabulary/v.ts': "import { of } from 'rxjs';\nexport const v = of(1);\n",
         'runtime/kube-client.ts': 'export interface KubeClient {\n  get(p: string): string;\n  delete(p: string): string;\n}\nexport class HttpKubeClient implements KubeClient {\n  get(p: string) { return p; }\n  delete(p: string) { return p; }\n  request(m: string, p: string) { return m + p; }\n}\n',
         'runtime/configmap-writer.ts': 'export class ConfigMapWriter {\n  ensure(k: string) { return k; }\n}\n',
+        'runtime/clock.ts': 'export const now = (): number => Date.now();\n',
+        'runtime/wall.ts': [
+          "import { asyncScheduler, type SchedulerLike } from 'rxjs';",
+          'export const own = (): unknown => [Date.now(), setTimeout(() => {}, 1), asyncScheduler];',
+          'export const given = (s: SchedulerLike, c: { setTimeout(f: () => void, ms: number): unknown }): unknown => [s.now(), c.setTimeout(() => {}, 1), new Date(0)];',
+        ].join('\n'),
         'runtime/uses-wiring.ts': "import type { Wiring } from '../controllers/writes.ts';\nexport type W = Wiring;\n",
         'policy/p.ts': [
           "import { readFileSync } from 'node:fs';",
@@ -95,12 +101,15 @@ describe('layering', () => {
       if (root !== '') rmSync(root, { recursive: true, force: true });
     });
 
-    it('reports exactly the violations it was given (and not Map.delete, String.replace, request GET, timer() on an injected scheduler, state/ reading runtime/ and policy/, ajv types and runtime helpers, or test files)', () => {
+    it('reports exactly the violations it was given (and not Map.delete, String.replace, request GET, timer() on an injected scheduler, the timers of an injected clock, Date.now in runtime/clock.ts, state/ reading runtime/ and policy/, ajv types and runtime helpers, or test files)', () => {
       const keys = check(root).map(violationKey).sort();
       expect(keys).toEqual([
         'actions-not-reconcilers: actions/a.ts -> reconcilers/r.ts',
         'no-circular: actions/a.ts -> reconcilers/r.ts',
         'no-schema-compiler: schemas/compiles.ts -> node_modules/ajv/dist/ajv.js',
+        'one-clock: runtime/wall.ts -> Date.now',
+        'one-clock: runtime/wall.ts -> asyncScheduler',
+        'one-clock: runtime/wall.ts -> setTimeout()',
         'only-writers-write: controllers/writes.ts -> ConfigMapWriter.ensure',
         'only-writers-write: controllers/writes.ts -> HttpKubeClient.request',
         'only-writers-write: controllers/writes.ts -> KubeClient.delete',

@@ -16,8 +16,15 @@
  *   scheduler: no setTimeout/setInterval/setImmediate (global or as a method, e.g. a QueueClock's),
  *   no `schedule` call on an RxJS scheduler, no RxJS time operator (timer, delay, auditTime, ...)
  *   without an injected scheduler argument.
+ * - `one-clock`: the controller has one clock, runtime/clock.ts, injected once (the Manager hands it
+ *   to every part): no other product module reads the wall clock (Date.now, new Date(),
+ *   performance.now(), process.hrtime) or arms a timer of its own (setTimeout/setInterval/
+ *   setImmediate, AbortSignal.timeout, RxJS's asyncScheduler/asapScheduler), so a test on a manual clock runs the whole
+ *   controller in virtual time. cli/ (the operator's program) and tools/ are not the controller.
+ *   ONE_CLOCK_ALLOWED lists the few real-time uses it keeps, each with its reason; policy/, state/,
+ *   controllers/, reconcilers/ and actions/ are held by the rules above as well.
  *
- * There is no exceptions list: any violation fails. `node tools/layering/layering.ts` prints the
+ * There is no exceptions list for the other rules: any violation fails. `node tools/layering/layering.ts` prints the
  * report (exit 1 on any violation); `--json` prints {violations}; `--root DIR` checks another tree
  * (the self-test's).
  */
@@ -69,6 +76,33 @@ const WRITE_METHODS: Record<string, ReadonlySet<string>> = {
 const TIMERS = new Set(['setTimeout', 'setInterval', 'setImmediate']);
 /** The floors that must leave time to the runtime. */
 const NO_PRIVATE_TIMERS = /^(controllers|reconcilers|actions)\//;
+/** Files held to `one-clock`: the controller's product code (not cli/, tools/ or tests). */
+const ONE_CLOCK_FILES = /^main\.ts$|^(vocabulary|schemas|policy|runtime|state|reconcilers|actions|controllers|telemetry|grpc)\//;
+/** RxJS's real-time schedulers: a product module takes the clock's scheduler instead. */
+const RX_REAL_SCHEDULERS = new Set(['asyncScheduler', 'asapScheduler', 'animationFrameScheduler']);
+/**
+ * The real-time uses `one-clock` keeps: `file` -> what it may use, and why. Nothing here decides
+ * what the controller does to the cluster.
+ */
+export const ONE_CLOCK_ALLOWED: Readonly<Record<string, { readonly uses: readonly string[]; readonly why: string }>> = {
+  // The one clock itself.
+  'runtime/clock.ts': { uses: ['Date.now', 'setTimeout()', 'asyncScheduler'], why: 'realClock: the process\'s real time (main.ts)' },
+  'runtime/controller-loop.ts': {
+    uses: ['performance.now()', 'Date.now', 'setTimeout()'],
+    why: 'reconcile durations for the metrics histogram (a monotonic real timer); idle() waits in real time for real I/O to drain (tests, benchmarks)',
+  },
+  'runtime/kube-client.ts': { uses: ['Date.now', 'AbortSignal.timeout()'], why: 'a request\'s timeout and the HTTP connection pool\'s age: apiserver I/O stays real' },
+  'reconcilers/job-decisions.reconciler.ts': { uses: ['performance.now()'], why: 'a decision\'s latency stages, logged and recorded, never read back' },
+  'actions/job-action-executor.ts': { uses: ['performance.now()'], why: 'the deletions\' latency, logged and recorded, never read back' },
+  'telemetry/http-server.ts': { uses: ['Date.now'], why: 'the HTTP server (real I/O) limits its own log lines on refused requests' },
+  'grpc/server.ts': { uses: ['setTimeout()'], why: 'a shutdown\'s grace before connections are closed by force (socket I/O)' },
+  'grpc/listener.ts': { uses: ['setTimeout()'], why: 'how long a new connection may take to send its first bytes (socket I/O)' },
+  // Test kits beside the code they test (not loaded by the controller).
+  'grpc/stub-handlers.ts': { uses: ['Date.now', 'setTimeout()'], why: 'test kit: waits for a stub server\'s calls in real time' },
+  'grpc/fuzz-kit.ts': { uses: ['Date.now'], why: 'test kit: a fuzz seed' },
+  'schemas/fuzz/fuzz-kit.ts': { uses: ['Date.now'], why: 'test kit: a fuzz seed' },
+};
+
 /** RxJS creation functions and operators that wait on a scheduler (the async one unless given). */
 const RX_TIME = new Set(['timer', 'interval', 'delay', 'delayWhen', 'auditTime', 'debounceTime', 'bufferTime', 'throttleTime', 'sampleTime', 'timeout', 'timeoutWith', 'windowTime']);
 
@@ -101,7 +135,10 @@ export function astViolations(root: string): Violation[] {
     const clockRule = file.startsWith('policy/') ? 'policy-no-clock' : file.startsWith('state/') ? 'state-no-clock' : undefined;
     const checkClock = clockRule !== undefined;
     const checkTimers = NO_PRIVATE_TIMERS.test(file);
-    if (!checkWrites && !checkClock && !checkTimers) continue;
+    // policy/ and state/ read no clock at all (their own rules, above).
+    const checkOneClock = ONE_CLOCK_FILES.test(file) && !checkClock;
+    const allowed = new Set(ONE_CLOCK_ALLOWED[file]?.uses ?? []);
+    if (!checkWrites && !checkClock && !checkTimers && !checkOneClock) continue;
     const at = (n: ts.Node): string => `${file}:${sf.getLineAndCharacterOfPosition(n.getStart(sf)).line + 1}`;
     const visit = (n: ts.Node): void => {
       if (checkWrites && ts.isPropertyAccessExpression(n)) {
@@ -114,13 +151,18 @@ export function astViolations(root: string): Violation[] {
           if (!isGet) out.push({ rule: 'only-writers-write', from: file, to: `${cls.split('#')[1]}.${method}`, at: at(n) });
         }
       }
+      let reported = false;
       if (checkClock) {
         const clock = clockRead(n);
-        if (clock !== undefined) out.push({ rule: clockRule!, from: file, to: clock, at: at(n) });
+        if (clock !== undefined) { out.push({ rule: clockRule!, from: file, to: clock, at: at(n) }); reported = true; }
       }
       if (checkTimers && ts.isCallExpression(n)) {
         const timer = privateTimer(checker, n);
-        if (timer !== undefined) out.push({ rule: 'timers-through-runtime', from: file, to: timer, at: at(n) });
+        if (timer !== undefined) { out.push({ rule: 'timers-through-runtime', from: file, to: timer, at: at(n) }); reported = true; }
+      }
+      if (checkOneClock && !reported) {
+        const use = wallClock(checker, n);
+        if (use !== undefined && !allowed.has(use)) out.push({ rule: 'one-clock', from: file, to: use, at: at(n) });
       }
       ts.forEachChild(n, visit);
     };
@@ -161,6 +203,32 @@ function clockRead(n: ts.Node): string | undefined {
   }
   if (ts.isNewExpression(n) && ts.isIdentifier(n.expression) && n.expression.text === 'Date' && (n.arguments === undefined || n.arguments.length === 0)) return 'new Date()';
   if (ts.isPropertyAccessExpression(n) && (prop(n, 'process', 'hrtime'))) return 'process.hrtime';
+  return undefined;
+}
+
+/**
+ * A read of the wall clock or a timer of its own, by name: `Date.now` (called or passed), `new Date()`,
+ * `performance.now()`, `process.hrtime`, a global `setTimeout()`/`setInterval()`/`setImmediate()`, or
+ * RxJS's real-time schedulers.
+ */
+function wallClock(checker: ts.TypeChecker, n: ts.Node): string | undefined {
+  const prop = (e: ts.Node, obj: string, name: string): boolean =>
+    ts.isPropertyAccessExpression(e) && ts.isIdentifier(e.expression) && e.expression.text === obj && e.name.text === name;
+  if (prop(n, 'Date', 'now')) return 'Date.now';
+  if (ts.isCallExpression(n) && prop(n.expression, 'performance', 'now')) return 'performance.now()';
+  if (ts.isCallExpression(n) && prop(n.expression, 'AbortSignal', 'timeout')) return 'AbortSignal.timeout()';
+  if (prop(n, 'process', 'hrtime')) return 'process.hrtime';
+  if (ts.isNewExpression(n) && ts.isIdentifier(n.expression) && n.expression.text === 'Date' && (n.arguments === undefined || n.arguments.length === 0)) return 'new Date()';
+  if (ts.isCallExpression(n)) {
+    const e = n.expression;
+    if (ts.isIdentifier(e) && TIMERS.has(e.text)) return `${e.text}()`;
+    if (ts.isPropertyAccessExpression(e) && ts.isIdentifier(e.expression) && e.expression.text === 'globalThis' && TIMERS.has(e.name.text)) return `${e.name.text}()`;
+  }
+  if (ts.isIdentifier(n) && RX_REAL_SCHEDULERS.has(n.text) && !ts.isImportSpecifier(n.parent)) {
+    const decl = checker.getSymbolAtLocation(n)?.declarations?.[0];
+    const fromRx = decl !== undefined && ts.isImportSpecifier(decl) && ts.isStringLiteral(decl.parent.parent.parent.moduleSpecifier) && decl.parent.parent.parent.moduleSpecifier.text === 'rxjs';
+    if (fromRx) return n.text;
+  }
   return undefined;
 }
 

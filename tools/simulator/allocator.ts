@@ -6,6 +6,7 @@
  */
 import { Reflector } from '../../runtime/reflector.ts';
 import { paths, type KubeClient, type KubeObject } from '../../runtime/kube-client.ts';
+import { realClock } from '../../runtime/clock.ts';
 
 export const ASCEND_REAL_ANNOTATION = 'huawei.com/AscendReal';
 const RESOURCE = 'huawei.com/Ascend910';
@@ -33,7 +34,7 @@ export class NpuAllocator {
     this.client = client;
     this.npusPerNode = opts.npusPerNode ?? 8;
     this.unhealthy = opts.unhealthy ?? (() => []);
-    this.pods = new Reflector<Pod>(client, { name: 'allocator_pods', path: paths.pods(opts.namespace) });
+    this.pods = new Reflector<Pod>(client, { clock: realClock, name: 'allocator_pods', path: paths.pods(opts.namespace) });
     this.pods.events$.subscribe({
       next: (ev) => {
         if (ev.type === 'delete') this.assigned.delete(ev.obj.metadata?.uid ?? '');

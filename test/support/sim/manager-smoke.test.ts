@@ -15,6 +15,7 @@ import { encodeDeviceInfoData, makeDeviceFault } from '../../../schemas/device-i
 import { DEVICE_INFO_LABELS, deviceInfoCmName } from '../../../schemas/device-info/device-info.ts';
 import { parseClusterInfo, type DeviceInfoEntry } from '../../../schemas/cluster-info/cluster-info.ts';
 import { MemoryApiServer, WRITE_VERBS } from './memory-apiserver.ts';
+import { realClock } from '../../../runtime/clock.ts';
 
 const chips = (n: number): string[] => Array.from({ length: n }, (_, i) => `Ascend910-${i}`);
 
@@ -58,7 +59,7 @@ describe('the Manager on the in-memory apiserver', () => {
 
   beforeAll(async () => {
     manager = new Manager({
-      client: controller, log: silentLogger, metrics,
+      clock: realClock, client: controller, log: silentLogger, metrics,
       options: parseOptions(['--http-port=0', '--grpc-port=0', '--cluster-info-refresh-seconds=0'], {}),
     });
     await manager.start();

@@ -3,6 +3,7 @@ import { LeaderElector } from '../../../runtime/leader-election.ts';
 import { ManualClock, settle } from '../manual-clock.ts';
 import { CONTRACT_CASES } from './apiserver-contract.ts';
 import { MemoryApiServer, WRITE_VERBS } from './memory-apiserver.ts';
+import { realClock } from '../../../runtime/clock.ts';
 
 const cm = (ns: string, name: string, data: Record<string, string> = {}, labels?: Record<string, string>): KubeObject =>
   ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: ns, ...(labels ? { labels } : {}) }, data });
@@ -169,7 +170,7 @@ describe('in-memory apiserver: semantics beyond the contract', () => {
     const elector = (id: string) => {
       const client = s.client(id);
       const e = new LeaderElector(client, {
-        namespace: 'x', name: 'lease', identity: id, leaseDurationMs: 1_000, renewDeadlineMs: 600, retryPeriodMs: 100,
+        namespace: 'x', name: 'lease', identity: id, leaseDurationMs: 1_000, renewDeadlineMs: 600, retryPeriodMs: 100, clock: realClock,
         onStartedLeading: () => events.push(`${id} leads`), onStoppedLeading: () => events.push(`${id} stopped`),
       });
       return { client, e };
