@@ -9,6 +9,7 @@ import { Manager } from '../../controllers/manager.ts';
 import { parseOptions } from '../../controllers/options.ts';
 import { silentLogger } from '../../telemetry/logger.ts';
 import { Metrics } from '../../telemetry/metrics.ts';
+import { realClock } from '../../runtime/clock.ts';
 import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
 import { removeJobs } from '../support/tenant.ts';
 
@@ -22,7 +23,7 @@ describe('the job index', () => {
   beforeAll(async () => {
     ns = await newNamespace(client, 'jidx');
     const csNs = await newNamespace(client, 'cs');
-    manager = new Manager({
+    manager = new Manager({ clock: realClock,
       client, log: silentLogger, metrics: new Metrics({ processMetrics: false }),
       options: parseOptions(['--http-port=0', '--grpc-port=0', '--cluster-info-refresh-seconds=0', `--cluster-system-namespace=${csNs}`], {}),
     });
