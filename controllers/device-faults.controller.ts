@@ -1,6 +1,6 @@
 /**
  * The intake flow: device-info, node-info, public-fault ConfigMaps, PubFault and Nodes -> FaultStore
- * -> `onChange` (the nodes it changed) -> the fault view (controllers/fault-view.ts). This file holds the flow's only
+ * -> `onChange` (the nodes it changed) -> the fault-view stage (controllers/fault-view-stage.ts). This file holds the flow's only
  * subscribe (style.md 2.1). Bad input is logged with its reason, counted, and changes nothing.
  * Delayed public-fault deletes run from one work-queue key armed for the next one due
  * (runtime/timer-loop.ts).
@@ -28,6 +28,12 @@ import type { PubFaultInfo } from '../schemas/public-fault/public-fault.ts';
 /** Re-levels and escalates a node's records (policy/); identity = trust what the agents wrote. */
 export interface FaultPolicy {
   effective(node: string, records: readonly FaultRecord[], nowMs: number): readonly FaultRecord[];
+  /**
+   * Called by the fault-view stage after each pass of `effective` calls: report what those
+   * evaluations changed beyond the evaluated nodes (other nodes' views, state to persist) and arm
+   * the next deadline. A read never does this (controllers/fault-view-stage.ts).
+   */
+  settle?(): void;
 }
 
 export const trustReportedLevels: FaultPolicy = { effective: (_n, records) => records };
@@ -70,6 +76,8 @@ export interface DeviceFaultsDeps {
   readonly metrics: Metrics;
   /** Where the kept fault view is read (controllers/fault-view.ts); without it, the records as reported. */
   readonly view?: { effective(node: string): readonly FaultRecord[] };
+  /** The intake's state, when the wiring builds it first (the fault view reads it); else a new one. */
+  readonly store?: FaultStore;
   readonly now?: () => number;
   /** Time and the timers of the public-fault delete key; defaults to real timers on `now`. */
   readonly clock?: QueueClock;
@@ -116,7 +124,7 @@ export class DeviceFaultsController {
 
   constructor(deps: DeviceFaultsDeps) {
     this.deps = deps;
-    this.store = new FaultStore({ publicFaults: { maxFaults: deps.maxPublicFaults, bounds: deps.metrics.bounds } });
+    this.store = deps.store ?? new FaultStore({ publicFaults: { maxFaults: deps.maxPublicFaults, bounds: deps.metrics.bounds } });
     this.lastGood = new DeviceInfoLastGood({ bounds: deps.metrics.bounds });
     this.now = deps.now ?? Date.now;
     const clock = deps.clock ?? { ...realClock, now: this.now };
