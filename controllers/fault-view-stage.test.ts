@@ -82,6 +82,17 @@ describe('FaultViewStage', () => {
     // With the key running (the first test), the same instant publishes the fault.
   });
 
+  it('only a window that ended after the evaluation is reported pending; one already over when evaluated is over', async () => {
+    const w = world({
+      filters: { evaluate: (_n, job, nowMs) => ({ visible: [], dropped: [], relevelled: [], reported: [], uce: {}, hidden: job.map((record) => ({ record, by: 'custom-filter', reasons: [], untilMs: nowMs - 1 })), recheckAtMs: undefined }) },
+    });
+    const fault = rec('n1', 'Ascend910-0', '80E18402', 'SeparateNPU', w.clock.now());
+    w.records.set('n1', [fault]);
+    w.stage.intake({ nodes: ['n1'], atMs: w.clock.now() });
+    await settle();
+    expect(w.view.jobSnapshot(['n1']).hidden.get(faultKey(fault))?.untilMs).toBe(w.clock.now() - 1);
+  });
+
   it('a throwing policy evaluation is retried with the queue\'s backoff, logged and counted; the others are not held back', async () => {
     let failures = 2;
     const w = world({

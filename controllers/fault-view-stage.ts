@@ -121,7 +121,8 @@ export class FaultViewStage {
   }
 
   private pass(named: readonly string[], nowMs: number): void {
-    const { view, policy, filters, store } = { ...this.d, store: this.d.view.store };
+    const { view, policy, filters } = this.d;
+    const store = view.store;
     for (const n of named) this.pending.delete(n);
     const intaken = named.filter((n) => this.intaken.delete(n));
     try {
@@ -138,11 +139,11 @@ export class FaultViewStage {
         const job = jobViewOf(n);
         const held = this.held(n, job, nowMs, damp, requeue);
         let v: NodeView;
-        if (filters === undefined) v = { job, scheduler: job, withheld: [], hidden: [], held, sig: sigOf(job, job, [], [], held) };
+        if (filters === undefined) v = { job, scheduler: job, withheld: [], hidden: [], held, sig: sigOf(job, job, [], [], held), atMs: nowMs };
         else {
           const r = filters.evaluate(n, job, nowMs, jobViewOf);
           const withheld = [...r.hidden, ...r.dropped].map((o) => o.record);
-          v = { job, scheduler: r.visible, withheld, hidden: r.hidden, held, sig: sigOf(job, r.visible, r.hidden, withheld, held) };
+          v = { job, scheduler: r.visible, withheld, hidden: r.hidden, held, sig: sigOf(job, r.visible, r.hidden, withheld, held), atMs: nowMs };
           // The filters' next-change time (the earliest window end); one already over is looked at again later, never spun on.
           if (r.recheckAtMs !== undefined) soonest(requeue, n, r.recheckAtMs > nowMs ? r.recheckAtMs : nowMs + OPEN_ENDED_RECHECK_MS);
         }

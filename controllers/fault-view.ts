@@ -44,6 +44,8 @@ export interface NodeView {
   readonly held: readonly FaultRecord[];
   /** What a consumer can see of the view; '' = nothing at all. */
   readonly sig: string;
+  /** When the stage evaluated it. */
+  readonly atMs: number;
 }
 
 /** A publication: the snapshot's new version and the nodes whose view changed in it. */
@@ -51,7 +53,7 @@ export interface FaultViewChange extends FaultChange {
   readonly version: number;
 }
 
-export const EMPTY_VIEW: NodeView = { job: [], scheduler: [], withheld: [], hidden: [], held: [], sig: '' };
+export const EMPTY_VIEW: NodeView = { job: [], scheduler: [], withheld: [], hidden: [], held: [], sig: '', atMs: 0 };
 
 export class FaultView {
   /** The intake's state, for consumers that need the raw records or node data. */
@@ -104,12 +106,14 @@ export class FaultView {
 
   /**
    * For the jobs pipeline: visible and hidden faults of these nodes, and the hide windows (faultKey
-   * -> window). A window over in the snapshot is one whose re-evaluation is due (see the header).
+   * -> window). A window that ended after the node's evaluation is pending its re-evaluation, whose
+   * key is due (see the header): reported as not over yet.
    */
   jobSnapshot(nodes: readonly string[], nowMs: number = this.now()): JobSnapshot {
     return jobSnapshotOf(nodes.map((n) => {
       const v = this.view(n);
-      const hidden = v.hidden.map((h) => (h.untilMs !== undefined && h.untilMs <= nowMs ? { ...h, untilMs: nowMs + PENDING_WINDOW_MS } : h));
+      const pending = (h: FilterOutcome): boolean => h.untilMs !== undefined && h.untilMs <= nowMs && h.untilMs > v.atMs;
+      const hidden = v.hidden.map((h) => (pending(h) ? { ...h, untilMs: nowMs + PENDING_WINDOW_MS } : h));
       return { visible: v.scheduler, hidden };
     }), nowMs);
   }
