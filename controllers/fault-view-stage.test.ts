@@ -59,6 +59,22 @@ describe('FaultViewStage', () => {
     expect(w.view.effective('n1').map((r) => r.code)).toEqual(['80E18402']);
   });
 
+  it('a window longer than one timer delay (1 h) is still published at its end', async () => {
+    const HOURS_3 = 3 * 3_600_000;
+    const w = world({
+      filters: { evaluate: (_n, job, nowMs) => {
+        const open = job.filter((r) => nowMs < r.firstSeenMs + HOURS_3);
+        return { visible: job.filter((r) => !open.includes(r)), dropped: [], relevelled: [], reported: [], uce: {}, hidden: open.map((record) => ({ record, by: 'custom-filter', reasons: [], untilMs: record.firstSeenMs + HOURS_3 })), recheckAtMs: open.length === 0 ? undefined : open[0]!.firstSeenMs + HOURS_3 };
+      } },
+    });
+    const t0 = w.clock.now();
+    w.records.set('n1', [rec('n1', 'Ascend910-0', '80E18402', 'SeparateNPU', t0)]);
+    w.stage.intake({ nodes: ['n1'], atMs: t0 });
+    await settle();
+    await w.clock.run(HOURS_3 + 1_000);
+    expect(w.changes.map((c) => c.atMs - t0)).toEqual([0, HOURS_3]);
+  });
+
   it('a read never emits: 1,000 reads past a window\'s end publish nothing; only the node\'s key does', async () => {
     const w = world({ filters: hideFiveSeconds });
     const t0 = w.clock.now();

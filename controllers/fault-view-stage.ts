@@ -17,7 +17,7 @@
  * hiding a fault is not the hardware recovering). Keys the pass covered find nothing to do when they
  * run. Nothing calls back into the stage: the policy's own reports (`settle`) only enqueue keys.
  *
- * A pass that throws is the ControllerLoop's: logged, counted (reconcile_total{controller="fault_view",
+ * A pass that throws is the ControllerLoop's: logged, counted (clusterd_reconcile_total{controller="fault_view",
  * result="error"}), retried with the key's backoff; its nodes stay pending, and a failing node is
  * retried alone (under its own key) so it never holds back the others.
  */
@@ -113,7 +113,11 @@ export class FaultViewStage {
     const nowMs = this.d.clock.now();
     const due = this.due.get(key);
     const timeUp = due !== undefined && due <= nowMs;
-    if (!this.pending.has(key) && !timeUp) return; // covered by an earlier pass
+    if (!this.pending.has(key) && !timeUp) {
+      // Covered by an earlier pass; or a time beyond one delay (MAX_DELAY_MS), reached by re-arming.
+      if (due !== undefined) this.queue.addAfter(key, Math.min(MAX_DELAY_MS, due - nowMs));
+      return;
+    }
     if (timeUp) this.due.delete(key);
     // A failing node runs alone under its own backoff; the others' keys do not wait for it.
     const batch = this.queue.retries(key) > 0 ? [key] : [key, ...[...this.pending].filter((n) => n !== key && this.queue.retries(n) === 0)];

@@ -330,8 +330,8 @@ export class Manager implements HealthSource {
 
   /**
    * Every flow, in lifecycle order: what it watches (ports, sources), the keys that feeds, the
-   * reconciler for the key. Subscriptions of a step run in this order, so the intake's consumers see
-   * a change after the fault policy observed it and the view was computed.
+   * reconciler for the key. Subscriptions of a step run in this order. The intake's consumers read
+   * the fault view's published snapshot and follow its changes$, after the fault-view stage's pass.
    */
   private buildFlows(ports: Ports, clusterInfo: ReturnType<typeof clusterInfoReconciler>): Flow[] {
     const { options } = this.deps;
