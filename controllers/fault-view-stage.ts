@@ -128,9 +128,10 @@ export class FaultViewStage {
     const { view, policy, filters } = this.d;
     const store = view.store;
     for (const n of named) this.pending.delete(n);
-    const intaken = named.filter((n) => this.intaken.delete(n));
+    const intaken = new Set(named.filter((n) => this.intaken.delete(n)));
     try {
-      const peers = this.d.peers === undefined ? [] : [...this.d.peers(named)].filter((n) => !named.includes(n));
+      const namedSet = new Set(named);
+      const peers = this.d.peers === undefined ? [] : [...this.d.peers(named)].filter((n) => !namedSet.has(n));
       // Every job view first: a node's filters read its peers' job views.
       const jobs = new Map<string, readonly FaultRecord[]>();
       for (const n of named) jobs.set(n, policy.effective(n, store.records(n), nowMs));
@@ -153,7 +154,7 @@ export class FaultViewStage {
         }
         views.set(n, v);
       }
-      const changed = [...views].filter(([n, v]) => intaken.includes(n) || view.view(n).sig !== v!.sig).map(([n]) => n);
+      const changed = [...views].filter(([n, v]) => intaken.has(n) || view.view(n).sig !== v!.sig).map(([n]) => n);
       for (const n of named) if (views.get(n)?.sig === '' && store.nodeState(n) === undefined) views.set(n, undefined);
       for (const n of named) this.releases.delete(n);
       view.publish(views, damp, changed, nowMs);
