@@ -1,6 +1,6 @@
 /**
  * The intake flow: device-info, node-info, public-fault ConfigMaps, PubFault and Nodes -> FaultStore
- * -> `onChange` (the nodes it changed) -> the fault view (controllers/fault-view.ts). This file holds the flow's only
+ * -> `onChange` (the nodes it changed) -> the fault-view stage (controllers/fault-view-stage.ts). This file holds the flow's only
  * subscribe (docs/CONVENTIONS.md#data-path). Bad input is logged with its reason, counted, and changes nothing.
  * Delayed public-fault deletes run from one work-queue key armed for the next one due
  * (runtime/timer-loop.ts).
@@ -28,6 +28,12 @@ import type { PubFaultInfo } from '../schemas/public-fault/public-fault.ts';
 /** Re-levels and escalates a node's records (policy/); identity = trust what the agents wrote. */
 export interface FaultPolicy {
   effective(node: string, records: readonly FaultRecord[], nowMs: number): readonly FaultRecord[];
+  /**
+   * Called by the fault-view stage after each pass of `effective` calls: report what those
+   * evaluations changed beyond the evaluated nodes (other nodes' views, state to persist) and arm
+   * the next deadline. A read never does this (controllers/fault-view-stage.ts).
+   */
+  settle?(): void;
 }
 
 export const trustReportedLevels: FaultPolicy = { effective: (_n, records) => records };
@@ -72,6 +78,8 @@ export interface DeviceFaultsDeps {
   readonly view?: { effective(node: string): readonly FaultRecord[] };
   /** The controller's clock (runtime/clock.ts): intake times and the public-fault delete key. */
   readonly clock: QueueClock;
+  /** The intake's state, when the wiring builds it first (the fault view reads it); else a new one. */
+  readonly store?: FaultStore;
   /** Called whenever the cluster view may have changed (enqueue the cluster-info key). */
   readonly onChange: (change: FaultChange) => void;
   /** Cluster-wide cap of public faults (`--max-public-faults`, ClusterD: 50,000). */
@@ -115,7 +123,7 @@ export class DeviceFaultsController {
 
   constructor(deps: DeviceFaultsDeps) {
     this.deps = deps;
-    this.store = new FaultStore({ publicFaults: { maxFaults: deps.maxPublicFaults, bounds: deps.metrics.bounds } });
+    this.store = deps.store ?? new FaultStore({ publicFaults: { maxFaults: deps.maxPublicFaults, bounds: deps.metrics.bounds } });
     this.lastGood = new DeviceInfoLastGood({ bounds: deps.metrics.bounds });
     const clock = deps.clock;
     this.now = () => clock.now();

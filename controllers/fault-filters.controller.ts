@@ -9,12 +9,13 @@
  *   the recovery FSM and the fault gRPC service keep the job view (hidden faults included);
  * - the step-retry stage is the recovery controller's `schedulerView` (its FSM's `setStepRetryHold`
  *   is the job's RecoverTime), called in its place in ClusterD's chain;
- * - the fault view (controllers/fault-view.ts) runs `evaluate` once per change of a node and keeps
- *   the result: the jobs pipeline's snapshot, cluster-info's withheld faults and the scheduler view;
+ * - the fault-view stage (controllers/fault-view-stage.ts) runs `evaluate` once per change of a node
+ *   and publishes the result: the jobs pipeline's snapshot, cluster-info's withheld faults and the
+ *   scheduler view;
  * - when a window ends (custom filter, UCE-accompany 5 s, step retry 10 s, recover-in-place 60 s) the
- *   node's work-queue key (runtime/timer-loop.ts) re-evaluates the node and `notify`s the fault view:
- *   cluster-info is re-rendered and the job re-decided, so a fault still present at the end of its
- *   window restarts the job then;
+ *   stage's key for the node (the result's `recheckAtMs`) re-evaluates it; standalone (`windowKeys`)
+ *   a key of this controller (runtime/timer-loop.ts) does and `notify`s. Cluster-info is re-rendered
+ *   and the job re-decided, so a fault still present at the end of its window restarts the job then;
  * - cluster-info leaves out what the last evaluation of a node hid or dropped (`withheld`): chips
  *   whose only non-normal faults are withheld leave the device plugin's unhealthy lists, withheld
  *   UB switch codes leave the switch entry (docs/rules.md#filter.two-views);
@@ -81,6 +82,12 @@ export interface FaultFiltersDeps {
   readonly npuClaims?: NpuClaimMode;
   /** The scheduler view of these nodes changed with no new intake. */
   readonly notify: (nodes: readonly string[]) => void;
+  /**
+   * Whether the filters re-evaluate a node at its window's end on a key of their own and `notify`
+   * it (default). Off under the fault-view stage (controllers/fault-view-stage.ts), which requeues
+   * the node at that time itself: one evaluator of the verdict.
+   */
+  readonly windowKeys?: boolean;
   /** The persisted filter memory changed (escalation-state reconciler). */
   readonly onStateChange?: () => void;
 }
@@ -201,13 +208,16 @@ export class FaultFiltersController {
     return jobSnapshotOf(nodes.map((n) => this.evaluate(n, this.d.jobView(n), nowMs)), nowMs);
   }
 
-  /** Runs the chain for one node and records what changed. */
-  evaluate(node: string, records: readonly FaultRecord[], nowMs: number): NodeFilterResult {
+  /**
+   * Runs the chain for one node and records what changed. `jobViewOf`: the job view of another
+   * node (recover-in-place reads the job's other ranks), by default the `jobView` dependency.
+   */
+  evaluate(node: string, records: readonly FaultRecord[], nowMs: number, jobViewOf: (node: string) => readonly FaultRecord[] = this.d.jobView): NodeFilterResult {
     if (records.length === 0 && !this.uce.has(node) && !this.tags.has(node)) {
       this.lastWithheld.delete(node);
       return { ...EMPTY, visible: records };
     }
-    const result = this.run(node, records, nowMs, true);
+    const result = this.run(node, records, nowMs, jobViewOf);
     this.commit(node, records, result, nowMs);
     const withheld = [...result.hidden, ...result.dropped].map((o) => o.record);
     if (withheld.length === 0) this.lastWithheld.delete(node);
@@ -215,7 +225,8 @@ export class FaultFiltersController {
     return result;
   }
 
-  private run(node: string, records: readonly FaultRecord[], nowMs: number, full: boolean): NodeFilterResult {
+  /** `jobViewOf` undefined: a peer's own run, which reads no further node. */
+  private run(node: string, records: readonly FaultRecord[], nowMs: number, jobViewOf: ((node: string) => readonly FaultRecord[]) | undefined): NodeFilterResult {
     const d = this.d;
     const businessUce = d.businessUce?.(node);
     const stress = d.stressTestNodes?.();
@@ -224,7 +235,7 @@ export class FaultFiltersController {
       ...(businessUce === undefined ? {} : { businessUce }),
       ...(stress === undefined ? {} : { stressTestNodes: stress }),
       ...(d.stepRetry === undefined ? {} : { stepRetry: (r: readonly FaultRecord[]) => d.stepRetry!(node, r, nowMs) }),
-      ...(full ? { otherNode: (n: string) => this.run(n, d.jobView(n), nowMs, false).visible } : {}),
+      ...(jobViewOf === undefined ? {} : { otherNode: (n: string) => this.run(n, jobViewOf(n), nowMs, undefined).visible }),
       ...(this.claims === 'annotation' ? { openClaims: true } : {}),
     });
   }
@@ -382,7 +393,7 @@ export class FaultFiltersController {
 
   /** The node's key, at the earliest pending window end (an earlier armed one stays). */
   private arm(node: string, atMs: number | undefined, nowMs: number): void {
-    if (atMs === undefined) return;
+    if (atMs === undefined || this.d.windowKeys === false) return;
     if (atMs <= nowMs) atMs = nowMs + OPEN_ENDED_RECHECK_MS; // never spin on a window already over
     this.timers.after(node, Math.max(1, atMs + SLACK_MS - nowMs));
   }

@@ -1,5 +1,6 @@
 import { FaultPolicyEngine } from './fault-policy-engine.ts';
 import { FaultView } from './fault-view.ts';
+import { FaultViewStage } from './fault-view-stage.ts';
 import type { FaultStore } from '../state/fault-store.ts';
 import { PolicyConfigTracker } from '../state/fault-policy-config.ts';
 import type { NpuUsage } from '../state/npu-usage.ts';
@@ -316,11 +317,14 @@ describe('fault policy engine under flap damping (policy/faults/flap-damping.ts 
     const t = setup();
     t.engine.restore(undefined, undefined, t.clock.now());
     const store = { records: (n: string) => t.store.get(n) ?? [], nodeState: () => ({}), nodeNames: () => [...t.store.keys()] } as unknown as FaultStore;
-    const view = new FaultView({ store, policy: t.engine, now: () => t.clock.now(), damping: { config: { holdMs: 30 * S, recoveries: 2, windowMs: 60 * S }, wakeAt: () => undefined } });
+    const view = new FaultView(store, t.clock.now);
+    const stage = new FaultViewStage({ view, policy: t.engine, clock: t.clock, log: recordingLogger([]), damping: { holdMs: 30 * S, recoveries: 2, windowMs: 60 * S } });
+    stage.start();
     const step = async (records: FaultRecord[]): Promise<void> => {
       t.put('n1', records);
       await t.clock.run(5 * S);
-      view.intake({ nodes: ['n1'], atMs: t.clock.now() });
+      stage.intake({ nodes: ['n1'], atMs: t.clock.now() });
+      await settle();
     };
     const fault = (): FaultRecord[] => [rec('n1', 'Ascend910-0', '80E18005', 'RestartNPU', t.clock.now())];
     await step(fault()); await step([]); // 1st occurrence, 1st recovery: as ClusterD

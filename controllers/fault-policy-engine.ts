@@ -8,8 +8,8 @@
  * escalation state is partitioned by node (a node's step costs O(its tracks), not O(cluster)); the
  * manual-separation state is shared except its per-node `lastSeen`. The earliest of the engines'
  * nextDeadlineMs is one work-queue key (runtime/timer-loop.ts), so a 20 s duration rule or a 30 s
- * software/hardware judgement fires with no new input, on the queue's clock; nodes whose published view changed are reported through `onViewChange` (the intake flow
- * then enqueues cluster-info and tells the job pipeline), state changes through `onStateChange`
+ * software/hardware judgement fires with no new input, on the queue's clock; nodes whose published view changed are reported through `onViewChange` (the fault-view
+ * stage's node keys; `settle` reports what its pass's `effective` calls changed), state changes through `onStateChange`
  * (the escalation-state and manual-info reconcilers). Nothing is decided before `restore`, which the
  * manager calls once the caches (the state ConfigMap among them) are synced.
  */
@@ -124,12 +124,22 @@ export class FaultPolicyEngine implements FaultPolicy {
     return this.deps.deviceRules === true ? this.cfg.tables : undefined;
   }
 
-  /** FaultPolicy: the node's records after policy. Before `restore`, the records as reported. */
+  /**
+   * FaultPolicy: the node's records after policy (evaluated when its records or a due deadline
+   * changed it). Before `restore`, the records as reported. It reports nothing itself: the caller
+   * computes this node now, and `settle` (after the fault-view stage's pass) reports the rest.
+   */
   effective(node: string, records: readonly FaultRecord[], nowMs: number): readonly FaultRecord[] {
     if (!this.ready) return records;
-    this.ensure(node, records, nowMs, true);
-    this.queueFlush();
+    this.ensure(node, records, nowMs, false);
     return this.evals.get(node)?.effective ?? records;
+  }
+
+  /** FaultPolicy: after a pass of `effective` calls, reports other nodes' changed views and the state, and arms the next deadline. */
+  settle(): void {
+    if (!this.ready) return;
+    this.rearm();
+    this.flush();
   }
 
   /** Intake changed these nodes (the intake flow reports them itself). */
@@ -269,7 +279,7 @@ export class FaultPolicyEngine implements FaultPolicy {
     const prev = this.evals.get(node);
     if (prev !== undefined && prev.inputSig === sig && prev.configGen === this.configGen) {
       const due = this.deadlines.get(node);
-      if (due !== undefined && due <= nowMs) this.evaluate(node, undefined, nowMs, true);
+      if (due !== undefined && due <= nowMs) this.evaluate(node, undefined, nowMs, notify);
       return;
     }
     this.evaluate(node, records, nowMs, notify, sig);

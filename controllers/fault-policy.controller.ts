@@ -5,8 +5,8 @@
  * It is the FaultPolicy the intake flow (device-faults.controller.ts) applies to every node, and it
  * post-processes the rendered cluster view with ClusterD's pre-separate rule.
  *
- * Wiring (controllers/manager.ts): `policy` of the DeviceFaultsController; intake changes ->
- * `observe(nodes)`; `onViewChange` -> the intake flow's change stream (cluster-info + job pipeline);
+ * Wiring (controllers/manager.ts): the `policy` of the fault-view stage (controllers/fault-view-stage.ts),
+ * whose pass calls `effective` per node and `settle` after it; `onViewChange` -> the stage's node keys;
  * `onStateChange` -> the escalation-state and manual-info reconcilers; `start()` after the caches
  * synced and before the reconcilers start, so the persisted state is restored before any decision.
  */
@@ -94,6 +94,7 @@ export class FaultPolicyController implements FaultPolicy {
   }
 
   observe(nodes: readonly string[]): void { this.engine.observe(nodes, this.clock.now()); }
+  settle(): void { this.engine.settle(); }
   verdicts(node: string): DeviceVerdict[] { return this.engine.verdicts(node); }
   persistedState(nowMs: number): EscalationStateDoc | undefined { return this.engine.persistedState(nowMs); }
   manualInfo(): Record<string, ManualInfoNode> | undefined { return this.engine.manualInfo(); }
@@ -101,13 +102,16 @@ export class FaultPolicyController implements FaultPolicy {
   /** Fires due deadlines now (the engine's timer does this by itself). */
   reevaluate(): void { this.engine.tick(this.clock.now()); }
 
-  /** ClusterD's pre-separate rule over the rendered cluster view (docs/rules.md#ingest.pre-separate). */
-  adjustView(view: ClusterInfoView): ClusterInfoView {
+  /**
+   * ClusterD's pre-separate rule over the rendered cluster view (docs/rules.md#ingest.pre-separate). `jobView`: the
+   * published job views (controllers/fault-view.ts), so rendering evaluates nothing; by default the engine's.
+   */
+  adjustView(view: ClusterInfoView, jobView?: (node: string) => readonly FaultRecord[]): ClusterInfoView {
     if (!this.engine.isReady) return view;
     const now = this.clock.now();
     return applyPreSeparate(view, {
       usage: this.usage,
-      effective: (n) => this.engine.effective(n, this.deps.records(n), now),
+      effective: jobView ?? ((n) => this.engine.effective(n, this.deps.records(n), now)),
       reportedUnhealthy: this.deps.reportedUnhealthy,
     });
   }

@@ -1,116 +1,83 @@
 /**
- * The fault view: level-triggered state, computed once per change in one place, not re-derived by each flow.
+ * The fault view: the last published snapshot of every node's derived fault facts. Reads are pure
+ * lookups; one writer, the fault-view stage (controllers/fault-view-stage.ts), computes and publishes.
  *
- * For the nodes of each change (the intake's, and the re-announcements of the fault policy's
- * deadlines, the filters' windows and the recovery's step-retry holds) it computes each node's job
- * view (the fault policy: levels, escalation, manual separation) and from it the scheduler view
- * (the filters of docs/rules.md#filter.custom to #filter.stress-test), keeps both, and emits the nodes whose view changed.
- * Every consumer (cluster-info, the jobs pipeline, relation faults, the fault gRPC publisher, the
- * recovery FSMs) reads the kept views; none recomputes them.
+ * Per node the snapshot holds the job view (the fault policy: levels, escalation, manual
+ * separation), the scheduler view (the filters of docs/rules.md#filter.custom to #filter.stress-test), what the filters
+ * withheld and hid (each hide with the end of its window), and the records flap damping holds
+ * faulty in the placement view (policy/faults/flap-damping.ts rule 1). Every consumer (cluster-info,
+ * the jobs pipeline, relation faults, the fault gRPC publisher, the recovery FSMs, the filters
+ * reading a peer's job view) reads here; none recomputes, and no read changes anything or emits.
  *
- * Flap damping (policy/faults/flap-damping.ts rule 1) is the last stage, after the filters: a chip or
- * node that recovered `recoveries` times within the window is held faulty in the *placement view*
- * (what cluster-info tells the scheduler) until healthy for the hold, so new pods are not placed on
- * flapping hardware. Recoveries are judged on the job view (a filter hiding a fault is not the
- * hardware recovering). The held records are in no other view: the filters, the relation-fault wait
- * and the job decisions act on what the hardware reports today (a held record never restarts a job:
- * its pods either were restarted for that fault or were placed on the chip after it recovered).
- * The end of a hold is announced through `damping.wakeAt` (a timer key of the fault-view flow).
+ * Versioned: each publish that changes some node bumps `version` and emits the version with the
+ * changed nodes on `changes$` (every node of an intake change is emitted: its raw data changed too).
  *
- * A verdict that depends on time stays current because every time-based change is announced:
- * the policy's deadline key, the filters' window keys and the step-retry window keys each call
- * `notify` with their nodes when they fire. A node the view has not seen yet is computed on first read.
- *
- * A kept scheduler view is valid until the filters' next-change time (the earliest end of a hide
- * window): a read at or past it evaluates the node again, and the change is announced. Consumers act
- * on those times themselves (the jobs pipeline requeues a job for the end of its faults' hide window
- * and counts a fault whose window is over as visible) while the filters' keys fire a little after
- * them (their slack); a reader in between must not get the expired verdict (a step-retry fault past
- * its 10 s window is still hidden while the job's step retry holds it).
+ * Hide windows. A hidden record's window end (`untilMs`) is also when the stage's key for the node
+ * is due: the stage re-evaluates the node then and publishes the verdict after the window. The jobs
+ * pipeline acts on those times itself (it requeues a job for the end of its faults' hide window and
+ * counts a fault whose window is over as visible), so a reader at that instant, before the stage's
+ * key ran, must not take the kept verdict for "the window is over" (a step-retry fault past its
+ * 10 s window is still hidden while the job's step retry holds it). A published hide whose window
+ * is over therefore means "re-evaluation pending": `jobSnapshot` reports it hidden for a moment more,
+ * and the stage's publication (changes$) re-decides the job with the verdict after the window.
  */
 import { Subject, type Observable } from 'rxjs';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import { faultKey } from '../vocabulary/fault-types.ts';
-import type { FilterOutcome, NodeFilterResult } from '../policy/filters/fault-filters.ts';
-import type { FaultChange, FaultPolicy } from './device-faults.controller.ts';
+import type { FilterOutcome } from '../policy/filters/fault-filters.ts';
+import type { FaultChange } from './device-faults.controller.ts';
 import type { FaultStore } from '../state/fault-store.ts';
 import { jobSnapshotOf, type JobSnapshot } from './fault-filters.controller.ts';
-import { dampView, type EntityState, type FlapDampingConfig } from '../policy/faults/flap-damping.ts';
-import type { FlapDampedCounter } from '../state/flap-damper.ts';
-import type { ParsedReleaseRequest } from '../schemas/release-request/release-request.ts';
+import type { EntityState } from '../policy/faults/flap-damping.ts';
 
-/** The scheduler-view filters: one evaluation of a node's job view (fault-filters.controller.ts). */
-export interface SchedulerFilters {
-  evaluate(node: string, jobView: readonly FaultRecord[], nowMs: number): NodeFilterResult;
-}
+/** A hide whose window is over but not yet re-evaluated is reported hidden this much longer (the stage's key is due now). */
+export const PENDING_WINDOW_MS = 10;
 
-export interface FaultViewDeps {
-  /** The intake's state: each node's records as the agents reported them. */
-  readonly store: FaultStore;
-  /** The job view of a node (policy/ through FaultPolicyEngine); identity when absent. */
-  readonly policy: FaultPolicy;
-  readonly now: () => number;
-  /**
-   * Flap damping (rule 1): its config and the wake-up that re-announces a node at `atMs` (a hold
-   * ends, a recovery leaves the window), together so damping is never on without its timer;
-   * absent or holdMs 0 = off.
-   */
-  readonly damping?: { readonly config: FlapDampingConfig; readonly wakeAt: (node: string, atMs: number) => void };
-  readonly metrics?: FlapDampedCounter;
-}
-
-interface NodeView {
-  /** When the filters' verdict may change with time alone (earliest hide window end); read past it, the node is evaluated again. */
-  readonly validUntilMs?: number;
+export interface NodeView {
   readonly job: readonly FaultRecord[];
   readonly scheduler: readonly FaultRecord[];
   /** Hidden or dropped by a filter: what cluster-info leaves out of Volcano's lists. */
   readonly withheld: readonly FaultRecord[];
+  /** Hidden by a filter, each with its window's end (undefined: open-ended). */
   readonly hidden: readonly FilterOutcome[];
   /** Records of flapping hardware held faulty (not reported now): placement view only. */
   readonly held: readonly FaultRecord[];
+  /** What a consumer can see of the view; '' = nothing at all. */
   readonly sig: string;
+  /** When the stage evaluated it. */
+  readonly atMs: number;
 }
 
-const EMPTY: NodeView = { job: [], scheduler: [], withheld: [], hidden: [], held: [], sig: '' };
+/** A publication: the snapshot's new version and the nodes whose view changed in it. */
+export interface FaultViewChange extends FaultChange {
+  readonly version: number;
+}
+
+export const EMPTY_VIEW: NodeView = { job: [], scheduler: [], withheld: [], hidden: [], held: [], sig: '', atMs: 0 };
 
 export class FaultView {
   /** The intake's state, for consumers that need the raw records or node data. */
   readonly store: FaultStore;
-  private readonly changes = new Subject<FaultChange>();
-  /** Nodes whose view changed (every node of an intake change: its raw data changed too). */
-  readonly changes$: Observable<FaultChange> = this.changes.asObservable();
+  private readonly changes = new Subject<FaultViewChange>();
+  /** Each publication that changed a node (its version and nodes). */
+  readonly changes$: Observable<FaultViewChange> = this.changes.asObservable();
   private readonly views = new Map<string, NodeView>();
-  private readonly d: FaultViewDeps;
-  /** The scheduler-view filters, bound once built (they read other nodes' job views back from here). */
-  private filters: SchedulerFilters | undefined;
-  /** Nodes whose scheduler view reads these nodes' faults (recover-in-place peers). */
-  private peers: ((nodes: readonly string[]) => Iterable<string>) | undefined;
-  /** Flap damping: each node's entity states (recoveries, last records). */
+  /** Flap damping: each node's entity states (recoveries, last records), as the stage last published them. */
   private readonly damp = new Map<string, ReadonlyMap<string, EntityState>>();
-  /** Node evaluations so far (policy + filters once each): the cost of the view. */
-  computed = 0;
+  private readonly now: () => number;
+  private v = 0;
 
-  constructor(d: FaultViewDeps) {
-    this.d = d;
-    this.store = d.store;
+  constructor(store: FaultStore, now: () => number) {
+    this.store = store;
+    this.now = now;
   }
 
-  /** Binds the filters (without them the scheduler view is the job view) and who reads whose faults. */
-  filterWith(filters: SchedulerFilters, peers?: (nodes: readonly string[]) => Iterable<string>): void {
-    this.filters = filters;
-    this.peers = peers;
-  }
+  /** Bumped by every publication that changed a node. */
+  get version(): number { return this.v; }
 
-  /** The intake changed these nodes: recompute them and emit them all. */
-  intake(change: FaultChange): void {
-    this.update(change.nodes, change.atMs, true);
-  }
-
-  /** These nodes' view may have changed with no new intake (a deadline, a window, a hold): emit those that did. */
-  notify(nodes: readonly string[]): void {
-    if (nodes.length === 0) return;
-    this.update(nodes, this.d.now(), false);
+  /** A node's published view (empty until the stage evaluated it). */
+  view(node: string): NodeView {
+    return this.views.get(node) ?? EMPTY_VIEW;
   }
 
   /** The scheduler view of a node (after policy and filters): cluster-info, decisions, isolation, relation faults. */
@@ -127,35 +94,7 @@ export class FaultView {
     return v.held.length === 0 ? v.scheduler : [...v.scheduler, ...v.held];
   }
 
-  /**
-   * `kubectl clusterd release` requests: the damping memory of each released chip is forgotten when
-   * all of it is from before the request (a replayed old request leaves later flaps alone), so the
-   * recovery the release causes is not counted as a flap and its last separated records are not held.
-   */
-  release(requests: readonly ParsedReleaseRequest[]): void {
-    const nodes: string[] = [];
-    for (const r of requests) {
-      const st = this.damp.get(r.node);
-      if (st === undefined) continue;
-      const next = new Map(st);
-      for (const npu of r.npus) {
-        const e = next.get(`${r.node}/${npu}`);
-        if (e !== undefined && e.recoveries.every((t) => t <= r.atMs) && (e.healthySinceMs ?? 0) <= r.atMs) next.delete(`${r.node}/${npu}`);
-      }
-      if (next.size === st.size) continue;
-      if (next.size === 0) this.damp.delete(r.node); else this.damp.set(r.node, next);
-      nodes.push(r.node);
-    }
-    this.notify(nodes);
-  }
-
-  /** The entity (`node` or `node/device`) recovered (per the job view) after t, within the damping window. */
-  recoveredSince(entity: string, t: number): boolean {
-    const node = entity.split('/')[0]!;
-    return (this.damp.get(node)?.get(entity)?.recoveries ?? []).some((r) => r > t);
-  }
-
-  /** The job view of a node (after policy, hidden faults included): the recovery FSMs and the fault gRPC service. */
+  /** The job view of a node (after policy, hidden faults included): the recovery FSMs, the fault gRPC service, the filters' peers. */
   jobView(node: string): readonly FaultRecord[] {
     return this.view(node).job;
   }
@@ -165,83 +104,46 @@ export class FaultView {
     return this.view(node).withheld;
   }
 
-  /** For the jobs pipeline: visible and hidden faults of these nodes, and the hide windows (faultKey -> window). */
-  jobSnapshot(nodes: readonly string[], nowMs: number = this.d.now()): JobSnapshot {
-    return jobSnapshotOf(nodes.map((n) => { const v = this.view(n); return { visible: v.scheduler, hidden: v.hidden }; }), nowMs);
+  /**
+   * For the jobs pipeline: visible and hidden faults of these nodes, and the hide windows (faultKey
+   * -> window). A window that ended after the node's evaluation is pending its re-evaluation, whose
+   * key is due (see the header): reported as not over yet.
+   */
+  jobSnapshot(nodes: readonly string[], nowMs: number = this.now()): JobSnapshot {
+    return jobSnapshotOf(nodes.map((n) => {
+      const v = this.view(n);
+      const pending = (h: FilterOutcome): boolean => h.untilMs !== undefined && h.untilMs <= nowMs && h.untilMs > v.atMs;
+      const hidden = v.hidden.map((h) => (pending(h) ? { ...h, untilMs: nowMs + PENDING_WINDOW_MS } : h));
+      return { visible: v.scheduler, hidden };
+    }), nowMs);
   }
 
-  private view(node: string): NodeView {
-    const v = this.views.get(node);
-    if (v?.validUntilMs !== undefined && this.d.now() >= v.validUntilMs) {
-      // Past its next-change time: evaluate again. The filters' key for that time, firing just after,
-      // would find the view unchanged and announce nothing, so the change is announced here (after
-      // the reader's step, which may be a consumer of changes$). Kept unexpired meanwhile: the filters
-      // read their peers' views back through here, and a peer's evaluation may read this node's.
-      const { validUntilMs: _, ...kept } = v;
-      this.views.set(node, kept);
-      const fresh = this.filter(node, v.job, this.d.now());
-      if (fresh.sig !== v.sig) queueMicrotask(() => this.changes.next({ nodes: [node], atMs: this.d.now() }));
-      return fresh;
-    }
-    if (v !== undefined) return v;
-    const nowMs = this.d.now();
-    const job = this.d.policy.effective(node, this.d.store.records(node), nowMs);
-    // Kept before the filters run: they read other nodes' job views back through here.
-    this.views.set(node, { ...EMPTY, job, scheduler: job });
-    return this.filter(node, job, nowMs);
+  /** The entity (`node` or `node/device`) recovered (per the job view) after t, within the damping window. */
+  recoveredSince(entity: string, t: number): boolean {
+    const node = entity.split('/')[0]!;
+    return (this.damp.get(node)?.get(entity)?.recoveries ?? []).some((r) => r > t);
   }
 
-  private update(nodes: readonly string[], atMs: number, emitAll: boolean): void {
-    const named = [...new Set(nodes)];
-    const peers = this.peers === undefined ? [] : [...this.peers(named)].filter((n) => !named.includes(n));
-    const before = new Map([...named, ...peers].map((n) => [n, this.views.get(n)?.sig]));
-    // Every job view first: a node's filters may read its peers' job views.
-    for (const n of named) {
-      const job = this.d.policy.effective(n, this.d.store.records(n), atMs);
-      this.views.set(n, { ...(this.views.get(n) ?? EMPTY), job });
-    }
-    for (const n of [...named, ...peers]) this.filter(n, this.views.get(n)?.job ?? this.jobView(n), atMs);
-    const changed = [...before].filter(([n, sig]) => (emitAll && named.includes(n)) || this.views.get(n)?.sig !== sig).map(([n]) => n);
-    for (const n of named) if (this.views.get(n)?.sig === '' && this.d.store.nodeState(n) === undefined) this.views.delete(n);
-    if (changed.length > 0) this.changes.next({ nodes: changed, atMs });
-  }
-
-  private filter(node: string, job: readonly FaultRecord[], nowMs: number): NodeView {
-    this.computed++;
-    const f = this.filters;
-    const held = this.held(node, job, nowMs);
-    let v: NodeView;
-    if (f === undefined) v = { job, scheduler: job, withheld: [], hidden: [], held, sig: sigOf(job, job, [], [], held) };
-    else {
-      const r = f.evaluate(node, job, nowMs);
-      const withheld = [...r.hidden, ...r.dropped].map((o) => o.record);
-      // A next-change time not after the evaluation would re-evaluate on every read: the filters' key handles it.
-      const next = r.recheckAtMs !== undefined && r.recheckAtMs > nowMs ? { validUntilMs: r.recheckAtMs } : {};
-      v = { ...next, job, scheduler: r.visible, withheld, hidden: r.hidden, held, sig: sigOf(job, r.visible, r.hidden, withheld, held) };
-    }
-    this.views.set(node, v);
-    return v;
+  /** The node's flap-damping memory as last published (the stage's input for its next step). */
+  dampingOf(node: string): ReadonlyMap<string, EntityState> | undefined {
+    return this.damp.get(node);
   }
 
   /**
-   * Flap damping's stage: steps the node's entity states with its job view (idempotent for an
-   * unchanged input) and answers the records held faulty; schedules the node's next change.
+   * The stage's publication (its only writer): new views (undefined = the node is gone) and damping
+   * memories, then one version with the changed nodes. Synchronous, so no reader sees half of it.
    */
-  private held(node: string, job: readonly FaultRecord[], nowMs: number): readonly FaultRecord[] {
-    const cfg = this.d.damping?.config;
-    if (cfg === undefined || cfg.holdMs <= 0) return [];
-    const prev = this.damp.get(node);
-    if (prev === undefined && job.length === 0) return [];
-    const v = dampView(job, prev ?? new Map(), nowMs, cfg);
-    for (const e of v.held) if (prev?.get(e)?.healthySinceMs === undefined) this.d.metrics?.flapDamped.inc({ rule: 'hold' });
-    if (v.state.size === 0) this.damp.delete(node); else this.damp.set(node, v.state);
-    if (v.nextChangeMs !== undefined) this.d.damping?.wakeAt(node, v.nextChangeMs);
-    return v.held.flatMap((e) => v.state.get(e)?.last ?? []);
+  publish(views: ReadonlyMap<string, NodeView | undefined>, damp: ReadonlyMap<string, ReadonlyMap<string, EntityState>>, changed: readonly string[], atMs: number): void {
+    for (const [n, v] of views) if (v === undefined) this.views.delete(n); else this.views.set(n, v);
+    for (const [n, s] of damp) if (s.size === 0) this.damp.delete(n); else this.damp.set(n, s);
+    if (changed.length === 0) return;
+    this.v++;
+    this.changes.next({ version: this.v, nodes: changed, atMs });
   }
 }
 
 /** What a consumer can see of a node's view (records, levels, hide windows); '' = nothing at all. */
-function sigOf(job: readonly FaultRecord[], scheduler: readonly FaultRecord[], hidden: readonly FilterOutcome[], withheld: readonly FaultRecord[] = [], held: readonly FaultRecord[] = []): string {
+export function sigOf(job: readonly FaultRecord[], scheduler: readonly FaultRecord[], hidden: readonly FilterOutcome[], withheld: readonly FaultRecord[] = [], held: readonly FaultRecord[] = []): string {
   if (job.length === 0 && scheduler.length === 0 && withheld.length === 0 && held.length === 0) return '';
   return JSON.stringify([job, scheduler, hidden.map((h) => [faultKey(h.record), h.by, h.untilMs ?? null]), withheld.map(faultKey), held.map(faultKey)]);
 }

@@ -12,13 +12,14 @@ import { startHttpServer, type HealthSource, type Leadership } from '../telemetr
 import { Periodic } from '../runtime/periodic.ts';
 import { LeaderLabeler, type PodRef } from '../actions/leader-label.action.ts';
 import { flapDampingOf, publicFaultNamespacesOf, type Options } from './options.ts';
-import { TimerLoop } from '../runtime/timer-loop.ts';
 import type { Clock } from '../runtime/clock.ts';
 import { createSources, sourcesHealth, startSources, stopSources, waitForSync, type Sources } from './sources/sources.ts';
 import { ControllerLoop } from '../runtime/controller-loop.ts';
 import { ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import { DeviceFaultsController, type FaultChange, type FaultPolicy } from './device-faults.controller.ts';
 import { FaultView } from './fault-view.ts';
+import { FaultViewStage } from './fault-view-stage.ts';
+import { FaultStore } from '../state/fault-store.ts';
 import { runStep, runSyncStep, singleton, type Flow } from './flows.ts';
 import { CLUSTER_INFO_KEY, CLUSTER_INFO_WRITE_BURST, clusterInfoReconciler, renderClusterInfo } from '../reconcilers/cluster-info.reconciler.ts';
 import { CLUSTER_INFO_DEVICE_PREFIX, CLUSTER_INFO_LABEL_KEY, CLUSTER_INFO_NAMESPACE, parseClusterInfo, type DeviceInfoEntry } from '../schemas/cluster-info/cluster-info.ts';
@@ -107,10 +108,10 @@ interface Ports {
 
 export class Manager implements HealthSource {
   readonly sources: Sources;
-  /** Each node's job view and scheduler view, computed once per change (controllers/fault-view.ts). */
+  /** Each node's job view and scheduler view as last published (controllers/fault-view.ts): pure reads. */
   readonly faults: FaultView;
-  /** Flap damping's timer keys (one per node: the end of a hold). */
-  private readonly dampTimers: TimerLoop;
+  /** The one writer of `faults`: a reconcile stage keyed by node (controllers/fault-view-stage.ts). */
+  readonly faultStage: FaultViewStage;
   /** Every flow in lifecycle order (buildFlows). */
   private readonly flows: readonly Flow[];
   readonly writer: ConfigMapWriter;
@@ -205,16 +206,19 @@ export class Manager implements HealthSource {
       sources: s, options, log: log.child({ controller: 'rescheduling_role' }), metrics, client: deps.client, now,
       onChange: (holds) => this.onReschedulingRole(holds),
     });
+    // The intake's state and the fault view's published snapshot come first: every flow below reads them.
+    const store = new FaultStore({ publicFaults: { maxFaults: options.maxPublicFaults, bounds: metrics.bounds } });
+    this.faults = new FaultView(store, now);
+    const faults = this.faults;
     // Intake: sources -> FaultStore -> ports.intake.
     this.deviceFaults = new DeviceFaultsController({
       sources: s, log: log.child({ controller: 'device_faults' }), metrics, clock, maxPublicFaults: options.maxPublicFaults,
       publicFaultSenders: { namespaceAllowed: publicFaultNamespacesOf(options), namespaces: options.publicFaultNamespaces, unknownNodes: options.publicFaultUnknownNodes },
-      view: { effective: (n) => this.faults.effective(n) },
+      store, view: faults,
       onChange: (c) => ports.intake.next(c),
       onLastGoodChange: () => ports.lastGood.next(),
       onPublicFaultMessage: () => ports.publicFaultMessage.next(),
     });
-    const store = this.deviceFaults.store;
     // Levels, escalation, manual separation: the job view.
     this.faultPolicy = new FaultPolicyController({
       sources: s, namespace: csNs, log: log.child({ controller: 'fault_policy' }), metrics, clock,
@@ -227,15 +231,6 @@ export class Manager implements HealthSource {
       onStateChange: () => ports.policyState.next(),
       onRelease: (requests) => ports.released.next(requests),
     });
-    // The fault view: job view and scheduler view per node, computed once per change (fault-view.ts).
-    // Flap damping's holds end on a timer key per node, re-announced like the filters' windows.
-    const dampTimers = new TimerLoop({ name: 'flap_damping', log, metrics, clock }, (node) => ports.reannounce.next([node]));
-    this.dampTimers = dampTimers;
-    this.faults = new FaultView({
-      store, policy: deps.policy ?? this.faultPolicy, now, metrics,
-      damping: { config: flapDampingOf(options), wakeAt: (node, atMs) => dampTimers.at(node, atMs) },
-    });
-    const faults = this.faults;
     this.recovery = new RecoveryController({
       client: deps.client, sources: s, faults: { jobView: (n) => faults.jobView(n), changes$: faults.changes$, notify: (n) => ports.reannounce.next(n) },
       writer, options, log: log.child({ controller: 'recovery' }), metrics, clock,
@@ -260,10 +255,17 @@ export class Manager implements HealthSource {
       mustExitReportedMs: (uid, podRank) => recovery.mustExitReportedMs(uid, podRank),
       npuClaims: options.trustPodNpuAnnotations ? 'annotation' : 'verified',
       notify: (nodes) => ports.reannounce.next(nodes),
+      // The fault-view stage requeues a node at its windows' ends (one evaluator of the verdict).
+      windowKeys: false,
       onStateChange: () => ports.sideState.next(),
     });
     const filters = this.filters;
-    faults.filterWith(filters, (nodes) => recoverInPlacePeers(s.jobIndex.index, nodes));
+    // The fault view's one writer, built once the policy and the filters it runs exist. Its keys run
+    // on the queue clock of the other loops; flap damping's holds end on its node keys too.
+    this.faultStage = new FaultViewStage({
+      view: faults, policy: deps.policy ?? this.faultPolicy, filters, peers: (nodes) => recoverInPlacePeers(s.jobIndex.index, nodes),
+      damping: flapDampingOf(options), clock, log: log.child({ controller: 'fault_view' }), metrics,
+    });
     this.relations = new RelationFaultsController({
       sources: s, faultsOf: (n) => faults.effective(n), faultNodes$: faults.changes$.pipe(map((c) => c.nodes)),
       a3Node: (n) => (store.nodeState(n)?.device?.data.cfg.SuperPodID ?? -1) >= 0,
@@ -291,7 +293,7 @@ export class Manager implements HealthSource {
       // The scheduler view, minus what its filters withheld from the device plugin's lists (docs/rules.md#filter.two-views).
       nodes: () => store.nodeNames(),
       // The placement view: flapping hardware held faulty (flap damping) keeps new pods off it.
-      renderNode: (node, nowMs) => this.faultPolicy.adjustView(renderClusterInfo(store, (n) => faults.placement(n), nowMs, (n) => faults.withheld(n), [node])),
+      renderNode: (node, nowMs) => this.faultPolicy.adjustView(renderClusterInfo(store, (n) => faults.placement(n), nowMs, (n) => faults.withheld(n), [node]), (n) => faults.jobView(n)),
       peers: (nodes) => recoverInPlacePeers(s.jobIndex.index, nodes),
       actual: (name) => s.mindxDlConfigMaps.get(`${CLUSTER_INFO_NAMESPACE}/${name}`),
       actualNames: () => [...s.mindxDlConfigMaps.store.values()].map((c) => c.metadata?.name ?? ''),
@@ -335,24 +337,25 @@ export class Manager implements HealthSource {
 
   /**
    * Every flow, in lifecycle order: what it watches (ports, sources), the keys that feeds, the
-   * reconciler for the key. Subscriptions of a step run in this order, so the intake's consumers see
-   * a change after the fault policy observed it and the view was computed.
+   * reconciler for the key. Subscriptions of a step run in this order. The intake's consumers read
+   * the fault view's published snapshot and follow its changes$, after the fault-view stage's pass.
    */
   private buildFlows(ports: Ports, clusterInfo: ReturnType<typeof clusterInfoReconciler>): Flow[] {
     const { options } = this.deps;
-    const { deviceFaults, faultPolicy, faults, filters, relations, jobs, breaker, jobSummary, jobStatistic, jobIdentity, recovery, grpc } = this;
+    const { deviceFaults, faultPolicy, faults, faultStage, filters, relations, jobs, breaker, jobSummary, jobStatistic, jobIdentity, recovery, grpc } = this;
     const subs: Subscription[] = [];
     const persistSide = (): void => faultPolicy.engine.setSideState({ filters: filters.state(), relation: relations.state() });
     return [
       {
         name: 'fault-view',
-        // The intake's nodes: the policy observes them, then the view is computed once; re-announced
-        // nodes are computed again and emitted only when their view changed.
+        // Every input only enqueues node keys of the fault-view stage: the intake's nodes (emitted
+        // all), re-announced nodes and released chips (emitted when their view changed). The stage's
+        // pass evaluates policy, filters and damping and publishes the snapshot (fault-view-stage.ts).
         start: () => {
-          subs.push(ports.intake.subscribe((c) => { faultPolicy.observe(c.nodes); faults.intake(c); }));
-          subs.push(ports.reannounce.subscribe((nodes) => faults.notify(nodes)));
-          subs.push(ports.released.subscribe((requests) => faults.release(requests)));
-          this.dampTimers.start();
+          subs.push(ports.intake.subscribe((c) => faultStage.intake(c)));
+          subs.push(ports.reannounce.subscribe((nodes) => faultStage.notify(nodes)));
+          subs.push(ports.released.subscribe((requests) => faultStage.release(requests)));
+          faultStage.start();
           subs.push(ports.sideState.subscribe(persistSide));
           subs.push(ports.jobFacts.subscribe(({ jobId, nodes }) => filters.jobFactsChanged(jobId, nodes)));
           subs.push(ports.redecide.subscribe((key) => jobs.loops?.decisions.queue.add(key)));
@@ -360,7 +363,7 @@ export class Manager implements HealthSource {
           // Cluster-info: the view's changed nodes are re-rendered (one key for the whole burst).
           subs.push(faults.changes$.subscribe((c) => { clusterInfo.markDirty(c.nodes); this.clusterInfo.queue.add(CLUSTER_INFO_KEY); }));
         },
-        stop: () => { for (const x of subs.splice(0)) x.unsubscribe(); void this.dampTimers.stop(); },
+        stop: async () => { for (const x of subs.splice(0)) x.unsubscribe(); await faultStage.stop(); },
       },
       {
         name: 'intake', start: () => deviceFaults.start(), stop: () => deviceFaults.stop(),

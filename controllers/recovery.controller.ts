@@ -58,7 +58,7 @@ export interface RecoveryControllerDeps {
   readonly client: KubeClient;
   readonly sources: Sources;
   /** The fault view: job views, its changes, and where to re-announce nodes whose view a hold changed. */
-  readonly faults: Pick<FaultView, 'jobView' | 'changes$' | 'notify'>;
+  readonly faults: Pick<FaultView, 'jobView' | 'changes$'> & { readonly notify: (nodes: readonly string[]) => void };
   readonly writer: ConfigMapWriter;
   readonly options: Options;
   readonly log: Logger;

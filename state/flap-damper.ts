@@ -1,7 +1,7 @@
 /**
  * Flap damping in the jobs flow (policy/faults/flap-damping.ts has the rules and why): rule 2, the
  * restart budget. Holds each job's last restart, in memory; which hardware recovered and when is the
- * fault view's (controllers/fault-view.ts, where rule 1's holds are computed once per change).
+ * fault view's (controllers/fault-view.ts, published by controllers/fault-view-stage.ts, where rule 1's holds are computed once per change).
  *
  * Hysteresis is not applied to the decision view: a held record is hardware that is not faulty now,
  * so it never is a cause of a restart (a pod placed on that chip after it recovered never saw the

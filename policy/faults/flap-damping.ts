@@ -10,7 +10,7 @@
  * goes is handled exactly as ClusterD handles it:
  * 1. Hysteresis (`dampView`): an entity with at least `recoveries` recoveries within `windowMs` is
  *    *flapping*; it is held faulty (its last fault records stay in the view) until it has been
- *    healthy for `holdMs`. Applied by the fault view (controllers/fault-view.ts) as its last stage,
+ *    healthy for `holdMs`. Applied by the fault-view stage (controllers/fault-view-stage.ts) as its last stage,
  *    after the filters, to the *placement view* only (cluster-info: the scheduler keeps new pods off
  *    flapping hardware). Never to the view decisions are taken on: a held record is hardware that is
  *    not faulty now, so it is no cause of a restart (a pod on that chip was either restarted for that
