@@ -18,7 +18,7 @@ const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const EXPECT: Array<[RegExp, RegExp]> = [
   [/ get nodes$/, /node-015\s+Ready/],
   [/clusterd .* explain demo\/llama-pretrain$/, /job\/start \(decision\.job-level\) {2}outcome=acted[\s\S]*because \[fault\] 80E18402 SeparateNPU on node-\d+\/Ascend910-\d/],
-  [/get decisionrecords/, /llama-pretrain\s+job\s+start\s+acted/],
+  [/get decisionrecords/, /llama-pretrain\s+job\s+start\s+decision\.job-level\s+acted/],
   [/clusterd .* faults$/, /80E18402\s+SeparateNPU/],
   [/grep '"job decision"'/, /forceDeletePods\(llama-pretrain-worker-/],
   [/get vcjob llama-pretrain/, /^Running retries=1/],

@@ -151,7 +151,7 @@ export const CONTRACT_CASES: readonly ContractCase[] = [
       const ns = await newNamespace();
       const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'w-0', namespace: ns }, spec: { containers: [{ name: 'c', image: 'busybox' }] } };
       const old = await client.create<KubeObject>(paths.pods(ns), pod);
-      await client.delete(paths.pod(ns, 'w-0'), { preconditions: { uid: old.metadata?.uid } });
+      await client.delete(paths.pod(ns, 'w-0'), { gracePeriodSeconds: 0, preconditions: { uid: old.metadata?.uid } });
       const fresh = await client.create<KubeObject>(paths.pods(ns), pod);
       const stale = await outcome(client.patch(paths.pod(ns, 'w-0'), { metadata: { uid: old.metadata?.uid, annotations: { a: 'b' } } }, 'merge'));
       const current = await outcome(client.patch(paths.pod(ns, 'w-0'), { metadata: { uid: fresh.metadata?.uid, annotations: { a: 'c' } } }, 'merge'));
