@@ -8,7 +8,7 @@ import { KNOWN_ISSUE_SEEDS, KNOWN_ISSUE_STEPS, isKnownIssue } from './known-issu
 
 const env = (k: string, d: number): number => (process.env[k] === undefined || process.env[k] === '' ? d : Number(process.env[k]));
 const HISTORIES = env('SIM_HISTORIES', 1000);
-const STEPS = env('SIM_STEPS', 10);
+const STEPS = env('SIM_STEPS', 8);
 const FIRST = env('SIM_FIRST_SEED', 1);
 const ONE = process.env.SIM_SEED;
 

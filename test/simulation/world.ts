@@ -260,7 +260,7 @@ export class World {
   }
 
   /** Moves virtual time forward in `tickMs` steps, letting the answers and the stand-in run after each. */
-  async advance(ms: number, tickMs = 250): Promise<void> {
+  async advance(ms: number, tickMs = 1_000): Promise<void> {
     for (let done = 0; done < ms; done += tickMs) {
       await this.clock.run(Math.min(tickMs, ms - done));
       await settle();
