@@ -24,6 +24,8 @@ export type Step =
   | { readonly kind: 'flap'; readonly node: string; readonly chip: string; readonly level: NpuFaultLevel; readonly code: string; readonly times: number; readonly periodMs: number }
   | { readonly kind: 'storm'; readonly nodes: readonly string[]; readonly chip: string; readonly level: NpuFaultLevel; readonly code: string }
   | { readonly kind: 'restart' }
+  /** A fault, then the controller restarted `afterMs` later: mid-reaction (decided, deleting, recorded). */
+  | { readonly kind: 'crash'; readonly node: string; readonly chip: string; readonly level: NpuFaultLevel; readonly code: string; readonly afterMs: number }
   | { readonly kind: 'conflicts'; readonly n: number; readonly status: 409 | 500; readonly what: 'configmaps' | 'pods' | 'any' }
   | { readonly kind: 'lose-watches'; readonly how: 'drop' | 'expire' | 'compact' }
   | { readonly kind: 'wait'; readonly ms: number };
@@ -60,12 +62,19 @@ export function generateHistory(seed: number, maxSteps: number): History {
       const ns = names.filter(() => r() < 0.6);
       steps.push({ kind: 'storm', nodes: ns, chip, level, code });
       for (const n of ns) faulty.add(`${n}/${chip}`);
-    } else if (x < 0.70) steps.push({ kind: 'restart' });
+    } else if (x < 0.66) steps.push({ kind: 'restart' });
+    else if (x < 0.70) {
+      const [l, c] = pick(LEVEL_CODES.filter(([lv]) => lv !== 'SubHealthFault' && lv !== 'NotHandleFault'));
+      // On a node holding a pod (the first ranks are on the first nodes).
+      const on = names[int(0, ranks - 1)]!;
+      steps.push({ kind: 'crash', node: on, chip, level: l, code: c, afterMs: int(0, 30) * 100 });
+      faulty.add(`${on}/${chip}`);
+    }
     else if (x < 0.78) steps.push({ kind: 'conflicts', n: int(1, 3), status: pick([409, 500] as const), what: pick(['configmaps', 'pods', 'any'] as const) });
     else if (x < 0.86) steps.push({ kind: 'lose-watches', how: pick(['drop', 'expire', 'compact'] as const) });
     else steps.push({ kind: 'wait', ms: int(1, 90) * 1000 });
   }
-  return { seed, maxSteps, world: { seed, nodes, jobs }, steps };
+  return { seed, maxSteps, world: { seed, nodes, jobs, recreateDelayMs: int(1, 30) * 100 }, steps };
 }
 
 export const describeStep = (s: Step): string => {
@@ -75,6 +84,7 @@ export const describeStep = (s: Step): string => {
     case 'flap': return `flap ${s.node}/${s.chip} ${s.level} x${s.times} every ${s.periodMs} ms`;
     case 'storm': return `storm [${s.nodes.join(',')}] ${s.chip} ${s.level}`;
     case 'restart': return 'restart the controller';
+    case 'crash': return `fault ${s.node}/${s.chip} ${s.level} ${s.code}, controller restarted ${s.afterMs} ms later`;
     case 'conflicts': return `next ${s.n} ${s.what} writes answer ${s.status}`;
     case 'lose-watches': return `watches: ${s.how}`;
     case 'wait': return `wait ${s.ms} ms`;

@@ -179,6 +179,12 @@ async function applyStep(world: World, t: Tracker, step: Step): Promise<void> {
       break;
     case 'storm': for (const n of step.nodes) await setFault(n, step.chip, step.level, step.code); break;
     case 'restart': await world.stopManager(); await world.startManager(); break;
+    case 'crash':
+      await setFault(step.node, step.chip, step.level, step.code);
+      await world.advance(step.afterMs, 100);
+      await world.stopManager();
+      await world.startManager();
+      break;
     case 'conflicts': {
       const path = step.what === 'configmaps' ? /\/configmaps\// : step.what === 'pods' ? /\/pods\// : undefined;
       world.server.failNext(step.n, { status: step.status }, { verbs: WRITE_VERBS, client: world.controller, ...(path === undefined ? {} : { path }) });

@@ -23,8 +23,6 @@ import { ManualClock, settle } from '../support/manual-clock.ts';
 
 export const CHIPS = Array.from({ length: 8 }, (_, i) => `Ascend910-${i}`);
 export const JOB_NS = 'team-sim';
-/** Virtual delay before the stand-in recreates a deleted pod (Volcano's job controller resync). */
-export const RECREATE_DELAY_MS = 2_000;
 
 /**
  * Production flags, with the ports free (several Managers on one host) and nothing else changed:
@@ -84,7 +82,13 @@ export class RecordingClient extends MemoryKubeClient {
   }
 }
 
-export interface WorldSpec { readonly seed: number; readonly nodes: number; readonly jobs: ReadonlyArray<{ readonly ranks: number }> }
+export interface WorldSpec {
+  readonly seed: number;
+  readonly nodes: number;
+  readonly jobs: ReadonlyArray<{ readonly ranks: number }>;
+  /** Virtual delay before the stand-in recreates a deleted pod (Volcano's job controller and scheduler). */
+  readonly recreateDelayMs: number;
+}
 
 export class World {
   readonly startMs = 1_700_000_000_000;
@@ -209,7 +213,7 @@ export class World {
 
   /**
    * Volcano's part: a job pod that is gone comes back under the same name with a new uid, on a free
-   * node (a healthy one first), RECREATE_DELAY_MS of virtual time after it was seen gone.
+   * node (a healthy one first), `recreateDelayMs` of virtual time after it was seen gone.
    */
   private volcanoPass(): void {
     for (const job of this.jobs) {
@@ -226,7 +230,7 @@ export class World {
           this.placement.set(name, node);
           this.onPlaced?.(name, node);
           void this.createPod(job, rank, node).finally(() => this.pendingRecreate.delete(name));
-        }, RECREATE_DELAY_MS);
+        }, this.spec.recreateDelayMs);
       }
     }
   }
