@@ -109,11 +109,14 @@ export class World {
   /** Managers started so far (1 + restarts). */
   incarnations = 0;
   private readonly pendingRecreate = new Set<string>();
+  private readonly random: () => number;
+  private late: string[] = [];
 
   readonly spec: WorldSpec;
 
   constructor(spec: WorldSpec) {
     this.spec = spec;
+    this.random = seededRandom(spec.seed ^ 0x3c6ef372);
     this.server = new MemoryApiServer({ clock: this.clock, random: seededRandom(spec.seed), watchTimeouts: false, recordCalls: true, gracefulPodDeletion: false });
     this.controller = new RecordingClient(this.server, 'clusterd-ts', this.clock.now);
     this.plugin = this.server.client('device-plugin');
@@ -127,10 +130,14 @@ export class World {
     for (const ns of ['mindx-dl', 'kube-system', 'cluster-system', 'volcano-system', JOB_NS]) {
       await c.create(paths.namespaces(), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
     }
-    for (const n of this.nodes) {
-      await c.create(paths.nodes(), fakeNode({ name: n, npus: 8 }));
-      await this.writeDeviceInfo(n);
-    }
+    for (const n of this.nodes) await c.create(paths.nodes(), fakeNode({ name: n, npus: 8 }));
+    // Device plugins start in any order, some after the controller (`writeLateDeviceInfo`): the
+    // controller meets nodes in an order of their own, not the store's.
+    const order = [...this.nodes];
+    for (let i = order.length - 1; i > 0; i--) { const j = Math.floor(this.random() * (i + 1)); [order[i], order[j]] = [order[j]!, order[i]!]; }
+    const early = Math.floor(this.random() * (order.length + 1));
+    for (const n of order.slice(0, early)) await this.writeDeviceInfo(n);
+    this.late = order.slice(early);
     let next = 0;
     for (const [j, spec] of this.spec.jobs.entries()) {
       const name = `job-${j}`;
@@ -149,6 +156,12 @@ export class World {
       this.jobs.push(job);
       for (let rank = 0; rank < spec.ranks; rank++) await this.createPod(job, rank, this.nodes[next++]!);
     }
+  }
+
+  /** The device-info ConfigMaps of the device plugins that start after the controller. */
+  async writeLateDeviceInfo(): Promise<void> {
+    for (const n of this.late) await this.writeDeviceInfo(n);
+    this.late = [];
   }
 
   podName(job: SimJob, rank: number): string { return `${job.name}-worker-${rank}`; }
