@@ -28,6 +28,12 @@ export type Step =
   | { readonly kind: 'crash'; readonly node: string; readonly chip: string; readonly level: NpuFaultLevel; readonly code: string; readonly afterMs: number }
   | { readonly kind: 'conflicts'; readonly n: number; readonly status: 409 | 500; readonly what: 'configmaps' | 'pods' | 'any' }
   | { readonly kind: 'lose-watches'; readonly how: 'drop' | 'expire' | 'compact' }
+  /**
+   * The controller cut off from the apiserver for `ms` (requests refused, watches ended) while a chip
+   * faults (or recovers, when it is faulty); `compact`: the history is compacted meanwhile, so the
+   * watches come back with 410 and relist.
+   */
+  | { readonly kind: 'outage'; readonly node: string; readonly chip: string; readonly level: NpuFaultLevel; readonly code: string; readonly ms: number; readonly compact: boolean }
   | { readonly kind: 'wait'; readonly ms: number };
 
 export interface History { readonly seed: number; readonly maxSteps: number; readonly world: WorldSpec; readonly steps: readonly Step[] }
@@ -71,7 +77,11 @@ export function generateHistory(seed: number, maxSteps: number): History {
       faulty.add(`${on}/${chip}`);
     }
     else if (x < 0.78) steps.push({ kind: 'conflicts', n: int(1, 3), status: pick([409, 500] as const), what: pick(['configmaps', 'pods', 'any'] as const) });
-    else if (x < 0.86) steps.push({ kind: 'lose-watches', how: pick(['drop', 'expire', 'compact'] as const) });
+    else if (x < 0.83) steps.push({ kind: 'lose-watches', how: pick(['drop', 'expire', 'compact'] as const) });
+    else if (x < 0.88) {
+      steps.push({ kind: 'outage', node, chip, level, code, ms: int(1, 20) * 1000, compact: r() < 0.5 });
+      if (faulty.has(`${node}/${chip}`)) faulty.delete(`${node}/${chip}`); else faulty.add(`${node}/${chip}`);
+    }
     else steps.push({ kind: 'wait', ms: int(1, 90) * 1000 });
   }
   return { seed, maxSteps, world: { seed, nodes, jobs, recreateDelayMs: int(1, 30) * 100 }, steps };
@@ -87,6 +97,7 @@ export const describeStep = (s: Step): string => {
     case 'crash': return `fault ${s.node}/${s.chip} ${s.level} ${s.code}, controller restarted ${s.afterMs} ms later`;
     case 'conflicts': return `next ${s.n} ${s.what} writes answer ${s.status}`;
     case 'lose-watches': return `watches: ${s.how}`;
+    case 'outage': return `controller cut off ${s.ms} ms${s.compact ? ' (history compacted)' : ''} while ${s.node}/${s.chip} flips (${s.level} ${s.code})`;
     case 'wait': return `wait ${s.ms} ms`;
   }
 };

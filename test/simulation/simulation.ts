@@ -19,13 +19,16 @@ import { isNormalLevel } from '../../policy/faults/fault-level.ts';
 import { DEFAULT_FLAP_DAMPING } from '../../policy/faults/flap-damping.ts';
 import { deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
 import { CLUSTER_INFO_NAMESPACE, parseClusterInfo, type DeviceInfoEntry } from '../../schemas/cluster-info/cluster-info.ts';
-import { WRITE_VERBS } from '../support/sim/memory-apiserver.ts';
+import { seededRandom, WRITE_VERBS } from '../support/sim/memory-apiserver.ts';
 import { describeStep, generateHistory, type History, type Step } from './history.ts';
 import { JOB_NS, World } from './world.ts';
 
 /** Virtual time after each step before the invariants are checked (the controller's reaction). */
 export const QUIET_MS = 6_000;
 const HOLD_MS = DEFAULT_FLAP_DAMPING.holdMs;
+
+/** Virtual time the informers take at most to come back after an outage (10 s backoff, 20 % jitter). */
+const RECONNECT_MS = 12_000;
 
 export class InvariantError extends Error {}
 
@@ -209,6 +212,20 @@ async function applyStep(world: World, t: Tracker, step: Step): Promise<void> {
       if (step.how === 'drop') world.server.dropWatches();
       else if (step.how === 'expire') { world.server.compact(); world.server.expireWatches(); } else world.server.compact();
       break;
+    case 'outage': {
+      world.controller.sever();
+      const recovering = world.faults.get(step.node)!.has(step.chip);
+      if (recovering) await recover(step.node, step.chip);
+      else await setFault(step.node, step.chip, step.level, step.code);
+      await world.advance(step.ms);
+      if (step.compact) world.server.compact();
+      world.controller.restore();
+      // A flap hold runs from when the controller can learn of the recovery.
+      if (recovering) t.recovered.set(`${step.node}/${step.chip}`, world.clock.now());
+      // The informers come back within their retry backoff (runtime/reflector.ts: at most 10 s, plus jitter).
+      await world.advance(RECONNECT_MS);
+      break;
+    }
     case 'wait': await world.advance(step.ms); break;
   }
 }
@@ -218,6 +235,10 @@ export async function runHistory(history: History): Promise<RunResult> {
   const world = new World(history.world);
   const t: Tracker = { onsets: new Map(), recovered: new Map(), seenWrites: 0 };
   const done: string[] = [];
+  // The controller's retry backoff jitter (runtime/backoff.ts) draws from Math.random: seeded for the
+  // run, so a history replays exactly.
+  const realRandom = Math.random;
+  Math.random = seededRandom(history.seed ^ 0x1b873593);
   // Pods placed by the stand-in on a node with a restart-level fault, or chips out of service in
   // cluster-info (all free nodes were faulty): an onset for their job.
   world.onPlaced = (pod, node) => { if (restartLevelAt(world, node) || world.schedulerUnhealthy(node).length > 0) { const job = pod.replace(/-worker-\d+$/, ''); t.onsets.set(job, (t.onsets.get(job) ?? 0) + 1); } };
@@ -259,6 +280,7 @@ export async function runHistory(history: History): Promise<RunResult> {
   } finally {
     await world.stopManager().catch(() => undefined);
     world.server.close();
+    Math.random = realRandom;
   }
   const calls = world.server.calls.map((c) => `${c.client} ${c.verb} ${c.path} ${c.status}`);
   let restarts = 0;
