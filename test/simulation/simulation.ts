@@ -4,13 +4,13 @@
  *
  * (a) no job restarted twice for one fault: no pod of a job is deleted by the controller more
  *     often than the job met fault onsets (a restart-level fault appearing on a node holding one of
- *     its pods, or a pod placed on such a node);
+ *     its pods, or a pod placed on such a node or on chips out of service in cluster-info);
  * (b) no fault forgotten: every chip fault in device-info is in cluster-info (its code in the node's
  *     `-Fault` list), and a chip fault in cluster-info is either in device-info or recovered less than
- *     the flap-damping hold (plus one quiet period) ago;
+ *     the flap-damping hold (plus one quiet period) ago, or is manually separated (held until released);
  * (c) no write of unchanged content: no update or patch of the controller left its object as it was;
  * (d) cluster-info equals a from-scratch render: at the end, a fresh Manager on the same store (new
- *     process state) publishes the same cluster-info, UpdateTime aside.
+ *     process state) publishes the same cluster-info, entries and bytes, UpdateTime aside.
  */
 import { paths } from '../../runtime/kube-client.ts';
 import type { ConfigMap } from '../../runtime/kube-objects.ts';
