@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 NODE := $(CURDIR)/node_modules/.bin/node
 KUBECONFIG ?= $(CURDIR)/.cluster/kubeconfig
 
-.PHONY: all deps validators control-plane clusterd-peer volcano ascend-operator conformance promtool test test-unit test-integration typecheck build bundle cluster-up cluster-down run demo bench lint clean kubectl-clusterd
+.PHONY: sim all deps validators control-plane clusterd-peer volcano ascend-operator conformance promtool test test-unit test-integration typecheck build bundle cluster-up cluster-down run demo bench lint clean kubectl-clusterd
 
 all: test
 
@@ -115,3 +115,8 @@ bench: deps control-plane $(if $(PEER),clusterd-peer,)
 
 clean:
 	rm -rf dist dist-bundle coverage .cluster
+
+# The deterministic simulation suite alone (docs/simulation.md): seeded fault histories against the
+# assembled controller in virtual time. SIM_SEED=<n> replays one history; SIM_HISTORIES, SIM_STEPS.
+sim: deps
+	$(NODE) --experimental-vm-modules node_modules/jest/bin/jest.js --selectProjects simulation

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The README's test command runs this (through `make test`): type check, lint, every jest project
 // (unit, and integration on one real control plane; beside them conformance and real-stack on
-// their own), then a check that no control-plane process outlived the run. Ends with one plain
+// their own, and the simulation suite, which needs no control plane and uses the spare CPU), then a check that no control-plane process outlived the run. Ends with one plain
 // line: "tests: N passed, N failed, N skipped".
 import { spawn, spawnSync, execSync } from 'node:child_process';
 import { openSync, readFileSync, rmSync, existsSync } from 'node:fs';
@@ -55,7 +55,7 @@ const jestEnv = { ...process.env, NODE_NO_WARNINGS: '1' };
 const runs = args.length > 0
   ? [{ name: 'jest', summary: summaryFile, extra: args }]
   : [{ name: 'jest (unit, integration)', summary: summaryFile, extra: ['--selectProjects', 'unit', 'integration'] },
-     { name: 'jest (conformance, real-stack)', summary: `${summaryFile}.own`, extra: ['--selectProjects', 'conformance', 'real-stack'], log: `${summaryFile}.own.log` }];
+     { name: 'jest (conformance, real-stack, simulation)', summary: `${summaryFile}.own`, extra: ['--selectProjects', 'conformance', 'real-stack', 'simulation'], log: `${summaryFile}.own.log` }];
 step(runs.map((r) => r.name).join(' beside '));
 const statuses = await Promise.all(runs.map((r) => new Promise((resolve) => {
   const out = r.log === undefined ? 'inherit' : openSync(r.log, 'w');
