@@ -12,10 +12,11 @@ import { Metrics } from '../../telemetry/metrics.ts';
 import { encodeDeviceInfoData, makeDeviceFault } from '../../schemas/device-info/device-info-encode.ts';
 import { DEVICE_INFO_LABELS, deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
 import { encodeNodeInfoData, NODE_INFO_LABELS, nodeInfoCmName } from '../../schemas/node-info/node-info.ts';
-import { parseClusterInfo, CLUSTER_INFO_NODE_CM, type DeviceInfoEntry, type NodeInfoEntry } from '../../schemas/cluster-info/cluster-info.ts';
+import { parseClusterInfo, CLUSTER_INFO_NODE_CM, type NodeInfoEntry } from '../../schemas/cluster-info/cluster-info.ts';
 import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { adminClient, ensureNamespace, eventually } from '../support/cluster.ts';
 import { realClock } from '../../runtime/clock.ts';
+import { deviceEntries } from '../support/cluster-info-read.ts';
 
 const chips = (n: number): string[] => Array.from({ length: n }, (_, i) => `Ascend910-${i}`);
 
@@ -23,20 +24,6 @@ async function putCm(client: KubeClient, ns: string, name: string, labels: Recor
   const existing = await client.getOrUndefined<ConfigMap>(paths.configMap(ns, name));
   if (existing === undefined) await client.create(paths.configMaps(ns), { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: ns, labels }, data });
   else await client.replace(paths.configMap(ns, name), { ...existing, data });
-}
-
-/** Every device entry of every cluster-info-device-N shard, parsed as Volcano would. */
-async function deviceEntries(client: KubeClient): Promise<Record<string, DeviceInfoEntry>> {
-  const list = await client.list<ConfigMap>(paths.configMaps('mindx-dl'), { labelSelector: 'mx-consumer-volcano=true' });
-  const out: Record<string, DeviceInfoEntry> = {};
-  for (const cm of list.items) {
-    const name = cm.metadata!.name!;
-    if (!name.startsWith('cluster-info-device-') || (cm.data?.[name] ?? '') === '') continue;
-    const parsed = parseClusterInfo('device', cm.data![name]!);
-    if (!parsed.ok) throw new Error(`${name} does not parse: ${parsed.reason}`);
-    Object.assign(out, parsed.value);
-  }
-  return out;
 }
 
 describe('fault intake to cluster-info', () => {

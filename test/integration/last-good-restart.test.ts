@@ -11,12 +11,12 @@ import { parseOptions } from '../../controllers/options.ts';
 import { Metrics } from '../../telemetry/metrics.ts';
 import { encodeDeviceInfoData, makeDeviceFault } from '../../schemas/device-info/device-info-encode.ts';
 import { DEVICE_INFO_LABELS, deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
-import { parseClusterInfo, type DeviceInfoEntry } from '../../schemas/cluster-info/cluster-info.ts';
 import { LAST_GOOD_CM_NAME } from '../../state/device-info-last-good.ts';
 import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { recordingLogger, type LogLine } from '../support/fault-policy-test-kit.ts';
 import { adminClient, ensureNamespace, eventually, newNamespace } from '../support/cluster.ts';
 import { realClock } from '../../runtime/clock.ts';
+import { deviceEntries } from '../support/cluster-info-read.ts';
 
 const chips = (n: number): string[] => Array.from({ length: n }, (_, i) => `Ascend910-${i}`);
 const UNHEALTHY = 'huawei.com/Ascend910-Unhealthy';
@@ -25,19 +25,6 @@ async function putCm(client: KubeClient, name: string, data: Record<string, stri
   const existing = await client.getOrUndefined<ConfigMap>(paths.configMap('kube-system', name));
   if (existing === undefined) await client.create(paths.configMaps('kube-system'), { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'kube-system', labels: { ...DEVICE_INFO_LABELS } }, data });
   else await client.replace(paths.configMap('kube-system', name), { ...existing, data });
-}
-
-async function deviceEntries(client: KubeClient): Promise<Record<string, DeviceInfoEntry>> {
-  const list = await client.list<ConfigMap>(paths.configMaps('mindx-dl'), { labelSelector: 'mx-consumer-volcano=true' });
-  const out: Record<string, DeviceInfoEntry> = {};
-  for (const cm of list.items) {
-    const name = cm.metadata!.name!;
-    if (!name.startsWith('cluster-info-device-') || (cm.data?.[name] ?? '') === '') continue;
-    const parsed = parseClusterInfo('device', cm.data![name]!);
-    if (!parsed.ok) throw new Error(`${name} does not parse: ${parsed.reason}`);
-    Object.assign(out, parsed.value);
-  }
-  return out;
 }
 
 describe('last good device-info across a restart', () => {

@@ -18,10 +18,11 @@ import type { NpuFaultLevel } from '../../vocabulary/fault-types.ts';
 import { isNormalLevel } from '../../policy/faults/fault-level.ts';
 import { DEFAULT_FLAP_DAMPING } from '../../policy/faults/flap-damping.ts';
 import { deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
-import { CLUSTER_INFO_NAMESPACE, parseClusterInfo, type DeviceInfoEntry } from '../../schemas/cluster-info/cluster-info.ts';
+import { CLUSTER_INFO_NAMESPACE, type DeviceInfoEntry } from '../../schemas/cluster-info/cluster-info.ts';
 import { seededRandom, WRITE_VERBS } from '../support/sim/memory-apiserver.ts';
 import { describeStep, generateHistory, type History, type Step } from './history.ts';
 import { JOB_NS, World } from './world.ts';
+import { deviceEntriesOf } from '../support/cluster-info-read.ts';
 
 /** Virtual time after each step before the invariants are checked (the controller's reaction). */
 export const QUIET_MS = 6_000;
@@ -38,16 +39,12 @@ const FAULT_KEY = 'huawei.com/Ascend910-Fault';
 
 /** Every cluster-info-device-N entry, parsed as Volcano would. */
 function deviceEntries(world: World): Record<string, DeviceInfoEntry> {
-  const out: Record<string, DeviceInfoEntry> = {};
-  for (const e of world.server.store.snapshot(configMapType(world), CLUSTER_INFO_NAMESPACE) ?? []) {
-    const cm = e.obj as ConfigMap;
-    const name = cm.metadata!.name!;
-    if (!name.startsWith('cluster-info-device-') || (cm.data?.[name] ?? '') === '') continue;
-    const parsed = parseClusterInfo('device', cm.data![name]!);
-    if (!parsed.ok) throw new InvariantError(`${name} does not parse: ${parsed.reason}`);
-    Object.assign(out, parsed.value);
+  const shards = (world.server.store.snapshot(configMapType(world), CLUSTER_INFO_NAMESPACE) ?? []).map((e) => e.obj as ConfigMap);
+  try {
+    return deviceEntriesOf(shards);
+  } catch (e) {
+    throw new InvariantError(e instanceof Error ? e.message : String(e));
   }
-  return out;
 }
 
 const configMapType = (world: World): Parameters<World['server']['store']['snapshot']>[0] =>

@@ -6,18 +6,28 @@ import { deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
 
 const P = 'huawei.com/Ascend910';
 
-/** The node's entry in whichever cluster-info-device-N shard holds it; a shard that does not parse throws. */
-export async function deviceEntry(client: KubeClient, node: string): Promise<DeviceInfoEntry | undefined> {
-  const list = await client.list<ConfigMap>(paths.configMaps('mindx-dl'), { labelSelector: 'mx-consumer-volcano=true' });
-  for (const cm of list.items) {
-    const name = cm.metadata!.name!;
+/** Every device entry of these cluster-info-device-N shards, parsed as Volcano would; a shard that does not parse throws. */
+export function deviceEntriesOf(configMaps: Iterable<ConfigMap>): Record<string, DeviceInfoEntry> {
+  const out: Record<string, DeviceInfoEntry> = {};
+  for (const cm of configMaps) {
+    const name = cm.metadata?.name ?? '';
     if (!name.startsWith('cluster-info-device-') || (cm.data?.[name] ?? '') === '') continue;
     const parsed = parseClusterInfo('device', cm.data![name]!);
     if (!parsed.ok) throw new Error(`${name} does not parse: ${parsed.reason}`);
-    const e = parsed.value[deviceInfoCmName(node)];
-    if (e !== undefined) return e as DeviceInfoEntry;
+    Object.assign(out, parsed.value);
   }
-  return undefined;
+  return out;
+}
+
+/** Every device entry of every cluster-info-device-N shard in mindx-dl. */
+export async function deviceEntries(client: KubeClient): Promise<Record<string, DeviceInfoEntry>> {
+  const list = await client.list<ConfigMap>(paths.configMaps('mindx-dl'), { labelSelector: 'mx-consumer-volcano=true' });
+  return deviceEntriesOf(list.items);
+}
+
+/** The node's entry in whichever cluster-info-device-N shard holds it; a shard that does not parse throws. */
+export async function deviceEntry(client: KubeClient, node: string): Promise<DeviceInfoEntry | undefined> {
+  return (await deviceEntries(client))[deviceInfoCmName(node)];
 }
 
 /** Codes listed for `chip` in the entry's `-Fault` list. */

@@ -13,25 +13,11 @@ import { silentLogger } from '../../../telemetry/logger.ts';
 import { Metrics } from '../../../telemetry/metrics.ts';
 import { encodeDeviceInfoData, makeDeviceFault } from '../../../schemas/device-info/device-info-encode.ts';
 import { DEVICE_INFO_LABELS, deviceInfoCmName } from '../../../schemas/device-info/device-info.ts';
-import { parseClusterInfo, type DeviceInfoEntry } from '../../../schemas/cluster-info/cluster-info.ts';
 import { MemoryApiServer, WRITE_VERBS } from './memory-apiserver.ts';
 import { realClock } from '../../../runtime/clock.ts';
+import { deviceEntries } from '../cluster-info-read.ts';
 
 const chips = (n: number): string[] => Array.from({ length: n }, (_, i) => `Ascend910-${i}`);
-
-/** Every device entry of every cluster-info-device-N shard in mindx-dl, parsed as Volcano would. */
-async function deviceEntries(client: KubeClient): Promise<Record<string, DeviceInfoEntry>> {
-  const list = await client.list<ConfigMap>(paths.configMaps('mindx-dl'), { labelSelector: 'mx-consumer-volcano=true' });
-  const out: Record<string, DeviceInfoEntry> = {};
-  for (const cm of list.items) {
-    const name = cm.metadata!.name!;
-    if (!name.startsWith('cluster-info-device-') || (cm.data?.[name] ?? '') === '') continue;
-    const parsed = parseClusterInfo('device', cm.data![name]!);
-    if (!parsed.ok) throw new Error(`${name} does not parse: ${parsed.reason}`);
-    Object.assign(out, parsed.value);
-  }
-  return out;
-}
 
 async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
