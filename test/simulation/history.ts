@@ -3,7 +3,7 @@
  * storm, controller restart, write conflicts, lost watches, time), the same list on every run.
  */
 import type { NpuFaultLevel } from '../../vocabulary/fault-types.ts';
-import { seededRandom } from '../support/sim/memory-apiserver.ts';
+import { prng } from '../support/prng.ts';
 import { CHIPS, type WorldSpec } from './world.ts';
 
 /** Levels the device plugin writes (vocabulary/fault-types.ts), each with a code of that level. */
@@ -39,7 +39,7 @@ export type Step =
 export interface History { readonly seed: number; readonly maxSteps: number; readonly world: WorldSpec; readonly steps: readonly Step[] }
 
 export function generateHistory(seed: number, maxSteps: number): History {
-  const r = seededRandom(seed ^ 0x5eed);
+  const r = prng(seed ^ 0x5eed);
   const int = (lo: number, hi: number): number => lo + Math.floor(r() * (hi - lo + 1));
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
   const jobs = Array.from({ length: int(1, 2) }, () => ({ ranks: int(1, 2) }));

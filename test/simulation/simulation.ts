@@ -19,7 +19,8 @@ import { isNormalLevel } from '../../policy/faults/fault-level.ts';
 import { DEFAULT_FLAP_DAMPING } from '../../policy/faults/flap-damping.ts';
 import { deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
 import { CLUSTER_INFO_NAMESPACE, type DeviceInfoEntry } from '../../schemas/cluster-info/cluster-info.ts';
-import { seededRandom, WRITE_VERBS } from '../support/sim/memory-apiserver.ts';
+import { WRITE_VERBS } from '../support/sim/memory-apiserver.ts';
+import { prng } from '../support/prng.ts';
 import { describeStep, generateHistory, type History, type Step } from './history.ts';
 import { JOB_NS, World } from './world.ts';
 import { deviceEntriesOf } from '../support/cluster-info-read.ts';
@@ -235,7 +236,7 @@ export async function runHistory(history: History): Promise<RunResult> {
   // The controller's retry backoff jitter (runtime/backoff.ts) draws from Math.random: seeded for the
   // run, so a history replays exactly.
   const realRandom = Math.random;
-  Math.random = seededRandom(history.seed ^ 0x1b873593);
+  Math.random = prng(history.seed ^ 0x1b873593);
   // Pods placed by the stand-in on a node with a restart-level fault, or chips out of service in
   // cluster-info (all free nodes were faulty): an onset for their job.
   world.onPlaced = (pod, node) => { if (restartLevelAt(world, node) || world.schedulerUnhealthy(node).length > 0) { const job = pod.replace(/-worker-\d+$/, ''); t.onsets.set(job, (t.onsets.get(job) ?? 0) + 1); } };

@@ -17,7 +17,8 @@ import { encodeDeviceInfoData, makeDeviceFault } from '../../schemas/device-info
 import { DEVICE_INFO_LABELS, deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
 import type { NpuFaultLevel } from '../../vocabulary/fault-types.ts';
 import { fakeNode } from '../../tools/simulator/nodes.ts';
-import { MemoryApiServer, MemoryKubeClient, seededRandom } from '../support/sim/memory-apiserver.ts';
+import { MemoryApiServer, MemoryKubeClient } from '../support/sim/memory-apiserver.ts';
+import { prng } from '../support/prng.ts';
 import { parsePath } from '../support/sim/resources.ts';
 import { ManualClock, settle } from '../support/manual-clock.ts';
 
@@ -116,8 +117,8 @@ export class World {
 
   constructor(spec: WorldSpec) {
     this.spec = spec;
-    this.random = seededRandom(spec.seed ^ 0x3c6ef372);
-    this.server = new MemoryApiServer({ clock: this.clock, random: seededRandom(spec.seed), watchTimeouts: false, recordCalls: true, gracefulPodDeletion: false });
+    this.random = prng(spec.seed ^ 0x3c6ef372);
+    this.server = new MemoryApiServer({ clock: this.clock, random: prng(spec.seed), watchTimeouts: false, recordCalls: true, gracefulPodDeletion: false });
     this.controller = new RecordingClient(this.server, 'clusterd-ts', this.clock.now);
     this.plugin = this.server.client('device-plugin');
     this.volcano = this.server.client('volcano');

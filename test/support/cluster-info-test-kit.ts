@@ -4,19 +4,9 @@
  * ASCII, characters Go escapes (`<`, `&`, `"`), 2-, 3- and 4-byte UTF-8, so byte sizes and Go key
  * order differ from UTF-16 length and order.
  */
+import { prng } from './prng.ts';
 import type { DeviceInfoEntry, NodeInfoEntry, SwitchInfoEntry } from '../../schemas/cluster-info/cluster-info.ts';
 
-/** mulberry32: small deterministic PRNG in [0, 1). */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const ALPHABET = ['a', 'b', 'z', '0', '9', '-', '.', '<', '&', '"', 'é', 'ß', '中', '\uFF21', '\u{1D11E}', '\u{1F600}'];
 

@@ -22,6 +22,7 @@ import {
   type PatchType, type WatchEventType, type WatchOptions, type WatchQuery,
 } from '../../../runtime/kube-client.ts';
 import { realClock, type QueueClock } from '../../../runtime/work-queue.ts';
+import { prng } from '../prng.ts';
 import { MemoryStore, statusError } from './memory-store.ts';
 import { WatchHub, type Watcher } from './memory-watch.ts';
 import { parsePath, RESOURCE_TYPES, type ResourceType, type Target } from './resources.ts';
@@ -73,17 +74,6 @@ const REASONS: Record<number, string> = {
   429: 'TooManyRequests', 500: 'InternalError', 503: 'ServiceUnavailable', 504: 'Timeout',
 };
 
-/** A fixed-seed generator (mulberry32), so generated names repeat from run to run. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 /** What client-node's Watch hands `onDone` for an HTTP status on connect. */
 const httpError = (status: number, message: string): Error => Object.assign(new Error(message), { statusCode: status });
@@ -112,7 +102,7 @@ export class MemoryApiServer {
     this.watchTimeouts = o.watchTimeouts ?? true;
     this.watches = new WatchHub({ clock: this.clock, defer: this.defer });
     this.store = new MemoryStore({
-      now: () => this.clock.now(), random: o.random ?? seededRandom(1), historyLimit: o.historyLimit ?? 100_000,
+      now: () => this.clock.now(), random: o.random ?? prng(1), historyLimit: o.historyLimit ?? 100_000,
       requireNamespace: o.requireNamespace ?? false, gracefulPodDeletion: o.gracefulPodDeletion ?? true,
       onCommit: (c) => this.watches.offer(c),
     });
