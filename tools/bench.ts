@@ -52,6 +52,8 @@ const FLAGS = {
   'peer-nodes': { default: '100', help: 'peer: nodes (x 8 NPUs) on each of the two control planes' },
   'peer-faults': { default: '20', help: 'peer: chip faults, one at a time, for fault -> cluster-info' },
   'peer-idle-seconds': { default: '30', help: 'peer: idle window for RSS and CPU' },
+  'peer-phase-ms': { default: '1000', help: 'peer: each fault after a random pause in [0, this) ms, so it lands at a random phase of either side\'s tickers (ClusterD renders on a 1 s ticker)' },
+  'peer-seed': { default: '', help: 'peer: seed of the pauses (default: random, printed)' },
 } as const;
 
 export interface BenchOptions {
@@ -77,6 +79,8 @@ export interface BenchOptions {
   readonly peerNodes: number;
   readonly peerFaults: number;
   readonly peerIdleSeconds: number;
+  readonly peerPhaseMs: number;
+  readonly peerSeed: number;
 }
 
 /** V8 flags for the controller process from the profiling options. */
@@ -130,6 +134,7 @@ export function parseBenchArgs(argv: readonly string[], now = new Date()): Bench
       return v('peer') as '' | 'clusterd';
     })(),
     peerNodes: num('peer-nodes', 1), peerFaults: num('peer-faults', 1), peerIdleSeconds: num('peer-idle-seconds', 1),
+    peerPhaseMs: num('peer-phase-ms', 0), peerSeed: v('peer-seed') === '' ? Math.floor(Math.random() * 2 ** 31) : num('peer-seed', 0),
   };
 }
 
@@ -190,7 +195,7 @@ export async function runBench(o: BenchOptions, print: (line: string) => void = 
   if (o.peer === 'clusterd') {
     await attempt('peer', () => runPeer({
       binDir: binDir!, nodes: o.peerNodes, faults: o.peerFaults, idleSeconds: o.peerIdleSeconds, timeoutMs: o.timeoutMs,
-      controllerArgs: o.controllerArgs, log: print,
+      controllerArgs: o.controllerArgs, log: print, phaseMs: o.peerPhaseMs, seed: o.peerSeed,
       controllerNodeArgs: controllerNodeArgs(o),
     }, figures));
   }

@@ -3,7 +3,7 @@
  * storm, controller restart, write conflicts, lost watches, time), the same list on every run.
  */
 import type { NpuFaultLevel } from '../../vocabulary/fault-types.ts';
-import { prng } from '../support/prng.ts';
+import { prng } from '../../tools/prng.ts';
 import { CHIPS, type WorldSpec } from './world.ts';
 
 /** Levels the device plugin writes (vocabulary/fault-types.ts), each with a code of that level. */

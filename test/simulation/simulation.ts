@@ -20,7 +20,7 @@ import { DEFAULT_FLAP_DAMPING } from '../../policy/faults/flap-damping.ts';
 import { deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
 import { CLUSTER_INFO_NAMESPACE, type DeviceInfoEntry } from '../../schemas/cluster-info/cluster-info.ts';
 import { WRITE_VERBS } from '../support/sim/memory-apiserver.ts';
-import { prng } from '../support/prng.ts';
+import { prng } from '../../tools/prng.ts';
 import { describeStep, generateHistory, type History, type Step } from './history.ts';
 import { JOB_NS, World } from './world.ts';
 import { deviceEntriesOf } from '../support/cluster-info-read.ts';

@@ -18,7 +18,7 @@ import { DEVICE_INFO_LABELS, deviceInfoCmName } from '../../schemas/device-info/
 import type { NpuFaultLevel } from '../../vocabulary/fault-types.ts';
 import { fakeNode } from '../../tools/simulator/nodes.ts';
 import { MemoryApiServer, MemoryKubeClient } from '../support/sim/memory-apiserver.ts';
-import { prng } from '../support/prng.ts';
+import { prng } from '../../tools/prng.ts';
 import { parsePath } from '../support/sim/resources.ts';
 import { ManualClock, settle } from '../support/manual-clock.ts';
 

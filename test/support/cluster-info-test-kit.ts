@@ -4,7 +4,7 @@
  * ASCII, characters Go escapes (`<`, `&`, `"`), 2-, 3- and 4-byte UTF-8, so byte sizes and Go key
  * order differ from UTF-16 length and order.
  */
-import { prng } from './prng.ts';
+import { prng } from '../../tools/prng.ts';
 import type { DeviceInfoEntry, NodeInfoEntry, SwitchInfoEntry } from '../../schemas/cluster-info/cluster-info.ts';
 
 

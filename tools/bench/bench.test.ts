@@ -6,6 +6,8 @@ import { diffCounts, imageEnv, parseMetrics, sumOf, writesByKind } from './contr
 import { percentile, planJobs } from './fixtures.ts';
 import { Figures } from './report.ts';
 import { rssBand } from './steady.ts';
+import { bootstrapMedianRatio } from './peer.ts';
+import { prng } from '../prng.ts';
 
 describe('bench helpers', () => {
   it('the controller is measured with the environment of the image\'s runtime stage', () => {
@@ -70,6 +72,24 @@ describe('bench helpers', () => {
     const p = parseBenchArgs(['--peer', 'clusterd', '--scenario', 'none', '--peer-nodes', '20']);
     expect([p.peer, p.scenarios, p.peerNodes, p.peerFaults]).toEqual(['clusterd', [], 20, 20]);
     expect(() => parseBenchArgs(['--peer', 'volcano'])).toThrow(/not clusterd/);
+    // Faults land at random phases of a 1 s ticker unless told otherwise; a given seed repeats a run's pauses.
+    expect(p.peerPhaseMs).toBe(1000);
+    expect(parseBenchArgs(['--peer', 'clusterd', '--peer-seed', '7', '--peer-phase-ms', '0'])).toMatchObject({ peerSeed: 7, peerPhaseMs: 0 });
+  });
+
+  it('the median ratio\'s bootstrap interval holds the ratio, is exact for samples without spread, and widens with spread', () => {
+    const flat = bootstrapMedianRatio([40, 40, 40], [400, 400, 400, 400], prng(1));
+    expect(flat).toEqual({ low: 0.1, high: 0.1 });
+    // ClusterD's figure spread over a 1 s tick (0-1,000 ms), ours near 40 ms.
+    const r = prng(2);
+    const theirs = Array.from({ length: 30 }, () => 50 + r() * 1000);
+    const ours = Array.from({ length: 30 }, () => 35 + r() * 10);
+    const ci = bootstrapMedianRatio(ours, theirs, prng(3));
+    const point = percentile(ours, 50) / percentile(theirs, 50);
+    expect(ci.low).toBeLessThanOrEqual(point);
+    expect(ci.high).toBeGreaterThanOrEqual(point);
+    expect(ci.high / ci.low).toBeGreaterThan(1.2);
+    expect(bootstrapMedianRatio([], [1], prng(1)).low).toBeNaN();
   });
 
   it('prints `name: value unit` and n/a with a note', () => {

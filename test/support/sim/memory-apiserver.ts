@@ -22,7 +22,7 @@ import {
   type PatchType, type WatchEventType, type WatchOptions, type WatchQuery,
 } from '../../../runtime/kube-client.ts';
 import { realClock, type QueueClock } from '../../../runtime/work-queue.ts';
-import { prng } from '../prng.ts';
+import { prng } from '../../../tools/prng.ts';
 import { MemoryStore, statusError } from './memory-store.ts';
 import { WatchHub, type Watcher } from './memory-watch.ts';
 import { parsePath, RESOURCE_TYPES, type ResourceType, type Target } from './resources.ts';
