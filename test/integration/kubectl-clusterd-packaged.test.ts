@@ -5,7 +5,7 @@
  * runs through kubectl (kubectl and krew built from Go modules by tools/k8s-bins) on a PATH that holds
  * no Node, as a ServiceAccount bound to cli/rbac.yaml, against what the apiserver holds:
  * - krew refuses the archive against a manifest whose sha256 is not the archive's, and installs it
- *   with the generated one;
+ *   with the generated one; without krew, the executable copied from the archive onto PATH works too;
  * - the kubeconfig's current context points at no apiserver (exit 5); `--context` picks the real one;
  * - faults, explain, release, breaker status and breaker reset, as a table and with `-o json`, and
  *   their exit codes, through kubectl.
@@ -124,6 +124,17 @@ describe('kubectl clusterd, the packaged executable installed by krew, run throu
     expect(help.code).toBe(0);
     for (const sub of ['faults', 'explain', 'release', 'breaker']) expect(help.stdout).toMatch(new RegExp(`^\\s+${sub}\\b`, 'm'));
   }, 120_000);
+
+  it('without krew: the archive\'s kubectl-clusterd copied into a folder on PATH is the same plugin', async () => {
+    const dir = join(tmp, 'copied');
+    mkdirSync(dir);
+    const x = spawnSync('tar', ['-xzf', archive, '-C', dir, 'kubectl-clusterd'], { encoding: 'utf8' });
+    expect({ status: x.status, stderr: x.stderr }).toEqual({ status: 0, stderr: '' });
+    const shell = { ...env, PATH: `${dir}:${join(tmp, 'tools')}` };
+    expect(spawnSync('/bin/sh', ['-c', 'command -v node'], { env: shell }).status).not.toBe(0);
+    const r = await run('kubectl', ['clusterd', 'breaker', 'status', '--kubeconfig', kubeconfig, '--context', 'ops', '--controller-namespace', ctlNs, '-o', 'json'], { env: shell });
+    expect(JSON.parse(r.stdout)).toMatchObject({ present: false, scopes: [] });
+  }, 60_000);
 
   it('--context picks the apiserver; the current context\'s unreachable one is exit 5; a bad flag is exit 2', async () => {
     const current = await kubectl(['clusterd', 'faults', '--kubeconfig', kubeconfig]);

@@ -22,7 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { paths } from '../../runtime/kube-client.ts';
 import type { Manager } from '../../controllers/manager.ts';
-import { kubeconfigYaml } from '../../tools/control-plane/control-plane.ts';
+import { ensureBinaries, kubeconfigYaml } from '../../tools/control-plane/control-plane.ts';
 import { adminClient, controlPlaneInfo, eventually, newNamespace } from '../support/cluster.ts';
 import { grantPluginRbac, newPluginUser, putCm } from '../support/plugin-user.ts';
 import { deviceEntry } from '../support/cluster-info-read.ts';
@@ -44,7 +44,8 @@ interface Ran { code: number; stdout: string; stderr: string }
 
 /** The plugin as a subprocess (async: the controller runs in this process and must keep running). */
 async function plugin(kubeconfig: string, args: readonly string[], via: 'node' | 'kubectl' = 'node'): Promise<Ran> {
-  const env = { ...process.env, KUBECONFIG: kubeconfig, PATH: `${join(REPO, 'cli', 'bin')}:${join(REPO, 'node_modules', '.bin')}:${process.env.PATH ?? ''}` };
+  // kubectl: the one tools/k8s-bins builds from Go modules (a fresh machine may have none).
+  const env = { ...process.env, KUBECONFIG: kubeconfig, PATH: `${join(REPO, 'cli', 'bin')}:${join(REPO, 'node_modules', '.bin')}:${ensureBinaries()}:${process.env.PATH ?? ''}` };
   const [cmd, argv] = via === 'node' ? [process.execPath, [CLI, ...args]] : ['kubectl', ['clusterd', ...args]];
   try {
     const r = await run(cmd, argv, { env, timeout: 60_000 });
