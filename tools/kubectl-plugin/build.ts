@@ -49,6 +49,10 @@ async function bundleCli(): Promise<string> {
   const r = await build({
     entryPoints: [join(REPO, 'cli', 'kubectl-clusterd.ts')],
     write: false,
+    // Module names in the bundle are paths relative to the checkout, as they are (not where a
+    // symlinked node_modules points): the same sources give the same bytes in any folder.
+    absWorkingDir: REPO,
+    preserveSymlinks: true,
     bundle: true,
     platform: 'node',
     target: 'node24',
