@@ -127,6 +127,9 @@ describe('kubectl clusterd, the packaged executable installed by krew, run throu
     const help = await kubectl(['clusterd', '--help']);
     expect(help.code).toBe(0);
     for (const sub of ['faults', 'explain', 'release', 'breaker']) expect(help.stdout).toMatch(new RegExp(`^\\s+${sub}\\b`, 'm'));
+    // NODE_OPTIONS set for the operator's own Node tools does not reach the plugin's Node.
+    const withOptions = await run('kubectl', ['clusterd', '--help'], { env: { ...env, NODE_OPTIONS: '--require=/no/such/preload.js' } });
+    expect(withOptions.stdout).toBe(help.stdout);
   }, 120_000);
 
   it('without krew: the archive\'s kubectl-clusterd copied into a folder on PATH is the same plugin', async () => {

@@ -109,7 +109,7 @@ export async function buildPlugin(outdir = join(REPO, 'dist')): Promise<Plugin> 
   const uri = process.env.KUBECTL_CLUSTERD_URI;
   const node = statSync(process.execPath);
   const key = createHash('sha256')
-    .update(JSON.stringify({ node: [process.execPath, process.version, node.size, node.mtimeMs], os, arch, uri }))
+    .update(JSON.stringify({ node: [process.execPath, process.version, node.size, node.mtimeMs], os, arch, uri, self: readFileSync(fileURLToPath(import.meta.url), 'utf8') }))
     .update(script).update(template).update(license).digest('hex');
   if ([bin, archive, manifest].every((f) => existsSync(f)) && existsSync(keyFile) && readFileSync(keyFile, 'utf8') === key) {
     return { bin, archive, manifest, sha256: createHash('sha256').update(readFileSync(archive)).digest('hex'), cached: true };
@@ -122,8 +122,9 @@ export async function buildPlugin(outdir = join(REPO, 'dist')): Promise<Plugin> 
   rmSync(work, { recursive: true, force: true });
   mkdirSync(work, { recursive: true });
   writeFileSync(join(work, 'kubectl-clusterd.cjs'), script);
-  // No code cache or snapshot: the blob is the script itself, so the same sources give the same executable.
-  writeFileSync(join(work, 'sea-config.json'), JSON.stringify({ main: 'kubectl-clusterd.cjs', output: 'sea-prep.blob', disableExperimentalSEAWarning: true }));
+  // No code cache or snapshot: the blob is the script itself, so the same sources give the same
+  // executable. execArgvExtension none: the operator's NODE_OPTIONS (for their own Node tools) is ignored.
+  writeFileSync(join(work, 'sea-config.json'), JSON.stringify({ main: 'kubectl-clusterd.cjs', output: 'sea-prep.blob', disableExperimentalSEAWarning: true, execArgvExtension: 'none' }));
   sh(process.execPath, ['--experimental-sea-config', 'sea-config.json'], work);
   copyFileSync(process.execPath, bin);
   chmodSync(bin, 0o755);
