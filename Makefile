@@ -94,15 +94,13 @@ cluster-down: deps
 run: deps
 	KUBECONFIG=$(KUBECONFIG) $(NODE) main.ts $(ARGS)
 
-# The kubectl plugin (README "kubectl clusterd"): runs from the sources (export PATH=$PWD/cli/bin:$PATH);
-# this packs dist/kubectl-clusterd.tar.gz for cli/plugin.yaml (sources it imports + production deps).
+# The kubectl plugin (README "kubectl clusterd") as one executable that needs no Node: a Node single
+# executable application (tools/kubectl-plugin/build.ts), packed with LICENSE into
+# dist/kubectl-clusterd-linux-amd64.tar.gz, and dist/clusterd.yaml, the krew manifest with that
+# archive's sha256 (KUBECTL_CLUSTERD_URI=<where it is published> sets its uri). Not rebuilt while
+# its inputs are unchanged.
 kubectl-clusterd: deps
-	$(NODE) cli/kubectl-clusterd.ts --help >/dev/null
-	rm -rf dist/kubectl-clusterd && mkdir -p dist/kubectl-clusterd
-	cp -r cli schemas policy vocabulary runtime package.json package-lock.json dist/kubectl-clusterd/
-	cd dist/kubectl-clusterd && npm install --omit=dev --ignore-scripts --no-audit --no-fund >/dev/null
-	tar -C dist/kubectl-clusterd -czf dist/kubectl-clusterd.tar.gz .
-	@echo "dist/kubectl-clusterd.tar.gz (bin: cli/bin/kubectl-clusterd); or without packing: export PATH=$(CURDIR)/cli/bin:\$$PATH"
+	$(NODE) tools/kubectl-plugin/build.ts dist
 
 # The demo on the real Volcano. TOPOLOGY=stock (default): Volcano's own vc-scheduler, clusterd-ts
 # reschedules; TOPOLOGY=mindcluster: vc-scheduler with Huawei's ascend plugin, which then deletes.

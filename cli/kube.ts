@@ -1,5 +1,6 @@
 /** The user's own apiserver access: their kubeconfig (KUBECONFIG, ~/.kube/config or --kubeconfig) and context. */
-import { KubeConfig } from '@kubernetes/client-node';
+// The deep import, as runtime/kube-client.ts: the package root loads every generated API and model.
+import { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 import { HttpKubeClient } from '../runtime/kube-client.ts';
 import { CliError, EXIT } from './errors.ts';
 

@@ -129,4 +129,5 @@ export async function run(argv: readonly string[]): Promise<number> {
   }
 }
 
-process.exitCode = await run(process.argv.slice(2));
+// Not a top-level await: the packaged plugin is a CommonJS bundle (tools/kubectl-plugin/build.ts).
+void run(process.argv.slice(2)).then((code) => { process.exitCode = code; });

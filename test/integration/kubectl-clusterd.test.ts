@@ -15,16 +15,16 @@
  *   and the list is appended to, never replaced.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { parseAllDocuments } from 'yaml';
-import { paths, type KubeClient, type KubeObject } from '../../runtime/kube-client.ts';
+import { paths } from '../../runtime/kube-client.ts';
 import type { Manager } from '../../controllers/manager.ts';
-import { kubeconfigYaml } from '../../tools/control-plane/control-plane.ts';
-import { adminClient, controlPlaneInfo, ensureNamespace, eventually, newNamespace } from '../support/cluster.ts';
+import { ensureBinaries, kubeconfigYaml } from '../../tools/control-plane/control-plane.ts';
+import { adminClient, controlPlaneInfo, eventually, newNamespace } from '../support/cluster.ts';
+import { grantPluginRbac, newPluginUser, putCm } from '../support/plugin-user.ts';
 import { deviceEntry } from '../support/cluster-info-read.ts';
 import { jobPods, runningWithNpus, startWorld, vcJob, type PodObj, type World } from '../../tools/job-peer/world.ts';
 import { encodeDeviceInfoData, makeDeviceFault } from '../../schemas/device-info/device-info-encode.ts';
@@ -44,7 +44,8 @@ interface Ran { code: number; stdout: string; stderr: string }
 
 /** The plugin as a subprocess (async: the controller runs in this process and must keep running). */
 async function plugin(kubeconfig: string, args: readonly string[], via: 'node' | 'kubectl' = 'node'): Promise<Ran> {
-  const env = { ...process.env, KUBECONFIG: kubeconfig, PATH: `${join(REPO, 'cli', 'bin')}:${join(REPO, 'node_modules', '.bin')}:${process.env.PATH ?? ''}` };
+  // kubectl: the one tools/k8s-bins builds from Go modules (a fresh machine may have none).
+  const env = { ...process.env, KUBECONFIG: kubeconfig, PATH: `${join(REPO, 'cli', 'bin')}:${join(REPO, 'node_modules', '.bin')}:${ensureBinaries()}:${process.env.PATH ?? ''}` };
   const [cmd, argv] = via === 'node' ? [process.execPath, [CLI, ...args]] : ['kubectl', ['clusterd', ...args]];
   try {
     const r = await run(cmd, argv, { env, timeout: 60_000 });
@@ -53,34 +54,6 @@ async function plugin(kubeconfig: string, args: readonly string[], via: 'node' |
     const x = e as { code?: number; stdout?: string; stderr?: string };
     return { code: typeof x.code === 'number' ? x.code : -1, stdout: x.stdout ?? '', stderr: x.stderr ?? '' };
   }
-}
-
-/** cli/rbac.yaml applied as shipped, with `cluster-system` replaced by this test's namespace, bound to the user. */
-async function grant(client: KubeClient, user: { ns: string; sa: string }, csNs: string, id: string): Promise<void> {
-  const docs = parseAllDocuments(readFileSync(join(REPO, 'cli', 'rbac.yaml'), 'utf8')).map((d) => d.toJS() as KubeObject & { kind: string; metadata: { name: string; namespace?: string } });
-  const subjects = [{ kind: 'ServiceAccount', name: user.sa, namespace: user.ns }];
-  for (const d of docs) {
-    const ns = d.metadata.namespace === 'cluster-system' ? csNs : d.metadata.namespace;
-    const name = `${d.metadata.name}-${id}`;
-    if (d.kind === 'ClusterRole') {
-      await client.create('/apis/rbac.authorization.k8s.io/v1/clusterroles', { ...d, metadata: { name } });
-      await client.create('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
-        apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name }, subjects,
-      } as KubeObject);
-    } else {
-      await ensureNamespace(client, ns!);
-      await client.create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, { ...d, metadata: { name, namespace: ns } });
-      await client.create(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, {
-        apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name, namespace: ns }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name }, subjects,
-      } as KubeObject);
-    }
-  }
-}
-
-async function putCm(client: KubeClient, ns: string, name: string, data: Record<string, string>, labels: Record<string, string> = {}): Promise<void> {
-  const existing = await client.getOrUndefined<ConfigMap>(paths.configMap(ns, name));
-  if (existing === undefined) await client.create(paths.configMaps(ns), { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: ns, labels }, data });
-  else await client.replace(paths.configMap(ns, name), { ...existing, data });
 }
 
 const npusOf = (p: PodObj): string[] => (p.metadata?.annotations?.['huawei.com/AscendReal'] ?? '').split(',').filter(Boolean);
@@ -102,21 +75,17 @@ describe('kubectl clusterd (plugin as a subprocess, least-privilege user)', () =
   beforeAll(async () => {
     world = await startWorld(admin, { nodes: 3, prefix: 'kc' });
     csNs = await newNamespace(admin, 'cs');
-    const opsNs = await newNamespace(admin, 'ops');
-    await admin.create(`/api/v1/namespaces/${opsNs}/serviceaccounts`, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'sre' } });
-    const tr = await admin.request<{ status: { token: string } }>('POST', `/api/v1/namespaces/${opsNs}/serviceaccounts/sre/token`, {
-      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
-    });
-    user = `system:serviceaccount:${opsNs}:sre`;
+    const sre = await newPluginUser(admin);
+    user = sre.user;
     kubeconfig = join(mkdtempSync(join(tmpdir(), 'kc-')), 'kubeconfig');
-    writeFileSync(kubeconfig, kubeconfigYaml(controlPlaneInfo().servers[0]!, tr.status.token, 'sre'));
+    writeFileSync(kubeconfig, kubeconfigYaml(controlPlaneInfo().servers[0]!, sre.token, 'sre'));
     // Before any grant: every subcommand is refused, clearly.
     for (const a of [['faults'], ['explain', `${world.ns}/x`], ['release', world.nodes[0]!, 'Ascend910-0'], ['breaker', 'status']]) {
       const r = await plugin(kubeconfig, a);
       expect({ args: a, code: r.code }).toEqual({ args: a, code: 4 });
       expect(r.stderr).toMatch(/^error: forbidden: your user may not (list|get|create|patch) \S+/);
     }
-    await grant(admin, { ns: opsNs, sa: 'sre' }, csNs, id);
+    await grantPluginRbac(admin, sre, csNs, id);
     ({ manager } = await startManager(admin, args()));
   }, 120_000);
 

@@ -21,7 +21,7 @@ const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
  * for dist/ (runtime/client-node-slim.ts). The hook itself has nothing left to do in a bundle,
  * so main.ts's call to it becomes a no-op.
  */
-const clientNodeSlim: Plugin = {
+export const clientNodeSlim: Plugin = {
   name: 'client-node-slim',
   setup(b) {
     b.onResolve({ filter: /^\.\/gen\/index\.js$/ }, (args) =>

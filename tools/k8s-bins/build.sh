@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the test control plane from Go modules: kube-apiserver, kube-scheduler, etcd, kwok, helm.
+# Builds the test control plane from Go modules: kube-apiserver, kube-scheduler, etcd, kwok, helm;
+# and the operator's side for the kubectl plugin's test: kubectl and krew.
 # Binaries land in a cache outside the repo keyed by version, so a second run costs seconds.
 # Honours KUBEBUILDER_ASSETS: if it names a folder with kube-apiserver and etcd, nothing is built
 # for those two. Prints the folder holding the binaries on its last line of stdout.
@@ -15,6 +16,49 @@ WORK="$CACHE_ROOT/work/$KEY"
 mkdir -p "$OUT" "$WORK"
 
 log() { echo "[control-plane] $*" >&2; }
+
+# A wrapper module in $1 (name $2) that requires k8s.io/kubernetes at the pinned release, with its
+# go/godebug lines and every ./staging module replaced by v0.35.x, and imports the packages $3...
+k8s_module() {
+  local dir=$1 name=$2; shift 2
+  mkdir -p "$dir" && cd "$dir"
+  local stg="v0.${K8S_VERSION#v1.}" gomod goline godebug_line m p
+  log "reading k8s.io/kubernetes@$K8S_VERSION go.mod to generate the staging replace list"
+  gomod=$(cd "$HERE" && go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+  goline=$(grep -E '^go [0-9]' "$gomod" | head -1)
+  godebug_line=$(grep -E '^godebug' "$gomod" | head -1 || true)
+  {
+    echo "module $name"
+    echo
+    echo "$goline"
+    [[ -n "$godebug_line" ]] && echo "$godebug_line"
+    echo
+    echo "require ("
+    echo "	k8s.io/kubernetes $K8S_VERSION"
+    [[ " $* " == *" go.etcd.io/etcd/server/v3 "* ]] && echo "	go.etcd.io/etcd/server/v3 $ETCD_VERSION"
+    echo ")"
+  } > go.mod
+  {
+    printf '//go:build tools\n\npackage tools\n\nimport (\n'
+    for p in "$@"; do printf '\t_ "%s"\n' "$p"; done
+    printf ')\n'
+  } > tools.go
+  for m in $(sed -n 's#^[[:space:]]*\(k8s\.io/[A-Za-z0-9._-]*\) => \./staging/.*#\1#p' "$gomod"); do
+    go mod edit -replace="$m=$m@$stg"
+  done
+  log "resolving module graph"
+  GOFLAGS=-mod=mod go mod tidy -e >&2 2>&1 | tail -5 >&2 || true
+}
+
+# The release's version ldflags (kwok picks flags by --version; kubectl version prints them).
+k8s_ldflags() {
+  local minor ldf="-s -w" p
+  minor=$(echo "$K8S_VERSION" | cut -d. -f2)
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldf="$ldf -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
+  done
+  echo "$ldf"
+}
 
 have_version() { # binary, expected substring of `--version`
   # Not `| grep -q`: with pipefail, grep exiting at the first line SIGPIPEs a binary that prints
@@ -33,46 +77,10 @@ fi
 START=$(date +%s)
 if ! have_version kube-apiserver "$K8S_VERSION" || ! have_version kube-scheduler "$K8S_VERSION" || ! have_version etcd "${ETCD_VERSION#v}"; then
   log "building kube-apiserver, kube-scheduler $K8S_VERSION and etcd $ETCD_VERSION (cold: ~15-25 min on 2 cores)"
-  cd "$WORK"
-  MINOR=$(echo "$K8S_VERSION" | cut -d. -f2)
-  STG="v0.${K8S_VERSION#v1.}"
-  log "reading k8s.io/kubernetes@$K8S_VERSION go.mod to generate the staging replace list"
-  GOMOD=$(cd "$HERE" && go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
-  GOLINE=$(grep -E '^go [0-9]' "$GOMOD" | head -1)
-  GODEBUG_LINE=$(grep -E '^godebug' "$GOMOD" | head -1 || true)
-  {
-    echo "module local.test/k8sbins"
-    echo
-    echo "$GOLINE"
-    [[ -n "$GODEBUG_LINE" ]] && echo "$GODEBUG_LINE"
-    echo
-    echo "require ("
-    echo "	k8s.io/kubernetes $K8S_VERSION"
-    echo "	go.etcd.io/etcd/server/v3 $ETCD_VERSION"
-    echo ")"
-  } > go.mod
-  cat > tools.go <<'EOF'
-//go:build tools
-
-package k8sbins
-
-import (
-	_ "go.etcd.io/etcd/server/v3"
-	_ "k8s.io/kubernetes/cmd/kube-apiserver"
-	_ "k8s.io/kubernetes/cmd/kube-scheduler"
-)
-EOF
-  for m in $(sed -n 's#^[[:space:]]*\(k8s\.io/[A-Za-z0-9._-]*\) => \./staging/.*#\1#p' "$GOMOD"); do
-    go mod edit -replace="$m=$m@$STG"
-  done
-  log "resolving module graph"
-  GOFLAGS=-mod=mod go mod tidy -e >&2 2>&1 | tail -5 >&2 || true
-  LDF="-s -w"
-  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    LDF="$LDF -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$MINOR -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
-  done
+  k8s_module "$WORK" local.test/k8sbins \
+    go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler
   log "go build kube-apiserver kube-scheduler"
-  CGO_ENABLED=0 go build -trimpath -tags notest -ldflags "$LDF" -o "$OUT/" \
+  CGO_ENABLED=0 go build -trimpath -tags notest -ldflags "$(k8s_ldflags)" -o "$OUT/" \
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-scheduler
   log "go build etcd"
   CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$OUT/etcd" go.etcd.io/etcd/server/v3
@@ -90,6 +98,21 @@ if [[ ! -x "$OUT/helm" || ! -e "$OUT/.helm-$HELM_VERSION" ]]; then
   log "go install helm $HELM_VERSION"
   GOBIN="$OUT" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
   touch "$OUT/.helm-$HELM_VERSION"
+fi
+
+# kubectl from the same release, in a module of its own (a cached kube-apiserver is not rebuilt).
+if [[ ! -x "$OUT/kubectl" || ! -e "$OUT/.kubectl-$K8S_VERSION" ]]; then
+  log "go build kubectl $K8S_VERSION"
+  k8s_module "$WORK/kubectl" local.test/kubectl k8s.io/kubernetes/cmd/kubectl
+  CGO_ENABLED=0 go build -trimpath -ldflags "$(k8s_ldflags)" -o "$OUT/" k8s.io/kubernetes/cmd/kubectl
+  touch "$OUT/.kubectl-$K8S_VERSION"
+fi
+
+# krew, to install the kubectl plugin from its manifest and archive as an operator does.
+if [[ ! -x "$OUT/krew" || ! -e "$OUT/.krew-$KREW_VERSION" ]]; then
+  log "go install krew $KREW_VERSION"
+  GOBIN="$OUT" CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" "sigs.k8s.io/krew/cmd/krew@$KREW_VERSION"
+  touch "$OUT/.krew-$KREW_VERSION"
 fi
 
 log "binaries ready in $OUT ($(( $(date +%s) - START )) s)"
