@@ -314,7 +314,7 @@ const retryPaused: Step = (ctx) => {
   return retryRunningCheck(ctx);
 };
 
-export const CONTINUATIONS: Readonly<Record<Exclude<RecoveryContinuation, 'chooseAgain'>, Step>> = {
+export const CONTINUATIONS: Readonly<Record<Exclude<RecoveryContinuation, 'chooseAgain' | 'omSendFailed'>, Step>> = {
   sendPreExit,
   afterForceRelease,
   afterInPlaceCheck,
@@ -338,6 +338,7 @@ export function resetRecovery(ctx: Ctx, closeStream: boolean, why: string): void
   releaseRetryHold(ctx);
   cmd(ctx, { type: 'writeResetConfig', op: 'clear' });
   if (closeStream) cmd(ctx, { type: 'closeSignalStream' });
+  cmd(ctx, { type: 'endOmStreams' });
   Object.assign(s, {
     phase: 'INIT',
     step: '',
