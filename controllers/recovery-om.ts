@@ -78,18 +78,22 @@ export class OmOperations implements OmHandlers {
 
   // ---- requests ----
 
-  private async start(jobId: string, check: (job: JobFsm | undefined, entry: JobEntry | undefined) => OmCheck, busyInfo: string, okInfo: string): Promise<Status> {
+  private async start(kind: OmKind, jobId: string, check: (job: JobFsm | undefined, entry: JobEntry | undefined) => OmCheck, busyInfo: string, okInfo: string): Promise<Status> {
     const found = this.d.lookup(jobId);
     const job = this.d.job(jobId);
     const r = check(job, found?.entry);
     if (!r.ok) {
-      this.d.log.warn('O&M request refused', { jobId, kind: busyInfo, reason: r.info });
+      this.d.log.warn('O&M request refused', { jobId, kind, reason: r.info });
       return status(Code.OMParamInvalid, r.info);
     }
     // canDoStressTest / canDoSwitchingNic: only an idle controller (our hot switch is a second FSM).
-    if (job === undefined || job.recovery.phase !== 'INIT' || !hotSwitchIdle(job.hotSwitch)) return status(Code.OMIsRunning, busyInfo);
+    const busy = (): Status => {
+      this.d.log.warn('O&M request refused: the job is busy', { jobId, kind, phase: job?.recovery.phase, hotSwitch: job?.hotSwitch.phase });
+      return status(Code.OMIsRunning, busyInfo);
+    };
+    if (job === undefined || job.recovery.phase !== 'INIT' || !hotSwitchIdle(job.hotSwitch)) return busy();
     const o = await job.feed({ machine: 'recovery', event: { type: 'omStarted', om: r.start } });
-    if (!o.accepted) return status(Code.OMIsRunning, busyInfo);
+    if (!o.accepted) return busy();
     this.d.log.info('O&M operation started', { job: job.target.key, kind: r.start.kind, stress: r.start.stress, ranks: r.start.switchRanks, ops: r.start.switchOps });
     return status(Code.OK, okInfo);
   }
@@ -100,12 +104,12 @@ export class OmOperations implements OmHandlers {
   }
 
   stressTest(req: StressTestParam): Promise<Status> {
-    return this.start(req.jobId, (job, entry) => checkStressTest(req, this.facts(job, entry)),
+    return this.start('stressTest', req.jobId, (job, entry) => checkStressTest(req, this.facts(job, entry)),
       `jobId=${req.jobId} om is running, or job recovering`, 'stress test operation was successfully distributed');
   }
 
   switchNicTrack(req: SwitchNics): Promise<Status> {
-    return this.start(req.jobId, (job, entry) => {
+    return this.start('switchNic', req.jobId, (job, entry) => {
       const f = this.facts(job, entry);
       const pods = entry?.view.pods.filter((p) => p.rank !== undefined && p.backup !== true && p.terminating !== true) ?? [];
       const min = Math.max(entry?.view.minAvailable ?? 0, 1);
@@ -203,7 +207,7 @@ export class OmOperations implements OmHandlers {
     try {
       let ok = false;
       for (let i = 0; i < NOTIFY_TRIES && !ok && !stream.closed; i++) ok = await stream.send(message.message);
-      this.d.log.info('O&M notify message sent', { job: job.target.key, kind: om.kind, ok, message: message.message });
+      this.d.log.info('O&M notify message sent', { job: job.target.key, kind: om.kind, ok, notify: message.message });
       await job.feed({ machine: 'recovery', event: { type: 'omNotified', ok } });
     } finally {
       per.delivering = false;

@@ -15,6 +15,9 @@
  * - switch-nic: the nodes' device-info carries a SuperPodID (the check ClusterD makes); a refused
  *   request (unknown device), then a switch of node-a's chips that succeeds.
  */
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { buildTaskdClient, GoTaskdClient, type ClientEvent } from '../integration/recovery-real-client.ts';
 import { paths, type KubeObject } from '../../runtime/kube-client.ts';
 import { exchangeRecord } from './grpc-inputs.ts';
@@ -23,7 +26,7 @@ import type { Scenario, SideContext, Step as ScenarioStep } from './runner.ts';
 
 let taskdBin: string | undefined;
 
-function startClient(flags: readonly string[]): ScenarioStep {
+function startClient(scenario: string, flags: readonly string[]): ScenarioStep {
   return {
     name: 'TaskD client inits, registers, subscribes (signals and O&M notify streams)',
     perSide: async (ctx: SideContext) => {
@@ -31,7 +34,11 @@ function startClient(flags: readonly string[]): ScenarioStep {
       const jobUid = (await ctx.admin.get<KubeObject>(paths.vcJob(NS, JOB))).metadata!.uid!;
       const c = new GoTaskdClient(taskdBin, ctx.grpcTarget, jobUid, ['-strategies=retry,recover,dump,exit', `-local-addr=${podIp(0)}`, ...flags]);
       ctx.state.set(CLIENT, c);
-      ctx.cleanups.push(() => c.stop());
+      ctx.cleanups.push(async () => {
+        await c.stop();
+        // The raw exchange, for reading a divergence (times included).
+        writeFileSync(join(process.env.CONFORMANCE_REPORT_DIR ?? tmpdir(), `clusterd-ts-conformance-taskd-${scenario}-${ctx.side}.jsonl`), c.events.map((e) => JSON.stringify(e)).join('\n'));
+      });
       ctx.records.set(`gRPC Recover TaskD ${NS}/${JOB}`, () => exchangeRecord(c.events));
       // The subscription resets the controller, which ends notify streams opened before it: TaskD
       // subscribes them again 1 s later. Give both a few seconds to settle.
@@ -63,7 +70,7 @@ export const STRESS_TEST: Scenario = {
   ourFlags: ['--rescheduling=false'],
   setup: (w, now) => [...[...w.specs.keys()].flatMap((n) => [...w.createNode(n, now), w.deviceInfo(n, now)]), ...jobObjects()],
   steps: [
-    startClient([]),
+    startClient('stress-test', []),
     request('StressTest with op 2 (not supported): 413', (c) => c.stressTest('node-b:2'), omAnswered('StressTest'), 15_000),
     request('StressTest on node-c (not in the job): 413', (c) => c.stressTest('node-c:0'), omAnswered('StressTest'), 15_000),
     request('StressTest on node-b ops 0,1: pause, test, continue', (c) => c.stressTest('node-b:0,1'), omOver('StressTest'), 60_000),
@@ -76,7 +83,7 @@ export const STRESS_TEST_FAULT: Scenario = {
   ourFlags: ['--rescheduling=false'],
   setup: (w, now) => [...[...w.specs.keys()].flatMap((n) => [...w.createNode(n, now), w.deviceInfo(n, now)]), ...jobObjects()],
   steps: [
-    startClient(['-stress-codes=2:2']),
+    startClient('stress-test-fault', ['-stress-codes=2:2']),
     request('StressTest on all nodes op 0; rank 2 finds a fault: node-b UnHealthy, stopTrain', (c) => c.stressTest('all:0'), stoppedForRecovery, 60_000),
   ],
 };
@@ -87,7 +94,7 @@ export const SWITCH_NIC: Scenario = {
   ourFlags: ['--rescheduling=false'],
   setup: (w, now) => [...[...w.specs.keys()].flatMap((n) => [...w.createNode(n, now), w.deviceInfo(n, now)]), ...jobObjects()],
   steps: [
-    startClient([]),
+    startClient('switch-nic', []),
     request('SwitchNicTrack with device 7 (not on node-a): 413', (c) => c.switchNic('node-a:7=true'), omAnswered('SwitchNicTrack'), 15_000),
     request('SwitchNicTrack node-a chips 0,1: pause, switch, continue', (c) => c.switchNic('node-a:0=true,1=true'), omOver('SwitchNicTrack'), 60_000),
   ],
