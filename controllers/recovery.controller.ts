@@ -42,6 +42,7 @@ import { jobOwnerOf, type JobEntry, type JobIndex, type JobQuery } from '../stat
 import type { Options } from './options.ts';
 import { MemoryCommands } from './recovery-commands.ts';
 import { OmOperations } from './recovery-om.ts';
+import { STRESS_TEST_CODES } from '../policy/filters/stress-test-filter.ts';
 import { DEVICE_INFO_CM_PREFIX, parseDeviceInfoCfg } from '../schemas/device-info/device-info.ts';
 import { recoveryFeed, retryReportDevices, type RecoveryFeed } from '../policy/recovery/recovery-feed.ts';
 import { JobFsm, recoveryCommandLoop, type InputOutcome, type JobInput, type Machine } from './recovery-job.ts';
@@ -351,8 +352,15 @@ export class RecoveryController {
    */
   private feedOf(jobId: string, entry: JobEntry, downgraded: boolean): RecoveryFeed {
     const now = this.now();
+    // ClusterD's stress-test processor sits in the device center, before the job center: the FSMs
+    // do not see a tested node's stress-test codes either (docs/rules.md#filter.stress-test).
+    const stressed = this.stressTestNodes();
+    const faultsOf = (n: string): readonly FaultRecord[] => {
+      const v = this.stepRetry.schedulerView(n, this.jobView(n), now);
+      return stressed.has(n) ? v.filter((r) => !STRESS_TEST_CODES.includes(r.code.toUpperCase())) : v;
+    };
     return recoveryFeed({
-      entry, pod: (k) => this.d.sources.pods.get(k), faultsOf: (n) => this.stepRetry.schedulerView(n, this.jobView(n), now), nowMs: now,
+      entry, pod: (k) => this.d.sources.pods.get(k), faultsOf, nowMs: now,
       retryReports: this.memory.retryReports(jobId), hotSwitchDowngraded: downgraded, holdsReschedulingRole: this.d.holdsRescheduling(),
     });
   }

@@ -119,6 +119,8 @@ export interface ClientEvent {
   readonly changeStrategy?: string;
   readonly faultRanks?: Array<{ rankId: string; faultType: string }>;
   readonly nodeRankIds?: string[];
+  /** signal: ProcessManageSignal.timeout (seconds). */
+  readonly timeout?: number;
   readonly rpc?: string;
   readonly code?: number;
   readonly error?: string;

@@ -49,6 +49,7 @@ var (
 	localAddr    = flag.String("local-addr", "", "bind every connection to this local address (a TaskD inside a pod calls from the pod's IP; tests use a 127.0.0.x alias)")
 	stressCodes  = flag.String("stress-codes", "", "stress test result code per rank, rank:code[,...] (others answer \"0\"): 1 exec fail, 2 fault found, 3 timeout, 4 voltage recovery failed")
 	switchResult = flag.Bool("switch-result", true, "ReplySwitchNicResult result after a NIC switch")
+	omReplyDelay = flag.Duration("om-reply-delay", 0, "wait this long before ReplyStressTestResult / ReplySwitchNicResult (the agents at work)")
 	omNotify     = flag.Bool("om-notify", true, "subscribe SubscribeNotifyExecStressTest and SubscribeNotifySwitch as TaskD's manager does")
 )
 
@@ -338,6 +339,7 @@ func (a *agent) listenNotify(client pb.RecoverClient, info *pb.ClientInfo, kind 
 }
 
 func (a *agent) replyStress(p *pb.StressTestRankParams) {
+	time.Sleep(*omReplyDelay)
 	codes := map[string]string{}
 	for _, rc := range strings.Split(*stressCodes, ",") {
 		if r, c, ok := strings.Cut(rc, ":"); ok {
@@ -360,6 +362,7 @@ func (a *agent) replyStress(p *pb.StressTestRankParams) {
 }
 
 func (a *agent) replySwitch() {
+	time.Sleep(*omReplyDelay)
 	report(a.ctx, "ReplySwitchNicResult", func(c pb.RecoverClient) (*pb.Status, error) {
 		return c.ReplySwitchNicResult(a.ctx, &pb.SwitchResult{JobId: *jobID, Result: *switchResult})
 	})
