@@ -8,8 +8,10 @@
  * wrote (reset-config, node annotations) after every step.
  *
  * - stress-test: refused requests (unknown op, node outside the job), then a stress test of node-b
- *   that passes: pause (15 min timeout), the per-rank ops, pauseStartAgent + FaultFlushing, the
- *   result, continueStartAgent, `continue`, reset.
+ *   that passes: pause (15 min timeout), the per-rank ops, pauseStartAgent + FaultFlushing; while
+ *   the agents test (they answer after 30 s) the device plugin reports the stress code 80818C05 on
+ *   node-b (hidden from cluster-info on both sides) and clears it; then the result,
+ *   continueStartAgent, `continue`, reset.
  * - stress-test-fault: rank 2 finds a fault (code "2"): node-b is annotated
  *   `NodeHealthyStatus=UnHealthy` and its ranks are stopped (stopTrain) for the recovery path.
  * - switch-nic: the nodes' device-info carries a SuperPodID (the check ClusterD makes); a refused
@@ -21,7 +23,7 @@ import { join } from 'node:path';
 import { buildTaskdClient, GoTaskdClient, type ClientEvent } from '../integration/recovery-real-client.ts';
 import { paths, type KubeObject } from '../../runtime/kube-client.ts';
 import { exchangeRecord } from './grpc-inputs.ts';
-import { CLIENT, client, exchange, JOB, jobObjects, NS, podIp } from './scenario-process-recovery.ts';
+import { chipFault, CLIENT, client, exchange, JOB, jobObjects, NS, podIp, recoverChip } from './scenario-process-recovery.ts';
 import type { Scenario, SideContext, Step as ScenarioStep } from './runner.ts';
 
 let taskdBin: string | undefined;
@@ -70,10 +72,13 @@ export const STRESS_TEST: Scenario = {
   ourFlags: ['--rescheduling=false'],
   setup: (w, now) => [...[...w.specs.keys()].flatMap((n) => [...w.createNode(n, now), w.deviceInfo(n, now)]), ...jobObjects()],
   steps: [
-    startClient('stress-test', []),
+    startClient('stress-test', ['-om-reply-delay=30s']),
     request('StressTest with op 2 (not supported): 413', (c) => c.stressTest('node-b:2'), omAnswered('StressTest'), 15_000),
     request('StressTest on node-c (not in the job): 413', (c) => c.stressTest('node-c:0'), omAnswered('StressTest'), 15_000),
-    request('StressTest on node-b ops 0,1: pause, test, continue', (c) => c.stressTest('node-b:0,1'), omOver('StressTest'), 60_000),
+    request('StressTest on node-b ops 0,1: pause, the ops to TaskD', (c) => c.stressTest('node-b:0,1'), (ev) => ev.some((e) => e.event === 'stress-notify'), 30_000),
+    { name: 'while testing: stress code 80818C05 on node-b chip 0 (hidden)', writes: (w, now) => [chipFault(w, 'node-b', 0, '80818C05', now)] },
+    { name: 'while testing: the stress code cleared', writes: (w, now) => [recoverChip(w, 'node-b', 0, now)] },
+    { name: 'the agents\' result: continueStartAgent, continue, reset', perSide: (ctx) => exchange(ctx, omOver('StressTest'), 60_000) },
   ],
 };
 

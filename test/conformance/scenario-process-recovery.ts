@@ -108,12 +108,12 @@ export function jobObjects(): Write[] {
   return out;
 }
 
-const chipFault = (w: World, node: string, npu: number, code: string, now: number): Write => {
+export const chipFault = (w: World, node: string, npu: number, code: string, now: number): Write => {
   const s = w.node(node);
   addChipCode(s, chipName(s, npu), 'card', code, defaultChipLevel(code), now);
   return w.deviceInfo(node, now);
 };
-const recoverChip = (w: World, node: string, npu: number, now: number): Write => {
+export const recoverChip = (w: World, node: string, npu: number, now: number): Write => {
   const s = w.node(node);
   removeChipCodes(s, chipName(s, npu), 'card');
   return w.deviceInfo(node, now);
