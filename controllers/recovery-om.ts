@@ -22,6 +22,8 @@ import type { JobCommand, JobFsm } from './recovery-job.ts';
 
 /** SendWithRetry's tries (om_controller.go, retryTimes). */
 const NOTIFY_TRIES = 3;
+/** ClusterD's result channels hold 10 messages (eventChanLength); a full one would block its FSM, we drop. */
+const RESPONSE_QUEUE = 10;
 
 export interface OmDeps {
   readonly job: (jobId: string) => JobFsm | undefined;
@@ -162,7 +164,7 @@ export class OmOperations implements OmHandlers {
     const per = this.per(jobId);
     per.waiters[kind].push(stream);
     this.serve(jobId, kind);
-    if (stream.closed) return;
+    if (stream.closed || !per.waiters[kind].includes(stream)) return;
     const waitMs = job?.recovery.timings.reportMs ?? 15 * 60_000;
     const served$ = this.changed$.pipe(filter((id) => id === jobId && !per.waiters[kind].includes(stream)));
     void firstValueFrom(merge(served$, timer(waitMs, this.d.scheduler)).pipe(take(1)), { defaultValue: undefined }).then((v) => {
@@ -170,13 +172,22 @@ export class OmOperations implements OmHandlers {
       per.waiters[kind].splice(per.waiters[kind].indexOf(stream), 1);
       this.d.log.warn('O&M result stream: no result within the report timeout', { jobId, kind });
       const note = kind === 'stressTest' ? 'report stress test result timeout, please check manually' : 'report switch nic result timeout, please check manually';
-      per.responses[kind].push(note);
+      this.queue(jobId, kind, note);
       stream.end();
     });
     stream.signal.addEventListener('abort', () => {
       const i = per.waiters[kind].indexOf(stream);
       if (i >= 0) per.waiters[kind].splice(i, 1);
     }, { once: true });
+  }
+
+  private queue(jobId: string, kind: OmKind, msg: string): void {
+    const q = this.per(jobId).responses[kind];
+    if (q.length >= RESPONSE_QUEUE) {
+      this.d.log.warn('O&M result dropped: its queue is full (nobody reads the result stream)', { jobId, kind, msg });
+      return;
+    }
+    q.push(msg);
   }
 
   private serve(jobId: string, kind: OmKind): void {
@@ -223,7 +234,7 @@ export class OmOperations implements OmHandlers {
         void this.deliver(job.jobId);
         return true;
       case 'omResponse':
-        this.per(job.jobId).responses[cmd.kind].push(cmd.msg);
+        this.queue(job.jobId, cmd.kind, cmd.msg);
         this.serve(job.jobId, cmd.kind);
         return true;
       case 'setStressTestFilter':
