@@ -120,6 +120,24 @@ describe('online stress test', () => {
     expect(r.s.om).toBeNull();
     expect(r.out.some((c) => c.type === 'endOmStreams')).toBe(true);
   });
+
+  it('a reset while the agents test shows the stress codes again', () => {
+    const r = run([{ type: 'omStarted', om: STRESS }, { type: 'stopCompleteReported', code: 0 }, { type: 'omNotified', ok: true }]);
+    const reset = run([{ type: 'streamClosed' }], r.s);
+    expect(reset.out.find((c) => c.type === 'setStressTestFilter')).toMatchObject({ nodes: ['node-b'], on: false });
+  });
+
+  it('another recover status while testing stalls the wait as ClusterD does: a later result is not read', () => {
+    const r = run([
+      { type: 'omStarted', om: STRESS }, { type: 'stopCompleteReported', code: 0 }, { type: 'omNotified', ok: true },
+      { type: 'recoverStatusReported', code: 0, strategy: 'continue' },
+    ]);
+    expect(r.s.step).toBe('stalled');
+    expect(r.s.timers).toEqual([]);
+    const late = run([{ type: 'stressTestResultReported', result: { '2': { '0': ok } } }], r.s);
+    expect(late.s.phase).toBe('WaitStressTestFinishedState');
+    expect(late.s.reports.stressResult).not.toBeNull();
+  });
 });
 
 describe('NIC switch', () => {

@@ -192,6 +192,8 @@ function parseStressResult(ctx: Ctx, result: Record<string, Record<string, Stres
 export function consumeOmReport(ctx: Ctx): RecoveryFsmEvent | undefined {
   const s = ctx.s;
   const r = s.reports;
+  // A stalled wait reads nothing more: reports stay buffered, as in ClusterD's unread channels.
+  if (s.step === 'stalled') return undefined;
   switch (s.phase) {
     case 'WaitReportPauseCompleteState': {
       if (r.stopComplete === null) return undefined;
