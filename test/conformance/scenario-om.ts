@@ -13,7 +13,11 @@
  *   node-b (hidden from cluster-info on both sides) and clears it; then the result,
  *   continueStartAgent, `continue`, reset.
  * - stress-test-fault: rank 2 finds a fault (code "2"): node-b is annotated
- *   `NodeHealthyStatus=UnHealthy` and its ranks are stopped (stopTrain) for the recovery path.
+ *   `NodeHealthyStatus=UnHealthy` and its ranks are stopped (stopTrain) for the recovery path. MindIO
+ *   does not answer that stopTrain within the scenario: what ClusterD does once it is answered
+ *   races (continueStartAgent's send result, an unawaited notifySuccess, is taken by
+ *   NotifyStopTrainState on some runs, and the real stopTrain's then resets the controller with 401
+ *   once the report is in; on other runs it is dropped and the recovery goes on, as ours always does).
  * - switch-nic: the nodes' device-info carries a SuperPodID (the check ClusterD makes); a refused
  *   request (unknown device), then a switch of node-a's chips that succeeds.
  */
@@ -54,9 +58,8 @@ const omAnswered = (rpc: string) => (ev: readonly ClientEvent[]): boolean => ev.
 /** The operation is over: its result stream was refused after the last message. */
 const omOver = (rpc: string) => (ev: readonly ClientEvent[]): boolean =>
   ev.some((e) => e.event === 'om' && e.rpc === rpc && e.code !== 0) || ev.some((e) => e.event === 'om-result' && e.rpc === rpc && (e.error !== undefined || (e.end !== undefined && e.end !== 'EOF')));
-/** The stress test failed into the recovery path: its stopTrain was answered. */
-const stoppedForRecovery = (ev: readonly ClientEvent[]): boolean => ev.some((e) => e.event === 'signal' && (e.actions ?? []).includes('stop_train'))
-  && ev.some((e) => e.event === 'report' && e.rpc === 'ReportStopComplete');
+/** The stress test failed into the recovery path: its stopTrain came. */
+const stoppedForRecovery = (ev: readonly ClientEvent[]): boolean => ev.some((e) => e.event === 'signal' && (e.actions ?? []).includes('stop_train'));
 
 const request = (name: string, send: (c: GoTaskdClient) => void, done: (ev: readonly ClientEvent[]) => boolean, maxMs: number): ScenarioStep => ({
   name,
@@ -88,7 +91,7 @@ export const STRESS_TEST_FAULT: Scenario = {
   ourFlags: ['--rescheduling=false'],
   setup: (w, now) => [...[...w.specs.keys()].flatMap((n) => [...w.createNode(n, now), w.deviceInfo(n, now)]), ...jobObjects()],
   steps: [
-    startClient('stress-test-fault', ['-stress-codes=2:2']),
+    startClient('stress-test-fault', ['-stress-codes=2:2', '-stop-train-delay=10m']),
     request('StressTest on all nodes op 0; rank 2 finds a fault: node-b UnHealthy, stopTrain', (c) => c.stressTest('all:0'), stoppedForRecovery, 60_000),
   ],
 };

@@ -49,6 +49,7 @@ var (
 	localAddr    = flag.String("local-addr", "", "bind every connection to this local address (a TaskD inside a pod calls from the pod's IP; tests use a 127.0.0.x alias)")
 	stressCodes  = flag.String("stress-codes", "", "stress test result code per rank, rank:code[,...] (others answer \"0\"): 1 exec fail, 2 fault found, 3 timeout, 4 voltage recovery failed")
 	switchResult = flag.Bool("switch-result", true, "ReplySwitchNicResult result after a NIC switch")
+	stopDelay    = flag.Duration("stop-train-delay", 0, "wait this long before ReportStopComplete after a stopTrain with stop_train (not pause_train)")
 	omReplyDelay = flag.Duration("om-reply-delay", 0, "wait this long before ReplyStressTestResult / ReplySwitchNicResult (the agents at work)")
 	omNotify     = flag.Bool("om-notify", true, "subscribe SubscribeNotifyExecStressTest and SubscribeNotifySwitch as TaskD's manager does")
 )
@@ -149,6 +150,11 @@ func (a *agent) onSignal(s *pb.ProcessManageSignal) {
 			return c.ReportProcessFault(ctx, &pb.ProcessFaultRequest{JobId: *jobID, FaultRanks: copyRanks(s.FaultRanks)})
 		})
 	case "stopTrain":
+		for _, act := range s.Actions {
+			if act == "stop_train" {
+				time.Sleep(*stopDelay)
+			}
+		}
 		report(ctx, "ReportStopComplete", func(c pb.RecoverClient) (*pb.Status, error) {
 			return c.ReportStopComplete(ctx, &pb.StopCompleteRequest{JobId: *jobID, Status: &pb.Status{Code: int32(*stopCode), Info: "stop"}, FaultRanks: copyRanks(s.FaultRanks)})
 		})
