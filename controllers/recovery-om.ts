@@ -14,7 +14,7 @@ import type { OmHandlers, OmKind, SignalStream } from '../grpc/handlers.ts';
 import type { StressTestParam, StressTestResultMsg, SwitchNics, SwitchResultMsg } from '../grpc/messages.ts';
 import { hotSwitchIdle } from '../policy/recovery/hot-switch-fsm.ts';
 import { checkStressTest, checkSwitchNic, rankTable, type OmCheck } from '../policy/recovery/om-checks.ts';
-import { omNotifyMessage } from '../policy/recovery/om-handlers.ts';
+import { isStressTest, isSwitchingNic, omNotifyMessage } from '../policy/recovery/om-handlers.ts';
 import type { JobEntry } from '../state/job-index.ts';
 import type { RecoveryCommand } from '../policy/recovery/recovery-types.ts';
 import type { Logger } from '../telemetry/logger.ts';
@@ -153,7 +153,7 @@ export class OmOperations implements OmHandlers {
   resultRefusal(kind: OmKind, jobId: string): string | undefined {
     const job = this.d.job(jobId);
     if (job === undefined) return Info.recoverNotRegistered(jobId);
-    if (job.recovery.om?.kind !== kind) return `jobId=${jobId} ${KIND_RUNNING[kind]}`;
+    if (!(kind === 'stressTest' ? isStressTest(job.recovery) : isSwitchingNic(job.recovery))) return `jobId=${jobId} ${KIND_RUNNING[kind]}`;
     return undefined;
   }
 

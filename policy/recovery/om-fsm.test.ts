@@ -157,6 +157,13 @@ describe('NIC switch', () => {
     expect(r.s.phase).toBe('WaitReportStopCompleteState');
   });
 
+  it('an empty SwitchNics passes the checks but names no rank: the pause is answered and the job waits, as ClusterD\'s', () => {
+    const r = run([{ type: 'omStarted', om: { ...NIC, switchRanks: [], switchOps: [] } }, { type: 'stopCompleteReported', code: 0 }]);
+    expect(r.s.phase).toBe('WaitReportPauseCompleteState');
+    expect(r.s.step).toBe('stalled');
+    expect(replies(r.out)).toEqual([]);
+  });
+
   it('pause answered 499: killMaster', () => {
     const r = run([{ type: 'omStarted', om: NIC }, { type: 'stopCompleteReported', code: 499 }]);
     expect(replies(r.out)).toEqual(['om failed, pause train failed']);

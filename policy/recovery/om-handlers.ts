@@ -24,8 +24,9 @@ export const STRESS_CODE = { ok: '0', execFail: '1', findFault: '2', timeout: '3
 export const NODE_HEALTHY_STATUS = { key: 'NodeHealthyStatus', unhealthy: 'UnHealthy' } as const;
 
 export const omOf = (s: RecoveryState): OmState | null => s.om ?? null;
-export const isStressTest = (s: RecoveryState): boolean => omOf(s)?.kind === 'stressTest';
-export const isSwitchingNic = (s: RecoveryState): boolean => omOf(s)?.kind === 'switchNic';
+/** ClusterD's isStressTest / isSwitchingNic: an operation with ranks (an empty SwitchNics passes the checks and has none). */
+export const isStressTest = (s: RecoveryState): boolean => omOf(s)?.kind === 'stressTest' && Object.keys(omOf(s)!.stress).length > 0;
+export const isSwitchingNic = (s: RecoveryState): boolean => omOf(s)?.kind === 'switchNic' && omOf(s)!.switchRanks.length > 0;
 
 function newUuid(ctx: Ctx): void {
   ctx.s.uuidSeq += 1;
@@ -34,8 +35,8 @@ function newUuid(ctx: Ctx): void {
 
 /** replyOMResponse: a message for the operation's result stream (none when no operation runs). */
 export function omReply(ctx: Ctx, msg: string): void {
-  const om = omOf(ctx.s);
-  if (om !== null) cmd(ctx, { type: 'omResponse', kind: om.kind, msg });
+  if (isSwitchingNic(ctx.s)) cmd(ctx, { type: 'omResponse', kind: 'switchNic', msg });
+  else if (isStressTest(ctx.s)) cmd(ctx, { type: 'omResponse', kind: 'stressTest', msg });
 }
 
 const stressNodes = (s: RecoveryState): string[] => Object.keys(omOf(s)?.stress ?? {}).sort();
