@@ -20,6 +20,8 @@
  *   once the report is in; on other runs it is dropped and the recovery goes on, as ours always does).
  * - switch-nic: the nodes' device-info carries a SuperPodID (the check ClusterD makes); a refused
  *   request (unknown device), then a switch of node-a's chips that succeeds.
+ * - switch-nic-fail: the agents report the switch failed: `switch nic failed, ...` and stopTrain
+ *   (its report held back, as in stress-test-fault, so the step ends at the same point on both sides).
  */
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -105,5 +107,16 @@ export const SWITCH_NIC: Scenario = {
     startClient('switch-nic', []),
     request('SwitchNicTrack with device 7 (not on node-a): 413', (c) => c.switchNic('node-a:7=true'), omAnswered('SwitchNicTrack'), 15_000),
     request('SwitchNicTrack node-a chips 0,1: pause, switch, continue', (c) => c.switchNic('node-a:0=true,1=true'), omOver('SwitchNicTrack'), 60_000),
+  ],
+};
+
+export const SWITCH_NIC_FAIL: Scenario = {
+  name: 'switch-nic-fail',
+  nodes: [{ name: 'node-a', superPodId: 0, serverIndex: 0 }, { name: 'node-b', superPodId: 0, serverIndex: 1 }],
+  ourFlags: ['--rescheduling=false'],
+  setup: (w, now) => [...[...w.specs.keys()].flatMap((n) => [...w.createNode(n, now), w.deviceInfo(n, now)]), ...jobObjects()],
+  steps: [
+    startClient('switch-nic-fail', ['-switch-result=false', '-stop-train-delay=10m']),
+    request('SwitchNicTrack node-b chip 1; the switch fails: stopTrain', (c) => c.switchNic('node-b:1=false'), stoppedForRecovery, 60_000),
   ],
 };
