@@ -93,6 +93,7 @@ export function grpcHandlers(d: GrpcWiringDeps): GrpcHandlers {
         if (!o.accepted) log.info('ReportProcessFault not taken by the FSM', { jobId: r.jobId });
         return status(Code.OK, Info.processFaultReceived);
       },
+      om: recovery.om,
     },
     fault: {
       subscribe: (stream) => d.faults.subscribe(stream),

@@ -253,6 +253,7 @@ export class Manager implements HealthSource {
       faultSubscribed: (uid) => grpc.faults.subscribed(uid),
       businessUce: (n) => recovery.businessUce(n),
       mustExitReportedMs: (uid, podRank) => recovery.mustExitReportedMs(uid, podRank),
+      stressTestNodes: () => recovery.stressTestNodes(),
       npuClaims: options.trustPodNpuAnnotations ? 'annotation' : 'verified',
       notify: (nodes) => ports.reannounce.next(nodes),
       // The fault-view stage requeues a node at its windows' ends (one evaluator of the verdict).

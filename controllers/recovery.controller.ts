@@ -41,6 +41,9 @@ import type { FaultView } from './fault-view.ts';
 import { jobOwnerOf, type JobEntry, type JobIndex, type JobQuery } from '../state/job-index.ts';
 import type { Options } from './options.ts';
 import { MemoryCommands } from './recovery-commands.ts';
+import { OmOperations } from './recovery-om.ts';
+import { STRESS_TEST_CODES } from '../policy/filters/stress-test-filter.ts';
+import { DEVICE_INFO_CM_PREFIX, parseDeviceInfoCfg } from '../schemas/device-info/device-info.ts';
 import { recoveryFeed, retryReportDevices, type RecoveryFeed } from '../policy/recovery/recovery-feed.ts';
 import { JobFsm, recoveryCommandLoop, type InputOutcome, type JobInput, type Machine } from './recovery-job.ts';
 import { RECOVERY_STATE_NAMESPACE, RECOVERY_STATE_QUEUE, RecoveryStateStore, recoveryStateReconciler, type RecoveryRecord } from '../reconcilers/recovery-state.reconciler.ts';
@@ -95,6 +98,8 @@ export class RecoveryController {
   readonly store: RecoveryStateStore;
   readonly memory: MemoryCommands;
   readonly stepRetry: StepRetryView;
+  /** The O&M operations' streams and requests (controllers/recovery-om.ts): the gRPC `om` handlers. */
+  readonly om: OmOperations;
   private readonly jobs = new Map<string, JobFsm>();
   /**
    * jobId -> the key `lookup` last resolved it to (a PodGroup whose owner was verified): the PodGroup
@@ -144,6 +149,17 @@ export class RecoveryController {
       stepRetry: (jobId, enabled) => this.memory.stepRetryJob(jobId, enabled), jobView: (n) => this.jobView(n),
       notify: (nodes) => d.faults.notify(nodes), scheduler: this.scheduler, now: this.now, log: d.log,
       openClaims: d.options.trustPodNpuAnnotations,
+    });
+    this.om = new OmOperations({
+      job: (jobId) => this.jobs.get(jobId), lookup: (jobId) => this.lookup(jobId), log: d.log, scheduler: this.scheduler,
+      superPodId: (node) => {
+        const cm = s.deviceInfo.get(`kube-system/${DEVICE_INFO_CM_PREFIX}${node}`);
+        const text = cm?.data?.['DeviceInfoCfg'];
+        if (text === undefined) return undefined;
+        const cfg = parseDeviceInfoCfg(text);
+        return cfg.ok ? cfg.value.SuperPodID : undefined;
+      },
+      notifyNodes: (nodes) => d.faults.notify(nodes),
     });
     this.actions = new RecoveryActions({
       client: d.client, writer: d.writer, metrics: d.metrics, log: d.log, now: this.now,
@@ -198,6 +214,8 @@ export class RecoveryController {
   }
 
   isRegistered(jobId: string): boolean { return this.jobs.has(jobId); }
+  /** Nodes under an online stress test (docs/rules.md#filter.stress-test): their stress-test codes are hidden. */
+  stressTestNodes(): ReadonlySet<string> { return this.om.stressTestNodes(this.jobs.values()); }
   job(jobId: string): JobFsm | undefined { return this.jobs.get(jobId); }
   registeredJobIds(): string[] { return [...this.jobs.keys()]; }
   hotSwitchDowngraded(jobId: string): boolean {
@@ -266,6 +284,8 @@ export class RecoveryController {
       }
       if (r.registered) this.createJob(r.jobId, r);
     }
+    const stressed = [...this.stressTestNodes()];
+    if (stressed.length > 0) this.d.faults.notify(stressed);
     if (this.jobs.size > 0) this.d.log.info('recovery states restored', { jobs: [...this.jobs.values()].map((j) => ({ job: j.target.key, recovery: j.recovery.phase, hotSwitch: j.hotSwitch.phase, downgraded: j.hotSwitch.downgraded })) });
   }
 
@@ -274,7 +294,10 @@ export class RecoveryController {
     this.acting = false;
     const feedStopped = this.feedLoop?.stop();
     this.feedLoop = undefined;
-    for (const j of this.jobs.values()) j.stop();
+    for (const j of this.jobs.values()) {
+      j.stop();
+      this.om.end(j.jobId);
+    }
     this.jobs.clear();
     // Not awaited: a command in flight may wait on an apiserver that is gone; its job is stopped.
     void this.commandLoop?.stop();
@@ -329,8 +352,15 @@ export class RecoveryController {
    */
   private feedOf(jobId: string, entry: JobEntry, downgraded: boolean): RecoveryFeed {
     const now = this.now();
+    // ClusterD's stress-test processor sits in the device center, before the job center: the FSMs
+    // do not see a tested node's stress-test codes either (docs/rules.md#filter.stress-test).
+    const stressed = this.stressTestNodes();
+    const faultsOf = (n: string): readonly FaultRecord[] => {
+      const v = this.stepRetry.schedulerView(n, this.jobView(n), now);
+      return stressed.has(n) ? v.filter((r) => !STRESS_TEST_CODES.includes(r.code.toUpperCase())) : v;
+    };
     return recoveryFeed({
-      entry, pod: (k) => this.d.sources.pods.get(k), faultsOf: (n) => this.stepRetry.schedulerView(n, this.jobView(n), now), nowMs: now,
+      entry, pod: (k) => this.d.sources.pods.get(k), faultsOf, nowMs: now,
       retryReports: this.memory.retryReports(jobId), hotSwitchDowngraded: downgraded, holdsReschedulingRole: this.d.holdsRescheduling(),
     });
   }
@@ -384,6 +414,7 @@ export class RecoveryController {
     const job = new JobFsm(this.target(jobId, found.key, found.entry), { ...recovery, timings: { ...recovery.timings, ...recoveryTimings } },
       { ...hotSwitch, timings: { ...hotSwitch.timings, ...hotSwitchTimings } }, {
         execute: async (j, c, signal) => {
+          if (this.om.run(j, c)) return;
           if (await this.memory.run(j, c)) return;
           if (isIoCommand(c.cmd)) await this.actions.run(j.target, c.cmd, signal, j.recovery.originalPodUids);
         },
@@ -408,6 +439,8 @@ export class RecoveryController {
     job.start();
     this.observeGauge(job);
     this.feedJob(job);
+    // A state restored while its notify message was not out yet: out again once an agent subscribes.
+    void this.om.deliver(jobId);
     return job;
   }
 
@@ -524,6 +557,7 @@ export class RecoveryController {
     job?.stop();
     this.jobs.delete(jobId);
     this.memory.forget(jobId);
+    this.om.end(jobId);
     const g = this.gaugeState.get(jobId);
     if (g !== undefined) this.d.metrics.recoveryJobs.dec({ state: g });
     this.gaugeState.delete(jobId);

@@ -13,6 +13,10 @@ import type {
   RecoverStatusRequest,
   RecoverStrategyRequest,
   StopCompleteRequest,
+  StressTestParam,
+  StressTestResultMsg,
+  SwitchNics,
+  SwitchResultMsg,
 } from './messages.ts';
 
 export type Awaitable<T> = T | Promise<T>;
@@ -91,6 +95,26 @@ export interface RecoverHandlers {
   reportRecoverStatus(request: RecoverStatusRequest): Awaitable<Status>;
   /** Usually `{0, 'receive ReportProcessFault'}`, even when the FSM refused the event. */
   reportProcessFault(request: ProcessFaultRequest): Awaitable<Status>;
+  /** The O&M operations (stress test, NIC switch); without them the O&M rpcs answer 413. */
+  readonly om?: OmHandlers;
+}
+
+export type OmKind = 'stressTest' | 'switchNic';
+
+/** docs/grpc.md#om: online stress test and NIC switch. The transport checked the caller gate only. */
+export interface OmHandlers {
+  /** StressTest: 413 + reason, 411 while the job's FSM is busy, else 0. */
+  stressTest(request: StressTestParam): Awaitable<Status>;
+  switchNicTrack(request: SwitchNics): Awaitable<Status>;
+  /** ReplyStressTestResult / ReplySwitchNicResult: 400 unless registered, else 0 `reply success`. */
+  replyStressTestResult(request: StressTestResultMsg): Awaitable<Status>;
+  replySwitchNicResult(request: SwitchResultMsg): Awaitable<Status>;
+  /** SubscribeNotifyExecStressTest / SubscribeNotifySwitch of a registered job: the operation's agent messages go here. */
+  notifyStream(kind: OmKind, stream: SignalStream<unknown>): void;
+  /** SubscribeStressTestResponse / SubscribeSwitchNicSignal: the refusal (UNKNOWN + text), or undefined to serve. */
+  resultRefusal(kind: OmKind, jobId: string): string | undefined;
+  /** Serves one result message, then ends the stream (ClusterD: one message per subscription). */
+  resultStream(kind: OmKind, stream: SignalStream<{ jobID: string; msg: string }>): void;
 }
 
 /** Fault subscription service (docs/grpc.md#fault-service). `jobId` '-1' means cluster-wide. */

@@ -166,3 +166,44 @@ export const toPublicFaultRequest = (v: unknown): PublicFaultRequest => {
 export const processManageSignal = (s: Partial<ProcessManageSignal> & Pick<ProcessManageSignal, 'jobId' | 'signalType'>): ProcessManageSignal => ({
   uuid: '', actions: [], faultRanks: [], changeStrategy: '', timeout: 0, nodeRankIds: [], extraParams: '', ...s,
 });
+
+// ---- O&M: online stress test and NIC switch (recover.proto; docs/grpc.md#om) ----
+
+export interface StressTestParam {
+  readonly jobId: string;
+  /** node -> ops; a map entry without a value decodes as null (ClusterD: "stress test ops is nil"). */
+  readonly stressParam: Readonly<Record<string, readonly number[] | null>>;
+  readonly allNodesOps: readonly number[];
+}
+export interface SwitchNics {
+  readonly jobId: string;
+  readonly nicOps: Readonly<Record<string, { readonly dev: readonly string[]; readonly op: readonly boolean[] }>>;
+}
+export interface StressOpResultMsg { readonly code: string; readonly result: string }
+export interface StressTestResultMsg { readonly jobId: string; readonly stressResult: Readonly<Record<string, Readonly<Record<string, StressOpResultMsg>>>> }
+export interface SwitchResultMsg { readonly jobId: string; readonly result: boolean }
+
+const ops = (v: unknown): number[] => list(v, num);
+export const toStressTestParam = (v: unknown): StressTestParam => {
+  const o = obj(v);
+  const stressParam: Record<string, number[] | null> = {};
+  for (const [node, x] of Object.entries(obj(o['stressParam']))) stressParam[node] = x === null || x === undefined ? null : ops(obj(x)['ops']);
+  return { jobId: str(o['jobID']), stressParam, allNodesOps: ops(o['allNodesOps']) };
+};
+export const toSwitchNics = (v: unknown): SwitchNics => {
+  const o = obj(v);
+  const nicOps: Record<string, { dev: string[]; op: boolean[] }> = {};
+  for (const [node, x] of Object.entries(obj(o['nicOps']))) nicOps[node] = { dev: list(obj(x)['dev'], str), op: list(obj(x)['op'], (b) => b === true) };
+  return { jobId: str(o['jobID']), nicOps };
+};
+export const toStressTestResult = (v: unknown): StressTestResultMsg => {
+  const o = obj(v);
+  const stressResult: Record<string, Record<string, StressOpResultMsg>> = {};
+  for (const [rank, r] of Object.entries(obj(o['stressResult']))) {
+    const byOp: Record<string, StressOpResultMsg> = {};
+    for (const [op, x] of Object.entries(obj(obj(r)['rankResult']))) byOp[op] = { code: str(obj(x)['code']), result: str(obj(x)['result']) };
+    stressResult[rank] = byOp;
+  }
+  return { jobId: str(o['jobId']), stressResult };
+};
+export const toSwitchResult = (v: unknown): SwitchResultMsg => ({ jobId: str(obj(v)['jobId']), result: obj(v)['result'] === true });

@@ -31,8 +31,8 @@ import { exchangeRecord, publicFaultRequest, sendPublicFault } from './grpc-inpu
 import type { Scenario, SideContext } from './runner.ts';
 import type { World, Write } from './world.ts';
 
-const NS = 'training';
-const JOB = 'pr-job';
+export const NS = 'training';
+export const JOB = 'pr-job';
 /**
  * The PodGroup's name: Volcano's `<job>-<uid>`, written with a fixed UID so the name is the same on
  * both sides. The ownerReferences carry the Job's real UID on each side (`ownerFrom`): a PodGroup
@@ -44,12 +44,12 @@ const OWNER = { apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job', name: JOB,
 /** Rank pod r on RANK_NODES[r], chips 0 and 1: ranks 2r, 2r+1. */
 const RANK_NODES = ['node-a', 'node-b'] as const;
 const CHIPS = [0, 1];
-const CLIENT = 'taskd-client';
+export const CLIENT = 'taskd-client';
 /**
  * The pods' addresses: 127.0.0.0/8 aliases, all loopback on Linux, so the TaskD client can call from
  * a pod's address for real (clusterd-ts serves a job's calls only from its pods' addresses).
  */
-const podIp = (rank: number): string => `127.16.0.${rank + 1}`;
+export const podIp = (rank: number): string => `127.16.0.${rank + 1}`;
 const MARK = 'events seen';
 
 const put = (collection: string, body: KubeObject): Write => ({ op: 'put', collection, body });
@@ -61,7 +61,7 @@ function deviceAnnotation(pod: string, hostIp: string): string {
   return JSON.stringify({ pod_name: pod, server_id: hostIp, host_ip: hostIp, devices: CHIPS.map((c) => ({ device_id: String(c), device_ip: `192.168.${hostIp.split('.')[3]}.${c}` })) });
 }
 
-function jobObjects(): Write[] {
+export function jobObjects(): Write[] {
   const labels = { 'fault-scheduling': 'force', 'process-recover-enable': 'on' };
   const out: Write[] = [
     put(paths.namespaces(), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } }),
@@ -108,25 +108,25 @@ function jobObjects(): Write[] {
   return out;
 }
 
-const chipFault = (w: World, node: string, npu: number, code: string, now: number): Write => {
+export const chipFault = (w: World, node: string, npu: number, code: string, now: number): Write => {
   const s = w.node(node);
   addChipCode(s, chipName(s, npu), 'card', code, defaultChipLevel(code), now);
   return w.deviceInfo(node, now);
 };
-const recoverChip = (w: World, node: string, npu: number, now: number): Write => {
+export const recoverChip = (w: World, node: string, npu: number, now: number): Write => {
   const s = w.node(node);
   removeChipCodes(s, chipName(s, npu), 'card');
   return w.deviceInfo(node, now);
 };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const client = (ctx: SideContext): GoTaskdClient => ctx.state.get(CLIENT) as GoTaskdClient;
+export const client = (ctx: SideContext): GoTaskdClient => ctx.state.get(CLIENT) as GoTaskdClient;
 
 /**
  * Waits until `done` holds for the side's client events since the last exchange ended (the signals
  * start while the fault's own step settles), then 3 s more for stragglers; at most `maxMs`.
  */
-async function exchange(ctx: SideContext, done: (events: readonly ClientEvent[]) => boolean, maxMs: number): Promise<void> {
+export async function exchange(ctx: SideContext, done: (events: readonly ClientEvent[]) => boolean, maxMs: number): Promise<void> {
   const c = client(ctx);
   const from = (ctx.state.get(MARK) as number | undefined) ?? 0;
   const end = Date.now() + maxMs;
