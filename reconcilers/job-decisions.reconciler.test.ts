@@ -16,19 +16,26 @@ import type { Sources } from '../controllers/sources/sources.ts';
 import { FlapDamper } from '../state/flap-damper.ts';
 import type { KubeObject } from '../runtime/kube-client.ts';
 import { realClock } from '../runtime/clock.ts';
+import type { BreakerGate } from '../policy/jobs/breaker-gate.ts';
 
 const NS = 'team-a';
 const UID = 'u1';
 const KEY = `${NS}/llama-${UID}`;
+const UID2 = 'u2';
+const KEY2 = `${NS}/mistral-${UID2}`;
 /** The job's record as written to the journal (actions/job-state.action.ts). */
 const persisted = (cms: FakeConfigMaps) => parseJobState(cms.get('mindx-dl', journalCmName(0))?.data?.[UID]);
 const NPUS = ['Ascend910-0', 'Ascend910-1'];
 
-function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string>; hiddenUntilMs?: number; visibleOn3?: boolean; recording?: Promise<boolean>; scheduledAtMs?: number } = {}) {
+function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string>; hiddenUntilMs?: number; visibleOn3?: boolean; recording?: Promise<boolean>; scheduledAtMs?: number; breaker?: BreakerGate; secondJob?: boolean } = {}) {
   const pods = new FakeStore<KubeObject>();
   const groups = new FakeStore<KubeObject>();
   groups.put(podGroupOf(NS, 'llama', UID, opts.labels ?? { 'fault-scheduling': 'force' }));
   for (let r = 0; r < 4; r++) pods.put(podOf(NS, 'llama', UID, r, `node-${r}`, NPUS));
+  if (opts.secondJob === true) {
+    groups.put(podGroupOf(NS, 'mistral', UID2, opts.labels ?? { 'fault-scheduling': 'force' }));
+    for (let r = 0; r < 2; r++) pods.put(podOf(NS, 'mistral', UID2, r, `node-${4 + r}`, NPUS));
+  }
   const index = new JobIndex({ pods, podGroups: groups, ...ownerJobsOf(groups) } as unknown as Pick<Sources, 'pods' | 'podGroups' | 'vcJobs' | 'ascendJobs'>);
   index.rebuild();
   const cms = new FakeConfigMaps();
@@ -38,7 +45,7 @@ function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string>; 
     writer, client: cms.client(), dryRun: false, lazyMs: 60_000, now: realClock.now, wake: (ms) => { setTimeout(() => void states.commitDue(), ms); },
     expediteHold: () => undefined,
   });
-  const faults: Record<string, FaultRecord[]> = { 'node-2': [chipFault('node-2', 'Ascend910-0', 'SeparateNPU', '80E18402')] };
+  const faults: Record<string, FaultRecord[]> = { 'node-2': [chipFault('node-2', 'Ascend910-0', 'SeparateNPU', '80E18402')], 'node-5': [chipFault('node-5', 'Ascend910-1', 'SeparateNPU', '80E18402')] };
   const visible: Record<string, FaultRecord[]> = opts.visibleOn3 === true ? { 'node-3': [chipFault('node-3', 'Ascend910-1', 'SeparateNPU', '80E18401')] } : {};
   const log: string[] = [];
   const chains: string[] = [];
@@ -70,7 +77,7 @@ function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string>; 
     resetConfig: { cached: () => undefined, writer }, config: {}, dryRun: false,
     registered: () => false, onStateChanged: () => undefined, onGone: () => undefined,
     // Breaker and damping are tested in breaker.test.ts / flap-damping.test.ts: here, an open gate.
-    breaker: { admit: () => ({ allowed: true }) }, damper: new FlapDamper({ holdMs: 0, recoveries: 2, windowMs: 60_000 }, () => nowMs, () => false),
+    breaker: opts.breaker ?? { admit: () => ({ allowed: true }) }, damper: new FlapDamper({ holdMs: 0, recoveries: 2, windowMs: 60_000 }, () => nowMs, () => false),
     ...(opts.scheduledAtMs === undefined ? {} : { scheduledAtMs: () => opts.scheduledAtMs }),
   });
   const ctx: ReconcileContext = { log: silentLogger, signal: new AbortController().signal, now: () => nowMs };
@@ -187,5 +194,26 @@ describe('job decisions reconcile', () => {
     await states.flush();
     expect(cms.writes.at(-1)?.verb).toBe('delete');
     expect(cms.objects.size).toBe(0);
+  });
+
+  it('the breaker\'s last slot goes to one of two jobs decided in parallel: the other is held, nothing of it written ahead or carried out', async () => {
+    // One slot: the gate admits the first key it sees (and that key again), nothing else.
+    const admitted: string[] = [];
+    const breaker: BreakerGate = {
+      admit: (_kind, key) => {
+        if (admitted.length === 0) admitted.push(key);
+        return admitted.includes(key) ? { allowed: true } : { allowed: false, reason: 'held by the blast-radius breaker (cluster: 2 jobs rescheduled within 600 s > 1)' };
+      },
+    };
+    const { r, ctx, cms, log, states } = setup({ breaker, secondJob: true });
+    await Promise.all([r.reconcile(KEY, ctx), r.reconcile(KEY2, ctx)]);
+    expect(log).toHaveLength(1);
+    expect(admitted).toHaveLength(1);
+    await states.flush();
+    const journal = cms.get('mindx-dl', journalCmName(0))?.data ?? {};
+    expect(Object.keys(journal)).toHaveLength(1); // only the admitted job's record
+    // Held is level-triggered: decided again later, still held, nothing carried out.
+    await Promise.all([r.reconcile(KEY, ctx), r.reconcile(KEY2, ctx)]);
+    expect(log).toHaveLength(1);
   });
 });
