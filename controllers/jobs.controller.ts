@@ -150,6 +150,10 @@ export class JobsController {
       wake: (ms) => this.loops?.journal.queue.addAfter(JOB_JOURNAL_KEY, ms),
       expediteHold: () => this.reasonStore?.expedite(),
       onHoldFailed: (key) => this.loops?.decisions.queue.add(key),
+      // The job's pass that carries out its durable write-ahead (or fails its unwritten put): no
+      // decision waits for a journal commit (actions/job-state.action.ts).
+      onWritten: (key) => this.loops?.decisions.queue.add(key),
+      onPutFailed: (key) => this.loops?.decisions.queue.add(key),
     });
     if (!options.rescheduling) { this.loops = undefined; this.gate = undefined; this.history = undefined; return; }
     const faultsOf = (n: string) => d.deviceFaults.effective(n);
@@ -275,12 +279,10 @@ export class JobsController {
 
   /** Stops the reconcilers (lost leadership, shutdown); the flow keeps the job index current. */
   async stopLoops(): Promise<void> {
-    // Before the loops stop: a decision waiting for a journal commit or a reason record would wait
-    // for a key of the journal or reasons loop, which a stopping queue no longer runs (the stop then
-    // never ended). Abandoned, both answer at once: an uncommitted put rejects (its decision is not
-    // carried out), a queued record rejects (its decision stays pending and is replayed by whoever
-    // leads next), a commit or record write in flight still completes; nothing new is written
-    // (actions/job-state.action.ts, reconcilers/job-reschedule-reason.reconciler.ts).
+    // Whoever may no longer lead writes nothing: staged journal changes and queued reason records are
+    // dropped (a pending decision they leave is replayed by the next leader, idempotently). No pass
+    // waits on another loop (a write-ahead's commit queues its job again, a reason record holds only
+    // the journal's clear), so the order of these and the loops' stop does not matter.
     this.reasonStore?.abandon();
     this.states.abandon();
     if (this.loops !== undefined) await Promise.all(Object.values(this.loops).map((l: ControllerLoop) => l.stop()));

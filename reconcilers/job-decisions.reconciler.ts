@@ -126,8 +126,17 @@ export function aggregateFromCache(entry: JobEntry, faultsOf: (node: string) => 
 
 export { faultSinceMs, withoutHidden } from '../policy/jobs/job-step.ts';
 
+/** A decision this process wrote ahead and has not carried out yet: carried out as a first run (not a replay), with its records. */
+interface OwnDecision {
+  readonly step: JobStep;
+  readonly stagedAt: number;
+  readonly stages: Omit<Stages, 'writeAhead'>;
+}
+
 export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
   const warned = new Map<string, string>();
+  /** job key -> the decision it wrote ahead, until its carry-out starts (one per job: a pass waits while its write-ahead is unwritten). */
+  const own = new Map<string, OwnDecision>();
 
   /**
    * Carries out a persisted decision, then records it in the history. `recorded` = the structured
@@ -147,12 +156,31 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
     if (s.deleted.length > 0) d.goodput?.podsDeleted(job.key, ctx.now());
     if (replay) d.reporter.countReplay(p.kind);
     ctx.log.info(replay ? 'pending job decision carried out (replay)' : 'job decision carried out', {
-      job: job.key, decisionId: p.decisionId, deleted: s.deleted, alreadyGone: s.alreadyGone, annotated: s.annotated, recorded: s.recorded,
+      job: job.key, decisionId: p.decisionId, deleted: s.deleted, alreadyGone: s.alreadyGone, annotated: s.annotated,
       ...(stages === undefined ? {} : { stagesMs: { ...stages, ...(s.deletesDoneMs === undefined ? {} : { deletes: round1(s.deletesDoneMs) }) } }),
     });
     await d.reporter.event(reporterJob(entry), p, p.chain, p.atMs);
     await recordDecision(d.history, recorded ?? decisionRecordInput(historyJob(entry), undefined, p, [{ stage: 'rule', detail: p.chain }], 'acted', p.atMs), ctx.signal);
     return s;
+  };
+
+  /**
+   * Carries out the job's durable pending decision: this process's own (written ahead by an earlier
+   * pass: its first run, with its records, then the damper's budget) or one left by a crash or a
+   * failed pass (a replay, idempotent). Its clear is lazy (actions/job-state.action.ts) and held until
+   * the decision's reason record landed (a crash or a failed record write replays the decision, which
+   * adds it).
+   */
+  const carryOutPending = async (entry: JobEntry, p: PendingDecision, state: JobRescheduleState, ctx: ReconcileContext): Promise<void> => {
+    const key = entry.view.key;
+    const mine = own.get(key);
+    own.delete(key); // a retry after a failed attempt is a replay
+    const first = mine?.step.writeAhead?.decisionId === p.decisionId ? mine : undefined;
+    if (first !== undefined) d.afterPersist?.(key, p);
+    const stages = first === undefined ? undefined : { ...first.stages, writeAhead: round1(performance.now() - first.stagedAt) };
+    const done = await carryOut(entry, p, state, first === undefined, ctx, first?.step.records.history, stages);
+    d.states.clear(key, state, done.recording);
+    if (first !== undefined) d.damper.record(key, first.step.restarted);
   };
 
   /**
@@ -213,11 +241,16 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
         // job is decided, without waiting for its next change.
         return { requeueAfterMs: UNREADABLE_RECHECK_MS };
       }
+      // The last put of the job was not written: fail this pass (its queue backs off), then decide again.
+      const failure = d.states.takeFailure(uid);
+      if (failure !== undefined) { own.delete(key); throw failure; }
       const state = stored?.value.state;
       const pending = stored?.value.pending;
       if (pending !== undefined && !d.dryRun) {
-        await carryOut(entry, pending, state, true, ctx);
-        d.states.clear(key, stored!.value.state);
+        // Written ahead but not durable yet: its commit queues the job again (onWritten), and that
+        // pass carries it out. Nothing is decided meanwhile (the state already holds the decision).
+        if (d.states.unwritten(uid)) return {};
+        await carryOutPending(entry, pending, stored!.value.state, ctx);
       }
 
       // Read: the job's facts, the journal's state, the damper's budget, what was last reported.
@@ -250,20 +283,25 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
       }
       if (step.writeAhead !== undefined) {
         d.reporter.decided(reporterJob(entry), step.aggregate, dec, step.outcome, step.records.report);
-        const p = step.writeAhead;
         const tPut = performance.now();
-        await d.states.put(key, step.state, p); // BEFORE acting
-        const stages: Stages = { ...(queued === undefined ? {} : { queued }), decide: round1(tDecided - t0), prepare: round1(tPut - tDecided), writeAhead: round1(performance.now() - tPut) };
-        d.afterPersist?.(key, p);
-        // Act.
-        const done = await carryOut(entry, p, step.state, false, ctx, step.records.history, stages);
-        // Lazy: written with a later journal commit (actions/job-state.action.ts), and not before the
-        // reason record landed (a crash or a failed record write replays the decision, which adds it).
-        d.states.clear(key, step.state, done.recording);
-        d.damper.record(key, step.restarted);
+        // Written ahead BEFORE acting. The pass does not wait for the journal's commit: the commit
+        // queues the job again once the write-ahead is durable, and that pass carries it out (as a
+        // crash's replay would, but as this decision's first run: `own`).
+        const written = d.states.put(key, step.state, step.writeAhead);
+        own.set(key, { step, stagedAt: tPut, stages: { ...(queued === undefined ? {} : { queued }), decide: round1(tDecided - t0), prepare: round1(tPut - tDecided) } });
+        if (d.states.unwritten(uid)) {
+          written.catch(() => undefined); // its failure reaches the job's next pass (takeFailure)
+          if (step.budgetChanged) d.onStateChanged(); // the staged state is read at once
+          return {};
+        }
+        await written; // kept in memory only (dry run, a uid that cannot be a key): carried out now
+        await carryOutPending(entry, step.writeAhead, step.state, ctx);
       } else {
         if (step.outcome === 'dry_run') ctx.log.info('dry run: decision not carried out', { job: key, decisionId: dec.decisionId });
-        await d.states.put(key, step.state);
+        // Not waited for: a state with nothing to carry out is seen by this process at once; a crash
+        // before its commit only makes the job be decided again from the facts (no action twice:
+        // only a write-ahead marks a decision acted, and it is durable before acting).
+        d.states.put(key, step.state).catch(() => undefined); // a failure reaches the job's next pass (takeFailure)
         await record(entry, step, ctx);
       }
       if (step.budgetChanged) d.onStateChanged();
