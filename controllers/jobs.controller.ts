@@ -57,11 +57,12 @@ const JOB_JOURNAL_KEY = 'job-journal';
  */
 const REASON_WRITE_GAP_MS = 1000;
 /**
- * Jobs decided at once. A pass holds its worker through its write-ahead, the pod DELETEs, the Event
- * and the DecisionRecord (mostly waiting on the apiserver, little CPU): with 4, a 13-job storm was
- * decided in waves of 4 about half a second apart, each wave's journal write-aheads in two or three
- * commits (in the storm bench, 8 of its 9 job_state writes). With more workers a storm's jobs reach
- * their write-aheads together and share a commit, and none waits in the queue behind another's DELETEs.
+ * Jobs decided at once. A pass that carries out a decision holds its worker through the pod DELETEs,
+ * the Event and the DecisionRecord (mostly waiting on the apiserver, little CPU); the pass that
+ * writes it ahead does not wait for the journal's commit. With 4, a 13-job storm was decided in waves
+ * of 4 about half a second apart, each wave's journal write-aheads in two or three commits (in the
+ * storm bench, 8 of its 9 job_state writes). With more workers a storm's jobs reach their
+ * write-aheads together and share a commit, and none waits in the queue behind another's DELETEs.
  */
 const DECISION_WORKERS = 16;
 

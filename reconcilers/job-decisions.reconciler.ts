@@ -93,8 +93,8 @@ export interface JobDecisionsDeps {
 /**
  * Where a fresh decision's time went (ms), logged with `job decision carried out` (docs/benchmarks.md
  * "Where one fault's time goes"): queued = scheduled -> reconcile start; decide = start -> decided;
- * prepare = decided -> write-ahead sent; writeAhead = the pending record's write; deletes = write-ahead
- * done -> last pod DELETE answered.
+ * prepare = decided -> write-ahead staged; writeAhead = staged -> the pass that carries it out (the
+ * journal's commit, then the job's queue hop); deletes = that pass's start -> last pod DELETE answered.
  */
 interface Stages { queued?: number; decide: number; prepare: number; writeAhead: number }
 const round1 = (ms: number): number => Math.round(ms * 10) / 10;
@@ -209,6 +209,7 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
         for (const r of d.states.all().filter((x) => x.jobKey === key)) await d.states.remove(r.jobUid);
         d.reporter.forget(key);
         d.damper.forget(key);
+        own.delete(key);
         d.goodput?.jobGone(key);
         d.onGone(key);
         return {};
