@@ -172,6 +172,11 @@ export class JobStateStore {
   private readonly refusedKeys = new Set<string>();
   /** False between `abandon` (leadership lost, shutdown) and `resume`: nothing is written. */
   private acting = true;
+  /**
+   * Counts `abandon`s: a decision written ahead in an earlier term and found pending now was left
+   * by a lost leadership, so it is carried out as a replay (another leader may have acted on it meanwhile).
+   */
+  private terms = 0;
 
   constructor(d: JobStateStoreDeps) {
     this.d = d;
@@ -648,6 +653,7 @@ export class JobStateStore {
    */
   abandon(): void {
     this.acting = false;
+    this.terms++;
     this.dueMs = Infinity;
     this.lazySinceMs = Infinity;
     this.lazyLastMs = -Infinity;
@@ -657,6 +663,9 @@ export class JobStateStore {
     this.waiters = [];
     for (const w of waiters) w.reject(new Error('job journal: not acting'));
   }
+
+  /** The journal's term (see `terms`). */
+  get term(): number { return this.terms; }
 
   /** Writes again (leadership regained). */
   resume(): void { this.acting = true; }

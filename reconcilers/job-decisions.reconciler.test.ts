@@ -264,4 +264,14 @@ describe('job decisions reconcile', () => {
     await reconcile(KEY);
     expect(log).toEqual([`run ${KEY} forceDeletePods+recordRescheduleReason replay=false persisted=true`]);
   });
+
+  it('a write-ahead left by a lost leadership is carried out as a replay when leadership comes back', async () => {
+    const { r, ctx, log, states } = setup({ journalStopped: true });
+    await r.reconcile(KEY, ctx);
+    await states.flush(); // durable; then leadership is lost before its pass ran
+    states.abandon();
+    states.resume();
+    await r.reconcile(KEY, ctx);
+    expect(log).toEqual([`run ${KEY} forceDeletePods+recordRescheduleReason replay=true persisted=true`]);
+  });
 });

@@ -129,6 +129,8 @@ export { faultSinceMs, withoutHidden } from '../policy/jobs/job-step.ts';
 /** A decision this process wrote ahead and has not carried out yet: carried out as a first run (not a replay), with its records. */
 interface OwnDecision {
   readonly step: JobStep;
+  /** The journal's term it was written ahead in (JobStateStore.term). */
+  readonly term: number;
   readonly stagedAt: number;
   readonly stages: Omit<Stages, 'writeAhead'>;
 }
@@ -175,7 +177,7 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
     const key = entry.view.key;
     const mine = own.get(key);
     own.delete(key); // a retry after a failed attempt is a replay
-    const first = mine?.step.writeAhead?.decisionId === p.decisionId ? mine : undefined;
+    const first = mine?.step.writeAhead?.decisionId === p.decisionId && mine.term === d.states.term ? mine : undefined;
     if (first !== undefined) d.afterPersist?.(key, p);
     const stages = first === undefined ? undefined : { ...first.stages, writeAhead: round1(performance.now() - first.stagedAt) };
     const done = await carryOut(entry, p, state, first === undefined, ctx, first?.step.records.history, stages);
@@ -289,7 +291,7 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
         // queues the job again once the write-ahead is durable, and that pass carries it out (as a
         // crash's replay would, but as this decision's first run: `own`).
         const written = d.states.put(key, step.state, step.writeAhead);
-        own.set(key, { step, stagedAt: tPut, stages: { ...(queued === undefined ? {} : { queued }), decide: round1(tDecided - t0), prepare: round1(tPut - tDecided) } });
+        own.set(key, { step, term: d.states.term, stagedAt: tPut, stages: { ...(queued === undefined ? {} : { queued }), decide: round1(tDecided - t0), prepare: round1(tPut - tDecided) } });
         if (d.states.unwritten(uid)) {
           written.catch(() => undefined); // its failure reaches the job's next pass (takeFailure)
           if (step.budgetChanged) d.onStateChanged(); // the staged state is read at once
