@@ -10,8 +10,9 @@
 import { goJson } from '../../schemas/go-json.ts';
 import {
   DEFAULT_HCCL_JSON, EMPTY_RANK_TABLE, PYTORCH, addData, deleteData, hcclSlices, pendingData,
-  type HcclDevice, type HcclServer, type JobStatus, type JobSummaryFields, type RankTable,
+  type HcclDevice, type HcclServer, type JobStatus, type JobSummaryFields, type LevelElement, type RankAddrItem, type RankTable,
 } from '../../schemas/job-summary/job-summary.ts';
+import { RANK_TABLE_V2, SCALE_OUT_TYPE_LABEL, rankListV2, type RankPod, type RawRankLevel } from './rank-list-v2.ts';
 
 /** The PodGroup as the summary reads it. */
 export interface SummaryPodGroup {
@@ -170,7 +171,7 @@ export function statusOf(pg: SummaryPodGroup | undefined, pods: readonly Summary
 // --- the rank table (pod_util.go ConstructRankTableByPod) ---
 
 interface PodDevice {
-  readonly devices: ReadonlyArray<{ deviceId: string; deviceIp: string; superDeviceId: string }>;
+  readonly devices: ReadonlyArray<{ deviceId: string; deviceIp: string; superDeviceId: string; levelList: readonly RawRankLevel[] }>;
   readonly serverId: string;
   readonly hostIp: string;
   readonly superPodId: number;
@@ -178,6 +179,31 @@ interface PodDevice {
 
 const EMPTY_POD_DEVICE: PodDevice = { devices: [], serverId: '', hostIp: '', superPodId: 0 };
 const asString = (v: unknown): string => (typeof v === 'string' ? v : '');
+const asObject = (v: unknown): Record<string, unknown> => (typeof v === 'object' && v !== null && !Array.isArray(v) ? v as Record<string, unknown> : {});
+const asInt = (v: unknown): number => (typeof v === 'number' && Number.isSafeInteger(v) ? v : 0);
+
+function parseAddr(v: unknown): RankAddrItem {
+  const o = asObject(v);
+  return { addrType: asString(o.addr_type), addr: asString(o.addr), ports: Array.isArray(o.ports) ? o.ports.map(asString) : null, planeId: asString(o.plane_id) };
+}
+
+/** api.LevelElement as json.Unmarshal leaves it (an absent list is a nil slice). */
+function parseLevelElement(v: unknown): LevelElement {
+  const o = asObject(v);
+  return {
+    netLayer: asInt(o.net_layer), netInstanceId: asString(o.net_instance_id), netType: asString(o.net_type), netAttr: asString(o.net_attr),
+    rankAddrList: Array.isArray(o.rank_addr_list) ? o.rank_addr_list.map(parseAddr) : null,
+  };
+}
+
+/** constant.Device.LevelList: the annotation's camelCase `levelList` (A5). */
+function parseLevelList(v: unknown): RawRankLevel[] {
+  if (!Array.isArray(v)) return [];
+  return v.map((l) => {
+    const o = asObject(l);
+    return { level: asInt(o.level), info: Object.entries(asObject(o.info)).map(([k, e]) => [k, parseLevelElement(e)] as const) };
+  });
+}
 
 /**
  * The device plugin's allocation annotation (constant.PodDevice). As Go's json.Unmarshal: a syntax
@@ -191,7 +217,7 @@ export function parsePodDevice(text: string): PodDevice {
   const devices = Array.isArray(o.devices)
     ? o.devices.map((d) => {
       const e = (typeof d === 'object' && d !== null ? d : {}) as Record<string, unknown>;
-      return { deviceId: asString(e.device_id), deviceIp: asString(e.device_ip), superDeviceId: asString(e.super_device_id) };
+      return { deviceId: asString(e.device_id), deviceIp: asString(e.device_ip), superDeviceId: asString(e.super_device_id), levelList: parseLevelList(e.levelList) };
     })
     : [];
   const spid = o.super_pod_id;
@@ -205,11 +231,15 @@ function podDeviceOf(p: SummaryPod): [PodDevice, boolean] {
   return [parsePodDevice(text), true];
 }
 
-/** The rank table of the job's pods and how many of them are complete (allocated or needing none). */
-export function rankTableOf(pods: readonly SummaryPod[], replicas: number, ctx: SummaryContext): [RankTable, number] {
+/**
+ * The rank table of the job's pods and how many of them are complete (allocated or needing none).
+ * `scaleOutType` (the PodGroup's label, upper-cased and trimmed) given: an `npu` job's, with the v2 rank list.
+ */
+export function rankTableOf(pods: readonly SummaryPod[], replicas: number, ctx: SummaryContext, scaleOutType?: string): [RankTable, number] {
   if (replicas <= 0) return [EMPTY_RANK_TABLE, 0];
   let completed = 0;
   const servers: HcclServer[] = [];
+  const rankPods: RankPod[] = [];
   const nodes = new Set<string>();
   let onePodOneNode = true;
   for (const p of pods) {
@@ -218,6 +248,7 @@ export function rankTableOf(pods: readonly SummaryPod[], replicas: number, ctx: 
     const [dev, needs] = podDeviceOf(p);
     if (dev.devices.length > 0 || !needs) completed++;
     if (dev.devices.length === 0) continue;
+    rankPods.push({ rank, devices: dev.devices });
     if (nodes.has(p.nodeName)) onePodOneNode = false;
     nodes.add(p.nodeName);
     const devices: HcclDevice[] = dev.devices.map((d, i) => ({
@@ -233,7 +264,9 @@ export function rankTableOf(pods: readonly SummaryPod[], replicas: number, ctx: 
   const table = onePodOneNode ? servers.map((s) => ({ ...s, serverId: s.hostIp })) : servers;
   const firstRank = (s: HcclServer): number => Number(s.devices[0]!.rankId);
   table.sort((a, b) => firstRank(a) - firstRank(b));
-  return [{ status: '', servers: table, serverCount: String(table.length), total: 0 }, completed];
+  const v1: RankTable = { status: '', servers: table, serverCount: String(table.length), total: 0 };
+  const ranks = scaleOutType === undefined ? undefined : rankListV2(rankPods, scaleOutType);
+  return [ranks === undefined ? v1 : { ...v1, version: RANK_TABLE_V2, ranks, rankCount: ranks.length }, completed];
 }
 
 /** pod_util.go GetSharedTorIpByPod: json.Marshal of the distinct shared-ToR IPs, "" when none. */
@@ -261,8 +294,10 @@ function init(pg: SummaryPodGroup, pods: readonly SummaryPod[], nowSec: number):
 }
 
 /** UpdateCmAndCache: the add form of every slice. */
-function update(status: JobStatus, base: JobSummaryState, pods: readonly SummaryPod[], ctx: SummaryContext): SummaryStep {
-  const [table, completed] = rankTableOf(pods, base.replicas, ctx);
+function update(status: JobStatus, base: JobSummaryState, pg: SummaryPodGroup | undefined, pods: readonly SummaryPod[], ctx: SummaryContext): SummaryStep {
+  // job_util.go UpdateCmAndCache: v2 for resource type npu, the label read from the PodGroup at hand.
+  const scaleOutType = base.resourceType === 'npu' ? (pg?.labels[SCALE_OUT_TYPE_LABEL] ?? '').trim().toUpperCase() : undefined;
+  const [table, completed] = rankTableOf(pods, base.replicas, ctx, scaleOutType);
   const framework = base.framework !== '' ? base.framework : pods.find((p) => p.labels.app !== undefined)?.labels.app ?? '';
   let { sharedTorIp, masterAddr } = base;
   const complete = completed === base.replicas;
@@ -304,7 +339,7 @@ export function summaryStep(prev: JobSummaryState | undefined, pg: SummaryPodGro
   if (isPreDelete) return prev !== undefined && !prev.isPreDelete ? preDelete(prev, ctx.nowSec) : undefined;
   if (status === 'pending' && prev?.status !== 'pending') return pg === undefined ? undefined : init(pg, pods, ctx.nowSec);
   const base = prev !== undefined && prev.name !== '' ? prev : pg !== undefined ? basicInfo(pg, pods, ctx.nowSec) : undefined;
-  return base === undefined ? undefined : update(status, base, pods, ctx);
+  return base === undefined ? undefined : update(status, base, pg, pods, ctx);
 }
 
 /** ClusterD deletes a pre-deleted job's ConfigMaps this long after the pre-delete, on its next minute tick. */

@@ -13,6 +13,9 @@
  *   ConfigMap per slice (`-<i>` from the second on), every slice carrying `total` = slice count.
  *   A job with no server yet has no slice: hccl.json is "" in the add form and
  *   `{"status":"initializing"}` in the pending and delete forms.
+ * - v2 (resource type `npu`, domain/pod/ranktable_v2.go): the table also carries `version` "2.0",
+ *   `rank_list` (constant.Rank per device, by rank id) and `rank_count` (all ranks, in every slice);
+ *   each slice's rank_list is the run of ranks aligned with its servers' devices (computeRankEnd).
  */
 import { goJson, goMap } from '../go-json.ts';
 
@@ -49,6 +52,32 @@ export interface HcclServer {
   readonly containerIds: Readonly<Record<string, string>> | null;
 }
 
+/** api.RankAddrItem; ports null is a nil slice. */
+export interface RankAddrItem {
+  readonly addrType: string;
+  readonly addr: string;
+  readonly ports: readonly string[] | null;
+  readonly planeId: string;
+}
+
+/** api.LevelElement; rankAddrList null is a nil slice. */
+export interface LevelElement {
+  readonly netLayer: number;
+  readonly netInstanceId: string;
+  readonly netType: string;
+  readonly netAttr: string;
+  readonly rankAddrList: readonly RankAddrItem[] | null;
+}
+
+/** constant.Rank: one device of the v2 rank_list. */
+export interface Rank {
+  readonly rankId: number;
+  readonly localId: number;
+  readonly deviceId: number;
+  /** omitempty */
+  readonly levelList: readonly LevelElement[];
+}
+
 export interface RankTable {
   /** initializing | complete; "" for the zero RankTable of a pending job. */
   readonly status: string;
@@ -56,6 +85,12 @@ export interface RankTable {
   readonly servers: readonly HcclServer[] | null;
   readonly serverCount: string;
   readonly total: number;
+  /** v2 only ("2.0"); omitempty. */
+  readonly version?: string;
+  /** v2 only; omitempty. */
+  readonly ranks?: readonly Rank[];
+  /** v2 only: the job's rank count, not the slice's; omitempty. */
+  readonly rankCount?: number;
 }
 
 export const EMPTY_RANK_TABLE: RankTable = { status: '', servers: null, serverCount: '', total: 0 };
@@ -74,9 +109,21 @@ const serverJson = (s: HcclServer): object => ({
   container_ids: s.containerIds === null ? null : goMap(s.containerIds),
 });
 
-/** json.Marshal(constant.RankTable) (v1: no version / rank_list / rank_count, all omitempty). */
+const levelJson = (e: LevelElement): object => ({
+  net_layer: e.netLayer, net_instance_id: e.netInstanceId, net_type: e.netType, net_attr: e.netAttr,
+  rank_addr_list: e.rankAddrList === null ? null : e.rankAddrList.map((a) => ({ addr_type: a.addrType, addr: a.addr, ports: a.ports, plane_id: a.planeId })),
+});
+
+const rankJson = (r: Rank): object => ({
+  rank_id: r.rankId, local_id: r.localId, device_id: r.deviceId, level_list: r.levelList.length === 0 ? undefined : r.levelList.map(levelJson),
+});
+
+/** json.Marshal(constant.RankTable): version / rank_list / rank_count are omitempty (absent in v1). */
 export function encodeRankTable(t: RankTable): string {
-  return goJson({ status: t.status, server_list: t.servers === null ? null : t.servers.map(serverJson), server_count: t.serverCount, total: t.total });
+  return goJson({
+    status: t.status, server_list: t.servers === null ? null : t.servers.map(serverJson), server_count: t.serverCount, total: t.total,
+    version: t.version || undefined, rank_list: t.ranks === undefined || t.ranks.length === 0 ? undefined : t.ranks.map(rankJson), rank_count: t.rankCount || undefined,
+  });
 }
 
 const byteLength = (s: string): number => Buffer.byteLength(s, 'utf8');
@@ -101,14 +148,21 @@ function maxFit(length: number, maxBytes: number, sizeOf: (k: number) => number)
 export function hcclSlices(t: RankTable, maxBytes = MAX_HCCL_SLICE_BYTES): string[] {
   const servers = t.servers ?? [];
   if (servers.length === 0) return [];
-  const part = (from: number, to: number, total: number): string => encodeRankTable({ ...t, servers: servers.slice(from, to), total });
-  const ends: number[] = [];
-  for (let begin = 0; begin < servers.length;) {
-    const n = Math.max(1, maxFit(servers.length - begin, maxBytes, (k) => byteLength(part(begin, begin + k, t.total))));
+  const ranks = t.ranks ?? [];
+  // job_util.go computeRankEnd: the servers' device count past rankFrom, capped at the rank list's end
+  // (a device whose id is not an integer has a server entry but no rank).
+  const rankEnd = (from: number, to: number, rankFrom: number): number =>
+    Math.min(ranks.length, servers.slice(from, to).reduce((n, s) => n + s.devices.length, rankFrom));
+  const part = (from: number, to: number, rankFrom: number, total: number): string =>
+    encodeRankTable({ ...t, servers: servers.slice(from, to), total, ...(ranks.length > 0 ? { ranks: ranks.slice(rankFrom, rankEnd(from, to, rankFrom)) } : {}) });
+  const bounds: Array<{ begin: number; end: number; rankFrom: number }> = [];
+  for (let begin = 0, rankFrom = 0; begin < servers.length;) {
+    const n = Math.max(1, maxFit(servers.length - begin, maxBytes, (k) => byteLength(part(begin, begin + k, rankFrom, t.total))));
+    bounds.push({ begin, end: begin + n, rankFrom });
+    rankFrom = rankEnd(begin, begin + n, rankFrom);
     begin += n;
-    ends.push(begin);
   }
-  return ends.map((end, i) => part(i === 0 ? 0 : ends[i - 1]!, end, ends.length));
+  return bounds.map((b) => part(b.begin, b.end, b.rankFrom, bounds.length));
 }
 
 /** The ConfigMap holding slice `index` of the job's summary. */
