@@ -18,6 +18,7 @@ import { MANUAL_SEPARATION } from './scenario-manual-separation.ts';
 import { PUBLIC_FAULTS } from './scenario-public-faults.ts';
 import { configMap, readyPatch, type World, type Write } from './world.ts';
 import { PROCESS_RECOVERY } from './scenario-process-recovery.ts';
+import { NPU_JOB_SUMMARY } from './scenario-npu-job-summary.ts';
 import { STRESS_TEST, STRESS_TEST_FAULT, SWITCH_NIC, SWITCH_NIC_FAIL } from './scenario-om.ts';
 
 const chipFault = (w: World, node: string, npu: number, code: string, now: number): Write => {
@@ -107,4 +108,4 @@ export const AGENT_FAULTS: Scenario = {
   ],
 };
 
-export const SCENARIOS: readonly Scenario[] = [AGENT_FAULTS, MANUAL_SEPARATION, PROCESS_RECOVERY, PUBLIC_FAULTS, STRESS_TEST, STRESS_TEST_FAULT, SWITCH_NIC, SWITCH_NIC_FAIL];
+export const SCENARIOS: readonly Scenario[] = [AGENT_FAULTS, MANUAL_SEPARATION, PROCESS_RECOVERY, PUBLIC_FAULTS, STRESS_TEST, STRESS_TEST_FAULT, SWITCH_NIC, SWITCH_NIC_FAIL, NPU_JOB_SUMMARY];
