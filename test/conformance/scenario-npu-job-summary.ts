@@ -9,7 +9,8 @@
  * `huawei.com/npu` / `huawei.com/AscendReal` and `hccl/rankIndex`. Every device offers level 0/1
  * (UB) and both scale-out planes (UBOE at level 2, ROCE at level 3): job `a5-roce` leaves the choice
  * to ClusterD's default priority (RoCE), job `a5-uboe` sets the PodGroup label `scaleout-type: uboe`;
- * one device of `a5-uboe` lacks its UBOE entry (ClusterD fills the CLUSTER1 default).
+ * one device of `a5-uboe` lacks its UBOE entry (ClusterD fills the CLUSTER1 default). Then a pod
+ * fails (the failed form) and `a5-roce` goes (the pre-delete form, still with its v2 table).
  */
 import { paths, type KubeObject } from '../../runtime/kube-client.ts';
 import type { Scenario, SideContext } from './runner.ts';
@@ -132,5 +133,15 @@ export const NPU_JOB_SUMMARY: Scenario = {
     { name: 'A5 pods bound with ascend-npu-configuration (levelList) and running', writes: () => JOBS.flatMap(runningPods) },
     { name: 'both sides wrote the v2 rank list', perSide: expectV2 },
     { name: 'a5-uboe rank 1 fails', writes: () => [{ op: 'patch', path: paths.podStatus(NS, podName(JOBS[1]!, 1)), type: 'merge', body: { status: { phase: 'Failed' } } }] },
+    // One pod goes first (a step of its own: ClusterD folds the events of one job that come within its
+    // 1 s idle sleep, ours does not): the failed form with a one-server table, its two ranks only.
+    { name: 'a5-roce rank 1 pod deleted', writes: () => [{ op: 'delete', path: paths.pod(NS, podName(JOBS[0]!, 1)) }] },
+    // Pre-delete: the delete form keeps the last rank table, v2 included.
+    {
+      name: 'a5-roce deleted (its last pod and PodGroup)', writes: () => [
+        { op: 'delete', path: paths.pod(NS, podName(JOBS[0]!, 0)) },
+        { op: 'delete', path: paths.podGroup(NS, pgName(JOBS[0]!)) },
+      ],
+    },
   ],
 };
