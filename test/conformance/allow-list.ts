@@ -14,11 +14,11 @@
  */
 import type { Allowed } from './diff.ts';
 
-/** The same JSON array entries in another order. */
+/** The same JSON array entries in another order (normalised times, bare `<unix-s>` tokens, quoted to parse). */
 const sameEntries = (a: string | undefined, b: string | undefined): boolean => {
   const norm = (v: string | undefined): string | undefined => {
     try {
-      const x: unknown = JSON.parse(v ?? '');
+      const x: unknown = JSON.parse((v ?? '').replace(/:(<[^<>"]+>)/g, ':"$1"'));
       return Array.isArray(x) ? JSON.stringify(x.map((e) => JSON.stringify(e)).sort()) : undefined;
     } catch { return undefined; }
   };

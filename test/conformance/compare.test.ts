@@ -81,6 +81,13 @@ describe('compare and allow-list', () => {
     expect(compare(a, new Map(a))).toEqual([]);
   });
 
+  test('current-job-statistic: another order of the same entries is allowed, another entry is not', () => {
+    const e = (job: string, extra = '') => `{"id":"<uid of Job a5/${job}>","cardNum":4,"podFirstRunTime":<unix-s>${extra}}`;
+    const d = (clusterd: string, ours: string) => ({ object: 'ConfigMap mindx-dl/current-job-statistic', field: 'data data', clusterd, ours });
+    expect(allowedBy(d(`[${e('b')},${e('a')}]`, `[${e('a')},${e('b')}]`), ALLOW_LIST)?.id).toBe('job-statistic-order');
+    expect(allowedBy(d(`[${e('b')},${e('a')}]`, `[${e('a', ',"stopTime":<unix-s>')},${e('b')}]`), ALLOW_LIST)).toBeUndefined();
+  });
+
   test('every allow-list entry names a flag and a reason, and none covers cluster-info or Nodes in general', () => {
     for (const a of ALLOW_LIST) {
       expect(a.flag).toMatch(/^--[a-z-]+=\S+$|^none yet$/);
