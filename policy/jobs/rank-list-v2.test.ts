@@ -72,6 +72,18 @@ describe('v2 rank_list of huawei.com/npu jobs (ranktable_v2.go ConstructRankList
     expect(Object.keys(t)).toEqual(['status', 'server_list', 'server_count', 'total']);
   });
 
+  it('a device id that is no integer: its server entry stays, it has no rank, and slices cap at the rank list\'s end (computeRankEnd)', () => {
+    const bad = pod(0, both);
+    const text = bad.annotations['ascend.kubectl.kubernetes.io/ascend-npu-configuration']!.replace('"device_id":"1"', '"device_id":"x1"');
+    const s = summaryStep(undefined, pg(['huawei.com/npu']), [{ ...bad, annotations: { ...bad.annotations, 'ascend.kubectl.kubernetes.io/ascend-npu-configuration': text } }, pod(1, both)], ctx)!;
+    const table: RankTable = s.next.rankTable;
+    expect([table.rankCount, table.ranks!.map((r) => r.rankId)]).toEqual([3, [0, 2, 3]]);
+    const one = hcclSlices({ ...table, servers: table.servers!.slice(0, 1) })[0]!.length;
+    // Slice 0's two devices take ranks 0 and 2 (by position, as ClusterD): slice 1 gets the rest.
+    const parts = hcclSlices(table, one + 5).map((x) => JSON.parse(x) as { rank_list: Rank[]; server_list: unknown[] });
+    expect(parts.map((p) => [p.server_list.length, p.rank_list.map((r) => r.rank_id)])).toEqual([[1, [0, 2]], [1, [3]]]);
+  });
+
   it('slices keep each slice\'s rank_list aligned with its servers, rank_count the job\'s', () => {
     const s = summaryStep(undefined, pg(['huawei.com/npu']), [pod(0, both), pod(1, both)], ctx)!;
     const table: RankTable = s.next.rankTable;
