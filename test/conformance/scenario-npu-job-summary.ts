@@ -20,6 +20,8 @@ const NS = 'a5';
 const NODES = ['node-u0', 'node-u1'] as const;
 const CHIPS = [0, 1];
 const SUPER_POD = 1;
+/** Past both sides' 10 s scheduling-exception check. */
+const EXCEPTION_CHECK_MS = 12_000;
 
 interface JobSpec { readonly name: string; readonly uid: string; readonly labels: Record<string, string>; readonly firstChip: number }
 const JOBS: readonly JobSpec[] = [
@@ -129,10 +131,12 @@ export const NPU_JOB_SUMMARY: Scenario = {
   // Neither side runs Volcano: clusterd-ts in ClusterD's role (the allow-listed rescheduling flag).
   ourFlags: ['--rescheduling=false'],
   steps: [
-    { name: 'A5 jobs submitted (PodGroups pending, no pods)', writes: () => JOBS.flatMap(jobObjects) },
-    { name: 'A5 pods bound with ascend-npu-configuration (levelList) and running', writes: () => JOBS.flatMap(runningPods) },
+    // Each side reports (and clears) the pending PodGroups and the failed pod in scheduling-exception-report
+    // on its own 10 s check: those steps wait for both checks.
+    { name: 'A5 jobs submitted (PodGroups pending, no pods)', writes: () => JOBS.flatMap(jobObjects), settleMinMs: EXCEPTION_CHECK_MS },
+    { name: 'A5 pods bound with ascend-npu-configuration (levelList) and running', writes: () => JOBS.flatMap(runningPods), settleMinMs: EXCEPTION_CHECK_MS },
     { name: 'both sides wrote the v2 rank list', perSide: expectV2 },
-    { name: 'a5-uboe rank 1 fails', writes: () => [{ op: 'patch', path: paths.podStatus(NS, podName(JOBS[1]!, 1)), type: 'merge', body: { status: { phase: 'Failed' } } }] },
+    { name: 'a5-uboe rank 1 fails', writes: () => [{ op: 'patch', path: paths.podStatus(NS, podName(JOBS[1]!, 1)), type: 'merge', body: { status: { phase: 'Failed' } } }], settleMinMs: EXCEPTION_CHECK_MS },
     // One pod goes first (a step of its own: ClusterD folds the events of one job that come within its
     // 1 s idle sleep, ours does not): the failed form with a one-server table, its two ranks only.
     { name: 'a5-roce rank 1 pod deleted', writes: () => [{ op: 'delete', path: paths.pod(NS, podName(JOBS[0]!, 1)) }] },
