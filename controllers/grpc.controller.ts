@@ -1,6 +1,7 @@
 /**
  * Runs the ClusterD-compatible gRPC server (grpc/, port 8899) for this controller: Recover wired to
- * the recovery controller's FSMs, fault.Fault to the fault view, PubFault to the intake.
+ * the recovery controller's FSMs, fault.Fault to the fault view, PubFault to the intake,
+ * TrainingDataTrace to the job summary and the `data-trace-<job>` ConfigMaps (grpc-datatrace.ts).
  *
  * Leadership: the server listens only while this replica is the leader (started from
  * Manager.startActing, stopped in stopActing). A standby that answered Init/Register would take
@@ -30,6 +31,9 @@ import type { RecoveryController } from './recovery.controller.ts';
 import type { FaultView } from './fault-view.ts';
 import type { Sources } from './sources/sources.ts';
 import { jobNodes } from '../policy/jobs/job-view.ts';
+import { DataTraceConfigMaps } from '../actions/data-trace.action.ts';
+import type { KubeClient } from '../runtime/kube-client.ts';
+import type { JobSummaryController } from './job-summary.controller.ts';
 
 const FAULT_PUSH_WINDOW_KEY = 'push';
 const FAULT_PUSH_WINDOW_MS = 200;
@@ -48,6 +52,10 @@ export interface GrpcControllerDeps {
   readonly limits?: Partial<GrpcLimits>;
   /** The controller's clock (runtime/clock.ts): rate limits, keep-alive signals, the publisher's window. */
   readonly clock: QueueClock;
+  /** The API client: TrainingDataTrace writes `data-trace-<job>` (actions/data-trace.action.ts). */
+  readonly client: KubeClient;
+  /** ClusterD's job cache and the PodGroup and pods of a job (read when a call comes; built after this controller). */
+  readonly jobSummary: () => Pick<JobSummaryController, 'store' | 'podGroupOf' | 'jobPods'>;
   /** A job's fault subscription started or ended (FaultPublisherDeps.subscriptionChanged). */
   readonly onFaultSubscription?: (jobId: string, nodes: readonly string[]) => void;
 }
@@ -59,9 +67,13 @@ export class GrpcController {
   private sub: Subscription | undefined;
   private publisher: TimerLoop | undefined;
   private readonly d: GrpcControllerDeps;
+  private readonly dataTraceConfigMaps: DataTraceConfigMaps;
 
   constructor(d: GrpcControllerDeps) {
     this.d = d;
+    this.dataTraceConfigMaps = new DataTraceConfigMaps({
+      client: d.client, cached: (ns, name) => d.sources.dataTraceConfigMaps.get(`${ns}/${name}`), metrics: d.metrics, now: () => d.clock.now(),
+    });
     this.faults = new FaultPublisher({
       sources: d.sources,
       faultsOf: (n) => d.faults.jobView(n),
@@ -121,7 +133,15 @@ export class GrpcController {
       countRequest: (r) => metrics.grpcRequests.inc({ method: r.method, code: r.code !== undefined ? String(r.code) : r.grpcCode }),
       onConnectionRefused: (cap) => metrics.boundHits.inc({ bound: cap }),
       clock: this.d.clock,
-    }, grpcHandlers({ recovery, deviceFaults: this.d.deviceFaults, faults: this.faults, log, now: () => this.d.clock.now() }));
+    }, grpcHandlers({
+      recovery, deviceFaults: this.d.deviceFaults, faults: this.faults, log, now: () => this.d.clock.now(),
+      dataTrace: {
+        jobs: () => this.d.jobSummary().store.all(),
+        podGroup: (key) => this.d.jobSummary().podGroupOf(key),
+        pods: (key) => this.d.jobSummary().jobPods(key),
+        configMaps: this.dataTraceConfigMaps,
+      },
+    }));
     this.handle = handle;
     recovery.onJobGone = (jobId) => handle.forgetJob(jobId);
     // Jobs restored from the state store were registered before the restart: reports stay accepted.

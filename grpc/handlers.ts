@@ -7,6 +7,9 @@ import type { Status } from './codes.ts';
 import type { ProcessManageSignal } from '../vocabulary/process-manage-signal.ts';
 import type {
   ClientInfo,
+  DataStatusRes,
+  DataTypeRes,
+  ProfilingSwitch,
   FaultMsgSignal,
   ProcessFaultRequest,
   PublicFaultRequest,
@@ -107,10 +110,26 @@ export interface PubFaultHandlers {
   sendPublicFault(request: PublicFaultRequest): Awaitable<Status>;
 }
 
+/** A TrainingDataTrace answer: a reply, or the error ClusterD's handler returned (UNKNOWN with its text). */
+export type DataTraceOutcome<Res> = { readonly reply: Res } | { readonly error: string };
+
+/** TrainingDataTrace (docs/grpc.md#trainingdatatrace-service). `namespace/name` was already split. */
+export interface DataTraceHandlers {
+  /** preRegistry: a job of the job cache, or the `jobID` label of a multi-instance job whose `app` label is `role`. */
+  jobKnown(jobId: string, role: string): Awaitable<boolean>;
+  /** `publish(jobKey, switch)` queues the switch on the job's subscription; its error text when there is none. */
+  modify(
+    request: { readonly namespace: string; readonly name: string; readonly profilingSwitch: ProfilingSwitch | null },
+    publish: (jobId: string, profilingSwitch: ProfilingSwitch | null) => string | undefined,
+  ): Awaitable<DataTraceOutcome<DataTypeRes>>;
+  get(namespace: string, name: string): Awaitable<DataTraceOutcome<DataStatusRes>>;
+}
+
 export interface GrpcHandlers {
   readonly recover: RecoverHandlers;
   readonly fault: FaultHandlers;
   readonly pubFault: PubFaultHandlers;
+  readonly dataTrace: DataTraceHandlers;
 }
 
 /** The logger used when none is injected. */

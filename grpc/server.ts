@@ -1,6 +1,6 @@
 /**
- * The ClusterD-compatible gRPC server (port 8899): transport only. Registers Recover, fault.Fault and
- * PubFault with the injected handlers, answers job.Job, config.Config and TrainingDataTrace with
+ * The ClusterD-compatible gRPC server (port 8899): transport only. Registers Recover, fault.Fault,
+ * PubFault and TrainingDataTrace with the injected handlers, answers job.Job and config.Config with
  * UNIMPLEMENTED, and applies ClusterD's transport limits (docs/grpc.md#transport, docs/rules.md#timing.clusterd).
  */
 import {
@@ -14,6 +14,7 @@ import {
 import { UnaryRateLimiter, grpcCodeName, type CallContext, type GrpcBound } from './call-context.ts';
 import { CallerGate, type CallerCheck } from './peer.ts';
 import { DEFAULT_MAX_PENDING_WRITES, type SignalStreamOptions } from './signal-stream.ts';
+import { DataTraceRegistry, dataTraceService } from './datatrace.service.ts';
 import { faultService } from './fault.service.ts';
 import { silentLogger, type Awaitable, type CountRequest, type GrpcHandlers, type GrpcLogger } from './handlers.ts';
 import { listen, type ConnectionRefusal, type Listener } from './listener.ts';
@@ -123,6 +124,8 @@ export interface GrpcServerHandle {
   readonly limits: GrpcLimits;
   readonly recoverRegistry: RecoverRegistry;
   readonly faultRegistry: FaultRegistry;
+  /** TrainingDataTrace subscriptions, one per job id. */
+  readonly dataTraceRegistry: DataTraceRegistry;
   /** Open TCP connections (in total, or from one IP). */
   connections(ip?: string): number;
   /** Drop a job from both registries (its PodGroup was deleted): its streams end with status OK. */
@@ -174,6 +177,7 @@ export async function startGrpcServer(opts: GrpcServerOptions, handlers: GrpcHan
     maxServeJobs: limits.maxServeJobs, maxRolesPerJob: limits.maxFaultRolesPerJob,
     maxPublishersPerClient: limits.maxFaultPublishersPerClient, maxPublishers: limits.maxFaultPublishers,
   });
+  const dataTraceRegistry = new DataTraceRegistry(limits.maxServeJobs);
   const queryLimiter = new QueuedLimiter(limits.faultQueryQps, limits.faultQueryBurst, limits.faultQueryQueue, opts.clock);
   const resources = opts.publicFaultResources ?? DEFAULT_PUBLIC_FAULT_RESOURCES;
   const pubLimiter = new KeyedBuckets(limits.pubFaultRefillPerSec, limits.pubFaultBurst, Math.max(resources.length, 1), now);
@@ -188,7 +192,8 @@ export async function startGrpcServer(opts: GrpcServerOptions, handlers: GrpcHan
   server.addService(services.recover, recoverService({ ctx, registry: recoverRegistry, handlers: handlers.recover, keepAliveSignalMs: limits.keepAliveSignalMs, clock: opts.clock, streamOptions }));
   server.addService(services.fault, faultService({ ctx, registry: faultRegistry, handlers: handlers.fault, jobExists: opts.jobExists, queryLimiter, streamOptions }));
   server.addService(services.pubFault, pubFaultService({ ctx, handlers: handlers.pubFault, resources, limiter: pubLimiter }));
-  for (const key of ['job', 'config', 'trainingDataTrace'] as const) server.addService(services[key], unimplemented(services[key], ctx));
+  server.addService(services.trainingDataTrace, dataTraceService({ ctx, registry: dataTraceRegistry, handlers: handlers.dataTrace, streamOptions }));
+  for (const key of ['job', 'config'] as const) server.addService(services[key], unimplemented(services[key], ctx));
 
   const credentials = opts.tls
     ? ServerCredentials.createSsl(null, [{ cert_chain: Buffer.from(opts.tls.cert), private_key: Buffer.from(opts.tls.key) }], false)
@@ -212,6 +217,7 @@ export async function startGrpcServer(opts: GrpcServerOptions, handlers: GrpcHan
       const closed = listener.close();
       recoverRegistry.closeAll('shutdown');
       faultRegistry.closeAll('shutdown');
+      dataTraceRegistry.closeAll();
       queryLimiter.close();
       await new Promise<void>((resolve) => {
         const force = setTimeout(() => {
@@ -239,6 +245,7 @@ export async function startGrpcServer(opts: GrpcServerOptions, handlers: GrpcHan
     limits,
     recoverRegistry,
     faultRegistry,
+    dataTraceRegistry,
     connections: (ip?: string) => listener.connections(ip),
     forgetJob: (jobId: string) => {
       recoverRegistry.forget(jobId);
