@@ -113,8 +113,8 @@ export function dataTraceHandlers(d: DataTraceWiringDeps): DataTraceHandlers {
     },
     get: (namespace, name) => {
       const cm = d.configMaps.read(namespace, name);
-      // client-go's NotFound text; with no namespace the request path names no object at all.
-      if (cm === undefined) return { error: namespace === '' ? 'the server could not find the requested resource' : `configmaps "${DATA_TRACE_PREFIX}${name}" not found` };
+      // client-go's NotFound text; with no namespace the GET fails otherwise (IsDataTraceCmExist's own text).
+      if (cm === undefined) return { error: namespace === '' ? `failed to get configmap [${namespace}/${name}]` : `configmaps "${DATA_TRACE_PREFIX}${name}" not found` };
       const data = cm.data?.[DATA_TRACE_KEY];
       if (data === undefined) return { reply: { message: "data trace configmap does not contain the 'profilingSwitch' field", profilingSwitch: null, code: DataTraceCode.NotFound } };
       const decoded = decodeSwitch(data);

@@ -101,8 +101,7 @@ export function dataTraceService(d: DataTraceServiceDeps): UntypedServiceImpleme
     SubscribeDataTraceSwitch: serverStream(ctx, subscribePath, async (call: ServerWritableStream<unknown, unknown>) => {
       const raw = (call.request ?? {}) as Record<string, unknown>;
       const client: ClientInfo = { jobId: str(raw.jobId), role: str(raw.role) };
-      const refusal = await ctx.gate.refusal(subscribePath, client.jobId, call.getPeer());
-      if (refusal !== undefined) return refuseStream(ctx, subscribePath, call, GrpcStatus.PERMISSION_DENIED, refusal);
+      // ClusterD's answer first (an unknown job is UNKNOWN whoever asks), then the caller check.
       if (!registry.has(client.jobId)) {
         const known = await d.handlers.jobKnown(client.jobId, client.role);
         if (!known || registry.size >= registry.maxServeJobs) {
@@ -110,6 +109,8 @@ export function dataTraceService(d: DataTraceServiceDeps): UntypedServiceImpleme
           return refuseStream(ctx, subscribePath, call, GrpcStatus.UNKNOWN, DataTraceInfo.notRegistered(client));
         }
       }
+      const refusal = await ctx.gate.refusal(subscribePath, client.jobId, call.getPeer());
+      if (refusal !== undefined) return refuseStream(ctx, subscribePath, call, GrpcStatus.PERMISSION_DENIED, refusal);
       if (call.cancelled) return;
       const stream = new ServerSignalStream<DataStatusRes>(call as ServerWritableStream<unknown, DataStatusRes>, client, d.streamOptions);
       registry.preempt(client.jobId, stream);
