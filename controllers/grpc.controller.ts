@@ -1,7 +1,8 @@
 /**
  * Runs the ClusterD-compatible gRPC server (grpc/, port 8899) for this controller: Recover wired to
  * the recovery controller's FSMs, fault.Fault to the fault view, PubFault to the intake,
- * TrainingDataTrace to the job summary and the `data-trace-<job>` ConfigMaps (grpc-datatrace.ts).
+ * TrainingDataTrace to the job summary and the `data-trace-<job>` ConfigMaps (grpc-datatrace.ts),
+ * config.Config to the global rank tables of MindIE jobs (grpc-config.ts).
  *
  * Leadership: the server listens only while this replica is the leader (started from
  * Manager.startActing, stopped in stopActing). A standby that answered Init/Register would take
@@ -32,6 +33,7 @@ import type { FaultView } from './fault-view.ts';
 import type { Sources } from './sources/sources.ts';
 import { jobNodes } from '../policy/jobs/job-view.ts';
 import { DataTraceConfigMaps } from '../actions/data-trace.action.ts';
+import { RankTablePublisher } from './grpc-config.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import type { JobSummaryController } from './job-summary.controller.ts';
 
@@ -66,6 +68,7 @@ export class GrpcController {
   private starting: Promise<GrpcServerHandle | undefined> | undefined;
   private sub: Subscription | undefined;
   private publisher: TimerLoop | undefined;
+  private rankTables: RankTablePublisher | undefined;
   private readonly d: GrpcControllerDeps;
   private readonly dataTraceConfigMaps: DataTraceConfigMaps;
 
@@ -141,8 +144,15 @@ export class GrpcController {
         pods: (key) => this.d.jobSummary().jobPods(key),
         configMaps: this.dataTraceConfigMaps,
       },
+      config: { subscribed: (jobId) => this.rankTables?.subscribed(jobId) },
     }));
     this.handle = handle;
+    const summary = () => this.d.jobSummary();
+    this.rankTables = new RankTablePublisher({
+      sources: this.d.sources, jobs: () => summary().store.all(), podGroup: (k) => summary().podGroupOf(k), pods: (k) => summary().jobPods(k),
+      push: (jobId, table) => handle.configRegistry.push(jobId, table), clock: this.d.clock, log,
+    });
+    this.rankTables.start();
     recovery.onJobGone = (jobId) => handle.forgetJob(jobId);
     // Jobs restored from the state store were registered before the restart: reports stay accepted.
     for (const jobId of recovery.registeredJobIds()) {
@@ -177,6 +187,8 @@ export class GrpcController {
     this.sub = undefined;
     await this.publisher?.stop();
     this.publisher = undefined;
+    await this.rankTables?.stop();
+    this.rankTables = undefined;
     this.handle = undefined;
     this.d.recovery.onJobGone = undefined;
     await h?.shutdown(2_000);

@@ -125,11 +125,18 @@ export interface DataTraceHandlers {
   get(namespace: string, name: string): Awaitable<DataTraceOutcome<DataStatusRes>>;
 }
 
+/** config.Config (docs/grpc.md#config-service): the transport keeps registrations and streams. */
+export interface ConfigHandlers {
+  /** A stream now listens for `jobId`: generate its global rank table (pushed through the registry). */
+  subscribed(jobId: string): void;
+}
+
 export interface GrpcHandlers {
   readonly recover: RecoverHandlers;
   readonly fault: FaultHandlers;
   readonly pubFault: PubFaultHandlers;
   readonly dataTrace: DataTraceHandlers;
+  readonly config: ConfigHandlers;
 }
 
 /** The logger used when none is injected. */

@@ -102,6 +102,9 @@ export const PROFILING_SWITCH_FIELDS = ['CommunicationOperator', 'Step', 'SaveCh
 export interface DataStatusRes { readonly message: string; readonly profilingSwitch: ProfilingSwitch | null; readonly code: number }
 export interface DataTypeRes { readonly message: string; readonly code: number }
 
+/** config.proto RankTableStream: a job's global rank table (JSON text). */
+export interface RankTableStream { readonly jobId: string; readonly rankTable: string }
+
 /** A decoded ProfilingSwitch sub-message, or null when the request carried none (Go: a nil pointer). */
 export function toProfilingSwitch(v: unknown): ProfilingSwitch | null {
   if (v === null || typeof v !== 'object') return null;

@@ -1,6 +1,6 @@
 /**
  * The ClusterD-compatible gRPC server (port 8899): transport only. Registers Recover, fault.Fault,
- * PubFault and TrainingDataTrace with the injected handlers, answers job.Job and config.Config with
+ * PubFault, TrainingDataTrace and config.Config with the injected handlers, answers job.Job with
  * UNIMPLEMENTED, and applies ClusterD's transport limits (docs/grpc.md#transport, docs/rules.md#timing.clusterd).
  */
 import {
@@ -14,6 +14,7 @@ import {
 import { UnaryRateLimiter, grpcCodeName, type CallContext, type GrpcBound } from './call-context.ts';
 import { CallerGate, type CallerCheck } from './peer.ts';
 import { DEFAULT_MAX_PENDING_WRITES, type SignalStreamOptions } from './signal-stream.ts';
+import { ConfigRegistry, configService } from './config.service.ts';
 import { DataTraceRegistry, dataTraceService } from './datatrace.service.ts';
 import { faultService } from './fault.service.ts';
 import { silentLogger, type Awaitable, type CountRequest, type GrpcHandlers, type GrpcLogger } from './handlers.ts';
@@ -126,6 +127,8 @@ export interface GrpcServerHandle {
   readonly faultRegistry: FaultRegistry;
   /** TrainingDataTrace subscriptions, one per job id. */
   readonly dataTraceRegistry: DataTraceRegistry;
+  /** config.Config registrations and rank-table streams (push a job's global rank table here). */
+  readonly configRegistry: ConfigRegistry;
   /** Open TCP connections (in total, or from one IP). */
   connections(ip?: string): number;
   /** Drop a job from both registries (its PodGroup was deleted): its streams end with status OK. */
@@ -178,6 +181,8 @@ export async function startGrpcServer(opts: GrpcServerOptions, handlers: GrpcHan
     maxPublishersPerClient: limits.maxFaultPublishersPerClient, maxPublishers: limits.maxFaultPublishers,
   });
   const dataTraceRegistry = new DataTraceRegistry(limits.maxServeJobs);
+  const configRegistry = new ConfigRegistry(limits.maxServeJobs, (jobId) =>
+    boundHit('grpc_config_registrations', 'config.Config registration forgotten: too many registrations', { jobId: jobId.slice(0, 128), cap: limits.maxServeJobs }));
   const queryLimiter = new QueuedLimiter(limits.faultQueryQps, limits.faultQueryBurst, limits.faultQueryQueue, opts.clock);
   const resources = opts.publicFaultResources ?? DEFAULT_PUBLIC_FAULT_RESOURCES;
   const pubLimiter = new KeyedBuckets(limits.pubFaultRefillPerSec, limits.pubFaultBurst, Math.max(resources.length, 1), now);
@@ -193,7 +198,8 @@ export async function startGrpcServer(opts: GrpcServerOptions, handlers: GrpcHan
   server.addService(services.fault, faultService({ ctx, registry: faultRegistry, handlers: handlers.fault, jobExists: opts.jobExists, queryLimiter, streamOptions }));
   server.addService(services.pubFault, pubFaultService({ ctx, handlers: handlers.pubFault, resources, limiter: pubLimiter }));
   server.addService(services.trainingDataTrace, dataTraceService({ ctx, registry: dataTraceRegistry, handlers: handlers.dataTrace, streamOptions }));
-  for (const key of ['job', 'config'] as const) server.addService(services[key], unimplemented(services[key], ctx));
+  server.addService(services.config, configService({ ctx, registry: configRegistry, handlers: handlers.config, streamOptions }));
+  for (const key of ['job'] as const) server.addService(services[key], unimplemented(services[key], ctx));
 
   const credentials = opts.tls
     ? ServerCredentials.createSsl(null, [{ cert_chain: Buffer.from(opts.tls.cert), private_key: Buffer.from(opts.tls.key) }], false)
@@ -218,6 +224,7 @@ export async function startGrpcServer(opts: GrpcServerOptions, handlers: GrpcHan
       recoverRegistry.closeAll('shutdown');
       faultRegistry.closeAll('shutdown');
       dataTraceRegistry.closeAll();
+      configRegistry.closeAll();
       queryLimiter.close();
       await new Promise<void>((resolve) => {
         const force = setTimeout(() => {
@@ -246,6 +253,7 @@ export async function startGrpcServer(opts: GrpcServerOptions, handlers: GrpcHan
     recoverRegistry,
     faultRegistry,
     dataTraceRegistry,
+    configRegistry,
     connections: (ip?: string) => listener.connections(ip),
     forgetJob: (jobId: string) => {
       recoverRegistry.forget(jobId);

@@ -90,6 +90,7 @@ export function stubHandlers(): StubHandlers {
       query: (jobId) => (record('FaultQuery', jobId), stub.faultView(jobId)),
     },
     pubFault: { sendPublicFault: (r) => (record('SendPublicFault', r), stub.pubFaultAnswer) },
+    config: { subscribed: (jobId) => record('SubscribeRankTable', jobId) },
     dataTrace: {
       jobKnown: (jobId) => stub.dataTraceJobs.has(jobId),
       modify: (r, publish) => {

@@ -53,6 +53,7 @@ export type Pod = {
     /** The pod's address(es), which the gRPC caller check compares with a caller's. */
     podIP?: string;
     podIPs?: Array<{ ip: string }>;
+    hostIP?: string;
     conditions?: Array<{ type: string; status: string }>;
     containerStatuses?: Array<{ name: string; containerID?: string; state?: Terminated; lastState?: Terminated }>;
   };

@@ -105,6 +105,8 @@ export function trimPod(o: KubeObject): Pod {
     put(s, 'reason', str(status.reason));
     put(s, 'message', str(status.message));
     put(s, 'podIP', str(status.podIP));
+    // config.Config's global rank table names each MindIE coordinator / controller pod by its node's address.
+    put(s, 'hostIP', str(status.hostIP));
     put(s, 'podIPs', arr(status.podIPs)?.flatMap((p) => (str(p.ip) === undefined ? [] : [{ ip: str(p.ip)! }])));
     put(s, 'conditions', arr(status.conditions)?.map((c) => ({ type: str(c.type) ?? '', status: str(c.status) ?? '' })));
     put(s, 'containerStatuses', arr(status.containerStatuses)?.map((c) => {

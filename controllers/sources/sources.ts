@@ -22,6 +22,8 @@ export const CM_SELECTORS = {
    * the label the device plugin syncs into the pods' mount; one without it is not watched (docs/grpc.md#trainingdatatrace-service).
    */
   dataTrace: { label: 'reset=true', prefix: 'data-trace-' },
+  /** MindIE's per-instance rank tables, read by config.Config (ClusterD's ConfigMap informer: label mx-consumer-cim=true, component/clusterd/pkg/interface/kube/informer.go). */
+  ringsConfig: { label: 'mx-consumer-cim=true', prefix: 'rings-config-' },
   faultConfig: { namespace: 'kube-system', name: 'mindx-dl-fault-config' },
 } as const;
 
@@ -35,6 +37,8 @@ export interface Sources {
   readonly resetConfigs: Reflector<ConfigMap>;
   /** `data-trace-<job>` in every namespace (TrainingDataTrace reads and writes them). */
   readonly dataTraceConfigMaps: Reflector<ConfigMap>;
+  /** `rings-config-*` in every namespace (label mx-consumer-cim=true): MindIE instance rank tables. */
+  readonly ringsConfigMaps: Reflector<ConfigMap>;
   readonly nodes: Reflector<Node>;
   readonly pods: Reflector<Pod>;
   readonly podGroups: Reflector<PodGroup>;
@@ -85,6 +89,7 @@ export function createSources(client: KubeClient, opts: SourcesOptions): Sources
     publicFaults: mk({ name: 'public_fault', path: paths.configMaps(), labelSelector: s.publicFault.label, transform: trimPublicFault }),
     faultConfig: mk({ name: 'fault_config', path: paths.configMaps(s.faultConfig.namespace), fieldSelector: `metadata.name=${s.faultConfig.name}` }),
     resetConfigs: mk({ name: 'reset_config', path: paths.configMaps(), labelSelector: s.resetConfig.label, filter: hasPrefix(s.resetConfig.prefix) }),
+    ringsConfigMaps: mk({ name: 'rings_config', path: paths.configMaps(), labelSelector: s.ringsConfig.label, filter: hasPrefix(s.ringsConfig.prefix) }),
     dataTraceConfigMaps: mk({ name: 'data_trace', path: paths.configMaps(), labelSelector: s.dataTrace.label, filter: hasPrefix(s.dataTrace.prefix) }),
     nodes: mk({ name: 'nodes', path: paths.nodes(), transform: trimNode }),
     pods, podGroups, vcJobs, ascendJobs,
