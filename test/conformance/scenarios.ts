@@ -19,6 +19,7 @@ import { PUBLIC_FAULTS } from './scenario-public-faults.ts';
 import { configMap, readyPatch, type World, type Write } from './world.ts';
 import { PROCESS_RECOVERY } from './scenario-process-recovery.ts';
 import { DATA_TRACE } from './scenario-data-trace.ts';
+import { CONFIG_RANK_TABLE } from './scenario-config.ts';
 
 const chipFault = (w: World, node: string, npu: number, code: string, now: number): Write => {
   const s = w.node(node);
@@ -107,4 +108,4 @@ export const AGENT_FAULTS: Scenario = {
   ],
 };
 
-export const SCENARIOS: readonly Scenario[] = [AGENT_FAULTS, MANUAL_SEPARATION, PROCESS_RECOVERY, PUBLIC_FAULTS, DATA_TRACE];
+export const SCENARIOS: readonly Scenario[] = [AGENT_FAULTS, MANUAL_SEPARATION, PROCESS_RECOVERY, PUBLIC_FAULTS, DATA_TRACE, CONFIG_RANK_TABLE];
