@@ -6,7 +6,7 @@
  *   hot-switch FSM while a hot switch runs.
  * - Fault: grpc-fault.ts.
  * - PubFault: checked against the public-fault rules and fed to the intake's public-fault path.
- * - TrainingDataTrace: grpc-datatrace.ts; config.Config: grpc-config.ts.
+ * - TrainingDataTrace: grpc-datatrace.ts; config.Config: grpc-config.ts; job.Job: grpc-job.ts.
  *
  * Reply codes: a report the FSM took (consumed or queued in its one-slot buffer) is answered
  * `{0, "jobId=<id>, uuid=<uuid>, receive <rpc>"}`. ClusterD blocks a second unsolicited report of a
@@ -34,6 +34,7 @@ export interface GrpcWiringDeps {
   readonly now: () => number;
   readonly dataTrace: Omit<DataTraceWiringDeps, 'log'>;
   readonly config: GrpcHandlers['config'];
+  readonly job: GrpcHandlers['job'];
 }
 
 const received = (jobId: string, uuid: string, rpc: string, accepted: boolean): Status =>
@@ -111,5 +112,6 @@ export function grpcHandlers(d: GrpcWiringDeps): GrpcHandlers {
     },
     dataTrace: dataTraceHandlers({ ...d.dataTrace, log }),
     config: d.config,
+    job: d.job,
   };
 }

@@ -2,7 +2,8 @@
  * Runs the ClusterD-compatible gRPC server (grpc/, port 8899) for this controller: Recover wired to
  * the recovery controller's FSMs, fault.Fault to the fault view, PubFault to the intake,
  * TrainingDataTrace to the job summary and the `data-trace-<job>` ConfigMaps (grpc-datatrace.ts),
- * config.Config to the global rank tables of MindIE jobs (grpc-config.ts).
+ * config.Config to the global rank tables of MindIE jobs (grpc-config.ts), job.Job to the job
+ * summary's transitions (grpc-job.ts).
  *
  * Leadership: the server listens only while this replica is the leader (started from
  * Manager.startActing, stopped in stopActing). A standby that answered Init/Register would take
@@ -34,6 +35,8 @@ import type { Sources } from './sources/sources.ts';
 import { jobNodes } from '../policy/jobs/job-view.ts';
 import { DataTraceConfigMaps } from '../actions/data-trace.action.ts';
 import { RankTablePublisher } from './grpc-config.ts';
+import { jobBatches, signalOfChange } from './grpc-job.ts';
+import { timeUuid } from '../grpc/job.service.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import type { JobSummaryController } from './job-summary.controller.ts';
 
@@ -69,6 +72,7 @@ export class GrpcController {
   private sub: Subscription | undefined;
   private publisher: TimerLoop | undefined;
   private rankTables: RankTablePublisher | undefined;
+  private jobSignals: Subscription | undefined;
   private readonly d: GrpcControllerDeps;
   private readonly dataTraceConfigMaps: DataTraceConfigMaps;
 
@@ -145,6 +149,13 @@ export class GrpcController {
         configMaps: this.dataTraceConfigMaps,
       },
       config: { subscribed: (jobId) => this.rankTables?.subscribed(jobId) },
+      job: {
+        allJobs: () => {
+          const jobs = this.d.jobSummary().store.all();
+          const now = this.d.clock.now();
+          return { batches: jobBatches(jobs.values(), Math.floor(now / 1000), () => timeUuid(now)), total: jobs.size };
+        },
+      },
     }));
     this.handle = handle;
     const summary = () => this.d.jobSummary();
@@ -153,6 +164,12 @@ export class GrpcController {
       push: (jobId, table) => handle.configRegistry.push(jobId, table), clock: this.d.clock, log,
     });
     this.rankTables.start();
+    // job.Job: every job summary transition, to every registered client.
+    this.jobSignals = summary().store.changes$.subscribe((c) => {
+      const now = this.d.clock.now();
+      const signal = signalOfChange(c, Math.floor(now / 1000), timeUuid(now));
+      if (signal !== undefined) handle.jobRegistry.broadcast(signal);
+    });
     recovery.onJobGone = (jobId) => handle.forgetJob(jobId);
     // Jobs restored from the state store were registered before the restart: reports stay accepted.
     for (const jobId of recovery.registeredJobIds()) {
@@ -189,6 +206,8 @@ export class GrpcController {
     this.publisher = undefined;
     await this.rankTables?.stop();
     this.rankTables = undefined;
+    this.jobSignals?.unsubscribe();
+    this.jobSignals = undefined;
     this.handle = undefined;
     this.d.recovery.onJobGone = undefined;
     await h?.shutdown(2_000);

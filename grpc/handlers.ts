@@ -9,6 +9,7 @@ import type {
   ClientInfo,
   DataStatusRes,
   DataTypeRes,
+  JobSummarySignal,
   ProfilingSwitch,
   FaultMsgSignal,
   ProcessFaultRequest,
@@ -131,12 +132,19 @@ export interface ConfigHandlers {
   subscribed(jobId: string): void;
 }
 
+/** job.Job (docs/grpc.md#job-service): the transport keeps clients, streams and the broadcast. */
+export interface JobHandlers {
+  /** SubscribeJobSummarySignalList's first messages: every job of the summary in NPU-bounded batches, and the job count. */
+  allJobs(): Awaitable<{ readonly batches: ReadonlyArray<readonly JobSummarySignal[]>; readonly total: number }>;
+}
+
 export interface GrpcHandlers {
   readonly recover: RecoverHandlers;
   readonly fault: FaultHandlers;
   readonly pubFault: PubFaultHandlers;
   readonly dataTrace: DataTraceHandlers;
   readonly config: ConfigHandlers;
+  readonly job: JobHandlers;
 }
 
 /** The logger used when none is injected. */

@@ -102,6 +102,13 @@ export const PROFILING_SWITCH_FIELDS = ['CommunicationOperator', 'Step', 'SaveCh
 export interface DataStatusRes { readonly message: string; readonly profilingSwitch: ProfilingSwitch | null; readonly code: number }
 export interface DataTypeRes { readonly message: string; readonly code: number }
 
+/** job.proto JobSummarySignal (wire field names; `HcclJson` upper-case as in the proto). */
+export interface JobSummarySignal {
+  readonly uuid: string; readonly jobId: string; readonly jobName: string; readonly namespace: string; readonly frameWork: string;
+  readonly jobStatus: string; readonly time: string; readonly cmIndex: string; readonly total: string; readonly HcclJson: string;
+  readonly deleteTime: string; readonly sharedTorIp: string; readonly masterAddr: string; readonly operator: string; readonly sid: string;
+}
+
 /** config.proto RankTableStream: a job's global rank table (JSON text). */
 export interface RankTableStream { readonly jobId: string; readonly rankTable: string }
 

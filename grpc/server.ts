@@ -1,20 +1,14 @@
 /**
  * The ClusterD-compatible gRPC server (port 8899): transport only. Registers Recover, fault.Fault,
- * PubFault, TrainingDataTrace and config.Config with the injected handlers, answers job.Job with
- * UNIMPLEMENTED, and applies ClusterD's transport limits (docs/grpc.md#transport, docs/rules.md#timing.clusterd).
+ * PubFault, TrainingDataTrace, config.Config and job.Job with the injected handlers, and applies
+ * ClusterD's transport limits (docs/grpc.md#transport, docs/rules.md#timing.clusterd).
  */
-import {
-  Server,
-  ServerCredentials,
-  status as GrpcStatus,
-  type ServerWritableStream,
-  type ServiceDefinition,
-  type UntypedServiceImplementation,
-} from '@grpc/grpc-js';
-import { UnaryRateLimiter, grpcCodeName, type CallContext, type GrpcBound } from './call-context.ts';
+import { Server, ServerCredentials } from '@grpc/grpc-js';
+import { UnaryRateLimiter, type CallContext, type GrpcBound } from './call-context.ts';
 import { CallerGate, type CallerCheck } from './peer.ts';
 import { DEFAULT_MAX_PENDING_WRITES, type SignalStreamOptions } from './signal-stream.ts';
 import { ConfigRegistry, configService } from './config.service.ts';
+import { JobClientRegistry, jobService } from './job.service.ts';
 import { DataTraceRegistry, dataTraceService } from './datatrace.service.ts';
 import { faultService } from './fault.service.ts';
 import { silentLogger, type Awaitable, type CountRequest, type GrpcHandlers, type GrpcLogger } from './handlers.ts';
@@ -129,30 +123,14 @@ export interface GrpcServerHandle {
   readonly dataTraceRegistry: DataTraceRegistry;
   /** config.Config registrations and rank-table streams (push a job's global rank table here). */
   readonly configRegistry: ConfigRegistry;
+  /** job.Job clients: broadcast each job summary signal here. */
+  readonly jobRegistry: JobClientRegistry;
   /** Open TCP connections (in total, or from one IP). */
   connections(ip?: string): number;
   /** Drop a job from both registries (its PodGroup was deleted): its streams end with status OK. */
   forgetJob(jobId: string): void;
   /** Stop accepting, end every stream (handlers see `shutdown`), then close; forced after `graceMs`. */
   shutdown(graceMs?: number): Promise<void>;
-}
-
-/** Answer every method of a service with UNIMPLEMENTED (counted). */
-function unimplemented(def: ServiceDefinition, ctx: CallContext): UntypedServiceImplementation {
-  const impl: UntypedServiceImplementation = {};
-  for (const [name, method] of Object.entries(def)) {
-    const details = `${method.path} is not implemented by this server`;
-    impl[name] = method.responseStream
-      ? (call: ServerWritableStream<unknown, unknown>) => {
-          ctx.count({ method: method.path, grpcCode: grpcCodeName(GrpcStatus.UNIMPLEMENTED) });
-          call.emit('error', { code: GrpcStatus.UNIMPLEMENTED, details });
-        }
-      : (_call: unknown, cb: (err: { code: number; details: string }) => void) => {
-          ctx.count({ method: method.path, grpcCode: grpcCodeName(GrpcStatus.UNIMPLEMENTED) });
-          cb({ code: GrpcStatus.UNIMPLEMENTED, details });
-        };
-  }
-  return impl;
 }
 
 export async function startGrpcServer(opts: GrpcServerOptions, handlers: GrpcHandlers): Promise<GrpcServerHandle> {
@@ -181,6 +159,7 @@ export async function startGrpcServer(opts: GrpcServerOptions, handlers: GrpcHan
     maxPublishersPerClient: limits.maxFaultPublishersPerClient, maxPublishers: limits.maxFaultPublishers,
   });
   const dataTraceRegistry = new DataTraceRegistry(limits.maxServeJobs);
+  const jobRegistry = new JobClientRegistry(limits.maxServeJobs, now);
   const configRegistry = new ConfigRegistry(limits.maxServeJobs, (jobId) =>
     boundHit('grpc_config_registrations', 'config.Config registration forgotten: too many registrations', { jobId: jobId.slice(0, 128), cap: limits.maxServeJobs }));
   const queryLimiter = new QueuedLimiter(limits.faultQueryQps, limits.faultQueryBurst, limits.faultQueryQueue, opts.clock);
@@ -199,7 +178,7 @@ export async function startGrpcServer(opts: GrpcServerOptions, handlers: GrpcHan
   server.addService(services.pubFault, pubFaultService({ ctx, handlers: handlers.pubFault, resources, limiter: pubLimiter }));
   server.addService(services.trainingDataTrace, dataTraceService({ ctx, registry: dataTraceRegistry, handlers: handlers.dataTrace, streamOptions }));
   server.addService(services.config, configService({ ctx, registry: configRegistry, handlers: handlers.config, streamOptions }));
-  for (const key of ['job'] as const) server.addService(services[key], unimplemented(services[key], ctx));
+  server.addService(services.job, jobService({ ctx, registry: jobRegistry, handlers: handlers.job, now, streamOptions }));
 
   const credentials = opts.tls
     ? ServerCredentials.createSsl(null, [{ cert_chain: Buffer.from(opts.tls.cert), private_key: Buffer.from(opts.tls.key) }], false)
@@ -225,6 +204,7 @@ export async function startGrpcServer(opts: GrpcServerOptions, handlers: GrpcHan
       faultRegistry.closeAll('shutdown');
       dataTraceRegistry.closeAll();
       configRegistry.closeAll();
+      jobRegistry.closeAll();
       queryLimiter.close();
       await new Promise<void>((resolve) => {
         const force = setTimeout(() => {
@@ -254,6 +234,7 @@ export async function startGrpcServer(opts: GrpcServerOptions, handlers: GrpcHan
     faultRegistry,
     dataTraceRegistry,
     configRegistry,
+    jobRegistry,
     connections: (ip?: string) => listener.connections(ip),
     forgetJob: (jobId: string) => {
       recoverRegistry.forget(jobId);

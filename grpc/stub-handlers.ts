@@ -6,7 +6,7 @@
 import { Code, Info, reportReceived, status, type Status } from './codes.ts';
 import type { DataTraceOutcome, GrpcHandlers, SignalStream, StreamCloseReason } from './handlers.ts';
 import type { ProcessManageSignal } from '../vocabulary/process-manage-signal.ts';
-import type { ClientInfo, DataStatusRes, FaultMsgSignal } from './messages.ts';
+import type { ClientInfo, DataStatusRes, FaultMsgSignal, JobSummarySignal } from './messages.ts';
 
 export interface RecordedCall { readonly method: string; readonly request: unknown }
 export interface RecordedClose { readonly service: 'recover' | 'fault'; readonly jobId: string; readonly streamId: number; readonly reason: StreamCloseReason }
@@ -28,6 +28,8 @@ export interface StubHandlers extends GrpcHandlers {
   readonly dataTraceNames: Map<string, string>;
   /** Get's answer for any job. */
   dataTraceGet: DataTraceOutcome<DataStatusRes>;
+  /** job.Job: what SubscribeJobSummarySignalList sends first. */
+  jobBatches: JobSummarySignal[][];
   /** Resolves with the first recorded item matching `pred`, waiting up to `timeoutMs`. */
   waitForCall(pred: (c: RecordedCall) => boolean, timeoutMs?: number): Promise<RecordedCall>;
   waitForClose(pred: (c: RecordedClose) => boolean, timeoutMs?: number): Promise<RecordedClose>;
@@ -64,6 +66,7 @@ export function stubHandlers(): StubHandlers {
     pubFaultAnswer: status(Code.OK, Info.pubFaultSuccess),
     dataTraceJobs: new Set(),
     dataTraceNames: new Map(),
+    jobBatches: [],
     dataTraceGet: { error: 'configmaps "data-trace-job" not found' },
     recover: {
       init: (c) => (record('Init', c), stub.initAnswer(c)),
@@ -90,6 +93,7 @@ export function stubHandlers(): StubHandlers {
       query: (jobId) => (record('FaultQuery', jobId), stub.faultView(jobId)),
     },
     pubFault: { sendPublicFault: (r) => (record('SendPublicFault', r), stub.pubFaultAnswer) },
+    job: { allJobs: () => ({ batches: stub.jobBatches, total: stub.jobBatches.reduce((n, b) => n + b.length, 0) }) },
     config: { subscribed: (jobId) => record('SubscribeRankTable', jobId) },
     dataTrace: {
       jobKnown: (jobId) => stub.dataTraceJobs.has(jobId),
