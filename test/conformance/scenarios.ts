@@ -20,6 +20,7 @@ import { configMap, readyPatch, type World, type Write } from './world.ts';
 import { PROCESS_RECOVERY } from './scenario-process-recovery.ts';
 import { DATA_TRACE } from './scenario-data-trace.ts';
 import { CONFIG_RANK_TABLE } from './scenario-config.ts';
+import { JOB_SIGNALS } from './scenario-job-signals.ts';
 
 const chipFault = (w: World, node: string, npu: number, code: string, now: number): Write => {
   const s = w.node(node);
@@ -108,4 +109,4 @@ export const AGENT_FAULTS: Scenario = {
   ],
 };
 
-export const SCENARIOS: readonly Scenario[] = [AGENT_FAULTS, MANUAL_SEPARATION, PROCESS_RECOVERY, PUBLIC_FAULTS, DATA_TRACE, CONFIG_RANK_TABLE];
+export const SCENARIOS: readonly Scenario[] = [AGENT_FAULTS, MANUAL_SEPARATION, PROCESS_RECOVERY, PUBLIC_FAULTS, DATA_TRACE, CONFIG_RANK_TABLE, JOB_SIGNALS];
