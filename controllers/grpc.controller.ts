@@ -36,7 +36,7 @@ import { jobNodes } from '../policy/jobs/job-view.ts';
 import { DataTraceConfigMaps } from '../actions/data-trace.action.ts';
 import { RankTablePublisher } from './grpc-config.ts';
 import { jobBatches, signalOfChange } from './grpc-job.ts';
-import { timeUuid } from '../grpc/job.service.ts';
+import { newUuid } from '../grpc/job.service.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import type { JobSummaryController } from './job-summary.controller.ts';
 
@@ -153,7 +153,7 @@ export class GrpcController {
         allJobs: () => {
           const jobs = this.d.jobSummary().store.all();
           const now = this.d.clock.now();
-          return { batches: jobBatches(jobs.values(), Math.floor(now / 1000), () => timeUuid(now)), total: jobs.size };
+          return { batches: jobBatches(jobs.values(), Math.floor(now / 1000), newUuid), total: jobs.size };
         },
       },
     }));
@@ -167,7 +167,7 @@ export class GrpcController {
     // job.Job: every job summary transition, to every registered client.
     this.jobSignals = summary().store.changes$.subscribe((c) => {
       const now = this.d.clock.now();
-      const signal = signalOfChange(c, Math.floor(now / 1000), timeUuid(now));
+      const signal = signalOfChange(c, Math.floor(now / 1000), newUuid());
       if (signal !== undefined) handle.jobRegistry.broadcast(signal);
     });
     recovery.onJobGone = (jobId) => handle.forgetJob(jobId);

@@ -2,7 +2,7 @@ import { status as GrpcStatus, type Client } from '@grpc/grpc-js';
 import { eventually } from './stub-handlers.ts';
 import { openStream, startStubServer, unaryCall, unaryError, type StubServer } from './testing.ts';
 import type { JobSummarySignal } from './messages.ts';
-import { timeUuid } from './job.service.ts';
+import { newUuid } from './job.service.ts';
 
 const signal = (jobId: string, hccl = '{"status":"initializing"}'): JobSummarySignal => ({
   uuid: 'u', jobId, jobName: 'j', namespace: 'ns', frameWork: 'pytorch', jobStatus: 'pending', time: '1', cmIndex: '0', total: '1', HcclJson: hccl,
@@ -20,12 +20,12 @@ describe('job.Job (docs/grpc.md#job-service)', () => {
   afterEach(() => t.close());
   const register = (role: string) => unaryCall<Reg>(c, 'job', 'Register', { role });
 
-  it('Register: whitelisted roles get 200 and a version-1 uuid; others UNKNOWN', async () => {
+  it('Register: whitelisted roles get 200 and a version-4 uuid; others UNKNOWN', async () => {
     const r = await register('CCAgent');
     expect(r).toMatchObject({ code: 200, info: 'registration successful' });
-    expect(r.clientId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-1[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(r.clientId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(await unaryError(c, 'job', 'Register', { role: 'taskd' })).toMatchObject({ code: GrpcStatus.UNKNOWN, details: 'role:taskd is not in whitelist' });
-    expect(timeUuid(0)).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-1/);
+    expect(newUuid()).not.toBe(newUuid());
   });
 
   it('Subscribe checks the client id and role; signals broadcast before the subscription are delivered (at most 10)', async () => {

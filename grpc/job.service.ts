@@ -4,7 +4,7 @@
  *
  * - Register(role): roles CCAgent, DefaultUser1, DefaultUser2, FdAgent only (else UNKNOWN
  *   `role:<role> is not in whitelist`); `{200, "registration successful", clientId}` with a fresh
- *   time-based uuid; at the client cap `{429, "client num limit, max client num is <cap>", ""}`.
+ *   random uuid; at the client cap `{429, "client num limit, max client num is <cap>", ""}`.
  * - SubscribeJobSummarySignal / SubscribeJobSummarySignalList(role, clientId): the client must be
  *   registered with that role (UNKNOWN `invalid clientId: <id>, please register first` / `invalid
  *   role: <role>, please check role first`), at most 20 streams a role (a client's new stream
@@ -18,7 +18,7 @@
  *
  * ClusterD caps clients at 100,000; we at `maxClients` (each holds up to 10 references to shared signals).
  */
-import { randomBytes } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { status as GrpcStatus, type ServerWritableStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import { grpcCodeName, refuseStream, reply, serverStream, unary, type CallContext } from './call-context.ts';
 import type { JobHandlers } from './handlers.ts';
@@ -35,16 +35,8 @@ export const JOB_MAX_STREAMS_PER_ROLE = 20;
 export const JOB_MAX_NPUS_PER_BATCH = 40_000;
 export const JOB_SUBSCRIBE_QPS = 20;
 
-/** k8s.io/apimachinery uuid.NewUUID: a version-1 (time-based) uuid. */
-export function timeUuid(nowMs: number): string {
-  // 100 ns intervals since 1582-10-15
-  const t = BigInt(nowMs) * 10_000n + 0x01b21dd213814000n + BigInt(randomBytes(2).readUInt16BE() % 10_000);
-  const hex = t.toString(16).padStart(15, '0');
-  const rnd = randomBytes(8);
-  rnd[0] = (rnd[0]! & 0x3f) | 0x80;
-  const r = rnd.toString('hex');
-  return `${hex.slice(7, 15)}-${hex.slice(3, 7)}-1${hex.slice(0, 3)}-${r.slice(0, 4)}-${r.slice(4, 16)}`;
-}
+/** k8s.io/apimachinery uuid.NewUUID: google/uuid's New, a random (version 4) uuid. */
+export const newUuid = (): string => randomUUID();
 
 type Listener = ServerSignalStream<unknown> & { readonly list: boolean; readonly raw: ServerWritableStream<unknown, unknown> };
 
@@ -182,7 +174,7 @@ export function jobService(d: JobServiceDeps): UntypedServiceImplementation {
         ctx.boundHit('grpc_job_clients', 'job service registration refused: client cap', { cap: registry.maxClients });
         return reply({ code: 429, info: `client num limit, max client num is ${registry.maxClients}`, clientId: '' });
       }
-      const clientId = timeUuid(d.now());
+      const clientId = newUuid();
       registry.add(clientId, role);
       ctx.log.info('job service client registered', { role, clientId });
       return reply({ code: 200, info: 'registration successful', clientId });

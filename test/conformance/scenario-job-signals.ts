@@ -1,7 +1,7 @@
 /**
  * job.Job over gRPC (the snapshot's job.proto through grpc-js): clients register (whitelisted roles
  * and one that is not), subscribe (plain and List, a bad client id, a wrong role), then a PyTorch
- * job of one rank pod goes pending -> running -> deleted and a late List subscriber reads the job
+ * job of one rank pod goes pending -> running -> pod deleted -> PodGroup deleted and a late List subscriber reads the job
  * summary. Every answer (client ids as their format), every signal (uuid as its format, times
  * normalised by the runner, the job id as the Job it names) and every stream end is recorded in
  * `gRPC job.Job` and compared.
@@ -21,7 +21,7 @@ const JOB = 'sig-job';
 const PG = `${JOB}-0c9d8e7f-6a5b-4c3d-9e2f-1a0b9c8d7e6f`;
 const POD = `${JOB}-worker-0`;
 const OWNER = { apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job', name: JOB, uid: '', controller: true, blockOwnerDeletion: true };
-const V1_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-1[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+const V4_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 const put = (collection: string, body: KubeObject, owner?: string): Write => ({ op: 'put', collection, body, ...(owner ? { ownerFrom: owner } : {}) });
 
@@ -58,10 +58,10 @@ function podRuns(): Write[] {
   ];
 }
 
-const jobDeleted = (): Write[] => [
-  { op: 'delete', path: paths.podGroup(NS, PG) },
-  { op: 'delete', path: paths.pod(NS, POD) },
-];
+// Two steps: ClusterD's job queue is read once a second, so a pod and its PodGroup deleted together
+// are one transition there and two here (controllers/job-summary.controller.ts reacts at once).
+const podDeleted = (): Write[] => [{ op: 'delete', path: paths.pod(NS, POD) }];
+const podGroupDeleted = (): Write[] => [{ op: 'delete', path: paths.podGroup(NS, PG) }];
 
 let ctor: ServiceClientConstructor | undefined;
 function jobClient(target: string): Client {
@@ -75,7 +75,7 @@ function jobClient(target: string): Client {
 const codeName = (c: number): string => Object.entries(GrpcStatus).find(([, v]) => v === c)?.[0] ?? String(c);
 type Signal = Record<string, string>;
 const signalText = (m: Signal): string =>
-  Object.entries(m).map(([k, v]) => `${k}=${k === 'uuid' ? (V1_UUID.test(v) ? '<uuid v1>' : JSON.stringify(v)) : v}`).join(' ');
+  Object.entries(m).map(([k, v]) => `${k}=${k === 'uuid' ? (V4_UUID.test(v) ? '<uuid v4>' : JSON.stringify(v)) : v}`).join(' ');
 
 interface State { fields: Fields; calls: number; streams: Array<ClientReadableStream<unknown>>; client: Client | undefined; ids: Map<string, string> }
 const KEY = 'job';
@@ -99,7 +99,7 @@ async function register(ctx: SideContext, label: string, role: string): Promise<
     (c as unknown as Record<string, (r: object, o: object, cb: (e: ServiceError | null, r?: { code?: number; info?: string; clientId?: string }) => void) => void>).Register!.call(c, { role }, { deadline: Date.now() + 10_000 }, (e, r) => {
       if (e) return resolve(`error ${codeName(e.code)} ${JSON.stringify(e.details)}`);
       if (r?.clientId) s.ids.set(label, r.clientId);
-      resolve(`code ${r?.code ?? 0} ${JSON.stringify(r?.info ?? '')} clientId=${V1_UUID.test(r?.clientId ?? '') ? '<uuid v1>' : JSON.stringify(r?.clientId ?? '')}`);
+      resolve(`code ${r?.code ?? 0} ${JSON.stringify(r?.info ?? '')} clientId=${V4_UUID.test(r?.clientId ?? '') ? '<uuid v4>' : JSON.stringify(r?.clientId ?? '')}`);
     }));
   s.fields[`call ${String(++s.calls).padStart(2, '0')} Register ${label} (${role})`] = answer;
 }
@@ -146,7 +146,8 @@ export const JOB_SIGNALS: Scenario = {
     },
     { name: 'a PyTorch job is created (pending)', writes: () => jobCreated() },
     { name: 'its pod runs', writes: () => podRuns() },
-    { name: 'the job is deleted', writes: () => jobDeleted() },
+    { name: 'its pod is deleted', writes: () => podDeleted() },
+    { name: 'its PodGroup is deleted', writes: () => podGroupDeleted() },
     {
       name: 'a late List subscriber',
       perSide: async (ctx) => {

@@ -52,7 +52,7 @@ describe('job.Job on the shipped controller (real apiserver, MindCluster\'s job.
     expect(await subscribe('SubscribeJobSummarySignal', 'CCAgent', 'nobody').status).toEqual({ code: GrpcStatus.UNKNOWN, details: 'invalid clientId: nobody, please register first' });
     const cc = await register('CCAgent');
     expect(cc).toMatchObject({ code: 200, info: 'registration successful' });
-    expect(cc.clientId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-1[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(cc.clientId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     const plain = subscribe<Signal>('SubscribeJobSummarySignal', 'CCAgent', cc.clientId);
     const fd = await register('FdAgent');
     const list = subscribe<SignalList>('SubscribeJobSummarySignalList', 'FdAgent', fd.clientId);
