@@ -77,9 +77,9 @@ describe('TrainingDataTrace handlers (ClusterD application/profiling/grpc_servic
 
   it('a subscription names a job key, or a multi-instance job\'s jobID label with its app as the role', async () => {
     const w = world({ mounted: true });
-    expect(await w.h.jobKnown('uid-1', 'taskd')).toBe(true);
-    expect(await w.h.jobKnown('mindie-1', 'mindie-ms-server')).toBe(true);
-    expect(await w.h.jobKnown('mindie-1', 'taskd')).toBe(false);
-    expect(await w.h.jobKnown('other', 'taskd')).toBe(false);
+    expect(await w.h.jobOf('uid-1', 'taskd')).toBe('uid-1');
+    expect(await w.h.jobOf('mindie-1', 'mindie-ms-server')).toBe('uid-1');
+    expect(await w.h.jobOf('mindie-1', 'taskd')).toBeUndefined();
+    expect(await w.h.jobOf('other', 'taskd')).toBeUndefined();
   });
 });

@@ -79,14 +79,14 @@ export function dataTraceHandlers(d: DataTraceWiringDeps): DataTraceHandlers {
     return owner ?? NO_OWNER;
   };
   return {
-    jobKnown: (jobId, role) => {
+    jobOf: (jobId, role) => {
       const jobs = d.jobs();
-      if (jobs.has(jobId)) return true;
+      if (jobs.has(jobId)) return jobId;
       for (const [key] of jobs) {
         const labels = d.podGroup(key)?.metadata?.labels ?? {};
-        if ((labels[MULTI_INSTANCE_JOB_ID_LABEL] ?? '') === jobId && (labels[MULTI_INSTANCE_APP_LABEL] ?? '') === role) return true;
+        if ((labels[MULTI_INSTANCE_JOB_ID_LABEL] ?? '') === jobId && (labels[MULTI_INSTANCE_APP_LABEL] ?? '') === role) return key;
       }
-      return false;
+      return undefined;
     },
     modify: async ({ namespace, name, profilingSwitch }, publish) => {
       const notify = (): string | undefined => {

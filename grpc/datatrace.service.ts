@@ -101,15 +101,14 @@ export function dataTraceService(d: DataTraceServiceDeps): UntypedServiceImpleme
     SubscribeDataTraceSwitch: serverStream(ctx, subscribePath, async (call: ServerWritableStream<unknown, unknown>) => {
       const raw = (call.request ?? {}) as Record<string, unknown>;
       const client: ClientInfo = { jobId: str(raw.jobId), role: str(raw.role) };
-      // ClusterD's answer first (an unknown job is UNKNOWN whoever asks), then the caller check.
-      if (!registry.has(client.jobId)) {
-        const known = await d.handlers.jobKnown(client.jobId, client.role);
-        if (!known || registry.size >= registry.maxServeJobs) {
-          if (known) ctx.log.warn('data trace subscription refused: served jobs at the cap', { jobId: clip(client.jobId), cap: registry.maxServeJobs });
-          return refuseStream(ctx, subscribePath, call, GrpcStatus.UNKNOWN, DataTraceInfo.notRegistered(client));
-        }
+      // ClusterD's answer first (an unknown job is UNKNOWN whoever asks), then the caller check on
+      // the pods of the job the id names (a multi-instance id names its server job).
+      const jobKey = await d.handlers.jobOf(client.jobId, client.role);
+      if (!registry.has(client.jobId) && (jobKey === undefined || registry.size >= registry.maxServeJobs)) {
+        if (jobKey !== undefined) ctx.log.warn('data trace subscription refused: served jobs at the cap', { jobId: clip(client.jobId), cap: registry.maxServeJobs });
+        return refuseStream(ctx, subscribePath, call, GrpcStatus.UNKNOWN, DataTraceInfo.notRegistered(client));
       }
-      const refusal = await ctx.gate.refusal(subscribePath, client.jobId, call.getPeer());
+      const refusal = await ctx.gate.refusal(subscribePath, jobKey ?? client.jobId, call.getPeer());
       if (refusal !== undefined) return refuseStream(ctx, subscribePath, call, GrpcStatus.PERMISSION_DENIED, refusal);
       if (call.cancelled) return;
       const stream = new ServerSignalStream<DataStatusRes>(call as ServerWritableStream<unknown, DataStatusRes>, client, d.streamOptions);

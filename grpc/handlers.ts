@@ -116,8 +116,12 @@ export type DataTraceOutcome<Res> = { readonly reply: Res } | { readonly error: 
 
 /** TrainingDataTrace (docs/grpc.md#trainingdatatrace-service). `namespace/name` was already split. */
 export interface DataTraceHandlers {
-  /** preRegistry: a job of the job cache, or the `jobID` label of a multi-instance job whose `app` label is `role`. */
-  jobKnown(jobId: string, role: string): Awaitable<boolean>;
+  /**
+   * preRegistry: the key of the job `jobId` names (a job of the job cache, or the job whose PodGroup
+   * has `jobID=<jobId>` and `app=<role>`: a multi-instance job); undefined when none. The caller
+   * check asks about that job's pods.
+   */
+  jobOf(jobId: string, role: string): Awaitable<string | undefined>;
   /** `publish(jobKey, switch)` queues the switch on the job's subscription; its error text when there is none. */
   modify(
     request: { readonly namespace: string; readonly name: string; readonly profilingSwitch: ProfilingSwitch | null },

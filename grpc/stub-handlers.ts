@@ -96,7 +96,7 @@ export function stubHandlers(): StubHandlers {
     job: { allJobs: () => ({ batches: stub.jobBatches, total: stub.jobBatches.reduce((n, b) => n + b.length, 0) }) },
     config: { subscribed: (jobId) => record('SubscribeRankTable', jobId) },
     dataTrace: {
-      jobKnown: (jobId) => stub.dataTraceJobs.has(jobId),
+      jobOf: (jobId) => (stub.dataTraceJobs.has(jobId) ? jobId : undefined),
       modify: (r, publish) => {
         record('ModifyTrainingDataTraceSwitch', r);
         const jobId = stub.dataTraceNames.get(`${r.namespace}/${r.name}`);
