@@ -6,6 +6,7 @@
  *   hot-switch FSM while a hot switch runs.
  * - Fault: grpc-fault.ts.
  * - PubFault: checked against the public-fault rules and fed to the intake's public-fault path.
+ * - TrainingDataTrace: grpc-datatrace.ts; config.Config: grpc-config.ts; job.Job: grpc-job.ts.
  *
  * Reply codes: a report the FSM took (consumed or queued in its one-slot buffer) is answered
  * `{0, "jobId=<id>, uuid=<uuid>, receive <rpc>"}`. ClusterD blocks a second unsolicited report of a
@@ -19,6 +20,7 @@ import { validatePublicFault } from '../schemas/public-fault/public-fault.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { DeviceFaultsController } from './device-faults.controller.ts';
 import type { FaultPublisher } from './grpc-fault.ts';
+import { dataTraceHandlers, type DataTraceWiringDeps } from './grpc-datatrace.ts';
 import { PROCESS_RECOVER_ENABLE_LABEL, type RecoveryController } from './recovery.controller.ts';
 
 /** Origin prefix of public faults sent over gRPC (`grpc-pubfault/<resource>`), in logs and the store. */
@@ -30,6 +32,9 @@ export interface GrpcWiringDeps {
   readonly faults: FaultPublisher;
   readonly log: Logger;
   readonly now: () => number;
+  readonly dataTrace: Omit<DataTraceWiringDeps, 'log'>;
+  readonly config: GrpcHandlers['config'];
+  readonly job: GrpcHandlers['job'];
 }
 
 const received = (jobId: string, uuid: string, rpc: string, accepted: boolean): Status =>
@@ -106,5 +111,8 @@ export function grpcHandlers(d: GrpcWiringDeps): GrpcHandlers {
         return s;
       },
     },
+    dataTrace: dataTraceHandlers({ ...d.dataTrace, log }),
+    config: d.config,
+    job: d.job,
   };
 }

@@ -1,6 +1,9 @@
 /**
  * Runs the ClusterD-compatible gRPC server (grpc/, port 8899) for this controller: Recover wired to
- * the recovery controller's FSMs, fault.Fault to the fault view, PubFault to the intake.
+ * the recovery controller's FSMs, fault.Fault to the fault view, PubFault to the intake,
+ * TrainingDataTrace to the job summary and the `data-trace-<job>` ConfigMaps (grpc-datatrace.ts),
+ * config.Config to the global rank tables of MindIE jobs (grpc-config.ts), job.Job to the job
+ * summary's transitions (grpc-job.ts).
  *
  * Leadership: the server listens only while this replica is the leader (started from
  * Manager.startActing, stopped in stopActing). A standby that answered Init/Register would take
@@ -30,6 +33,12 @@ import type { RecoveryController } from './recovery.controller.ts';
 import type { FaultView } from './fault-view.ts';
 import type { Sources } from './sources/sources.ts';
 import { jobNodes } from '../policy/jobs/job-view.ts';
+import { DataTraceConfigMaps } from '../actions/data-trace.action.ts';
+import { RankTablePublisher } from './grpc-config.ts';
+import { jobBatches, signalOfChange } from './grpc-job.ts';
+import { newUuid } from '../grpc/job.service.ts';
+import type { KubeClient } from '../runtime/kube-client.ts';
+import type { JobSummaryController } from './job-summary.controller.ts';
 
 const FAULT_PUSH_WINDOW_KEY = 'push';
 const FAULT_PUSH_WINDOW_MS = 200;
@@ -48,6 +57,10 @@ export interface GrpcControllerDeps {
   readonly limits?: Partial<GrpcLimits>;
   /** The controller's clock (runtime/clock.ts): rate limits, keep-alive signals, the publisher's window. */
   readonly clock: QueueClock;
+  /** The API client: TrainingDataTrace writes `data-trace-<job>` (actions/data-trace.action.ts). */
+  readonly client: KubeClient;
+  /** ClusterD's job cache and the PodGroup and pods of a job (read when a call comes; built after this controller). */
+  readonly jobSummary: () => Pick<JobSummaryController, 'store' | 'podGroupOf' | 'jobPods'>;
   /** A job's fault subscription started or ended (FaultPublisherDeps.subscriptionChanged). */
   readonly onFaultSubscription?: (jobId: string, nodes: readonly string[]) => void;
 }
@@ -58,10 +71,16 @@ export class GrpcController {
   private starting: Promise<GrpcServerHandle | undefined> | undefined;
   private sub: Subscription | undefined;
   private publisher: TimerLoop | undefined;
+  private rankTables: RankTablePublisher | undefined;
+  private jobSignals: Subscription | undefined;
   private readonly d: GrpcControllerDeps;
+  private readonly dataTraceConfigMaps: DataTraceConfigMaps;
 
   constructor(d: GrpcControllerDeps) {
     this.d = d;
+    this.dataTraceConfigMaps = new DataTraceConfigMaps({
+      client: d.client, cached: (ns, name) => d.sources.dataTraceConfigMaps.get(`${ns}/${name}`), metrics: d.metrics, now: () => d.clock.now(),
+    });
     this.faults = new FaultPublisher({
       sources: d.sources,
       faultsOf: (n) => d.faults.jobView(n),
@@ -121,8 +140,36 @@ export class GrpcController {
       countRequest: (r) => metrics.grpcRequests.inc({ method: r.method, code: r.code !== undefined ? String(r.code) : r.grpcCode }),
       onConnectionRefused: (cap) => metrics.boundHits.inc({ bound: cap }),
       clock: this.d.clock,
-    }, grpcHandlers({ recovery, deviceFaults: this.d.deviceFaults, faults: this.faults, log, now: () => this.d.clock.now() }));
+    }, grpcHandlers({
+      recovery, deviceFaults: this.d.deviceFaults, faults: this.faults, log, now: () => this.d.clock.now(),
+      dataTrace: {
+        jobs: () => this.d.jobSummary().store.all(),
+        podGroup: (key) => this.d.jobSummary().podGroupOf(key),
+        pods: (key) => this.d.jobSummary().jobPods(key),
+        configMaps: this.dataTraceConfigMaps,
+      },
+      config: { subscribed: (jobId) => this.rankTables?.subscribed(jobId) },
+      job: {
+        allJobs: () => {
+          const jobs = this.d.jobSummary().store.all();
+          const now = this.d.clock.now();
+          return { batches: jobBatches(jobs.values(), Math.floor(now / 1000), newUuid), total: jobs.size };
+        },
+      },
+    }));
     this.handle = handle;
+    const summary = () => this.d.jobSummary();
+    this.rankTables = new RankTablePublisher({
+      sources: this.d.sources, jobs: () => summary().store.all(), podGroup: (k) => summary().podGroupOf(k), pods: (k) => summary().jobPods(k),
+      push: (jobId, table) => handle.configRegistry.push(jobId, table), clock: this.d.clock, log,
+    });
+    this.rankTables.start();
+    // job.Job: every job summary transition, to every registered client.
+    this.jobSignals = summary().store.changes$.subscribe((c) => {
+      const now = this.d.clock.now();
+      const signal = signalOfChange(c, Math.floor(now / 1000), newUuid());
+      if (signal !== undefined) handle.jobRegistry.broadcast(signal);
+    });
     recovery.onJobGone = (jobId) => handle.forgetJob(jobId);
     // Jobs restored from the state store were registered before the restart: reports stay accepted.
     for (const jobId of recovery.registeredJobIds()) {
@@ -157,6 +204,10 @@ export class GrpcController {
     this.sub = undefined;
     await this.publisher?.stop();
     this.publisher = undefined;
+    await this.rankTables?.stop();
+    this.rankTables = undefined;
+    this.jobSignals?.unsubscribe();
+    this.jobSignals = undefined;
     this.handle = undefined;
     this.d.recovery.onJobGone = undefined;
     await h?.shutdown(2_000);

@@ -240,7 +240,7 @@ export class Manager implements HealthSource {
     });
     const recovery = this.recovery;
     this.grpc = new GrpcController({
-      options, sources: s, deviceFaults: this.deviceFaults, faults, recovery,
+      options, sources: s, deviceFaults: this.deviceFaults, faults, recovery, client: deps.client, jobSummary: () => this.jobSummary,
       log: log.child({ component: 'grpc' }), metrics, clock, limits: { unaryQps: options.grpcUnaryQps },
       onFaultSubscription: (jobId, nodes) => ports.jobFacts.next({ jobId, nodes }),
     });
