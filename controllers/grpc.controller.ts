@@ -14,19 +14,19 @@
  * registrations or streams refused or dropped at a cap in `bound_hits_total{bound="grpc_..."}`.
  */
 import { readFile } from 'node:fs/promises';
-import { merge, type Subscription } from 'rxjs';
+import { merge, type Observable, type Subscription } from 'rxjs';
 import { TimerLoop } from '../runtime/timer-loop.ts';
 import type { QueueClock } from '../runtime/clock.ts';
 import { startGrpcServer, type GrpcLimits, type GrpcServerHandle } from '../grpc/index.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import type { DeviceFaultsController } from './device-faults.controller.ts';
+import type { PublicFaultIntake } from './device-faults.controller.ts';
 import { FaultPublisher } from './grpc-fault.ts';
 import { PodAddressIndex, podIpCallerCheck } from './grpc-caller.ts';
 import type { Pod } from '../runtime/kube-objects.ts';
 import { grpcHandlers } from './grpc-handlers.ts';
 import type { Options } from './options.ts';
-import type { RecoveryController } from './recovery.controller.ts';
+import type { RecoveryService } from './recovery.controller.ts';
 import type { FaultView } from './fault-view.ts';
 import type { Sources } from './sources/sources.ts';
 import { jobNodes } from '../policy/jobs/job-view.ts';
@@ -38,10 +38,12 @@ export interface GrpcControllerDeps {
   readonly options: Options;
   readonly sources: Sources;
   /** The intake (a PubFault is one of its inputs). */
-  readonly deviceFaults: DeviceFaultsController;
+  readonly deviceFaults: PublicFaultIntake;
   /** The fault view: the job view the fault service publishes, and its changes. */
   readonly faults: Pick<FaultView, 'jobView' | 'changes$' | 'store'>;
-  readonly recovery: RecoveryController;
+  readonly recovery: RecoveryService;
+  /** Registered jobs whose PodGroup went away (RecoveryControllerDeps.jobGone): the transport forgets them. */
+  readonly jobGone$?: Observable<string>;
   readonly log: Logger;
   readonly metrics: Metrics;
   /** Transport limit overrides (tests: a small QPS bucket). */
@@ -57,6 +59,7 @@ export class GrpcController {
   private handle: GrpcServerHandle | undefined;
   private starting: Promise<GrpcServerHandle | undefined> | undefined;
   private sub: Subscription | undefined;
+  private goneSub: Subscription | undefined;
   private publisher: TimerLoop | undefined;
   private readonly d: GrpcControllerDeps;
 
@@ -123,7 +126,7 @@ export class GrpcController {
       clock: this.d.clock,
     }, grpcHandlers({ recovery, deviceFaults: this.d.deviceFaults, faults: this.faults, log, now: () => this.d.clock.now() }));
     this.handle = handle;
-    recovery.onJobGone = (jobId) => handle.forgetJob(jobId);
+    this.goneSub = this.d.jobGone$?.subscribe((jobId) => handle.forgetJob(jobId));
     // Jobs restored from the state store were registered before the restart: reports stay accepted.
     for (const jobId of recovery.registeredJobIds()) {
       const c = { jobId, role: 'taskd' };
@@ -158,7 +161,8 @@ export class GrpcController {
     await this.publisher?.stop();
     this.publisher = undefined;
     this.handle = undefined;
-    this.d.recovery.onJobGone = undefined;
+    this.goneSub?.unsubscribe();
+    this.goneSub = undefined;
     await h?.shutdown(2_000);
   }
 }
