@@ -151,6 +151,13 @@ export interface BuildContext {
 
 const spec = specKit<BuildContext, CallPorts, EventPorts>();
 
+/** Which call ports only read their provider's state, and which run its behaviour (tools/layering's graph rules). */
+export const PORT_KINDS: { readonly [K in keyof CallPorts]: 'read' | 'call' } = {
+  faultStore: 'read', faultView: 'read', faultPolicy: 'call', policyState: 'read', schedulerFilters: 'call',
+  publicFaultIntake: 'call', lastGoodState: 'read', recoveryStatus: 'read', recoveryHandOff: 'call',
+  faultSubscriptions: 'read', reschedulingRole: 'read', exceptionInputs: 'read',
+};
+
 /** The intake's state and the fault view's published snapshot: every flow below reads them. */
 const faultState = spec({
   name: 'fault-state', layer: 'state',
@@ -638,7 +645,7 @@ export function buildManager(deps: ManagerDeps, acting: () => boolean): BuiltMan
   metrics.bounds.setLogger(log.child({ component: 'bounds' }), now);
   const writer = new ConfigMapWriter(deps.client, { metrics, dryRun: options.dryRun, log });
   const x: BuildContext = { deps, sources, writer, now, acting, loop: (r) => new ControllerLoop(r, { log, metrics, clock }) };
-  const b = buildFlows(FLOW_SPECS, x);
+  const b = buildFlows(FLOW_SPECS, PORT_KINDS, x);
   const out = <S>(s: S & { readonly name: string }): OutOf<S> => b.outs.get(s.name) as OutOf<S>;
   const state = out(faultState);
   const { jobs: jobsController, breaker } = out(jobs);

@@ -16,7 +16,11 @@ import type { Flow } from './flows.ts';
 /** Where a flow sits: a node may call only ports of its own layer or below (docs/ARCHITECTURE.md#the-flow-graph). */
 export type Layer = 'state' | 'reconciler' | 'controller' | 'process';
 export const LAYER_RANK: Readonly<Record<Layer, number>> = { state: 0, reconciler: 1, controller: 2, process: 3 };
-export type PortKind = 'call' | 'event';
+/**
+ * `read`: a pure read of a provider's state (a snapshot, a store, a document to persist); `call`: the
+ * provider's behaviour (evaluate, hand off, submit); `event`: a Subject of the builder's.
+ */
+export type PortKind = 'read' | 'call' | 'event';
 
 export interface GraphNode {
   readonly name: string;
@@ -27,7 +31,7 @@ export interface GraphNode {
   readonly watches: readonly string[];
 }
 
-/** consumer -> provider (call) or watcher -> emitter (event). */
+/** consumer -> provider (read, call) or watcher -> emitter (event). */
 export interface GraphEdge {
   readonly from: string;
   readonly to: string;
@@ -117,7 +121,7 @@ function buildOrder(specs: readonly { name: string; consumes: readonly string[] 
   return order;
 }
 
-export function buildFlows<X, Calls, Ev>(specs: readonly FlowSpec<X, Calls, Ev>[], x: X): BuiltFlows<Ev> {
+export function buildFlows<X, Calls, Ev>(specs: readonly FlowSpec<X, Calls, Ev>[], kinds: { readonly [K in keyof Calls]: 'read' | 'call' }, x: X): BuiltFlows<Ev> {
   const names = new Set<string>();
   for (const s of specs) {
     if (names.has(s.name)) throw new BuildError(`two flows named ${s.name}`);
@@ -174,7 +178,7 @@ export function buildFlows<X, Calls, Ev>(specs: readonly FlowSpec<X, Calls, Ev>[
   const edges: GraphEdge[] = [];
   const emitters = (e: string): string[] => specs.filter((s) => s.emits.includes(e as keyof Ev & string)).map((s) => s.name);
   for (const s of specs) {
-    for (const p of s.consumes) edges.push({ from: s.name, to: providerOf.get(p)!, port: p, kind: 'call' });
+    for (const p of s.consumes) edges.push({ from: s.name, to: providerOf.get(p)!, port: p, kind: kinds[p] });
     for (const e of s.watches) for (const m of emitters(e)) edges.push({ from: s.name, to: m, port: e, kind: 'event' });
   }
   const nodes: GraphNode[] = specs.map((s) => ({ name: s.name, layer: s.layer, provides: [...s.provides], consumes: [...s.consumes], emits: [...s.emits], watches: [...s.watches] }));
@@ -207,11 +211,12 @@ export function buildFlows<X, Calls, Ev>(specs: readonly FlowSpec<X, Calls, Ev>[
   };
 }
 
-/** The graph as text (docs/ARCHITECTURE.md holds it; a test checks the two agree). */
+/** The graph as a mermaid flowchart (reads `-->`, calls `==>`, events `-.->`); docs/ARCHITECTURE.md holds it and a test checks the two agree. */
 export function graphText(g: FlowGraph): string {
   const lines = ['flowchart LR'];
   for (const n of g.nodes) lines.push(`  ${id(n.name)}["${n.name} (${n.layer})"]`);
-  for (const e of g.edges) lines.push(`  ${id(e.from)} ${e.kind === 'call' ? '-->' : '-.->'}|${e.port}| ${id(e.to)}`);
+  for (const e of g.edges) lines.push(`  ${id(e.from)} ${ARROW[e.kind]}|${e.port}| ${id(e.to)}`);
   return lines.join('\n');
 }
 const id = (name: string): string => name.replace(/-/g, '_');
+const ARROW: Readonly<Record<PortKind, string>> = { read: '-->', call: '==>', event: '-.->' };
