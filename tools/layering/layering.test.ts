@@ -99,6 +99,12 @@ describe('layering', () => {
           '  start(): void { this.thing.bump(); }',
           '}',
         ].join('\n'),
+        'controllers/build.ts': [
+          "import { ThingController } from './thing.controller.ts';",
+          'export const made = new ThingController();',
+          'export let shared: number | undefined;',
+          "export const names = ['a'];",
+        ].join('\n'),
         'controllers/reads.ts': [
           "import type { HttpKubeClient, KubeClient } from '../runtime/kube-client.ts';",
           "export const reads = (k: KubeClient, h: HttpKubeClient, m: Map<string, number>): unknown => [k.get('x'), h.request('GET', 'x'), m.delete('x'), 'a'.replace('a', 'b')];",
@@ -135,6 +141,8 @@ describe('layering', () => {
         'runtime-not-above: runtime/uses-state.ts -> state/index.ts',
         'runtime-not-above: runtime/uses-wiring.ts -> controllers/writes.ts',
         'schemas-not-above: schemas/s.ts -> policy/p.ts',
+        'specs-share-nothing: controllers/build.ts -> made',
+        'specs-share-nothing: controllers/build.ts -> shared',
         'state-no-clock: state/index.ts -> Date.now()',
         'state-no-io: state/index.ts -> fs',
         'state-no-io: state/index.ts -> node_modules/winston/lib/winston.js',

@@ -25,7 +25,8 @@
  *   controllers/, reconcilers/ and actions/ are held by the rules above as well.
  *
  * - the runtime graph's rules (`graph-*`, tools/layering/graph.ts) on the graph the Manager's builder
- *   records, and `manager-no-closures`: no function in controllers/manager.ts reaches into a controller.
+ *   records; `manager-no-closures`: no closure in controllers/manager.ts reaches into a controller;
+ *   `specs-share-nothing`: controllers/build.ts keeps no controller and no mutable binding at module scope.
  *
  * There is no exceptions list for the other rules: any violation fails. `node tools/layering/layering.ts` prints the
  * report (exit 1 on any violation); `--json` prints {violations}; `--root DIR` checks another tree
@@ -110,6 +111,26 @@ export const ONE_CLOCK_ALLOWED: Readonly<Record<string, { readonly uses: readonl
 
 /** The process's lifecycle: it wires nothing, so none of its closures may reach into a controller (controllers/build.ts does the wiring). */
 const MANAGER_FILE = 'controllers/manager.ts';
+/** The flows' declarations: each spec's build sees only its declared ports, so nothing at module scope may carry a controller between specs. */
+const BUILD_FILE = 'controllers/build.ts';
+/**
+ * `specs-share-nothing`: a mutable module binding (`let`, `var`) or a module-scope controller in
+ * controllers/build.ts, the one way a spec's closure could reach a controller another spec built.
+ */
+function sharedBindings(sf: ts.SourceFile, controllerClassOf: (e: ts.Expression) => string | undefined, file: string): Violation[] {
+  const out: Violation[] = [];
+  for (const st of sf.statements) {
+    if (!ts.isVariableStatement(st)) continue;
+    const mutable = (st.declarationList.flags & (ts.NodeFlags.Let | ts.NodeFlags.Const)) !== ts.NodeFlags.Const;
+    for (const d of st.declarationList.declarations) {
+      const name = d.name.getText(sf);
+      const holdsController = ts.isIdentifier(d.name) && controllerClassOf(d.name) !== undefined;
+      if (mutable || holdsController) out.push({ rule: 'specs-share-nothing', from: file, to: name, at: `${file}:${sf.getLineAndCharacterOfPosition(d.getStart(sf)).line + 1}` });
+    }
+  }
+  return out;
+}
+
 /** Inside an arrow function or a function expression (a closure), not a method body. */
 function inClosure(n: ts.Node): boolean {
   for (let p = n.parent; p !== undefined; p = p.parent) {
@@ -167,6 +188,7 @@ export function astViolations(root: string): Violation[] {
     const checkOneClock = ONE_CLOCK_FILES.test(file) && !checkClock;
     const allowed = new Set(ONE_CLOCK_ALLOWED[file]?.uses ?? []);
     const checkManager = file === MANAGER_FILE;
+    if (file === BUILD_FILE) out.push(...sharedBindings(sf, controllerClassOf, file));
     if (!checkWrites && !checkClock && !checkTimers && !checkOneClock && !checkManager) continue;
     const at = (n: ts.Node): string => `${file}:${sf.getLineAndCharacterOfPosition(n.getStart(sf)).line + 1}`;
     const visit = (n: ts.Node): void => {
