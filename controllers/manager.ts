@@ -50,7 +50,7 @@ export class Manager implements HealthSource {
   readonly faultStage: FaultViewStage;
   /** Every flow in lifecycle order (controllers/build.ts FLOW_SPECS). */
   private readonly flows: readonly Flow[];
-  /** The runtime graph the builder recorded: flows, the ports between them, call or event (tools/layering checks it). */
+  /** The runtime graph the builder recorded: flows and the ports between them, read, call or event (tools/layering checks it). */
   readonly graph: FlowGraph;
   /** The event subscriptions of every flow and of this process. */
   private readonly built: ReturnType<typeof buildManager>;
