@@ -285,7 +285,7 @@ const faultPolicy = spec({
 const filters = spec({
   name: 'filters', layer: 'controller',
   consumes: ['faultView', 'recoveryStatus', 'faultSubscriptions', 'policyState'], provides: ['schedulerFilters'], emits: ['reannounce', 'sideState'], watches: ['jobFacts'],
-  build: ({ faultView: view, recoveryStatus, faultSubscriptions, policyState }, emit, x) => {
+  build: ({ faultView: view, recoveryStatus, faultSubscriptions, policyState }, { reannounce, sideState }, x) => {
     const { options, log, metrics, clock } = x.deps;
     const filters: FaultFiltersController = new FaultFiltersController({
       sources: x.sources, log: log.child({ controller: 'fault_filters' }), metrics, clock,
@@ -293,10 +293,10 @@ const filters = spec({
       recovery: recoveryStatus,
       subscriptions: faultSubscriptions,
       npuClaims: options.trustPodNpuAnnotations ? 'annotation' : 'verified',
-      notify: emit.reannounce,
+      notify: reannounce,
       // The fault-view stage requeues a node at its windows' ends (one evaluator of the verdict).
       windowKeys: false,
-      onStateChange: () => emit.sideState({ filters: filters.state() }),
+      onStateChange: () => sideState({ filters: filters.state() }),
     });
     return {
       out: filters,
@@ -311,13 +311,13 @@ const filters = spec({
 const relationFaults = spec({
   name: 'relation-faults', layer: 'controller',
   consumes: ['faultView', 'faultStore', 'policyState'], provides: [], emits: ['sideState'], watches: [],
-  build: ({ faultView: view, faultStore: store, policyState }, emit, x) => {
+  build: ({ faultView: view, faultStore: store, policyState }, { sideState }, x) => {
     const { options, log, metrics, clock } = x.deps;
     const relations: RelationFaultsController = new RelationFaultsController({
       sources: x.sources, faultsOf: (n) => view.effective(n), faultNodes$: view.changes$.pipe(map((c) => c.nodes)),
       a3Node: (n) => (store.nodeState(n)?.device?.data.cfg.SuperPodID ?? -1) >= 0,
       client: x.deps.client, log: log.child({ controller: 'relation_faults' }), metrics, clock, dryRun: options.dryRun,
-      onStateChange: () => emit.sideState({ relation: relations.state() }),
+      onStateChange: () => sideState({ relation: relations.state() }),
     });
     return {
       out: relations,
@@ -554,21 +554,21 @@ const recoveryGrpc = spec({
   name: 'recovery-grpc', layer: 'controller',
   consumes: ['faultView', 'publicFaultIntake', 'reschedulingRole'], provides: ['recoveryStatus', 'recoveryHandOff', 'faultSubscriptions'],
   emits: ['reannounce', 'redecide', 'jobFacts', 'grpcServing'], watches: [],
-  build: ({ faultView: view, publicFaultIntake, reschedulingRole: role }, emit, x) => {
+  build: ({ faultView: view, publicFaultIntake, reschedulingRole: role }, { reannounce, redecide, jobFacts, grpcServing }, x) => {
     const { options, log, metrics, clock, client } = x.deps;
     // Registered jobs gone: the transport forgets them (recovery -> gRPC, both of this flow).
     const gone = new Subject<string>();
     const recovery = new RecoveryController({
-      client, sources: x.sources, faults: { jobView: (n) => view.jobView(n), changes$: view.changes$, notify: emit.reannounce },
+      client, sources: x.sources, faults: { jobView: (n) => view.jobView(n), changes$: view.changes$, notify: reannounce },
       writer: x.writer, options, log: log.child({ controller: 'recovery' }), metrics, clock,
       // With our jobs pipeline acting, label `pause` makes it re-decide the job (docs/rules.md#decision.process-gives-up, then pod or job level).
-      redecide: emit.redecide, role,
+      redecide, role,
       jobGone: (jobId) => gone.next(jobId),
     });
     const grpc = new GrpcController({
       options, sources: x.sources, deviceFaults: publicFaultIntake, faults: view, recovery, jobGone$: gone,
       log: log.child({ component: 'grpc' }), metrics, clock, limits: { unaryQps: options.grpcUnaryQps },
-      onFaultSubscription: (jobId, nodes) => emit.jobFacts({ jobId, nodes }),
+      onFaultSubscription: (jobId, nodes) => jobFacts({ jobId, nodes }),
     });
     return {
       out: { recovery, grpc },
@@ -577,7 +577,7 @@ const recoveryGrpc = spec({
       flow: {
         start: () => recovery.start(), stop: () => recovery.stop(),
         // The gRPC Service selects the leader label: claimed once the server has tried to listen.
-        startActing: () => { recovery.startActing(); void grpc.start().finally(() => emit.grpcServing()); },
+        startActing: () => { recovery.startActing(); void grpc.start().finally(() => grpcServing()); },
         stopActing: async () => { await grpc.stop(); await recovery.stopActing(); },
       },
     };

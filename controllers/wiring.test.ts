@@ -13,10 +13,10 @@ const kinds = { count: 'read' } as const;
 
 const counter = spec({
   name: 'counter', layer: 'state', consumes: [], provides: ['count'], emits: ['tick'], watches: [],
-  build: (_use, emit, x) => {
+  build: (_use, { tick }, x) => {
     let n = 0;
     return {
-      out: () => { n++; x.log.push(`counter emits ${n}`); emit.tick(n); },
+      out: () => { n++; x.log.push(`counter emits ${n}`); tick(n); },
       provide: { count: { value: () => n } },
       on: {},
     };
@@ -24,10 +24,10 @@ const counter = spec({
 });
 const watcher = (name: string) => spec({
   name, layer: 'controller', consumes: ['count'], provides: [], emits: ['done'], watches: ['tick'],
-  build: ({ count }, emit, x) => ({
+  build: ({ count }, { done }, x) => ({
     out: undefined,
     provide: {},
-    on: { tick: (v) => { x.log.push(`${name} sees ${v} (count ${count.value()})`); emit.done(); } },
+    on: { tick: (v) => { x.log.push(`${name} sees ${v} (count ${count.value()})`); done(); } },
     flow: { start: () => x.log.push(`${name} starts`) },
   }),
 });

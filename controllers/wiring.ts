@@ -47,7 +47,7 @@ export interface FlowGraph {
   readonly edges: readonly GraphEdge[];
   /** The order the specs were built in. */
   readonly buildOrder: readonly string[];
-  /** Ports each spec read from what it was handed while it was built (`node:port`): declared and used must match. */
+  /** Ports and event sinks each spec took from what it was handed while it was built (`node:port`): declared and used must match. */
   readonly used: readonly string[];
   /** Ports a spec reached for without declaring them (`node:port`): always a violation. */
   readonly undeclared: readonly string[];
@@ -163,9 +163,19 @@ export function buildFlows<X, Calls, Ev>(specs: readonly FlowSpec<X, Calls, Ev>[
         return ports.get(key);
       },
     });
-    const emit: Record<string, (v: unknown) => void> = {};
-    for (const e of s.emits) { const sub = subject(e); emit[e] = (v) => sub.next(v); }
-    const b = s.build(use, emit as Partial<Sinks<Ev, keyof Ev>>, x);
+    const sinks = new Map<string, (v: unknown) => void>();
+    for (const e of s.emits) { const sub = subject(e); sinks.set(e, (v) => sub.next(v)); }
+    const emits = new Set<string>(s.emits);
+    // The same for the events it emits: a sink is taken while the spec is built, or the declaration is stale.
+    const emit = new Proxy({} as Partial<Sinks<Ev, keyof Ev>>, {
+      get: (_t, key) => {
+        if (typeof key !== 'string') return undefined;
+        if (!emits.has(key)) { undeclared.push(`${name}:${key}`); return undefined; }
+        if (!used.includes(`${name}:${key}`)) used.push(`${name}:${key}`);
+        return sinks.get(key);
+      },
+    });
+    const b = s.build(use, emit, x);
     for (const p of s.provides) {
       const v = (b.provide as Record<string, unknown>)[p];
       if (v === undefined) throw new BuildError(`${name} declares port ${p} but did not provide it`);

@@ -4,7 +4,8 @@
  * provider (`read`, `call`) or watcher -> emitter (`event`).
  *
  * - `graph-undeclared`: a spec reached for a port it did not declare (the builder served nothing).
- * - `graph-declared-unused`: a spec declared a port it never read while it was built (a stale declaration).
+ * - `graph-declared-unused`: a spec declared a port it never read, or an event it never took the sink of,
+ *   while it was built (a stale declaration).
  * - `graph-one-provider`: every port consumed has exactly one provider; every event watched has an emitter.
  * - `graph-dead-port`: a port provided or an event emitted that nobody consumes or watches.
  * - `graph-no-upward-call`: a call goes to a flow of the same layer or below (state < reconciler <
@@ -31,7 +32,7 @@ export function graphViolations(g: FlowGraph, doc?: string): GraphViolation[] {
   const layer = new Map(g.nodes.map((n) => [n.name, n.layer]));
   for (const u of g.undeclared) { const [node = '', port = ''] = u.split(':'); v('graph-undeclared', node, port); }
   for (const n of g.nodes) {
-    for (const p of n.consumes) if (!g.used.includes(`${n.name}:${p}`)) v('graph-declared-unused', n.name, p);
+    for (const p of [...n.consumes, ...n.emits]) if (n.layer !== 'process' && !g.used.includes(`${n.name}:${p}`)) v('graph-declared-unused', n.name, p);
   }
   const providers = (p: string): string[] => g.nodes.filter((n) => n.provides.includes(p)).map((n) => n.name);
   const emitters = (e: string): string[] => g.nodes.filter((n) => n.emits.includes(e)).map((n) => n.name);

@@ -206,6 +206,7 @@ describe('the runtime graph (tools/layering/graph.ts)', () => {
       'graph-call-cycle: a -> b',
       'graph-dead-port: a -> nobody',
       'graph-dead-port: a -> unused',
+      'graph-declared-unused: a -> nobody',
       'graph-declared-unused: b -> stale',
       'graph-doc-stale: docs/ARCHITECTURE.md -> the recorded flow graph',
       'graph-no-upward-call: w -> a',
