@@ -18,17 +18,17 @@ import type { GrpcHandlers } from '../grpc/handlers.ts';
 import type { PublicFaultRequest } from '../grpc/messages.ts';
 import { validatePublicFault } from '../schemas/public-fault/public-fault.ts';
 import type { Logger } from '../telemetry/logger.ts';
-import type { DeviceFaultsController } from './device-faults.controller.ts';
+import type { PublicFaultIntake } from './device-faults.controller.ts';
 import type { FaultPublisher } from './grpc-fault.ts';
 import { dataTraceHandlers, type DataTraceWiringDeps } from './grpc-datatrace.ts';
-import { PROCESS_RECOVER_ENABLE_LABEL, type RecoveryController } from './recovery.controller.ts';
+import { PROCESS_RECOVER_ENABLE_LABEL, type RecoveryService } from './recovery.controller.ts';
 
 /** Origin prefix of public faults sent over gRPC (`grpc-pubfault/<resource>`), in logs and the store. */
 export const GRPC_PUBLIC_FAULT_SOURCE = 'grpc-pubfault';
 
 export interface GrpcWiringDeps {
-  readonly recovery: RecoveryController;
-  readonly deviceFaults: DeviceFaultsController;
+  readonly recovery: RecoveryService;
+  readonly deviceFaults: PublicFaultIntake;
   readonly faults: FaultPublisher;
   readonly log: Logger;
   readonly now: () => number;
@@ -41,7 +41,7 @@ const received = (jobId: string, uuid: string, rpc: string, accepted: boolean): 
   accepted ? reportReceived(jobId, uuid, rpc) : status(Code.ServerInnerError, `${Info.reportChanClosed(jobId, uuid)}: an earlier ${rpc} is still queued`);
 
 /** A public fault sent over gRPC: checked, then handed to the intake as a public-fault message. */
-export function ingestPublicFault(deviceFaults: DeviceFaultsController, req: PublicFaultRequest): Status {
+export function ingestPublicFault(deviceFaults: PublicFaultIntake, req: PublicFaultRequest): Status {
   const checked = validatePublicFault({
     id: req.id, timestamp: req.timestamp, version: req.version, resource: req.resource,
     faults: req.faults.map((f) => ({
