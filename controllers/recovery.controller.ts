@@ -52,6 +52,7 @@ import type { Sources } from './sources/sources.ts';
 import { StepRetryView } from './recovery-step-retry.ts';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import { jobNodes } from '../policy/jobs/job-view.ts';
+import type { RecoveryStatus, ReschedulingRoleStatus } from './ports.ts';
 
 /** Recovery FSM edges (policy/recovery/recovery-fsm.ts reason lines `from -(event)-> to [recover.fsm #n]`) for the goodput stages. */
 const FAULT_EDGE = /^(INIT|ScaleRunningState) -\(faultOccur\)->/;
@@ -67,14 +68,20 @@ export interface RecoveryControllerDeps {
   readonly log: Logger;
   readonly metrics: Metrics;
   /** Whether we hold Volcano's rescheduling role now (controllers/rescheduling-role.ts). */
-  readonly holdsRescheduling: () => boolean;
+  readonly role: ReschedulingRoleStatus;
   /**
    * The controller's clock (runtime/clock.ts): the FSMs run on its scheduler, the queues on its
    * timers (one time for both); timings come from the flags (--recovery-timings).
    */
   readonly clock: Clock;
-  /** A jobs controller re-decides the job once the label is `pause` (else we reschedule ourselves). */
-  readonly handover?: (jobKey: string, level: 'pod' | 'job') => boolean;
+  /**
+   * Hands a job back to the jobs flow, which re-decides it once the label is `pause`
+   * (docs/rules.md#decision.process-gives-up, then pod or job level); without it, or without the
+   * rescheduling role, we reschedule ourselves.
+   */
+  readonly redecide?: (jobKey: string) => void;
+  /** A registered job's PodGroup went away (the gRPC transport forgets the job). */
+  readonly jobGone?: (jobId: string) => void;
 }
 
 export const PROCESS_RECOVER_ENABLE_LABEL = 'process-recover-enable';
@@ -92,7 +99,10 @@ const PLACED: JobQuery = { placement: true };
 /** A hand-off waits at most the preExit wait plus this (signal tries: 1 s + 2 s of back-off). */
 const PRE_EXIT_SLACK_MS = 5_000;
 
-export class RecoveryController {
+/** What the gRPC services call (grpc-handlers.ts, grpc.controller.ts). */
+export type RecoveryService = Pick<RecoveryController, 'lookup' | 'register' | 'attach' | 'feedReport' | 'registeredJobIds' | 'om'>;
+
+export class RecoveryController implements RecoveryStatus {
   /** The sources' one job index (controllers/sources/job-index-feed.ts), read with PLACED. */
   readonly index: JobIndex;
   readonly store: RecoveryStateStore;
@@ -166,8 +176,12 @@ export class RecoveryController {
       resetConfig: (ns, name) => s.resetConfigs.get(`${ns}/${name}`),
       jobPods: (job) => this.rawPods(job.key),
       stream: (jobId) => this.jobs.get(jobId)?.stream,
-      rescheduling: () => d.holdsRescheduling(), dryRun: d.options.dryRun, backupPods: d.options.hotSwitchBackupPods,
-      handover: (job, level) => d.handover?.(job.key, level) ?? false,
+      rescheduling: () => d.role.holds, dryRun: d.options.dryRun, backupPods: d.options.hotSwitchBackupPods,
+      handover: (job) => {
+        if (d.redecide === undefined) return false;
+        d.redecide(job.key);
+        return d.role.holds;
+      },
     });
   }
 
@@ -213,7 +227,7 @@ export class RecoveryController {
     return this.jobs.get(jobId)?.mustExitReportedMs(podRank);
   }
 
-  isRegistered(jobId: string): boolean { return this.jobs.has(jobId); }
+  readonly isRegistered = (jobId: string): boolean => this.jobs.has(jobId);
   /** Nodes under an online stress test (docs/rules.md#filter.stress-test): their stress-test codes are hidden. */
   stressTestNodes(): ReadonlySet<string> { return this.om.stressTestNodes(this.jobs.values()); }
   job(jobId: string): JobFsm | undefined { return this.jobs.get(jobId); }
@@ -361,7 +375,7 @@ export class RecoveryController {
     };
     return recoveryFeed({
       entry, pod: (k) => this.d.sources.pods.get(k), faultsOf, nowMs: now,
-      retryReports: this.memory.retryReports(jobId), hotSwitchDowngraded: downgraded, holdsReschedulingRole: this.d.holdsRescheduling(),
+      retryReports: this.memory.retryReports(jobId), hotSwitchDowngraded: downgraded, holdsReschedulingRole: this.d.role.holds,
     });
   }
 
@@ -561,10 +575,7 @@ export class RecoveryController {
     const g = this.gaugeState.get(jobId);
     if (g !== undefined) this.d.metrics.recoveryJobs.dec({ state: g });
     this.gaugeState.delete(jobId);
-    this.onJobGone?.(jobId);
+    this.d.jobGone?.(jobId);
     if (this.acting) await this.store.remove(jobId).catch((e: unknown) => this.d.log.warn('recovery state not removed', { jobId, err: String(e) }));
   }
-
-  /** Set by the gRPC wiring: forget the job in the transport registries. */
-  onJobGone: ((jobId: string) => void) | undefined;
 }

@@ -87,6 +87,38 @@ const num = (v: unknown): number => {
   return 0;
 };
 const list = <T>(v: unknown, f: (x: unknown) => T): T[] => (Array.isArray(v) ? v.map(f) : []);
+
+/** profiling.proto ProfilingSwitch: each field `on` / `off` (ClusterD passes any text through). */
+export interface ProfilingSwitch {
+  readonly CommunicationOperator: string;
+  readonly Step: string;
+  readonly SaveCheckpoint: string;
+  readonly FP: string;
+  readonly DataLoader: string;
+}
+export const PROFILING_SWITCH_FIELDS = ['CommunicationOperator', 'Step', 'SaveCheckpoint', 'FP', 'DataLoader'] as const;
+
+/** DataStatusRes (Get's answer and every pushed message); a null switch is left off the wire. */
+export interface DataStatusRes { readonly message: string; readonly profilingSwitch: ProfilingSwitch | null; readonly code: number }
+export interface DataTypeRes { readonly message: string; readonly code: number }
+
+/** job.proto JobSummarySignal (wire field names; `HcclJson` upper-case as in the proto). */
+export interface JobSummarySignal {
+  readonly uuid: string; readonly jobId: string; readonly jobName: string; readonly namespace: string; readonly frameWork: string;
+  readonly jobStatus: string; readonly time: string; readonly cmIndex: string; readonly total: string; readonly HcclJson: string;
+  readonly deleteTime: string; readonly sharedTorIp: string; readonly masterAddr: string; readonly operator: string; readonly sid: string;
+}
+
+/** config.proto RankTableStream: a job's global rank table (JSON text). */
+export interface RankTableStream { readonly jobId: string; readonly rankTable: string }
+
+/** A decoded ProfilingSwitch sub-message, or null when the request carried none (Go: a nil pointer). */
+export function toProfilingSwitch(v: unknown): ProfilingSwitch | null {
+  if (v === null || typeof v !== 'object') return null;
+  const o = v as Record<string, unknown>;
+  return { CommunicationOperator: str(o.CommunicationOperator), Step: str(o.Step), SaveCheckpoint: str(o.SaveCheckpoint), FP: str(o.FP), DataLoader: str(o.DataLoader) };
+}
+
 const strMap = (v: unknown): Record<string, string> => {
   const out: Record<string, string> = {};
   for (const [k, x] of Object.entries(obj(v))) out[k] = str(x);

@@ -20,6 +20,9 @@ import { configMap, readyPatch, type World, type Write } from './world.ts';
 import { PROCESS_RECOVERY } from './scenario-process-recovery.ts';
 import { NPU_JOB_SUMMARY } from './scenario-npu-job-summary.ts';
 import { STRESS_TEST, STRESS_TEST_FAULT, SWITCH_NIC, SWITCH_NIC_FAIL } from './scenario-om.ts';
+import { DATA_TRACE } from './scenario-data-trace.ts';
+import { CONFIG_RANK_TABLE } from './scenario-config.ts';
+import { JOB_SIGNALS } from './scenario-job-signals.ts';
 
 const chipFault = (w: World, node: string, npu: number, code: string, now: number): Write => {
   const s = w.node(node);
@@ -108,4 +111,4 @@ export const AGENT_FAULTS: Scenario = {
   ],
 };
 
-export const SCENARIOS: readonly Scenario[] = [AGENT_FAULTS, MANUAL_SEPARATION, PROCESS_RECOVERY, PUBLIC_FAULTS, STRESS_TEST, STRESS_TEST_FAULT, SWITCH_NIC, SWITCH_NIC_FAIL, NPU_JOB_SUMMARY];
+export const SCENARIOS: readonly Scenario[] = [AGENT_FAULTS, MANUAL_SEPARATION, PROCESS_RECOVERY, PUBLIC_FAULTS, STRESS_TEST, STRESS_TEST_FAULT, SWITCH_NIC, SWITCH_NIC_FAIL, DATA_TRACE, CONFIG_RANK_TABLE, JOB_SIGNALS, NPU_JOB_SUMMARY];
