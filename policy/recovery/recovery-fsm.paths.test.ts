@@ -89,9 +89,30 @@ describe('dump', () => {
     h.feed({ type: 'podsObserved', pods: podsOf(4, 1, [1]) });
     expect(resetOps(h).at(-1)).toBe('restartAllProcess');
     h.advance(60_000);
-    // restartFinish -> clear -> clearSuccess -> fault retry (rows 38, 39): pods already replaced, so pause and on at once.
+    // restartFinish -> clear -> clearSuccess -> fault retry (rows 38, 39): the job runs, so pause and, at the first look 5 s later, on.
     expect(h.reasons).toContain('FaultClearState -(clearSuccess)-> FaultRetryState [recover.fsm #39]');
+    h.advance(5_000);
     expect(h.commands('setPodGroupLabel').map((c) => c.value)).toEqual(['pause', 'on']);
+    expect(h.state.phase).toBe('INIT');
+  });
+  // ClusterD (pkg/application/recover/controller.go): handleNotifyElagantDump and sendDumpExit build
+  // their signals without FaultRanks; handleListenScheduleResult takes a job still running after its
+  // 4 looks as scheduled; handleFaultRetry looks only at the job running, every 5 s.
+  it('fault pods never replaced, job running: saveAndExit and dump_exit without fault ranks, RetryTime+1 after 20 s, label on after 5 s', () => {
+    const h = recoveryHarness({ ranksPerPod: 2, strategies: ['dump', 'exit'] });
+    feed(h, [{ rankId: 3, faultType: '1' }]);
+    report(h);
+    expect(signalsOf(h).at(-1)).toMatchObject({ signalType: 'saveAndExit', nodeRankIds: ['1'], faultRanks: [] });
+    h.feed({ type: 'recoverStatusReported', code: 0, strategy: 'dump' });
+    expect(signalsOf(h).at(-1)).toMatchObject({ changeStrategy: 'exit', extraParams: 'dump_exit', nodeRankIds: ['1'], faultRanks: [] });
+    h.advance(20_000);
+    expect(resetOps(h).at(-1)).toBe('restartAllProcess');
+    h.advance(60_000);
+    expect(h.commands('setPodGroupLabel').map((c) => c.value)).toEqual(['pause']);
+    expect(signalsOf(h).at(-1)).toMatchObject({ changeStrategy: 'exit', extraParams: 'dump_exit', faultRanks: [] });
+    h.advance(5_000);
+    expect(h.commands('setPodGroupLabel').map((c) => c.value)).toEqual(['pause', 'on']);
+    expect(signalTypes(h)).not.toContain('killMaster');
     expect(h.state.phase).toBe('INIT');
   });
 });

@@ -87,7 +87,8 @@ const dumpForFault: Handler = (ctx) => {
   const w = cmd(ctx, { type: 'writeResetConfig', op: 'fault', rankIds: faults.map((f) => f.rankId), restartFaultProcess: false }, true);
   requestReplacement(ctx, 'dump on fault');
   const nodeRankIds = strList(originalOnly(s, faultPods(s)));
-  const sig = send(ctx, SIGNAL_TYPE.saveAndExit, { actions: [SIGNAL_ACTION.saveAndExit], faultRanks: toWire(faults), nodeRankIds }, 'await');
+  // No fault ranks: ClusterD's saveAndExit names the fault pods only (handleNotifyElagantDump).
+  const sig = send(ctx, SIGNAL_TYPE.saveAndExit, { actions: [SIGNAL_ACTION.saveAndExit], nodeRankIds }, 'await');
   waitFor(ctx, [w, sig], notify.ok, notify.fail);
   return undefined;
 };
@@ -226,8 +227,7 @@ const evaluate: Handler = (ctx) => {
         actions: [SIGNAL_ACTION.changeStrategy],
         changeStrategy: CHANGE_STRATEGY.exit,
         extraParams: EXTRA_PARAMS.dumpExit,
-        faultRanks: toWire(expandedFaults(s)),
-        nodeRankIds,
+        nodeRankIds, // no fault ranks, as ClusterD's sendDumpExit
       });
       return 'checkFinish';
     }

@@ -17,6 +17,7 @@ import {
   rank0PodFaulty,
   releaseRetryHold,
   requestReplacement,
+  pgRunning,
   rescheduled,
   retryFaults,
   send,
@@ -121,10 +122,13 @@ export const scheduleProgress: Step = (ctx) => {
   return undefined;
 };
 
-/** FaultRetryState: the job runs again with the fault pods replaced -> label back to `on`. */
+/**
+ * FaultRetryState: the job runs -> label back to `on`. ClusterD looks at the job running only
+ * (GetJobIsRunning in handleFaultRetry), not at the fault pods being replaced.
+ */
 const retryRunningCheck: Step = (ctx) => {
   const s = ctx.s;
-  if (s.step !== 'waitRunning' || !rescheduled(s, faultPods(s))) return undefined;
+  if (s.step !== 'waitRunning' || !pgRunning(s)) return undefined;
   s.step = 'enabling';
   cancelTimer(ctx, 'retryRunning');
   const id = cmd(ctx, { type: 'setPodGroupLabel', key: 'process-recover-enable', value: 'on' }, true);
@@ -295,24 +299,38 @@ const rescheduleCleared: Step = (ctx) => {
   return undefined;
 };
 
-/** Row 39 after the pause label is written: exit + dump_exit to the fault nodes, escalate, wait 135 s. */
+/**
+ * Row 39 after the pause label is written: exit + dump_exit to the fault nodes (no fault ranks, as
+ * ClusterD's sendDumpExit), escalate, wait 135 s for the job to run; the first look is 5 s later
+ * (handleFaultRetry sleeps before each look), so the rescheduling the label starts can show first.
+ */
 const retryPaused: Step = (ctx) => {
   const s = ctx.s;
-  s.step = 'waitRunning';
+  s.step = RETRY_FIRST_LOOK;
   const pods = faultPods(s);
   send(ctx, SIGNAL_TYPE.changeStrategy, {
     actions: [SIGNAL_ACTION.changeStrategy],
     changeStrategy: CHANGE_STRATEGY.exit,
     extraParams: EXTRA_PARAMS.dumpExit,
-    faultRanks: toWire(expandedFaults(s)),
     nodeRankIds: strList(originalOnly(s, pods)),
   });
   const level = s.config.podRescheduling && !rank0PodFaulty(s) ? 'pod' : s.config.jobRescheduling ? 'job' : null;
   if (level === null) ctx.why.push('fault retry: neither pod- nor job-level rescheduling is configured');
   else cmd(ctx, { type: 'escalateRescheduling', level, podRanks: pods, reason: 'process-level recovery gave up' });
-  timer(ctx, 'retryRunning', s.timings.retryRunningMs);
-  return retryRunningCheck(ctx);
+  timer(ctx, 'retryRunning', SCHEDULE_POLL_MS);
+  return undefined;
 };
+
+const RETRY_FIRST_LOOK = 'retryFirstLook';
+
+/** The retryRunning timer: the first look 5 s after the pause, else the 135 s are over. */
+export function retryRunningDue(ctx: Ctx): RecoveryFsmEvent | undefined {
+  const s = ctx.s;
+  if (s.step !== RETRY_FIRST_LOOK) return 'scheduleTimeout';
+  s.step = 'waitRunning';
+  timer(ctx, 'retryRunning', s.timings.retryRunningMs - SCHEDULE_POLL_MS);
+  return retryRunningCheck(ctx);
+}
 
 export const CONTINUATIONS: Readonly<Record<Exclude<RecoveryContinuation, 'chooseAgain'>, Step>> = {
   sendPreExit,
