@@ -18,6 +18,8 @@ import { MANUAL_SEPARATION } from './scenario-manual-separation.ts';
 import { PUBLIC_FAULTS } from './scenario-public-faults.ts';
 import { configMap, readyPatch, type World, type Write } from './world.ts';
 import { PROCESS_RECOVERY } from './scenario-process-recovery.ts';
+import { PROCESS_DUMP } from './scenario-process-dump.ts';
+import { PROCESS_KILL_JOB } from './scenario-process-kill-job.ts';
 
 const chipFault = (w: World, node: string, npu: number, code: string, now: number): Write => {
   const s = w.node(node);
@@ -106,4 +108,4 @@ export const AGENT_FAULTS: Scenario = {
   ],
 };
 
-export const SCENARIOS: readonly Scenario[] = [AGENT_FAULTS, MANUAL_SEPARATION, PROCESS_RECOVERY, PUBLIC_FAULTS];
+export const SCENARIOS: readonly Scenario[] = [AGENT_FAULTS, MANUAL_SEPARATION, PROCESS_RECOVERY, PROCESS_DUMP, PROCESS_KILL_JOB, PUBLIC_FAULTS];

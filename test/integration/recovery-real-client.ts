@@ -117,6 +117,7 @@ export interface ClientEvent {
   readonly changeStrategy?: string;
   readonly faultRanks?: Array<{ rankId: string; faultType: string }>;
   readonly nodeRankIds?: string[];
+  readonly extraParams?: string;
   readonly rpc?: string;
   readonly code?: number;
   readonly error?: string;
