@@ -20,6 +20,7 @@ import { configMap, readyPatch, type World, type Write } from './world.ts';
 import { PROCESS_RECOVERY } from './scenario-process-recovery.ts';
 import { PROCESS_DUMP } from './scenario-process-dump.ts';
 import { PROCESS_KILL_JOB } from './scenario-process-kill-job.ts';
+import { PROCESS_RECOVER_IN_PLACE } from './scenario-process-recover-in-place.ts';
 
 const chipFault = (w: World, node: string, npu: number, code: string, now: number): Write => {
   const s = w.node(node);
@@ -108,4 +109,4 @@ export const AGENT_FAULTS: Scenario = {
   ],
 };
 
-export const SCENARIOS: readonly Scenario[] = [AGENT_FAULTS, MANUAL_SEPARATION, PROCESS_RECOVERY, PROCESS_DUMP, PROCESS_KILL_JOB, PUBLIC_FAULTS];
+export const SCENARIOS: readonly Scenario[] = [AGENT_FAULTS, MANUAL_SEPARATION, PROCESS_RECOVERY, PROCESS_DUMP, PROCESS_KILL_JOB, PROCESS_RECOVER_IN_PLACE, PUBLIC_FAULTS];
