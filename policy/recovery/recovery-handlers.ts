@@ -86,7 +86,8 @@ const dumpForFault: Handler = (ctx) => {
   const faults = expandedFaults(s);
   const w = cmd(ctx, { type: 'writeResetConfig', op: 'fault', rankIds: faults.map((f) => f.rankId), restartFaultProcess: false }, true);
   requestReplacement(ctx, 'dump on fault');
-  const nodeRankIds = strList(originalOnly(s, faultPods(s)));
+  // The fault ranks' pod ranks, replaced or not (GetNodeRankIdsByRankIds, pkg/domain/common/utils.go).
+  const nodeRankIds = strList(faultPods(s));
   // No fault ranks: ClusterD's saveAndExit names the fault pods only (handleNotifyElagantDump).
   const sig = send(ctx, SIGNAL_TYPE.saveAndExit, { actions: [SIGNAL_ACTION.saveAndExit], nodeRankIds }, 'await');
   waitFor(ctx, [w, sig], notify.ok, notify.fail);
@@ -179,11 +180,11 @@ const decide: Handler = (ctx) => {
   return CONTINUATIONS.sendDecided(ctx);
 };
 
-/** Row 20: wait for the recover status while consuming the schedule result. */
+/** Row 20: wait for the recover status while consuming the schedule result (a result already there first, as ClusterD's poller posted it earlier). */
 const waitRecoverStatus: Handler = (ctx) => {
   timer(ctx, 'report', ctx.s.timings.reportMs);
   if (ctx.s.schedule === 'idle') schedulePoll(ctx, false);
-  return consumeReport(ctx) ?? scheduleProgress(ctx);
+  return scheduleProgress(ctx) ?? consumeReport(ctx);
 };
 
 /** Rows 22, 26, 28, 44, 48, 52 -> row 29: evaluate the result. */
@@ -222,7 +223,7 @@ const evaluate: Handler = (ctx) => {
       return 'recoverFail';
     case CHANGE_STRATEGY.dump: {
       annotateStatus(ctx, ok ? 'dump-success' : 'dump-failed');
-      const nodeRankIds = strList(originalOnly(s, exitPods(s)));
+      const nodeRankIds = strList(exitPods(s)); // as saveAndExit's: replaced or not
       send(ctx, SIGNAL_TYPE.changeStrategy, {
         actions: [SIGNAL_ACTION.changeStrategy],
         changeStrategy: CHANGE_STRATEGY.exit,

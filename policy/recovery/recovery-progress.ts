@@ -65,7 +65,10 @@ export const consumeReport: Step = (ctx) => {
     s.reports.recoverStrategy = null;
     return 'receiveReport';
   }
-  if (STATUS_WAITS.includes(s.phase) && s.reports.recoverStatus !== null) {
+  // Rescheduled: ClusterD sleeps (in place) and clears reset-config before it reads the report
+  // (handleDecideRecoverStrategy); rescheduleCleared takes it then.
+  const clearing = s.phase === 'WaitReportProcessRecoverStatusState' && (s.step === 'inPlaceClear' || s.step === 'clearing');
+  if (STATUS_WAITS.includes(s.phase) && s.reports.recoverStatus !== null && !clearing) {
     s.lastStatus = s.reports.recoverStatus;
     s.reports.recoverStatus = null;
     return 'receiveReport';
@@ -296,7 +299,7 @@ const clearAfterReschedule: Step = (ctx) => {
 const rescheduleCleared: Step = (ctx) => {
   ctx.s.step = 'cleared';
   ctx.why.push('reset-config cleared after rescheduling; still waiting for the recover status');
-  return undefined;
+  return consumeReport(ctx);
 };
 
 /**
@@ -312,7 +315,7 @@ const retryPaused: Step = (ctx) => {
     actions: [SIGNAL_ACTION.changeStrategy],
     changeStrategy: CHANGE_STRATEGY.exit,
     extraParams: EXTRA_PARAMS.dumpExit,
-    nodeRankIds: strList(originalOnly(s, pods)),
+    nodeRankIds: strList(pods), // the fault ranks' pod ranks, replaced or not (GetNodeRankIdsByRankIds)
   });
   const level = s.config.podRescheduling && !rank0PodFaulty(s) ? 'pod' : s.config.jobRescheduling ? 'job' : null;
   if (level === null) ctx.why.push('fault retry: neither pod- nor job-level rescheduling is configured');

@@ -3,7 +3,7 @@
  * (tools/taskd-client, MindCluster's generated Recover stubs) against the shipped controller as a
  * child process (`node main.ts`, default flags): the signals and their uuids, the answer codes, what
  * a 0.5 s poller of reset-config-<job> sees, the PodGroup's ProcessRecoverStatus and
- * process-recover-enable label. What ClusterD does on these paths is in
+ * process-recover-enable label, the stream. What ClusterD does on these paths is in
  * component/clusterd/pkg/application/recover/controller.go (handleNotifyElagantDump, sendDumpExit,
  * handleListenScheduleResult, handleFaultRetry, handleKillJob); the conformance scenarios
  * process-dump and process-kill-job compare it with ClusterD itself.
@@ -107,5 +107,25 @@ describeGo('dump and kill-job strategies with the real TaskD client (Go, MindClu
     await eventually(async () => (await pg(job)).annotations?.ProcessRecoverStatus === 'dump-failed', 40_000);
     const exit = await a.waitForSignal((s) => s.signalType === 'changeStrategy' && s.changeStrategy === 'exit', 10_000, 'dump_exit');
     expect(exit).toMatchObject({ extraParams: 'dump_exit', nodeRankIds: ['2'] });
+  }, 120_000);
+
+  it('kill job: MindIO answers stopTrain with 404 (processes not ready): killMaster with the recovery uuid, stream closed, TaskD subscribes again', async () => {
+    const c = await startController('kill-job');
+    const { job, nodes } = await setUp('recover,exit');
+    const a = agent(c.target, job, ['-strategies=recover,exit', '-stop-code=404']);
+    await a.waitFor((e) => e.event === 'subscribe', 30_000, 'subscription');
+    const t0 = Date.now();
+    await reportChipFault(client, nodes[1]!, 'Ascend910-1', '80E18402', 'SeparateNPU', true);
+    const kill = await a.waitForSignal((s) => s.signalType === 'killMaster', 40_000, 'killMaster');
+    const stop = a.signals.find((s) => s.signalType === 'stopTrain')!;
+    expect(kill).toMatchObject({ uuid: stop.uuid, actions: null, faultRanks: [], changeStrategy: '' });
+    expect(a.summary.slice(0, 3)).toEqual(['preExitProcess[pre exit process]', 'stopTrain[stop_train]', 'killMaster[]']);
+    // ClusterD resets the job's controller after killMaster (handleFinish): the stream ends, TaskD subscribes again.
+    const i = a.events.indexOf(a.events.find((e) => e.event === 'signal' && e.signalType === 'killMaster')!);
+    await a.waitFor((e) => e.event === 'stream-end', 10_000, 'stream end', i);
+    await a.waitFor((e) => e.event === 'subscribe', 10_000, 'subscription again', i);
+    expect((await pg(job)).annotations?.ProcessRecoverStatus).toBeUndefined();
+    expect((await pg(job)).labels?.['process-recover-enable']).toBe('on');
+    process.stdout.write(`[real-client] kill-job timeline (ms from fault): ${timeline(a, t0)}\n`);
   }, 120_000);
 });
