@@ -107,6 +107,7 @@ describe('dump', () => {
     expect(h.state.phase).toBe('ListenScheduleResultState');
     h.now += 8_000;
     h.feed({ type: 'podsObserved', pods: podsOf(4, 1, [1]) });
+    h.advance(2_000); // the look at 10 s
     expect(resetOps(h).at(-1)).toBe('restartAllProcess');
     h.advance(60_000);
     // restartFinish -> clear -> clearSuccess -> fault retry (rows 38, 39): the job runs, so pause and, at the first look 5 s later, on.
@@ -118,6 +119,21 @@ describe('dump', () => {
   // ClusterD (pkg/application/recover/controller.go): handleNotifyElagantDump and sendDumpExit build
   // their signals without FaultRanks; handleListenScheduleResult takes a job still running after its
   // 4 looks as scheduled; handleFaultRetry looks only at the job running, every 5 s.
+  // ClusterD's handleListenScheduleResult sleeps 5 s before each of its 4 looks: a job rescheduled
+  // at once still gets RetryTime+1 only at the first look.
+  it('fault pod replaced at once after dump_exit: RetryTime+1 at the first look, 5 s later', () => {
+    const h = recoveryHarness({ ranksPerPod: 2, strategies: ['dump', 'exit'] });
+    feed(h, [{ rankId: 3, faultType: '1' }]);
+    report(h);
+    h.feed({ type: 'recoverStatusReported', code: 0, strategy: 'dump' });
+    h.feed({ type: 'podsObserved', pods: podsOf(4, 1, [1]) });
+    expect(resetOps(h)).toEqual(['fault']);
+    h.advance(4_999);
+    expect(resetOps(h)).toEqual(['fault']);
+    h.advance(1);
+    expect(resetOps(h).at(-1)).toBe('restartAllProcess');
+  });
+
   // ClusterD's nodeRankIds of saveAndExit and dump_exit are the fault ranks' pod ranks
   // (GetNodeRankIdsByRankIds, pkg/domain/common/utils.go), whether or not the pod was replaced meanwhile.
   it('fault pod already replaced when the dump starts: saveAndExit and dump_exit still name it', () => {

@@ -21,9 +21,9 @@
  */
 import { chooseAgain, HANDLERS, RecoveryHandlerError } from './recovery-handlers.ts';
 import { cancelTimer, cancelTimersExcept, newCtx, result, settle, takeTimer, type StepResult } from './recovery-kit.ts';
-import { CONTINUATIONS, consumeReport, observe, pollSchedule, resetRecovery, retryRunningDue } from './recovery-progress.ts';
+import { CONTINUATIONS, consumeReport, observe, listenLook, pollSchedule, resetRecovery, retryRunningDue } from './recovery-progress.ts';
 import { RECOVERY_RULES } from './recovery-rules.ts';
-import { cmd, pgRunning, timer, type Ctx } from './recovery-facts.ts';
+import { cmd, timer, type Ctx } from './recovery-facts.ts';
 import type { ProcessManageSignal } from '../../vocabulary/process-manage-signal.ts';
 import { RULE } from '../../vocabulary/rule-ids.ts';
 import { buildSignal, fromWire, isRetryType, podsOf, SIGNAL_TYPE } from './recovery-signals.ts';
@@ -231,8 +231,7 @@ function onTimer(ctx: Ctx, id: string): boolean {
     case T.hcclWait: return run(ctx, { cont: 'sendDecided' });
     case T.scaleInWait: return run(ctx, { cont: 'chooseAgain' });
     case T.inPlaceClear: return run(ctx, { cont: 'clearAfterReschedule' });
-    // A job still running after the 4 looks counts as scheduled (handleListenScheduleResult).
-    case T.scheduleCheck: return run(ctx, { ev: pgRunning(ctx.s) ? 'scheduleSuccess' : 'scheduleTimeout' });
+    case T.scheduleCheck: return runIf(ctx, listenLook(ctx));
     case T.restartAll: return run(ctx, { ev: 'restartFinish' });
     case T.retryRunning: return runIf(ctx, retryRunningDue(ctx));
     case T.schedulePoll:

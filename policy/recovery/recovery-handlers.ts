@@ -26,7 +26,7 @@ import {
   waitFor,
 } from './recovery-facts.ts';
 import { makeUuid } from './recovery-kit.ts';
-import { consumeReport, CONTINUATIONS, resetRecovery, scaleWatch, schedulePoll, scheduleProgress } from './recovery-progress.ts';
+import { consumeReport, CONTINUATIONS, resetRecovery, scaleWatch, SCHEDULE_POLL_MS, schedulePoll, scheduleProgress } from './recovery-progress.ts';
 import type { RecoveryHandler } from './recovery-rules.ts';
 import {
   CHANGE_STRATEGY,
@@ -261,10 +261,13 @@ const killPods: Handler = (ctx) => {
   return undefined;
 };
 
-/** Row 35: after exit/dump, 4 x 5 s for the job to run again with the fault pods replaced. */
+/**
+ * Row 35: after exit/dump, 4 x 5 s for the job to run again with the fault pods replaced; ClusterD
+ * sleeps before each look (handleListenScheduleResult), so the first is 5 s in (listenLook).
+ */
 const listenSchedule: Handler = (ctx) => {
-  if (rescheduled(ctx.s, exitPods(ctx.s))) return 'scheduleSuccess';
-  timer(ctx, 'scheduleCheck', ctx.s.timings.scheduleCheckMs);
+  ctx.s.step = 'listen:1';
+  timer(ctx, 'scheduleCheck', Math.min(SCHEDULE_POLL_MS, ctx.s.timings.scheduleCheckMs));
   return undefined;
 };
 

@@ -162,7 +162,7 @@ export const observe: Step = (ctx) => {
     case 'WaitReportProcessRecoverStatusState':
       return scheduleProgress(ctx);
     case 'ListenScheduleResultState':
-      return rescheduled(s, exitPods(s)) ? 'scheduleSuccess' : undefined;
+      return undefined; // only its 5 s looks count (listenLook)
     case 'FaultRetryState':
       return retryRunningCheck(ctx);
     case 'ScaleRunningState':
@@ -325,6 +325,24 @@ const retryPaused: Step = (ctx) => {
 };
 
 const RETRY_FIRST_LOOK = 'retryFirstLook';
+
+/**
+ * One look of ListenScheduleResultState (the scheduleCheck timer, every 5 s): rescheduled -> success;
+ * after the last look a job that still runs counts as scheduled too (handleListenScheduleResult).
+ */
+export function listenLook(ctx: Ctx): RecoveryFsmEvent | undefined {
+  const s = ctx.s;
+  const look = Number(s.step.startsWith('listen:') ? s.step.slice('listen:'.length) : '0');
+  s.step = '';
+  if (rescheduled(s, exitPods(s))) return 'scheduleSuccess';
+  const every = Math.min(SCHEDULE_POLL_MS, s.timings.scheduleCheckMs);
+  if (look * every < s.timings.scheduleCheckMs) {
+    s.step = `listen:${look + 1}`;
+    timer(ctx, 'scheduleCheck', every);
+    return undefined;
+  }
+  return pgRunning(s) ? 'scheduleSuccess' : 'scheduleTimeout';
+}
 
 /** The retryRunning timer: the first look 5 s after the pause, else the 135 s are over. */
 export function retryRunningDue(ctx: Ctx): RecoveryFsmEvent | undefined {
