@@ -5,8 +5,10 @@
  * writes the fault ranks to reset-config and sends saveAndExit to the fault pods
  * (handleNotifyWaitFaultFlushing -> handleNotifyElagantDump, pkg/application/recover/controller.go);
  * MindIO dumps and reports ReportRecoverStatus `dump`; ClusterD marks the PodGroup dump-success or
- * dump-failed and sends changeStrategy exit with extraParams dump_exit (sendDumpExit), then waits
- * for the job to be rescheduled and resets.
+ * dump-failed and sends changeStrategy exit with extraParams dump_exit (sendDumpExit). Then 4 looks
+ * 5 s apart for the job rescheduled; nobody replaces the pod here, but the job still runs, which
+ * counts as scheduled after the last look (handleListenScheduleResult): RetryTime+1, 1 min, clear,
+ * fault retry (label pause, dump_exit again, the job runs at the first look: label on), reset.
  *
  * Neither side runs Volcano, so nobody replaces a fault pod (`--rescheduling=false` as in
  * process-recovery).
