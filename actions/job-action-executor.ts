@@ -2,8 +2,9 @@
  * Carries out a job decision's actions, in order (policy/jobs/job-decision-types.ts JobAction). Every
  * action is safe to run twice: deletions carry UID preconditions, annotations a UID precondition,
  * reset-config changes are absolute values, reason records are skipped on a replay when already
- * written. A first run does not wait for its reason record (ExecSummary.recording); a replay does.
- * The controller persists the decision before calling `run`, and calls it again after a crash (`replay: true`), so a decision is carried out at least once and its effects exactly once.
+ * written. Nobody waits for the reason record (ExecSummary.recording): the caller holds the decision's
+ * journal clear until it landed. The controller persists the decision before calling `run`, and calls
+ * it again after a crash (`replay: true`), so a decision is carried out at least once and its effects exactly once.
  *
  * Hand-offs to the process-level and hot-switch FSMs go to the recovery controller's sink, awaited:
  * a fault pod is deleted only after its FSM sent (or skipped) the preExitProcess.
@@ -70,12 +71,11 @@ export interface ExecSummary {
   readonly deleted: readonly string[];
   readonly alreadyGone: readonly string[];
   readonly annotated: number;
-  /** A replay's reason record landed (a replay waits for it). */
-  readonly recorded: boolean;
   /**
-   * A first run's reason record, not waited for (it is in the write-ahead; the reasons store spaces
-   * its writes): resolves once it landed, rejects if its write failed. The caller holds the
-   * decision's journal clear until then, so a crash or a failed write replays the decision.
+   * The decision's reason record, not waited for (it is in the write-ahead; the reasons store spaces
+   * its writes): resolves once it landed (true: added now, false: a replay found it there), rejects
+   * if its write failed. The caller holds the decision's journal clear until then, so a crash or a
+   * failed write replays the decision.
    */
   readonly recording?: Promise<boolean>;
   /** Wall ms from the start of `run` to the answer of the last pod DELETE (undefined: none sent); latency breakdown. */
@@ -93,7 +93,6 @@ export class JobActionExecutor {
     const deleted: string[] = [];
     const alreadyGone: string[] = [];
     let annotated = 0;
-    let recorded = false;
     let recording: Promise<boolean> | undefined;
     let reason = '';
     const t0 = performance.now();
@@ -122,11 +121,8 @@ export class JobActionExecutor {
           break;
         case 'recordRescheduleReason': {
           const added = this.d.reasons.add({ jobKey: job.key, jobUid: job.uid, atMs: a.atMs, tasks: a.tasks, replay: opts.replay });
-          if (opts.replay) recorded = (await added) || recorded;
-          else {
-            recording = recording === undefined ? added : Promise.all([recording, added]).then(([x, y]) => x || y);
-            recording.catch(() => undefined); // handled by the caller, possibly after it rejected
-          }
+          recording = recording === undefined ? added : Promise.all([recording, added]).then(([x, y]) => x || y);
+          recording.catch(() => undefined); // handled by the caller, possibly after it rejected
           break;
         }
         case 'handOffProcessRecovery':
@@ -135,19 +131,18 @@ export class JobActionExecutor {
           break;
       }
     }
-    // A replay that finds the pods gone and writes the reason record finishes a restart whose
+    // A replay that finds the pods gone and adds the reason record finishes a restart whose
     // deletions went through in an attempt that died before it could count them (its apiserver
-    // crashed mid-request): that restart is counted here, once, with its record.
-    const restarted = deleted.length > 0 || (opts.replay && recorded && alreadyGone.length > 0);
-    if (restarted) {
+    // crashed mid-request): that restart is counted once its record was added, with it.
+    const deletedNow = deleted.length > 0;
+    if (deletedNow || (opts.replay && alreadyGone.length > 0)) {
       const action = p.actions.some((a) => a.type === 'forceDeletePods') ? 'force_delete_pods' : 'evict_pods';
-      if (p.faultSinceMs > 0 && deleted.length > 0) this.d.metrics.faultToAction.observe({ action }, Math.max(0, this.d.now() - p.faultSinceMs) / 1000);
+      if (p.faultSinceMs > 0 && deletedNow) this.d.metrics.faultToAction.observe({ action }, Math.max(0, this.d.now() - p.faultSinceMs) / 1000);
       const count = (): void => this.d.metrics.countReschedule(job.namespace, reason || 'unknown');
-      // A first run whose record is still on its way counts once the record landed; if its write
-      // fails, the replay that adds the record counts the restart (above), so it is counted once.
-      if (recording === undefined) count();
-      else recording.then(count, () => undefined);
+      // Counted once the record landed; if its write fails, the replay that adds the record counts
+      // the restart (above), so it is counted once.
+      if (recording === undefined) { if (deletedNow) count(); } else recording.then((added) => { if (deletedNow || added) count(); }, () => undefined);
     }
-    return { deleted, alreadyGone, annotated, recorded, ...(recording === undefined ? {} : { recording }), ...(deletesDoneMs === undefined ? {} : { deletesDoneMs }) };
+    return { deleted, alreadyGone, annotated, ...(recording === undefined ? {} : { recording }), ...(deletesDoneMs === undefined ? {} : { deletesDoneMs }) };
   }
 }

@@ -12,37 +12,15 @@ import type { KubeClient } from '../runtime/kube-client.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { JobFaultAggregate } from '../policy/jobs/job-aggregation.ts';
-import type { JobDecision, ReasonStep } from '../policy/jobs/job-decision-types.ts';
+import type { JobDecision } from '../policy/jobs/job-decision-types.ts';
 import { recordJobEvent } from './job-event.action.ts';
+import { actionText, chainOf, notable, reportable, type DecisionOutcome } from '../policy/jobs/job-decision-record.ts';
 import { decisionRule } from '../vocabulary/rule-ids.ts';
-import type { DecisionRecordInput, DecisionRecordOutcome } from '../schemas/decision-record/decision-record.ts';
 
-export type DecisionOutcome = 'acted' | 'dry_run' | 'no_action' | 'already_acted' | 'replayed' | 'held' | 'deferred';
+export type { DecisionOutcome } from '../policy/jobs/job-decision-record.ts';
 
-/** `evictPods(p-0,p-1)`: an action as logs and the decision history show it. */
-export const actionText = (a: { readonly type: string } & Partial<{ readonly pods: readonly { readonly name: string }[]; readonly pod: { readonly name: string } }>): string =>
-  a.pods !== undefined ? `${a.type}(${a.pods.map((p) => p.name).join(',')})` : a.pod !== undefined ? `${a.type}(${a.pod.name})` : a.type;
-
-/** The decision history's record of a decision (actions/decision-history.action.ts): faults with levels and notes, the reason chain, the actions. */
-export function decisionRecordInput(
-  job: { readonly namespace: string; readonly name: string; readonly podGroup: string; readonly uid: string },
-  agg: JobFaultAggregate | undefined,
-  d: { readonly decisionId: string; readonly kind: JobDecision['kind']; readonly phase: string; readonly row?: number; readonly actions: readonly { readonly type: string }[] },
-  reasons: readonly { readonly stage: string; readonly detail: string }[],
-  outcome: DecisionRecordOutcome,
-  atMs: number,
-): DecisionRecordInput {
-  const faults = (agg?.ranks ?? []).flatMap((r) => r.causes.map((c) => ({
-    ...(c.node ?? r.node ? { node: (c.node ?? r.node)! } : {}), ...(c.device === undefined ? {} : { device: c.device }),
-    code: c.code, ...(c.level === undefined ? {} : { level: c.level }), faultType: c.faultType, ...(c.note === '' ? {} : { note: c.note }),
-  })));
-  return {
-    job, decisionId: d.decisionId, atMs, kind: d.kind, phase: d.phase, ...(d.row === undefined ? {} : { row: d.row }), outcome,
-    faults, reasons: reasons.map((r) => ({ stage: r.stage, detail: r.detail })), actions: d.actions.map((a) => actionText(a)),
-  };
-}
-
-export const chainOf = (reasons: readonly ReasonStep[]): string => reasons.map((r) => r.detail).join(' -> ');
+/** The pure parts moved to policy/ (the decision's step builds its records there). */
+export { actionText, chainOf, decisionRecordInput, faultSummary, reportable } from '../policy/jobs/job-decision-record.ts';
 
 /** Pods, nodes, NPUs, codes and levels behind the job's fault ranks, for the log line. */
 export function faultFields(agg: JobFaultAggregate): Record<string, string[]> {
@@ -57,13 +35,6 @@ export function faultFields(agg: JobFaultAggregate): Record<string, string[]> {
     levels: uniq(causes.map((c) => c.level)),
     faultTypes: uniq(agg.ranks.map((r) => r.faultType)),
   };
-}
-
-/** `code@node[/npu]` of every fault behind the job's fault ranks (first 10), to head the Event message. */
-export function faultSummary(agg: JobFaultAggregate): string {
-  const items = [...new Set(agg.ranks.flatMap((r) => r.causes.map((c) => `${c.code}@${c.node ?? r.node ?? '?'}${c.device === undefined ? '' : `/${c.device}`}`)))];
-  if (items.length === 0) return '';
-  return `faults ${items.slice(0, 10).join(', ')}${items.length > 10 ? ` (+${items.length - 10})` : ''}: `;
 }
 
 export function eventKindOf(d: JobDecision): { readonly type: 'Normal' | 'Warning'; readonly reason: string } {
@@ -101,18 +72,22 @@ export class DecisionReporter {
   }
 
   notable(d: JobDecision, agg: JobFaultAggregate): boolean {
-    if (d.actions.length > 0) return true;
-    if (d.phase === 'wait') return false;
-    if (d.phase === 'idle') return agg.ranks.length > 0;
-    return true;
+    return notable(d, agg);
   }
 
-  /** Logs and counts a notable decision once; answers whether it was reported now. */
-  decided(job: ReporterJob, agg: JobFaultAggregate, d: JobDecision, outcome: DecisionOutcome): boolean {
+  /** The decision last reported for the job (the step's input: each decision is reported once). */
+  lastReported(key: string): string | undefined {
+    return this.last.get(key);
+  }
+
+  /**
+   * Logs a decision; a notable one not reported yet (`report`, decided by the job's step, policy/jobs/job-step.ts
+   * `reportable`) is logged at info and counted once. Answers whether it was reported now.
+   */
+  decided(job: ReporterJob, agg: JobFaultAggregate, d: JobDecision, outcome: DecisionOutcome, report = reportable(d, agg, outcome, this.last.get(job.key))): boolean {
     const rule = d.row === undefined ? undefined : decisionRule(d.row);
     const fields = { job: job.key, decisionId: d.decisionId, kind: d.kind, phase: d.phase, row: d.row, ...(rule === undefined ? {} : { rule }), outcome };
-    // `acted` is reported even after the same decision was reported held or deferred (acted once only).
-    if (!this.notable(d, agg) || (this.last.get(job.key) === d.decisionId && outcome !== 'acted')) {
+    if (!report) {
       this.d.log.debug('job decision', fields);
       return false;
     }

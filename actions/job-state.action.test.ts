@@ -19,6 +19,9 @@ function setup(opts: { gapMs?: number } = {}) {
   const cms = new FakeConfigMaps();
   const replays: string[] = [];
   const expedited: number[] = [];
+  /** Jobs the store queued: a write-ahead written (its pass acts), a put not written (its pass fails, then decides again). */
+  const written: string[] = [];
+  const notWritten: string[] = [];
   const writer = new ConfigMapWriter(cms.client());
   // The controller arms a work-queue key (controllers/jobs.controller.ts); a plain timer here.
   const store: JobStateStore = new JobStateStore({
@@ -27,12 +30,36 @@ function setup(opts: { gapMs?: number } = {}) {
     wake: (ms) => { setTimeout(() => void store.commitDue(), ms); },
     expediteHold: () => expedited.push(Date.now()),
     onHoldFailed: (key) => replays.push(key),
+    onWritten: (key) => written.push(key), onPutFailed: (key) => notWritten.push(key),
   });
   const journal = (shard = 0) => cms.get(NS, journalCmName(shard))?.data ?? {};
-  return { cms, store, journal, replays, expedited };
+  return { cms, store, journal, replays, expedited, written, notWritten };
 }
 
 describe('job state journal', () => {
+  it('nobody waits for a commit: a put is staged (seen, unwritten), and the commit names the job whose write-ahead it wrote', async () => {
+    const { cms, store, written, notWritten } = setup({ gapMs: 0 });
+    void store.put('ns/a', state('a'), pending('a'));
+    const seen = store.get('a');
+    expect(seen?.ok === true && seen.value.pending?.decisionId).toBe('a/g1/job');
+    expect(store.unwritten('a')).toBe(true);
+    expect(cms.writes).toHaveLength(0);
+    await store.flush();
+    await new Promise((r) => setImmediate(r));
+    expect(store.unwritten('a')).toBe(false);
+    expect(written).toEqual(['ns/a']); // its next pass carries it out
+    void store.put('ns/b', state('b', ['b/g1/job', 'b/g1/wait'])).catch(() => undefined); // no pending decision: nobody to queue
+    cms.failWrites = new Error('apiserver down');
+    void store.put('ns/c', state('c'), pending('c')).catch(() => undefined);
+    await store.flush().catch(() => undefined);
+    await new Promise((r) => setImmediate(r));
+    expect(written).toEqual(['ns/a']);
+    expect(notWritten.sort()).toEqual(['ns/b', 'ns/c']);
+    expect(store.get('c')).toBeUndefined(); // forgotten: never carried out
+    expect(String(store.takeFailure('c'))).toContain('apiserver down'); // the job's next pass fails with it once
+    expect(store.takeFailure('c')).toBeUndefined();
+  });
+
   it('writes the write-aheads of one burst in one ConfigMap write, and each is durable when its put resolves', async () => {
     const { cms, store, journal } = setup();
     await store.put('ns/a', state('a'), pending('a')); // a quiet journal: at once
@@ -158,21 +185,22 @@ describe('job state journal', () => {
       expect(replays).toEqual(['ns/a']);
     });
 
-    it('a put of the job waits for the record (asking its writer to write now), and fails when it failed', async () => {
-      const { store, journal, expedited } = setup({ gapMs: 0 });
+    it('a put of the job is staged behind the record: not written before it landed (its writer asked to write now), written after; it fails with it', async () => {
+      const { store, journal, expedited, replays } = setup({ gapMs: 0 });
       await store.put('ns/a', state('a'), pending('a'));
       const record = deferred();
       store.clear('ns/a', state('a'), record.promise);
       expect(expedited).toHaveLength(0); // a held clear alone waits for the store's own pace
       let done = false;
-      const next = store.put('ns/a', state('a', ['a/g1/job', 'a/g1/complete'])).then(() => { done = true; });
+      const next = store.put('ns/a', state('a', ['a/g1/job', 'a/g2/job']), { ...pending('a'), decisionId: 'a/g2/job' }).then(() => { done = true; });
       await new Promise((r) => setTimeout(r, 20));
       expect(done).toBe(false);
+      expect(store.unwritten('a')).toBe(true); // its pass acts on nothing yet
+      expect(pendingIn(journal().a)).toBe('a/g1/job');
       expect(expedited).toHaveLength(1); // the decision waiting on it is not held for the store's gap
       record.resolve();
       await next;
-      const r = parseJobState(journal().a);
-      expect(r.ok && r.value.state.acted).toEqual(['a/g1/job', 'a/g1/complete']);
+      expect(pendingIn(journal().a)).toBe('a/g2/job');
 
       await store.put('ns/c', state('c'), pending('c'));
       const failed = deferred();
@@ -180,7 +208,10 @@ describe('job state journal', () => {
       const put = store.put('ns/c', state('c', ['c/g1/job', 'c/g1/complete']));
       failed.reject(new Error('409'));
       await expect(put).rejects.toThrow(/reason record/);
-      expect(pendingIn(journal().c)).toBe('c/g1/job');
+      expect(pendingIn(journal().c)).toBe('c/g1/job'); // replayed by the job's next pass
+      expect(replays).toContain('ns/c');
+      expect(String(store.takeFailure('c'))).toMatch(/reason record/); // ... which fails first (its backoff)
+      expect(store.takeFailure('c')).toBeUndefined();
     });
   });
 });

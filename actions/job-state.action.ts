@@ -1,19 +1,29 @@
 /**
  * The persisted per-job decision state (schemas/job-state), kept in the shared journal ConfigMaps
  * `mindx-dl/clusterd-ts-job-journal-<n>` (one data key per job UID) and written through the
- * ConfigMapWriter with group commit, so a storm's decisions cost a few writes, not two per job
- * (a storm's decisions share writes):
+ * ConfigMapWriter with group commit, so a storm's decisions cost a few writes, not two per job.
  *
- * - `put` (a write-ahead, or any state change) is durable when it resolves: it is staged and goes
- *   out with the next commit. A write-ahead of a decision about to act (a pending decision other than
- *   a restart's completion) is urgent: the first after a quiet spell starts its commit at once (a
- *   lone fault waits for nothing); while a burst is on, the next urgent commit starts when one is
- *   no longer in flight and at least `commitGapMs` after the previous urgent one started, so the
- *   write-aheads of a storm's jobs, decided a few ms apart, share a write. Other puts (a restart's completion, a state change without a pending
- *   decision: nobody's pods wait for them) ride with the next urgent commit or go `coalesceMs` after
- *   the first of them, so a storm's completions share a write instead of one each. A failed commit
- *   rejects every `put` in it and forgets their staged records: a decision not written ahead is never
- *   carried out (the reconcile throws and its queue retries, deciding again).
+ * The guarantee, and all it asks of this store: a restart, a replayed event or a resync never acts
+ * on a decision twice, and a decision stopped between its decision and its actions (a crash, a lost
+ * leadership, a failed action) is finished or redone exactly once. So: (1) a decision's record (its
+ * id marked acted in the state, its resolved actions as `pending`) is durable before any action,
+ * and (2) its `pending` mark is dropped only after it was carried out. Nothing else needs to be
+ * durable at any particular time: a state that acts on nothing, if lost, is decided again from the
+ * facts; a clear, if lost, replays a completed decision, which is idempotent. Nobody waits for a
+ * commit: a put is staged (seen by every later read here, `unwritten` until written) and the commit
+ * that writes a pending decision queues its job (`onWritten`), whose next pass carries it out.
+ *
+ * - `put` (a write-ahead, or any state change) goes out with the next commit of the journal loop.
+ *   A write-ahead of a decision about to act (a pending decision other than a restart's completion)
+ *   is urgent: the first after a quiet spell starts its commit at once (a lone fault waits for
+ *   nothing); while a burst is on, the next urgent commit starts when one is no longer in flight and
+ *   at least `commitGapMs` after the previous urgent one started, so the write-aheads of a storm's
+ *   jobs, decided a few ms apart, share a write. Other puts (a restart's completion, a state change
+ *   without a pending decision: nobody's pods wait for them) ride with the next urgent commit or go
+ *   `coalesceMs` after the first of them, so a storm's completions share a write instead of one each.
+ *   A failed commit forgets the staged records of its puts: a decision not written ahead is never
+ *   carried out (`onPutFailed`: the job's next pass fails with `takeFailure`, its queue backs off,
+ *   and the job is decided again).
  * - One job's change never fails another's: a UID that cannot be a data key is never staged (its
  *   state stays in memory; the decisions reconciler refuses such jobs before this); a shard write the
  *   apiserver refuses for its content (422, 413, 400) is retried change by change, so only the change
@@ -29,7 +39,7 @@
  *   decision id): it never decides the same restart again. A clear may be held (`hold`: the
  *   decision's reason record, written later by its own store): no commit writes it before the hold
  *   resolved; if the hold fails the clear is forgotten (the journal keeps the pending decision, the
- *   job is queued again and replays it), and a `put` of that job waits for the hold first.
+ *   job is queued again and replays it); a `put` of that job is staged behind the same hold.
  * - Reads: what is staged, else the highest journal shard holding the UID, else the job's per-job
  *   ConfigMap `clusterd-ts-job-state-<uid>` written by versions before the journal (so a pending
  *   decision left by an old version is finished, not decided again). That ConfigMap is deleted with
@@ -81,10 +91,14 @@ export interface JobStateStoreDeps {
    * armed time wins (WorkQueue.addAfter). Timers go through the runtime (layering rule).
    */
   readonly wake: (ms: number) => void;
-  /** A put waits for a held clear's hold (the job's reason record): ask its writer to write now. */
+  /** A write-ahead is staged behind a held clear's hold (the job's reason record): ask its writer to write now. */
   readonly expediteHold: () => void;
   /** A held clear's hold failed: the job (its key) must be reconciled again to replay its decision. */
   readonly onHoldFailed?: (jobKey: string) => void;
+  /** A put with a pending decision was written (the write-ahead is durable): the job's next pass carries it out. */
+  readonly onWritten?: (jobKey: string) => void;
+  /** A put was not written (forgotten): the job's next pass fails with its error (`takeFailure`) and decides again after its backoff. */
+  readonly onPutFailed?: (jobKey: string) => void;
 }
 
 const KIND = 'job_state';
@@ -125,7 +139,8 @@ interface Staged {
   readonly hold?: Promise<unknown>;
 }
 
-interface Waiter { readonly uid: string; readonly resolve: () => void; readonly reject: (e: unknown) => void }
+/** A put not yet written: `urgent` (a write-ahead before acting) or not, staged at `atMs`. */
+interface Waiter { readonly uid: string; readonly urgent: boolean; readonly atMs: number; readonly resolve: () => void; readonly reject: (e: unknown) => void }
 
 export class JobStateStore {
   private readonly d: JobStateStoreDeps;
@@ -137,10 +152,8 @@ export class JobStateStore {
   /** uid -> the hold of its held clear (a put of the job waits for it). */
   private readonly holds = new Map<string, Promise<unknown>>();
   private waiters: Waiter[] = [];
-  /** Waiters whose put is urgent (a write-ahead before acting). */
-  private urgent = 0;
-  /** When the oldest waiting put that is not urgent was staged (Infinity: none). */
-  private eagerSinceMs = Infinity;
+  /** uid -> why its last put was not written (its job's next pass fails with it: `takeFailure`). */
+  private readonly failedPuts = new Map<string, unknown>();
   /** When the oldest and the newest writable lazy change not yet in a commit were staged (Infinity / -Infinity: none). */
   private lazySinceMs = Infinity;
   private lazyLastMs = -Infinity;
@@ -159,6 +172,11 @@ export class JobStateStore {
   private readonly refusedKeys = new Set<string>();
   /** False between `abandon` (leadership lost, shutdown) and `resume`: nothing is written. */
   private acting = true;
+  /**
+   * Counts `abandon`s: a decision written ahead in an earlier term and found pending now was left
+   * by a lost leadership, so it is carried out as a replay (another leader may have acted on it meanwhile).
+   */
+  private terms = 0;
 
   constructor(d: JobStateStoreDeps) {
     this.d = d;
@@ -246,8 +264,15 @@ export class JobStateStore {
 
   /** When the next commit is due: urgent puts at once (past the gap), other puts and lazy changes later (file comment). */
   private due(): number {
-    if (this.urgent > 0) return Math.max(this.now(), this.lastUrgentStartMs + (this.d.commitGapMs ?? DEFAULT_COMMIT_GAP_MS));
-    let at = this.waiters.length > 0 ? this.eagerSinceMs + (this.d.coalesceMs ?? DEFAULT_COALESCE_MS) : Infinity;
+    let urgent = false;
+    let eagerSinceMs = Infinity;
+    for (const w of this.waiters) {
+      if (this.holds.has(w.uid)) continue; // behind a hold: written once it settled
+      if (w.urgent) urgent = true;
+      else eagerSinceMs = Math.min(eagerSinceMs, w.atMs);
+    }
+    if (urgent) return Math.max(this.now(), this.lastUrgentStartMs + (this.d.commitGapMs ?? DEFAULT_COMMIT_GAP_MS));
+    let at = eagerSinceMs + (this.d.coalesceMs ?? DEFAULT_COALESCE_MS);
     if (this.lazySinceMs !== Infinity) {
       const quiet = Math.min(this.lazyLastMs + (this.d.lazyMs ?? DEFAULT_LAZY_MS), this.lazySinceMs + (this.d.lazyMaxMs ?? DEFAULT_LAZY_MAX_MS));
       at = Math.min(at, Math.max(quiet, this.retryAtMs));
@@ -283,11 +308,9 @@ export class JobStateStore {
     this.inFlight = true;
     this.dueMs = Infinity;
     this.lastStartMs = this.now();
-    if (this.urgent > 0) this.lastUrgentStartMs = this.lastStartMs;
+    if (this.waiters.some((w) => w.urgent && !this.holds.has(w.uid))) this.lastUrgentStartMs = this.lastStartMs;
     const waiters = this.waiters;
     this.waiters = [];
-    this.urgent = 0;
-    this.eagerSinceMs = Infinity;
     const lazySince = this.lazySinceMs;
     this.lazySinceMs = Infinity;
     this.lazyLastMs = -Infinity;
@@ -304,11 +327,7 @@ export class JobStateStore {
       this.failures = 0;
       this.retryAtMs = -Infinity;
       this.d.log?.debug('job journal commit', { shards: batch.length, ...counts, failedKeys: failed.size, waiters: waiters.length });
-      for (const w of waiters) {
-        const err = failed.get(w.uid);
-        if (err === undefined) w.resolve();
-        else w.reject(err);
-      }
+      this.settleWaiters(waiters, failed);
     } catch (e) {
       this.failures++;
       this.retryAtMs = this.now() + Math.min(30_000, 500 * 2 ** (this.failures - 1));
@@ -326,13 +345,41 @@ export class JobStateStore {
         if (m?.size === 0) this.staged.delete(s);
       }
       this.d.log?.warn('job journal write failed', { err: String(e), waiting: waiters.length, failures: this.failures });
-      for (const w of waiters) w.reject(failed.get(w.uid) ?? e);
+      this.settleWaiters(waiters, failed, e);
     } finally {
       this.inFlight = false;
       // Lazy changes staged meanwhile (or released holds) were noted above; a lazy change left staged
       // without a note (its commit skipped it: another writer's record) is not retried on its own.
       this.arm();
     }
+  }
+
+  /**
+   * After a commit: a put whose change was written resolves, one whose change failed (or, when the
+   * commit failed, was not written) rejects; one still staged (behind a hold, or staged again
+   * meanwhile) waits for a later commit.
+   */
+  private settleWaiters(waiters: readonly Waiter[], failed: ReadonlyMap<string, unknown>, commitError?: unknown): void {
+    for (const w of waiters) {
+      const err = failed.get(w.uid);
+      if (err !== undefined) w.reject(err);
+      else if (this.unwritten(w.uid)) this.waiters.push(w);
+      else if (commitError !== undefined) w.reject(commitError);
+      else w.resolve();
+    }
+  }
+
+  /** A put of the UID is staged or in flight, not yet written (its pending decision is not durable yet). */
+  unwritten(uid: string): boolean {
+    for (const m of this.staged.values()) if (m.get(uid)?.lazy === false) return true;
+    return false;
+  }
+
+  /** Why the UID's last put was not written, once (its job's pass fails with it, so its queue backs off). */
+  takeFailure(uid: string): unknown {
+    const e = this.failedPuts.get(uid);
+    this.failedPuts.delete(uid);
+    return e;
   }
 
   /**
@@ -519,34 +566,45 @@ export class JobStateStore {
   }
 
   /**
-   * Stores the state (and the pending decision, if any), durably when it resolves (group commit,
-   * above); answers whether anything was written. Rejects when the write failed.
+   * Stores the state (and the pending decision, if any): staged now (every later read in this process
+   * sees it; `unwritten` says it is not durable yet) and written by a commit of the journal loop
+   * (group commit, above). Nobody needs to wait: a written put with a pending decision calls
+   * `onWritten` (the job's next pass carries the decision out), a put not written calls
+   * `onPutFailed` (the job's next pass fails with `takeFailure` and decides again after its backoff).
+   * The promise (tests) resolves once written, true when anything was staged; rejects when not written.
+   * Behind a held clear (the job's last reason record), the put is not written before that hold
+   * settled, and is forgotten with it if it failed (the job then replays its last decision).
    */
-  async put(jobKey: string, state: JobRescheduleState, pending?: PendingDecision): Promise<boolean> {
+  put(jobKey: string, state: JobRescheduleState, pending?: PendingDecision): Promise<boolean> {
     const uid = state.jobUid;
     const record = this.record(jobKey, state, pending);
     if (this.memoryOnly(uid, jobKey)) {
       const before = this.memory.get(uid);
       this.memory.set(uid, record);
-      return before === undefined || encodeJobState(before) !== encodeJobState(record);
-    }
-    const hold = this.holds.get(uid);
-    if (hold !== undefined) {
-      this.d.expediteHold();
-      try { await hold; } catch (e) { throw new Error(`job journal: the reason record of the last decision was not written (${String(e)}); it is replayed`); }
+      return Promise.resolve(before === undefined || encodeJobState(before) !== encodeJobState(record));
     }
     const cur = this.text(uid);
     const text = encodeJobState(record);
-    if (cur === text) return false;
-    if (cur === undefined && pending === undefined && pristine(state)) return false;
-    if (!this.acting) throw new Error('job journal: not acting (leadership lost or shutting down)');
-    this.stage(uid, text, false);
-    const done = new Promise<void>((resolve, reject) => this.waiters.push({ uid, resolve, reject }));
-    if (urgentPut(pending)) this.urgent++;
-    else this.eagerSinceMs = Math.min(this.eagerSinceMs, this.now());
+    if (cur === text) return Promise.resolve(false);
+    if (cur === undefined && pending === undefined && pristine(state)) return Promise.resolve(false);
+    if (!this.acting) return Promise.reject(new Error('job journal: not acting (leadership lost or shutting down)'));
+    this.failedPuts.delete(uid);
+    const hold = this.holds.get(uid);
+    // A decision waits on the held record: ask its writer to write now, not at its own pace.
+    if (hold !== undefined && urgentPut(pending)) this.d.expediteHold();
+    this.stage(uid, text, false, hold);
+    const done = new Promise<void>((resolve, reject) => this.waiters.push({ uid, urgent: urgentPut(pending), atMs: this.now(), resolve, reject }));
     this.arm();
-    await done;
-    return true;
+    return done.then(() => {
+      if (pending !== undefined) this.d.onWritten?.(jobKey);
+      return true;
+    }, (e: unknown) => {
+      if (this.acting) {
+        this.failedPuts.set(uid, e);
+        this.d.onPutFailed?.(jobKey);
+      }
+      throw e;
+    });
   }
 
   /**
@@ -578,6 +636,9 @@ export class JobStateStore {
       }
       for (const [s, m] of [...this.staged]) if (m.size === 0) this.staged.delete(s);
       if (ok) { this.noteLazy(); this.arm(); return; }
+      // A put staged behind it went with it: it was not written.
+      const gone = new Error(`job journal: the reason record of the last decision was not written (${String(err)}); it is replayed`);
+      this.waiters = this.waiters.filter((w) => { if (w.uid !== uid || this.unwritten(uid)) return true; w.reject(gone); return false; });
       this.d.log?.warn('job journal: the reason record was not written; the decision stays pending and is replayed', { jobUid: uid, err: String(err) });
       this.d.onHoldFailed?.(jobKey);
     };
@@ -592,9 +653,8 @@ export class JobStateStore {
    */
   abandon(): void {
     this.acting = false;
+    this.terms++;
     this.dueMs = Infinity;
-    this.urgent = 0;
-    this.eagerSinceMs = Infinity;
     this.lazySinceMs = Infinity;
     this.lazyLastMs = -Infinity;
     this.staged.clear();
@@ -603,6 +663,9 @@ export class JobStateStore {
     this.waiters = [];
     for (const w of waiters) w.reject(new Error('job journal: not acting'));
   }
+
+  /** The journal's term (see `terms`). */
+  get term(): number { return this.terms; }
 
   /** Writes again (leadership regained). */
   resume(): void { this.acting = true; }

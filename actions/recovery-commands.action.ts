@@ -22,7 +22,7 @@ import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { deleteBackupPod, ensureBackupPod } from './hot-switch-backup.action.ts';
 import { deletePods } from './pod-deletion.action.ts';
-import { annotationPatch, patchPodGroupMeta, patchPodMeta } from './recovery-patch.action.ts';
+import { annotationPatch, patchNodeAnnotations, patchPodGroupMeta, patchPodMeta } from './recovery-patch.action.ts';
 import { RESET_CONFIG_TRIES, writeRecoveryResetConfig } from './recovery-reset-config.action.ts';
 import { SIGNAL_TRIES, sendProcessSignal } from './recovery-signal.action.ts';
 
@@ -39,13 +39,16 @@ export interface RecoveryJobTarget {
 }
 
 export type IoCommand =
-  | Extract<RecoveryCommand, { type: 'writeResetConfig' | 'sendSignal' | 'setPodGroupLabel' | 'setPodGroupAnnotations' | 'labelPods' | 'replaceFaultPods' | 'escalateRescheduling' }>
+  | Extract<RecoveryCommand, { type: 'writeResetConfig' | 'sendSignal' | 'setPodGroupLabel' | 'setPodGroupAnnotations' | 'labelPods' | 'replaceFaultPods' | 'escalateRescheduling' | 'annotateNodes' }>
   | Extract<HotSwitchCommand, { type: 'sendSignal' | 'annotatePod' | 'labelPod' | 'deletePod' | 'escalateRescheduling' }>;
 
 const IO_TYPES: ReadonlySet<string> = new Set([
   'writeResetConfig', 'sendSignal', 'setPodGroupLabel', 'setPodGroupAnnotations', 'labelPods', 'replaceFaultPods',
-  'escalateRescheduling', 'annotatePod', 'labelPod', 'deletePod',
+  'escalateRescheduling', 'annotatePod', 'labelPod', 'deletePod', 'annotateNodes',
 ]);
+
+/** ClusterD's RetryPatchNodeAnnotation tries (constant.PatchNodeTimes). */
+export const NODE_PATCH_TRIES = 3;
 export const isIoCommand = (c: RecoveryCommand | HotSwitchCommand): c is IoCommand => IO_TYPES.has(c.type);
 
 export interface RecoveryActionDeps {
@@ -79,6 +82,7 @@ export function ioCommandTries(c: RecoveryCommand | HotSwitchCommand): number {
   switch (c.type) {
     case 'sendSignal': return SIGNAL_TRIES;
     case 'writeResetConfig': return RESET_CONFIG_TRIES;
+    case 'annotateNodes': return NODE_PATCH_TRIES;
     default: return 1;
   }
 }
@@ -189,6 +193,14 @@ export class RecoveryActions {
         await patchPodMeta(patch, job.namespace, { name: c.podName, uid: pod.metadata?.uid ?? '' }, { labels: { [c.key]: c.value } });
         return;
       }
+      case 'annotateNodes':
+        // ClusterD patches each node in turn and only logs a failure.
+        if (this.dry('annotate nodes', job, { nodes: c.nodes, annotations: c.annotations })) return;
+        for (const node of c.nodes) {
+          const r = await patchNodeAnnotations(patch, node, c.annotations);
+          d.log.info('node annotated', { job: job.key, node, annotations: c.annotations, result: r });
+        }
+        return;
       case 'deletePod':
         if (this.dry('delete a pod', job, { pod: c.podName, reason: c.reason })) return;
         await deletePods(d.client, job.namespace, [{ name: c.podName, uid: c.uid }], { force: true, metrics: d.metrics });

@@ -51,6 +51,19 @@ export async function patchPodMeta(
   }
 }
 
+/** Sets annotations on a node (the stress test's `NodeHealthyStatus`, docs/rules.md#recover.stress-test); a node gone is `gone`. */
+export async function patchNodeAnnotations(d: PatchDeps, name: string, annotations: Readonly<Record<string, string>>): Promise<PatchResult> {
+  try {
+    await d.client.patch(paths.node(name), { metadata: { annotations: { ...annotations } } }, 'merge');
+    d.metrics?.apiWrites.inc({ kind: 'node_meta', result: 'success' });
+    return 'patched';
+  } catch (e) {
+    d.metrics?.apiWrites.inc({ kind: 'node_meta', result: isNotFound(e) ? '404' : 'error' });
+    if (isNotFound(e)) return 'gone';
+    throw e;
+  }
+}
+
 /** `set` plus `remove` as one merge patch map (removals are `null`). */
 export function annotationPatch(set: Readonly<Record<string, string>>, remove: readonly string[]): Record<string, string | null> {
   const out: Record<string, string | null> = {};

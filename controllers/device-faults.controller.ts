@@ -108,6 +108,9 @@ const PUBLIC_FAULT_DELETE_KEY = 'public-fault-deletes';
  */
 const PUBLIC_FAULT_DELETE_POLL_MS = 250;
 
+/** The intake's public-fault entry, a port of the intake flow (the gRPC PubFault service submits through it). */
+export type PublicFaultIntake = Pick<DeviceFaultsController, 'submitPublicFault'>;
+
 export class DeviceFaultsController {
   readonly store: FaultStore;
   /** Last good device-info of nodes whose current one is rejected (persisted by the leader). */

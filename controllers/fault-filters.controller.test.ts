@@ -21,7 +21,7 @@ function setup(opts: { annotations?: Record<string, string>; podLabels?: Record<
     jobView: (n) => records.get(n) ?? [],
     notify: (nodes) => notified.push([...nodes]),
     onStateChange: () => { stateChanges++; },
-    faultSubscribed: () => opts.subscribed?.() ?? false,
+    subscriptions: { subscribed: () => opts.subscribed?.() ?? false },
     ...(opts.npuClaims === undefined ? {} : { npuClaims: opts.npuClaims }),
   });
   c.start();

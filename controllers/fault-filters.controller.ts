@@ -40,6 +40,7 @@ import type { Pod, PodGroup } from '../runtime/kube-objects.ts';
 import type { Sources } from './sources/sources.ts';
 import { jobNodes } from '../policy/jobs/job-view.ts';
 import { npuClaimOf, type NpuClaimMode } from '../policy/jobs/npu-claims.ts';
+import type { FaultSubscriptions, RecoveryStatus } from './ports.ts';
 
 /** MindIE server pods (docs/rules.md#filter.mindie-hold): label `jobID` set and `app=mindie-ms-server`. */
 export const MINDIE_SERVER_APP = 'mindie-ms-server';
@@ -62,19 +63,14 @@ export interface FaultFiltersDeps {
   readonly clock: QueueClock;
   /** The job view of a node: its records after the fault policy, before these filters. */
   readonly jobView: (node: string) => readonly FaultRecord[];
-  /** docs/rules.md#filter.step-retry: the step-retry stage (recovery-step-retry.ts), records in, scheduler view out. */
-  readonly stepRetry?: (node: string, records: readonly FaultRecord[], nowMs: number) => readonly FaultRecord[];
-  /** docs/rules.md#filter.mindie-hold: the job's controller subscribed to the fault gRPC service (by job UID). */
-  readonly faultSubscribed?: (jobUid: string) => boolean;
   /**
-   * docs/rules.md#filter.recover-in-place: when the job reported a pod rank as having to exit (the recovery FSM's recover-in-place
-   * plan, RecoveryController.mustExitReportedMs); a new report re-announces the job's nodes.
+   * The recovery flow's feedback (controllers/ports.ts RecoveryStatus): docs/rules.md#filter.step-retry's stage,
+   * #filter.uce-accompany's business-plane UCEs, #filter.recover-in-place's must-exit reports (a new
+   * report re-announces the job's nodes), #filter.stress-test's tested nodes. Without it none of these applies.
    */
-  readonly mustExitReportedMs?: (jobUid: string, podRank: number) => number | undefined;
-  /** docs/rules.md#filter.uce-accompany: UCEs the business plane reported on a node (device, time). */
-  readonly businessUce?: (node: string) => ReadonlyArray<{ readonly device: string; readonly atMs: number }>;
-  /** docs/rules.md#filter.stress-test: nodes running an online stress test; none known without a source. */
-  readonly stressTestNodes?: () => ReadonlySet<string>;
+  readonly recovery?: Pick<RecoveryStatus, 'schedulerView' | 'businessUce' | 'mustExitReportedMs' | 'stressTestNodes'>;
+  /** docs/rules.md#filter.mindie-hold: the job's controller subscribed to the fault gRPC service (by job UID). */
+  readonly subscriptions?: FaultSubscriptions;
   /**
    * Which AscendReal claims count (policy/jobs/npu-claims.ts): `verified` (default) also keeps a
    * job's filters to chips it alone holds; `annotation` is ClusterD's (--trust-pod-npu-annotations).
@@ -228,13 +224,14 @@ export class FaultFiltersController {
   /** `jobViewOf` undefined: a peer's own run, which reads no further node. */
   private run(node: string, records: readonly FaultRecord[], nowMs: number, jobViewOf: ((node: string) => readonly FaultRecord[]) | undefined): NodeFilterResult {
     const d = this.d;
-    const businessUce = d.businessUce?.(node);
-    const stress = d.stressTestNodes?.();
+    const recovery = d.recovery;
+    const businessUce = recovery?.businessUce(node);
+    const stress = recovery?.stressTestNodes();
     return filterNode({
       node, records, nowMs, jobs: this.jobsOn(node), uce: this.uce.get(node) ?? {},
       ...(businessUce === undefined ? {} : { businessUce }),
       ...(stress === undefined ? {} : { stressTestNodes: stress }),
-      ...(d.stepRetry === undefined ? {} : { stepRetry: (r: readonly FaultRecord[]) => d.stepRetry!(node, r, nowMs) }),
+      ...(recovery === undefined ? {} : { stepRetry: (r: readonly FaultRecord[]) => recovery.schedulerView(node, r, nowMs) }),
       ...(jobViewOf === undefined ? {} : { otherNode: (n: string) => this.run(n, jobViewOf(n), nowMs, undefined).visible }),
       ...(this.claims === 'annotation' ? { openClaims: true } : {}),
     });
@@ -319,7 +316,7 @@ export class FaultFiltersController {
     const e = this.index.job(key, this.query);
     if (e === undefined) return undefined;
     const uid = e.view.uid;
-    const mindIe = this.mindIeServer(e) && (this.d.faultSubscribed?.(uid) ?? false);
+    const mindIe = this.mindIeServer(e) && (this.d.subscriptions?.subscribed(uid) ?? false);
     const meta = e.podGroup.metadata;
     const sig = `${meta?.resourceVersion ?? ''}/${String(mindIe)}`;
     let cached = this.rules.get(key);
@@ -329,11 +326,11 @@ export class FaultFiltersController {
       cached = { sig, rules };
       this.rules.set(key, cached);
     }
-    const must = this.d.mustExitReportedMs;
+    const recovery = this.d.recovery;
     return {
       key, uid, pods: e.view.pods, rules: cached.rules,
       recoverInPlace: { recoverInPlace: e.knobs.processRecoverEnable === 'on' && e.knobs.recoverStrategies.includes('recover-in-place'), subHealthyStrategy: e.knobs.subHealthyStrategy },
-      ...(must === undefined ? {} : { mustExitReportedMs: (rank: number) => must(uid, rank) }),
+      ...(recovery === undefined ? {} : { mustExitReportedMs: (rank: number) => recovery.mustExitReportedMs(uid, rank) }),
     };
   }
 

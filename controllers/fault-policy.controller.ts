@@ -68,6 +68,12 @@ type Input =
   | { kind: 'clusterSystem'; ev: WatchEvent<ConfigMap> }
   | { kind: 'pod'; ev: WatchEvent<Pod> };
 
+/**
+ * What the fault-policy flow offers the reconcilers and flows beside the fault view: the documents
+ * to persist, pre-separate over the rendered view, and the side memories restored at start.
+ */
+export type PolicyState = Pick<FaultPolicyController, 'persistedState' | 'manualInfo' | 'adjustView' | 'sideState'>;
+
 export class FaultPolicyController implements FaultPolicy {
   readonly engine: FaultPolicyEngine;
   readonly usage: NpuUsageIndex;
@@ -99,6 +105,8 @@ export class FaultPolicyController implements FaultPolicy {
   persistedState(nowMs: number): EscalationStateDoc | undefined { return this.engine.persistedState(nowMs); }
   manualInfo(): Record<string, ManualInfoNode> | undefined { return this.engine.manualInfo(); }
   get currentConfig(): PolicyConfig { return this.engine.config; }
+  /** The filter and relation-fault memories persisted with the policy's state (restored at start). */
+  get sideState(): FaultPolicyEngine['sideState'] { return this.engine.sideState; }
   /** Fires due deadlines now (the engine's timer does this by itself). */
   reevaluate(): void { this.engine.tick(this.clock.now()); }
 

@@ -44,7 +44,7 @@ function setup() {
   const filters = new FaultFiltersController({
     sources, log: recordingLogger([]), clock, windowKeys: false,
     jobView: (n) => late.view!.jobView(n),
-    stepRetry: (_n, r, nowMs) => stepRetrySchedulerView(r, () => ({ retryEnabled: true, recoverTimeMs: t0 }), nowMs),
+    recovery: { schedulerView: (_n, r, nowMs) => stepRetrySchedulerView(r, () => ({ retryEnabled: true, recoverTimeMs: t0 }), nowMs), businessUce: () => [], mustExitReportedMs: () => undefined, stressTestNodes: () => new Set() },
     notify: (nodes) => late.stage!.notify(nodes),
   });
   filters.start();

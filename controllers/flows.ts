@@ -1,9 +1,7 @@
 /**
- * The manager's building blocks, in the spirit of controller-runtime's builder: a flow says what it
- * watches, which queue keys that feeds and which reconciler runs for the key; the manager runs a
- * list of flows through one lifecycle instead of hand-written start and stop lines.
+ * The manager's lifecycle blocks: every flow (declared in controllers/build.ts, built by
+ * controllers/wiring.ts) runs through one lifecycle instead of hand-written start and stop lines.
  */
-import type { Observable, Subscription } from 'rxjs';
 import type { ControllerLoop } from '../runtime/controller-loop.ts';
 
 /** One flow's part in the lifecycle; every step is optional and runs in the list's order. */
@@ -11,6 +9,8 @@ export interface Flow {
   readonly name: string;
   /** Subscribe to the sources (before they start, so the initial lists feed the flow). */
   start?(): void;
+  /** The caches synced: read what `synced` needs (awaited in order, only when it returns a promise). */
+  beforeSynced?(): Promise<void> | void;
   /** The caches synced: restore what the last process persisted, before anything acts. */
   synced?(): void;
   /** This replica leads: start the reconcilers and queue what a restart must look at. */
@@ -24,38 +24,27 @@ export interface Flow {
 /** When a singleton reconciler's key is first queued once acting. */
 export type Initial = 'now' | 'never' | { readonly afterMs: number };
 
-/** A trigger: a port (a Subject's Observable) and how long to wait before reconciling (coalescing). */
-export interface Watch {
-  readonly source: Observable<unknown>;
-  readonly afterMs?: number;
-  /** Queue only while acting (the source fires on standbys too). */
-  readonly whileActing?: boolean;
-}
-
 /**
- * For(reconciler).Owns(key).Watches(ports): a loop whose one key is queued when acting starts
- * (`initial`) and whenever a watched port fires.
+ * For(reconciler).Owns(key): the lifecycle of a loop whose one key is queued when acting starts
+ * (`initial`); what else queues it is the flow's event handlers (`keyOn`, controllers/wiring.ts).
  */
-export function singleton(name: string, loop: ControllerLoop, key: string, opts: { readonly initial: Initial; readonly watches?: readonly Watch[]; readonly acting?: () => boolean }): Flow {
-  const subs: Subscription[] = [];
+export function singleton(loop: ControllerLoop, key: string, initial: Initial): Omit<Flow, 'name'> {
   return {
-    name,
-    start: () => {
-      for (const w of opts.watches ?? []) {
-        subs.push(w.source.subscribe(() => {
-          if (w.whileActing === true && opts.acting?.() !== true) return;
-          if (w.afterMs === undefined) loop.queue.add(key);
-          else loop.queue.addAfter(key, w.afterMs);
-        }));
-      }
-    },
     startActing: () => {
       loop.start();
-      if (opts.initial === 'now') loop.queue.add(key);
-      else if (opts.initial !== 'never') loop.queue.addAfter(key, opts.initial.afterMs);
+      if (initial === 'now') loop.queue.add(key);
+      else if (initial !== 'never') loop.queue.addAfter(key, initial.afterMs);
     },
     stopActing: () => loop.stop(),
-    stop: () => { for (const s of subs.splice(0)) s.unsubscribe(); },
+  };
+}
+
+/** An event mapped to a loop's key, at once or after `afterMs` (coalescing); `when` gates it (e.g. only while acting). */
+export function keyOn(loop: ControllerLoop, key: string, opts: { readonly afterMs?: number; readonly when?: () => boolean } = {}): () => void {
+  return () => {
+    if (opts.when !== undefined && !opts.when()) return;
+    if (opts.afterMs === undefined) loop.queue.add(key);
+    else loop.queue.addAfter(key, opts.afterMs);
   };
 }
 
@@ -67,4 +56,12 @@ export async function runStep(flows: readonly Flow[], step: 'stopActing' | 'stop
 /** The synchronous steps, in order. */
 export function runSyncStep(flows: readonly Flow[], step: 'start' | 'synced' | 'startActing'): void {
   for (const f of flows) f[step]?.();
+}
+
+/** `beforeSynced` of every flow, in order; a step that returns no promise is not awaited (no extra turn). */
+export async function runBeforeSynced(flows: readonly Flow[]): Promise<void> {
+  for (const f of flows) {
+    const p = f.beforeSynced?.();
+    if (p !== undefined) await p;
+  }
 }

@@ -16,6 +16,7 @@ import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import { npuId } from '../policy/jobs/job-view.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Sources } from './sources/sources.ts';
+import type { FaultSubscriptions } from './ports.ts';
 
 export const CLUSTER_JOB = '-1';
 type Level = 'Healthy' | 'SubHealthy' | 'UnHealthy';
@@ -70,7 +71,7 @@ export interface FaultPublisherDeps {
 
 interface Subscriber { readonly stream: SignalStream<FaultMsgSignal>; last: string; faulty: boolean }
 
-export class FaultPublisher {
+export class FaultPublisher implements FaultSubscriptions {
   private readonly d: FaultPublisherDeps;
   private readonly subscribers = new Map<number, Subscriber>();
 

@@ -6,6 +6,7 @@
  *   hot-switch FSM while a hot switch runs.
  * - Fault: grpc-fault.ts.
  * - PubFault: checked against the public-fault rules and fed to the intake's public-fault path.
+ * - TrainingDataTrace: grpc-datatrace.ts; config.Config: grpc-config.ts; job.Job: grpc-job.ts.
  *
  * Reply codes: a report the FSM took (consumed or queued in its one-slot buffer) is answered
  * `{0, "jobId=<id>, uuid=<uuid>, receive <rpc>"}`. ClusterD blocks a second unsolicited report of a
@@ -17,26 +18,30 @@ import type { GrpcHandlers } from '../grpc/handlers.ts';
 import type { PublicFaultRequest } from '../grpc/messages.ts';
 import { validatePublicFault } from '../schemas/public-fault/public-fault.ts';
 import type { Logger } from '../telemetry/logger.ts';
-import type { DeviceFaultsController } from './device-faults.controller.ts';
+import type { PublicFaultIntake } from './device-faults.controller.ts';
 import type { FaultPublisher } from './grpc-fault.ts';
-import { PROCESS_RECOVER_ENABLE_LABEL, type RecoveryController } from './recovery.controller.ts';
+import { dataTraceHandlers, type DataTraceWiringDeps } from './grpc-datatrace.ts';
+import { PROCESS_RECOVER_ENABLE_LABEL, type RecoveryService } from './recovery.controller.ts';
 
 /** Origin prefix of public faults sent over gRPC (`grpc-pubfault/<resource>`), in logs and the store. */
 export const GRPC_PUBLIC_FAULT_SOURCE = 'grpc-pubfault';
 
 export interface GrpcWiringDeps {
-  readonly recovery: RecoveryController;
-  readonly deviceFaults: DeviceFaultsController;
+  readonly recovery: RecoveryService;
+  readonly deviceFaults: PublicFaultIntake;
   readonly faults: FaultPublisher;
   readonly log: Logger;
   readonly now: () => number;
+  readonly dataTrace: Omit<DataTraceWiringDeps, 'log'>;
+  readonly config: GrpcHandlers['config'];
+  readonly job: GrpcHandlers['job'];
 }
 
 const received = (jobId: string, uuid: string, rpc: string, accepted: boolean): Status =>
   accepted ? reportReceived(jobId, uuid, rpc) : status(Code.ServerInnerError, `${Info.reportChanClosed(jobId, uuid)}: an earlier ${rpc} is still queued`);
 
 /** A public fault sent over gRPC: checked, then handed to the intake as a public-fault message. */
-export function ingestPublicFault(deviceFaults: DeviceFaultsController, req: PublicFaultRequest): Status {
+export function ingestPublicFault(deviceFaults: PublicFaultIntake, req: PublicFaultRequest): Status {
   const checked = validatePublicFault({
     id: req.id, timestamp: req.timestamp, version: req.version, resource: req.resource,
     faults: req.faults.map((f) => ({
@@ -93,6 +98,7 @@ export function grpcHandlers(d: GrpcWiringDeps): GrpcHandlers {
         if (!o.accepted) log.info('ReportProcessFault not taken by the FSM', { jobId: r.jobId });
         return status(Code.OK, Info.processFaultReceived);
       },
+      om: recovery.om,
     },
     fault: {
       subscribe: (stream) => d.faults.subscribe(stream),
@@ -105,5 +111,8 @@ export function grpcHandlers(d: GrpcWiringDeps): GrpcHandlers {
         return s;
       },
     },
+    dataTrace: dataTraceHandlers({ ...d.dataTrace, log }),
+    config: d.config,
+    job: d.job,
   };
 }

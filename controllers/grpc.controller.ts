@@ -1,6 +1,9 @@
 /**
  * Runs the ClusterD-compatible gRPC server (grpc/, port 8899) for this controller: Recover wired to
- * the recovery controller's FSMs, fault.Fault to the fault view, PubFault to the intake.
+ * the recovery controller's FSMs, fault.Fault to the fault view, PubFault to the intake,
+ * TrainingDataTrace to the job summary and the `data-trace-<job>` ConfigMaps (grpc-datatrace.ts),
+ * config.Config to the global rank tables of MindIE jobs (grpc-config.ts), job.Job to the job
+ * summary's transitions (grpc-job.ts).
  *
  * Leadership: the server listens only while this replica is the leader (started from
  * Manager.startActing, stopped in stopActing). A standby that answered Init/Register would take
@@ -14,22 +17,28 @@
  * registrations or streams refused or dropped at a cap in `bound_hits_total{bound="grpc_..."}`.
  */
 import { readFile } from 'node:fs/promises';
-import { merge, type Subscription } from 'rxjs';
+import { merge, type Observable, type Subscription } from 'rxjs';
 import { TimerLoop } from '../runtime/timer-loop.ts';
 import type { QueueClock } from '../runtime/clock.ts';
 import { startGrpcServer, type GrpcLimits, type GrpcServerHandle } from '../grpc/index.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
-import type { DeviceFaultsController } from './device-faults.controller.ts';
+import type { PublicFaultIntake } from './device-faults.controller.ts';
 import { FaultPublisher } from './grpc-fault.ts';
 import { PodAddressIndex, podIpCallerCheck } from './grpc-caller.ts';
 import type { Pod } from '../runtime/kube-objects.ts';
 import { grpcHandlers } from './grpc-handlers.ts';
 import type { Options } from './options.ts';
-import type { RecoveryController } from './recovery.controller.ts';
+import type { RecoveryService } from './recovery.controller.ts';
 import type { FaultView } from './fault-view.ts';
 import type { Sources } from './sources/sources.ts';
 import { jobNodes } from '../policy/jobs/job-view.ts';
+import { DataTraceConfigMaps } from '../actions/data-trace.action.ts';
+import { RankTablePublisher } from './grpc-config.ts';
+import { jobBatches, signalOfChange } from './grpc-job.ts';
+import { newUuid } from '../grpc/job.service.ts';
+import type { KubeClient } from '../runtime/kube-client.ts';
+import type { JobSummaries } from './ports.ts';
 
 const FAULT_PUSH_WINDOW_KEY = 'push';
 const FAULT_PUSH_WINDOW_MS = 200;
@@ -38,16 +47,22 @@ export interface GrpcControllerDeps {
   readonly options: Options;
   readonly sources: Sources;
   /** The intake (a PubFault is one of its inputs). */
-  readonly deviceFaults: DeviceFaultsController;
+  readonly deviceFaults: PublicFaultIntake;
   /** The fault view: the job view the fault service publishes, and its changes. */
   readonly faults: Pick<FaultView, 'jobView' | 'changes$' | 'store'>;
-  readonly recovery: RecoveryController;
+  readonly recovery: RecoveryService;
+  /** Registered jobs whose PodGroup went away (RecoveryControllerDeps.jobGone): the transport forgets them. */
+  readonly jobGone$?: Observable<string>;
   readonly log: Logger;
   readonly metrics: Metrics;
   /** Transport limit overrides (tests: a small QPS bucket). */
   readonly limits?: Partial<GrpcLimits>;
   /** The controller's clock (runtime/clock.ts): rate limits, keep-alive signals, the publisher's window. */
   readonly clock: QueueClock;
+  /** The API client: TrainingDataTrace writes `data-trace-<job>` (actions/data-trace.action.ts). */
+  readonly client: KubeClient;
+  /** ClusterD's job cache and the PodGroup and pods of a job (read when a call comes). */
+  readonly jobSummary: JobSummaries;
   /** A job's fault subscription started or ended (FaultPublisherDeps.subscriptionChanged). */
   readonly onFaultSubscription?: (jobId: string, nodes: readonly string[]) => void;
 }
@@ -57,11 +72,18 @@ export class GrpcController {
   private handle: GrpcServerHandle | undefined;
   private starting: Promise<GrpcServerHandle | undefined> | undefined;
   private sub: Subscription | undefined;
+  private goneSub: Subscription | undefined;
   private publisher: TimerLoop | undefined;
+  private rankTables: RankTablePublisher | undefined;
+  private jobSignals: Subscription | undefined;
   private readonly d: GrpcControllerDeps;
+  private readonly dataTraceConfigMaps: DataTraceConfigMaps;
 
   constructor(d: GrpcControllerDeps) {
     this.d = d;
+    this.dataTraceConfigMaps = new DataTraceConfigMaps({
+      client: d.client, cached: (ns, name) => d.sources.dataTraceConfigMaps.get(`${ns}/${name}`), metrics: d.metrics, now: () => d.clock.now(),
+    });
     this.faults = new FaultPublisher({
       sources: d.sources,
       faultsOf: (n) => d.faults.jobView(n),
@@ -121,9 +143,37 @@ export class GrpcController {
       countRequest: (r) => metrics.grpcRequests.inc({ method: r.method, code: r.code !== undefined ? String(r.code) : r.grpcCode }),
       onConnectionRefused: (cap) => metrics.boundHits.inc({ bound: cap }),
       clock: this.d.clock,
-    }, grpcHandlers({ recovery, deviceFaults: this.d.deviceFaults, faults: this.faults, log, now: () => this.d.clock.now() }));
+    }, grpcHandlers({
+      recovery, deviceFaults: this.d.deviceFaults, faults: this.faults, log, now: () => this.d.clock.now(),
+      dataTrace: {
+        jobs: () => this.d.jobSummary.store.all(),
+        podGroup: (key) => this.d.jobSummary.podGroupOf(key),
+        pods: (key) => this.d.jobSummary.jobPods(key),
+        configMaps: this.dataTraceConfigMaps,
+      },
+      config: { subscribed: (jobId) => this.rankTables?.subscribed(jobId) },
+      job: {
+        allJobs: () => {
+          const jobs = this.d.jobSummary.store.all();
+          const now = this.d.clock.now();
+          return { batches: jobBatches(jobs.values(), Math.floor(now / 1000), newUuid), total: jobs.size };
+        },
+      },
+    }));
     this.handle = handle;
-    recovery.onJobGone = (jobId) => handle.forgetJob(jobId);
+    const summary = (): JobSummaries => this.d.jobSummary;
+    this.rankTables = new RankTablePublisher({
+      sources: this.d.sources, jobs: () => summary().store.all(), podGroup: (k) => summary().podGroupOf(k), pods: (k) => summary().jobPods(k),
+      push: (jobId, table) => handle.configRegistry.push(jobId, table), clock: this.d.clock, log,
+    });
+    this.rankTables.start();
+    // job.Job: every job summary transition, to every registered client.
+    this.jobSignals = summary().store.changes$.subscribe((c) => {
+      const now = this.d.clock.now();
+      const signal = signalOfChange(c, Math.floor(now / 1000), newUuid());
+      if (signal !== undefined) handle.jobRegistry.broadcast(signal);
+    });
+    this.goneSub = this.d.jobGone$?.subscribe((jobId) => handle.forgetJob(jobId));
     // Jobs restored from the state store were registered before the restart: reports stay accepted.
     for (const jobId of recovery.registeredJobIds()) {
       const c = { jobId, role: 'taskd' };
@@ -157,8 +207,13 @@ export class GrpcController {
     this.sub = undefined;
     await this.publisher?.stop();
     this.publisher = undefined;
+    await this.rankTables?.stop();
+    this.rankTables = undefined;
+    this.jobSignals?.unsubscribe();
+    this.jobSignals = undefined;
     this.handle = undefined;
-    this.d.recovery.onJobGone = undefined;
+    this.goneSub?.unsubscribe();
+    this.goneSub = undefined;
     await h?.shutdown(2_000);
   }
 }

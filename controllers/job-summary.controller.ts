@@ -162,6 +162,17 @@ export class JobSummaryController {
     return unchecked;
   }
 
+  /** The job's PodGroup (as the summary picks it), for TrainingDataTrace (controllers/grpc-datatrace.ts). */
+  podGroupOf(job: string): PodGroup | undefined {
+    const k = this.pgOf(job);
+    return k === undefined ? undefined : this.d.sources.podGroups.get(k);
+  }
+
+  /** The job's pods, as the summary reads them. */
+  jobPods(job: string): Pod[] {
+    return this.podsOf(job);
+  }
+
   /** The job's pods: in its PodGroup's namespace, and not refused as another job's (as `pgOf`). */
   private podsOf(job: string): Pod[] {
     const s = this.d.sources;

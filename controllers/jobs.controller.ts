@@ -57,11 +57,12 @@ const JOB_JOURNAL_KEY = 'job-journal';
  */
 const REASON_WRITE_GAP_MS = 1000;
 /**
- * Jobs decided at once. A pass holds its worker through its write-ahead, the pod DELETEs, the Event
- * and the DecisionRecord (mostly waiting on the apiserver, little CPU): with 4, a 13-job storm was
- * decided in waves of 4 about half a second apart, each wave's journal write-aheads in two or three
- * commits (in the storm bench, 8 of its 9 job_state writes). With more workers a storm's jobs reach
- * their write-aheads together and share a commit, and none waits in the queue behind another's DELETEs.
+ * Jobs decided at once. A pass that carries out a decision holds its worker through the pod DELETEs,
+ * the Event and the DecisionRecord (mostly waiting on the apiserver, little CPU); the pass that
+ * writes it ahead does not wait for the journal's commit. With 4, a 13-job storm was decided in waves
+ * of 4 about half a second apart, each wave's journal write-aheads in two or three commits (in the
+ * storm bench, 8 of its 9 job_state writes). With more workers a storm's jobs reach their
+ * write-aheads together and share a commit, and none waits in the queue behind another's DELETEs.
  */
 const DECISION_WORKERS = 16;
 
@@ -150,6 +151,10 @@ export class JobsController {
       wake: (ms) => this.loops?.journal.queue.addAfter(JOB_JOURNAL_KEY, ms),
       expediteHold: () => this.reasonStore?.expedite(),
       onHoldFailed: (key) => this.loops?.decisions.queue.add(key),
+      // The job's pass that carries out its durable write-ahead (or fails its unwritten put): no
+      // decision waits for a journal commit (actions/job-state.action.ts).
+      onWritten: (key) => this.loops?.decisions.queue.add(key),
+      onPutFailed: (key) => this.loops?.decisions.queue.add(key),
     });
     if (!options.rescheduling) { this.loops = undefined; this.gate = undefined; this.history = undefined; return; }
     const faultsOf = (n: string) => d.deviceFaults.effective(n);
@@ -275,12 +280,10 @@ export class JobsController {
 
   /** Stops the reconcilers (lost leadership, shutdown); the flow keeps the job index current. */
   async stopLoops(): Promise<void> {
-    // Before the loops stop: a decision waiting for a journal commit or a reason record would wait
-    // for a key of the journal or reasons loop, which a stopping queue no longer runs (the stop then
-    // never ended). Abandoned, both answer at once: an uncommitted put rejects (its decision is not
-    // carried out), a queued record rejects (its decision stays pending and is replayed by whoever
-    // leads next), a commit or record write in flight still completes; nothing new is written
-    // (actions/job-state.action.ts, reconcilers/job-reschedule-reason.reconciler.ts).
+    // Whoever may no longer lead writes nothing: staged journal changes and queued reason records are
+    // dropped (a pending decision they leave is replayed by the next leader, idempotently). No pass
+    // waits on another loop (a write-ahead's commit queues its job again, a reason record holds only
+    // the journal's clear), so the order of these and the loops' stop does not matter.
     this.reasonStore?.abandon();
     this.states.abandon();
     if (this.loops !== undefined) await Promise.all(Object.values(this.loops).map((l: ControllerLoop) => l.stop()));

@@ -51,7 +51,7 @@ function setUp() {
   const filters = new FaultFiltersController({
     sources, log: recordingLogger(lines), clock,
     jobView: (n) => records.get(n) ?? [],
-    mustExitReportedMs: (uid, rank) => (uid === UID ? job.mustExitReportedMs(rank) : undefined),
+    recovery: { schedulerView: (_n, r) => r, businessUce: () => [], mustExitReportedMs: (uid, rank) => (uid === UID ? job.mustExitReportedMs(rank) : undefined), stressTestNodes: () => new Set() },
     notify: (nodes) => announced.push([...nodes]),
   });
   filters.start();

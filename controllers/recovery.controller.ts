@@ -41,6 +41,9 @@ import type { FaultView } from './fault-view.ts';
 import { jobOwnerOf, type JobEntry, type JobIndex, type JobQuery } from '../state/job-index.ts';
 import type { Options } from './options.ts';
 import { MemoryCommands } from './recovery-commands.ts';
+import { OmOperations } from './recovery-om.ts';
+import { STRESS_TEST_CODES } from '../policy/filters/stress-test-filter.ts';
+import { DEVICE_INFO_CM_PREFIX, parseDeviceInfoCfg } from '../schemas/device-info/device-info.ts';
 import { recoveryFeed, retryReportDevices, type RecoveryFeed } from '../policy/recovery/recovery-feed.ts';
 import { JobFsm, recoveryCommandLoop, type InputOutcome, type JobInput, type Machine } from './recovery-job.ts';
 import { RECOVERY_STATE_NAMESPACE, RECOVERY_STATE_QUEUE, RecoveryStateStore, recoveryStateReconciler, type RecoveryRecord } from '../reconcilers/recovery-state.reconciler.ts';
@@ -49,6 +52,7 @@ import type { Sources } from './sources/sources.ts';
 import { StepRetryView } from './recovery-step-retry.ts';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import { jobNodes } from '../policy/jobs/job-view.ts';
+import type { RecoveryStatus, ReschedulingRoleStatus } from './ports.ts';
 
 /** Recovery FSM edges (policy/recovery/recovery-fsm.ts reason lines `from -(event)-> to [recover.fsm #n]`) for the goodput stages. */
 const FAULT_EDGE = /^(INIT|ScaleRunningState) -\(faultOccur\)->/;
@@ -64,14 +68,20 @@ export interface RecoveryControllerDeps {
   readonly log: Logger;
   readonly metrics: Metrics;
   /** Whether we hold Volcano's rescheduling role now (controllers/rescheduling-role.ts). */
-  readonly holdsRescheduling: () => boolean;
+  readonly role: ReschedulingRoleStatus;
   /**
    * The controller's clock (runtime/clock.ts): the FSMs run on its scheduler, the queues on its
    * timers (one time for both); timings come from the flags (--recovery-timings).
    */
   readonly clock: Clock;
-  /** A jobs controller re-decides the job once the label is `pause` (else we reschedule ourselves). */
-  readonly handover?: (jobKey: string, level: 'pod' | 'job') => boolean;
+  /**
+   * Hands a job back to the jobs flow, which re-decides it once the label is `pause`
+   * (docs/rules.md#decision.process-gives-up, then pod or job level); without it, or without the
+   * rescheduling role, we reschedule ourselves.
+   */
+  readonly redecide?: (jobKey: string) => void;
+  /** A registered job's PodGroup went away (the gRPC transport forgets the job). */
+  readonly jobGone?: (jobId: string) => void;
 }
 
 export const PROCESS_RECOVER_ENABLE_LABEL = 'process-recover-enable';
@@ -89,12 +99,17 @@ const PLACED: JobQuery = { placement: true };
 /** A hand-off waits at most the preExit wait plus this (signal tries: 1 s + 2 s of back-off). */
 const PRE_EXIT_SLACK_MS = 5_000;
 
-export class RecoveryController {
+/** What the gRPC services call (grpc-handlers.ts, grpc.controller.ts). */
+export type RecoveryService = Pick<RecoveryController, 'lookup' | 'register' | 'attach' | 'feedReport' | 'registeredJobIds' | 'om'>;
+
+export class RecoveryController implements RecoveryStatus {
   /** The sources' one job index (controllers/sources/job-index-feed.ts), read with PLACED. */
   readonly index: JobIndex;
   readonly store: RecoveryStateStore;
   readonly memory: MemoryCommands;
   readonly stepRetry: StepRetryView;
+  /** The O&M operations' streams and requests (controllers/recovery-om.ts): the gRPC `om` handlers. */
+  readonly om: OmOperations;
   private readonly jobs = new Map<string, JobFsm>();
   /**
    * jobId -> the key `lookup` last resolved it to (a PodGroup whose owner was verified): the PodGroup
@@ -145,13 +160,28 @@ export class RecoveryController {
       notify: (nodes) => d.faults.notify(nodes), scheduler: this.scheduler, now: this.now, log: d.log,
       openClaims: d.options.trustPodNpuAnnotations,
     });
+    this.om = new OmOperations({
+      job: (jobId) => this.jobs.get(jobId), lookup: (jobId) => this.lookup(jobId), log: d.log, scheduler: this.scheduler,
+      superPodId: (node) => {
+        const cm = s.deviceInfo.get(`kube-system/${DEVICE_INFO_CM_PREFIX}${node}`);
+        const text = cm?.data?.['DeviceInfoCfg'];
+        if (text === undefined) return undefined;
+        const cfg = parseDeviceInfoCfg(text);
+        return cfg.ok ? cfg.value.SuperPodID : undefined;
+      },
+      notifyNodes: (nodes) => d.faults.notify(nodes),
+    });
     this.actions = new RecoveryActions({
       client: d.client, writer: d.writer, metrics: d.metrics, log: d.log, now: this.now,
       resetConfig: (ns, name) => s.resetConfigs.get(`${ns}/${name}`),
       jobPods: (job) => this.rawPods(job.key),
       stream: (jobId) => this.jobs.get(jobId)?.stream,
-      rescheduling: () => d.holdsRescheduling(), dryRun: d.options.dryRun, backupPods: d.options.hotSwitchBackupPods,
-      handover: (job, level) => d.handover?.(job.key, level) ?? false,
+      rescheduling: () => d.role.holds, dryRun: d.options.dryRun, backupPods: d.options.hotSwitchBackupPods,
+      handover: (job) => {
+        if (d.redecide === undefined) return false;
+        d.redecide(job.key);
+        return d.role.holds;
+      },
     });
   }
 
@@ -197,7 +227,9 @@ export class RecoveryController {
     return this.jobs.get(jobId)?.mustExitReportedMs(podRank);
   }
 
-  isRegistered(jobId: string): boolean { return this.jobs.has(jobId); }
+  readonly isRegistered = (jobId: string): boolean => this.jobs.has(jobId);
+  /** Nodes under an online stress test (docs/rules.md#filter.stress-test): their stress-test codes are hidden. */
+  stressTestNodes(): ReadonlySet<string> { return this.om.stressTestNodes(this.jobs.values()); }
   job(jobId: string): JobFsm | undefined { return this.jobs.get(jobId); }
   registeredJobIds(): string[] { return [...this.jobs.keys()]; }
   hotSwitchDowngraded(jobId: string): boolean {
@@ -266,6 +298,8 @@ export class RecoveryController {
       }
       if (r.registered) this.createJob(r.jobId, r);
     }
+    const stressed = [...this.stressTestNodes()];
+    if (stressed.length > 0) this.d.faults.notify(stressed);
     if (this.jobs.size > 0) this.d.log.info('recovery states restored', { jobs: [...this.jobs.values()].map((j) => ({ job: j.target.key, recovery: j.recovery.phase, hotSwitch: j.hotSwitch.phase, downgraded: j.hotSwitch.downgraded })) });
   }
 
@@ -274,7 +308,10 @@ export class RecoveryController {
     this.acting = false;
     const feedStopped = this.feedLoop?.stop();
     this.feedLoop = undefined;
-    for (const j of this.jobs.values()) j.stop();
+    for (const j of this.jobs.values()) {
+      j.stop();
+      this.om.end(j.jobId);
+    }
     this.jobs.clear();
     // Not awaited: a command in flight may wait on an apiserver that is gone; its job is stopped.
     void this.commandLoop?.stop();
@@ -329,9 +366,16 @@ export class RecoveryController {
    */
   private feedOf(jobId: string, entry: JobEntry, downgraded: boolean): RecoveryFeed {
     const now = this.now();
+    // ClusterD's stress-test processor sits in the device center, before the job center: the FSMs
+    // do not see a tested node's stress-test codes either (docs/rules.md#filter.stress-test).
+    const stressed = this.stressTestNodes();
+    const faultsOf = (n: string): readonly FaultRecord[] => {
+      const v = this.stepRetry.schedulerView(n, this.jobView(n), now);
+      return stressed.has(n) ? v.filter((r) => !STRESS_TEST_CODES.includes(r.code.toUpperCase())) : v;
+    };
     return recoveryFeed({
-      entry, pod: (k) => this.d.sources.pods.get(k), faultsOf: (n) => this.stepRetry.schedulerView(n, this.jobView(n), now), nowMs: now,
-      retryReports: this.memory.retryReports(jobId), hotSwitchDowngraded: downgraded, holdsReschedulingRole: this.d.holdsRescheduling(),
+      entry, pod: (k) => this.d.sources.pods.get(k), faultsOf, nowMs: now,
+      retryReports: this.memory.retryReports(jobId), hotSwitchDowngraded: downgraded, holdsReschedulingRole: this.d.role.holds,
     });
   }
 
@@ -384,6 +428,7 @@ export class RecoveryController {
     const job = new JobFsm(this.target(jobId, found.key, found.entry), { ...recovery, timings: { ...recovery.timings, ...recoveryTimings } },
       { ...hotSwitch, timings: { ...hotSwitch.timings, ...hotSwitchTimings } }, {
         execute: async (j, c, signal) => {
+          if (this.om.run(j, c)) return;
           if (await this.memory.run(j, c)) return;
           if (isIoCommand(c.cmd)) await this.actions.run(j.target, c.cmd, signal, j.recovery.originalPodUids);
         },
@@ -408,6 +453,8 @@ export class RecoveryController {
     job.start();
     this.observeGauge(job);
     this.feedJob(job);
+    // A state restored while its notify message was not out yet: out again once an agent subscribes.
+    void this.om.deliver(jobId);
     return job;
   }
 
@@ -524,13 +571,11 @@ export class RecoveryController {
     job?.stop();
     this.jobs.delete(jobId);
     this.memory.forget(jobId);
+    this.om.end(jobId);
     const g = this.gaugeState.get(jobId);
     if (g !== undefined) this.d.metrics.recoveryJobs.dec({ state: g });
     this.gaugeState.delete(jobId);
-    this.onJobGone?.(jobId);
+    this.d.jobGone?.(jobId);
     if (this.acting) await this.store.remove(jobId).catch((e: unknown) => this.d.log.warn('recovery state not removed', { jobId, err: String(e) }));
   }
-
-  /** Set by the gRPC wiring: forget the job in the transport registries. */
-  onJobGone: ((jobId: string) => void) | undefined;
 }

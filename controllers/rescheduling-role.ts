@@ -16,6 +16,7 @@ import type { Metrics } from '../telemetry/metrics.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import { recordObjectEvent } from '../actions/object-event.action.ts';
 import { ascendPluginIn, holdsReschedulingRole, type AscendPluginVerdict, type SchedulerConfig } from '../policy/jobs/ascend-plugin.ts';
+import type { ReschedulingRoleStatus } from './ports.ts';
 import { schedulerPluginNames, VOLCANO_SCHEDULER_CONF_KEY } from '../schemas/volcano-scheduler-conf/volcano-scheduler-conf.ts';
 
 export interface ReschedulingRoleDeps {
@@ -29,7 +30,7 @@ export interface ReschedulingRoleDeps {
   readonly onChange: (holds: boolean) => void;
 }
 
-export class ReschedulingRole {
+export class ReschedulingRole implements ReschedulingRoleStatus {
   private verdict: AscendPluginVerdict = { unreadable: [] };
   private sub?: Subscription;
   private started = false;

@@ -39,6 +39,8 @@ export type GrpcBound =
   | 'grpc_fault_publishers_per_client'
   | 'grpc_fault_publishers'
   | 'grpc_side_streams_per_job'
+  | 'grpc_config_registrations'
+  | 'grpc_job_clients'
   | 'grpc_stream_pending_writes';
 
 export interface CallContext {

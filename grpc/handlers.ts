@@ -7,12 +7,20 @@ import type { Status } from './codes.ts';
 import type { ProcessManageSignal } from '../vocabulary/process-manage-signal.ts';
 import type {
   ClientInfo,
+  DataStatusRes,
+  DataTypeRes,
+  JobSummarySignal,
+  ProfilingSwitch,
   FaultMsgSignal,
   ProcessFaultRequest,
   PublicFaultRequest,
   RecoverStatusRequest,
   RecoverStrategyRequest,
   StopCompleteRequest,
+  StressTestParam,
+  StressTestResultMsg,
+  SwitchNics,
+  SwitchResultMsg,
 } from './messages.ts';
 
 export type Awaitable<T> = T | Promise<T>;
@@ -91,6 +99,26 @@ export interface RecoverHandlers {
   reportRecoverStatus(request: RecoverStatusRequest): Awaitable<Status>;
   /** Usually `{0, 'receive ReportProcessFault'}`, even when the FSM refused the event. */
   reportProcessFault(request: ProcessFaultRequest): Awaitable<Status>;
+  /** The O&M operations (stress test, NIC switch); without them the O&M rpcs answer 413. */
+  readonly om?: OmHandlers;
+}
+
+export type OmKind = 'stressTest' | 'switchNic';
+
+/** docs/grpc.md#om: online stress test and NIC switch. The transport checked the caller gate only. */
+export interface OmHandlers {
+  /** StressTest: 413 + reason, 411 while the job's FSM is busy, else 0. */
+  stressTest(request: StressTestParam): Awaitable<Status>;
+  switchNicTrack(request: SwitchNics): Awaitable<Status>;
+  /** ReplyStressTestResult / ReplySwitchNicResult: 400 unless registered, else 0 `reply success`. */
+  replyStressTestResult(request: StressTestResultMsg): Awaitable<Status>;
+  replySwitchNicResult(request: SwitchResultMsg): Awaitable<Status>;
+  /** SubscribeNotifyExecStressTest / SubscribeNotifySwitch of a registered job: the operation's agent messages go here. */
+  notifyStream(kind: OmKind, stream: SignalStream<unknown>): void;
+  /** SubscribeStressTestResponse / SubscribeSwitchNicSignal: the refusal (UNKNOWN + text), or undefined to serve. */
+  resultRefusal(kind: OmKind, jobId: string): string | undefined;
+  /** Serves one result message, then ends the stream (ClusterD: one message per subscription). */
+  resultStream(kind: OmKind, stream: SignalStream<{ jobID: string; msg: string }>): void;
 }
 
 /** Fault subscription service (docs/grpc.md#fault-service). `jobId` '-1' means cluster-wide. */
@@ -107,10 +135,44 @@ export interface PubFaultHandlers {
   sendPublicFault(request: PublicFaultRequest): Awaitable<Status>;
 }
 
+/** A TrainingDataTrace answer: a reply, or the error ClusterD's handler returned (UNKNOWN with its text). */
+export type DataTraceOutcome<Res> = { readonly reply: Res } | { readonly error: string };
+
+/** TrainingDataTrace (docs/grpc.md#trainingdatatrace-service). `namespace/name` was already split. */
+export interface DataTraceHandlers {
+  /**
+   * preRegistry: the key of the job `jobId` names (a job of the job cache, or the job whose PodGroup
+   * has `jobID=<jobId>` and `app=<role>`: a multi-instance job); undefined when none. The caller
+   * check asks about that job's pods.
+   */
+  jobOf(jobId: string, role: string): Awaitable<string | undefined>;
+  /** `publish(jobKey, switch)` queues the switch on the job's subscription; its error text when there is none. */
+  modify(
+    request: { readonly namespace: string; readonly name: string; readonly profilingSwitch: ProfilingSwitch | null },
+    publish: (jobId: string, profilingSwitch: ProfilingSwitch | null) => string | undefined,
+  ): Awaitable<DataTraceOutcome<DataTypeRes>>;
+  get(namespace: string, name: string): Awaitable<DataTraceOutcome<DataStatusRes>>;
+}
+
+/** config.Config (docs/grpc.md#config-service): the transport keeps registrations and streams. */
+export interface ConfigHandlers {
+  /** A stream now listens for `jobId`: generate its global rank table (pushed through the registry). */
+  subscribed(jobId: string): void;
+}
+
+/** job.Job (docs/grpc.md#job-service): the transport keeps clients, streams and the broadcast. */
+export interface JobHandlers {
+  /** SubscribeJobSummarySignalList's first messages: every job of the summary in NPU-bounded batches, and the job count. */
+  allJobs(): Awaitable<{ readonly batches: ReadonlyArray<readonly JobSummarySignal[]>; readonly total: number }>;
+}
+
 export interface GrpcHandlers {
   readonly recover: RecoverHandlers;
   readonly fault: FaultHandlers;
   readonly pubFault: PubFaultHandlers;
+  readonly dataTrace: DataTraceHandlers;
+  readonly config: ConfigHandlers;
+  readonly job: JobHandlers;
 }
 
 /** The logger used when none is injected. */

@@ -87,6 +87,38 @@ const num = (v: unknown): number => {
   return 0;
 };
 const list = <T>(v: unknown, f: (x: unknown) => T): T[] => (Array.isArray(v) ? v.map(f) : []);
+
+/** profiling.proto ProfilingSwitch: each field `on` / `off` (ClusterD passes any text through). */
+export interface ProfilingSwitch {
+  readonly CommunicationOperator: string;
+  readonly Step: string;
+  readonly SaveCheckpoint: string;
+  readonly FP: string;
+  readonly DataLoader: string;
+}
+export const PROFILING_SWITCH_FIELDS = ['CommunicationOperator', 'Step', 'SaveCheckpoint', 'FP', 'DataLoader'] as const;
+
+/** DataStatusRes (Get's answer and every pushed message); a null switch is left off the wire. */
+export interface DataStatusRes { readonly message: string; readonly profilingSwitch: ProfilingSwitch | null; readonly code: number }
+export interface DataTypeRes { readonly message: string; readonly code: number }
+
+/** job.proto JobSummarySignal (wire field names; `HcclJson` upper-case as in the proto). */
+export interface JobSummarySignal {
+  readonly uuid: string; readonly jobId: string; readonly jobName: string; readonly namespace: string; readonly frameWork: string;
+  readonly jobStatus: string; readonly time: string; readonly cmIndex: string; readonly total: string; readonly HcclJson: string;
+  readonly deleteTime: string; readonly sharedTorIp: string; readonly masterAddr: string; readonly operator: string; readonly sid: string;
+}
+
+/** config.proto RankTableStream: a job's global rank table (JSON text). */
+export interface RankTableStream { readonly jobId: string; readonly rankTable: string }
+
+/** A decoded ProfilingSwitch sub-message, or null when the request carried none (Go: a nil pointer). */
+export function toProfilingSwitch(v: unknown): ProfilingSwitch | null {
+  if (v === null || typeof v !== 'object') return null;
+  const o = v as Record<string, unknown>;
+  return { CommunicationOperator: str(o.CommunicationOperator), Step: str(o.Step), SaveCheckpoint: str(o.SaveCheckpoint), FP: str(o.FP), DataLoader: str(o.DataLoader) };
+}
+
 const strMap = (v: unknown): Record<string, string> => {
   const out: Record<string, string> = {};
   for (const [k, x] of Object.entries(obj(v))) out[k] = str(x);
@@ -166,3 +198,44 @@ export const toPublicFaultRequest = (v: unknown): PublicFaultRequest => {
 export const processManageSignal = (s: Partial<ProcessManageSignal> & Pick<ProcessManageSignal, 'jobId' | 'signalType'>): ProcessManageSignal => ({
   uuid: '', actions: [], faultRanks: [], changeStrategy: '', timeout: 0, nodeRankIds: [], extraParams: '', ...s,
 });
+
+// ---- O&M: online stress test and NIC switch (recover.proto; docs/grpc.md#om) ----
+
+export interface StressTestParam {
+  readonly jobId: string;
+  /** node -> ops; a map entry without a value decodes as null (ClusterD: "stress test ops is nil"). */
+  readonly stressParam: Readonly<Record<string, readonly number[] | null>>;
+  readonly allNodesOps: readonly number[];
+}
+export interface SwitchNics {
+  readonly jobId: string;
+  readonly nicOps: Readonly<Record<string, { readonly dev: readonly string[]; readonly op: readonly boolean[] }>>;
+}
+export interface StressOpResultMsg { readonly code: string; readonly result: string }
+export interface StressTestResultMsg { readonly jobId: string; readonly stressResult: Readonly<Record<string, Readonly<Record<string, StressOpResultMsg>>>> }
+export interface SwitchResultMsg { readonly jobId: string; readonly result: boolean }
+
+const ops = (v: unknown): number[] => list(v, num);
+export const toStressTestParam = (v: unknown): StressTestParam => {
+  const o = obj(v);
+  const stressParam: Record<string, number[] | null> = {};
+  for (const [node, x] of Object.entries(obj(o['stressParam']))) stressParam[node] = x === null || x === undefined ? null : ops(obj(x)['ops']);
+  return { jobId: str(o['jobID']), stressParam, allNodesOps: ops(o['allNodesOps']) };
+};
+export const toSwitchNics = (v: unknown): SwitchNics => {
+  const o = obj(v);
+  const nicOps: Record<string, { dev: string[]; op: boolean[] }> = {};
+  for (const [node, x] of Object.entries(obj(o['nicOps']))) nicOps[node] = { dev: list(obj(x)['dev'], str), op: list(obj(x)['op'], (b) => b === true) };
+  return { jobId: str(o['jobID']), nicOps };
+};
+export const toStressTestResult = (v: unknown): StressTestResultMsg => {
+  const o = obj(v);
+  const stressResult: Record<string, Record<string, StressOpResultMsg>> = {};
+  for (const [rank, r] of Object.entries(obj(o['stressResult']))) {
+    const byOp: Record<string, StressOpResultMsg> = {};
+    for (const [op, x] of Object.entries(obj(obj(r)['rankResult']))) byOp[op] = { code: str(obj(x)['code']), result: str(obj(x)['result']) };
+    stressResult[rank] = byOp;
+  }
+  return { jobId: str(o['jobId']), stressResult };
+};
+export const toSwitchResult = (v: unknown): SwitchResultMsg => ({ jobId: str(obj(v)['jobId']), result: obj(v)['result'] === true });

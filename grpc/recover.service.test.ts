@@ -183,7 +183,7 @@ describe('Recover service (docs/grpc.md#server-behaviour)', () => {
     expect((await st.done).code).toBe(GrpcStatus.OK);
   });
 
-  it('O&M rpcs are not supported: 413 in the body, UNKNOWN on the result streams', async () => {
+  it('without O&M handlers (no recovery controller) the O&M rpcs answer 413, the result streams UNKNOWN', async () => {
     await join();
     expect((await call('SwitchNicTrack', { jobID: JOB })).code).toBe(Code.OMParamInvalid);
     expect((await call('StressTest', { jobID: JOB })).code).toBe(Code.OMParamInvalid);

@@ -7,7 +7,7 @@
 import { status as GrpcStatus, type ServerWritableStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import { Code, Info, status, type Status } from './codes.ts';
 import { grpcError, refuseStream, reply, serverStream, unary, type CallContext, type UnaryOutcome } from './call-context.ts';
-import type { RecoverHandlers } from './handlers.ts';
+import type { OmKind, RecoverHandlers } from './handlers.ts';
 import type { ProcessManageSignal } from '../vocabulary/process-manage-signal.ts';
 import {
   processManageSignal,
@@ -16,6 +16,10 @@ import {
   toRecoverStatusRequest,
   toRecoverStrategyRequest,
   toStopCompleteRequest,
+  toStressTestParam,
+  toStressTestResult,
+  toSwitchNics,
+  toSwitchResult,
   type ClientInfo,
   type FaultRank,
 } from './messages.ts';
@@ -125,8 +129,11 @@ export function recoverService(d: RecoverServiceDeps): UntypedServiceImplementat
     if (stream.closed) subscription.onClose(stream.signal.reason as Parameters<typeof subscription.onClose>[0]);
   });
 
-  /** SubscribeNotifySwitch / SubscribeNotifyExecStressTest: UNKNOWN until registered, then open and idle. */
-  const idleNotifyStream = (name: string) =>
+  /**
+   * SubscribeNotifySwitch / SubscribeNotifyExecStressTest: UNKNOWN until registered, then open; the
+   * operation's agent messages come on it, and it ends with the job's controller reset (docs/grpc.md#om).
+   */
+  const idleNotifyStream = (name: string, kind: OmKind) =>
     serverStream(ctx, m(name), async (call) => {
       const client = toClientInfo(call.request);
       const denied = await ctx.gate.refusal(m(name), client.jobId, peerOf(call));
@@ -148,28 +155,51 @@ export function recoverService(d: RecoverServiceDeps): UntypedServiceImplementat
       }
       ctx.count({ method: m(name), grpcCode: 'OK' });
       stream.onClose(() => registry.detachSideStream(client.jobId, stream));
+      handlers.om?.notifyStream(kind, stream);
     });
 
-  /** O&M result streams: no operation ever runs here, so always UNKNOWN (as ClusterD with none running). */
-  const omResultStream = (name: string, op: string) =>
+  /** O&M result streams: UNKNOWN unless the job runs that operation; then one message and OK (docs/grpc.md#om). */
+  const omResultStream = (name: string, op: string, kind: OmKind) =>
     serverStream(ctx, m(name), async (call) => {
       const jobId = String((call.request as { jobID?: unknown } | null)?.jobID ?? '');
-      const details = registry.isRegistered(jobId)
-        ? `jobId=${clip(jobId)} no ${op} operation running`
-        : Info.recoverNotRegistered(clip(jobId));
-      refuseStream(ctx, m(name), call, GrpcStatus.UNKNOWN, details);
+      const denied = await ctx.gate.refusal(m(name), jobId, peerOf(call));
+      if (denied !== undefined) {
+        refuseStream(ctx, m(name), call, GrpcStatus.PERMISSION_DENIED, denied);
+        return;
+      }
+      const om = handlers.om;
+      const refusal = om === undefined
+        ? (registry.isRegistered(jobId) ? `jobId=${clip(jobId)} no ${op} operation running` : Info.recoverNotRegistered(clip(jobId)))
+        : om.resultRefusal(kind, jobId);
+      if (om === undefined || refusal !== undefined) {
+        refuseStream(ctx, m(name), call, GrpcStatus.UNKNOWN, refusal ?? '');
+        return;
+      }
+      ctx.count({ method: m(name), grpcCode: 'OK' });
+      om.resultStream(kind, new ServerSignalStream<{ jobID: string; msg: string }>(call as ServerWritableStream<unknown, { jobID: string; msg: string }>, { jobId, role: '' }, d.streamOptions));
     });
 
-  const omNotSupported = (name: string) =>
-    unary<Status>(ctx, m(name), async (): Reply => answer(status(Code.OMParamInvalid, `${name} is not supported by this server`)));
-
-  const omReply = (name: string) =>
+  /** StressTest / SwitchNicTrack: the O&M platform's request (413 without an O&M handler). */
+  const omStart = <R extends { jobId: string }>(name: string, parse: (raw: unknown) => R, handle: (r: R) => Promise<Status> | Status) =>
     unary<Status>(ctx, m(name), async (raw, call): Reply => {
-      const jobId = String((raw as { jobId?: unknown } | null)?.jobId ?? '');
-      const denied = await ctx.gate.refusal(m(name), jobId, peerOf(call));
+      const r = parse(raw);
+      if (handlers.om === undefined) return answer(status(Code.OMParamInvalid, `${name} is not supported by this server`));
+      const denied = await ctx.gate.refusal(m(name), r.jobId, peerOf(call));
       if (denied !== undefined) return grpcError(GrpcStatus.PERMISSION_DENIED, denied);
-      if (!registry.isRegistered(jobId)) return answer(status(Code.UnRegistry, `jobId=${clip(jobId)} is not registered`));
-      return answer(status(Code.OMParamInvalid, `${name}: no operation running for jobId=${clip(jobId)}`));
+      ctx.log.info(`receive ${name}`, { jobId: clip(r.jobId) });
+      return answer(await handle(r));
+    });
+
+  /** ReplyStressTestResult / ReplySwitchNicResult: the agents' result (400 unless registered). */
+  const omReply = <R extends { jobId: string }>(name: string, parse: (raw: unknown) => R, handle: (r: R) => Promise<Status> | Status) =>
+    unary<Status>(ctx, m(name), async (raw, call): Reply => {
+      const r = parse(raw);
+      const denied = await ctx.gate.refusal(m(name), r.jobId, peerOf(call));
+      if (denied !== undefined) return grpcError(GrpcStatus.PERMISSION_DENIED, denied);
+      if (!registry.isRegistered(r.jobId)) return answer(status(Code.UnRegistry, Info.recoverNotRegistered(clip(r.jobId))));
+      if (handlers.om === undefined) return answer(status(Code.OMParamInvalid, `${name}: no operation running for jobId=${clip(r.jobId)}`));
+      ctx.log.info(`receive ${name}`, { jobId: r.jobId });
+      return answer(await handle(r));
     });
 
   return {
@@ -195,13 +225,13 @@ export function recoverService(d: RecoverServiceDeps): UntypedServiceImplementat
     ReportRecoverStatus: report('ReportRecoverStatus', toRecoverStatusRequest, (r) => ({ strings: [r.status.info, r.strategy], lists: [r.isolateRankIds] }), (r) => handlers.reportRecoverStatus(r)),
     ReportProcessFault: report('ReportProcessFault', toProcessFaultRequest, (r) => ({ faultRanks: r.faultRanks }), (r) => handlers.reportProcessFault(r)),
     HealthCheck: unary<Status>(ctx, m('HealthCheck'), async (raw): Reply => answer(status(Code.OK, Info.healthCheck(clip(toClientInfo(raw).jobId, 256))))),
-    SwitchNicTrack: omNotSupported('SwitchNicTrack'),
-    SubscribeSwitchNicSignal: omResultStream('SubscribeSwitchNicSignal', 'switch nic'),
-    SubscribeNotifySwitch: idleNotifyStream('SubscribeNotifySwitch'),
-    ReplySwitchNicResult: omReply('ReplySwitchNicResult'),
-    StressTest: omNotSupported('StressTest'),
-    SubscribeStressTestResponse: omResultStream('SubscribeStressTestResponse', 'stress test'),
-    SubscribeNotifyExecStressTest: idleNotifyStream('SubscribeNotifyExecStressTest'),
-    ReplyStressTestResult: omReply('ReplyStressTestResult'),
+    SwitchNicTrack: omStart('SwitchNicTrack', toSwitchNics, (r) => handlers.om!.switchNicTrack(r)),
+    SubscribeSwitchNicSignal: omResultStream('SubscribeSwitchNicSignal', 'switch nic', 'switchNic'),
+    SubscribeNotifySwitch: idleNotifyStream('SubscribeNotifySwitch', 'switchNic'),
+    ReplySwitchNicResult: omReply('ReplySwitchNicResult', toSwitchResult, (r) => handlers.om!.replySwitchNicResult(r)),
+    StressTest: omStart('StressTest', toStressTestParam, (r) => handlers.om!.stressTest(r)),
+    SubscribeStressTestResponse: omResultStream('SubscribeStressTestResponse', 'stress test', 'stressTest'),
+    SubscribeNotifyExecStressTest: idleNotifyStream('SubscribeNotifyExecStressTest', 'stressTest'),
+    ReplyStressTestResult: omReply('ReplyStressTestResult', toStressTestResult, (r) => handlers.om!.replyStressTestResult(r)),
   };
 }

@@ -1,19 +1,15 @@
 /**
- * The ClusterD-compatible gRPC server (port 8899): transport only. Registers Recover, fault.Fault and
- * PubFault with the injected handlers, answers job.Job, config.Config and TrainingDataTrace with
- * UNIMPLEMENTED, and applies ClusterD's transport limits (docs/grpc.md#transport, docs/rules.md#timing.clusterd).
+ * The ClusterD-compatible gRPC server (port 8899): transport only. Registers Recover, fault.Fault,
+ * PubFault, TrainingDataTrace, config.Config and job.Job with the injected handlers, and applies
+ * ClusterD's transport limits (docs/grpc.md#transport, docs/rules.md#timing.clusterd).
  */
-import {
-  Server,
-  ServerCredentials,
-  status as GrpcStatus,
-  type ServerWritableStream,
-  type ServiceDefinition,
-  type UntypedServiceImplementation,
-} from '@grpc/grpc-js';
-import { UnaryRateLimiter, grpcCodeName, type CallContext, type GrpcBound } from './call-context.ts';
+import { Server, ServerCredentials } from '@grpc/grpc-js';
+import { UnaryRateLimiter, type CallContext, type GrpcBound } from './call-context.ts';
 import { CallerGate, type CallerCheck } from './peer.ts';
 import { DEFAULT_MAX_PENDING_WRITES, type SignalStreamOptions } from './signal-stream.ts';
+import { ConfigRegistry, configService } from './config.service.ts';
+import { JobClientRegistry, jobService } from './job.service.ts';
+import { DataTraceRegistry, dataTraceService } from './datatrace.service.ts';
 import { faultService } from './fault.service.ts';
 import { silentLogger, type Awaitable, type CountRequest, type GrpcHandlers, type GrpcLogger } from './handlers.ts';
 import { listen, type ConnectionRefusal, type Listener } from './listener.ts';
@@ -123,30 +119,18 @@ export interface GrpcServerHandle {
   readonly limits: GrpcLimits;
   readonly recoverRegistry: RecoverRegistry;
   readonly faultRegistry: FaultRegistry;
+  /** TrainingDataTrace subscriptions, one per job id. */
+  readonly dataTraceRegistry: DataTraceRegistry;
+  /** config.Config registrations and rank-table streams (push a job's global rank table here). */
+  readonly configRegistry: ConfigRegistry;
+  /** job.Job clients: broadcast each job summary signal here. */
+  readonly jobRegistry: JobClientRegistry;
   /** Open TCP connections (in total, or from one IP). */
   connections(ip?: string): number;
   /** Drop a job from both registries (its PodGroup was deleted): its streams end with status OK. */
   forgetJob(jobId: string): void;
   /** Stop accepting, end every stream (handlers see `shutdown`), then close; forced after `graceMs`. */
   shutdown(graceMs?: number): Promise<void>;
-}
-
-/** Answer every method of a service with UNIMPLEMENTED (counted). */
-function unimplemented(def: ServiceDefinition, ctx: CallContext): UntypedServiceImplementation {
-  const impl: UntypedServiceImplementation = {};
-  for (const [name, method] of Object.entries(def)) {
-    const details = `${method.path} is not implemented by this server`;
-    impl[name] = method.responseStream
-      ? (call: ServerWritableStream<unknown, unknown>) => {
-          ctx.count({ method: method.path, grpcCode: grpcCodeName(GrpcStatus.UNIMPLEMENTED) });
-          call.emit('error', { code: GrpcStatus.UNIMPLEMENTED, details });
-        }
-      : (_call: unknown, cb: (err: { code: number; details: string }) => void) => {
-          ctx.count({ method: method.path, grpcCode: grpcCodeName(GrpcStatus.UNIMPLEMENTED) });
-          cb({ code: GrpcStatus.UNIMPLEMENTED, details });
-        };
-  }
-  return impl;
 }
 
 export async function startGrpcServer(opts: GrpcServerOptions, handlers: GrpcHandlers): Promise<GrpcServerHandle> {
@@ -174,6 +158,10 @@ export async function startGrpcServer(opts: GrpcServerOptions, handlers: GrpcHan
     maxServeJobs: limits.maxServeJobs, maxRolesPerJob: limits.maxFaultRolesPerJob,
     maxPublishersPerClient: limits.maxFaultPublishersPerClient, maxPublishers: limits.maxFaultPublishers,
   });
+  const dataTraceRegistry = new DataTraceRegistry(limits.maxServeJobs);
+  const jobRegistry = new JobClientRegistry(limits.maxServeJobs, now);
+  const configRegistry = new ConfigRegistry(limits.maxServeJobs, (jobId) =>
+    boundHit('grpc_config_registrations', 'config.Config registration forgotten: too many registrations', { jobId: jobId.slice(0, 128), cap: limits.maxServeJobs }));
   const queryLimiter = new QueuedLimiter(limits.faultQueryQps, limits.faultQueryBurst, limits.faultQueryQueue, opts.clock);
   const resources = opts.publicFaultResources ?? DEFAULT_PUBLIC_FAULT_RESOURCES;
   const pubLimiter = new KeyedBuckets(limits.pubFaultRefillPerSec, limits.pubFaultBurst, Math.max(resources.length, 1), now);
@@ -188,7 +176,9 @@ export async function startGrpcServer(opts: GrpcServerOptions, handlers: GrpcHan
   server.addService(services.recover, recoverService({ ctx, registry: recoverRegistry, handlers: handlers.recover, keepAliveSignalMs: limits.keepAliveSignalMs, clock: opts.clock, streamOptions }));
   server.addService(services.fault, faultService({ ctx, registry: faultRegistry, handlers: handlers.fault, jobExists: opts.jobExists, queryLimiter, streamOptions }));
   server.addService(services.pubFault, pubFaultService({ ctx, handlers: handlers.pubFault, resources, limiter: pubLimiter }));
-  for (const key of ['job', 'config', 'trainingDataTrace'] as const) server.addService(services[key], unimplemented(services[key], ctx));
+  server.addService(services.trainingDataTrace, dataTraceService({ ctx, registry: dataTraceRegistry, handlers: handlers.dataTrace, streamOptions }));
+  server.addService(services.config, configService({ ctx, registry: configRegistry, handlers: handlers.config, streamOptions }));
+  server.addService(services.job, jobService({ ctx, registry: jobRegistry, handlers: handlers.job, now, streamOptions }));
 
   const credentials = opts.tls
     ? ServerCredentials.createSsl(null, [{ cert_chain: Buffer.from(opts.tls.cert), private_key: Buffer.from(opts.tls.key) }], false)
@@ -212,6 +202,9 @@ export async function startGrpcServer(opts: GrpcServerOptions, handlers: GrpcHan
       const closed = listener.close();
       recoverRegistry.closeAll('shutdown');
       faultRegistry.closeAll('shutdown');
+      dataTraceRegistry.closeAll();
+      configRegistry.closeAll();
+      jobRegistry.closeAll();
       queryLimiter.close();
       await new Promise<void>((resolve) => {
         const force = setTimeout(() => {
@@ -239,6 +232,9 @@ export async function startGrpcServer(opts: GrpcServerOptions, handlers: GrpcHan
     limits,
     recoverRegistry,
     faultRegistry,
+    dataTraceRegistry,
+    configRegistry,
+    jobRegistry,
     connections: (ip?: string) => listener.connections(ip),
     forgetJob: (jobId: string) => {
       recoverRegistry.forget(jobId);

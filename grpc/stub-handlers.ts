@@ -4,9 +4,9 @@
  * job is kept so a test can push signals and watch for close notifications.
  */
 import { Code, Info, reportReceived, status, type Status } from './codes.ts';
-import type { GrpcHandlers, SignalStream, StreamCloseReason } from './handlers.ts';
+import type { DataTraceOutcome, GrpcHandlers, SignalStream, StreamCloseReason } from './handlers.ts';
 import type { ProcessManageSignal } from '../vocabulary/process-manage-signal.ts';
-import type { ClientInfo, FaultMsgSignal } from './messages.ts';
+import type { ClientInfo, DataStatusRes, FaultMsgSignal, JobSummarySignal } from './messages.ts';
 
 export interface RecordedCall { readonly method: string; readonly request: unknown }
 export interface RecordedClose { readonly service: 'recover' | 'fault'; readonly jobId: string; readonly streamId: number; readonly reason: StreamCloseReason }
@@ -23,6 +23,13 @@ export interface StubHandlers extends GrpcHandlers {
   uuid: string;
   faultView: (jobId: string) => FaultMsgSignal | null;
   pubFaultAnswer: Status;
+  /** TrainingDataTrace: the job ids that exist, and `namespace/name` -> job id (a running job). */
+  readonly dataTraceJobs: Set<string>;
+  readonly dataTraceNames: Map<string, string>;
+  /** Get's answer for any job. */
+  dataTraceGet: DataTraceOutcome<DataStatusRes>;
+  /** job.Job: what SubscribeJobSummarySignalList sends first. */
+  jobBatches: JobSummarySignal[][];
   /** Resolves with the first recorded item matching `pred`, waiting up to `timeoutMs`. */
   waitForCall(pred: (c: RecordedCall) => boolean, timeoutMs?: number): Promise<RecordedCall>;
   waitForClose(pred: (c: RecordedClose) => boolean, timeoutMs?: number): Promise<RecordedClose>;
@@ -57,6 +64,10 @@ export function stubHandlers(): StubHandlers {
     uuid: '',
     faultView: () => null,
     pubFaultAnswer: status(Code.OK, Info.pubFaultSuccess),
+    dataTraceJobs: new Set(),
+    dataTraceNames: new Map(),
+    jobBatches: [],
+    dataTraceGet: { error: 'configmaps "data-trace-job" not found' },
     recover: {
       init: (c) => (record('Init', c), stub.initAnswer(c)),
       register: (c) => (record('Register', c), stub.registerAnswer(c)),
@@ -82,6 +93,18 @@ export function stubHandlers(): StubHandlers {
       query: (jobId) => (record('FaultQuery', jobId), stub.faultView(jobId)),
     },
     pubFault: { sendPublicFault: (r) => (record('SendPublicFault', r), stub.pubFaultAnswer) },
+    job: { allJobs: () => ({ batches: stub.jobBatches, total: stub.jobBatches.reduce((n, b) => n + b.length, 0) }) },
+    config: { subscribed: (jobId) => record('SubscribeRankTable', jobId) },
+    dataTrace: {
+      jobOf: (jobId) => (stub.dataTraceJobs.has(jobId) ? jobId : undefined),
+      modify: (r, publish) => {
+        record('ModifyTrainingDataTraceSwitch', r);
+        const jobId = stub.dataTraceNames.get(`${r.namespace}/${r.name}`);
+        const err = jobId === undefined ? 'no such job' : publish(jobId, r.profilingSwitch);
+        return err === undefined ? { reply: { message: 'successfully changed profiling marker enable status', code: 200 } } : { error: `notify subscribe err ${err}` };
+      },
+      get: (ns, name) => (record('GetTrainingDataTraceSwitch', { ns, name }), stub.dataTraceGet),
+    },
     waitForCall: (pred, timeoutMs) => eventually(() => calls.find(pred), timeoutMs, 'handler call'),
     waitForClose: (pred, timeoutMs) => eventually(() => closes.find(pred), timeoutMs, 'stream close'),
     waitForStream: (jobId, minId = 0, timeoutMs) =>

@@ -1,5 +1,5 @@
 import { ConfigMapWriter } from '../runtime/configmap-writer.ts';
-import type { ReconcileContext } from '../runtime/reconciler.ts';
+import type { Outcome, ReconcileContext } from '../runtime/reconciler.ts';
 import { silentLogger } from '../telemetry/logger.ts';
 import { Metrics } from '../telemetry/metrics.ts';
 import { chipFault } from '../test/support/job-fixtures.ts';
@@ -16,29 +16,40 @@ import type { Sources } from '../controllers/sources/sources.ts';
 import { FlapDamper } from '../state/flap-damper.ts';
 import type { KubeObject } from '../runtime/kube-client.ts';
 import { realClock } from '../runtime/clock.ts';
+import type { BreakerGate } from '../policy/jobs/breaker-gate.ts';
 
 const NS = 'team-a';
 const UID = 'u1';
 const KEY = `${NS}/llama-${UID}`;
+const UID2 = 'u2';
+const KEY2 = `${NS}/mistral-${UID2}`;
 /** The job's record as written to the journal (actions/job-state.action.ts). */
 const persisted = (cms: FakeConfigMaps) => parseJobState(cms.get('mindx-dl', journalCmName(0))?.data?.[UID]);
 const NPUS = ['Ascend910-0', 'Ascend910-1'];
 
-function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string>; hiddenUntilMs?: number; visibleOn3?: boolean; recording?: Promise<boolean>; scheduledAtMs?: number } = {}) {
+function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string>; hiddenUntilMs?: number; visibleOn3?: boolean; recording?: Promise<boolean>; scheduledAtMs?: number; breaker?: BreakerGate; secondJob?: boolean; journalStopped?: boolean } = {}) {
   const pods = new FakeStore<KubeObject>();
   const groups = new FakeStore<KubeObject>();
   groups.put(podGroupOf(NS, 'llama', UID, opts.labels ?? { 'fault-scheduling': 'force' }));
   for (let r = 0; r < 4; r++) pods.put(podOf(NS, 'llama', UID, r, `node-${r}`, NPUS));
+  if (opts.secondJob === true) {
+    groups.put(podGroupOf(NS, 'mistral', UID2, opts.labels ?? { 'fault-scheduling': 'force' }));
+    for (let r = 0; r < 2; r++) pods.put(podOf(NS, 'mistral', UID2, r, `node-${4 + r}`, NPUS));
+  }
   const index = new JobIndex({ pods, podGroups: groups, ...ownerJobsOf(groups) } as unknown as Pick<Sources, 'pods' | 'podGroups' | 'vcJobs' | 'ascendJobs'>);
   index.rebuild();
   const cms = new FakeConfigMaps();
+  /** Job keys queued by the journal (a write-ahead written, a put failed). */
+  const queued: string[] = [];
   const writer = new ConfigMapWriter(cms.client());
   const states: JobStateStore = new JobStateStore({
     cached: (name) => cms.get('mindx-dl', name), cachedNames: () => [...cms.objects.values()].map((c) => c.metadata?.name ?? ''),
-    writer, client: cms.client(), dryRun: false, lazyMs: 60_000, now: realClock.now, wake: (ms) => { setTimeout(() => void states.commitDue(), ms); },
+    writer, client: cms.client(), dryRun: false, lazyMs: 60_000, now: realClock.now, wake: (ms) => { if (opts.journalStopped !== true) setTimeout(() => void states.commitDue(), ms); },
     expediteHold: () => undefined,
+    // As the controller wires it: the job's next pass carries out its durable write-ahead.
+    onWritten: (key) => queued.push(key), onPutFailed: (key) => queued.push(key),
   });
-  const faults: Record<string, FaultRecord[]> = { 'node-2': [chipFault('node-2', 'Ascend910-0', 'SeparateNPU', '80E18402')] };
+  const faults: Record<string, FaultRecord[]> = { 'node-2': [chipFault('node-2', 'Ascend910-0', 'SeparateNPU', '80E18402')], 'node-5': [chipFault('node-5', 'Ascend910-1', 'SeparateNPU', '80E18402')] };
   const visible: Record<string, FaultRecord[]> = opts.visibleOn3 === true ? { 'node-3': [chipFault('node-3', 'Ascend910-1', 'SeparateNPU', '80E18401')] } : {};
   const log: string[] = [];
   const chains: string[] = [];
@@ -70,17 +81,31 @@ function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string>; 
     resetConfig: { cached: () => undefined, writer }, config: {}, dryRun: false,
     registered: () => false, onStateChanged: () => undefined, onGone: () => undefined,
     // Breaker and damping are tested in breaker.test.ts / flap-damping.test.ts: here, an open gate.
-    breaker: { admit: () => ({ allowed: true }) }, damper: new FlapDamper({ holdMs: 0, recoveries: 2, windowMs: 60_000 }, () => nowMs, () => false),
+    breaker: opts.breaker ?? { admit: () => ({ allowed: true }) }, damper: new FlapDamper({ holdMs: 0, recoveries: 2, windowMs: 60_000 }, () => nowMs, () => false),
     ...(opts.scheduledAtMs === undefined ? {} : { scheduledAtMs: () => opts.scheduledAtMs }),
   });
   const ctx: ReconcileContext = { log: silentLogger, signal: new AbortController().signal, now: () => nowMs };
-  return { r, ctx, cms, log, chains, states, pods, groups, advance: (ms: number) => { nowMs += ms; } };
+  /**
+   * A pass of the key as the controller's queue runs it, then the passes the journal queues (its
+   * write-ahead written: the pass that carries it out), until none is left; answers the key's last outcome.
+   */
+  const reconcile = async (key: string, c: ReconcileContext = ctx): Promise<Outcome> => {
+    let out = await r.reconcile(key, c);
+    for (;;) {
+      while ([UID, UID2].some((u) => states.unwritten(u))) await new Promise((res) => setTimeout(res, 1));
+      const next = queued.shift();
+      if (next === undefined) return out;
+      const o = await r.reconcile(next, c);
+      if (next === key) out = o;
+    }
+  };
+  return { r, reconcile, ctx, cms, log, chains, states, pods, groups, advance: (ms: number) => { nowMs += ms; } };
 }
 
 describe('job decisions reconcile', () => {
   it('persists the decision with its actions before acting, then clears the pending mark with the next journal write', async () => {
-    const { r, ctx, cms, log, states } = setup();
-    const out = await r.reconcile(KEY, ctx);
+    const { reconcile, cms, log, states } = setup();
+    const out = await reconcile(KEY);
     expect(log).toEqual([`run ${KEY} forceDeletePods+recordRescheduleReason replay=false persisted=true`]);
     // Fewer writes: the clear no longer is a write of its own right after acting (it was ['create', 'replace']
     // here): it waits for the journal's next commit, so a storm's clears share writes.
@@ -101,8 +126,8 @@ describe('job decisions reconcile', () => {
   it('holds the journal clear until the decision\'s reason record landed (nobody waits for the record)', async () => {
     let landed!: (v: boolean) => void;
     const recording = new Promise<boolean>((r) => { landed = r; });
-    const { r, ctx, cms, states } = setup({ recording });
-    await r.reconcile(KEY, ctx); // returns with the record still on its way
+    const { reconcile, cms, states } = setup({ recording });
+    await reconcile(KEY); // returns with the record still on its way
     const seen = states.get(UID);
     expect(seen?.ok === true && seen.value.pending).toBeUndefined(); // no replay in this process
     await states.flush();
@@ -116,10 +141,10 @@ describe('job decisions reconcile', () => {
   });
 
   it('logs where a fresh decision\'s time went: queued, decide, prepare, write-ahead, deletes (to find single-fault latency)', async () => {
-    const { r, ctx } = setup({ scheduledAtMs: 1_000_000 - 7 });
+    const { reconcile, ctx } = setup({ scheduledAtMs: 1_000_000 - 7 });
     const lines: Array<{ msg: string; fields?: object }> = [];
     const capture = { ...silentLogger, info: (msg: string, fields?: object) => { lines.push({ msg, ...(fields === undefined ? {} : { fields }) }); } };
-    await r.reconcile(KEY, { ...ctx, log: capture });
+    await reconcile(KEY, { ...ctx, log: capture });
     const carried = lines.find((l) => l.msg === 'job decision carried out');
     const stages = (carried?.fields as { stagesMs?: Record<string, number> } | undefined)?.stagesMs;
     expect(stages).toEqual({ queued: 7, decide: expect.any(Number), prepare: expect.any(Number), writeAhead: expect.any(Number), deletes: 12.3 });
@@ -127,22 +152,22 @@ describe('job decisions reconcile', () => {
   });
 
   it('a resync with nothing new writes nothing and acts on nothing', async () => {
-    const { r, ctx, cms, log } = setup();
-    await r.reconcile(KEY, ctx);
+    const { reconcile, cms, log } = setup();
+    await reconcile(KEY);
     const writes = cms.writes.length;
-    await r.reconcile(KEY, ctx);
-    await r.reconcile(KEY, ctx);
+    await reconcile(KEY);
+    await reconcile(KEY);
     expect(cms.writes.length).toBe(writes);
     expect(log).toHaveLength(1);
   });
 
   it('after a crash between persisting and acting, finishes the same decision and decides nothing new', async () => {
     const harness = setup({ failFirstRun: true });
-    const { r, ctx, cms, log } = harness;
-    await expect(r.reconcile(KEY, ctx)).rejects.toThrow('crash after persisting');
+    const { reconcile, cms, log } = harness;
+    await expect(reconcile(KEY)).rejects.toThrow('crash after persisting');
     const pending = persisted(cms);
     expect(pending.ok && pending.value.pending?.actions.map((a) => a.type)).toEqual(['forceDeletePods', 'recordRescheduleReason']);
-    await r.reconcile(KEY, ctx);
+    await reconcile(KEY);
     expect(log).toEqual([
       `run ${KEY} forceDeletePods+recordRescheduleReason replay=false persisted=true`,
       `run ${KEY} forceDeletePods+recordRescheduleReason replay=true persisted=true`,
@@ -155,37 +180,98 @@ describe('job decisions reconcile', () => {
   });
 
   it('fault-scheduling absent: no deletion, no state ConfigMap for a pristine job', async () => {
-    const { r, ctx, cms, log } = setup({ labels: {} });
-    await r.reconcile(KEY, ctx);
+    const { reconcile, cms, log } = setup({ labels: {} });
+    await reconcile(KEY);
     expect(log).toEqual([]);
     expect(cms.writes).toEqual([]);
   });
 
   it('a fault hidden by a filter (the pipeline snapshot) is docs/rules.md#decision.hidden-by-filter: nothing until its window ends, then the job restarts', async () => {
-    const { r, ctx, log, advance } = setup({ hiddenUntilMs: 1_005_000 });
-    const out = await r.reconcile(KEY, ctx);
+    const { reconcile, log, advance } = setup({ hiddenUntilMs: 1_005_000 });
+    const out = await reconcile(KEY);
     expect(log).toEqual([]);
     expect(out.requeueAfterMs).toBe(5_000); // wakes at the window's end without new intake
     advance(5_000);
-    await r.reconcile(KEY, ctx);
+    await reconcile(KEY);
     expect(log).toEqual([`run ${KEY} forceDeletePods+recordRescheduleReason replay=false persisted=true`]);
   });
 
   it('a decision on a visible fault names and times only it, not a fault still hidden on another rank', async () => {
-    const { r, ctx, log, chains } = setup({ hiddenUntilMs: 1_005_000, visibleOn3: true });
-    await r.reconcile(KEY, ctx);
+    const { reconcile, log, chains } = setup({ hiddenUntilMs: 1_005_000, visibleOn3: true });
+    await reconcile(KEY);
     expect(log).toHaveLength(1);
     expect(chains[0]).toContain('80E18401@node-3/Ascend910-1');
     expect(chains[0]).not.toContain('80E18402');
   });
 
   it('deletes the state of a job whose PodGroup is gone', async () => {
-    const { r, ctx, cms, groups, states } = setup();
-    await r.reconcile(KEY, ctx);
+    const { reconcile, cms, groups, states } = setup();
+    await reconcile(KEY);
     groups.remove(podGroupOf(NS, 'llama', UID));
-    await r.reconcile(KEY, ctx);
+    await reconcile(KEY);
     await states.flush();
     expect(cms.writes.at(-1)?.verb).toBe('delete');
     expect(cms.objects.size).toBe(0);
+  });
+
+  it('the breaker\'s last slot goes to one of two jobs decided in parallel: the other is held, nothing of it written ahead or carried out', async () => {
+    // One slot: the gate admits the first key it sees (and that key again), nothing else.
+    const admitted: string[] = [];
+    const breaker: BreakerGate = {
+      admit: (_kind, key) => {
+        if (admitted.length === 0) admitted.push(key);
+        return admitted.includes(key) ? { allowed: true } : { allowed: false, reason: 'held by the blast-radius breaker (cluster: 2 jobs rescheduled within 600 s > 1)' };
+      },
+    };
+    const { reconcile, cms, log, states } = setup({ breaker, secondJob: true });
+    await Promise.all([reconcile(KEY), reconcile(KEY2)]);
+    expect(log).toHaveLength(1);
+    expect(admitted).toHaveLength(1);
+    await states.flush();
+    const journal = cms.get('mindx-dl', journalCmName(0))?.data ?? {};
+    expect(Object.keys(journal)).toHaveLength(1); // only the admitted job's record
+    // Held is level-triggered: decided again later, still held, nothing carried out.
+    await Promise.all([reconcile(KEY), reconcile(KEY2)]);
+    expect(log).toHaveLength(1);
+  });
+
+  it('a pass never waits for the journal\'s commit: with the journal loop stopped it returns, acting on nothing until its write-ahead is written', async () => {
+    const { r, ctx, cms, log, states } = setup({ journalStopped: true });
+    const out = await r.reconcile(KEY, ctx); // used to wait for a commit only the journal loop would run
+    expect(out).toEqual({});
+    expect(log).toEqual([]);
+    expect(cms.writes).toEqual([]);
+    expect(states.unwritten(UID)).toBe(true);
+    await r.reconcile(KEY, ctx); // another event meanwhile: nothing decided or acted again
+    expect(log).toEqual([]);
+    await states.flush(); // the journal's commit: the job is queued and its next pass acts
+    expect(states.unwritten(UID)).toBe(false);
+    await r.reconcile(KEY, ctx);
+    expect(log).toEqual([`run ${KEY} forceDeletePods+recordRescheduleReason replay=false persisted=true`]);
+  });
+
+  it('a write-ahead that was not written fails the job\'s next pass (its queue backs off) and is decided again', async () => {
+    const { r, reconcile, ctx, cms, log, states } = setup({ journalStopped: true });
+    await r.reconcile(KEY, ctx);
+    cms.failWrites = new Error('apiserver down');
+    await states.flush().catch(() => undefined);
+    await new Promise((res) => setImmediate(res));
+    expect(states.get(UID)).toBeUndefined(); // forgotten: not written ahead, never carried out
+    await expect(r.reconcile(KEY, ctx)).rejects.toThrow('apiserver down');
+    cms.failWrites = undefined;
+    await r.reconcile(KEY, ctx);
+    await states.flush();
+    await reconcile(KEY);
+    expect(log).toEqual([`run ${KEY} forceDeletePods+recordRescheduleReason replay=false persisted=true`]);
+  });
+
+  it('a write-ahead left by a lost leadership is carried out as a replay when leadership comes back', async () => {
+    const { r, ctx, log, states } = setup({ journalStopped: true });
+    await r.reconcile(KEY, ctx);
+    await states.flush(); // durable; then leadership is lost before its pass ran
+    states.abandon();
+    states.resume();
+    await r.reconcile(KEY, ctx);
+    expect(log).toEqual([`run ${KEY} forceDeletePods+recordRescheduleReason replay=true persisted=true`]);
   });
 });

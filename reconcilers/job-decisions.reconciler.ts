@@ -1,17 +1,21 @@
 /**
- * The per-job reconcile: decide, record, act (docs/CONVENTIONS.md#reconcilers, #pure-decisions).
+ * The per-job reconcile: read, decide (pure), commit, act, record (docs/CONVENTIONS.md#reconcilers, #pure-decisions).
  *
  * For a job key (`<ns>/<podGroupName>`), on every burst of its faults or pod changes and on its timers:
  * 1. a pending decision left by a crash or a failed pass is carried out first (replay, idempotent);
- * 2. the job is aggregated from the caches, with the same snapshot as the aggregation pipeline (hidden
- *    faults marked, docs/rules.md#decision.hidden-by-filter; policy/job-aggregation), and decided (policy/job-restart
- *    `decideJob`, docs/rules.md#decision.order + docs/rules.md#resched.lifecycle) against the persisted state;
- * 3. a decision with actions not yet acted on is persisted WITH its resolved actions before anything
- *    is done (group commit in the job journal: one write for the decisions of a burst), then carried
- *    out, then the pending mark is cleared (lazily, with a later journal write once the decision's
- *    reason record, which nobody waits for, has landed). A restart between
- *    3a and 3c finds the pending decision and finishes it; it never decides that restart again (the
- *    state already holds it), so a job's pods are deleted once per fault;
+ * 2. read: the job's facts from the caches (the same snapshot as the aggregation pipeline, hidden
+ *    faults marked, docs/rules.md#decision.hidden-by-filter), the persisted state, flap damping's
+ *    restart budget, the decision last reported; decide: policy/jobs/job-step.ts `decideJobStep`
+ *    (pure: `decideJob`, docs/rules.md#decision.order + docs/rules.md#resched.lifecycle, the damping
+ *    deferral, the breaker admission to ask for, the state to store and the records to write);
+ * 3. commit, then act, then record: the breaker admits the proposed reschedule (synchronously, no
+ *    await since the reads: the shared budget is spent once per slot) or the step is held; a decision
+ *    with actions not yet acted on is written ahead WITH its resolved actions before anything is done
+ *    (the job journal, actions/job-state.action.ts), then the executor carries it out, then the
+ *    pending mark is cleared (lazily, once the decision's reason record, which nobody waits for, has
+ *    landed) and the damper's budget updated. A restart between write-ahead and clear finds the
+ *    pending decision and finishes it; it never decides that restart again (the state already holds
+ *    it), so a job's pods are deleted once per fault;
  * 4. timers (grace -> force, pending escalation, fault-job lifetime) come back as `requeueAfterMs`
  *    computed from persisted timestamps.
  * A job whose PodGroup is gone has its state deleted.
@@ -26,27 +30,23 @@
  * that one record and the command that drops only it; the job is looked at again every 10 s and,
  * once the record is gone, decided with no state.
  */
-import { aggregateJob, type FaultCause, type HiddenFault, type JobFaultAggregate, type JobFaultSnapshot } from '../policy/jobs/job-aggregation.ts';
-import { alreadyActed, markActed } from '../policy/jobs/job-decision-id.ts';
-import { decideJob } from '../policy/jobs/job-restart.ts';
-import { faultKey, type FaultRecord } from '../vocabulary/fault-types.ts';
-import type { JobDecision, JobDecisionConfig, JobRescheduleState } from '../policy/jobs/job-decision-types.ts';
+import { aggregateJob, type HiddenFault, type JobFaultAggregate, type JobFaultSnapshot } from '../policy/jobs/job-aggregation.ts';
+import type { FaultRecord } from '../vocabulary/fault-types.ts';
+import type { JobDecisionConfig, JobRescheduleState } from '../policy/jobs/job-decision-types.ts';
 import type { Outcome, ReconcileContext, Reconciler } from '../runtime/reconciler.ts';
-import { dropRecordCommand, JOB_STATE_NAMESPACE, type ExecAction, type PendingDecision } from '../schemas/job-state/job-state.ts';
+import { dropRecordCommand, JOB_STATE_NAMESPACE, type PendingDecision } from '../schemas/job-state/job-state.ts';
 import { jobIdentityProblem } from '../schemas/kube-names.ts';
 import { createHash } from 'node:crypto';
 import { readResetConfig, type ResetConfigDeps } from '../actions/job-reset-config.action.ts';
 import type { ExecSummary, JobActionExecutor } from '../actions/job-action-executor.ts';
 import type { JobEntry, JobIndex } from '../state/job-index.ts';
 import type { JobStateStore } from '../actions/job-state.action.ts';
-import { chainOf, decisionRecordInput, faultSummary, type DecisionOutcome, type DecisionReporter, type ReporterJob } from '../actions/job-report.action.ts';
+import { decisionRecordInput, type DecisionReporter, type ReporterJob } from '../actions/job-report.action.ts';
 import { recordDecision, type DecisionHistory } from '../actions/decision-history.action.ts';
-import type { DecisionRecordOutcome } from '../schemas/decision-record/decision-record.ts';
 import { jobNodes } from '../policy/jobs/job-view.ts';
 import type { GoodputTracker } from '../telemetry/goodput.ts';
-import { entityOf } from '../policy/faults/flap-damping.ts';
 import type { BreakerGate } from '../policy/jobs/breaker-gate.ts';
-import { restartCountKey, sourceOf } from '../policy/jobs/breaker-accounting.ts';
+import { causeEntities, decideJobStep, heldByBreaker, type JobStep } from '../policy/jobs/job-step.ts';
 import type { FlapDamper } from '../state/flap-damper.ts';
 
 export interface JobDecisionsDeps {
@@ -93,8 +93,8 @@ export interface JobDecisionsDeps {
 /**
  * Where a fresh decision's time went (ms), logged with `job decision carried out` (docs/benchmarks.md
  * "Where one fault's time goes"): queued = scheduled -> reconcile start; decide = start -> decided;
- * prepare = decided -> write-ahead sent; writeAhead = the pending record's write; deletes = write-ahead
- * done -> last pod DELETE answered.
+ * prepare = decided -> write-ahead staged; writeAhead = staged -> the pass that carries it out (the
+ * journal's commit, then the job's queue hop); deletes = that pass's start -> last pod DELETE answered.
  */
 interface Stages { queued?: number; decide: number; prepare: number; writeAhead: number }
 const round1 = (ms: number): number => Math.round(ms * 10) / 10;
@@ -102,39 +102,7 @@ const round1 = (ms: number): number => Math.round(ms * 10) / 10;
 /** How often a job whose journal record is unreadable is looked at again (to resume once it was removed). */
 const UNREADABLE_RECHECK_MS = 10_000;
 
-/** Decisions that delete pods: the reschedules the breaker counts and holds. */
-const reschedules = (dec: JobDecision): boolean => dec.actions.some((a) => a.type === 'evictPods' || a.type === 'forceDeletePods');
-
-/** The restart a decision belongs to, whatever its step (grace, then force): `<uid>/g<generation>`. */
-const restartOf = (decisionId: string): string => decisionId.split('/').slice(0, 2).join('/');
-
-/**
- * The hardware (chips, nodes) behind the decision's causes; empty when a cause is not hardware (a
- * failed pod), so such a restart is never deferred by flap damping.
- */
-function causeEntities(agg: JobFaultAggregate): { readonly entities: readonly string[]; readonly nodes: readonly string[] } {
-  const entities: string[] = [];
-  const nodes = new Set<string>();
-  let hardware = true;
-  for (const r of agg.ranks) {
-    for (const c of r.causes) {
-      const node = c.node ?? r.node;
-      if (node !== undefined) nodes.add(node);
-      if (c.level === undefined || node === undefined) { hardware = false; continue; }
-      entities.push(entityOf({ node, ...(c.device === undefined ? {} : { device: c.device }) }));
-    }
-  }
-  return { entities: hardware ? [...new Set(entities)].sort() : [], nodes: [...nodes].sort() };
-}
-
-/** The writers of the faults behind the causes (policy/jobs/breaker-accounting.ts), for the breaker's record. */
-function causeSources(agg: JobFaultAggregate, faults: readonly FaultRecord[]): string {
-  const byKey = new Map(faults.map((f) => [faultKey(f), f]));
-  return [...new Set(agg.ranks.flatMap((r) => r.causes.map((c) => sourceOf({ source: c.origin, origin: byKey.get(c.key)?.origin }))))].sort().join(', ');
-}
-
 const historyJob = (e: JobEntry) => ({ namespace: e.view.namespace, name: e.view.name, podGroup: e.podGroup.metadata?.name ?? '', uid: e.view.uid });
-const HISTORY_OUTCOME: Record<DecisionOutcome, DecisionRecordOutcome> = { acted: 'acted', replayed: 'acted', dry_run: 'dry_run', no_action: 'no_action', already_acted: 'already_acted', held: 'held', deferred: 'held' };
 
 const reporterJob = (e: JobEntry): ReporterJob => ({
   key: e.view.key, namespace: e.view.namespace, podGroupName: e.podGroup.metadata?.name ?? '',
@@ -156,34 +124,21 @@ export function aggregateFromCache(entry: JobEntry, faultsOf: (node: string) => 
   return aggregateJob(snapshotFromCache(entry, faultsOf, filtered));
 }
 
-/**
- * The causes a decision acts on: those not inside a hide window (job-fault-tasks.ts counts them the
- * same way). Heads the Event message and times fault -> action, so a fault Volcano would not see yet
- * is neither named nor timed. Only `causes` are filtered; ranks left with none are dropped.
- */
-export function withoutHidden(agg: JobFaultAggregate, nowMs: number): JobFaultAggregate {
-  const live = (c: FaultCause): boolean => c.hidden === undefined || c.hidden.untilMs <= nowMs;
-  if (agg.ranks.every((r) => r.causes.every(live))) return agg;
-  return { ...agg, ranks: agg.ranks.flatMap((r) => { const causes = r.causes.filter(live); return causes.length === 0 ? [] : [{ ...r, causes }]; }) };
-}
+export { faultSinceMs, withoutHidden } from '../policy/jobs/job-step.ts';
 
-/** Earliest first-seen time of the hardware faults behind the aggregate; 0 when none (failed pods). */
-export function faultSinceMs(agg: JobFaultAggregate, faults: readonly FaultRecord[]): number {
-  const byKey = new Map(faults.map((f) => [faultKey(f), f.firstSeenMs]));
-  const times = agg.ranks.flatMap((r) => r.causes.flatMap((c) => (byKey.has(c.key) ? [byKey.get(c.key)!] : [])));
-  return times.length === 0 ? 0 : Math.min(...times);
+/** A decision this process wrote ahead and has not carried out yet: carried out as a first run (not a replay), with its records. */
+interface OwnDecision {
+  readonly step: JobStep;
+  /** The journal's term it was written ahead in (JobStateStore.term). */
+  readonly term: number;
+  readonly stagedAt: number;
+  readonly stages: Omit<Stages, 'writeAhead'>;
 }
 
 export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
   const warned = new Map<string, string>();
-
-  /** Resolves relative actions against the current cluster state so the persisted ones are absolute. */
-  const resolve = (entry: JobEntry, dec: JobDecision, nowMs: number): ExecAction[] =>
-    dec.actions.flatMap((a): ExecAction[] => {
-      if (a.type !== 'bumpResetConfigRetryTime') return [a];
-      const cur = readResetConfig(d.resetConfig, entry.view.namespace, entry.view.name);
-      return typeof cur === 'string' ? [] : [{ type: 'podRescheduledResetConfig', retryTime: cur.info.RetryTime + 1, updateTimeS: Math.floor(nowMs / 1000) }];
-    });
+  /** job key -> the decision it wrote ahead, until its carry-out starts (one per job: a pass waits while its write-ahead is unwritten). */
+  const own = new Map<string, OwnDecision>();
 
   /**
    * Carries out a persisted decision, then records it in the history. `recorded` = the structured
@@ -203,7 +158,7 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
     if (s.deleted.length > 0) d.goodput?.podsDeleted(job.key, ctx.now());
     if (replay) d.reporter.countReplay(p.kind);
     ctx.log.info(replay ? 'pending job decision carried out (replay)' : 'job decision carried out', {
-      job: job.key, decisionId: p.decisionId, deleted: s.deleted, alreadyGone: s.alreadyGone, annotated: s.annotated, recorded: s.recorded,
+      job: job.key, decisionId: p.decisionId, deleted: s.deleted, alreadyGone: s.alreadyGone, annotated: s.annotated,
       ...(stages === undefined ? {} : { stagesMs: { ...stages, ...(s.deletesDoneMs === undefined ? {} : { deletes: round1(s.deletesDoneMs) }) } }),
     });
     await d.reporter.event(reporterJob(entry), p, p.chain, p.atMs);
@@ -212,17 +167,38 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
   };
 
   /**
-   * The one place a decision decided but not carried out (held by the breaker, deferred by flap
-   * damping) is recorded: log + decisions_total once per decision, the durable decision history
-   * (outcome `held`, the holding rule as the last reason step) and, for the breaker, an Event.
+   * Carries out the job's durable pending decision: this process's own (written ahead by an earlier
+   * pass: its first run, with its records, then the damper's budget) or one left by a crash or a
+   * failed pass (a replay, idempotent). Its clear is lazy (actions/job-state.action.ts) and held until
+   * the decision's reason record landed (a crash or a failed record write replays the decision, which
+   * adds it).
    */
-  const recordHeld = async (
-    entry: JobEntry, shown: JobFaultAggregate, dec: JobDecision, outcome: 'held' | 'deferred', why: { readonly stage: string; readonly detail: string }, nowMs: number, ctx: ReconcileContext,
-  ): Promise<void> => {
-    if (!d.reporter.decided(reporterJob(entry), shown, dec, outcome)) return;
-    if (outcome === 'held') await d.reporter.held(reporterJob(entry), dec, `${faultSummary(shown)}${chainOf(dec.reasons)} -> ${why.detail}`, nowMs);
-    await recordDecision(d.history, decisionRecordInput(historyJob(entry), shown, dec, [...dec.reasons, why], HISTORY_OUTCOME[outcome], nowMs), ctx.signal);
+  const carryOutPending = async (entry: JobEntry, p: PendingDecision, state: JobRescheduleState, ctx: ReconcileContext): Promise<void> => {
+    const key = entry.view.key;
+    const mine = own.get(key);
+    own.delete(key); // a retry after a failed attempt is a replay
+    const first = mine?.step.writeAhead?.decisionId === p.decisionId && mine.term === d.states.term ? mine : undefined;
+    if (first !== undefined) d.afterPersist?.(key, p);
+    const stages = first === undefined ? undefined : { ...first.stages, writeAhead: round1(performance.now() - first.stagedAt) };
+    const done = await carryOut(entry, p, state, first === undefined, ctx, first?.step.records.history, stages);
+    d.states.clear(key, state, done.recording);
+    if (first !== undefined) d.damper.record(key, first.step.restarted);
   };
+
+  /**
+   * Writes a step's records when nothing is carried out (a carried-out decision's Event and history
+   * record are written by `carryOut`): the log line and count, the held Event, the decision's Event,
+   * the history record. Best effort each (they never fail the pass).
+   */
+  const record = async (entry: JobEntry, step: JobStep, ctx: ReconcileContext): Promise<void> => {
+    const r = step.records;
+    d.reporter.decided(reporterJob(entry), step.outcome === 'held' || step.outcome === 'deferred' ? step.shown : step.aggregate, step.decision, step.outcome, r.report);
+    if (r.heldEvent !== undefined) await d.reporter.held(reporterJob(entry), step.decision, r.heldEvent, step.atMs);
+    if (r.event !== undefined) await d.reporter.event(reporterJob(entry), step.decision, r.event, step.atMs);
+    if (r.history !== undefined) await recordDecision(d.history, r.history, ctx.signal);
+  };
+
+  const requeue = (ms: number | undefined): Outcome => (ms === undefined ? {} : { requeueAfterMs: ms });
 
   return {
     name: 'job_decisions',
@@ -235,6 +211,7 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
         for (const r of d.states.all().filter((x) => x.jobKey === key)) await d.states.remove(r.jobUid);
         d.reporter.forget(key);
         d.damper.forget(key);
+        own.delete(key);
         d.goodput?.jobGone(key);
         d.onGone(key);
         return {};
@@ -267,72 +244,71 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
         // job is decided, without waiting for its next change.
         return { requeueAfterMs: UNREADABLE_RECHECK_MS };
       }
-      let state = stored?.value.state;
+      // The last put of the job was not written: fail this pass (its queue backs off), then decide again.
+      const failure = d.states.takeFailure(uid);
+      if (failure !== undefined) { own.delete(key); throw failure; }
+      const state = stored?.value.state;
       const pending = stored?.value.pending;
       if (pending !== undefined && !d.dryRun) {
-        await carryOut(entry, pending, state, true, ctx);
-        d.states.clear(key, stored!.value.state);
+        // Written ahead but not durable yet: its commit queues the job again (onWritten), and that
+        // pass carries it out. Nothing is decided meanwhile (the state already holds the decision).
+        if (d.states.unwritten(uid)) return {};
+        await carryOutPending(entry, pending, stored!.value.state, ctx);
       }
 
+      // Read: the job's facts, the journal's state, the damper's budget, what was last reported.
       const nowMs = ctx.now();
       d.goodput?.podsObserved(key, entry.view.pods, nowMs);
-      const snapshot = snapshotFromCache(entry, d.faultsOf, d.filtered);
-      const aggregate = aggregateJob(snapshot);
-      const out = decideJob({
-        aggregate, knobs: entry.knobsInput, state, nowMs, config: d.config, registered: d.registered(uid),
+      const job = historyJob(entry);
+      const lastReported = d.reporter.lastReported(key);
+      const retry = readResetConfig(d.resetConfig, entry.view.namespace, entry.view.name);
+      // Decide (pure, policy/jobs/job-step.ts).
+      let step = decideJobStep({
+        job, snapshot: snapshotFromCache(entry, d.faultsOf, d.filtered), knobs: entry.knobsInput, state, nowMs, config: d.config,
+        registered: d.registered(uid), dryRun: d.dryRun, resetRetryTime: typeof retry === 'string' ? undefined : retry.info.RetryTime,
+        damping: { config: d.damper.config, last: d.damper.last(key), recoveredSince: d.damper.recoveredSince }, lastReported,
       });
-      const dec = out.decision;
+      const dec = step.decision;
       const tDecided = performance.now();
-      const shown = withoutHidden(aggregate, nowMs);
-      const acting = dec.actions.length > 0 && !alreadyActed(state, dec);
-      const next = acting ? markActed(out.state, dec) : out.state;
-      const requeue = (ms: number | undefined): Outcome => (ms === undefined ? {} : { requeueAfterMs: Math.max(ms, 50) });
-      const causes = causeEntities(shown);
-      if (acting && !d.dryRun && reschedules(dec)) {
-        // Flap damping first (a deferred restart is not a reschedule the breaker should count).
-        const until = d.damper.deferUntil(key, causes.entities, restartOf(dec.decisionId));
-        if (until !== undefined) {
-          ctx.log.info('job restart deferred by flap damping', { job: key, decisionId: dec.decisionId, entities: causes.entities, untilMs: until });
-          const why = `flap damping: ${causes.entities.join(', ')} faulted again after recovering, or still faulty after the job was restarted for them (placed on them again), less than the damping period after that restart; decided again at ${new Date(until).toISOString()}`;
-          await recordHeld(entry, shown, dec, 'deferred', { stage: 'damping', detail: why }, nowMs, ctx);
-          return requeue(until - nowMs);
-        }
-        // Counted once per job and fault set, not per generation (policy/jobs/breaker-accounting.ts).
-        const counted = shown.ranks.flatMap((r) => r.causes.map((c) => ({ origin: c.origin, node: c.node ?? r.node, device: c.device, code: c.code })));
-        const v = d.breaker.admit('jobs', restartCountKey(uid, counted), causes.nodes, causeSources(shown, snapshot.faults));
-        if (!v.allowed) {
-          // Held: nothing persisted or carried out. A reset re-queues the job, which is then decided
-          // again from the faults of that moment (not replayed).
-          await recordHeld(entry, shown, dec, 'held', { stage: 'breaker', detail: v.reason }, nowMs, ctx);
-          return requeue(undefined);
-        }
+      // Commit. No await between the reads above and the breaker's admission: the admission is the
+      // one place the shared budget is spent, synchronously, so two jobs decided in parallel never
+      // both take its last slot; a refusal turns the step into a held one (nothing stored).
+      if (step.deferredUntilMs !== undefined) {
+        d.damper.countDeferred();
+        ctx.log.info('job restart deferred by flap damping', { job: key, decisionId: dec.decisionId, entities: causeEntities(step.shown).entities, untilMs: step.deferredUntilMs });
+      } else if (step.admission !== undefined) {
+        const v = d.breaker.admit(step.admission.kind, step.admission.key, step.admission.nodes, step.admission.source);
+        if (!v.allowed) step = heldByBreaker(step, job, v.reason, nowMs, lastReported);
       }
-      const outcome = !acting ? (dec.actions.length > 0 ? 'already_acted' : 'no_action') : d.dryRun ? 'dry_run' : 'acted';
-      const reported = d.reporter.decided(reporterJob(entry), aggregate, dec, outcome);
-      const budgetBefore = state?.retry?.times ?? (entry.knobs.faultRetryTimes > 0 ? entry.knobs.faultRetryTimes : undefined);
-      if (acting && !d.dryRun) {
-        const p: PendingDecision = {
-          decisionId: dec.decisionId, atMs: nowMs, kind: dec.kind, phase: dec.phase, ...(dec.row === undefined ? {} : { row: dec.row }),
-          chain: faultSummary(shown) + chainOf(dec.reasons), faultSinceMs: faultSinceMs(shown, snapshot.faults), actions: resolve(entry, dec, nowMs),
-        };
+      if (step.outcome === 'held' || step.outcome === 'deferred') {
+        await record(entry, step, ctx);
+        return requeue(step.requeueAfterMs);
+      }
+      if (step.writeAhead !== undefined) {
+        d.reporter.decided(reporterJob(entry), step.aggregate, dec, step.outcome, step.records.report);
         const tPut = performance.now();
-        await d.states.put(key, next, p); // BEFORE acting
-        const stages: Stages = { ...(queued === undefined ? {} : { queued }), decide: round1(tDecided - t0), prepare: round1(tPut - tDecided), writeAhead: round1(performance.now() - tPut) };
-        d.afterPersist?.(key, p);
-        const done = await carryOut(entry, p, next, false, ctx, decisionRecordInput(historyJob(entry), shown, dec, dec.reasons, 'acted', nowMs), stages);
-        // Lazy: written with a later journal commit (actions/job-state.action.ts), and not before the
-        // reason record landed (a crash or a failed record write replays the decision, which adds it).
-        d.states.clear(key, next, done.recording);
-        if (reschedules(dec)) d.damper.restarted(key, causes.entities, restartOf(dec.decisionId));
+        // Written ahead BEFORE acting. The pass does not wait for the journal's commit: the commit
+        // queues the job again once the write-ahead is durable, and that pass carries it out (as a
+        // crash's replay would, but as this decision's first run: `own`).
+        const written = d.states.put(key, step.state, step.writeAhead);
+        own.set(key, { step, term: d.states.term, stagedAt: tPut, stages: { ...(queued === undefined ? {} : { queued }), decide: round1(tDecided - t0), prepare: round1(tPut - tDecided) } });
+        if (d.states.unwritten(uid)) {
+          written.catch(() => undefined); // its failure reaches the job's next pass (takeFailure)
+          if (step.budgetChanged) d.onStateChanged(); // the staged state is read at once
+          return {};
+        }
+        await written; // kept in memory only (dry run, a uid that cannot be a key): carried out now
+        await carryOutPending(entry, step.writeAhead, step.state, ctx);
       } else {
-        if (acting) ctx.log.info('dry run: decision not carried out', { job: key, decisionId: dec.decisionId });
-        await d.states.put(key, next);
-        if (reported && !d.dryRun) await d.reporter.event(reporterJob(entry), dec, faultSummary(shown) + chainOf(dec.reasons), nowMs);
-        if (reported) await recordDecision(d.history, decisionRecordInput(historyJob(entry), shown, dec, dec.reasons, HISTORY_OUTCOME[outcome], nowMs), ctx.signal);
+        if (step.outcome === 'dry_run') ctx.log.info('dry run: decision not carried out', { job: key, decisionId: dec.decisionId });
+        // Not waited for: a state with nothing to carry out is seen by this process at once; a crash
+        // before its commit only makes the job be decided again from the facts (no action twice:
+        // only a write-ahead marks a decision acted, and it is durable before acting).
+        d.states.put(key, step.state).catch(() => undefined); // a failure reaches the job's next pass (takeFailure)
+        await record(entry, step, ctx);
       }
-      state = next;
-      if (budgetBefore !== state.retry?.times) d.onStateChanged();
-      return requeue(dec.requeueAfterMs);
+      if (step.budgetChanged) d.onStateChanged();
+      return requeue(step.requeueAfterMs);
     },
   };
 }

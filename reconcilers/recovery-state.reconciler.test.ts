@@ -52,6 +52,22 @@ describe('recovery state record', () => {
     const list = parseRecoveryRecord(JSON.stringify(old));
     expect(list.ok && list.value.recovery.mustExitAtMs).toEqual({});
   });
+
+  it('an O&M operation in flight survives the round trip (docs/rules.md#recover.stress-test); none stored, or a broken one, reads as none', () => {
+    const om = { kind: 'stressTest' as const, stress: { n1: { 0: [0, 1] } }, switchRanks: [], switchOps: [], rankNode: { 0: 'n1' }, rankDevice: { 0: '0' }, isolateNodes: [], notified: true };
+    const r = record();
+    const inFlight = { ...r, recovery: { ...r.recovery, phase: 'WaitStressTestFinishedState' as const, step: 'stressTest', om } };
+    const parsed = parseRecoveryRecord(encodeRecoveryRecord(inFlight));
+    expect(parsed.ok && { phase: parsed.value.recovery.phase, om: parsed.value.recovery.om }).toEqual({ phase: 'WaitStressTestFinishedState', om });
+
+    const old = JSON.parse(encodeRecoveryRecord(r)) as { recovery: Record<string, unknown> };
+    delete old.recovery['om'];
+    const before = parseRecoveryRecord(JSON.stringify(old));
+    expect(before.ok && before.value.recovery.om).toBeNull();
+    old.recovery['om'] = { kind: 'defrag' };
+    const broken = parseRecoveryRecord(JSON.stringify(old));
+    expect(broken.ok && broken.value.recovery.om).toBeNull();
+  });
 });
 
 /** The queue's clock in virtual time: `next()` jumps to the earliest timer and fires it. */

@@ -66,7 +66,14 @@ export function parseRecoveryRecord(text: string | undefined): RecordParse {
   const mustExitAtMs = typeof stored === 'object' && stored !== null && !Array.isArray(stored)
     ? Object.fromEntries(Object.entries(stored).filter((e): e is [string, number] => typeof e[1] === 'number'))
     : {};
-  return { ok: true, value: { ...(r as RecoveryRecord), recovery: { ...r.recovery, pods: [], mustExitAtMs }, hotSwitch: { ...r.hotSwitch, pods: [] } } };
+  // States stored before the O&M operations existed lack `om`: none was running. One whose O&M part
+  // does not hold together is taken as none (the operation is dropped, the FSM resets at the next subscription).
+  const om: unknown = (r.recovery as Partial<RecoveryState>).om;
+  const omOk = typeof om === 'object' && om !== null && ['stressTest', 'switchNic'].includes((om as { kind?: unknown }).kind as string)
+    && typeof (om as { stress?: unknown }).stress === 'object' && Array.isArray((om as { switchRanks?: unknown }).switchRanks)
+    && Array.isArray((om as { isolateNodes?: unknown }).isolateNodes) && typeof (om as { rankNode?: unknown }).rankNode === 'object';
+  const recovery = { ...r.recovery, pods: [], mustExitAtMs, om: omOk ? (om as RecoveryState['om']) : null };
+  return { ok: true, value: { ...(r as RecoveryRecord), recovery, hotSwitch: { ...r.hotSwitch, pods: [] } } };
 }
 
 /** The stored text: states without pod lists (restored from the cache). */

@@ -40,7 +40,11 @@ export type Pod = {
   metadata?: CachedMeta;
   spec?: {
     nodeName?: string;
-    containers?: Array<{ name: string; env?: Array<{ name: string; value?: string }>; resources?: { limits?: Record<string, string>; requests?: Record<string, string> } }>;
+    containers?: Array<{
+      name: string; env?: Array<{ name: string; value?: string }>; resources?: { limits?: Record<string, string>; requests?: Record<string, string> };
+      /** Kept only for the data-trace mount path (controllers/sources/cache-shapes.ts trimPod). */
+      volumeMounts?: Array<{ mountPath: string }>;
+    }>;
   };
   status?: {
     phase?: string;
@@ -49,6 +53,7 @@ export type Pod = {
     /** The pod's address(es), which the gRPC caller check compares with a caller's. */
     podIP?: string;
     podIPs?: Array<{ ip: string }>;
+    hostIP?: string;
     conditions?: Array<{ type: string; status: string }>;
     containerStatuses?: Array<{ name: string; containerID?: string; state?: Terminated; lastState?: Terminated }>;
   };

@@ -24,6 +24,10 @@ export const BOUNDS = {
   grpcFaultPublishers: 'grpc_fault_publishers',
   /** Idle O&M notify streams of one job: a new one is refused. */
   grpcSideStreamsPerJob: 'grpc_side_streams_per_job',
+  /** config.Config registrations: past the cap the oldest idle one is forgotten (the answer stays 0). */
+  grpcConfigRegistrations: 'grpc_config_registrations',
+  /** job.Job clients: a new registration is refused with 429 (ClusterD's answer at its 100,000). */
+  grpcJobClients: 'grpc_job_clients',
   /** Writes queued for a client that does not read: its stream is reset. */
   grpcStreamPendingWrites: 'grpc_stream_pending_writes',
   /** current-job-statistic within a ConfigMap's 1 MiB: entries left out of the write. */

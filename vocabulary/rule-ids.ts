@@ -99,6 +99,7 @@ export const RULE = {
     platformMode: 'recover.platform-mode',
     forceRelease: 'recover.force-release',
     stressTest: 'recover.stress-test',
+    switchNic: 'recover.switch-nic',
     fsm: 'recover.fsm',
     fsmClearFail: 'recover.fsm-clear-fail',
     resetConfigWrites: 'recover.reset-config-writes',

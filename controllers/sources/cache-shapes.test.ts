@@ -1,6 +1,6 @@
 import { podCallerIps } from '../grpc-caller.ts';
 import { describe, expect, it } from '@jest/globals';
-import { CUSTOM_JOB_ID_ANNOTATION, digestClusterInfo, digestJobSummary, isJobSummaryName, trimJobObject, trimNode, trimPod, trimPodGroup, trimPublicFault } from './cache-shapes.ts';
+import { CUSTOM_JOB_ID_ANNOTATION, DATA_TRACE_MOUNT_PATH, digestClusterInfo, digestJobSummary, isJobSummaryName, trimJobObject, trimNode, trimPod, trimPodGroup, trimPublicFault } from './cache-shapes.ts';
 import { podMetaOf } from '../../state/job-index.ts';
 import { summaryPodOf } from '../job-summary.controller.ts';
 import { podUse } from '../../state/npu-usage.ts';
@@ -72,11 +72,15 @@ describe('what the informers keep (cache-shapes)', () => {
     expect(ranksPerPodOf(view, () => kept)).toBe(2);
     expect(podCallerIps(kept)).toEqual(podCallerIps(full));
     expect(kept.status).toEqual({
-      phase: 'Running', reason: 'Evicted', message: 'gone', podIP: '10.1.0.1',
+      phase: 'Running', reason: 'Evicted', message: 'gone', podIP: '10.1.0.1', hostIP: '10.0.0.1',
       conditions: [{ type: 'Ready', status: 'True' }, { type: 'PodScheduled', status: 'True' }],
       containerStatuses: [{ name: 'main', containerID: 'containerd://abc', state: {}, lastState: { terminated: { exitCode: 137 } } }],
     });
-    expect(JSON.stringify(kept)).not.toMatch(/volumes|tolerations|affinity|managedFields|hostIP|image/);
+    // Mounts: only the data-trace path (TrainingDataTrace asks whether every pod mounts it).
+    expect(JSON.stringify(kept)).not.toMatch(/volumes|volumeMounts|tolerations|affinity|managedFields|image/);
+    const mounting = fullPod() as { spec: { containers: Array<{ volumeMounts: unknown[] }> } };
+    mounting.spec.containers[0]!.volumeMounts.push({ name: 'dt', mountPath: DATA_TRACE_MOUNT_PATH });
+    expect(trimPod(mounting as never).spec?.containers?.[0]?.volumeMounts).toEqual([{ mountPath: DATA_TRACE_MOUNT_PATH }]);
   });
 
   it('a trimmed node reads the same: readiness, serial number, taints and addresses', () => {

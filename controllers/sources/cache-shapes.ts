@@ -72,6 +72,9 @@ const exit = (v: unknown): { terminated?: { exitCode?: number } } | undefined =>
   return { terminated: typeof t.exitCode === 'number' ? { exitCode: t.exitCode } : {} };
 };
 
+/** Where a job's pods mount `data-trace-<job>` (component/clusterd/pkg/domain/profile/constants.go DataTraceConfigPath). */
+export const DATA_TRACE_MOUNT_PATH = '/user/cluster-info/datatrace-config';
+
 export function trimPod(o: KubeObject): Pod {
   const spec = obj(o.spec);
   const status = obj(o.status);
@@ -89,6 +92,9 @@ export function trimPod(o: KubeObject): Pod {
         put(res, 'requests', strMap(r.requests));
         kept.resources = res;
       }
+      // Only the mount TrainingDataTrace asks about (every pod of a job mounting it: the switch goes to a ConfigMap).
+      const mounts = arr(c.volumeMounts)?.filter((m) => str(m.mountPath) === DATA_TRACE_MOUNT_PATH);
+      if (mounts !== undefined && mounts.length > 0) kept.volumeMounts = [{ mountPath: DATA_TRACE_MOUNT_PATH }];
       return kept;
     }));
     out.spec = s;
@@ -99,6 +105,8 @@ export function trimPod(o: KubeObject): Pod {
     put(s, 'reason', str(status.reason));
     put(s, 'message', str(status.message));
     put(s, 'podIP', str(status.podIP));
+    // config.Config's global rank table names each MindIE coordinator / controller pod by its node's address.
+    put(s, 'hostIP', str(status.hostIP));
     put(s, 'podIPs', arr(status.podIPs)?.flatMap((p) => (str(p.ip) === undefined ? [] : [{ ip: str(p.ip)! }])));
     put(s, 'conditions', arr(status.conditions)?.map((c) => ({ type: str(c.type) ?? '', status: str(c.status) ?? '' })));
     put(s, 'containerStatuses', arr(status.containerStatuses)?.map((c) => {

@@ -17,6 +17,13 @@ export const CM_SELECTORS = {
   nodeInfo: { namespace: 'mindx-dl', label: 'mx-consumer-cim=true', prefix: 'mindx-dl-nodeinfo-' },
   publicFault: { label: 'mc-consumer-publicfault=true' },
   resetConfig: { label: 'reset=true', prefix: 'reset-config-' },
+  /**
+   * ClusterD creates `data-trace-<job>` with `reset=true` (component/clusterd/pkg/domain/profile/profiling_utils.go),
+   * the label the device plugin syncs into the pods' mount; one without it is not watched (docs/grpc.md#trainingdatatrace-service).
+   */
+  dataTrace: { label: 'reset=true', prefix: 'data-trace-' },
+  /** MindIE's per-instance rank tables, read by config.Config (ClusterD's ConfigMap informer: label mx-consumer-cim=true, component/clusterd/pkg/interface/kube/informer.go). */
+  ringsConfig: { label: 'mx-consumer-cim=true', prefix: 'rings-config-' },
   faultConfig: { namespace: 'kube-system', name: 'mindx-dl-fault-config' },
 } as const;
 
@@ -28,6 +35,10 @@ export interface Sources {
   readonly publicFaults: Reflector<ConfigMap>;
   readonly faultConfig: Reflector<ConfigMap>;
   readonly resetConfigs: Reflector<ConfigMap>;
+  /** `data-trace-<job>` in every namespace (TrainingDataTrace reads and writes them). */
+  readonly dataTraceConfigMaps: Reflector<ConfigMap>;
+  /** `rings-config-*` in every namespace (label mx-consumer-cim=true): MindIE instance rank tables. */
+  readonly ringsConfigMaps: Reflector<ConfigMap>;
   readonly nodes: Reflector<Node>;
   readonly pods: Reflector<Pod>;
   readonly podGroups: Reflector<PodGroup>;
@@ -78,6 +89,8 @@ export function createSources(client: KubeClient, opts: SourcesOptions): Sources
     publicFaults: mk({ name: 'public_fault', path: paths.configMaps(), labelSelector: s.publicFault.label, transform: trimPublicFault }),
     faultConfig: mk({ name: 'fault_config', path: paths.configMaps(s.faultConfig.namespace), fieldSelector: `metadata.name=${s.faultConfig.name}` }),
     resetConfigs: mk({ name: 'reset_config', path: paths.configMaps(), labelSelector: s.resetConfig.label, filter: hasPrefix(s.resetConfig.prefix) }),
+    ringsConfigMaps: mk({ name: 'rings_config', path: paths.configMaps(), labelSelector: s.ringsConfig.label, filter: hasPrefix(s.ringsConfig.prefix) }),
+    dataTraceConfigMaps: mk({ name: 'data_trace', path: paths.configMaps(), labelSelector: s.dataTrace.label, filter: hasPrefix(s.dataTrace.prefix) }),
     nodes: mk({ name: 'nodes', path: paths.nodes(), transform: trimNode }),
     pods, podGroups, vcJobs, ascendJobs,
     mindxDlConfigMaps: mk({ name: 'configmaps_mindx_dl', path: paths.configMaps('mindx-dl'), transform: digestClusterInfo }),

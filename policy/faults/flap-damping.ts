@@ -152,3 +152,16 @@ export function deferRestart(
   // Not only the last restart's own causes: faults of one storm reach the flow in several bursts.
   return causes.every((e) => last.entities.includes(e) || recoveredSince(e, last.atMs)) ? until : undefined;
 }
+
+/**
+ * The job's last restart after one more restart at `atMs` for `entities`. Within a period the
+ * entities add up: faults of one storm reach the flow in several bursts, and a restart for a later
+ * burst must not make the earlier hardware new again. Undefined: nothing to remember (damping off,
+ * no hardware behind the restart).
+ */
+export function afterRestart(prev: LastRestart | undefined, entities: readonly string[], atMs: number, cfg: Pick<FlapDampingConfig, 'holdMs'>, restart?: string): LastRestart | undefined {
+  if (cfg.holdMs <= 0 || entities.length === 0) return undefined;
+  const same = prev !== undefined && restart !== undefined && prev.restart === restart;
+  const keep = prev !== undefined && (same || atMs - prev.atMs < cfg.holdMs) ? prev.entities : [];
+  return { atMs, entities: [...new Set([...keep, ...entities])].sort(), ...(restart === undefined ? {} : { restart }) };
+}

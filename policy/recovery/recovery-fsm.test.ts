@@ -5,7 +5,7 @@
 import { jobConfig, podsOf } from '../../test/support/recovery-fixtures.ts';
 import { initialRecoveryState, step, trigger } from './recovery-fsm.ts';
 import { recoveryEdges } from './recovery-rules.ts';
-import type { RecoveryCommand, RecoveryFsmEvent, RecoveryPhase, RecoveryState } from './recovery-types.ts';
+import type { OmState, RecoveryCommand, RecoveryFsmEvent, RecoveryPhase, RecoveryState } from './recovery-types.ts';
 import type { StepResult } from './recovery-kit.ts';
 
 const NOW = 1_700_000_000_000;
@@ -23,6 +23,14 @@ const ops = (r: R): string[] => r.commands.flatMap((c) => (c.type === 'writeRese
 const timers = (r: R): Record<string, number> =>
   Object.fromEntries(r.commands.flatMap((c) => (c.type === 'startTimer' ? [[c.timer.id, c.timer.dueAtMs - NOW]] : [])));
 const status = (strategy: string, code = 0) => ({ lastStatus: { strategy, code, isolateRankIds: [] } });
+const om = (kind: 'stressTest' | 'switchNic', over: Partial<OmState> = {}): Partial<RecoveryState> => ({
+  faults: [],
+  om: {
+    kind, stress: kind === 'stressTest' ? { 'node-b': { '2': [0], '3': [0] } } : {}, switchRanks: kind === 'switchNic' ? ['2'] : [], switchOps: kind === 'switchNic' ? [true] : [],
+    rankNode: { '0': 'node-a', '1': 'node-a', '2': 'node-b', '3': 'node-b' }, rankDevice: { '0': '0', '1': '1', '2': '0', '3': '1' }, isolateNodes: [], notified: true, ...over,
+  },
+});
+const replies = (r: R): string[] => r.commands.flatMap((c) => (c.type === 'omResponse' ? [c.msg] : []));
 
 type Row = [row: string, from: RecoveryPhase, event: RecoveryFsmEvent, to: RecoveryPhase, check: (r: R) => void, over?: Partial<RecoveryState>];
 
@@ -65,7 +73,7 @@ const ROWS: Row[] = [
   ['28', 'WaitReportProcessRecoverStatusState', 'receiveTimeout', 'FaultClearState', (r) => expect(ops(r)).toEqual(['clear'])],
   ['28', 'WaitReportProcessRecoverStatusState', 'clearFail', 'FaultRetryState', (r) => expect(types(r)).toEqual(['setPodGroupLabel'])],
   ['28', 'WaitReportProcessRecoverStatusState', 'needTryScaleStrategyInEvent', 'NotifyScaleInStrategyState', (r) => expect(signals(r)).toEqual(['changeStrategy:downgrade'])],
-  ['30', 'CheckRecoverResultState', 'recoverSuccess', 'INIT', (r) => expect(types(r)).toEqual(['writeResetConfig', 'closeSignalStream'])],
+  ['30', 'CheckRecoverResultState', 'recoverSuccess', 'INIT', (r) => expect(types(r)).toEqual(['writeResetConfig', 'closeSignalStream', 'endOmStreams'])],
   ['31', 'CheckRecoverResultState', 'recoverFail', 'NotifyDecidedStrategyState', (r) => expect(signals(r)).toEqual(['changeStrategy:dump']), { current: 'recover' }],
   ['32', 'CheckRecoverResultState', 'recoverableRetryError', 'WaitFaultFlushFinishedState', (r) => expect(timers(r)).toEqual({ flush: 1_000 }), { current: 'retry' }],
   ['33', 'CheckRecoverResultState', 'unRecoverableRetryError', 'KillPodForUnrecoverableRetryState', (r) => expect(ops(r)).toEqual(['fault']), { current: 'retry' }],
@@ -107,6 +115,55 @@ const ROWS: Row[] = [
   ['51', 'ScaleRunningState', 'notifyFail', 'ScaleRunningState', (r) => expect(r.state.step).toBe('watch')],
   ['52', 'WaitReportScaleOutStatusState', 'receiveReport', 'CheckRecoverResultState', (r) => expect(r.state.phase).toBe('INIT'), status('upgrade')],
   ['52', 'WaitReportScaleOutStatusState', 'receiveTimeout', 'FaultClearState', (r) => expect(ops(r)).toEqual(['clear'])],
+  // O&M: stress test and NIC switch (docs/rules.md#recover.stress-test, #recover.switch-nic)
+  ['53', 'INIT', 'startStressTest', 'NotifyPauseTrainState', (r) => {
+    expect(r.commands.find((c) => c.type === 'sendSignal')).toMatchObject({ signal: { signalType: 'stopTrain', actions: ['pause_train'], timeout: 900 } });
+  }, om('stressTest')],
+  ['54', 'INIT', 'startSwitchNic', 'NotifyPauseTrainState', (r) => {
+    expect(r.commands.find((c) => c.type === 'sendSignal')).toMatchObject({ signal: { signalType: 'stopTrain', actions: ['pause_train'], timeout: 0 } });
+  }, om('switchNic')],
+  ['55', 'NotifyPauseTrainState', 'notifySuccess', 'WaitReportPauseCompleteState', (r) => expect(timers(r)).toEqual({ report: 900_000 }), om('stressTest')],
+  ['55', 'NotifyPauseTrainState', 'notifyFail', 'NotifyKillJobState', (r) => expect(signals(r)).toEqual(['killMaster']), om('stressTest')],
+  ['56', 'WaitReportPauseCompleteState', 'receiveTimeout', 'NotifyKillJobState', (r) => expect(signals(r)).toEqual(['killMaster']), om('stressTest')],
+  ['56', 'WaitReportPauseCompleteState', 'processPauseFail', 'NotifyKillJobState', (r) => expect(signals(r)).toEqual(['killMaster']), om('switchNic')],
+  ['57', 'WaitReportPauseCompleteState', 'stressTestRecvPause', 'NotifyStressTestState', (r) => {
+    expect(types(r)).toEqual(['notifyOm']);
+    expect(r.state.om?.notified).toBe(false);
+  }, om('stressTest')],
+  ['58', 'WaitReportPauseCompleteState', 'switchNicRecvPause', 'NotifySwitchNicState', (r) => expect(types(r)).toEqual(['notifyOm']), om('switchNic')],
+  ['59', 'NotifyStressTestState', 'notifySuccess', 'WaitStressTestFinishedState', (r) => {
+    expect(types(r)).toEqual(['setStressTestFilter', 'sendSignal', 'writeResetConfig']);
+    expect(signals(r)).toEqual(['pauseStartAgent']);
+    expect(ops(r)).toEqual(['notifyFaultFlushing']);
+    expect(r.commands.find((c) => c.type === 'setStressTestFilter')).toMatchObject({ nodes: ['node-b'], on: true });
+  }, om('stressTest')],
+  ['59', 'NotifyStressTestState', 'notifyFail', 'NotifyKillJobState', (r) => expect(signals(r)).toEqual(['killMaster']), om('stressTest')],
+  ['60', 'WaitStressTestFinishedState', 'receiveReport', 'NotifyContinueTrainState', (r) => {
+    expect(r.commands.find((c) => c.type === 'sendSignal')).toMatchObject({ signal: { signalType: 'changeStrategy', changeStrategy: 'continue', faultRanks: [], nodeRankIds: [] } });
+  }, om('stressTest')],
+  ['61', 'WaitStressTestFinishedState', 'receiveTimeout', 'NotifyStopTrainState', (r) => expect(signals(r)).toEqual(['stopTrain']), om('stressTest')],
+  ['62', 'WaitStressTestFinishedState', 'stressTestFail', 'NotifyStopTrainState', (r) => {
+    expect(r.commands.find((c) => c.type === 'annotateNodes')).toMatchObject({ nodes: ['node-b'], annotations: { NodeHealthyStatus: 'UnHealthy' } });
+    expect(r.commands.find((c) => c.type === 'sendSignal')).toMatchObject({ signal: { signalType: 'stopTrain', actions: ['stop_train'], faultRanks: [{ rankId: '2', faultType: '1' }, { rankId: '3', faultType: '1' }] } });
+  }, om('stressTest', { isolateNodes: ['node-b'] })],
+  ['63', 'NotifySwitchNicState', 'notifySuccess', 'WaitSwitchNicFinishedState', (r) => expect(timers(r)).toEqual({ report: 900_000 }), om('switchNic')],
+  ['63', 'NotifySwitchNicState', 'notifyFail', 'NotifyKillJobState', (r) => expect(signals(r)).toEqual(['killMaster']), om('switchNic')],
+  ['64', 'WaitSwitchNicFinishedState', 'receiveReport', 'NotifyContinueTrainState', (r) => expect(signals(r)).toEqual(['changeStrategy:continue']), om('switchNic')],
+  ['65', 'WaitSwitchNicFinishedState', 'waitSwitchNicRecvFault', 'NotifyStopTrainState', (r) => expect(signals(r)).toEqual(['stopTrain']), om('switchNic')],
+  ['65', 'WaitSwitchNicFinishedState', 'receiveTimeout', 'NotifyStopTrainState', (r) => expect(signals(r)).toEqual(['stopTrain']), om('switchNic')],
+  ['65', 'WaitSwitchNicFinishedState', 'switchNicFail', 'NotifyStopTrainState', (r) => expect(signals(r)).toEqual(['stopTrain']), om('switchNic')],
+  ['66', 'NotifyContinueTrainState', 'notifyContinueSuccessEvent', 'WaitContinueTrainState', (r) => expect(timers(r)).toEqual({ report: 900_000 }), om('switchNic')],
+  ['66', 'NotifyContinueTrainState', 'notifyFail', 'NotifyKillJobState', (r) => expect(signals(r)).toEqual(['killMaster']), om('switchNic')],
+  ['67', 'WaitContinueTrainState', 'receiveTimeout', 'NotifyKillJobState', (r) => expect(signals(r)).toEqual(['killMaster']), om('stressTest')],
+  ['67', 'WaitContinueTrainState', 'continueTrainFail', 'NotifyKillJobState', (r) => expect(signals(r)).toEqual(['killMaster']), om('stressTest')],
+  ['68', 'WaitContinueTrainState', 'stressTestRecvContinue', 'INIT', (r) => {
+    expect(types(r)).toEqual(['writeResetConfig', 'closeSignalStream', 'endOmStreams']);
+    expect(r.state.om).toBeNull();
+  }, om('stressTest')],
+  ['69', 'WaitContinueTrainState', 'switchNicRecvContinue', 'INIT', (r) => {
+    expect(replies(r)).toEqual(['switch nic finish']);
+    expect(r.state.om).toBeNull();
+  }, om('switchNic')],
 ];
 
 describe('docs/rules.md#recover.fsm transition table', () => {

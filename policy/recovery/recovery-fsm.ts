@@ -23,6 +23,7 @@ import { chooseAgain, HANDLERS, RecoveryHandlerError } from './recovery-handlers
 import { cancelTimer, cancelTimersExcept, newCtx, result, settle, takeTimer, type StepResult } from './recovery-kit.ts';
 import { CONTINUATIONS, consumeReport, observe, listenLook, pollSchedule, resetRecovery, retryRunningDue } from './recovery-progress.ts';
 import { RECOVERY_RULES } from './recovery-rules.ts';
+import { consumeOmReport, isOmPhase, OM_CONTINUATIONS, omNotified, omReportTimeout } from './om-handlers.ts';
 import { cmd, timer, type Ctx } from './recovery-facts.ts';
 import type { ProcessManageSignal } from '../../vocabulary/process-manage-signal.ts';
 import { RULE } from '../../vocabulary/rule-ids.ts';
@@ -106,7 +107,7 @@ function run(ctx: Ctx, first: RecoveryNext): boolean {
     if (++chained > MAX_CHAIN) throw new RecoveryHandlerError('event chain too long (queue full)');
     let out: RecoveryFsmEvent | undefined;
     if ('cont' in next) {
-      out = next.cont === 'chooseAgain' ? chooseAgain(ctx) : CONTINUATIONS[next.cont](ctx);
+      out = next.cont === 'chooseAgain' ? chooseAgain(ctx) : next.cont === 'omSendFailed' ? OM_CONTINUATIONS.omSendFailed(ctx) : CONTINUATIONS[next.cont](ctx);
     } else {
       const from = ctx.s.phase;
       const rule = RECOVERY_RULES[from]?.[next.ev];
@@ -207,12 +208,23 @@ function onProcessFault(ctx: Ctx, e: Extract<RecoveryEvent, { type: 'processFaul
 }
 
 function buffer<K extends keyof RecoveryState['reports']>(ctx: Ctx, kind: K, value: NonNullable<RecoveryState['reports'][K]>): boolean {
-  if (ctx.s.reports[kind] !== null) {
+  if ((ctx.s.reports[kind] ?? null) !== null) {
     ctx.why.push(`${kind} report dropped: an earlier one is still queued`);
     return false;
   }
   ctx.s.reports[kind] = value;
-  return runIf(ctx, consumeReport(ctx));
+  return runIf(ctx, consumeReport(ctx) ?? consumeOmReport(ctx));
+}
+
+/** docs/rules.md#recover.stress-test, #recover.switch-nic: StressTest / SwitchNicTrack, only from INIT (else 411). */
+function onOmStart(ctx: Ctx, e: Extract<RecoveryEvent, { type: 'omStarted' }>): boolean {
+  const s = ctx.s;
+  if (s.phase !== 'INIT') {
+    ctx.why.push(`${e.om.kind} refused in ${s.phase}: an operation or a recovery runs`);
+    return false;
+  }
+  s.om = { ...structuredClone(e.om), isolateNodes: [], notified: false };
+  return run(ctx, { ev: e.om.kind === 'stressTest' ? 'startStressTest' : 'startSwitchNic' });
 }
 
 function onTimer(ctx: Ctx, id: string): boolean {
@@ -223,7 +235,9 @@ function onTimer(ctx: Ctx, id: string): boolean {
   }
   const T = RECOVERY_TIMER;
   switch (id) {
-    case T.report: return run(ctx, { ev: 'receiveTimeout' });
+    case T.report:
+      if (isOmPhase(s.phase)) omReportTimeout(ctx);
+      return run(ctx, { ev: 'receiveTimeout' });
     case T.flush: return run(ctx, { ev: 'flushFinished' });
     case T.preExit: return run(ctx, { cont: 'sendPreExit' });
     case T.forceRelease: return run(ctx, { cont: 'afterForceRelease' });
@@ -280,6 +294,16 @@ function dispatch(ctx: Ctx, e: RecoveryEvent): boolean {
     case 'configChanged':
       s.config = { ...s.config, ...e.config };
       return true;
+    case 'omStarted':
+      return onOmStart(ctx, e);
+    case 'omNotified': {
+      const out = omNotified(ctx, e.ok);
+      return out === 'refused' ? false : runIf(ctx, out);
+    }
+    case 'stressTestResultReported':
+      return buffer(ctx, 'stressResult', structuredClone(e.result) as Record<string, Record<string, { code: string; result: string }>>);
+    case 'switchNicResultReported':
+      return buffer(ctx, 'switchResult', e.result);
     case 'effectResult': {
       const settled = settle(s, e);
       if (settled === undefined) return false;

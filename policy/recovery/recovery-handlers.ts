@@ -26,6 +26,7 @@ import {
   waitFor,
 } from './recovery-facts.ts';
 import { makeUuid } from './recovery-kit.ts';
+import { OM_HANDLERS } from './om-handlers.ts';
 import { consumeReport, CONTINUATIONS, resetRecovery, scaleWatch, SCHEDULE_POLL_MS, schedulePoll, scheduleProgress } from './recovery-progress.ts';
 import type { RecoveryHandler } from './recovery-rules.ts';
 import {
@@ -379,4 +380,5 @@ export const HANDLERS: Readonly<Record<RecoveryHandler, Handler>> = {
   scaleIn,
   checkIsolate,
   scaleRunning,
+  ...OM_HANDLERS,
 };

@@ -353,7 +353,7 @@ export function retryRunningDue(ctx: Ctx): RecoveryFsmEvent | undefined {
   return retryRunningCheck(ctx);
 }
 
-export const CONTINUATIONS: Readonly<Record<Exclude<RecoveryContinuation, 'chooseAgain'>, Step>> = {
+export const CONTINUATIONS: Readonly<Record<Exclude<RecoveryContinuation, 'chooseAgain' | 'omSendFailed'>, Step>> = {
   sendPreExit,
   afterForceRelease,
   afterInPlaceCheck,
@@ -375,8 +375,13 @@ export function resetRecovery(ctx: Ctx, closeStream: boolean, why: string): void
   cancelTimersExcept(ctx, []);
   s.awaiting = null;
   releaseRetryHold(ctx);
+  // A stress test cut short: its nodes' stress-test codes are shown again (ClusterD's deferred filter removal).
+  if (s.phase === 'WaitStressTestFinishedState' && (s.step === 'stressTest' || s.step === 'stressTestFault')) {
+    cmd(ctx, { type: 'setStressTestFilter', nodes: Object.keys(s.om?.stress ?? {}).sort(), on: false });
+  }
   cmd(ctx, { type: 'writeResetConfig', op: 'clear' });
   if (closeStream) cmd(ctx, { type: 'closeSignalStream' });
+  cmd(ctx, { type: 'endOmStreams' });
   Object.assign(s, {
     phase: 'INIT',
     step: '',

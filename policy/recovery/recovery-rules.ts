@@ -3,9 +3,10 @@
  * entry per row of docs/rules.md#recover.fsm (row numbers kept). Events not listed for a state are refused
  * ("order mixed", code 401), as ClusterD refuses them at enqueue time.
  *
- * Left out: row 3/16 (AI platform mode), row 24 (HCCL routing convergence failure: no input reports
- * it) and rows 53-77 (O&M pause-train, stress test, NIC switch; see the report in recovery-fsm.ts).
+ * Left out: row 3/16 (AI platform mode) and row 24 (HCCL routing convergence failure: no input reports
+ * it). Rows 53-69 are the O&M operations (online stress test, NIC switch; policy/recovery/om-handlers.ts).
  */
+import type { OmHandler } from './om-handlers.ts';
 import type { RecoveryFsmEvent, RecoveryPhase } from './recovery-types.ts';
 
 export type RecoveryHandler =
@@ -30,7 +31,8 @@ export type RecoveryHandler =
   | 'finish'
   | 'scaleIn'
   | 'checkIsolate'
-  | 'scaleRunning';
+  | 'scaleRunning'
+  | OmHandler;
 
 export interface RecoveryRule {
   readonly to: RecoveryPhase;
@@ -46,6 +48,8 @@ type Table = Readonly<Partial<Record<RecoveryPhase, Readonly<Partial<Record<Reco
 export const RECOVERY_RULES: Table = {
   INIT: {
     faultOccur: r('NotifyWaitFaultFlushingState', 'faultOccur', '1'),
+    startStressTest: r('NotifyPauseTrainState', 'pauseTrain', '53'),
+    startSwitchNic: r('NotifyPauseTrainState', 'pauseTrain', '54'),
   },
   NotifyWaitFaultFlushingState: {
     notifyFinish: r('NotifyStopTrainState', 'stopTrain', '2'),
@@ -164,6 +168,46 @@ export const RECOVERY_RULES: Table = {
   WaitReportScaleOutStatusState: {
     receiveReport: r('CheckRecoverResultState', 'evaluate', '52'),
     receiveTimeout: r('FaultClearState', 'clearConfig', '52'),
+  },
+  // O&M (getOMRules, getStressTestRules, getSwitchNicRules).
+  NotifyPauseTrainState: {
+    notifySuccess: r('WaitReportPauseCompleteState', 'waitPause', '55'),
+    notifyFail: r('NotifyKillJobState', 'killJob', '55'),
+  },
+  WaitReportPauseCompleteState: {
+    receiveTimeout: r('NotifyKillJobState', 'killJob', '56'),
+    processPauseFail: r('NotifyKillJobState', 'killJob', '56'),
+    stressTestRecvPause: r('NotifyStressTestState', 'notifyOm', '57'),
+    switchNicRecvPause: r('NotifySwitchNicState', 'notifyOm', '58'),
+  },
+  NotifyStressTestState: {
+    notifySuccess: r('WaitStressTestFinishedState', 'waitStressTest', '59'),
+    notifyFail: r('NotifyKillJobState', 'killJob', '59'),
+  },
+  WaitStressTestFinishedState: {
+    receiveReport: r('NotifyContinueTrainState', 'notifyContinue', '60'),
+    receiveTimeout: r('NotifyStopTrainState', 'stopTrain', '61'),
+    stressTestFail: r('NotifyStopTrainState', 'stressTestFail', '62'),
+  },
+  NotifySwitchNicState: {
+    notifySuccess: r('WaitSwitchNicFinishedState', 'waitSwitchNic', '63'),
+    notifyFail: r('NotifyKillJobState', 'killJob', '63'),
+  },
+  WaitSwitchNicFinishedState: {
+    receiveReport: r('NotifyContinueTrainState', 'notifyContinue', '64'),
+    waitSwitchNicRecvFault: r('NotifyStopTrainState', 'stopTrain', '65'),
+    receiveTimeout: r('NotifyStopTrainState', 'stopTrain', '65'),
+    switchNicFail: r('NotifyStopTrainState', 'stopTrain', '65'),
+  },
+  NotifyContinueTrainState: {
+    notifyContinueSuccessEvent: r('WaitContinueTrainState', 'waitContinue', '66'),
+    notifyFail: r('NotifyKillJobState', 'killJob', '66'),
+  },
+  WaitContinueTrainState: {
+    receiveTimeout: r('NotifyKillJobState', 'killJob', '67'),
+    continueTrainFail: r('NotifyKillJobState', 'killJob', '67'),
+    stressTestRecvContinue: r('INIT', 'omFinish', '68'),
+    switchNicRecvContinue: r('INIT', 'omFinish', '69'),
   },
 };
 

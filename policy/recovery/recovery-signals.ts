@@ -33,6 +33,8 @@ export const SIGNAL_ACTION = {
   hotSwitch: 'hot switch',
   stopSwitch: 'stop switch',
   newPodRunning: 'new pod running',
+  pauseStartAgent: 'pause_start_agent',
+  continueStartAgent: 'continue_start_agent',
 } as const;
 
 /** `changeStrategy` field values. */

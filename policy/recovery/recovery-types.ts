@@ -39,6 +39,15 @@ export const RECOVERY_PHASES = [
   'WaitReportScaleInStatusState',
   'ScaleRunningState',
   'WaitReportScaleOutStatusState',
+  // O&M: online stress test and NIC switch (CD/application/recover/rules.go getStressTestRules, getSwitchNicRules, getOMRules)
+  'NotifyPauseTrainState',
+  'WaitReportPauseCompleteState',
+  'NotifyStressTestState',
+  'WaitStressTestFinishedState',
+  'NotifySwitchNicState',
+  'WaitSwitchNicFinishedState',
+  'NotifyContinueTrainState',
+  'WaitContinueTrainState',
 ] as const;
 export type RecoveryPhase = (typeof RECOVERY_PHASES)[number];
 
@@ -76,7 +85,19 @@ export type RecoveryFsmEvent =
   | 'changeSwitchPauseError'
   | 'changeSwitchEnableError'
   | 'scaleInSuccessEvent'
-  | 'scaleOutSuccessEvent';
+  | 'scaleOutSuccessEvent'
+  | 'startStressTest'
+  | 'startSwitchNic'
+  | 'processPauseFail'
+  | 'stressTestRecvPause'
+  | 'switchNicRecvPause'
+  | 'stressTestFail'
+  | 'switchNicFail'
+  | 'waitSwitchNicRecvFault'
+  | 'notifyContinueSuccessEvent'
+  | 'continueTrainFail'
+  | 'stressTestRecvContinue'
+  | 'switchNicRecvContinue';
 
 /** Work done inside a state without a transition (a wait finished, an effect acknowledged). */
 export type RecoveryContinuation =
@@ -88,7 +109,8 @@ export type RecoveryContinuation =
   | 'clearAfterReschedule'
   | 'rescheduleCleared'
   | 'retryPaused'
-  | 'sendPreExit';
+  | 'sendPreExit'
+  | 'omSendFailed';
 
 export type RecoveryNext = { readonly ev: RecoveryFsmEvent } | { readonly cont: RecoveryContinuation };
 
@@ -173,6 +195,37 @@ export interface StatusReport {
   isolateRankIds: number[];
 }
 
+export type OmKind = 'stressTest' | 'switchNic';
+
+/** One op's answer in a stress test result (StressTestOpResult): code "0" ok, "1" exec fail, "2" fault found, "3" timeout, "4" voltage recovery failed. */
+export interface StressOpResult {
+  code: string;
+  result: string;
+}
+
+/**
+ * The O&M operation in flight (docs/rules.md#recover.stress-test, #recover.switch-nic): ClusterD's stressTestParam,
+ * globalSwitchRankIDs / globalOps and isolateNodes, plus the job's rank table taken at the start.
+ */
+export interface OmState {
+  kind: OmKind;
+  /** Stress test: node -> global rank -> ops (0 AIC, 1 P2P). */
+  stress: Record<string, Record<string, number[]>>;
+  /** NIC switch: global ranks and their ops (true: switch to the backup link). */
+  switchRanks: string[];
+  switchOps: boolean[];
+  /** The job's rank table when the operation started: global rank -> node, global rank -> device id. */
+  rankNode: Record<string, string>;
+  rankDevice: Record<string, string>;
+  /** Nodes a stress test found faulty (code "2"). */
+  isolateNodes: string[];
+  /** The notify message (StressTestRankParams / SwitchRankList) went out on a notify stream. */
+  notified: boolean;
+}
+
+/** StressTest / SwitchNicTrack accepted: what the controller resolved from the request and the job. */
+export type OmStart = Pick<OmState, 'kind' | 'stress' | 'switchRanks' | 'switchOps' | 'rankNode' | 'rankDevice'>;
+
 export interface RecoveryState {
   kind: 'recovery';
   version: 1;
@@ -218,7 +271,13 @@ export interface RecoveryState {
     stopComplete: { code: number } | null;
     recoverStrategy: { strategies: string[] } | null;
     recoverStatus: StatusReport | null;
+    /** ReplyStressTestResult: rank -> op -> result (one slot, as ClusterD's channel). */
+    stressResult?: Record<string, Record<string, StressOpResult>> | null;
+    /** ReplySwitchNicResult. */
+    switchResult?: boolean | null;
   };
+  /** The O&M operation in flight (null when none; absent in states stored before it existed). */
+  om?: OmState | null;
 }
 
 export type RecoveryEvent =
@@ -232,6 +291,12 @@ export type RecoveryEvent =
   | { readonly type: 'podsObserved'; readonly pods: readonly PodObservation[] }
   | { readonly type: 'podGroupObserved'; readonly exists: boolean; readonly phase: string }
   | { readonly type: 'configChanged'; readonly config: Partial<RecoveryJobConfig> }
+  /** StressTest / SwitchNicTrack passed its checks (the FSM still refuses it outside INIT: 411). */
+  | { readonly type: 'omStarted'; readonly om: OmStart }
+  /** The notify message was sent on a notify stream (ok) or failed after its tries. */
+  | { readonly type: 'omNotified'; readonly ok: boolean }
+  | { readonly type: 'stressTestResultReported'; readonly result: Readonly<Record<string, Readonly<Record<string, StressOpResult>>>> }
+  | { readonly type: 'switchNicResultReported'; readonly result: boolean }
   | EffectResult
   | TimerFired;
 
@@ -271,6 +336,16 @@ export type RecoveryCommandBody =
   | { readonly type: 'clearFaultJobInfo' }
   /** End the job's signal stream with status OK (every reset that the client did not cause itself). */
   | { readonly type: 'closeSignalStream' }
+  /** Send the O&M notify message on a notify stream (held until one is open); the outcome comes back as `omNotified`. */
+  | { readonly type: 'notifyOm'; readonly kind: OmKind }
+  /** One message for the O&M result stream (SubscribeStressTestResponse / SubscribeSwitchNicSignal), queued until read. */
+  | { readonly type: 'omResponse'; readonly kind: OmKind; readonly msg: string }
+  /** docs/rules.md#filter.stress-test: hide the stress-test codes of these nodes (on) or stop (off). */
+  | { readonly type: 'setStressTestFilter'; readonly nodes: readonly string[]; readonly on: boolean }
+  /** Node annotations (stress test found a fault: NodeHealthyStatus=UnHealthy). */
+  | { readonly type: 'annotateNodes'; readonly nodes: readonly string[]; readonly annotations: Readonly<Record<string, string>> }
+  /** A reset: ClusterD's controller context ends, and with it the notify and O&M result streams and their queued messages. */
+  | { readonly type: 'endOmStreams' }
   | TimerCommandBody;
 
 export type RecoveryCommand = RecoveryCommandBody & CommandMeta;
@@ -290,6 +365,7 @@ export function idleRecoveryFields() {
     scaleInRunning: false,
     schedule: 'idle',
     lastStatus: null,
-    reports: { stopComplete: null, recoverStrategy: null, recoverStatus: null },
+    reports: { stopComplete: null, recoverStrategy: null, recoverStatus: null, stressResult: null, switchResult: null },
+    om: null,
   } satisfies Partial<RecoveryState>;
 }

@@ -1,5 +1,5 @@
 /** The comparison machinery itself: normalisation keeps what must match, the allow-list stays narrow. */
-import { normalise, normaliseValue, sortFaultNodes, sortPublicFaults } from './normalise.ts';
+import { normalise, normaliseValue, sortFaultNodes, sortJobStatistic, sortPublicFaults } from './normalise.ts';
 import { exchangeRecord } from './grpc-inputs.ts';
 import { encodeResetConfigData } from '../../schemas/reset-config/reset-config.ts';
 import { allowedBy, compare } from './diff.ts';
@@ -67,6 +67,15 @@ describe('vcjob-fault-npu-cm fault-node order (rule 8)', () => {
   test('different entries still differ', () => {
     expect(sortFaultNodes(`[${a}]`)).not.toBe(sortFaultNodes(`[${b}]`));
     expect(sortFaultNodes('[{"UnhealthyNPU":[],"NodeName":"n"}]')).not.toBe(sortFaultNodes('[{"NodeName":"n","UnhealthyNPU":[]}]'));
+  });
+});
+
+describe('current-job-statistic order (rule 9)', () => {
+  test('entries sort by the job their uid names on either cluster, and still compare as written', () => {
+    const uidsA = new Map([['11111111-1111-4111-8111-111111111111', 'Job ns/b'], ['22222222-2222-4222-8222-222222222222', 'Job ns/a']]);
+    const v = '[{"id":"11111111-1111-4111-8111-111111111111","cardNum":1},{"id":"22222222-2222-4222-8222-222222222222","cardNum":2}]';
+    expect(sortJobStatistic(v, uidsA)).toBe('[{"id":"22222222-2222-4222-8222-222222222222","cardNum":2},{"id":"11111111-1111-4111-8111-111111111111","cardNum":1}]');
+    expect(sortJobStatistic('[{"cardNum":1,"id":"x"}]', uidsA)).toBe('[{"cardNum":1,"id":"x"}]');
   });
 });
 

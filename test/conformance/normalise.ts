@@ -28,6 +28,9 @@
  *      (the ascend plugin builds it ranging over a Go map, internal/rescheduling/cache.go
  *      getFaultNodeToCm, so two faulty nodes swap places from write to write on either side.
  *      The entries themselves are compared as written.)
+ *   9. current-job-statistic's `data` list                           -> sorted by the job it names
+ *      (ClusterD builds it ranging over a Go map, so with several jobs its order is random;
+ *      README compatibility table. The entries are compared as written.)
  */
 import { parseTaskResetInfo, resetInfoCheckCode } from '../../schemas/reset-config/reset-config.ts';
 import type { Snapshot } from './collect.ts';
@@ -117,11 +120,23 @@ export function sortFaultNodes(v: string): string {
   return `[${[...parsed].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0)).map((e) => JSON.stringify(e)).join(',')}]`;
 }
 
+const JOB_STATISTIC = 'ConfigMap mindx-dl/current-job-statistic';
+
+/** Rule 9: job statistic entries by the object their `id` names (UIDs differ between the clusters). */
+export function sortJobStatistic(v: string, uids: ReadonlyMap<string, string>): string {
+  let parsed: unknown;
+  try { parsed = JSON.parse(v); } catch { return v; }
+  if (!Array.isArray(parsed) || JSON.stringify(parsed) !== v) return v;
+  const key = (e: unknown): string => normaliseUids(String((e as { id?: unknown } | null)?.id ?? ''), uids);
+  return `[${[...parsed].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0)).map((e) => JSON.stringify(e)).join(',')}]`;
+}
+
 export function normalise(s: Snapshot, w: TimeWindow, uids: ReadonlyMap<string, string> = new Map()): Snapshot {
   const out: Snapshot = new Map();
   for (const [k, f0] of s) {
     let f = k === STATISTIC_FAULT_INFO && f0['data PublicFaults'] !== undefined ? { ...f0, 'data PublicFaults': sortPublicFaults(f0['data PublicFaults']) } : f0;
     if (k === VCJOB_FAULT_NPU_CM && f['data fault-node'] !== undefined) f = { ...f, 'data fault-node': sortFaultNodes(f['data fault-node']) };
+    if (k === JOB_STATISTIC && f['data data'] !== undefined) f = { ...f, 'data data': sortJobStatistic(f['data data'], uids) };
     const token = checkCodeToken(f);
     out.set(k, Object.fromEntries(Object.entries(f).map(([fk, v]) => [normaliseUids(fk, uids), fk === 'data checkCode' && token !== undefined ? token : normaliseUids(normaliseValue(v, w), uids)])));
   }

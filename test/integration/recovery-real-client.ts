@@ -110,7 +110,9 @@ export class ControllerProcess {
 /** One line of the Go client's output. */
 export interface ClientEvent {
   readonly t: number;
-  readonly event: 'init' | 'register' | 'subscribe' | 'signal' | 'keepalive' | 'report' | 'stream-end';
+  readonly event: 'init' | 'register' | 'subscribe' | 'signal' | 'keepalive' | 'report' | 'stream-end'
+    /** O&M: the operator's request and its result stream; TaskD's notify messages. */
+    | 'om' | 'om-result' | 'stress-notify' | 'switch-notify' | 'command';
   readonly signalType?: string;
   readonly uuid?: string;
   readonly actions?: string[];
@@ -118,9 +120,20 @@ export interface ClientEvent {
   readonly faultRanks?: Array<{ rankId: string; faultType: string }>;
   readonly nodeRankIds?: string[];
   readonly extraParams?: string;
+  /** signal: ProcessManageSignal.timeout (seconds). */
+  readonly timeout?: number;
   readonly rpc?: string;
   readonly code?: number;
   readonly error?: string;
+  readonly info?: string;
+  readonly msg?: string;
+  /** om-result: how the result stream ended without a message ('EOF' or the refusal). */
+  readonly end?: string;
+  /** stress-notify: rank -> ops. */
+  readonly params?: Record<string, number[]>;
+  /** switch-notify. */
+  readonly ranks?: string[];
+  readonly ops?: boolean[];
 }
 
 /** The Go client for one job, running. */
@@ -165,6 +178,19 @@ export class GoTaskdClient {
   /** MindIO's unprompted ReportProcessFault, e.g. `[{ rankId: '3', faultType: '0' }]` for a UCE it retries. */
   reportProcessFault(ranks: ReadonlyArray<{ rankId: string; faultType: string }>): void {
     this.child.stdin!.write(`process-fault ${ranks.map((r) => `${r.rankId}:${r.faultType}`).join(',')}\n`);
+  }
+
+  /**
+   * The O&M platform's StressTest (`node-b:0,1`, `node-a:0;node-b:1`, `all:0,1`), then its result
+   * stream until the operation is over (events `om`, `om-result`).
+   */
+  stressTest(arg: string): void {
+    this.child.stdin!.write(`stress-test ${arg}\n`);
+  }
+
+  /** SwitchNicTrack (`node-a:0=true,1=true`), then its result stream. */
+  switchNic(arg: string): void {
+    this.child.stdin!.write(`switch-nic ${arg}\n`);
   }
 
   async stop(): Promise<void> {

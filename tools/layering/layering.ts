@@ -24,15 +24,21 @@
  *   ONE_CLOCK_ALLOWED lists the few real-time uses it keeps, each with its reason; policy/, state/,
  *   controllers/, reconcilers/ and actions/ are held by the rules above as well.
  *
+ * - the runtime graph's rules (`graph-*`, tools/layering/graph.ts) on the graph the Manager's builder
+ *   records; `manager-no-closures`: no closure in controllers/manager.ts reaches into a controller;
+ *   `specs-share-nothing`: controllers/build.ts keeps no controller and no mutable binding at module scope.
+ *
  * There is no exceptions list for the other rules: any violation fails. `node tools/layering/layering.ts` prints the
  * report (exit 1 on any violation); `--json` prints {violations}; `--root DIR` checks another tree
- * (the self-test's).
+ * (the self-test's; the graph rules are this repo's); `--graph` prints the recorded graph (mermaid).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
+import { graphViolations, managerGraph, readDoc } from './graph.ts';
+import { graphText } from '../../controllers/wiring.ts';
 
 export interface Violation {
   readonly rule: string;
@@ -103,6 +109,37 @@ export const ONE_CLOCK_ALLOWED: Readonly<Record<string, { readonly uses: readonl
   'schemas/fuzz/fuzz-kit.ts': { uses: ['Date.now'], why: 'test kit: a fuzz seed' },
 };
 
+/** The process's lifecycle: it wires nothing, so none of its closures may reach into a controller (controllers/build.ts does the wiring). */
+const MANAGER_FILE = 'controllers/manager.ts';
+/** The flows' declarations: each spec's build sees only its declared ports, so nothing at module scope may carry a controller between specs. */
+const BUILD_FILE = 'controllers/build.ts';
+/**
+ * `specs-share-nothing`: a mutable module binding (`let`, `var`) or a module-scope controller in
+ * controllers/build.ts, the one way a spec's closure could reach a controller another spec built.
+ */
+function sharedBindings(sf: ts.SourceFile, controllerClassOf: (e: ts.Expression) => string | undefined, file: string): Violation[] {
+  const out: Violation[] = [];
+  for (const st of sf.statements) {
+    if (!ts.isVariableStatement(st)) continue;
+    const mutable = (st.declarationList.flags & (ts.NodeFlags.Let | ts.NodeFlags.Const)) !== ts.NodeFlags.Const;
+    for (const d of st.declarationList.declarations) {
+      const name = d.name.getText(sf);
+      const holdsController = ts.isIdentifier(d.name) && controllerClassOf(d.name) !== undefined;
+      if (mutable || holdsController) out.push({ rule: 'specs-share-nothing', from: file, to: name, at: `${file}:${sf.getLineAndCharacterOfPosition(d.getStart(sf)).line + 1}` });
+    }
+  }
+  return out;
+}
+
+/** Inside an arrow function or a function expression (a closure), not a method body. */
+function inClosure(n: ts.Node): boolean {
+  for (let p = n.parent; p !== undefined; p = p.parent) {
+    if (ts.isArrowFunction(p) || ts.isFunctionExpression(p)) return true;
+    if (ts.isMethodDeclaration(p) || ts.isConstructorDeclaration(p) || ts.isGetAccessorDeclaration(p) || ts.isFunctionDeclaration(p)) return false;
+  }
+  return false;
+}
+
 /** RxJS creation functions and operators that wait on a scheduler (the async one unless given). */
 const RX_TIME = new Set(['timer', 'interval', 'delay', 'delayWhen', 'auditTime', 'debounceTime', 'bufferTime', 'throttleTime', 'sampleTime', 'timeout', 'timeoutWith', 'windowTime']);
 
@@ -128,6 +165,18 @@ export function astViolations(root: string): Violation[] {
     return undefined;
   };
 
+  /** `RecoveryController` when the expression's type is a class of controllers/ other than the Manager. */
+  const controllerClassOf = (e: ts.Expression): string | undefined => {
+    const t = checker.getNonNullableType(checker.getTypeAtLocation(e));
+    for (const part of t.isUnion() ? t.types : [t]) {
+      const decl = part.getSymbol()?.declarations?.[0];
+      if (decl === undefined || !ts.isClassDeclaration(decl) || decl.name === undefined) continue;
+      const f = rel(decl.getSourceFile().fileName);
+      if (f.startsWith('controllers/') && f !== MANAGER_FILE) return decl.name.text;
+    }
+    return undefined;
+  };
+
   for (const sf of program.getSourceFiles()) {
     const file = rel(sf.fileName);
     if (sf.isDeclarationFile || file.startsWith('..') || file.includes('node_modules/') || isTestFile(file)) continue;
@@ -138,7 +187,9 @@ export function astViolations(root: string): Violation[] {
     // policy/ and state/ read no clock at all (their own rules, above).
     const checkOneClock = ONE_CLOCK_FILES.test(file) && !checkClock;
     const allowed = new Set(ONE_CLOCK_ALLOWED[file]?.uses ?? []);
-    if (!checkWrites && !checkClock && !checkTimers && !checkOneClock) continue;
+    const checkManager = file === MANAGER_FILE;
+    if (file === BUILD_FILE) out.push(...sharedBindings(sf, controllerClassOf, file));
+    if (!checkWrites && !checkClock && !checkTimers && !checkOneClock && !checkManager) continue;
     const at = (n: ts.Node): string => `${file}:${sf.getLineAndCharacterOfPosition(n.getStart(sf)).line + 1}`;
     const visit = (n: ts.Node): void => {
       if (checkWrites && ts.isPropertyAccessExpression(n)) {
@@ -150,6 +201,10 @@ export function astViolations(root: string): Violation[] {
           const isGet = method === 'request' && first !== undefined && ts.isStringLiteralLike(first) && first.text === 'GET';
           if (!isGet) out.push({ rule: 'only-writers-write', from: file, to: `${cls.split('#')[1]}.${method}`, at: at(n) });
         }
+      }
+      if (checkManager && ts.isPropertyAccessExpression(n) && inClosure(n)) {
+        const cls = controllerClassOf(n.expression);
+        if (cls !== undefined) out.push({ rule: 'manager-no-closures', from: file, to: `${cls}.${n.name.text}`, at: at(n) });
       }
       let reported = false;
       if (checkClock) {
@@ -249,7 +304,13 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(
   const args = process.argv.slice(2);
   const rootArg = args.indexOf('--root');
   const root = rootArg >= 0 ? resolve(args[rootArg + 1] ?? '.') : REPO;
-  const violations = allViolations(root);
+  // The runtime graph is this repo's Manager's (another tree has none): tools/layering/graph.ts.
+  const graph = root === REPO ? await managerGraph() : undefined;
+  if (args.includes('--graph')) {
+    if (graph !== undefined) process.stdout.write(graphText(graph) + '\n');
+    process.exit(0);
+  }
+  const violations = [...allViolations(root), ...(graph === undefined ? [] : graphViolations(graph, readDoc(root)))];
   if (args.includes('--json')) process.stdout.write(JSON.stringify({ violations }) + '\n');
   else process.stdout.write(report(violations) + '\n');
   process.exitCode = violations.length > 0 ? 1 : 0;

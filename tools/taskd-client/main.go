@@ -49,6 +49,11 @@ var (
 	dumpCode     = flag.Int("dump-code", 0, "ReportRecoverStatus code (strategy dump) after saveAndExit: MindIO's dump result")
 	dumpReport   = flag.Bool("dump-report", true, "ReportRecoverStatus after saveAndExit (MindIO, when its dump ends)")
 	localAddr    = flag.String("local-addr", "", "bind every connection to this local address (a TaskD inside a pod calls from the pod's IP; tests use a 127.0.0.x alias)")
+	stressCodes  = flag.String("stress-codes", "", "stress test result code per rank, rank:code[,...] (others answer \"0\"): 1 exec fail, 2 fault found, 3 timeout, 4 voltage recovery failed")
+	switchResult = flag.Bool("switch-result", true, "ReplySwitchNicResult result after a NIC switch")
+	stopDelay    = flag.Duration("stop-train-delay", 0, "wait this long before ReportStopComplete after a stopTrain with stop_train (not pause_train)")
+	omReplyDelay = flag.Duration("om-reply-delay", 0, "wait this long before ReplyStressTestResult / ReplySwitchNicResult (the agents at work)")
+	omNotify     = flag.Bool("om-notify", true, "subscribe SubscribeNotifyExecStressTest and SubscribeNotifySwitch as TaskD's manager does")
 )
 
 var out = struct {
@@ -148,6 +153,11 @@ func (a *agent) onSignal(s *pb.ProcessManageSignal) {
 			return c.ReportProcessFault(ctx, &pb.ProcessFaultRequest{JobId: *jobID, FaultRanks: copyRanks(s.FaultRanks)})
 		})
 	case "stopTrain":
+		for _, act := range s.Actions {
+			if act == "stop_train" {
+				time.Sleep(*stopDelay)
+			}
+		}
 		report(ctx, "ReportStopComplete", func(c pb.RecoverClient) (*pb.Status, error) {
 			return c.ReportStopComplete(ctx, &pb.StopCompleteRequest{JobId: *jobID, Status: &pb.Status{Code: int32(*stopCode), Info: "stop"}, FaultRanks: copyRanks(s.FaultRanks)})
 		})
@@ -181,7 +191,7 @@ func (a *agent) onSignal(s *pb.ProcessManageSignal) {
 		})
 	case "changeStrategy":
 		switch s.ChangeStrategy {
-		case "retry", "recover", "dump", "downgrade", "upgrade", "migration":
+		case "retry", "recover", "dump", "downgrade", "upgrade", "migration", "continue":
 			time.Sleep(*statusDelay)
 			report(ctx, "ReportRecoverStatus", func(c pb.RecoverClient) (*pb.Status, error) {
 				return c.ReportRecoverStatus(ctx, &pb.RecoverStatusRequest{JobId: *jobID, Status: &pb.Status{Code: int32(*statusCode), Info: ""}, Strategy: s.ChangeStrategy})
@@ -195,6 +205,14 @@ func (a *agent) onSignal(s *pb.ProcessManageSignal) {
 // (ReportProcessFault), as it does outside any signal.
 func (a *agent) command(line string) {
 	f := strings.Fields(line)
+	if len(f) == 2 && f[0] == "stress-test" {
+		go a.stressTest(f[1])
+		return
+	}
+	if len(f) == 2 && f[0] == "switch-nic" {
+		go a.switchNic(f[1])
+		return
+	}
 	if len(f) != 2 || f[0] != "process-fault" {
 		if line != "" {
 			emit("command", map[string]any{"error": "unknown command " + line})
@@ -208,6 +226,167 @@ func (a *agent) command(line string) {
 	}
 	go report(a.ctx, "ReportProcessFault", func(c pb.RecoverClient) (*pb.Status, error) {
 		return c.ReportProcessFault(a.ctx, &pb.ProcessFaultRequest{JobId: *jobID, FaultRanks: rs})
+	})
+}
+
+// ---- O&M: the operator's side (StressTest / SwitchNicTrack and their result streams) ----
+
+// stressTest: `all:<op>[,<op>]` (allNodesOps) or `<node>:<op>[,<op>][;<node>:...]`.
+func (a *agent) stressTest(arg string) {
+	req := &pb.StressTestParam{JobID: *jobID, StressParam: map[string]*pb.StressOpList{}}
+	for _, part := range strings.Split(arg, ";") {
+		node, list, _ := strings.Cut(part, ":")
+		var ops []int64
+		for _, o := range strings.Split(list, ",") {
+			var n int64
+			fmt.Sscan(o, &n)
+			ops = append(ops, n)
+		}
+		if node == "all" {
+			req.AllNodesOps = ops
+		} else {
+			req.StressParam[node] = &pb.StressOpList{Ops: ops}
+		}
+	}
+	a.omCall("StressTest", func(c pb.RecoverClient) (*pb.Status, error) { return c.StressTest(a.ctx, req) }, func(c pb.RecoverClient) (func() (string, error), error) {
+		st, err := c.SubscribeStressTestResponse(a.ctx, &pb.StressTestRequest{JobID: *jobID})
+		if err != nil {
+			return nil, err
+		}
+		return func() (string, error) { r, err := st.Recv(); return r.GetMsg(), err }, nil
+	})
+}
+
+// switchNic: `<node>:<dev>=<true|false>[,...][;<node>:...]`.
+func (a *agent) switchNic(arg string) {
+	req := &pb.SwitchNics{JobID: *jobID, NicOps: map[string]*pb.DeviceList{}}
+	for _, part := range strings.Split(arg, ";") {
+		node, list, _ := strings.Cut(part, ":")
+		dl := &pb.DeviceList{}
+		for _, d := range strings.Split(list, ",") {
+			dev, op, _ := strings.Cut(d, "=")
+			dl.Dev = append(dl.Dev, dev)
+			dl.Op = append(dl.Op, op == "true")
+		}
+		req.NicOps[node] = dl
+	}
+	a.omCall("SwitchNicTrack", func(c pb.RecoverClient) (*pb.Status, error) { return c.SwitchNicTrack(a.ctx, req) }, func(c pb.RecoverClient) (func() (string, error), error) {
+		st, err := c.SubscribeSwitchNicSignal(a.ctx, &pb.SwitchNicRequest{JobID: *jobID})
+		if err != nil {
+			return nil, err
+		}
+		return func() (string, error) { r, err := st.Recv(); return r.GetMsg(), err }, nil
+	})
+}
+
+// omCall: the request, then the result stream again and again (one message each) until it is refused.
+func (a *agent) omCall(rpc string, call func(pb.RecoverClient) (*pb.Status, error), results func(pb.RecoverClient) (func() (string, error), error)) {
+	conn, err := grpc.Dial(*addr, dialOptions()...)
+	if err != nil {
+		emit("om", map[string]any{"rpc": rpc, "error": err.Error()})
+		return
+	}
+	defer conn.Close()
+	client := pb.NewRecoverClient(conn)
+	st, err := call(client)
+	emit("om", map[string]any{"rpc": rpc, "code": st.GetCode(), "info": st.GetInfo(), "error": errString(err)})
+	if err != nil || st.GetCode() != 0 {
+		return
+	}
+	for a.ctx.Err() == nil {
+		recv, err := results(client)
+		if err != nil {
+			emit("om-result", map[string]any{"rpc": rpc, "error": err.Error()})
+			return
+		}
+		msg, err := recv()
+		if err != nil {
+			// A refusal (no operation running any more) ends the loop; an empty end (reset) is looked at again.
+			emit("om-result", map[string]any{"rpc": rpc, "end": errString(err)})
+			if err != io.EOF {
+				return
+			}
+		} else {
+			emit("om-result", map[string]any{"rpc": rpc, "msg": msg})
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// ---- O&M: TaskD's side (manager.go subscribeStressTest / subscribeSwitchNic, replyToClusterD) ----
+
+func (a *agent) subscribeNotify(client pb.RecoverClient, info *pb.ClientInfo, kind string) {
+	for a.ctx.Err() == nil {
+		a.listenNotify(client, info, kind)
+		select {
+		case <-a.ctx.Done():
+		case <-time.After(time.Second): // waitGapTime
+		}
+	}
+}
+
+func (a *agent) listenNotify(client pb.RecoverClient, info *pb.ClientInfo, kind string) {
+	var recv func() (any, error)
+	if kind == "stress" {
+		st, err := client.SubscribeNotifyExecStressTest(a.ctx, info)
+		if err != nil {
+			return
+		}
+		recv = func() (any, error) { return st.Recv() }
+	} else {
+		st, err := client.SubscribeNotifySwitch(a.ctx, info)
+		if err != nil {
+			return
+		}
+		recv = func() (any, error) { return st.Recv() }
+	}
+	for {
+		m, err := recv()
+		if err != nil {
+			return // EOF or error: subscribe again, as TaskD
+		}
+		switch v := m.(type) {
+		case *pb.StressTestRankParams:
+			params := map[string][]int64{}
+			for rank, ops := range v.StressParam {
+				params[rank] = ops.GetOps()
+			}
+			emit("stress-notify", map[string]any{"jobId": v.JobId, "params": params})
+			go a.replyStress(v)
+		case *pb.SwitchRankList:
+			emit("switch-notify", map[string]any{"jobId": v.JobId, "ranks": v.RankID, "ops": v.Op})
+			go a.replySwitch()
+		}
+	}
+}
+
+func (a *agent) replyStress(p *pb.StressTestRankParams) {
+	time.Sleep(*omReplyDelay)
+	codes := map[string]string{}
+	for _, rc := range strings.Split(*stressCodes, ",") {
+		if r, c, ok := strings.Cut(rc, ":"); ok {
+			codes[r] = c
+		}
+	}
+	res := &pb.StressTestResult{JobId: *jobID, StressResult: map[string]*pb.StressTestRankResult{}}
+	for rank, ops := range p.StressParam {
+		code := codes[rank]
+		if code == "" {
+			code = "0"
+		}
+		rr := &pb.StressTestRankResult{RankResult: map[string]*pb.StressTestOpResult{}}
+		for _, op := range ops.GetOps() {
+			rr.RankResult[fmt.Sprint(op)] = &pb.StressTestOpResult{Code: code, Result: "done"}
+		}
+		res.StressResult[rank] = rr
+	}
+	report(a.ctx, "ReplyStressTestResult", func(c pb.RecoverClient) (*pb.Status, error) { return c.ReplyStressTestResult(a.ctx, res) })
+}
+
+func (a *agent) replySwitch() {
+	time.Sleep(*omReplyDelay)
+	report(a.ctx, "ReplySwitchNicResult", func(c pb.RecoverClient) (*pb.Status, error) {
+		return c.ReplySwitchNicResult(a.ctx, &pb.SwitchResult{JobId: *jobID, Result: *switchResult})
 	})
 }
 
@@ -282,6 +461,10 @@ func main() {
 		}
 		cancel()
 	}()
+	if *omNotify {
+		go a.subscribeNotify(client, info, "stress")
+		go a.subscribeNotify(client, info, "switch")
+	}
 	for ctx.Err() == nil {
 		a.startSubscribe(client, info)
 		select {
