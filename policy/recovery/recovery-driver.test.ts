@@ -59,7 +59,8 @@ describe('recovery FSM timeouts in virtual time', () => {
   it('270 s wait-reschedule-timeout: recover chosen, pods never rescheduled -> clear -> fault retry; 135 s later killMaster', () => {
     const ts = newScheduler();
     ts.run(({ hot, flush }) => {
-      const events$ = hot<RecoveryEvent>('a', { a: processFault });
+      // The PodGroup leaves Running after the pause (Volcano restarts the job) and never runs again.
+      const events$ = hot<RecoveryEvent>('a 283s p', { a: processFault, p: { type: 'podGroupObserved', exists: true, phase: 'Pending' } });
       const rec = record(ts, runFsm$(events$, recovery(), ts, { execute: taskd(ts, ['recover']) }));
       flush();
       // stop complete at 2 s, flush 1 s, force release 10 s -> globalFault at 13 s; strategies at 14 s.
@@ -86,7 +87,12 @@ describe('recovery FSM timeouts in virtual time', () => {
   it('135 s budget: the job runs again with new pods after 100 s -> label back to on', () => {
     const ts = newScheduler();
     ts.run(({ hot, flush }) => {
-      const events$ = hot<RecoveryEvent>('a 15m 99999ms b', { a: processFault, b: { type: 'podsObserved', pods: podsOf(4, 1) } });
+      const events$ = hot<RecoveryEvent>('a 15m p 99998ms (bc)', {
+        a: processFault,
+        p: { type: 'podGroupObserved', exists: true, phase: 'Pending' }, // Volcano restarts the job after the pause
+        b: { type: 'podsObserved', pods: podsOf(4, 1) },
+        c: { type: 'podGroupObserved', exists: true, phase: 'Running' },
+      });
       const rec = record(ts, runFsm$(events$, recovery(), ts, { execute: (c) => ack<RecoveryEvent>(c) }));
       flush();
       expect(rec.at('FaultRetryState')).toBe(900_000);

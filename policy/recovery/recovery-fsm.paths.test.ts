@@ -36,6 +36,26 @@ describe('recover-in-place (docs/rules.md#recover.in-place)', () => {
     expect(h.state.mustExitAtMs).toEqual({}); // restarted in place: never reported as must exit
   });
 
+  // ClusterD's handleDecideRecoverStrategy takes the schedule result first, sleeps 5 s
+  // (WaitAgentGetFaultRank) and clears reset-config before it reads the status report.
+  it('recover status reported at once: taken only after the 5 s wait and the clear', () => {
+    const h = recoveryHarness(inPlace);
+    feed(h, [{ rankId: 3, faultType: '1', restartInPlace: true }]);
+    report(h);
+    h.feed({ type: 'stopCompleteReported', code: 0 });
+    h.advance(11_000);
+    h.now += 4_000;
+    feed(h, []);
+    h.feed({ type: 'recoverStrategyReported', strategies: ['recover'] });
+    h.feed({ type: 'recoverStatusReported', code: 0, strategy: 'recover' });
+    expect(h.commands('setPodGroupAnnotations')).toEqual([]);
+    expect(resetOps(h).at(-1)).toBe('fault');
+    h.advance(5_000);
+    expect(resetOps(h).slice(-2)).toEqual(['clear', 'clear']); // the 5 s clear, then the reset after recover-success
+    expect(h.commands('setPodGroupAnnotations').at(-1)).toMatchObject({ annotations: { ProcessRecoverStatus: 'recover-success' } });
+    expect(h.state.phase).toBe('INIT');
+  });
+
   it('the plan stamps when each pod goes on its exit list: a non-qualifying pod at once, a lingering one after the check', () => {
     const h = recoveryHarness(inPlace);
     // pod 1: L2/L3 (in place); pod 2: a fault that cannot restart in place
@@ -87,11 +107,60 @@ describe('dump', () => {
     expect(h.state.phase).toBe('ListenScheduleResultState');
     h.now += 8_000;
     h.feed({ type: 'podsObserved', pods: podsOf(4, 1, [1]) });
+    h.advance(2_000); // the look at 10 s
     expect(resetOps(h).at(-1)).toBe('restartAllProcess');
     h.advance(60_000);
-    // restartFinish -> clear -> clearSuccess -> fault retry (rows 38, 39): pods already replaced, so pause and on at once.
+    // restartFinish -> clear -> clearSuccess -> fault retry (rows 38, 39): the job runs, so pause and, at the first look 5 s later, on.
     expect(h.reasons).toContain('FaultClearState -(clearSuccess)-> FaultRetryState [recover.fsm #39]');
+    h.advance(5_000);
     expect(h.commands('setPodGroupLabel').map((c) => c.value)).toEqual(['pause', 'on']);
+    expect(h.state.phase).toBe('INIT');
+  });
+  // ClusterD (pkg/application/recover/controller.go): handleNotifyElagantDump and sendDumpExit build
+  // their signals without FaultRanks; handleListenScheduleResult takes a job still running after its
+  // 4 looks as scheduled; handleFaultRetry looks only at the job running, every 5 s.
+  // ClusterD's handleListenScheduleResult sleeps 5 s before each of its 4 looks: a job rescheduled
+  // at once still gets RetryTime+1 only at the first look.
+  it('fault pod replaced at once after dump_exit: RetryTime+1 at the first look, 5 s later', () => {
+    const h = recoveryHarness({ ranksPerPod: 2, strategies: ['dump', 'exit'] });
+    feed(h, [{ rankId: 3, faultType: '1' }]);
+    report(h);
+    h.feed({ type: 'recoverStatusReported', code: 0, strategy: 'dump' });
+    h.feed({ type: 'podsObserved', pods: podsOf(4, 1, [1]) });
+    expect(resetOps(h)).toEqual(['fault']);
+    h.advance(4_999);
+    expect(resetOps(h)).toEqual(['fault']);
+    h.advance(1);
+    expect(resetOps(h).at(-1)).toBe('restartAllProcess');
+  });
+
+  // ClusterD's nodeRankIds of saveAndExit and dump_exit are the fault ranks' pod ranks
+  // (GetNodeRankIdsByRankIds, pkg/domain/common/utils.go), whether or not the pod was replaced meanwhile.
+  it('fault pod already replaced when the dump starts: saveAndExit and dump_exit still name it', () => {
+    const h = recoveryHarness({ ranksPerPod: 2, strategies: ['dump', 'exit'] });
+    h.feed({ type: 'podsObserved', pods: podsOf(4, 1, [1]) });
+    feed(h, [{ rankId: 3, faultType: '1' }]);
+    report(h);
+    expect(signalsOf(h).at(-1)).toMatchObject({ signalType: 'saveAndExit', nodeRankIds: ['1'] });
+    h.feed({ type: 'recoverStatusReported', code: 0, strategy: 'dump' });
+    expect(signalsOf(h).at(-1)).toMatchObject({ extraParams: 'dump_exit', nodeRankIds: ['1'] });
+  });
+
+  it('fault pods never replaced, job running: saveAndExit and dump_exit without fault ranks, RetryTime+1 after 20 s, label on after 5 s', () => {
+    const h = recoveryHarness({ ranksPerPod: 2, strategies: ['dump', 'exit'] });
+    feed(h, [{ rankId: 3, faultType: '1' }]);
+    report(h);
+    expect(signalsOf(h).at(-1)).toMatchObject({ signalType: 'saveAndExit', nodeRankIds: ['1'], faultRanks: [] });
+    h.feed({ type: 'recoverStatusReported', code: 0, strategy: 'dump' });
+    expect(signalsOf(h).at(-1)).toMatchObject({ changeStrategy: 'exit', extraParams: 'dump_exit', nodeRankIds: ['1'], faultRanks: [] });
+    h.advance(20_000);
+    expect(resetOps(h).at(-1)).toBe('restartAllProcess');
+    h.advance(60_000);
+    expect(h.commands('setPodGroupLabel').map((c) => c.value)).toEqual(['pause']);
+    expect(signalsOf(h).at(-1)).toMatchObject({ changeStrategy: 'exit', extraParams: 'dump_exit', faultRanks: [] });
+    h.advance(5_000);
+    expect(h.commands('setPodGroupLabel').map((c) => c.value)).toEqual(['pause', 'on']);
+    expect(signalTypes(h)).not.toContain('killMaster');
     expect(h.state.phase).toBe('INIT');
   });
 });

@@ -241,10 +241,13 @@ describe('agent never answers', () => {
     expect(h.commands('setPodGroupLabel')).toMatchObject([{ key: 'process-recover-enable', value: 'pause' }]);
     expect(signalsOf(h)).toMatchObject([{ changeStrategy: 'exit', extraParams: 'dump_exit', nodeRankIds: ['1'] }]);
     expect(h.commands('escalateRescheduling')).toMatchObject([{ level: 'job', podRanks: [1] }]);
-    expect(h.state).toMatchObject({ phase: 'FaultRetryState', step: 'waitRunning' });
+    expect(h.state).toMatchObject({ phase: 'FaultRetryState', step: 'retryFirstLook' });
+    h.feed({ type: 'podGroupObserved', exists: true, phase: 'Pending' }); // Volcano restarts the job
 
     h.advance(60_000);
+    expect(h.state).toMatchObject({ phase: 'FaultRetryState', step: 'waitRunning' });
     h.feed({ type: 'podsObserved', pods: podsOf(4, 1) });
+    h.feed({ type: 'podGroupObserved', exists: true, phase: 'Running' });
     expect(h.commands('setPodGroupLabel').at(-1)).toMatchObject({ value: 'on' });
     expect(h.state.phase).toBe('INIT');
   });
@@ -266,6 +269,7 @@ describe('agent never answers', () => {
     h.advance(10_000);
     h.feed({ type: 'processFaultReported', faultRanks: [{ rankId: '3', faultType: '1' }] });
     h.advance(15 * 60_000);
+    h.feed({ type: 'podGroupObserved', exists: true, phase: 'Pending' });
     h.clearLog();
     h.advance(135_000);
     expect(signalTypes(h)).toEqual(['killMaster']);
@@ -283,6 +287,7 @@ describe('clear failure while waiting for the recover status (docs/rules.md#reco
     h.feed({ type: 'podsObserved', pods: podsOf(4, 1, [1]) });
     h.advance(5_000); // the poller's next look: rescheduled -> clear -> fails
     expect(h.reasons).toContain('WaitReportProcessRecoverStatusState -(clearFail)-> FaultRetryState [recover.fsm #28]');
+    h.advance(5_000); // fault retry's first look: the job runs
     expect(h.commands('setPodGroupLabel')).toMatchObject([{ value: 'pause' }, { value: 'on' }]);
     expect(signalsOf(h)).toMatchObject([{ changeStrategy: 'exit', extraParams: 'dump_exit' }]);
     expect(h.state.phase).toBe('INIT');

@@ -21,7 +21,7 @@
  */
 import { chooseAgain, HANDLERS, RecoveryHandlerError } from './recovery-handlers.ts';
 import { cancelTimer, cancelTimersExcept, newCtx, result, settle, takeTimer, type StepResult } from './recovery-kit.ts';
-import { CONTINUATIONS, consumeReport, observe, pollSchedule, resetRecovery } from './recovery-progress.ts';
+import { CONTINUATIONS, consumeReport, observe, listenLook, pollSchedule, resetRecovery, retryRunningDue } from './recovery-progress.ts';
 import { RECOVERY_RULES } from './recovery-rules.ts';
 import { consumeOmReport, isOmPhase, OM_CONTINUATIONS, omNotified, omReportTimeout } from './om-handlers.ts';
 import { cmd, timer, type Ctx } from './recovery-facts.ts';
@@ -245,9 +245,9 @@ function onTimer(ctx: Ctx, id: string): boolean {
     case T.hcclWait: return run(ctx, { cont: 'sendDecided' });
     case T.scaleInWait: return run(ctx, { cont: 'chooseAgain' });
     case T.inPlaceClear: return run(ctx, { cont: 'clearAfterReschedule' });
-    case T.scheduleCheck: return run(ctx, { ev: 'scheduleTimeout' });
+    case T.scheduleCheck: return runIf(ctx, listenLook(ctx));
     case T.restartAll: return run(ctx, { ev: 'restartFinish' });
-    case T.retryRunning: return run(ctx, { ev: 'scheduleTimeout' });
+    case T.retryRunning: return runIf(ctx, retryRunningDue(ctx));
     case T.schedulePoll:
       pollSchedule(ctx);
       return runIf(ctx, observe(ctx));

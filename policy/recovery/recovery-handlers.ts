@@ -27,7 +27,7 @@ import {
 } from './recovery-facts.ts';
 import { makeUuid } from './recovery-kit.ts';
 import { OM_HANDLERS } from './om-handlers.ts';
-import { consumeReport, CONTINUATIONS, resetRecovery, scaleWatch, schedulePoll, scheduleProgress } from './recovery-progress.ts';
+import { consumeReport, CONTINUATIONS, resetRecovery, scaleWatch, SCHEDULE_POLL_MS, schedulePoll, scheduleProgress } from './recovery-progress.ts';
 import type { RecoveryHandler } from './recovery-rules.ts';
 import {
   CHANGE_STRATEGY,
@@ -87,8 +87,10 @@ const dumpForFault: Handler = (ctx) => {
   const faults = expandedFaults(s);
   const w = cmd(ctx, { type: 'writeResetConfig', op: 'fault', rankIds: faults.map((f) => f.rankId), restartFaultProcess: false }, true);
   requestReplacement(ctx, 'dump on fault');
-  const nodeRankIds = strList(originalOnly(s, faultPods(s)));
-  const sig = send(ctx, SIGNAL_TYPE.saveAndExit, { actions: [SIGNAL_ACTION.saveAndExit], faultRanks: toWire(faults), nodeRankIds }, 'await');
+  // The fault ranks' pod ranks, replaced or not (GetNodeRankIdsByRankIds, pkg/domain/common/utils.go).
+  const nodeRankIds = strList(faultPods(s));
+  // No fault ranks: ClusterD's saveAndExit names the fault pods only (handleNotifyElagantDump).
+  const sig = send(ctx, SIGNAL_TYPE.saveAndExit, { actions: [SIGNAL_ACTION.saveAndExit], nodeRankIds }, 'await');
   waitFor(ctx, [w, sig], notify.ok, notify.fail);
   return undefined;
 };
@@ -179,11 +181,11 @@ const decide: Handler = (ctx) => {
   return CONTINUATIONS.sendDecided(ctx);
 };
 
-/** Row 20: wait for the recover status while consuming the schedule result. */
+/** Row 20: wait for the recover status while consuming the schedule result (a result already there first, as ClusterD's poller posted it earlier). */
 const waitRecoverStatus: Handler = (ctx) => {
   timer(ctx, 'report', ctx.s.timings.reportMs);
   if (ctx.s.schedule === 'idle') schedulePoll(ctx, false);
-  return consumeReport(ctx) ?? scheduleProgress(ctx);
+  return scheduleProgress(ctx) ?? consumeReport(ctx);
 };
 
 /** Rows 22, 26, 28, 44, 48, 52 -> row 29: evaluate the result. */
@@ -222,13 +224,12 @@ const evaluate: Handler = (ctx) => {
       return 'recoverFail';
     case CHANGE_STRATEGY.dump: {
       annotateStatus(ctx, ok ? 'dump-success' : 'dump-failed');
-      const nodeRankIds = strList(originalOnly(s, exitPods(s)));
+      const nodeRankIds = strList(exitPods(s)); // as saveAndExit's: replaced or not
       send(ctx, SIGNAL_TYPE.changeStrategy, {
         actions: [SIGNAL_ACTION.changeStrategy],
         changeStrategy: CHANGE_STRATEGY.exit,
         extraParams: EXTRA_PARAMS.dumpExit,
-        faultRanks: toWire(expandedFaults(s)),
-        nodeRankIds,
+        nodeRankIds, // no fault ranks, as ClusterD's sendDumpExit
       });
       return 'checkFinish';
     }
@@ -261,10 +262,13 @@ const killPods: Handler = (ctx) => {
   return undefined;
 };
 
-/** Row 35: after exit/dump, 4 x 5 s for the job to run again with the fault pods replaced. */
+/**
+ * Row 35: after exit/dump, 4 x 5 s for the job to run again with the fault pods replaced; ClusterD
+ * sleeps before each look (handleListenScheduleResult), so the first is 5 s in (listenLook).
+ */
 const listenSchedule: Handler = (ctx) => {
-  if (rescheduled(ctx.s, exitPods(ctx.s))) return 'scheduleSuccess';
-  timer(ctx, 'scheduleCheck', ctx.s.timings.scheduleCheckMs);
+  ctx.s.step = 'listen:1';
+  timer(ctx, 'scheduleCheck', Math.min(SCHEDULE_POLL_MS, ctx.s.timings.scheduleCheckMs));
   return undefined;
 };
 

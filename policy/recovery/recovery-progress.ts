@@ -17,6 +17,7 @@ import {
   rank0PodFaulty,
   releaseRetryHold,
   requestReplacement,
+  pgRunning,
   rescheduled,
   retryFaults,
   send,
@@ -64,7 +65,10 @@ export const consumeReport: Step = (ctx) => {
     s.reports.recoverStrategy = null;
     return 'receiveReport';
   }
-  if (STATUS_WAITS.includes(s.phase) && s.reports.recoverStatus !== null) {
+  // Rescheduled: ClusterD sleeps (in place) and clears reset-config before it reads the report
+  // (handleDecideRecoverStrategy); rescheduleCleared takes it then.
+  const clearing = s.phase === 'WaitReportProcessRecoverStatusState' && (s.step === 'inPlaceClear' || s.step === 'clearing');
+  if (STATUS_WAITS.includes(s.phase) && s.reports.recoverStatus !== null && !clearing) {
     s.lastStatus = s.reports.recoverStatus;
     s.reports.recoverStatus = null;
     return 'receiveReport';
@@ -121,10 +125,13 @@ export const scheduleProgress: Step = (ctx) => {
   return undefined;
 };
 
-/** FaultRetryState: the job runs again with the fault pods replaced -> label back to `on`. */
+/**
+ * FaultRetryState: the job runs -> label back to `on`. ClusterD looks at the job running only
+ * (GetJobIsRunning in handleFaultRetry), not at the fault pods being replaced.
+ */
 const retryRunningCheck: Step = (ctx) => {
   const s = ctx.s;
-  if (s.step !== 'waitRunning' || !rescheduled(s, faultPods(s))) return undefined;
+  if (s.step !== 'waitRunning' || !pgRunning(s)) return undefined;
   s.step = 'enabling';
   cancelTimer(ctx, 'retryRunning');
   const id = cmd(ctx, { type: 'setPodGroupLabel', key: 'process-recover-enable', value: 'on' }, true);
@@ -155,7 +162,7 @@ export const observe: Step = (ctx) => {
     case 'WaitReportProcessRecoverStatusState':
       return scheduleProgress(ctx);
     case 'ListenScheduleResultState':
-      return rescheduled(s, exitPods(s)) ? 'scheduleSuccess' : undefined;
+      return undefined; // only its 5 s looks count (listenLook)
     case 'FaultRetryState':
       return retryRunningCheck(ctx);
     case 'ScaleRunningState':
@@ -292,27 +299,59 @@ const clearAfterReschedule: Step = (ctx) => {
 const rescheduleCleared: Step = (ctx) => {
   ctx.s.step = 'cleared';
   ctx.why.push('reset-config cleared after rescheduling; still waiting for the recover status');
-  return undefined;
+  return consumeReport(ctx);
 };
 
-/** Row 39 after the pause label is written: exit + dump_exit to the fault nodes, escalate, wait 135 s. */
+/**
+ * Row 39 after the pause label is written: exit + dump_exit to the fault nodes (no fault ranks, as
+ * ClusterD's sendDumpExit), escalate, wait 135 s for the job to run; the first look is 5 s later
+ * (handleFaultRetry sleeps before each look), so the rescheduling the label starts can show first.
+ */
 const retryPaused: Step = (ctx) => {
   const s = ctx.s;
-  s.step = 'waitRunning';
+  s.step = RETRY_FIRST_LOOK;
   const pods = faultPods(s);
   send(ctx, SIGNAL_TYPE.changeStrategy, {
     actions: [SIGNAL_ACTION.changeStrategy],
     changeStrategy: CHANGE_STRATEGY.exit,
     extraParams: EXTRA_PARAMS.dumpExit,
-    faultRanks: toWire(expandedFaults(s)),
-    nodeRankIds: strList(originalOnly(s, pods)),
+    nodeRankIds: strList(pods), // the fault ranks' pod ranks, replaced or not (GetNodeRankIdsByRankIds)
   });
   const level = s.config.podRescheduling && !rank0PodFaulty(s) ? 'pod' : s.config.jobRescheduling ? 'job' : null;
   if (level === null) ctx.why.push('fault retry: neither pod- nor job-level rescheduling is configured');
   else cmd(ctx, { type: 'escalateRescheduling', level, podRanks: pods, reason: 'process-level recovery gave up' });
-  timer(ctx, 'retryRunning', s.timings.retryRunningMs);
-  return retryRunningCheck(ctx);
+  timer(ctx, 'retryRunning', SCHEDULE_POLL_MS);
+  return undefined;
 };
+
+const RETRY_FIRST_LOOK = 'retryFirstLook';
+
+/**
+ * One look of ListenScheduleResultState (the scheduleCheck timer, every 5 s): rescheduled -> success;
+ * after the last look a job that still runs counts as scheduled too (handleListenScheduleResult).
+ */
+export function listenLook(ctx: Ctx): RecoveryFsmEvent | undefined {
+  const s = ctx.s;
+  const look = Number(s.step.startsWith('listen:') ? s.step.slice('listen:'.length) : '0');
+  s.step = '';
+  if (rescheduled(s, exitPods(s))) return 'scheduleSuccess';
+  const every = Math.min(SCHEDULE_POLL_MS, s.timings.scheduleCheckMs);
+  if (look * every < s.timings.scheduleCheckMs) {
+    s.step = `listen:${look + 1}`;
+    timer(ctx, 'scheduleCheck', every);
+    return undefined;
+  }
+  return pgRunning(s) ? 'scheduleSuccess' : 'scheduleTimeout';
+}
+
+/** The retryRunning timer: the first look 5 s after the pause, else the 135 s are over. */
+export function retryRunningDue(ctx: Ctx): RecoveryFsmEvent | undefined {
+  const s = ctx.s;
+  if (s.step !== RETRY_FIRST_LOOK) return 'scheduleTimeout';
+  s.step = 'waitRunning';
+  timer(ctx, 'retryRunning', s.timings.retryRunningMs - SCHEDULE_POLL_MS);
+  return retryRunningCheck(ctx);
+}
 
 export const CONTINUATIONS: Readonly<Record<Exclude<RecoveryContinuation, 'chooseAgain' | 'omSendFailed'>, Step>> = {
   sendPreExit,

@@ -61,7 +61,8 @@ function deviceAnnotation(pod: string, hostIp: string): string {
   return JSON.stringify({ pod_name: pod, server_id: hostIp, host_ip: hostIp, devices: CHIPS.map((c) => ({ device_id: String(c), device_ip: `192.168.${hostIp.split('.')[3]}.${c}` })) });
 }
 
-export function jobObjects(): Write[] {
+/** The job's objects; `strategies` is the PodGroup's `recover-strategy` annotation. */
+export function jobObjects(strategies = 'retry,recover,dump,exit'): Write[] {
   const labels = { 'fault-scheduling': 'force', 'process-recover-enable': 'on' };
   const out: Write[] = [
     put(paths.namespaces(), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } }),
@@ -71,7 +72,7 @@ export function jobObjects(): Write[] {
     }),
     owned(paths.podGroups(NS), {
       apiVersion: 'scheduling.volcano.sh/v1beta1', kind: 'PodGroup',
-      metadata: { name: PG, namespace: NS, labels, annotations: { 'recover-strategy': 'retry,recover,dump,exit' }, ownerReferences: [OWNER] },
+      metadata: { name: PG, namespace: NS, labels, annotations: { 'recover-strategy': strategies }, ownerReferences: [OWNER] },
       spec: { minMember: RANK_NODES.length, minResources: { 'huawei.com/Ascend910': String(RANK_NODES.length * CHIPS.length) } },
       status: { phase: 'Running' },
     }),
@@ -119,7 +120,7 @@ export const recoverChip = (w: World, node: string, npu: number, now: number): W
   return w.deviceInfo(node, now);
 };
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export const client = (ctx: SideContext): GoTaskdClient => ctx.state.get(CLIENT) as GoTaskdClient;
 
 /**
@@ -142,6 +143,25 @@ const strategyAnswered = (ev: readonly ClientEvent[]): boolean => {
 };
 
 let taskdBin: string | undefined;
+/**
+ * Starts the real TaskD client on the side (from rank 0's address: TaskD runs in the job's pods and
+ * clusterd-ts checks it), records its exchange, and waits for its subscription. `tag` names the
+ * raw exchange file of the scenario.
+ */
+export async function startTaskdClient(ctx: SideContext, flags: readonly string[], tag = ''): Promise<void> {
+  taskdBin ??= buildTaskdClient();
+  const jobUid = (await ctx.admin.get<KubeObject>(paths.vcJob(NS, JOB))).metadata!.uid!;
+  const c = new GoTaskdClient(taskdBin, ctx.grpcTarget, jobUid, [...flags, `-local-addr=${podIp(0)}`]);
+  ctx.state.set(CLIENT, c);
+  ctx.cleanups.push(async () => {
+    await c.stop();
+    // The raw exchange, for reading a divergence (times included).
+    writeFileSync(join(process.env.CONFORMANCE_REPORT_DIR ?? tmpdir(), `clusterd-ts-conformance-taskd${tag}-${ctx.side}.jsonl`), c.events.map((e) => JSON.stringify(e)).join('\n'));
+  });
+  ctx.records.set(`gRPC Recover TaskD ${NS}/${JOB}`, () => exchangeRecord(c.events));
+  await exchange(ctx, (ev) => ev.some((e) => e.event === 'subscribe'), 30_000);
+}
+
 let pubFaultOccur: Record<string, unknown> | undefined;
 let pubFaultRecover: Record<string, unknown> | undefined;
 const PUB_FAULT_ID = 'conformance-grpc-0001';
@@ -169,20 +189,9 @@ export const PROCESS_RECOVERY: Scenario = {
     {
       name: 'TaskD client inits, registers, subscribes',
       perSide: async (ctx) => {
-        taskdBin ??= buildTaskdClient();
         pubFaultOccur = pubFaultRecover = undefined; // a new run: new messages
         // TaskD's MindIO supports every strategy the job allows.
-        // TaskD runs in the job's pods: the client calls from rank 0's address (clusterd-ts checks it).
-        const jobUid = (await ctx.admin.get<KubeObject>(paths.vcJob(NS, JOB))).metadata!.uid!;
-        const c = new GoTaskdClient(taskdBin, ctx.grpcTarget, jobUid, ['-strategies=retry,recover,dump,exit', `-local-addr=${podIp(0)}`]);
-        ctx.state.set(CLIENT, c);
-        ctx.cleanups.push(async () => {
-          await c.stop();
-          // The raw exchange, for reading a divergence (times included).
-          writeFileSync(join(process.env.CONFORMANCE_REPORT_DIR ?? tmpdir(), `clusterd-ts-conformance-taskd-${ctx.side}.jsonl`), c.events.map((e) => JSON.stringify(e)).join('\n'));
-        });
-        ctx.records.set(`gRPC Recover TaskD ${NS}/${JOB}`, () => exchangeRecord(c.events));
-        await exchange(ctx, (ev) => ev.some((e) => e.event === 'subscribe'), 30_000);
+        await startTaskdClient(ctx, ['-strategies=retry,recover,dump,exit']);
       },
     },
     // MindIO finds the UCE in the business plane and reports it before the device plugin does: the

@@ -119,6 +119,7 @@ export interface ClientEvent {
   readonly changeStrategy?: string;
   readonly faultRanks?: Array<{ rankId: string; faultType: string }>;
   readonly nodeRankIds?: string[];
+  readonly extraParams?: string;
   /** signal: ProcessManageSignal.timeout (seconds). */
   readonly timeout?: number;
   readonly rpc?: string;

@@ -46,6 +46,8 @@ var (
 	statusDelay  = flag.Duration("status-delay", 0, "wait this long before ReportRecoverStatus (the new processes joining)")
 	processFault = flag.Bool("process-fault", true, "ReportProcessFault after preExitProcess (MindIO, when its processes exit)")
 	duration     = flag.Duration("duration", 10*time.Minute, "exit after this long")
+	dumpCode     = flag.Int("dump-code", 0, "ReportRecoverStatus code (strategy dump) after saveAndExit: MindIO's dump result")
+	dumpReport   = flag.Bool("dump-report", true, "ReportRecoverStatus after saveAndExit (MindIO, when its dump ends)")
 	localAddr    = flag.String("local-addr", "", "bind every connection to this local address (a TaskD inside a pod calls from the pod's IP; tests use a 127.0.0.x alias)")
 	stressCodes  = flag.String("stress-codes", "", "stress test result code per rank, rank:code[,...] (others answer \"0\"): 1 exec fail, 2 fault found, 3 timeout, 4 voltage recovery failed")
 	switchResult = flag.Bool("switch-result", true, "ReplySwitchNicResult result after a NIC switch")
@@ -126,6 +128,7 @@ func report(ctx context.Context, rpc string, call func(pb.RecoverClient) (*pb.St
 type agent struct {
 	ctx      context.Context
 	lastUUID string // prerecover.go: acts when Uuid != lastUuid, lastUuid starts ""
+	dumpUUID string // recover.go checkSaveAndExit: its own rp.uuid, starting ""
 	mu       sync.Mutex
 }
 
@@ -173,6 +176,19 @@ func (a *agent) onSignal(s *pb.ProcessManageSignal) {
 				})
 			}
 		}
+	case "saveAndExit":
+		// TaskD's recover plugin acts on a saveAndExit whose uuid differs from the last (checkSaveAndExit);
+		// MindIO dumps (tft_notify_controller_dump) and its result callback reports strategy dump.
+		a.mu.Lock()
+		seen := s.Uuid == a.dumpUUID
+		a.dumpUUID = s.Uuid
+		a.mu.Unlock()
+		if seen || !*dumpReport {
+			return
+		}
+		report(ctx, "ReportRecoverStatus", func(c pb.RecoverClient) (*pb.Status, error) {
+			return c.ReportRecoverStatus(ctx, &pb.RecoverStatusRequest{JobId: *jobID, Status: &pb.Status{Code: int32(*dumpCode), Info: ""}, Strategy: "dump"})
+		})
 	case "changeStrategy":
 		switch s.ChangeStrategy {
 		case "retry", "recover", "dump", "downgrade", "upgrade", "migration", "continue":
