@@ -45,9 +45,10 @@ describe('cluster-system reports as ClusterD writes them', () => {
 
   const cm = (name: string): Promise<ConfigMap | undefined> => client.getOrUndefined<ConfigMap>(paths.configMap(csNs, name));
 
-  it('scheduling-exception-report is created at the first 10 s check after start (as ClusterD\'s collector): no data, no labels, no annotations', async () => {
+  // Its data is not compared: the control plane is shared, and jobs other files run may be listed
+  // (the empty form is policy/jobs/scheduling-exception.test.ts's).
+  it('scheduling-exception-report is created at the first 10 s check after start (as ClusterD\'s collector): no labels, no annotations', async () => {
     const report = await eventually(() => cm(SCHEDULING_EXCEPTION_CM_NAME), 25_000);
-    expect(report.data).toBeUndefined();
     expect(report.metadata?.labels).toBeUndefined();
     expect(report.metadata?.annotations).toBeUndefined();
   }, 30_000);
