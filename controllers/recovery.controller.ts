@@ -111,6 +111,8 @@ export class RecoveryController implements RecoveryStatus {
   /** The O&M operations' streams and requests (controllers/recovery-om.ts): the gRPC `om` handlers. */
   readonly om: OmOperations;
   private readonly jobs = new Map<string, JobFsm>();
+  /** `stressTestNodes()` of the FSM states now; undefined once a step may have changed it. */
+  private stressNodes: ReadonlySet<string> | undefined;
   /**
    * jobId -> the key `lookup` last resolved it to (a PodGroup whose owner was verified): the PodGroup
    * whose deletion ends the job. Another PodGroup claiming the UID going away ends nothing.
@@ -229,7 +231,12 @@ export class RecoveryController implements RecoveryStatus {
 
   readonly isRegistered = (jobId: string): boolean => this.jobs.has(jobId);
   /** Nodes under an online stress test (docs/rules.md#filter.stress-test): their stress-test codes are hidden. */
-  stressTestNodes(): ReadonlySet<string> { return this.om.stressTestNodes(this.jobs.values()); }
+  stressTestNodes(): ReadonlySet<string> {
+    // Asked on every node evaluation of the scheduler view: kept until a recovery step or a job
+    // coming or going can change it.
+    this.stressNodes ??= this.om.stressTestNodes(this.jobs.values());
+    return this.stressNodes;
+  }
   job(jobId: string): JobFsm | undefined { return this.jobs.get(jobId); }
   registeredJobIds(): string[] { return [...this.jobs.keys()]; }
   hotSwitchDowngraded(jobId: string): boolean {
@@ -313,6 +320,7 @@ export class RecoveryController implements RecoveryStatus {
       this.om.end(j.jobId);
     }
     this.jobs.clear();
+    this.stressNodes = undefined;
     // Not awaited: a command in flight may wait on an apiserver that is gone; its job is stopped.
     void this.commandLoop?.stop();
     this.commandLoop = undefined;
@@ -438,6 +446,7 @@ export class RecoveryController implements RecoveryStatus {
         log: this.d.log,
         scheduler: this.scheduler,
         onStep: (j, machine, r) => {
+          if (machine === 'recovery') this.stressNodes = undefined;
           this.observeGauge(j);
           if (machine === 'recovery') this.observeGoodput(j, r.reasons);
           // ClusterD refills a reset controller's fault cache from the fault center's next 1 s tick:
@@ -450,6 +459,7 @@ export class RecoveryController implements RecoveryStatus {
         },
       });
     this.jobs.set(jobId, job);
+    this.stressNodes = undefined;
     job.start();
     this.observeGauge(job);
     this.feedJob(job);
@@ -570,6 +580,7 @@ export class RecoveryController implements RecoveryStatus {
     const job = this.jobs.get(jobId);
     job?.stop();
     this.jobs.delete(jobId);
+    this.stressNodes = undefined;
     this.memory.forget(jobId);
     this.om.end(jobId);
     const g = this.gaugeState.get(jobId);

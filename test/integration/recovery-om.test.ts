@@ -7,9 +7,7 @@
  * restored; TaskD's re-subscription resets it as ClusterD's does), and the NIC switch with its
  * SuperPodID check.
  */
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { paths, type KubeClient } from '../../runtime/kube-client.ts';
 import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { DEVICE_INFO_LABELS, deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
@@ -17,7 +15,7 @@ import { encodeDeviceInfoData } from '../../schemas/device-info/device-info-enco
 import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
 import { codesIn, deviceEntry } from '../support/cluster-info-read.ts';
 import { cleanUp, createJob, fakeNodes, rand, reportChipFault, type TestJob } from './recovery-fixtures.ts';
-import { buildTaskdClient, ControllerProcess, freePort, GoTaskdClient, haveGo, pollResetConfig, type ClientEvent } from './recovery-real-client.ts';
+import { type ClientEvent, GoTaskdClient, haveGo, pollResetConfig, realClientHarness } from './recovery-real-client.ts';
 
 if (!haveGo()) process.stdout.write('recovery-om: SKIPPED, no Go toolchain on PATH (needed to build tools/taskd-client)\n');
 const describeGo = haveGo() ? describe : describe.skip;
@@ -35,43 +33,13 @@ async function superPod(client: KubeClient, node: string, superPodId: number): P
 
 describeGo('O&M operations with the real TaskD client: online stress test, NIC switch', () => {
   const client = adminClient();
-  const logDir = mkdtempSync(join(tmpdir(), 'om-'));
-  let bin = '';
-  let controller: ControllerProcess | undefined;
-  const cleanups: Array<() => void | Promise<void>> = [];
-
-  beforeAll(async () => {
-    bin = buildTaskdClient();
-    for (const ns of ['mindx-dl', 'kube-system', 'cluster-system', 'volcano-system']) {
-      if ((await client.getOrUndefined(`/api/v1/namespaces/${ns}`)) === undefined) {
-        await client.create(paths.namespaces(), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }).catch(() => undefined);
-      }
-    }
-  }, 20 * 60_000);
-  afterEach(async () => {
-    for (const c of cleanups.splice(0).reverse()) await c();
-    await controller?.stop();
-    controller = undefined;
-  }, 30_000);
-
-  async function startController(name: string): Promise<ControllerProcess> {
-    const c = new ControllerProcess(await freePort(), [], join(logDir, `${name}.log`)).start();
-    controller = c;
-    process.stdout.write(`controller log: ${join(logDir, `${name}.log`)}\n`);
-    return c.ready();
-  }
+  const { cleanup, startController, launch, logOf, agent } = realClientHarness(client, 'om');
 
   async function setUp(): Promise<{ job: TestJob; nodes: string[] }> {
     const nodes = await fakeNodes(client, `om-${rand()}`, 2);
     const job = await createJob(client, { ns: await newNamespace(client, 'om'), nodes, labels: { 'process-recover-enable': 'on' }, annotations: { 'recover-strategy': 'retry,recover' } });
-    cleanups.push(() => cleanUp(client, job, nodes));
+    cleanup(() => cleanUp(client, job, nodes));
     return { job, nodes };
-  }
-
-  function agent(target: string, job: TestJob, flags: readonly string[]): GoTaskdClient {
-    const a = new GoTaskdClient(bin, target, job.uid, flags);
-    cleanups.push(() => a.stop());
-    return a;
   }
 
   /** Subscribed, and the notify streams opened after the subscription's reset (TaskD subscribes them again 1 s later). */
@@ -88,7 +56,7 @@ describeGo('O&M operations with the real TaskD client: online stress test, NIC s
     const a = agent(c.target, job, ['-om-reply-delay=8s']);
     await ready(a);
     const poll = pollResetConfig(client, job, 500);
-    cleanups.push(() => poll.stop());
+    cleanup(() => poll.stop());
 
     // Refused as ClusterD refuses: an op it does not support, a node outside the job.
     let mark = a.events.length;
@@ -134,7 +102,7 @@ describeGo('O&M operations with the real TaskD client: online stress test, NIC s
     const a = agent(c.target, job, ['-om-reply-delay=20s']);
     await ready(a);
     const poll = pollResetConfig(client, job, 500);
-    cleanups.push(() => poll.stop());
+    cleanup(() => poll.stop());
     a.stressTest(`${nodes[0]}:1`);
     await a.waitFor((e) => e.event === 'stress-notify', 20_000, 'stress test notify');
     await eventually(() => poll.seen.at(-1)?.info.FaultFlushing === true, 10_000);
@@ -142,9 +110,8 @@ describeGo('O&M operations with the real TaskD client: online stress test, NIC s
 
     const before = a.events.length;
     await c.kill();
-    const log2 = join(logDir, 'stress-restart-2.log');
-    const c2 = new ControllerProcess(c.grpcPort, [], log2).start();
-    controller = c2;
+    const c2 = launch('stress-restart-2', c.grpcPort);
+    const log2 = logOf('stress-restart-2');
     await c2.ready();
     await ready(a, before);
     // The half-done operation came back from the state store (not lost with the process) ...

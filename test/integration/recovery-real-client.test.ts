@@ -6,14 +6,11 @@
  * non-empty, TaskD-acceptable), what a 0.5 s poller of reset-config-<job> sees, and the PodGroup's
  * final ProcessRecoverStatus; prints the fault -> signal timeline.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { paths, type KubeObject } from '../../runtime/kube-client.ts';
 import type { Pod } from '../../runtime/kube-objects.ts';
 import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
 import { cleanUp, createJob, fakeNodes, podGroup, podPeer, podUid, rand, replacedPod, reportChipFault, type TestJob } from './recovery-fixtures.ts';
-import { buildTaskdClient, ControllerProcess, freePort, GoTaskdClient, haveGo, pollResetConfig, timeline } from './recovery-real-client.ts';
+import { GoTaskdClient, haveGo, pollResetConfig, realClientHarness, timeline } from './recovery-real-client.ts';
 
 const UUID = /^[0-9A-F]+-[0-9a-f]{32}$/;
 const annotation = async (client: ReturnType<typeof adminClient>, job: TestJob, key: string): Promise<string | undefined> =>
@@ -24,48 +21,18 @@ const describeGo = haveGo() ? describe : describe.skip;
 
 describeGo('process-level recovery with the real TaskD client (Go, MindCluster stubs)', () => {
   const client = adminClient();
-  const logDir = mkdtempSync(join(tmpdir(), 'real-client-'));
-  let bin = '';
-  let controller: ControllerProcess | undefined;
-  const cleanups: Array<() => void | Promise<void>> = [];
-
-  beforeAll(async () => {
-    bin = buildTaskdClient();
-    for (const ns of ['mindx-dl', 'kube-system', 'cluster-system', 'volcano-system']) {
-      if ((await client.getOrUndefined(`/api/v1/namespaces/${ns}`)) === undefined) {
-        await client.create(paths.namespaces(), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }).catch(() => undefined);
-      }
-    }
-  }, 20 * 60_000);
-  afterEach(async () => {
-    for (const c of cleanups.splice(0).reverse()) await c();
-    await controller?.stop();
-    controller = undefined;
-  }, 30_000);
-
-  async function startController(name: string, args: readonly string[] = []): Promise<ControllerProcess> {
-    const c = new ControllerProcess(await freePort(), args, join(logDir, `${name}.log`)).start();
-    controller = c;
-    process.stdout.write(`controller log: ${join(logDir, `${name}.log`)}\n`);
-    return c.ready();
-  }
+  const { cleanup, startController, launch, agent } = realClientHarness(client, 'real-client');
 
   /** 4 rank pods (2 NPUs each: pod r holds ranks 2r, 2r+1) on 4 nodes, 2 spares, Volcano's job controller stand-in. */
   async function setUp(labels: Record<string, string>, strategies: string, peer = true): Promise<{ job: TestJob; nodes: string[] }> {
     const nodes = await fakeNodes(client, `rc-${rand()}`, 6);
     const job = await createJob(client, { ns: await newNamespace(client, 'rc'), nodes: nodes.slice(0, 4), labels: { framework: 'pytorch', ...labels }, annotations: { 'recover-strategy': strategies } });
-    cleanups.push(() => cleanUp(client, job, nodes));
+    cleanup(() => cleanUp(client, job, nodes));
     if (peer) {
       const p = podPeer(client, job, nodes.slice(4));
-      cleanups.push(() => p.stop());
+      cleanup(() => p.stop());
     }
     return { job, nodes };
-  }
-
-  function agent(target: string, job: TestJob, flags: readonly string[] = []): GoTaskdClient {
-    const a = new GoTaskdClient(bin, target, job.uid, flags);
-    cleanups.push(() => a.stop());
-    return a;
   }
 
   const subscribed = (a: GoTaskdClient, after = 0) => a.waitFor((e) => e.event === 'subscribe', 30_000, 'subscription', after);
@@ -77,7 +44,7 @@ describeGo('process-level recovery with the real TaskD client (Go, MindCluster s
     await subscribed(a);
     const oldUid = (await podUid(client, job, 1))!;
     const poll = pollResetConfig(client, job, 500);
-    cleanups.push(() => poll.stop());
+    cleanup(() => poll.stop());
     const t0 = Date.now();
     await reportChipFault(client, nodes[1]!, 'Ascend910-1', '80E18402', 'SeparateNPU', true);
 
@@ -144,15 +111,14 @@ describeGo('process-level recovery with the real TaskD client (Go, MindCluster s
     const a = agent(c.target, job);
     await subscribed(a);
     const poll = pollResetConfig(client, job, 500);
-    cleanups.push(() => poll.stop());
+    cleanup(() => poll.stop());
     await reportChipFault(client, nodes[1]!, 'Ascend910-1', '80E18402', 'SeparateNPU', true);
     const stop = await a.waitForSignal((s) => s.signalType === 'stopTrain', 40_000, 'stopTrain');
     await a.waitFor((e) => e.event === 'report' && e.rpc === 'ReportStopComplete', 10_000, 'ReportStopComplete');
     // Killed inside the 10 s force-release wait, before globalFault.
     const before = a.events.length;
     await c.kill();
-    const c2 = new ControllerProcess(c.grpcPort, [], join(logDir, 'restart-2.log')).start();
-    controller = c2;
+    const c2 = launch('restart-2', c.grpcPort);
     await a.waitFor((e) => e.event === 'stream-end', 10_000, 'stream end', before);
     await c2.ready(); // node's start alone can take 25 s on the shared machine; TaskD retries Init every 1 s meanwhile
     await subscribed(a, before);

@@ -5,7 +5,8 @@
  * the cache outside the repository), which prints one JSON line per event.
  */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -224,3 +225,58 @@ export function pollResetConfig(client: KubeClient, job: TestJob, periodMs = 500
 /** ms from `t0` to each signal, as `signal@ms`. */
 export const timeline = (c: GoTaskdClient, t0: number): string =>
   c.signals.map((s) => `${s.signalType}${s.changeStrategy ? `:${s.changeStrategy}` : ''}@${s.t - t0}`).join(' ');
+
+/**
+ * The per-file harness of a real-TaskD-client test: builds the client once, ensures the
+ * namespaces the controller watches, and after each case runs the case's cleanups (last first) and
+ * stops its controller. Call it at the top of a `describe`: it registers the hooks there.
+ */
+export interface RealClientHarness {
+  /** Run after the current case, last registered first. */
+  readonly cleanup: (fn: () => void | Promise<void>) => void;
+  /** The shipped controller with these flags, ready; its log is `logOf(name)`. */
+  readonly startController: (name: string, args?: readonly string[]) => Promise<ControllerProcess>;
+  /** The shipped controller started on this gRPC port (a restart), not yet ready; stopped after the case. */
+  readonly launch: (name: string, grpcPort: number, args?: readonly string[]) => ControllerProcess;
+  readonly logOf: (name: string) => string;
+  /** A TaskD client of this job against `target`, stopped after the case. */
+  readonly agent: (target: string, job: TestJob, flags?: readonly string[]) => GoTaskdClient;
+}
+
+export function realClientHarness(client: KubeClient, logPrefix: string): RealClientHarness {
+  const logDir = mkdtempSync(join(tmpdir(), `${logPrefix}-`));
+  let bin = '';
+  let controller: ControllerProcess | undefined;
+  const cleanups: Array<() => void | Promise<void>> = [];
+  const logOf = (name: string): string => join(logDir, `${name}.log`);
+  const launch = (name: string, grpcPort: number, args: readonly string[] = []): ControllerProcess => {
+    const c = new ControllerProcess(grpcPort, args, logOf(name)).start();
+    controller = c; // one controller a case: a restart replaces the killed one
+    process.stdout.write(`controller log: ${logOf(name)}\n`);
+    return c;
+  };
+  beforeAll(async () => {
+    bin = buildTaskdClient();
+    for (const ns of ['mindx-dl', 'kube-system', 'cluster-system', 'volcano-system']) {
+      if ((await client.getOrUndefined(`/api/v1/namespaces/${ns}`)) === undefined) {
+        await client.create(paths.namespaces(), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }).catch(() => undefined);
+      }
+    }
+  }, 20 * 60_000);
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+    await controller?.stop();
+    controller = undefined;
+  }, 30_000);
+  return {
+    cleanup: (fn) => { cleanups.push(fn); },
+    launch,
+    logOf,
+    startController: async (name, args = []) => launch(name, await freePort(), args).ready(),
+    agent: (target, job, flags = []) => {
+      const a = new GoTaskdClient(bin, target, job.uid, flags);
+      cleanups.push(() => a.stop());
+      return a;
+    },
+  };
+}

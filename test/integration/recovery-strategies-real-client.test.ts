@@ -8,16 +8,13 @@
  * handleListenScheduleResult, handleFaultRetry, handleKillJob); the conformance scenarios
  * process-dump, process-kill-job and process-recover-in-place compare it with ClusterD itself.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { paths } from '../../runtime/kube-client.ts';
 import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { encodeDeviceInfoData } from '../../schemas/device-info/device-info-encode.ts';
 import { deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
 import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
 import { cleanUp, createJob, fakeNodes, podGroup, podPeer, podUid, rand, reportChipFault, type TestJob } from './recovery-fixtures.ts';
-import { buildTaskdClient, ControllerProcess, freePort, GoTaskdClient, haveGo, pollResetConfig, timeline } from './recovery-real-client.ts';
+import { haveGo, pollResetConfig, realClientHarness, timeline } from './recovery-real-client.ts';
 
 const UUID = /^[0-9A-F]+-[0-9a-f]{32}$/;
 
@@ -26,46 +23,16 @@ const describeGo = haveGo() ? describe : describe.skip;
 
 describeGo('dump, kill-job and recover-in-place strategies with the real TaskD client (Go, MindCluster stubs)', () => {
   const client = adminClient();
-  const logDir = mkdtempSync(join(tmpdir(), 'strategies-client-'));
-  let bin = '';
-  let controller: ControllerProcess | undefined;
-  const cleanups: Array<() => void | Promise<void>> = [];
-
-  beforeAll(async () => {
-    bin = buildTaskdClient();
-    for (const ns of ['mindx-dl', 'kube-system', 'cluster-system', 'volcano-system']) {
-      if ((await client.getOrUndefined(`/api/v1/namespaces/${ns}`)) === undefined) {
-        await client.create(paths.namespaces(), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }).catch(() => undefined);
-      }
-    }
-  }, 20 * 60_000);
-  afterEach(async () => {
-    for (const c of cleanups.splice(0).reverse()) await c();
-    await controller?.stop();
-    controller = undefined;
-  }, 30_000);
-
-  async function startController(name: string): Promise<ControllerProcess> {
-    const c = new ControllerProcess(await freePort(), [], join(logDir, `${name}.log`)).start();
-    controller = c;
-    process.stdout.write(`controller log: ${join(logDir, `${name}.log`)}\n`);
-    return c.ready();
-  }
+  const { cleanup, startController, agent } = realClientHarness(client, 'strategies-client');
 
   /** 4 rank pods (2 NPUs each: pod r holds ranks 2r, 2r+1) on 4 nodes, 2 spares, Volcano's job controller stand-in. */
   async function setUp(strategies: string): Promise<{ job: TestJob; nodes: string[] }> {
     const nodes = await fakeNodes(client, `rs-${rand()}`, 6);
     const job = await createJob(client, { ns: await newNamespace(client, 'rs'), nodes: nodes.slice(0, 4), labels: { framework: 'pytorch', 'process-recover-enable': 'on' }, annotations: { 'recover-strategy': strategies } });
-    cleanups.push(() => cleanUp(client, job, nodes));
+    cleanup(() => cleanUp(client, job, nodes));
     const p = podPeer(client, job, nodes.slice(4));
-    cleanups.push(() => p.stop());
+    cleanup(() => p.stop());
     return { job, nodes };
-  }
-
-  function agent(target: string, job: TestJob, flags: readonly string[]): GoTaskdClient {
-    const a = new GoTaskdClient(bin, target, job.uid, flags);
-    cleanups.push(() => a.stop());
-    return a;
   }
   const pg = async (job: TestJob) => (await podGroup(client, job)).metadata!;
   /** The device plugin reports every chip of the node healthy again. */
@@ -81,7 +48,7 @@ describeGo('dump, kill-job and recover-in-place strategies with the real TaskD c
     const a = agent(c.target, job, ['-strategies=dump,exit']);
     await a.waitFor((e) => e.event === 'subscribe', 30_000, 'subscription');
     const poll = pollResetConfig(client, job, 500);
-    cleanups.push(() => poll.stop());
+    cleanup(() => poll.stop());
     const t0 = Date.now();
     await reportChipFault(client, nodes[1]!, 'Ascend910-1', '80E18402', 'SeparateNPU', true);
 
@@ -146,7 +113,7 @@ describeGo('dump, kill-job and recover-in-place strategies with the real TaskD c
     await a.waitFor((e) => e.event === 'subscribe', 30_000, 'subscription');
     const uids = await Promise.all([0, 1, 2, 3].map((r) => podUid(client, job, r)));
     const poll = pollResetConfig(client, job, 500);
-    cleanups.push(() => poll.stop());
+    cleanup(() => poll.stop());
     const t0 = Date.now();
     await reportChipFault(client, nodes[1]!, 'Ascend910-1', '80C98008', 'RestartRequest');
     await a.waitFor((e) => e.event === 'report' && e.rpc === 'ReportStopComplete', 40_000, 'ReportStopComplete');
