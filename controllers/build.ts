@@ -570,6 +570,7 @@ const recoveryGrpc = spec({
       options, sources: x.sources, deviceFaults: publicFaultIntake, faults: view, recovery, jobGone$: gone, client, jobSummary: jobSummaries,
       log: log.child({ component: 'grpc' }), metrics, clock, limits: { unaryQps: options.grpcUnaryQps },
       onFaultSubscription: (jobId, nodes) => jobFacts({ jobId, nodes }),
+      ownNamespace: x.deps.pod?.namespace ?? process.env.POD_NAMESPACE,
     });
     return {
       out: { recovery, grpc },

@@ -1,5 +1,6 @@
 import type { Pod } from '../runtime/kube-objects.ts';
-import { PodAddressIndex, podCallerIps, podIpCallerCheck } from './grpc-caller.ts';
+import { isLoopback, PodAddressIndex, podCallerIps, podIpCallerCheck } from './grpc-caller.ts';
+import { parseOptions, systemNamespacesOf } from './options.ts';
 
 const pod = (phase: string, podIP?: string, podIPs?: string[], namespace = 'ns'): Pod => ({
   metadata: { name: 'p', namespace },
@@ -18,7 +19,7 @@ describe('gRPC caller check against the pod cache', () => {
   it('scope job: a pod of the job named in the call; scope namespace: also any pod in the job\'s namespace', () => {
     const all = [pod('Running', '10.0.0.5', undefined, 'team-a'), pod('Running', '10.0.0.6', undefined, 'team-a'), pod('Running', '10.0.0.7', undefined, 'team-b'), pod('Running', '10.0.0.8', undefined, 'team-a')];
     const jobs: Record<string, { namespace: string; pods: Pod[] }> = { 'job-a': { namespace: 'team-a', pods: all.slice(0, 2) }, 'job-b': { namespace: 'team-b', pods: [all[2]!] } };
-    const check = podIpCallerCheck({ job: (jobId) => jobs[jobId], addresses: new PodAddressIndex(() => all, () => 0) });
+    const { onJob: check } = podIpCallerCheck({ job: (jobId) => jobs[jobId], addresses: new PodAddressIndex(() => all, () => 0), systemNamespaces: new Set() });
     expect(check('job-a', '10.0.0.6', 'job')).toBe(true);
     expect(check('job-a', '10.0.0.7', 'job')).toBe(false);
     expect(check('job-b', '10.0.0.7', 'job')).toBe(true);
@@ -27,6 +28,32 @@ describe('gRPC caller check against the pod cache', () => {
     expect(check('job-a', '10.0.0.8', 'job')).toBe(false);
     expect(check('job-a', '10.0.0.8', 'namespace')).toBe(true);
     expect(check('job-b', '10.0.0.8', 'namespace')).toBe(false); // another namespace's job
+  });
+
+  it('whois: a pod of a system namespace or of the controller\'s own is a system caller, as is a loopback address no pod has; a hostNetwork pod shares its node\'s address', () => {
+    const all = [
+      pod('Running', '10.0.0.5', undefined, 'team-a'),
+      pod('Running', '10.0.0.6', undefined, 'mindx-dl'),
+      pod('Running', '10.0.0.7', undefined, 'clusterd-ts'),
+      // a node's address: a system daemonset and a tenant's hostNetwork pod on it
+      pod('Running', '192.168.0.1', undefined, 'kube-system'), pod('Running', '192.168.0.1', undefined, 'team-b'),
+      pod('Running', '127.0.0.5', undefined, 'team-c'),
+    ];
+    const systemNamespaces = systemNamespacesOf(parseOptions([], {}), 'clusterd-ts');
+    expect([...systemNamespaces].sort()).toEqual(['cluster-system', 'clusterd-ts', 'kube-system', 'mindx-dl']);
+    const { whois } = podIpCallerCheck({ job: () => undefined, addresses: new PodAddressIndex(() => all, () => 0), systemNamespaces });
+    const at = (ip: string) => { const w = whois(ip); return { system: w.system, namespaces: [...w.namespaces].sort() }; };
+    expect(at('10.0.0.5')).toEqual({ system: false, namespaces: ['team-a'] });
+    expect(at('10.0.0.6')).toEqual({ system: true, namespaces: ['mindx-dl'] });
+    expect(at('10.0.0.7')).toEqual({ system: true, namespaces: ['clusterd-ts'] });
+    expect(at('192.168.0.1')).toEqual({ system: true, namespaces: ['kube-system', 'team-b'] });
+    expect(at('10.9.9.9')).toEqual({ system: false, namespaces: [] });
+    expect(at('127.0.0.1')).toEqual({ system: true, namespaces: [] });
+    expect(at('::1')).toEqual({ system: true, namespaces: [] });
+    // a loopback address some pod has (only in tests) is that pod's
+    expect(at('127.0.0.5')).toEqual({ system: false, namespaces: ['team-c'] });
+    expect([isLoopback('127.255.0.1'), isLoopback('::1'), isLoopback('128.0.0.1'), isLoopback('::2')]).toEqual([true, true, false, false]);
+    expect([...systemNamespacesOf(parseOptions(['--grpc-system-namespaces=ops'], {}), undefined)]).toEqual(['ops']);
   });
 
   it('the address index is rebuilt at most every 250 ms on a miss and every 5 s otherwise', () => {

@@ -6,9 +6,17 @@
  * namespace (a MindIE controller subscribes for its server job from a pod of its own). A
  * hostNetwork pod's address is its node's. Pods that are over (Succeeded / Failed) have given their
  * address back, and it may already be another pod's.
+ *
+ * Calls that name a namespace rather than a job (TrainingDataTrace Modify/Get, config.Config,
+ * job.Job's signals) are served to a pod in that namespace or to a system caller: a pod of the
+ * controller's own namespace or of `--grpc-system-namespaces`, or a loopback address no pod has
+ * (kubectl port-forward, a sidecar). A hostNetwork pod's address is its node's, so every
+ * hostNetwork pod on a node that runs a system daemonset (NodeD, the device plugin) is a system
+ * caller too.
  * ClusterD checks no caller (component/clusterd/pkg/application/recover/fault_recover_service.go,
  * application/fault/grpc_service.go); `--grpc-caller-check=off` restores that.
  */
+import { isIPv4 } from 'node:net';
 import type { CallerCheck } from '../grpc/peer.ts';
 import { normalizeIp } from '../grpc/peer.ts';
 import type { Pod } from '../runtime/kube-objects.ts';
@@ -26,6 +34,8 @@ const REBUILD_ON_MISS_MS = 250;
 /** ...and at least this often. */
 const MAX_AGE_MS = 5_000;
 
+const NONE: ReadonlySet<string> = new Set();
+
 /** Address -> namespaces of the pods at that address, from the pod cache, rebuilt lazily. */
 export class PodAddressIndex {
   private byIp = new Map<string, Set<string>>();
@@ -40,10 +50,19 @@ export class PodAddressIndex {
 
   /** Is there a pod in `namespace` at `ip`? */
   has(ip: string, namespace: string): boolean {
+    return this.lookup(ip, (set) => set?.has(namespace) === true).has(namespace);
+  }
+
+  /** The namespaces with a pod at `ip` (empty: no pod's address). */
+  namespacesAt(ip: string): ReadonlySet<string> {
+    return this.lookup(ip, (set) => set !== undefined);
+  }
+
+  private lookup(ip: string, hit: (set: Set<string> | undefined) => boolean): ReadonlySet<string> {
     const age = this.now() - this.builtAtMs;
     if (age > MAX_AGE_MS) this.rebuild();
-    else if (this.byIp.get(ip)?.has(namespace) !== true && age > REBUILD_ON_MISS_MS) this.rebuild();
-    return this.byIp.get(ip)?.has(namespace) === true;
+    else if (!hit(this.byIp.get(ip)) && age > REBUILD_ON_MISS_MS) this.rebuild();
+    return this.byIp.get(ip) ?? NONE;
   }
 
   private rebuild(): void {
@@ -61,17 +80,33 @@ export class PodAddressIndex {
   }
 }
 
+/** 127.0.0.0/8 or ::1 (an IPv4-mapped address is already normalised to its IPv4). */
+export function isLoopback(ip: string): boolean {
+  return ip === '::1' || (isIPv4(ip) && ip.startsWith('127.'));
+}
+
 export interface CallerCheckDeps {
   /** The job's namespace and pods (its PodGroup's, from the caches); undefined when the job is unknown. */
   readonly job: (jobId: string) => { readonly namespace: string; readonly pods: readonly Pod[] } | undefined;
-  readonly addresses: Pick<PodAddressIndex, 'has'>;
+  readonly addresses: Pick<PodAddressIndex, 'has' | 'namespacesAt'>;
+  /** The controller's own namespace and `--grpc-system-namespaces`: their pods are system callers. */
+  readonly systemNamespaces: ReadonlySet<string>;
 }
 
 export function podIpCallerCheck(d: CallerCheckDeps): CallerCheck {
-  return (jobId, ip, scope) => {
-    const job = d.job(jobId);
-    if (job === undefined) return false;
-    if (job.pods.some((pod) => podCallerIps(pod).includes(ip))) return true;
-    return scope === 'namespace' && d.addresses.has(ip, job.namespace);
+  return {
+    onJob: (jobId, ip, scope) => {
+      const job = d.job(jobId);
+      if (job === undefined) return false;
+      if (job.pods.some((pod) => podCallerIps(pod).includes(ip))) return true;
+      return scope === 'namespace' && d.addresses.has(ip, job.namespace);
+    },
+    whois: (ip) => {
+      const namespaces = d.addresses.namespacesAt(ip);
+      // A loopback address is no pod's in a cluster: the caller is in the controller's own pod
+      // (a sidecar) or comes through the apiserver (kubectl port-forward), both an operator's.
+      const system = namespaces.size === 0 ? isLoopback(ip) : [...namespaces].some((ns) => d.systemNamespaces.has(ns));
+      return { system, namespaces };
+    },
   };
 }

@@ -32,13 +32,30 @@ const MAX_DELAY_MS = 16_000;
 const MAX_REQUEUES = 3;
 const MAX_PENDING = 10_000;
 
+/**
+ * The namespaces of the MindIE server jobs that MindIE job id `jobId` names (PodGroup labels
+ * `jobID=<jobId>`, `app=mindie-ms-server`): config.Config serves the id only to their pods (and to
+ * system callers). Several when tenants chose the same id; none while the job does not exist yet.
+ */
+export function mindieNamespaces(jobs: ReadonlyMap<string, JobSummaryState>, podGroup: (jobKey: string) => PodGroup | undefined, jobId: string): string[] {
+  const out = new Set<string>();
+  for (const [key, s] of jobs) {
+    const labels = podGroup(key)?.metadata?.labels ?? {};
+    if ((labels[JOB_ID_LABEL] ?? '') === jobId && (labels[APP_LABEL] ?? '') === SERVER_APP) out.add(s.namespace);
+  }
+  return [...out];
+}
+
 export interface RankTablePublisherDeps {
   readonly sources: Pick<Sources, 'ringsConfigMaps' | 'pods'>;
   readonly jobs: () => ReadonlyMap<string, JobSummaryState>;
   readonly podGroup: (jobKey: string) => PodGroup | undefined;
   readonly pods: (jobKey: string) => readonly Pod[];
-  /** Push to the job id's listening stream; false when none listens. */
-  readonly push: (jobId: string, rankTable: string) => boolean;
+  /**
+   * Push the table of job id `jobId`'s job in `namespace` to its listening stream; false when none
+   * listens or its caller may not see that namespace (grpc/config.service.ts).
+   */
+  readonly push: (jobId: string, namespace: string, rankTable: string) => boolean;
   readonly clock: QueueClock;
   readonly log: Logger;
 }
@@ -147,7 +164,7 @@ export class RankTablePublisher {
       this.d.log.debug('global rank table not ready', { jobId: item.jobId.slice(0, 128), reason: table.retry });
       return this.rateLimited(id);
     }
-    if (!this.d.push(item.jobId, table.ok)) return this.rateLimited(id);
+    if (!this.d.push(item.jobId, item.namespace, table.ok)) return this.rateLimited(id);
     this.items.delete(id);
     this.d.log.info('global rank table pushed', { jobId: item.jobId.slice(0, 128), bytes: table.ok.length });
   }

@@ -28,13 +28,13 @@ import { FaultPublisher } from './grpc-fault.ts';
 import { PodAddressIndex, podIpCallerCheck } from './grpc-caller.ts';
 import type { Pod } from '../runtime/kube-objects.ts';
 import { grpcHandlers } from './grpc-handlers.ts';
-import type { Options } from './options.ts';
+import { systemNamespacesOf, type Options } from './options.ts';
 import type { RecoveryService } from './recovery.controller.ts';
 import type { FaultView } from './fault-view.ts';
 import type { Sources } from './sources/sources.ts';
 import { jobNodes } from '../policy/jobs/job-view.ts';
 import { DataTraceConfigMaps } from '../actions/data-trace.action.ts';
-import { RankTablePublisher } from './grpc-config.ts';
+import { mindieNamespaces, RankTablePublisher } from './grpc-config.ts';
 import { jobBatches, signalOfChange } from './grpc-job.ts';
 import { newUuid } from '../grpc/job.service.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
@@ -65,6 +65,8 @@ export interface GrpcControllerDeps {
   readonly jobSummary: JobSummaries;
   /** A job's fault subscription started or ended (FaultPublisherDeps.subscriptionChanged). */
   readonly onFaultSubscription?: (jobId: string, nodes: readonly string[]) => void;
+  /** This replica's namespace (POD_NAMESPACE), when known: its pods are system gRPC callers. */
+  readonly ownNamespace?: string;
 }
 
 export class GrpcController {
@@ -135,6 +137,7 @@ export class GrpcController {
         callerCheck: podIpCallerCheck({
           job: (jobId) => this.jobPods(jobId),
           addresses: new PodAddressIndex(() => this.d.sources.pods.store.values(), () => this.d.clock.now()),
+          systemNamespaces: systemNamespacesOf(o, this.d.ownNamespace),
         }),
       }),
       onCallerRefused: (method) => metrics.grpcCallerRefused.inc({ method }),
@@ -151,12 +154,15 @@ export class GrpcController {
         pods: (key) => this.d.jobSummary.jobPods(key),
         configMaps: this.dataTraceConfigMaps,
       },
-      config: { subscribed: (jobId) => this.rankTables?.subscribed(jobId) },
+      config: {
+        subscribed: (jobId) => this.rankTables?.subscribed(jobId),
+        namespacesOf: (jobId) => mindieNamespaces(this.d.jobSummary.store.all(), (k) => this.d.jobSummary.podGroupOf(k), jobId),
+      },
       job: {
-        allJobs: () => {
-          const jobs = this.d.jobSummary.store.all();
+        allJobs: (sees) => {
+          const jobs = [...this.d.jobSummary.store.all().values()].filter((s) => sees(s.namespace));
           const now = this.d.clock.now();
-          return { batches: jobBatches(jobs.values(), Math.floor(now / 1000), newUuid), total: jobs.size };
+          return { batches: jobBatches(jobs, Math.floor(now / 1000), newUuid), total: jobs.length };
         },
       },
     }));
@@ -164,7 +170,7 @@ export class GrpcController {
     const summary = (): JobSummaries => this.d.jobSummary;
     this.rankTables = new RankTablePublisher({
       sources: this.d.sources, jobs: () => summary().store.all(), podGroup: (k) => summary().podGroupOf(k), pods: (k) => summary().jobPods(k),
-      push: (jobId, table) => handle.configRegistry.push(jobId, table), clock: this.d.clock, log,
+      push: (jobId, namespace, table) => handle.configRegistry.push(jobId, namespace, table), clock: this.d.clock, log,
     });
     this.rankTables.start();
     // job.Job: every job summary transition, to every registered client.

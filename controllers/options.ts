@@ -14,6 +14,8 @@ import { DEFAULT_FLAP_DAMPING, type FlapDampingConfig } from '../policy/faults/f
 export const PUBLIC_FAULT_SENDER_NAMESPACES_DEFAULT = 'mindx-dl,kube-system,cluster-system';
 /** `*`, or namespace names (RFC 1123 labels) separated by commas. */
 const PUBLIC_FAULT_NAMESPACES_PATTERN = /^(\*|[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(,[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*)$/;
+/** Namespace names (RFC 1123 labels) separated by commas. */
+const NAMESPACE_LIST_PATTERN = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(,[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*$/;
 
 interface FlagSpec {
   readonly type: 'string' | 'boolean' | 'number';
@@ -38,7 +40,8 @@ export const FLAGS = {
   'grpc-tls-key': { type: 'string', default: '', help: 'PEM private key file for --grpc-tls-cert' },
   'grpc-unary-qps': { type: 'number', default: 1_000, min: 1, max: 100_000, help: 'gRPC: requests per second of every unary method but HealthCheck, shared token bucket (rate = burst)' },
   'max-served-jobs': { type: 'number', default: 10_000, min: 1, max: 100_000, help: 'gRPC: jobs served at once (ClusterD: 10,000)' },
-  'grpc-caller-check': { type: 'string', default: 'pod-ip', choices: ['pod-ip', 'off'], help: 'gRPC: pod-ip = a Recover call on a job (Init, Register, subscriptions, reports) is served only from the address (status.podIP/podIPs) of a running pod of that job, fault.Fault Register / SubscribeFaultMsgSignal for a job only from a pod in the job\'s namespace, TrainingDataTrace SubscribeDataTraceSwitch only from a pod of that job, else PERMISSION_DENIED (cluster-wide fault.Fault, HealthCheck, TrainingDataTrace Modify/Get, config.Config and job.Job name no job pod: open); off = ClusterD: any address may act on any job UID' },
+  'grpc-caller-check': { type: 'string', default: 'pod-ip', choices: ['pod-ip', 'off'], help: 'gRPC: pod-ip = a Recover call on a job (Init, Register, subscriptions, reports) is served only from the address (status.podIP/podIPs) of a running pod of that job, fault.Fault Register / SubscribeFaultMsgSignal for a job only from a pod in the job\'s namespace, TrainingDataTrace SubscribeDataTraceSwitch only from a pod of that job, TrainingDataTrace Modify/Get of namespace/name and config.Config for a MindIE job id only from a pod in that job\'s namespace or a system caller (--grpc-system-namespaces), job.Job only from a pod or a system caller, a pod getting only its namespaces\' jobs, else PERMISSION_DENIED (cluster-wide fault.Fault, HealthCheck and GetFaultMsgSignal: open); off = ClusterD: any address may act on and read any job' },
+  'grpc-system-namespaces': { type: 'string', default: PUBLIC_FAULT_SENDER_NAMESPACES_DEFAULT, pattern: NAMESPACE_LIST_PATTERN, help: 'gRPC, with --grpc-caller-check=pod-ip: pods of these namespaces (comma-separated) and of the controller\'s own, and loopback addresses no pod has (kubectl port-forward, a sidecar), are system callers: they may switch and read any job\'s TrainingDataTrace, get every job\'s job.Job signals and any MindIE job id\'s config.Config rank table. A hostNetwork pod calls from its node\'s address, so every hostNetwork pod on a node running a system daemonset is a system caller too' },
   'grpc-max-roles-per-job': { type: 'number', default: 16, min: 0, max: 100_000, help: 'gRPC fault.Fault: roles registered for one job, further new roles refused with RESOURCE_EXHAUSTED; 0 = no cap (ClusterD)' },
   'grpc-max-publishers-per-client': { type: 'number', default: 64, min: 0, max: 1_000_000, help: 'gRPC fault.Fault: publishers (job, role) registered from one client address, the cluster-wide ones included, further new ones refused with RESOURCE_EXHAUSTED; 0 = no cap (ClusterD)' },
   'grpc-max-fault-publishers': { type: 'number', default: 10_000, min: 0, max: 1_000_000, help: 'gRPC fault.Fault: publishers (job, role) registered in total, further new ones refused with RESOURCE_EXHAUSTED; 0 = no cap (ClusterD: only the 10,000 jobs are capped)' },
@@ -154,4 +157,11 @@ export function publicFaultNamespacesOf(o: Pick<Options, 'publicFaultNamespaces'
   if (o.publicFaultNamespaces === '*') return () => true;
   const allowed = new Set(o.publicFaultNamespaces.split(','));
   return (ns) => allowed.has(ns);
+}
+
+/** The namespaces whose pods are system gRPC callers: `--grpc-system-namespaces` and the controller's own. */
+export function systemNamespacesOf(o: Pick<Options, 'grpcSystemNamespaces'>, ownNamespace: string | undefined): ReadonlySet<string> {
+  const out = new Set(o.grpcSystemNamespaces.split(','));
+  if (ownNamespace !== undefined && ownNamespace !== '') out.add(ownNamespace);
+  return out;
 }

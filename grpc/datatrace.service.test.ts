@@ -1,6 +1,6 @@
 import { status as GrpcStatus, type Client } from '@grpc/grpc-js';
 import { eventually } from './stub-handlers.ts';
-import { openStream, startStubServer, unaryCall, unaryError, type StubServer } from './testing.ts';
+import { fakeCallerCheck, openStream, startStubServer, unaryCall, unaryError, type StubServer } from './testing.ts';
 
 const ON = { CommunicationOperator: 'on', Step: 'on', SaveCheckpoint: 'off', FP: 'on', DataLoader: 'off' };
 type Res = { message: string; code: number; profilingSwitch?: unknown };
@@ -74,7 +74,7 @@ describe('TrainingDataTrace (docs/grpc.md#trainingdatatrace-service)', () => {
 
 describe('TrainingDataTrace caller check', () => {
   it('refuses a subscription from an address that is no pod of the job (PERMISSION_DENIED)', async () => {
-    const t = await startStubServer({ callerCheck: (_job, ip) => ip === '127.0.0.7' });
+    const t = await startStubServer({ callerCheck: fakeCallerCheck({}, { 'job-1': ['127.0.0.7'] }) });
     t.stub.dataTraceJobs.add('job-1');
     try {
       const denied = openStream(t.clientFrom('127.0.0.8'), 'trainingDataTrace', 'SubscribeDataTraceSwitch', { jobId: 'job-1', role: 'taskd' });
@@ -85,5 +85,52 @@ describe('TrainingDataTrace caller check', () => {
     } finally {
       await t.close();
     }
+  });
+});
+
+describe('TrainingDataTrace Modify / Get: only a pod in the job\'s namespace or a system caller', () => {
+  const POD_A = '127.0.0.21';
+  const POD_B = '127.0.0.22';
+  const SYSTEM = '127.0.0.23';
+  let t: StubServer;
+  const refused: string[] = [];
+  beforeEach(async () => {
+    refused.length = 0;
+    t = await startStubServer({
+      callerCheck: fakeCallerCheck({ [POD_A]: { namespaces: ['team-a'] }, [POD_B]: { namespaces: ['team-b'] }, [SYSTEM]: { system: true, namespaces: ['mindx-dl'] } }),
+      onCallerRefused: (m) => void refused.push(m),
+    });
+    t.stub.dataTraceNames.set('team-b/train', 'job-b');
+    t.stub.dataTraceGet = { reply: { message: 'successfully get the status of job[team-b/train]', profilingSwitch: ON, code: 200 } };
+  });
+  afterEach(() => t.close());
+  const handled = (): string[] => t.stub.calls.map((x) => x.method);
+
+  it('another namespace\'s pod is refused PERMISSION_DENIED before the handler runs (nothing written, nothing revealed), counted and logged', async () => {
+    const a = t.clientFrom(POD_A);
+    expect(await unaryError(a, 'trainingDataTrace', 'ModifyTrainingDataTraceSwitch', { jobNsName: 'team-b/train', profilingSwitch: ON }))
+      .toMatchObject({ code: GrpcStatus.PERMISSION_DENIED, details: `caller ${POD_A} is neither a system caller nor a pod in namespace team-b` });
+    // an unknown job of that namespace: the same answer (no existence oracle)
+    expect((await unaryError(a, 'trainingDataTrace', 'ModifyTrainingDataTraceSwitch', { jobNsName: 'team-b/nothing', profilingSwitch: ON })).code).toBe(GrpcStatus.PERMISSION_DENIED);
+    expect((await unaryError(a, 'trainingDataTrace', 'GetTrainingDataTraceSwitch', { jobNsName: 'team-b/train' })).code).toBe(GrpcStatus.PERMISSION_DENIED);
+    expect(handled()).toEqual([]);
+    expect(refused).toEqual(['/TrainingDataTrace/ModifyTrainingDataTraceSwitch', '/TrainingDataTrace/ModifyTrainingDataTraceSwitch', '/TrainingDataTrace/GetTrainingDataTraceSwitch']);
+    expect(t.logs.filter((l) => l.level === 'warn' && l.msg.startsWith('grpc call refused')).map((l) => l.fields?.method))
+      .toEqual(['/TrainingDataTrace/ModifyTrainingDataTraceSwitch', '/TrainingDataTrace/GetTrainingDataTraceSwitch']);
+    // the format answer depends on the request alone: ClusterD's, whoever asks
+    expect(await unaryError(a, 'trainingDataTrace', 'ModifyTrainingDataTraceSwitch', { jobNsName: 'bad' })).toMatchObject({ code: GrpcStatus.UNKNOWN });
+    // an address that is no pod at all is refused too
+    expect((await unaryError(t.clientFrom('127.0.0.29'), 'trainingDataTrace', 'GetTrainingDataTraceSwitch', { jobNsName: 'team-b/train' })).code).toBe(GrpcStatus.PERMISSION_DENIED);
+  });
+
+  it('a pod in the namespace and a system caller are served', async () => {
+    for (const ip of [POD_B, SYSTEM]) {
+      const c = t.clientFrom(ip);
+      await expect(unaryError(c, 'trainingDataTrace', 'ModifyTrainingDataTraceSwitch', { jobNsName: 'team-b/train', profilingSwitch: ON }))
+        .resolves.toMatchObject({ code: GrpcStatus.UNKNOWN, details: 'notify subscribe err publisher for job job-b not found' });
+      expect((await unaryCall<Res>(c, 'trainingDataTrace', 'GetTrainingDataTraceSwitch', { jobNsName: 'team-b/train' })).code).toBe(200);
+    }
+    expect(handled()).toEqual(['ModifyTrainingDataTraceSwitch', 'GetTrainingDataTraceSwitch', 'ModifyTrainingDataTraceSwitch', 'GetTrainingDataTraceSwitch']);
+    expect(refused).toEqual([]);
   });
 });

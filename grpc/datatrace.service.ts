@@ -9,7 +9,10 @@
  *   server sends nothing until a Modify reaches the job; the stream lasts until the client leaves or
  *   is preempted.
  * - ModifyTrainingDataTraceSwitch / GetTrainingDataTraceSwitch name the job `namespace/jobName`; the
- *   rest is the injected handler's (ConfigMap `data-trace-<job>` or a push to the subscriber).
+ *   rest is the injected handler's (ConfigMap `data-trace-<job>` or a push to the subscriber). With
+ *   the caller check, only a pod in that namespace or a system caller is served (ClusterD's only
+ *   caller, ascend-faultdiag-online, runs inside its own process: component/ascend-faultdiag-online/
+ *   pkg/utils/grpc/client.go); others get PERMISSION_DENIED and nothing is written.
  *
  * Where ClusterD's handler returns a response together with an error, grpc-go drops the response
  * and answers UNKNOWN with the error's text: so do we (`grpcError`).
@@ -84,18 +87,27 @@ function answer<Res extends { code: number }>(o: DataTraceOutcome<Res>): UnaryOu
 export function dataTraceService(d: DataTraceServiceDeps): UntypedServiceImplementation {
   const { ctx, registry } = d;
   const subscribePath = `${DATATRACE_PATH}SubscribeDataTraceSwitch`;
+  // Modify / Get name the namespace themselves: the caller check comes right after the format
+  // answer (which depends on the request alone), before any answer that depends on the job, so a
+  // caller of another namespace learns nothing of it (not even whether the job exists).
+  const modifyPath = `${DATATRACE_PATH}ModifyTrainingDataTraceSwitch`;
+  const getPath = `${DATATRACE_PATH}GetTrainingDataTraceSwitch`;
   return {
-    ModifyTrainingDataTraceSwitch: unary<DataTypeRes>(ctx, `${DATATRACE_PATH}ModifyTrainingDataTraceSwitch`, async (raw: unknown, _call: ServerUnaryCall<unknown, DataTypeRes>) => {
+    ModifyTrainingDataTraceSwitch: unary<DataTypeRes>(ctx, modifyPath, async (raw: unknown, call: ServerUnaryCall<unknown, DataTypeRes>) => {
       const req = (raw ?? {}) as Record<string, unknown>;
       const job = splitJobNsName(str(req.jobNsName));
       if (job === undefined) return grpcError(GrpcStatus.UNKNOWN, DataTraceInfo.badJobNsName);
+      const denied = ctx.gate.namespaceRefusal(modifyPath, [job.namespace], call.getPeer());
+      if (denied !== undefined) return grpcError(GrpcStatus.PERMISSION_DENIED, denied);
       const out = await d.handlers.modify({ ...job, profilingSwitch: toProfilingSwitch(req.profilingSwitch) }, (jobId, sw) => registry.publish(jobId, sw));
       if (!('error' in out)) ctx.log.info('data trace switch changed', { job: clip(`${job.namespace}/${job.name}`) });
       return answer(out);
     }),
-    GetTrainingDataTraceSwitch: unary<DataStatusRes>(ctx, `${DATATRACE_PATH}GetTrainingDataTraceSwitch`, async (raw: unknown) => {
+    GetTrainingDataTraceSwitch: unary<DataStatusRes>(ctx, getPath, async (raw: unknown, call: ServerUnaryCall<unknown, DataStatusRes>) => {
       const job = splitJobNsName(str((raw as Record<string, unknown> | null)?.jobNsName));
       if (job === undefined) return reply<DataStatusRes>({ message: DataTraceInfo.badJobNsName, profilingSwitch: null, code: DataTraceCode.InvalidParam });
+      const denied = ctx.gate.namespaceRefusal(getPath, [job.namespace], call.getPeer());
+      if (denied !== undefined) return grpcError(GrpcStatus.PERMISSION_DENIED, denied);
       return answer(await d.handlers.get(job.namespace, job.name));
     }),
     SubscribeDataTraceSwitch: serverStream(ctx, subscribePath, async (call: ServerWritableStream<unknown, unknown>) => {

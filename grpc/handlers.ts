@@ -25,6 +25,9 @@ import type {
 
 export type Awaitable<T> = T | Promise<T>;
 
+/** May the caller see or act on namespace `namespace`'s jobs (grpc/peer.ts CallerGate.visibility)? */
+export type Visibility = (namespace: string) => boolean;
+
 /** winston-compatible: `logger.info(msg, fields)`. */
 export interface GrpcLogger {
   info(msg: string, fields?: Record<string, unknown>): void;
@@ -156,14 +159,22 @@ export interface DataTraceHandlers {
 
 /** config.Config (docs/grpc.md#config-service): the transport keeps registrations and streams. */
 export interface ConfigHandlers {
+  /**
+   * The namespaces of the MindIE server jobs that MindIE job id `jobId` names (their PodGroups carry
+   * `jobID=<jobId>`, `app=mindie-ms-server`); none while there is no such job yet.
+   */
+  namespacesOf(jobId: string): Awaitable<readonly string[]>;
   /** A stream now listens for `jobId`: generate its global rank table (pushed through the registry). */
   subscribed(jobId: string): void;
 }
 
 /** job.Job (docs/grpc.md#job-service): the transport keeps clients, streams and the broadcast. */
 export interface JobHandlers {
-  /** SubscribeJobSummarySignalList's first messages: every job of the summary in NPU-bounded batches, and the job count. */
-  allJobs(): Awaitable<{ readonly batches: ReadonlyArray<readonly JobSummarySignal[]>; readonly total: number }>;
+  /**
+   * SubscribeJobSummarySignalList's first messages: every job of the summary in a namespace the
+   * caller sees, in NPU-bounded batches, and their count.
+   */
+  allJobs(sees: Visibility): Awaitable<{ readonly batches: ReadonlyArray<readonly JobSummarySignal[]>; readonly total: number }>;
 }
 
 export interface GrpcHandlers {

@@ -1,11 +1,11 @@
 import { status as GrpcStatus, type Client } from '@grpc/grpc-js';
 import { eventually } from './stub-handlers.ts';
-import { openStream, startStubServer, unaryCall, unaryError, type StubServer } from './testing.ts';
+import { fakeCallerCheck, openStream, startStubServer, unaryCall, unaryError, type StubServer } from './testing.ts';
 import type { JobSummarySignal } from './messages.ts';
 import { newUuid } from './job.service.ts';
 
-const signal = (jobId: string, hccl = '{"status":"initializing"}'): JobSummarySignal => ({
-  uuid: 'u', jobId, jobName: 'j', namespace: 'ns', frameWork: 'pytorch', jobStatus: 'pending', time: '1', cmIndex: '0', total: '1', HcclJson: hccl,
+const signal = (jobId: string, hccl = '{"status":"initializing"}', namespace = 'ns'): JobSummarySignal => ({
+  uuid: 'u', jobId, jobName: 'j', namespace, frameWork: 'pytorch', jobStatus: 'pending', time: '1', cmIndex: '0', total: '1', HcclJson: hccl,
   deleteTime: '', sharedTorIp: '', masterAddr: '', operator: 'add', sid: '',
 });
 type Reg = { code: number; info: string; clientId: string };
@@ -59,5 +59,52 @@ describe('job.Job (docs/grpc.md#job-service)', () => {
     await eventually(() => (s.messages.length === 2 ? true : undefined));
     expect(s.messages[1]).toMatchObject({ JobTotalNum: 1, jobSummarySignals: [{ jobId: 'c' }] });
     s.cancel();
+  });
+});
+
+describe('job.Job with the caller check: a tenant sees its namespaces\' jobs, a system caller every job', () => {
+  const POD_A = '127.0.0.31';
+  const SYSTEM = '127.0.0.32';
+  const STRANGER = '127.0.0.33';
+  let t: StubServer;
+  const refused: string[] = [];
+  beforeEach(async () => {
+    refused.length = 0;
+    t = await startStubServer({
+      callerCheck: fakeCallerCheck({ [POD_A]: { namespaces: ['team-a'] }, [SYSTEM]: { system: true } }),
+      onCallerRefused: (m) => void refused.push(m),
+    });
+  });
+  afterEach(() => t.close());
+  type List = { jobSummarySignals: JobSummarySignal[]; JobTotalNum: number };
+
+  it('an address that is no pod and no system caller cannot register (PERMISSION_DENIED); a role outside the whitelist still gets ClusterD\'s answer', async () => {
+    const c = t.clientFrom(STRANGER);
+    expect(await unaryError(c, 'job', 'Register', { role: 'CCAgent' })).toMatchObject({ code: GrpcStatus.PERMISSION_DENIED, details: `caller ${STRANGER} is neither a pod nor a system caller` });
+    expect(await unaryError(c, 'job', 'Register', { role: 'taskd' })).toMatchObject({ code: GrpcStatus.UNKNOWN });
+    expect(t.server.jobRegistry.size).toBe(0);
+    expect(refused).toEqual(['/job.Job/Register']);
+  });
+
+  it('the List batches and the broadcast signals a tenant gets are its namespaces\' jobs only; a system caller gets both', async () => {
+    t.stub.jobBatches = [[signal('a1', undefined, 'team-a'), signal('b1', undefined, 'team-b')]];
+    const subscribe = async (ip: string) => {
+      const c = t.clientFrom(ip);
+      const { clientId } = await unaryCall<Reg>(c, 'job', 'Register', { role: 'FdAgent' });
+      const s = openStream<List>(c, 'job', 'SubscribeJobSummarySignalList', { role: 'FdAgent', clientId });
+      await eventually(() => (t.server.jobRegistry.get(clientId)?.stream !== undefined ? true : undefined));
+      return s;
+    };
+    const tenant = await subscribe(POD_A);
+    const system = await subscribe(SYSTEM);
+    t.server.jobRegistry.broadcast(signal('b2', undefined, 'team-b'));
+    t.server.jobRegistry.broadcast(signal('a2', undefined, 'team-a'));
+    await eventually(() => (system.messages.length === 3 && tenant.messages.length === 2 ? true : undefined));
+    const ids = (s: { messages: List[] }): string[][] => s.messages.map((m) => m.jobSummarySignals.map((x) => x.jobId));
+    expect(ids(tenant)).toEqual([['a1'], ['a2']]);
+    expect(tenant.messages[0]!.JobTotalNum).toBe(1);
+    expect(ids(system)).toEqual([['a1', 'b1'], ['b2'], ['a2']]);
+    tenant.cancel();
+    system.cancel();
   });
 });

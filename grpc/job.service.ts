@@ -17,11 +17,17 @@
  *   keeps at most 10 undelivered signals (more are dropped), delivered when it subscribes.
  *
  * ClusterD caps clients at 100,000; we at `maxClients` (each holds up to 10 references to shared signals).
+ *
+ * ClusterD sends every job to every client (its clients, CCAgent and FdAgent, are system
+ * components). With the caller check, Register and the subscriptions from an address that is no
+ * pod's and no system caller's are refused (PERMISSION_DENIED), and a client that is not a system
+ * caller gets only the signals (List batches included) of jobs in the namespaces where its caller
+ * has a pod: the registering caller's until it subscribes, then the reading one's.
  */
 import { randomUUID } from 'node:crypto';
 import { status as GrpcStatus, type ServerWritableStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import { grpcCodeName, refuseStream, reply, serverStream, unary, type CallContext } from './call-context.ts';
-import type { JobHandlers } from './handlers.ts';
+import type { JobHandlers, Visibility } from './handlers.ts';
 import type { JobSummarySignal } from './messages.ts';
 import { TokenBucket, type Now } from './rate-limit.ts';
 import { ServerSignalStream, type SignalStreamOptions } from './signal-stream.ts';
@@ -49,6 +55,8 @@ const cancel = (l: Listener): void => {
 
 interface JobClient {
   readonly role: string;
+  /** Whose signals it gets: the namespaces of its caller (the registering one, then the reading one). */
+  sees: Visibility;
   readonly pending: JobSummarySignal[];
   stream: Listener | undefined;
   streams: number;
@@ -64,14 +72,16 @@ export class JobClientRegistry {
   get(id: string): JobClient | undefined { return this.clients.get(id); }
   activeOf(role: string): number { return this.active.get(role) ?? 0; }
 
-  add(id: string, role: string): void {
-    this.clients.set(id, { role, pending: [], stream: undefined, streams: 0 });
+  add(id: string, role: string, sees: Visibility = () => true): void {
+    this.clients.set(id, { role, sees, pending: [], stream: undefined, streams: 0 });
     if (!this.active.has(role)) this.active.set(role, 0);
   }
 
-  attach(id: string, c: JobClient, stream: Listener): void {
+  /** The client's stream is `stream`, read by a caller who sees `sees`. */
+  attach(id: string, c: JobClient, stream: Listener, sees: Visibility = c.sees): void {
     const old = c.stream;
     c.stream = stream;
+    c.sees = sees;
     c.streams++;
     this.active.set(c.role, this.activeOf(c.role) + 1);
     stream.onClose(() => {
@@ -93,7 +103,7 @@ export class JobClientRegistry {
 
   broadcast(signal: JobSummarySignal): void {
     for (const c of this.clients.values()) {
-      if (c.pending.length >= JOB_MSG_CACHE) continue;
+      if (c.pending.length >= JOB_MSG_CACHE || !c.sees(signal.namespace)) continue;
       c.pending.push(signal);
       this.flush(c);
     }
@@ -103,6 +113,7 @@ export class JobClientRegistry {
     const s = c.stream;
     if (s === undefined || s.closed) return;
     for (const sig of c.pending.splice(0)) {
+      if (!c.sees(sig.namespace)) continue;
       const out = clearLargeHccl(sig);
       void s.send(s.list ? { jobSummarySignals: [out], ReportTime: String(this.now()), JobTotalNum: 1 } : out);
     }
@@ -133,6 +144,7 @@ const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 export function jobService(d: JobServiceDeps): UntypedServiceImplementation {
   const { ctx, registry } = d;
   const limiter = new TokenBucket(JOB_SUBSCRIBE_QPS, JOB_SUBSCRIBE_QPS, d.now);
+  const registerPath = `${JOB_PATH}Register`;
 
   const subscribe = (name: 'SubscribeJobSummarySignal' | 'SubscribeJobSummarySignalList', list: boolean) => {
     const path = `${JOB_PATH}${name}`;
@@ -143,6 +155,9 @@ export function jobService(d: JobServiceDeps): UntypedServiceImplementation {
       const c = registry.get(clientId);
       if (c === undefined) return refuseStream(ctx, path, call, GrpcStatus.UNKNOWN, `invalid clientId: ${clientId}, please register first`);
       if (c.role !== role) return refuseStream(ctx, path, call, GrpcStatus.UNKNOWN, `invalid role: ${role}, please check role first`);
+      const denied = ctx.gate.strangerRefusal(path, call.getPeer());
+      if (denied !== undefined) return refuseStream(ctx, path, call, GrpcStatus.PERMISSION_DENIED, denied);
+      const sees = ctx.gate.visibility(call.getPeer());
       const active = registry.activeOf(role);
       if (active >= JOB_MAX_STREAMS_PER_ROLE && c.stream === undefined) {
         return refuseStream(ctx, path, call, GrpcStatus.UNKNOWN, `role ${role} exceeded max subscription limit: current ${active}, max ${JOB_MAX_STREAMS_PER_ROLE}`);
@@ -155,27 +170,30 @@ export function jobService(d: JobServiceDeps): UntypedServiceImplementation {
       ctx.count({ method: path, grpcCode: grpcCodeName(GrpcStatus.OK) });
       ctx.log.info('job summary subscription', { role: clip(role), clientId: clip(clientId), list, streamId: stream.id });
       if (list) {
-        const { batches, total } = await d.handlers.allJobs();
+        const { batches, total } = await d.handlers.allJobs(sees);
         const reportTime = String(d.now());
         for (const b of batches) void stream.send({ jobSummarySignals: b.map(clearLargeHccl), ReportTime: reportTime, JobTotalNum: total });
       }
-      registry.attach(clientId, c, stream);
+      registry.attach(clientId, c, stream, sees);
     });
   };
 
   return {
-    Register: unary(ctx, `${JOB_PATH}Register`, async (raw) => {
+    Register: unary(ctx, registerPath, async (raw, call) => {
       const role = str((raw as Record<string, unknown> | null)?.role);
       if (!(JOB_ROLE_WHITELIST as readonly string[]).includes(role)) {
         ctx.log.warn('job service registration refused: role not in the whitelist', { role: clip(role) });
         return { kind: 'error', grpcCode: GrpcStatus.UNKNOWN, details: `role:${role} is not in whitelist` };
       }
+      // A tenant's pod always has a pod's address: an address no pod has is no client of ours.
+      const denied = ctx.gate.strangerRefusal(registerPath, call.getPeer());
+      if (denied !== undefined) return { kind: 'error', grpcCode: GrpcStatus.PERMISSION_DENIED, details: denied };
       if (registry.size >= registry.maxClients) {
         ctx.boundHit('grpc_job_clients', 'job service registration refused: client cap', { cap: registry.maxClients });
         return reply({ code: 429, info: `client num limit, max client num is ${registry.maxClients}`, clientId: '' });
       }
       const clientId = newUuid();
-      registry.add(clientId, role);
+      registry.add(clientId, role, ctx.gate.visibility(call.getPeer()));
       ctx.log.info('job service client registered', { role, clientId });
       return reply({ code: 200, info: 'registration successful', clientId });
     }),

@@ -29,7 +29,10 @@ describe('caller gate: a call on a job only from an address of one of its pods',
   const start = async (check: boolean): Promise<StubServer> => {
     refusedMethods.length = 0;
     t = await startStubServer({
-      ...(check ? { callerCheck: (jobId: string, ip: string, scope: string) => jobId === JOB && (ip === POD_IP || (scope === 'namespace' && ip === NEIGHBOUR)) } : {}),
+      ...(check ? { callerCheck: {
+        onJob: (jobId: string, ip: string, scope: string) => jobId === JOB && (ip === POD_IP || (scope === 'namespace' && ip === NEIGHBOUR)),
+        whois: () => ({ system: false, namespaces: new Set<string>() }),
+      } } : {}),
       onCallerRefused: (m) => void refusedMethods.push(m),
     }, [JOB]);
     return t;

@@ -28,8 +28,10 @@ export interface StubHandlers extends GrpcHandlers {
   readonly dataTraceNames: Map<string, string>;
   /** Get's answer for any job. */
   dataTraceGet: DataTraceOutcome<DataStatusRes>;
-  /** job.Job: what SubscribeJobSummarySignalList sends first. */
+  /** job.Job: what SubscribeJobSummarySignalList sends first (the signals the caller sees). */
   jobBatches: JobSummarySignal[][];
+  /** config.Config: MindIE job id -> the namespaces of its server jobs (none: unknown). */
+  readonly configNamespaces: Map<string, string[]>;
   /** Resolves with the first recorded item matching `pred`, waiting up to `timeoutMs`. */
   waitForCall(pred: (c: RecordedCall) => boolean, timeoutMs?: number): Promise<RecordedCall>;
   waitForClose(pred: (c: RecordedClose) => boolean, timeoutMs?: number): Promise<RecordedClose>;
@@ -67,6 +69,7 @@ export function stubHandlers(): StubHandlers {
     dataTraceJobs: new Set(),
     dataTraceNames: new Map(),
     jobBatches: [],
+    configNamespaces: new Map(),
     dataTraceGet: { error: 'configmaps "data-trace-job" not found' },
     recover: {
       init: (c) => (record('Init', c), stub.initAnswer(c)),
@@ -93,8 +96,13 @@ export function stubHandlers(): StubHandlers {
       query: (jobId) => (record('FaultQuery', jobId), stub.faultView(jobId)),
     },
     pubFault: { sendPublicFault: (r) => (record('SendPublicFault', r), stub.pubFaultAnswer) },
-    job: { allJobs: () => ({ batches: stub.jobBatches, total: stub.jobBatches.reduce((n, b) => n + b.length, 0) }) },
-    config: { subscribed: (jobId) => record('SubscribeRankTable', jobId) },
+    job: {
+      allJobs: (sees) => {
+        const batches = stub.jobBatches.map((b) => b.filter((x) => sees(x.namespace))).filter((b) => b.length > 0);
+        return { batches, total: batches.reduce((n, b) => n + b.length, 0) };
+      },
+    },
+    config: { subscribed: (jobId) => record('SubscribeRankTable', jobId), namespacesOf: (jobId) => stub.configNamespaces.get(jobId) ?? [] },
     dataTrace: {
       jobOf: (jobId) => (stub.dataTraceJobs.has(jobId) ? jobId : undefined),
       modify: (r, publish) => {

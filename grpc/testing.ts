@@ -6,6 +6,7 @@ import { Client, credentials, experimental, type ChannelCredentials, type Channe
 import type { GrpcLogger, RequestRecord } from './handlers.ts';
 import { loadClusterdServices, type ClusterdServices, type ServiceKey } from './protos.ts';
 import { startGrpcServer, type GrpcServerHandle, type GrpcServerOptions } from './server.ts';
+import type { CallerCheck } from './peer.ts';
 import { stubHandlers, type StubHandlers } from './stub-handlers.ts';
 import { realClock } from '../runtime/clock.ts';
 
@@ -57,6 +58,17 @@ export async function startStubServer(opts: Partial<GrpcServerOptions> = {}, job
       for (const c of clients) c.close();
       await server.shutdown(500);
     },
+  };
+}
+
+/**
+ * A caller check for tests: who is at each address (a system caller, or pods in these namespaces;
+ * an address not listed is no pod's), and which addresses are pods of which job.
+ */
+export function fakeCallerCheck(who: Record<string, { readonly system?: boolean; readonly namespaces?: readonly string[] }>, jobPods: Record<string, readonly string[]> = {}): CallerCheck {
+  return {
+    onJob: (jobId, ip) => jobPods[jobId]?.includes(ip) === true,
+    whois: (ip) => ({ system: who[ip]?.system === true, namespaces: new Set(who[ip]?.namespaces ?? []) }),
   };
 }
 

@@ -138,7 +138,7 @@ function allFeatureValues(ns: string, leaseNs: string): Record<string, unknown> 
     imagePullSecrets: [{ name: 'regcred' }],
     controller: {
       logLevel: 'debug', httpPort: 12253, httpHost: '::', grpcPort: 18899, grpcHost: '::', maxServedJobs: 500, grpcUnaryQps: 200,
-      grpcCallerCheck: 'off', grpcMaxRolesPerJob: 4, grpcMaxPublishersPerClient: 8, grpcMaxFaultPublishers: 100, grpcStreamMaxPending: 16,
+      grpcCallerCheck: 'off', grpcSystemNamespaces: 'ops,mindx-dl', grpcMaxRolesPerJob: 4, grpcMaxPublishersPerClient: 8, grpcMaxFaultPublishers: 100, grpcStreamMaxPending: 16,
       recoveryReportTimeoutSeconds: 600, recoveryTimings: 'preExitWait=5000,flush=500', recoveryFeedWindowMs: 50, hotSwitchNewPodTimeoutSeconds: 120, hotSwitchBackupPods: true,
       rescheduling: false, rescheduleBesideAscendPlugin: true, dryRun: true, leaderElect: true, leaderElectionNamespace: leaseNs, leaseDurationSeconds: 30,
       graceOverTimeSeconds: 1200, pendingEscalationSeconds: 120, clusterInfoRefreshSeconds: 20, burstWindowMs: 500,
@@ -366,7 +366,7 @@ describe('helm chart charts/clusterd-ts: rendering', () => {
     const want: Record<string, unknown> = {
       kubeconfig: '/etc/clusterd-ts/kubeconfig/config', logLevel: 'warn', httpPort: 12253, httpHost: '::', grpcPort: 18899, grpcHost: '::',
       grpcTlsCert: '/etc/clusterd-ts/tls/server.pem', grpcTlsKey: '/etc/clusterd-ts/tls/server-key.pem', maxServedJobs: 500, grpcUnaryQps: 200,
-      grpcCallerCheck: 'off', grpcMaxRolesPerJob: 4, grpcMaxPublishersPerClient: 8, grpcMaxFaultPublishers: 100, grpcStreamMaxPending: 16,
+      grpcCallerCheck: 'off', grpcSystemNamespaces: 'ops,mindx-dl', grpcMaxRolesPerJob: 4, grpcMaxPublishersPerClient: 8, grpcMaxFaultPublishers: 100, grpcStreamMaxPending: 16,
       recoveryReportTimeoutSeconds: 600, recoveryTimings: 'preExitWait=5000,flush=500', recoveryFeedWindowMs: 50, hotSwitchNewPodTimeoutSeconds: 120, hotSwitchBackupPods: true,
       rescheduling: false, rescheduleBesideAscendPlugin: true, dryRun: true, leaderElect: true, leaderElectionNamespace: 'lease-ns', leaseDurationSeconds: 30,
       graceOverTimeSeconds: 1200, pendingEscalationSeconds: 120, clusterInfoRefreshSeconds: 20, burstWindowMs: 500,

@@ -94,6 +94,7 @@ downward API provides (--grpc-host <- POD_IP, --node-name <- NODE_NAME) are only
 - {{ printf "--grpc-unary-qps=%d" (int64 $c.grpcUnaryQps) | quote }}
 - {{ printf "--max-served-jobs=%d" (int64 $c.maxServedJobs) | quote }}
 - {{ printf "--grpc-caller-check=%s" $c.grpcCallerCheck | quote }}
+- {{ printf "--grpc-system-namespaces=%s" $c.grpcSystemNamespaces | quote }}
 - {{ printf "--grpc-max-roles-per-job=%d" (int64 $c.grpcMaxRolesPerJob) | quote }}
 - {{ printf "--grpc-max-publishers-per-client=%d" (int64 $c.grpcMaxPublishersPerClient) | quote }}
 - {{ printf "--grpc-max-fault-publishers=%d" (int64 $c.grpcMaxFaultPublishers) | quote }}
