@@ -37,11 +37,14 @@ const OTHER_POD_IP = '127.0.0.31';
 /** Not a pod of any job. */
 const STRANGER = '127.0.0.1';
 const FAKE_JOBS = 4;
+/** TrainingDataTrace writes data-trace-<job> only for a job whose pods all mount this. */
+const DATA_TRACE_MOUNT = '/user/cluster-info/datatrace-config';
+const ON = { CommunicationOperator: 'on', Step: 'on', SaveCheckpoint: 'off', FP: 'on', DataLoader: 'off' };
 
 interface TenantJob { readonly name: string; readonly uid: string; readonly pg: string }
 
 /** What a tenant creates for a job: a Volcano Job and its PodGroup (process recovery on). */
-async function tenantJob(t: Tenant): Promise<TenantJob> {
+async function tenantJob(t: Tenant, labels: Record<string, string> = {}): Promise<TenantJob> {
   const name = `job-${rand()}`;
   const vc = await t.client.create<KubeObject>(paths.vcJobs(t.ns), {
     apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job', metadata: { name, namespace: t.ns },
@@ -51,7 +54,7 @@ async function tenantJob(t: Tenant): Promise<TenantJob> {
   const pg = `${name}-${uid}`;
   await t.client.create(paths.podGroups(t.ns), {
     apiVersion: 'scheduling.volcano.sh/v1beta1', kind: 'PodGroup',
-    metadata: { name: pg, namespace: t.ns, labels: { 'process-recover-enable': 'on' }, ownerReferences: [{ apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job', name, uid, controller: true }] },
+    metadata: { name: pg, namespace: t.ns, labels: { 'process-recover-enable': 'on', ...labels }, ownerReferences: [{ apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job', name, uid, controller: true }] },
     spec: { minMember: 1 },
   });
   return { name, uid, pg };
@@ -61,21 +64,38 @@ async function tenantJob(t: Tenant): Promise<TenantJob> {
  * A pod of the job (created by the tenant) that runs at `ip`: bound to a node nobody runs, so
  * neither the scheduler nor kwok touches it, and its status written by the admin as a kubelet would.
  */
-async function podAt(t: Tenant, admin: KubeClient, job: TenantJob, ip: string): Promise<void> {
+async function podAt(t: Tenant, admin: KubeClient, job: TenantJob, ip: string, dataTrace = false): Promise<void> {
   const name = `${job.name}-worker-0`;
+  const mount = dataTrace ? { volumes: [{ name: 'dt', emptyDir: {} }] } : {};
   await t.client.create(paths.pods(t.ns), {
     apiVersion: 'v1', kind: 'Pod',
     metadata: {
       name, namespace: t.ns, annotations: { 'scheduling.k8s.io/group-name': job.pg, 'hccl/rankIndex': '0' },
       ownerReferences: [{ apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job', name: job.name, uid: job.uid, controller: true }],
     },
-    spec: { nodeName: `tenant-grpc-host-${rand()}`, restartPolicy: 'Never', containers: [{ name: 'train', image: 'training:latest' }] },
+    spec: {
+      nodeName: `tenant-grpc-host-${rand()}`, restartPolicy: 'Never', ...mount,
+      containers: [{ name: 'train', image: 'training:latest', ...(dataTrace ? { volumeMounts: [{ name: 'dt', mountPath: DATA_TRACE_MOUNT }] } : {}) }],
+    },
   });
   await admin.patch(paths.podStatus(t.ns, name), { status: { phase: 'Running', podIP: ip, podIPs: [{ ip }], conditions: [{ type: 'Ready', status: 'True' }] } });
 }
 
+/** A pod of a system component (admin-created, in a system namespace) running at `ip`. */
+async function systemPodAt(admin: KubeClient, ns: string, ip: string): Promise<void> {
+  const name = `system-agent-${rand()}`;
+  await admin.create(paths.pods(ns), {
+    apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: ns },
+    spec: { nodeName: `tenant-grpc-host-${rand()}`, restartPolicy: 'Never', containers: [{ name: 'agent', image: 'agent:latest' }] },
+  });
+  await admin.patch(paths.podStatus(ns, name), { status: { phase: 'Running', podIP: ip, podIPs: [{ ip }] } });
+}
+
 const code = (p: Promise<{ code: number }>): Promise<string> =>
   p.then((r) => `code ${r.code}`, (e: { code: number }) => `grpc ${GrpcStatus[e.code] ?? e.code}`);
+const refusedOf = async (metrics: Metrics, method: string): Promise<number> =>
+  (await metrics.grpcCallerRefused.get()).values.find((v) => v.labels.method === method)?.value ?? 0;
+type SignalList = { jobSummarySignals: Array<{ jobId: string; namespace: string }>; JobTotalNum: number };
 
 describe('tenant gRPC: calls act only on a job with a pod at the caller\'s address; caps hold', () => {
   const admin = adminClient();
@@ -204,4 +224,127 @@ describe('tenant gRPC: calls act only on a job with a pod at the caller\'s addre
     session.destroy();
     await reportChipFault(admin, nodes[0]!, 'Ascend910-0', '8C000000', 'NotHandleFault', false);
   }, 120_000);
+  describe('calls that name a namespace: TrainingDataTrace Modify/Get, job.Job, config.Config', () => {
+    const POD_A = '127.0.0.61';
+    const POD_B = '127.0.0.62';
+    const SYSTEM_POD = '127.0.0.63';
+    let a: Tenant;
+    let b: Tenant;
+    let jobA: TenantJob;
+    let jobB: TenantJob;
+    const mindieId = `mindie-${rand()}`;
+    const modifyPath = '/TrainingDataTrace/ModifyTrainingDataTraceSwitch';
+    const getPath = '/TrainingDataTrace/GetTrainingDataTraceSwitch';
+
+    beforeAll(async () => {
+      a = await newTenant(admin, 'tgrpc-a');
+      b = await newTenant(admin, 'tgrpc-b');
+      jobA = await tenantJob(a);
+      await podAt(a, admin, jobA, POD_A);
+      jobB = await tenantJob(b, { jobID: mindieId, app: 'mindie-ms-server' });
+      await podAt(b, admin, jobB, POD_B, true);
+      await systemPodAt(admin, 'mindx-dl', SYSTEM_POD);
+      await eventually(() => [jobA, jobB].every((j) => manager.recovery.lookup(j.uid) !== undefined), 15_000);
+    }, 60_000);
+    afterAll(async () => {
+      await removeJobs(admin, [a?.ns, b?.ns].filter((x): x is string => x !== undefined));
+      for (const p of (await admin.list<{ metadata?: { name?: string } }>(paths.pods('mindx-dl'))).items) {
+        if (p.metadata?.name?.startsWith('system-agent-') === true) await admin.delete(`${paths.pods('mindx-dl')}/${p.metadata.name}`, { gracePeriodSeconds: 0 }).catch(() => undefined);
+      }
+    }, 30_000);
+
+    it('TrainingDataTrace: a pod in A can neither switch nor read B\'s job (PERMISSION_DENIED, nothing written, counted); B\'s pod and a system pod can', async () => {
+      const dataTrace = paths.configMap(b.ns, `data-trace-${jobB.name}`);
+      const before = { modify: await refusedOf(metrics, modifyPath), get: await refusedOf(metrics, getPath) };
+      const fromA = from(POD_A);
+      expect(await code(unaryCall(fromA, 'trainingDataTrace', 'ModifyTrainingDataTraceSwitch', { jobNsName: `${b.ns}/${jobB.name}`, profilingSwitch: ON }))).toBe('grpc PERMISSION_DENIED');
+      expect(await code(unaryCall(fromA, 'trainingDataTrace', 'GetTrainingDataTraceSwitch', { jobNsName: `${b.ns}/${jobB.name}` }))).toBe('grpc PERMISSION_DENIED');
+      expect(await refusedOf(metrics, modifyPath)).toBe(before.modify + 1);
+      expect(await refusedOf(metrics, getPath)).toBe(before.get + 1);
+      expect(await admin.getOrUndefined(dataTrace)).toBeUndefined();
+
+      // B's own pod: ClusterD's answers, and the switch is written to data-trace-<job> in B.
+      const fromB = from(POD_B);
+      expect(await eventually(async () => {
+        const r = await code(unaryCall(fromB, 'trainingDataTrace', 'ModifyTrainingDataTraceSwitch', { jobNsName: `${b.ns}/${jobB.name}`, profilingSwitch: ON }));
+        return r === 'code 200' ? r : undefined;
+      }, 15_000)).toBe('code 200');
+      expect((await admin.get<ConfigMap>(dataTrace)).data?.profilingSwitch).toContain('"CommunicationOperator":"on"');
+      expect(await unaryCall(fromB, 'trainingDataTrace', 'GetTrainingDataTraceSwitch', { jobNsName: `${b.ns}/${jobB.name}` })).toMatchObject({ code: 200, profilingSwitch: ON });
+      // A system component's pod (mindx-dl) may read and switch any namespace's job.
+      const fromSystem = from(SYSTEM_POD);
+      expect(await unaryCall(fromSystem, 'trainingDataTrace', 'GetTrainingDataTraceSwitch', { jobNsName: `${b.ns}/${jobB.name}` })).toMatchObject({ code: 200, profilingSwitch: ON });
+      expect(await code(unaryCall(fromSystem, 'trainingDataTrace', 'ModifyTrainingDataTraceSwitch', { jobNsName: `${b.ns}/${jobB.name}`, profilingSwitch: { ...ON, FP: 'off' } }))).toBe('code 200');
+      expect((await admin.get<ConfigMap>(dataTrace)).data?.profilingSwitch).toContain('"FP":"off"');
+      // A still cannot, and B's ConfigMap is as the system pod left it.
+      expect(await code(unaryCall(fromA, 'trainingDataTrace', 'ModifyTrainingDataTraceSwitch', { jobNsName: `${b.ns}/${jobB.name}`, profilingSwitch: ON }))).toBe('grpc PERMISSION_DENIED');
+      expect((await admin.get<ConfigMap>(dataTrace)).data?.profilingSwitch).toContain('"FP":"off"');
+    }, 60_000);
+
+    it('job.Job: a pod in A gets A\'s jobs only; a system pod gets A\'s and B\'s', async () => {
+      const listFrom = async (ip: string): Promise<SignalList> => {
+        const c = from(ip);
+        const { clientId } = await unaryCall<{ clientId: string }>(c, 'job', 'Register', { role: 'FdAgent' });
+        const s = openStream<SignalList>(c, 'job', 'SubscribeJobSummarySignalList', { role: 'FdAgent', clientId });
+        await eventually(() => s.messages.length > 0, 10_000);
+        s.cancel();
+        return s.messages[0]!;
+      };
+      const jobsOf = (l: SignalList): string[] => l.jobSummarySignals.map((x) => x.jobId);
+      await eventually(async () => jobsOf(await listFrom(SYSTEM_POD)).includes(jobB.uid) || undefined, 15_000);
+      const tenantList = await listFrom(POD_A);
+      expect(jobsOf(tenantList)).toContain(jobA.uid);
+      expect(new Set(tenantList.jobSummarySignals.map((x) => x.namespace))).toEqual(new Set([a.ns]));
+      expect(tenantList.JobTotalNum).toBe(tenantList.jobSummarySignals.length);
+      const systemList = await listFrom(SYSTEM_POD);
+      expect(jobsOf(systemList)).toEqual(expect.arrayContaining([jobA.uid, jobB.uid]));
+    }, 60_000);
+
+    it('config.Config: A cannot register or subscribe for B\'s MindIE job id; B\'s pod can', async () => {
+      const who = { jobId: mindieId, role: 'mindie-ms-controller' };
+      const path = '/config.Config/Register';
+      const before = await refusedOf(metrics, path);
+      expect(await code(unaryCall(from(POD_A), 'config', 'Register', who))).toBe('grpc PERMISSION_DENIED');
+      expect(manager.grpc.server!.configRegistry.registered(mindieId)).toBe(false);
+      expect(await refusedOf(metrics, path)).toBe(before + 1);
+      expect(await code(unaryCall(from(POD_B), 'config', 'Register', who))).toBe('code 0');
+      const stolen = openStream(from(POD_A), 'config', 'SubscribeRankTable', who);
+      expect((await stolen.done).code).toBe(GrpcStatus.PERMISSION_DENIED);
+      expect(manager.grpc.server!.configRegistry.registered(mindieId)).toBe(true);
+    }, 60_000);
+  });
+});
+
+describe('tenant gRPC with --grpc-caller-check=off: ClusterD\'s open port', () => {
+  const admin = adminClient();
+  let manager: Manager | undefined;
+  let client: Client | undefined;
+  const tenants: Tenant[] = [];
+  afterAll(async () => {
+    client?.close();
+    await manager?.stop();
+    await removeJobs(admin, tenants.map((t) => t.ns));
+  }, 30_000);
+
+  it('a pod in A switches B\'s data trace, and the controller writes data-trace-<job> in B', async () => {
+    manager = new Manager({ clock: realClock, client: admin, metrics: new Metrics({ processMetrics: false }), log: silentLogger,
+      options: parseOptions(['--http-port=0', '--grpc-port=0', '--grpc-host=127.0.0.1', '--cluster-info-refresh-seconds=0', '--grpc-caller-check=off'], {}),
+    });
+    await manager.start();
+    const server = await manager.grpc.ready();
+    const a = await newTenant(admin, 'tgrpc-off-a');
+    const b = await newTenant(admin, 'tgrpc-off-b');
+    tenants.push(a, b);
+    const jobA = await tenantJob(a);
+    await podAt(a, admin, jobA, '127.0.0.71');
+    const jobB = await tenantJob(b);
+    await podAt(b, admin, jobB, '127.0.0.72', true);
+    await eventually(() => manager!.recovery.lookup(jobB.uid) !== undefined, 15_000);
+    client = new Client(fromTarget('127.0.0.71', `127.0.0.1:${server!.port}`), credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 });
+    expect(await eventually(async () => {
+      const r = await code(unaryCall(client!, 'trainingDataTrace', 'ModifyTrainingDataTraceSwitch', { jobNsName: `${b.ns}/${jobB.name}`, profilingSwitch: ON }));
+      return r === 'code 200' ? r : undefined;
+    }, 15_000)).toBe('code 200');
+    expect((await admin.get<ConfigMap>(paths.configMap(b.ns, `data-trace-${jobB.name}`))).data?.profilingSwitch).toContain('"CommunicationOperator":"on"');
+  }, 90_000);
 });
