@@ -10,6 +10,10 @@
  * - fault.Fault Register with a new role each time: the publishers held stay under the caps; for a
  *   job, only from a pod in the job's namespace (a MindIE controller beside its server job).
  * - A fault stream whose client never reads is reset at --grpc-stream-max-pending queued messages.
+ * - Calls that name a namespace (docs/grpc.md#system-callers): a pod in A can neither switch nor read
+ *   B's TrainingDataTrace (nothing written in B), gets only A's jobs from job.Job, and cannot register
+ *   B's MindIE job id in config.Config; B's pod and a system pod (mindx-dl) can. With
+ *   --grpc-caller-check=off, A switches B's data trace, as ClusterD lets any caller.
  *
  * "A pod's address" is real here: the pod's status.podIP (written by the admin, as the kubelet
  * would) is a 127.0.0.x loopback alias, and the client binds its connections to it
