@@ -1,5 +1,6 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
-import { normalizeIp, peerIp } from './peer.ts';
+import { CallerGate, normalizeIp, peerIp } from './peer.ts';
+import { silentLogger } from './handlers.ts';
 import { eventually } from './stub-handlers.ts';
 import { openStream, startStubServer, unaryCall, unaryError, type StubServer } from './testing.ts';
 
@@ -20,6 +21,40 @@ describe('peerIp / normalizeIp', () => {
     expect(peerIp('unknown')).toBe('');
     expect(peerIp('')).toBe('');
     expect(normalizeIp('FD00::A')).toBe('fd00::a');
+  });
+});
+
+describe('caller gate: calls that name a namespace', () => {
+  const who = { '10.0.0.1': { system: false, namespaces: new Set(['team-a']) }, '10.0.0.2': { system: true, namespaces: new Set(['mindx-dl']) } } as const;
+  const check = { onJob: () => false, whois: (ip: string) => who[ip as keyof typeof who] ?? { system: false, namespaces: new Set<string>() } };
+  const gate = (on: boolean, refused: string[] = []) => new CallerGate(on ? check : undefined, silentLogger, (m) => void refused.push(m), () => 0);
+
+  it('a pod in the namespace or a system caller passes; others are refused and counted', () => {
+    const refused: string[] = [];
+    const g = gate(true, refused);
+    expect(g.namespaceRefusal('/m', ['team-a'], '10.0.0.1:5000')).toBeUndefined();
+    expect(g.namespaceRefusal('/m', ['team-b', 'team-a'], '10.0.0.1:5000')).toBeUndefined();
+    expect(g.namespaceRefusal('/m', ['team-b'], '10.0.0.2:5000')).toBeUndefined();
+    expect(g.namespaceRefusal('/m', ['team-b'], '10.0.0.1:5000')).toBe('caller 10.0.0.1 is neither a system caller nor a pod in namespace team-b');
+    expect(g.namespaceRefusal('/m', ['team-b'], 'unknown')).toBe('caller unknown is neither a system caller nor a pod in namespace team-b');
+    expect(g.strangerRefusal('/s', '10.0.0.1:5000')).toBeUndefined();
+    expect(g.strangerRefusal('/s', '10.0.0.2:5000')).toBeUndefined();
+    expect(g.strangerRefusal('/s', '10.0.0.9:5000')).toBe('caller 10.0.0.9 is neither a pod nor a system caller');
+    expect(refused).toEqual(['/m', '/m', '/s']);
+    const sees = g.visibility('10.0.0.1:5000');
+    expect([sees('team-a'), sees('team-b')]).toEqual([true, false]);
+    expect(g.visibility('10.0.0.2:5000')('team-b')).toBe(true);
+    expect(g.visibility('unknown')('team-a')).toBe(false);
+  });
+
+  it('without a check (--grpc-caller-check=off) every caller sees and acts on every namespace, as ClusterD', () => {
+    const refused: string[] = [];
+    const g = gate(false, refused);
+    expect(g.namespaceRefusal('/m', ['team-b'], '10.0.0.9:5000')).toBeUndefined();
+    expect(g.namespaceRefusal('/m', [], '10.0.0.9:5000')).toBeUndefined();
+    expect(g.strangerRefusal('/s', 'unknown')).toBeUndefined();
+    expect(g.visibility('10.0.0.9:5000')('team-b')).toBe(true);
+    expect(refused).toEqual([]);
   });
 });
 
