@@ -6,7 +6,7 @@
  */
 import { spawn, execFileSync } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync, rmSync, existsSync, readFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync, rmSync, existsSync, readFileSync, renameSync } from 'node:fs';
 import { request } from 'node:https';
 import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
@@ -50,7 +50,7 @@ export interface ControlPlaneInfo {
   readonly etcdDataDir: string;
 }
 
-interface Proc { readonly name: string; readonly pid: number; readonly exited: Promise<void> }
+interface Proc { readonly name: string; readonly pid: number; readonly exited: Promise<void>; readonly hasExited: () => boolean }
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -62,6 +62,16 @@ export async function freePort(): Promise<number> {
       const port = typeof addr === 'object' && addr !== null ? addr.port : 0;
       srv.close(() => resolve(port));
     });
+  });
+}
+
+/** Can a listener bind 127.0.0.1:port now? */
+async function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.unref();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
   });
 }
 
@@ -169,8 +179,9 @@ export class ControlPlane {
     const child = spawn(process.execPath, [SUPERVISE, String(watch), log, '--', bin, ...args], { detached: true, stdio: 'ignore' });
     child.unref();
     if (child.pid === undefined) throw new Error(`could not start ${name}`);
-    const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-    const proc = { name, pid: child.pid, exited };
+    let gone = false;
+    const exited = new Promise<void>((resolve) => child.on('exit', () => { gone = true; resolve(); }));
+    const proc = { name, pid: child.pid, exited, hasExited: () => gone };
     this.procs.set(name, proc);
     writeFileSync(join(this.opts.workDir, 'pids'), [...this.procs.values()].map((p) => `${p.name} ${p.pid}`).join('\n') + '\n');
     return proc;
@@ -197,16 +208,18 @@ export class ControlPlane {
     const shm = existsSync('/dev/shm') ? '/dev/shm' : w;
     this.etcdDataDir = join(shm, `clusterd-ts-etcd-${process.pid}-${randomBytes(4).toString('hex')}`);
 
-    const [etcdPort, peerPort] = [await freePort(), await freePort()];
-    this.etcdUrl = `http://127.0.0.1:${etcdPort}`;
-    this.spawnSupervised('etcd', this.bin('etcd'), [
-      `--data-dir=${this.etcdDataDir}`, '--name=default',
-      `--listen-client-urls=${this.etcdUrl}`, `--advertise-client-urls=${this.etcdUrl}`,
-      `--listen-peer-urls=http://127.0.0.1:${peerPort}`, `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
-      `--initial-cluster=default=http://127.0.0.1:${peerPort}`,
-      '--unsafe-no-fsync', '--quota-backend-bytes=8589934592', '--log-level=warn',
-    ]);
-    await this.waitFor('etcd', async () => (await etcdPost(this.etcdUrl, '/v3/kv/range', { key: 'Lw==' })).header !== undefined, 20_000);
+    await this.onFreshPorts('etcd', async () => {
+      const [etcdPort, peerPort] = [await freePort(), await freePort()];
+      this.etcdUrl = `http://127.0.0.1:${etcdPort}`;
+      this.spawnSupervised('etcd', this.bin('etcd'), [
+        `--data-dir=${this.etcdDataDir}`, '--name=default',
+        `--listen-client-urls=${this.etcdUrl}`, `--advertise-client-urls=${this.etcdUrl}`,
+        `--listen-peer-urls=http://127.0.0.1:${peerPort}`, `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
+        `--initial-cluster=default=http://127.0.0.1:${peerPort}`,
+        '--unsafe-no-fsync', '--quota-backend-bytes=8589934592', '--log-level=warn',
+      ]);
+      await this.waitFor('etcd', async () => (await etcdPost(this.etcdUrl, '/v3/kv/range', { key: 'Lw==' })).header !== undefined, 20_000);
+    });
 
     const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
     writeFileSync(join(w, 'sa.pub'), publicKey.export({ type: 'spki', format: 'pem' }));
@@ -232,7 +245,14 @@ export class ControlPlane {
       ]);
     }
     // In parallel: each takes seconds to become ready, and they only share etcd.
-    await Promise.all(this.apiserverArgs.map((_, i) => this.startApiserver(i)));
+    await Promise.all(this.apiserverArgs.map((_, i) => this.onFreshPorts(`kube-apiserver-${i}`, async () => {
+      if (!(await portFree(Number(new URL(this.servers[i]!).port)))) {
+        const port = await freePort(); // lost since it was picked: the arguments name a new one
+        this.servers[i] = `https://127.0.0.1:${port}`;
+        this.apiserverArgs[i] = this.apiserverArgs[i]!.map((a) => (a.startsWith('--secure-port=') ? `--secure-port=${port}` : a));
+      }
+      await this.startApiserver(i);
+    })));
     writeFileSync(this.kubeconfigPath, kubeconfigYaml(this.servers[0]!, this.adminToken));
     await this.installCrds();
     if (this.opts.scheduler === true) await this.startScheduler();
@@ -240,11 +260,33 @@ export class ControlPlane {
     if (this.opts.volcano !== undefined) await this.startVolcano(this.opts.volcano);
   }
 
+  /**
+   * Starts a process on ports just found free, again on new ones (up to three times) when it lost
+   * one of them to another process between the probe and its bind: parallel test runs and their
+   * peers pick ports all the time.
+   */
+  private async onFreshPorts(name: string, start: () => Promise<void>): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await start();
+        return;
+      } catch (e) {
+        const log = join(this.opts.workDir, `${name}.log`);
+        const lost = existsSync(log) && readFileSync(log, 'utf8').includes('address already in use');
+        if (!lost || attempt >= 3) throw e;
+        await this.killProc(name, 'SIGKILL');
+        renameSync(log, `${log}.port-taken-${attempt}`);
+      }
+    }
+  }
+
   private async waitFor(name: string, probe: () => Promise<boolean>, timeoutMs: number): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     let last = '';
     while (Date.now() < deadline) {
-      if (!this.procs.has(name)) throw new Error(`${name} is not running`);
+      const p = this.procs.get(name);
+      if (p === undefined) throw new Error(`${name} is not running`);
+      if (p.hasExited()) throw new Error(`${name} exited before it was ready\n${this.logTail(name)}`);
       try { if (await probe()) return; } catch (e) { last = String(e); }
       await sleep(100);
     }
