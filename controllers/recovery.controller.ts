@@ -395,7 +395,7 @@ export class RecoveryController implements RecoveryStatus {
     const sameJson = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
     const rec = (event: RecoveryEvent) => void job.feed({ machine: 'recovery', event });
     rec({ type: 'podsObserved', pods: f.pods });
-    rec({ type: 'podGroupObserved', exists: f.podGroup.exists, phase: f.podGroup.phase });
+    rec({ type: 'podGroupObserved', exists: f.podGroup.exists, phase: f.podGroup.phase, platform: f.podGroup.platform });
     if (!sameJson({ ...job.recovery.config }, f.config)) rec({ type: 'configChanged', config: f.config });
     rec({ type: 'faultObserved', jobHealth: f.jobHealth, ranks: f.ranks });
     void job.feed({ machine: 'hotSwitch', event: { type: 'podsObserved', pods: f.hotSwitchPods } });

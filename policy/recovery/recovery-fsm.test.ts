@@ -37,6 +37,8 @@ type Row = [row: string, from: RecoveryPhase, event: RecoveryFsmEvent, to: Recov
 const ROWS: Row[] = [
   ['1', 'INIT', 'faultOccur', 'NotifyWaitFaultFlushingState', (r) => expect(ops(r)).toEqual(['notifyFaultFlushing'])],
   ['2', 'NotifyWaitFaultFlushingState', 'notifyFinish', 'NotifyStopTrainState', (r) => expect(signals(r)).toEqual(['stopTrain'])],
+  // docs/rules.md#recover.platform-mode: no platform strategy within ProcessControlTimeout -> fault retry (label pause).
+  ['3', 'NotifyWaitFaultFlushingState', 'waitPlatStrategyTimeout', 'FaultRetryState', (r) => expect(types(r)).toEqual(['setPodGroupLabel'])],
   ['4', 'NotifyWaitFaultFlushingState', 'dumpForFault', 'NotifyDumpState', (r) => {
     expect(ops(r)).toEqual(['fault']);
     expect(signals(r)).toEqual(['saveAndExit']);
@@ -55,6 +57,7 @@ const ROWS: Row[] = [
   }],
   ['14', 'NotifyGlobalFaultState', 'notifySuccess', 'WaitReportRecoverStrategyState', (r) => expect(timers(r)).toEqual({ schedule: 270_000, schedulePoll: 5_000, report: 900_000 })],
   ['15', 'NotifyGlobalFaultState', 'notifyFail', 'NotifyKillJobState', (r) => expect(signals(r)).toEqual(['killMaster'])],
+  ['16', 'NotifyGlobalFaultState', 'writeConfirmFaultOrWaitResultFaultTimeout', 'FaultRetryState', (r) => expect(types(r)).toEqual(['setPodGroupLabel'])],
   ['17', 'WaitReportRecoverStrategyState', 'receiveReport', 'NotifyDecidedStrategyState', (r) => expect(signals(r)).toEqual(['changeStrategy:recover'])],
   ['18', 'WaitReportRecoverStrategyState', 'receiveTimeout', 'FaultClearState', (r) => expect(ops(r)).toEqual(['clear'])],
   ['19', 'NotifyDecidedStrategyState', 'notifyRetryStrategySuccess', 'WaitReportStepRetryStatusState', (r) => expect(timers(r)).toEqual({ report: 900_000 })],
