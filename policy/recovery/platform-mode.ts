@@ -43,6 +43,7 @@ const KNOWN_TYPES: readonly string[] = Object.values(FAULT_TYPE);
 
 /** ClusterD's String2Faults: trim spaces, then commas; `rank:type` items split on ','. */
 export function parsePlatformFaults(raw: string | undefined): ParsedFaults {
+  if (raw !== undefined && raw.length > MAX_PLATFORM_FAULTS_CHARS) return { faults: [], bad: [`(${raw.length} chars)`] };
   const s = (raw ?? '').trim().replace(/^,+|,+$/g, '');
   if (s === '') return { faults: [], bad: [] };
   const faults: RankFault[] = [];
@@ -107,5 +108,29 @@ export function platformAnnotationsOf(annotations: Readonly<Record<string, strin
   if (confirm !== undefined) out.confirm = confirm;
   if (result !== undefined) out.result = result;
   if (rankTableReady !== undefined) out.rankTableReady = rankTableReady;
+  return out;
+}
+
+/** Longest annotation value read as a fault list (larger ones are bad input, as in docs/formats.md#job-knobs). */
+export const MAX_PLATFORM_FAULTS_CHARS = 128 * 1024;
+
+/** What is wrong with the platform's annotations (for a log line and a metric; the FSM ignores the bad parts). */
+export function platformAnnotationProblems(view: PlatformAnnotations): string[] {
+  const out: string[] = [];
+  const st = view.strategy?.trim().replace(/^,+|,+$/g, '');
+  if (st !== undefined && st !== '' && !['retry', 'recover', 'dump', 'exit'].includes(st)) {
+    out.push(`${PLATFORM_KEY.strategy}: unknown strategy ${JSON.stringify(st.slice(0, 64))}`);
+  }
+  for (const [key, raw] of [[PLATFORM_KEY.confirm, view.confirm], [PLATFORM_KEY.result, view.result]] as const) {
+    if (raw === undefined) continue;
+    if (raw.length > MAX_PLATFORM_FAULTS_CHARS) {
+      out.push(`${key}: value of ${raw.length} chars exceeds ${MAX_PLATFORM_FAULTS_CHARS}`);
+      continue;
+    }
+    const bad = parsePlatformFaults(raw).bad;
+    if (bad.length > 0) out.push(`${key}: malformed items ${bad.slice(0, 5).map((b) => JSON.stringify(b)).join(', ')}${bad.length > 5 ? ` and ${bad.length - 5} more` : ''}`);
+  }
+  const rt = view.rankTableReady;
+  if (rt !== undefined && rt !== '' && rt !== 'true' && rt !== 'false') out.push(`${PLATFORM_KEY.rankTableReady}: ${JSON.stringify(rt.slice(0, 64))} is neither true nor false (taken as failed)`);
   return out;
 }

@@ -4,7 +4,7 @@
  * timer (ClusterD's ProcessControlTimeout, 300 s).
  */
 import { recoveryHarness, resetOps, signalsOf, signalTypes, type RecoveryHarness } from '../../test/support/recovery-fixtures.ts';
-import { dedupeFaults, parsePlatformFaults, platformResult, platformStrategy, rankTableState } from './platform-mode.ts';
+import { dedupeFaults, MAX_PLATFORM_FAULTS_CHARS, parsePlatformFaults, platformAnnotationProblems, platformResult, platformStrategy, rankTableState } from './platform-mode.ts';
 import type { ObservedFaultRank, PlatformAnnotations } from './recovery-types.ts';
 
 const feed = (h: RecoveryHarness, ranks: ObservedFaultRank[]) => h.feed({ type: 'faultObserved', jobHealth: 'UnHealthy', ranks });
@@ -278,6 +278,18 @@ describe('platform annotation parsing (platform-mode.ts)', () => {
   it('result: absent = no answer; result and confirm merged', () => {
     expect(platformResult({ confirm: '1:1' })).toEqual({ answered: false });
     expect(platformResult({ confirm: '1:0', result: '1:1,2:1' })).toEqual({ answered: true, faults: [{ rankId: 1, faultType: '1' }, { rankId: 2, faultType: '1' }], bad: [] });
+  });
+
+  it('bad input: the problems named for the log line and the metric; an oversized list is not parsed', () => {
+    expect(platformAnnotationProblems({ strategy: 'retry', confirm: '1:0', result: '', rankTableReady: 'false' })).toEqual([]);
+    expect(platformAnnotationProblems({ strategy: 'later', result: '1:1,x', rankTableReady: 'yes' })).toEqual([
+      'ProcessRecoverStrategy: unknown strategy "later"',
+      'ProcessResultFault: malformed items "x"',
+      'RankTableReady: "yes" is neither true nor false (taken as failed)',
+    ]);
+    const huge = '1:1,'.repeat(MAX_PLATFORM_FAULTS_CHARS / 4 + 1);
+    expect(parsePlatformFaults(huge).faults).toEqual([]);
+    expect(platformAnnotationProblems({ confirm: huge })[0]).toContain('exceeds');
   });
 
   it('RankTableReady: true ready, absent or empty wait, else failed', () => {
