@@ -64,7 +64,8 @@ const ROWS: Row[] = [
   ['20', 'NotifyDecidedStrategyState', 'notifyRecoverStrategySuccess', 'WaitReportProcessRecoverStatusState', (r) => expect(timers(r)).toEqual({ report: 900_000, schedule: 270_000, schedulePoll: 5_000 })],
   ['21', 'NotifyDecidedStrategyState', 'notifyDumpStrategySuccess', 'WaitReportDumpStatusState', (r) => expect(timers(r)).toEqual({ report: 900_000 })],
   ['22', 'NotifyDecidedStrategyState', 'notifyExitStrategySuccess', 'CheckRecoverResultState', (r) => {
-    expect(r.commands.find((c) => c.type === 'setPodGroupAnnotations')).toMatchObject({ annotations: { ProcessRecoverStatus: 'exit-completed' } });
+    // handleDecideExitStrategy: straight on, no status report read, no ProcessRecoverStatus written.
+    expect(r.commands.find((c) => c.type === 'setPodGroupAnnotations')).toBeUndefined();
     expect(r.state.phase).toBe('ListenScheduleResultState');
   }, { current: 'exit' }],
   ['23', 'NotifyDecidedStrategyState', 'notifyFail', 'FaultClearState', (r) => expect(ops(r)).toEqual(['clear'])],

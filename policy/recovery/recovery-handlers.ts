@@ -213,10 +213,9 @@ const waitRecoverStatus: Handler = (ctx) => {
 /** Rows 22, 26, 28, 44, 48, 52 -> row 29: evaluate the result. */
 const evaluate: Handler = (ctx) => {
   const s = ctx.s;
-  if (s.current === 'exit') {
-    annotateStatus(ctx, 'exit-completed');
-    return 'checkFinish';
-  }
+  // Row 22: ClusterD's handleDecideExitStrategy goes on at once, no status report read and no
+  // ProcessRecoverStatus written; exit-completed is only for a status report naming exit.
+  if (s.current === 'exit') return 'checkFinish';
   const st = s.lastStatus;
   if (st === null) throw new RecoveryHandlerError('no status report to evaluate');
   const ok = st.code === REPORT_CODE.ok;
@@ -255,6 +254,9 @@ const evaluate: Handler = (ctx) => {
       });
       return 'checkFinish';
     }
+    case CHANGE_STRATEGY.exit:
+      annotateStatus(ctx, 'exit-completed');
+      return 'checkFinish';
     case CHANGE_STRATEGY.downgrade:
       return ok ? 'scaleInSuccessEvent' : 'recoverFail';
     case CHANGE_STRATEGY.upgrade:

@@ -44,7 +44,7 @@ export const PROCESS_PLATFORM: Scenario = {
     // recover chosen: it waits for RankTableReady, no changeStrategy yet.
     { name: 'nothing written for 10 s (recover waits for RankTableReady)', ms: 10_000 },
     { name: 'the platform: RankTableReady=false', writes: () => [platform({ RankTableReady: 'false' })] },
-    // The strategy is read again (recover): chooseForRecoverFail -> exit; exit-completed; RetryTime+1,
+    // The strategy is read again (recover): chooseForRecoverFail -> exit (no ProcessRecoverStatus); RetryTime+1,
     // clear, fault retry with no schedule waits; the job runs: label on, reset.
     { name: 'exchange up to the exit status', perSide: (ctx) => exchange(ctx, answered('ReportRecoverStatus'), 30_000) },
     { name: 'nothing written for 30 s (fault retry, the recovery ends)', ms: 30_000 },
