@@ -24,6 +24,7 @@ import { initialRecoveryState } from '../policy/recovery/recovery-fsm.ts';
 import type { RecoveryEvent } from '../policy/recovery/recovery-types.ts';
 import type { HandOffSink } from '../actions/job-action-executor.ts';
 import { parseRecoveryTimings } from '../policy/recovery/recovery-timings.ts';
+import { platformAnnotationProblems } from '../policy/recovery/platform-mode.ts';
 import { objectKey } from '../runtime/reflector.ts';
 import { ControllerLoop } from '../runtime/controller-loop.ts';
 import { WorkQueue } from '../runtime/work-queue.ts';
@@ -119,6 +120,8 @@ export class RecoveryController implements RecoveryStatus {
    */
   private readonly resolved = new Map<string, string>();
   private readonly gaugeState = new Map<string, string>();
+  /** Job -> the platform annotation problems last logged (logged and counted once each time they change). */
+  private readonly platformWarned = new Map<string, string>();
   /**
    * Feeds a job's current picture to its FSMs (`recovery_feed`, key: the job key); a key added with
    * `addAfter(recoveryFeedWindowMs)` coalesces the job's changes within the window. One per leadership term.
@@ -395,7 +398,8 @@ export class RecoveryController implements RecoveryStatus {
     const sameJson = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
     const rec = (event: RecoveryEvent) => void job.feed({ machine: 'recovery', event });
     rec({ type: 'podsObserved', pods: f.pods });
-    rec({ type: 'podGroupObserved', exists: f.podGroup.exists, phase: f.podGroup.phase });
+    rec({ type: 'podGroupObserved', exists: f.podGroup.exists, phase: f.podGroup.phase, platform: f.podGroup.platform });
+    if (f.config.platformMode === true) this.warnPlatform(job, platformAnnotationProblems(f.podGroup.platform));
     if (!sameJson({ ...job.recovery.config }, f.config)) rec({ type: 'configChanged', config: f.config });
     rec({ type: 'faultObserved', jobHealth: f.jobHealth, ranks: f.ranks });
     void job.feed({ machine: 'hotSwitch', event: { type: 'podsObserved', pods: f.hotSwitchPods } });
@@ -404,6 +408,19 @@ export class RecoveryController implements RecoveryStatus {
       void job.feed({ machine: 'hotSwitch', event: { type: 'subHealthFault', faultyPods: f.subHealthPods, recoveryIdle: job.recoveryIdle } });
     }
     if (this.d.options.hotSwitchBackupPods && !this.d.options.dryRun) this.promoteOrphanBackups(job);
+  }
+
+  /** Bad AI platform annotations (docs/rules.md#recover.platform-mode): one log line and metric per new set of problems. */
+  private warnPlatform(job: JobFsm, problems: readonly string[]): void {
+    const key = problems.join('\n');
+    if ((this.platformWarned.get(job.jobId) ?? '') === key) return;
+    if (problems.length === 0) {
+      this.platformWarned.delete(job.jobId);
+      return;
+    }
+    this.platformWarned.set(job.jobId, key);
+    this.d.log.warn('AI platform annotations malformed; the bad parts are ignored', { job: job.target.key, problems });
+    this.d.metrics.invalidInput.inc({ format: 'platform-annotations', reason: 'malformed' });
   }
 
   /** Operator stand-in: a backup whose source pod is gone now holds the rank. */
@@ -577,6 +594,7 @@ export class RecoveryController implements RecoveryStatus {
   /** The PodGroup is gone: drop the FSMs and the stored state. */
   private async dropJob(jobId: string): Promise<void> {
     this.resolved.delete(jobId);
+    this.platformWarned.delete(jobId);
     const job = this.jobs.get(jobId);
     job?.stop();
     this.jobs.delete(jobId);

@@ -71,6 +71,11 @@ export interface ChoiceInput {
   /** The pod with rank 0 holds a fault: never scale in (docs/rules.md#decision.master-rank). */
   readonly rank0PodFaulty: boolean;
   readonly scaleIn: ScaleInGate;
+  /**
+   * AI platform mode (docs/rules.md#recover.platform-mode): the platform's strategy (ClusterD's platStrategy).
+   * retry, recover / recover-in-place and dump are usable only when it names them. Undefined: not platform mode.
+   */
+  readonly platform?: string;
 }
 
 export interface Choice {
@@ -82,9 +87,24 @@ export interface Choice {
   readonly reason: string;
 }
 
+/** The platform strategy a strategy needs in platform mode (supportRetryStrategy, supportTargetRecoverStrategy, supportDumpStrategy). */
+const PLATFORM_GATE: Readonly<Record<ProcessStrategy, string | null>> = {
+  retry: 'retry',
+  'recover-in-place': 'recover',
+  recover: 'recover',
+  'elastic-training': null,
+  dump: 'dump',
+  exit: null,
+};
+
+const platformAllows = (s: ProcessStrategy, i: ChoiceInput): boolean => {
+  const gate = PLATFORM_GATE[s];
+  return i.platform === undefined || gate === null || i.platform === gate;
+};
+
 const usable = (s: ProcessStrategy, i: ChoiceInput): boolean => {
   const gate = AGENT_GATE[s];
-  return i.configured.includes(s) && (gate === null || i.agent.includes(gate));
+  return i.configured.includes(s) && (gate === null || i.agent.includes(gate)) && platformAllows(s, i);
 };
 
 function pick(order: readonly ProcessStrategy[], i: ChoiceInput, prefix: string, convert = false): Choice {
@@ -92,7 +112,8 @@ function pick(order: readonly ProcessStrategy[], i: ChoiceInput, prefix: string,
   for (const s of order) {
     if (s === 'exit') break;
     if (!usable(s, i)) {
-      skipped.push(`${s}: ${i.configured.includes(s) ? 'agent does not support it' : 'not configured'}`);
+      const cause = !i.configured.includes(s) ? 'not configured' : !platformAllows(s, i) ? `platform chose '${i.platform}'` : 'agent does not support it';
+      skipped.push(`${s}: ${cause}`);
       continue;
     }
     if (s === 'retry' && i.hasNormalFaults) {
@@ -133,6 +154,8 @@ const why = (prefix: string, s: string, skipped: readonly string[]): string =>
 export function chooseStrategy(i: ChoiceInput): Choice {
   switch (i.after) {
     case 'first':
+      // Platform mode: retry is ClusterD's first choice only when the platform confirmed it (supportRetryStrategy).
+      if (i.retryPath && !platformAllows('retry', i)) return pick(PROCESS_STRATEGIES, i, `first choice (platform chose '${i.platform}')`);
       if (i.retryPath && !usable('retry', i)) return pick(['dump', 'exit'], i, 'retry path without agent retry', true);
       if (i.retryPath) return pick(['retry', 'exit'], i, 'first choice (retry path)');
       return pick(PROCESS_STRATEGIES, i, 'first choice');

@@ -24,6 +24,9 @@ import type {
 
 export type Ctx = StepCtx<RecoveryState, RecoveryCommandBody>;
 
+/** A handler failed in a way ClusterD treats as a handler error: the controller resets. */
+export class RecoveryHandlerError extends Error {}
+
 export const cmd = (ctx: Ctx, body: RecoveryCommandBody, awaitResult = false): number => emit(ctx, body, awaitResult);
 
 export const timer = (ctx: Ctx, id: RecoveryTimerId, afterMs: number): void => startTimer(ctx, id, afterMs);
@@ -146,3 +149,9 @@ export function convertRetryFaults(ctx: Ctx, why: string): void {
 export const annotateStatus = (ctx: Ctx, value: string): void => {
   cmd(ctx, { type: 'setPodGroupAnnotations', annotations: { ProcessRecoverStatus: value } });
 };
+
+/** AI platform mode (docs/rules.md#recover.platform-mode). */
+export const platformOn = (s: RecoveryState): boolean => s.config.platformMode === true;
+
+/** ClusterD's ProcessControlTimeout (timings stored before it existed: 300 s). */
+export const platformMs = (s: RecoveryState): number => s.timings.processControlMs ?? 300_000;

@@ -124,9 +124,9 @@ describe('recovery feed (what the FSMs see of a job)', () => {
 
   it('config from the PodGroup knobs; a downgraded hot switch counts as ignore', () => {
     const f = feed(pods, [], { hotSwitchDowngraded: true }, { subHealthyStrategy: 'hotSwitch', 'pod-rescheduling': 'on' });
-    expect(f.config).toEqual({ jobId: 'u1', strategies: ['retry', 'recover', 'exit'], jobRescheduling: true, podRescheduling: true, subHealthyStrategy: 'ignore', ranksPerPod: 2, waitRescheduleTimeoutS: 270 });
+    expect(f.config).toEqual({ jobId: 'u1', strategies: ['retry', 'recover', 'exit'], jobRescheduling: true, podRescheduling: true, subHealthyStrategy: 'ignore', ranksPerPod: 2, waitRescheduleTimeoutS: 270, platformMode: false });
     expect(f.hotSwitchConfig).toEqual({ jobId: 'u1', framework: 'pytorch', subHealthyStrategy: 'hotSwitch', holdsReschedulingRole: true, maxFaultPods: 10 });
-    expect(f.podGroup).toEqual({ exists: true, phase: 'Running' });
+    expect(f.podGroup).toEqual({ exists: true, phase: 'Running', platform: {} });
   });
 
   it('places agent-reported retry faults on their node and chip', () => {

@@ -29,7 +29,8 @@ import type { FaultyPod, HotSwitchConfig, HotSwitchPod } from './hot-switch-type
 import { jobNodes, npuId, rankPods, type JobPodView } from '../jobs/job-view.ts';
 import { strategyMenu } from './recovery-choice.ts';
 import type { FaultType } from './recovery-signals.ts';
-import type { ObservedFaultRank, PodObservation, RecoveryJobConfig } from './recovery-types.ts';
+import type { ObservedFaultRank, PlatformAnnotations, PodObservation, RecoveryJobConfig } from './recovery-types.ts';
+import { platformAnnotationsOf } from './platform-mode.ts';
 import { RETRY_FAULT_TYPES } from '../filters/step-retry-filter.ts';
 import type { JobFacts, PodShape } from '../jobs/job-facts.ts';
 import type { JobPlacement } from '../jobs/job-placement.ts';
@@ -67,7 +68,7 @@ export interface RecoveryFeed {
   readonly hotSwitchConfig: HotSwitchConfig;
   readonly pods: PodObservation[];
   readonly hotSwitchPods: HotSwitchPod[];
-  readonly podGroup: { readonly exists: boolean; readonly phase: string };
+  readonly podGroup: { readonly exists: boolean; readonly phase: string; readonly platform: PlatformAnnotations };
   readonly jobHealth: JobHealthState;
   readonly ranks: ObservedFaultRank[];
   /** Pods with sub-health ranks, when the job is SubHealthy. */
@@ -215,7 +216,7 @@ export function recoveryFeed(i: FeedInput): RecoveryFeed {
   return {
     config: {
       jobId: view.uid, strategies: [...menu.strategies], jobRescheduling: menu.jobRescheduling, podRescheduling: menu.podRescheduling,
-      subHealthyStrategy, ranksPerPod: per, waitRescheduleTimeoutS: knobs.waitRescheduleTimeoutS,
+      subHealthyStrategy, ranksPerPod: per, waitRescheduleTimeoutS: knobs.waitRescheduleTimeoutS, platformMode: knobs.platformMode,
     },
     hotSwitchConfig: {
       jobId: view.uid, framework: knobs.framework ?? '', subHealthyStrategy: knobs.subHealthyStrategy,
@@ -225,7 +226,7 @@ export function recoveryFeed(i: FeedInput): RecoveryFeed {
     hotSwitchPods: view.pods.filter((p) => p.terminating !== true).map((p) => ({
       name: p.name, uid: p.uid, podRank: p.rank ?? -1, phase: p.phase, annotations: { ...(raw(p.name)?.metadata?.annotations ?? {}) },
     })),
-    podGroup: { exists: true, phase: entry.podGroup.status?.phase ?? '' },
+    podGroup: { exists: true, phase: entry.podGroup.status?.phase ?? '', platform: platformAnnotationsOf(entry.podGroup.metadata?.annotations) },
     jobHealth,
     ranks,
     subHealthPods,

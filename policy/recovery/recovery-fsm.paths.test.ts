@@ -267,3 +267,15 @@ describe('fault entry rules (docs/rules.md#recover.hardware-entry, #recover.soft
     expect(h.commands('closeSignalStream')).toEqual([]);
   });
 });
+
+describe('status report naming exit (handleCheckRecoverResult)', () => {
+  it('a dump wait answered with strategy exit: exit-completed, then the schedule look', () => {
+    const h = recoveryHarness({ ranksPerPod: 2, strategies: ['dump', 'exit'] });
+    feed(h, [{ rankId: 3, faultType: '1' }]);
+    report(h);
+    expect(h.state.phase).toBe('WaitReportDumpStatusState');
+    h.feed({ type: 'recoverStatusReported', code: 0, strategy: 'exit' });
+    expect(h.commands('setPodGroupAnnotations').at(-1)).toMatchObject({ annotations: { ProcessRecoverStatus: 'exit-completed' } });
+    expect(h.state.phase).toBe('ListenScheduleResultState');
+  });
+});

@@ -37,6 +37,8 @@ type Row = [row: string, from: RecoveryPhase, event: RecoveryFsmEvent, to: Recov
 const ROWS: Row[] = [
   ['1', 'INIT', 'faultOccur', 'NotifyWaitFaultFlushingState', (r) => expect(ops(r)).toEqual(['notifyFaultFlushing'])],
   ['2', 'NotifyWaitFaultFlushingState', 'notifyFinish', 'NotifyStopTrainState', (r) => expect(signals(r)).toEqual(['stopTrain'])],
+  // docs/rules.md#recover.platform-mode: no platform strategy within ProcessControlTimeout -> fault retry (label pause).
+  ['3', 'NotifyWaitFaultFlushingState', 'waitPlatStrategyTimeout', 'FaultRetryState', (r) => expect(types(r)).toEqual(['setPodGroupLabel'])],
   ['4', 'NotifyWaitFaultFlushingState', 'dumpForFault', 'NotifyDumpState', (r) => {
     expect(ops(r)).toEqual(['fault']);
     expect(signals(r)).toEqual(['saveAndExit']);
@@ -55,13 +57,15 @@ const ROWS: Row[] = [
   }],
   ['14', 'NotifyGlobalFaultState', 'notifySuccess', 'WaitReportRecoverStrategyState', (r) => expect(timers(r)).toEqual({ schedule: 270_000, schedulePoll: 5_000, report: 900_000 })],
   ['15', 'NotifyGlobalFaultState', 'notifyFail', 'NotifyKillJobState', (r) => expect(signals(r)).toEqual(['killMaster'])],
+  ['16', 'NotifyGlobalFaultState', 'writeConfirmFaultOrWaitResultFaultTimeout', 'FaultRetryState', (r) => expect(types(r)).toEqual(['setPodGroupLabel'])],
   ['17', 'WaitReportRecoverStrategyState', 'receiveReport', 'NotifyDecidedStrategyState', (r) => expect(signals(r)).toEqual(['changeStrategy:recover'])],
   ['18', 'WaitReportRecoverStrategyState', 'receiveTimeout', 'FaultClearState', (r) => expect(ops(r)).toEqual(['clear'])],
   ['19', 'NotifyDecidedStrategyState', 'notifyRetryStrategySuccess', 'WaitReportStepRetryStatusState', (r) => expect(timers(r)).toEqual({ report: 900_000 })],
   ['20', 'NotifyDecidedStrategyState', 'notifyRecoverStrategySuccess', 'WaitReportProcessRecoverStatusState', (r) => expect(timers(r)).toEqual({ report: 900_000, schedule: 270_000, schedulePoll: 5_000 })],
   ['21', 'NotifyDecidedStrategyState', 'notifyDumpStrategySuccess', 'WaitReportDumpStatusState', (r) => expect(timers(r)).toEqual({ report: 900_000 })],
   ['22', 'NotifyDecidedStrategyState', 'notifyExitStrategySuccess', 'CheckRecoverResultState', (r) => {
-    expect(r.commands.find((c) => c.type === 'setPodGroupAnnotations')).toMatchObject({ annotations: { ProcessRecoverStatus: 'exit-completed' } });
+    // handleDecideExitStrategy: straight on, no status report read, no ProcessRecoverStatus written.
+    expect(r.commands.find((c) => c.type === 'setPodGroupAnnotations')).toBeUndefined();
     expect(r.state.phase).toBe('ListenScheduleResultState');
   }, { current: 'exit' }],
   ['23', 'NotifyDecidedStrategyState', 'notifyFail', 'FaultClearState', (r) => expect(ops(r)).toEqual(['clear'])],

@@ -21,7 +21,7 @@
  */
 import { chooseAgain, HANDLERS, RecoveryHandlerError } from './recovery-handlers.ts';
 import { cancelTimer, cancelTimersExcept, newCtx, result, settle, takeTimer, type StepResult } from './recovery-kit.ts';
-import { CONTINUATIONS, consumeReport, observe, listenLook, pollSchedule, resetRecovery, retryRunningDue } from './recovery-progress.ts';
+import { CONTINUATIONS, consumeReport, observe, listenLook, pollSchedule, rankTableFailed, resetRecovery, retryRunningDue } from './recovery-progress.ts';
 import { RECOVERY_RULES } from './recovery-rules.ts';
 import { consumeOmReport, isOmPhase, OM_CONTINUATIONS, omNotified, omReportTimeout } from './om-handlers.ts';
 import { cmd, timer, type Ctx } from './recovery-facts.ts';
@@ -56,6 +56,7 @@ export const DEFAULT_RECOVERY_TIMINGS: Readonly<RecoveryTimings> = {
   scheduleCheckMs: 20_000,
   restartAllMs: 60_000,
   retryRunningMs: 135_000,
+  processControlMs: 300_000,
 };
 
 export interface RecoveryInit {
@@ -248,6 +249,13 @@ function onTimer(ctx: Ctx, id: string): boolean {
     case T.scheduleCheck: return runIf(ctx, listenLook(ctx));
     case T.restartAll: return run(ctx, { ev: 'restartFinish' });
     case T.retryRunning: return runIf(ctx, retryRunningDue(ctx));
+    case T.platform:
+      // ClusterD's ProcessControlTimeout for the platform wait of this state (docs/rules.md#recover.platform-mode).
+      ctx.why.push(`platform: no answer within ${s.timings.processControlMs ?? 300_000} ms`);
+      if (s.phase === 'NotifyWaitFaultFlushingState') return run(ctx, { ev: 'waitPlatStrategyTimeout' });
+      if (s.phase === 'NotifyGlobalFaultState') return run(ctx, { ev: 'writeConfirmFaultOrWaitResultFaultTimeout' });
+      if (s.phase === 'NotifyDecidedStrategyState') return runIf(ctx, rankTableFailed(ctx));
+      return false;
     case T.schedulePoll:
       pollSchedule(ctx);
       return runIf(ctx, observe(ctx));
@@ -290,6 +298,7 @@ function dispatch(ctx: Ctx, e: RecoveryEvent): boolean {
       return runIf(ctx, observe(ctx));
     case 'podGroupObserved':
       s.podGroup = { exists: e.exists, phase: e.phase };
+      if (e.platform !== undefined) s.platformView = { ...e.platform };
       return runIf(ctx, observe(ctx));
     case 'configChanged':
       s.config = { ...s.config, ...e.config };

@@ -3,7 +3,7 @@
  * the FSM into the destination state; it emits commands, may wait for their results, start timers,
  * and returns the next FSM event (or undefined to wait for input). See recovery-rules.ts.
  */
-import { chooseStrategy, dumpFirst, type ScaleInGate } from './recovery-choice.ts';
+import { chooseStrategy, type ScaleInGate } from './recovery-choice.ts';
 import {
   annotateStatus,
   cmd,
@@ -16,7 +16,10 @@ import {
   faultPods,
   hasNormalFaults,
   originalOnly,
+  platformOn,
+  platformMs,
   rank0PodFaulty,
+  RecoveryHandlerError,
   releaseRetryHold,
   requestReplacement,
   rescheduled,
@@ -27,7 +30,20 @@ import {
 } from './recovery-facts.ts';
 import { makeUuid } from './recovery-kit.ts';
 import { OM_HANDLERS } from './om-handlers.ts';
-import { consumeReport, CONTINUATIONS, resetRecovery, scaleWatch, SCHEDULE_POLL_MS, schedulePoll, scheduleProgress } from './recovery-progress.ts';
+import {
+  consumeReport,
+  CONTINUATIONS,
+  flushingNotify,
+  platStrategyLook,
+  rankTableLook,
+  resetRecovery,
+  scaleWatch,
+  SCHEDULE_POLL_MS,
+  schedulePoll,
+  scheduleProgress,
+  sendRetryGlobal,
+  startPlatformExchange,
+} from './recovery-progress.ts';
 import type { RecoveryHandler } from './recovery-rules.ts';
 import {
   CHANGE_STRATEGY,
@@ -42,8 +58,7 @@ import {
 } from './recovery-signals.ts';
 import type { RecoveryFsmEvent, RecoveryState } from './recovery-types.ts';
 
-/** A handler failed in a way ClusterD treats as a handler error: the controller resets. */
-export class RecoveryHandlerError extends Error {}
+export { RecoveryHandlerError };
 
 type Handler = (ctx: Ctx) => RecoveryFsmEvent | undefined;
 
@@ -65,11 +80,13 @@ const faultOccur: Handler = (ctx) => {
     s.retryHeld = held;
     ctx.why.push(`step retry: ranks ${held.join(',')} held back from rescheduling`);
   }
-  const dumpHealth = s.jobHealth === 'UnHealthy' || (s.jobHealth === 'SubHealthy' && s.config.subHealthyStrategy === 'graceExit');
-  if (dumpFirst(s.config.strategies) && dumpHealth) return 'dumpForFault';
-  const id = cmd(ctx, { type: 'writeResetConfig', op: 'notifyFaultFlushing' }, true);
-  waitFor(ctx, [id], ev('notifyFinish'), ev('notifyFail'));
-  return undefined;
+  if (platformOn(s)) {
+    // docs/rules.md#recover.platform-mode: wait for the platform's strategy first (WaitPlatFormStrategyReady).
+    s.step = 'platStrategy';
+    timer(ctx, 'platform', platformMs(s));
+    return platStrategyLook(ctx);
+  }
+  return flushingNotify(ctx);
 };
 
 /** Rows 2 and 51: new uuid, stopTrain with all cached faults. */
@@ -115,7 +132,10 @@ const clearConfig: Handler = (ctx) => {
 
 /** Row 10: 1 s for faults to settle, skipped on the retry-only path. */
 const flushWait: Handler = (ctx) => {
-  if (ctx.s.retryPath) return 'flushFinished';
+  const s = ctx.s;
+  // Platform mode: retry faults stay retry faults only when the platform chose retry (takeRetryFault2NormalFault).
+  if (platformOn(s) && s.retryPath && s.platStrategy !== 'retry') convertRetryFaults(ctx, `platform strategy '${s.platStrategy ?? ''}' is not retry`);
+  if (s.retryPath) return 'flushFinished';
   timer(ctx, 'flush', ctx.s.timings.flushMs);
   return undefined;
 };
@@ -123,12 +143,7 @@ const flushWait: Handler = (ctx) => {
 /** Row 13. Retry path: globalFault with the retry ranks only. Normal path: force release, in-place check, notify. */
 const globalFault: Handler = (ctx) => {
   const s = ctx.s;
-  if (s.retryPath) {
-    const faults = retryFaults(s);
-    const timeout = faults.some((f) => f.faultType === FAULT_TYPE.hccl) ? s.timings.hcclRetryTimeoutS : 0;
-    send(ctx, SIGNAL_TYPE.globalFault, { actions: [SIGNAL_ACTION.onGlobalRank], faultRanks: toWire(faults), timeout }, notify);
-    return undefined;
-  }
+  if (s.retryPath) return platformOn(s) ? startPlatformExchange(ctx, retryFaults(s), 'retry') : sendRetryGlobal(ctx);
   cmd(ctx, { type: 'publishFaultJobInfo', rankIds: expandedFaults(s).map((f) => f.rankId) });
   if (s.timings.forceReleaseMs > 0) {
     s.step = 'forceRelease';
@@ -164,6 +179,7 @@ const decide: Handler = (ctx) => {
     canRestartInPlace: (s.inPlace?.restartPods.length ?? 0) > 0,
     rank0PodFaulty: rank0PodFaulty(s),
     scaleIn: scaleInGate(s),
+    ...(platformOn(s) ? { platform: s.platStrategy ?? '' } : {}),
   });
   ctx.why.push(choice.reason);
   if (choice.convertRetryFaults) convertRetryFaults(ctx, 'agent did not report retry');
@@ -173,6 +189,12 @@ const decide: Handler = (ctx) => {
     return undefined;
   }
   s.current = choice.strategy;
+  if (platformOn(s) && choice.strategy === 'recover') {
+    // docs/rules.md#recover.platform-mode: recover waits for RankTableReady (WaitRankTableReady).
+    s.step = 'rankTable';
+    timer(ctx, 'platform', platformMs(s));
+    return rankTableLook(ctx);
+  }
   if (choice.strategy === 'retry' && retryFaults(s).some((f) => f.faultType === FAULT_TYPE.hccl)) {
     s.step = 'hcclWait';
     timer(ctx, 'hcclWait', s.timings.hcclConvergeMs);
@@ -191,10 +213,9 @@ const waitRecoverStatus: Handler = (ctx) => {
 /** Rows 22, 26, 28, 44, 48, 52 -> row 29: evaluate the result. */
 const evaluate: Handler = (ctx) => {
   const s = ctx.s;
-  if (s.current === 'exit') {
-    annotateStatus(ctx, 'exit-completed');
-    return 'checkFinish';
-  }
+  // Row 22: ClusterD's handleDecideExitStrategy goes on at once, no status report read and no
+  // ProcessRecoverStatus written; exit-completed is only for a status report naming exit.
+  if (s.current === 'exit') return 'checkFinish';
   const st = s.lastStatus;
   if (st === null) throw new RecoveryHandlerError('no status report to evaluate');
   const ok = st.code === REPORT_CODE.ok;
@@ -233,6 +254,9 @@ const evaluate: Handler = (ctx) => {
       });
       return 'checkFinish';
     }
+    case CHANGE_STRATEGY.exit:
+      annotateStatus(ctx, 'exit-completed');
+      return 'checkFinish';
     case CHANGE_STRATEGY.downgrade:
       return ok ? 'scaleInSuccessEvent' : 'recoverFail';
     case CHANGE_STRATEGY.upgrade:
@@ -267,6 +291,10 @@ const killPods: Handler = (ctx) => {
  * sleeps before each look (handleListenScheduleResult), so the first is 5 s in (listenLook).
  */
 const listenSchedule: Handler = (ctx) => {
+  if (platformOn(ctx.s)) {
+    ctx.why.push('platform mode: the platform does not reschedule pods, schedule taken as done');
+    return 'scheduleSuccess';
+  }
   ctx.s.step = 'listen:1';
   timer(ctx, 'scheduleCheck', Math.min(SCHEDULE_POLL_MS, ctx.s.timings.scheduleCheckMs));
   return undefined;
@@ -280,6 +308,7 @@ const restartAll: Handler = (ctx) => {
 };
 
 const waitRestartAll: Handler = (ctx) => {
+  if (platformOn(ctx.s)) return 'restartFinish'; // handleWaitRestartAllProcess: no wait in platform mode
   timer(ctx, 'restartAll', ctx.s.timings.restartAllMs);
   return undefined;
 };

@@ -5,6 +5,7 @@
  */
 import {
   cmd,
+  allFaults,
   cont,
   type Ctx,
   ev,
@@ -18,6 +19,9 @@ import {
   releaseRetryHold,
   requestReplacement,
   pgRunning,
+  platformMs,
+  platformOn,
+  RecoveryHandlerError,
   rescheduled,
   retryFaults,
   send,
@@ -26,15 +30,27 @@ import {
   waitFor,
 } from './recovery-facts.ts';
 import { cancelTimer, cancelTimersExcept, makeUuid } from './recovery-kit.ts';
+import { chooseStrategy, dumpFirst } from './recovery-choice.ts';
+import {
+  dedupeFaults,
+  faultsAnnotation,
+  onlyRetryFaults,
+  PLATFORM_KEY,
+  platformResult,
+  platformStrategy,
+  rankTableState,
+} from './platform-mode.ts';
 import {
   buildSignal,
   CHANGE_STRATEGY,
   EXTRA_PARAMS,
+  FAULT_TYPE,
   SIGNAL_ACTION,
   SIGNAL_TYPE,
   podsOf,
   strList,
   toWire,
+  type RankFault,
 } from './recovery-signals.ts';
 import { idleRecoveryFields, type RecoveryContinuation, type RecoveryFsmEvent, type RecoveryState } from './recovery-types.ts';
 
@@ -167,7 +183,12 @@ export const observe: Step = (ctx) => {
       return retryRunningCheck(ctx);
     case 'ScaleRunningState':
       return scaleWatch(ctx);
+    case 'NotifyWaitFaultFlushingState':
+      return s.step === 'platStrategy' ? platStrategyLook(ctx) : undefined;
+    case 'NotifyDecidedStrategyState':
+      return s.step === 'rankTable' ? rankTableLook(ctx) : undefined;
     case 'NotifyGlobalFaultState':
+      if (s.step === 'platResult') return platResultLook(ctx);
       if (s.step === 'inPlaceCheck' && lingeringInPlaceRanks(s).length === 0) {
         cancelTimer(ctx, 'inPlaceCheck');
         ctx.why.push('recover-in-place: L2/L3 faults disappeared');
@@ -224,8 +245,11 @@ const afterInPlaceCheck: Step = (ctx) => {
   return CONTINUATIONS.notifyGlobal(ctx);
 };
 
-/** Row 13, normal case, last part: reset-config fault list + globalFault to the job. */
-const notifyGlobal: Step = (ctx) => {
+/** Row 13, normal case, last part: (platform mode: the fault exchange first) then notifyGlobalSend. */
+const notifyGlobal: Step = (ctx) => (platformOn(ctx.s) ? startPlatformExchange(ctx, allFaults(ctx.s), 'normal') : notifyGlobalSend(ctx));
+
+/** Row 13, normal case: reset-config fault list + globalFault to the job. */
+const notifyGlobalSend: Step = (ctx) => {
   const s = ctx.s;
   s.step = 'notify';
   const faults = expandedFaults(s);
@@ -353,6 +377,141 @@ export function retryRunningDue(ctx: Ctx): RecoveryFsmEvent | undefined {
   return retryRunningCheck(ctx);
 }
 
+/** Row 13, retry path: globalFault with the retry ranks only. */
+export const sendRetryGlobal: Step = (ctx) => {
+  const s = ctx.s;
+  const faults = retryFaults(s);
+  const timeout = faults.some((f) => f.faultType === FAULT_TYPE.hccl) ? s.timings.hcclRetryTimeoutS : 0;
+  send(ctx, SIGNAL_TYPE.globalFault, { actions: [SIGNAL_ACTION.onGlobalRank], faultRanks: toWire(faults), timeout }, { ok: ev('notifySuccess'), fail: ev('notifyFail') });
+  return undefined;
+};
+
+/** Row 1 after the platform's strategy (platform mode): dump on fault, or reset-config FaultFlushing. */
+export const flushingNotify: Step = (ctx) => {
+  const s = ctx.s;
+  s.step = '';
+  const dumpHealth = s.jobHealth === 'UnHealthy' || (s.jobHealth === 'SubHealthy' && s.config.subHealthyStrategy === 'graceExit');
+  // onlySupportDumpStrategy: in platform mode the platform must have chosen dump (and dump be configured).
+  const dump = platformOn(s) ? s.platStrategy === 'dump' && s.config.strategies.includes('dump') : dumpFirst(s.config.strategies);
+  if (dump && dumpHealth) return 'dumpForFault';
+  const id = cmd(ctx, { type: 'writeResetConfig', op: 'notifyFaultFlushing' }, true);
+  waitFor(ctx, [id], ev('notifyFinish'), ev('notifyFail'));
+  return undefined;
+};
+
+// ---- AI platform mode (docs/rules.md#recover.platform-mode) ----
+
+/** NotifyWaitFaultFlushingState: one look at ProcessRecoverStrategy (WaitPlatFormStrategyReady; exit not accepted). */
+export const platStrategyLook: Step = (ctx) => {
+  const s = ctx.s;
+  const r = platformStrategy(s.platformView, false);
+  if (!r.ok) {
+    ctx.why.push(`platform: waiting for its strategy (${r.why})`);
+    return undefined;
+  }
+  cancelTimer(ctx, 'platform');
+  s.platStrategy = r.value;
+  ctx.why.push(`platform: strategy ${r.value}`);
+  return flushingNotify(ctx);
+};
+
+/**
+ * NotifyGlobalFaultState: write ProcessConfirmFault (UpdateProcessConfirmFault), refused while the platform
+ * has not cleared the previous one; then wait for ProcessResultFault.
+ */
+export function startPlatformExchange(ctx: Ctx, faults: readonly RankFault[], path: 'retry' | 'normal'): RecoveryFsmEvent | undefined {
+  const s = ctx.s;
+  s.step = 'platConfirm';
+  const prev = s.platformView?.confirm ?? '';
+  if (prev.length > 0) {
+    ctx.why.push(`platform: did not clear the previous ${PLATFORM_KEY.confirm} (${JSON.stringify(prev.slice(0, 64))}); not written`);
+    return 'writeConfirmFaultOrWaitResultFaultTimeout';
+  }
+  const written = dedupeFaults(faults);
+  s.platExchange = { written, path };
+  const id = cmd(ctx, { type: 'setPodGroupAnnotations', annotations: { [PLATFORM_KEY.confirm]: faultsAnnotation(written) } }, true);
+  waitFor(ctx, [id], cont('platConfirmWritten'), ev('writeConfirmFaultOrWaitResultFaultTimeout'));
+  return undefined;
+}
+
+const platConfirmWritten: Step = (ctx) => {
+  ctx.s.step = 'platResult';
+  timer(ctx, 'platform', platformMs(ctx.s));
+  return platResultLook(ctx);
+};
+
+/**
+ * NotifyGlobalFaultState: one look at ProcessResultFault (WaitProcessResultFault). Answered: merge the
+ * faults, confirm the strategy (exit allowed) and send the global fault.
+ */
+export const platResultLook: Step = (ctx) => {
+  const s = ctx.s;
+  const x = s.platExchange;
+  if (x === null || x === undefined) return undefined;
+  const r = platformResult(s.platformView);
+  if (!r.answered) return undefined;
+  cancelTimer(ctx, 'platform');
+  if (r.bad.length > 0) ctx.why.push(`platform: malformed fault items ignored: ${r.bad.slice(0, 5).map((b) => JSON.stringify(b)).join(', ')}`);
+  const all = dedupeFaults([...x.written, ...r.faults]);
+  const st = platformStrategy(s.platformView, true);
+  if (!st.ok) {
+    ctx.why.push(`platform: strategy not confirmed (${st.why})`);
+    return 'writeConfirmFaultOrWaitResultFaultTimeout';
+  }
+  s.platStrategy = st.value;
+  s.platExchange = null;
+  ctx.why.push(`platform: merged faults ${faultsAnnotation(all) || '(none)'}, strategy ${st.value}`);
+  if (x.path === 'retry' && onlyRetryFaults(all)) {
+    s.step = '';
+    return sendRetryGlobal(ctx); // the retry ranks as cached (notifyFaultForRetryFaultCasePlatFormMode)
+  }
+  if (x.path === 'retry') {
+    // docs/rules.md#recover.platform-mode: the platform added normal faults to a retry case; we go on as a
+    // normal global fault with the merged faults (ClusterD's own cache holds no normal fault there).
+    releaseRetryHold(ctx);
+    s.retryPath = false;
+  }
+  s.faults = all.map((f) => {
+    const had = s.faults.find((c) => c.rankId === f.rankId);
+    return { ...f, software: had?.software ?? false, restartInPlace: had?.restartInPlace ?? false };
+  });
+  return notifyGlobalSend(ctx);
+};
+
+/** NotifyDecidedStrategyState, recover chosen: one look at RankTableReady (WaitRankTableReady). */
+export const rankTableLook: Step = (ctx) => {
+  const s = ctx.s;
+  const st = rankTableState(s.platformView);
+  if (st === 'wait') return undefined;
+  cancelTimer(ctx, 'platform');
+  s.step = '';
+  if (st === 'ready') {
+    ctx.why.push('platform: rank table ready');
+    return CONTINUATIONS.sendDecided(ctx);
+  }
+  ctx.why.push(`platform: ${PLATFORM_KEY.rankTableReady}=${JSON.stringify((s.platformView?.rankTableReady ?? '').slice(0, 64))}: rank table failed`);
+  return rankTableFailed(ctx);
+};
+
+/**
+ * RankTableReady failed or timed out: read the platform's strategy again (exit allowed; unreadable: a
+ * handler error, the job resets) and fall back as after a failed recover (chooseForRecoverFail: dump, exit).
+ */
+export const rankTableFailed: Step = (ctx) => {
+  const s = ctx.s;
+  s.step = '';
+  const st = platformStrategy(s.platformView, true);
+  if (!st.ok) throw new RecoveryHandlerError(`flush platform strategy failed: ${st.why}`);
+  s.platStrategy = st.value;
+  const choice = chooseStrategy({
+    after: 'recover-failed', configured: s.config.strategies, agent: s.agentStrategies ?? [], retryPath: false, hasNormalFaults: true,
+    canRestartInPlace: false, rank0PodFaulty: false, scaleIn: 'blocked', platform: st.value,
+  });
+  ctx.why.push(`platform: rank table not ready, ${choice.reason}`);
+  s.current = choice.strategy;
+  return CONTINUATIONS.sendDecided(ctx);
+};
+
 export const CONTINUATIONS: Readonly<Record<Exclude<RecoveryContinuation, 'chooseAgain' | 'omSendFailed'>, Step>> = {
   sendPreExit,
   afterForceRelease,
@@ -362,6 +521,7 @@ export const CONTINUATIONS: Readonly<Record<Exclude<RecoveryContinuation, 'choos
   clearAfterReschedule,
   rescheduleCleared,
   retryPaused,
+  platConfirmWritten,
 };
 
 /**

@@ -3,8 +3,9 @@
  * entry per row of docs/rules.md#recover.fsm (row numbers kept). Events not listed for a state are refused
  * ("order mixed", code 401), as ClusterD refuses them at enqueue time.
  *
- * Left out: row 3/16 (AI platform mode) and row 24 (HCCL routing convergence failure: no input reports
- * it). Rows 53-69 are the O&M operations (online stress test, NIC switch; policy/recovery/om-handlers.ts).
+ * Rows 3 and 16 are the AI platform mode's timeouts (docs/rules.md#recover.platform-mode). Left out: row 24 (HCCL
+ * routing convergence failure: no input reports it) and ClusterD's WaitRankTableReadyTimeoutEvent (no
+ * handler returns it: a RankTableReady timeout falls back to dump/exit inside row 17). Rows 53-69 are the O&M operations (online stress test, NIC switch; policy/recovery/om-handlers.ts).
  */
 import type { OmHandler } from './om-handlers.ts';
 import type { RecoveryFsmEvent, RecoveryPhase } from './recovery-types.ts';
@@ -53,6 +54,7 @@ export const RECOVERY_RULES: Table = {
   },
   NotifyWaitFaultFlushingState: {
     notifyFinish: r('NotifyStopTrainState', 'stopTrain', '2'),
+    waitPlatStrategyTimeout: r('FaultRetryState', 'faultRetry', '3'),
     dumpForFault: r('NotifyDumpState', 'dumpForFault', '4'),
     notifyFail: r('NotifyKillJobState', 'killJob', '5'),
   },
@@ -75,6 +77,7 @@ export const RECOVERY_RULES: Table = {
   NotifyGlobalFaultState: {
     notifySuccess: r('WaitReportRecoverStrategyState', 'waitStrategy', '14'),
     notifyFail: r('NotifyKillJobState', 'killJob', '15'),
+    writeConfirmFaultOrWaitResultFaultTimeout: r('FaultRetryState', 'faultRetry', '16'),
   },
   WaitReportRecoverStrategyState: {
     receiveReport: r('NotifyDecidedStrategyState', 'decide', '17'),

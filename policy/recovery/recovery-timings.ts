@@ -7,7 +7,7 @@ import type { RecoveryTimings } from './recovery-types.ts';
 
 export const RECOVERY_TIMING_KEYS = [
   'flush', 'preExitWait', 'forceRelease', 'inPlaceCheck', 'hcclConverge', 'scaleInWait', 'inPlaceClear',
-  'scheduleCheck', 'restartAll', 'retryRunning',
+  'scheduleCheck', 'restartAll', 'retryRunning', 'processControl',
 ] as const;
 
 const KEY = `(?:${RECOVERY_TIMING_KEYS.join('|')})=\\d{1,9}`;

@@ -97,7 +97,10 @@ export type RecoveryFsmEvent =
   | 'notifyContinueSuccessEvent'
   | 'continueTrainFail'
   | 'stressTestRecvContinue'
-  | 'switchNicRecvContinue';
+  | 'switchNicRecvContinue'
+  // AI platform mode (docs/rules.md#recover.platform-mode)
+  | 'waitPlatStrategyTimeout'
+  | 'writeConfirmFaultOrWaitResultFaultTimeout';
 
 /** Work done inside a state without a transition (a wait finished, an effect acknowledged). */
 export type RecoveryContinuation =
@@ -110,7 +113,8 @@ export type RecoveryContinuation =
   | 'rescheduleCleared'
   | 'retryPaused'
   | 'sendPreExit'
-  | 'omSendFailed';
+  | 'omSendFailed'
+  | 'platConfirmWritten';
 
 export type RecoveryNext = { readonly ev: RecoveryFsmEvent } | { readonly cont: RecoveryContinuation };
 
@@ -129,6 +133,7 @@ export const RECOVERY_TIMER = {
   scheduleCheck: 'scheduleCheck', // 4 x 5 s after exit/dump
   restartAll: 'restartAll', // 1 min after RetryTime+1
   retryRunning: 'retryRunning', // 27 x 5 s = 135 s back to Running after label pause
+  platform: 'platform', // ProcessControlTimeout (300 s) for an AI platform annotation
 } as const;
 export type RecoveryTimerId = (typeof RECOVERY_TIMER)[keyof typeof RECOVERY_TIMER];
 
@@ -147,6 +152,8 @@ export interface RecoveryTimings {
   scheduleCheckMs: number;
   restartAllMs: number;
   retryRunningMs: number;
+  /** ClusterD's ProcessControlTimeout: how long the FSM waits for an AI platform annotation (300 s). */
+  processControlMs: number;
 }
 
 /** Read from the PodGroup at Init/Register (docs/rules.md#recover.register) plus a few job facts. */
@@ -161,6 +168,19 @@ export interface RecoveryJobConfig {
   ranksPerPod: number;
   /** PG annotation `wait-reschedule-timeout` (30-270 s, default 270). */
   waitRescheduleTimeoutS: number;
+  /** PG annotation `ProcessRecoverStrategy` present: AI platform mode (docs/rules.md#recover.platform-mode). */
+  platformMode?: boolean;
+}
+
+/**
+ * The AI platform's PodGroup annotations as written (undefined: key absent), docs/rules.md#recover.platform-mode.
+ * Kept raw: ClusterD tells an absent key from an empty value and trims them itself.
+ */
+export interface PlatformAnnotations {
+  readonly strategy?: string;
+  readonly confirm?: string;
+  readonly result?: string;
+  readonly rankTableReady?: string;
 }
 
 /** One rank of the job's current fault view, from the fault pipeline (every cycle, full snapshot). */
@@ -278,6 +298,12 @@ export interface RecoveryState {
   };
   /** The O&M operation in flight (null when none; absent in states stored before it existed). */
   om?: OmState | null;
+  /** The PodGroup's AI platform annotations (observation; absent in states stored before it existed). */
+  platformView?: PlatformAnnotations;
+  /** ClusterD's platStrategy: the platform's strategy as last read ('' before one; absent in older states). */
+  platStrategy?: string;
+  /** The ProcessConfirmFault written in this exchange and the path it was written for (null when none). */
+  platExchange?: { written: RankFault[]; path: 'retry' | 'normal' } | null;
 }
 
 export type RecoveryEvent =
@@ -289,7 +315,7 @@ export type RecoveryEvent =
   | { readonly type: 'recoverStrategyReported'; readonly strategies: readonly string[]; readonly faultRanks?: readonly WireFaultRank[] }
   | { readonly type: 'recoverStatusReported'; readonly code: number; readonly strategy: string; readonly isolateRankIds?: readonly string[] }
   | { readonly type: 'podsObserved'; readonly pods: readonly PodObservation[] }
-  | { readonly type: 'podGroupObserved'; readonly exists: boolean; readonly phase: string }
+  | { readonly type: 'podGroupObserved'; readonly exists: boolean; readonly phase: string; readonly platform?: PlatformAnnotations }
   | { readonly type: 'configChanged'; readonly config: Partial<RecoveryJobConfig> }
   /** StressTest / SwitchNicTrack passed its checks (the FSM still refuses it outside INIT: 411). */
   | { readonly type: 'omStarted'; readonly om: OmStart }
@@ -367,5 +393,7 @@ export function idleRecoveryFields() {
     lastStatus: null,
     reports: { stopComplete: null, recoverStrategy: null, recoverStatus: null, stressResult: null, switchResult: null },
     om: null,
+    platStrategy: '',
+    platExchange: null,
   } satisfies Partial<RecoveryState>;
 }

@@ -39,7 +39,7 @@ export const JOB = 'pr-job';
  * naming a UID its Job does not have is no job to clusterd-ts (policy/jobs/job-identity.ts), and the
  * TaskD client's job id is that UID too (ClusterD's job key, TaskD's MINDX_TASK_ID).
  */
-const PG = `${JOB}-7c1d2e3f-0a1b-4c5d-8e9f-0123456789ab`;
+export const PG = `${JOB}-7c1d2e3f-0a1b-4c5d-8e9f-0123456789ab`;
 const OWNER = { apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job', name: JOB, uid: '', controller: true, blockOwnerDeletion: true };
 /** Rank pod r on RANK_NODES[r], chips 0 and 1: ranks 2r, 2r+1. */
 const RANK_NODES = ['node-a', 'node-b'] as const;
@@ -61,8 +61,8 @@ function deviceAnnotation(pod: string, hostIp: string): string {
   return JSON.stringify({ pod_name: pod, server_id: hostIp, host_ip: hostIp, devices: CHIPS.map((c) => ({ device_id: String(c), device_ip: `192.168.${hostIp.split('.')[3]}.${c}` })) });
 }
 
-/** The job's objects; `strategies` is the PodGroup's `recover-strategy` annotation. */
-export function jobObjects(strategies = 'retry,recover,dump,exit'): Write[] {
+/** The job's objects; `strategies` is the PodGroup's `recover-strategy` annotation, `annotations` more PodGroup annotations. */
+export function jobObjects(strategies = 'retry,recover,dump,exit', annotations: Record<string, string> = {}): Write[] {
   const labels = { 'fault-scheduling': 'force', 'process-recover-enable': 'on' };
   const out: Write[] = [
     put(paths.namespaces(), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } }),
@@ -72,7 +72,7 @@ export function jobObjects(strategies = 'retry,recover,dump,exit'): Write[] {
     }),
     owned(paths.podGroups(NS), {
       apiVersion: 'scheduling.volcano.sh/v1beta1', kind: 'PodGroup',
-      metadata: { name: PG, namespace: NS, labels, annotations: { 'recover-strategy': strategies }, ownerReferences: [OWNER] },
+      metadata: { name: PG, namespace: NS, labels, annotations: { 'recover-strategy': strategies, ...annotations }, ownerReferences: [OWNER] },
       spec: { minMember: RANK_NODES.length, minResources: { 'huawei.com/Ascend910': String(RANK_NODES.length * CHIPS.length) } },
       status: { phase: 'Running' },
     }),
