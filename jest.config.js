@@ -16,6 +16,7 @@ const ignore = ['/node_modules/', '/dist/'];
 
 export default {
   reporters: ['default'],
+  testSequencer: '<rootDir>/test/support/sequencer.mjs',
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/**/*.test.ts'],
       testPathIgnorePatterns: [...ignore, '<rootDir>/test/integration/', '<rootDir>/test/conformance/', '<rootDir>/test/real-stack/', '<rootDir>/test/simulation/'] },

@@ -1,11 +1,11 @@
 #!/usr/bin/env node
 // The README's test command runs this (through `make test`): type check, lint, every jest project
-// (unit, and integration on one real control plane; beside them conformance and real-stack on
-// their own, and the simulation suite, which needs no control plane and uses the spare CPU), then a check that no control-plane process outlived the run. Ends with one plain
-// line: "tests: N passed, N failed, N skipped".
+// (unit and integration in two shards, each on a real control plane of its own; beside them
+// conformance, real-stack and simulation, whose files start their own), then a check that no
+// control-plane process outlived the run. Ends with one plain line: "tests: N passed, N failed, N skipped".
 import { spawn, spawnSync, execSync } from 'node:child_process';
-import { openSync, readFileSync, rmSync, existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { openSync, readFileSync, rmSync, existsSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { tmpdir } from 'node:os';
 
 const args = process.argv.slice(2);
@@ -45,22 +45,28 @@ step('lint (eslint)');
 const eslint = spawnSync(process.execPath, ['node_modules/eslint/bin/eslint.js', '.'], { stdio: 'inherit' });
 if (eslint.status !== 0) { process.stdout.write('\ntests: 0 passed, 1 failed, 0 skipped\n'); process.exit(1); }
 
-// Two jest runs side by side: the projects that share one control plane (unit, integration,
-// run one file at a time) and the projects whose files start their own control planes (conformance,
-// real-stack). Both mostly wait on apiservers and timers, so on two cores the wall time is about the
-// longer of the two. The second run's output is kept in a file and printed when it ends, so neither
-// interleaves with the other. Arguments (a path pattern, --selectProjects) mean one plain run.
+// Three jest runs side by side. The projects that share one control plane (unit, integration: run
+// one file at a time, since their controllers write cluster-wide objects) in two shards, each with
+// its own control plane (its globalSetup); and the projects whose files start their own control
+// planes (conformance: a file per scenario, real-stack, simulation) on two workers. All mostly wait
+// on apiservers, ClusterD's tickers and timers, so on two cores the wall time is about the longest
+// of the three. The later runs' output is kept in files and printed when each ends, so none
+// interleaves with another. Arguments (a path pattern, --selectProjects) mean one plain run.
 const jestArgs = (file, extra) => ['--experimental-vm-modules', 'node_modules/jest/bin/jest.js', '--ci', '--json', `--outputFile=${file}`, ...extra];
 const jestEnv = { ...process.env, NODE_NO_WARNINGS: '1' };
+const shared = ['--selectProjects', 'unit', 'integration', '--maxWorkers=1'];
 const runs = args.length > 0
   ? [{ name: 'jest', summary: summaryFile, extra: args }]
-  : [{ name: 'jest (unit, integration)', summary: summaryFile, extra: ['--selectProjects', 'unit', 'integration'] },
-     { name: 'jest (conformance, real-stack, simulation)', summary: `${summaryFile}.own`, extra: ['--selectProjects', 'conformance', 'real-stack', 'simulation'], log: `${summaryFile}.own.log` }];
+  : [{ name: 'jest (unit, integration: shard 1/2)', summary: summaryFile, extra: [...shared, '--shard=1/2'] },
+     { name: 'jest (unit, integration: shard 2/2)', summary: `${summaryFile}.2`, extra: [...shared, '--shard=2/2'], log: `${summaryFile}.2.log` },
+     { name: 'jest (conformance, real-stack, simulation)', summary: `${summaryFile}.own`, extra: ['--selectProjects', 'conformance', 'real-stack', 'simulation', '--maxWorkers=2'], log: `${summaryFile}.own.log` }];
 step(runs.map((r) => r.name).join(' beside '));
 const statuses = await Promise.all(runs.map((r) => new Promise((resolve) => {
   const out = r.log === undefined ? 'inherit' : openSync(r.log, 'w');
+  const t0 = Date.now();
   const child = spawn(process.execPath, jestArgs(r.summary, r.extra), { stdio: ['ignore', out, out], env: jestEnv });
   child.on('exit', (code) => {
+    process.stdout.write(`\n${r.name}: ended after ${Math.round((Date.now() - t0) / 1000)} s\n`);
     if (r.log !== undefined) {
       step(`${r.name}: its output`);
       process.stdout.write(readFileSync(r.log, 'utf8'));
@@ -80,11 +86,21 @@ const leaked = CLUSTERD_PATHS.filter((p) => existsSync(p) && !hostPathsBefore.ha
 process.stdout.write(leaked.length > 0 ? `created on the host: ${leaked.join(', ')}\n` : 'none\n');
 
 let passed = 0, failed = 0, skipped = 0;
+const durations = {};
 for (const { summary } of runs) {
   if (!existsSync(summary)) { failed += 1; continue; }
   const r = JSON.parse(readFileSync(summary, 'utf8'));
   passed += r.numPassedTests; failed += r.numFailedTests + (r.numRuntimeErrorTestSuites ?? 0); skipped += r.numPendingTests + r.numTodoTests;
+  for (const t of r.testResults ?? []) {
+    if (t.startTime > 0 && t.endTime >= t.startTime) durations[relative(process.cwd(), t.name)] = Math.round((t.endTime - t.startTime) / 100) / 10;
+  }
   rmSync(summary, { force: true });
+}
+// The shards' balance (test/support/sequencer.mjs) reads test/durations.json: this run's figures, to copy there.
+if (args.length === 0 && Object.keys(durations).length > 0) {
+  const file = join(tmpdir(), 'clusterd-ts-test-durations.json');
+  writeFileSync(file, `${JSON.stringify(Object.fromEntries(Object.entries(durations).sort()), null, 1)}\n`);
+  step(`this run's file durations: ${file}`);
 }
 if (stray.length > 0) failed += 1;
 if (leaked.length > 0) failed += 1;

@@ -30,6 +30,14 @@ if [[ -x "$BIN" && -e "$OUT/.built" ]]; then
   echo "$BIN"
   exit 0
 fi
+# Parallel test runs may ask at once: one builds, the others wait and find it built.
+mkdir -p "$(dirname "$OUT")"
+exec 9>"$OUT.lock"
+flock 9
+if [[ -x "$BIN" && -e "$OUT/.built" ]]; then
+  echo "$BIN"
+  exit 0
+fi
 
 WORK="$OUT/src"
 START=$(date +%s)
