@@ -105,14 +105,14 @@ describe('RelationFaultsController', () => {
     await s.c.stop();
   });
 
-  it('nothing is decided before restore; faults older than the job\'s first sight are skipped; a deleted job is forgotten', async () => {
+  it('nothing is decided before restore; a link-down older than the job\'s first sight still meets its trigger; a deleted job is forgotten', async () => {
     const s = setup();
     s.faults.set('n1', [rec('n1', 'Ascend910-0', '81078603', 'NotHandleFault', s.t0 - 60 * S, 'network'), rec('n1', 'Ascend910-0', '8C1F860B', 'NotHandleFault', s.t0)]);
     await s.clock.run(S);
     expect(s.c.state()).toEqual({ jobs: {} });
     s.c.restore({ jobs: { 'gone/job-x': { firstSeenMs: 0, a3: false, candidates: [], triggers: [], strategies: { n: 'Separate' } } } });
     expect(Object.keys(s.c.state().jobs)).toEqual([JOB]);
-    expect(s.c.strategies(JOB)).toEqual({});
+    expect(s.c.strategies(JOB)).toEqual({ n1: 'Separate' });
     s.podGroups.remove(s.podGroups.get(JOB)!);
     await s.clock.run(200);
     expect(s.c.state()).toEqual({ jobs: {} });

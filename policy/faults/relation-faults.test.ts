@@ -75,10 +75,16 @@ describe('relation faults (docs/rules.md#job.relation-faults)', () => {
     });
   });
 
-  it('faults older than the job first sight are skipped', () => {
+  it('a fault older than the job\'s first sight still matches a trigger (as ClusterD)', () => {
     const r = drive([[100 * S, observe([linkDown('n1', 50 * S), f('n1', '8C1F860B', 100 * S)])]], 600 * S);
+    expect(r.outputs.map(brief)).toEqual([`${100 * S}:n1:Separate`]);
+  });
+
+  it('a fault older than the job\'s first sight gets no default strategy at its timeout', () => {
+    const sw = f('n3', SWITCH_LINK_DOWN, 50 * S, 'switch');
+    const r = drive([[100 * S, observe([sw])]], 600 * S);
     expect(r.outputs).toEqual([]);
-    expect(r.steps[0]?.reasons[0]?.detail).toMatch(/older than the job's first sight/);
+    expect(r.steps.flatMap((s) => s.reasons.map((x) => x.detail)).join('\n')).toMatch(/older than the job's first sight: no default strategy/);
   });
 
   it('the window survives a restart through the persisted state', () => {

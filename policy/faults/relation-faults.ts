@@ -5,8 +5,10 @@
  * are present, the relation fault's node gets the rule's strategy; on the job's pod there the controller
  * sets the label `fault-type=Separate|SubHealth` (Volcano maps Separate to RelationFaultSeparate).
  * On timeout without a match: a switch fault gives SubHealth for its node; a device fault gives
- * Separate only on an A3 job that saw a CQE trigger (8C1F8608/4C1F8608) inside the window. Faults older
- * than the job's first sight are skipped. Separate is sticky for the (job, node) until `forget`.
+ * Separate only on an A3 job that saw a CQE trigger (8C1F8608/4C1F8608) inside the window; a fault
+ * older than the job's first sight matches triggers but gets no such default (as ClusterD's
+ * relation_fault_processor.go addFaultStrategyForTimeOutCode). Separate is sticky for the (job, node)
+ * until `forget`.
  */
 import type { RelationCandidate, RelationJobState, RelationState, RelationStrategy, RelationTrigger } from '../../schemas/escalation-state/escalation-state.ts';
 import type { LeveledFault } from './fault-level.ts';
@@ -70,10 +72,6 @@ class Work {
       const kind = f.fault.source === 'switch' ? 'faultSwitch' : 'faultDevice';
       const d = this.config.durations.find((x) => up(x.FaultCode) === code && x.FaultType === kind);
       if (d === undefined) continue;
-      if (atMs < job.firstSeenMs) {
-        this.reasons.push(reason('relation-fault', `${f.fault.node}/${device ?? '-'}/${f.fault.code} older than the job's first sight; skipped`, { code: f.fault.code }));
-        continue;
-      }
       const c: RelationCandidate = { node: f.fault.node, device, code: f.fault.code, kind, atMs, deadlineMs: atMs + d.TimeOutInterval * 1000 };
       // A candidate stays until its deadline (matched or not); once the window is over it is not re-opened.
       if (c.deadlineMs > nowMs && !candidates.some((x) => sameFault(x, c))) candidates.push(c);
@@ -113,6 +111,12 @@ class Work {
       if (due.length === 0) continue;
       for (const c of due) {
         const timeout = reason('relation-fault', `${c.code} on ${c.node}/${c.device ?? 'switch'} waited ${(c.deadlineMs - c.atMs) / 1000} s without a matching trigger`, { code: c.code });
+        // ClusterD's addFaultStrategyForTimeOutCode: no default strategy for a fault older than the
+        // job's first sight (it still matched triggers while its window was open).
+        if (c.atMs < job.firstSeenMs) {
+          this.reasons.push(timeout, reason('relation-fault', `${c.code} on ${c.node}/${c.device ?? 'switch'} is older than the job's first sight: no default strategy`, { code: c.code }));
+          continue;
+        }
         if (c.kind === 'faultSwitch') {
           job = this.setStrategy(jobKey, job, c.node, 'SubHealth', [timeout, reason('relation-fault', 'switch link-down timed out: node sub-healthy', { code: c.code, level: 'SubHealth' })]);
           continue;
