@@ -163,9 +163,11 @@ export const CONTRACT_CASES: readonly ContractCase[] = [
   {
     name: 'status subresource: a created pod starts Pending, writes to the pod keep its status, /status writes change it',
     async run({ client, newNamespace }) {
+      // No scheduler serves this pod: on the shared control plane kube-scheduler would bind it to
+      // another file's kwok node, and kwok would set it Running.
       const ns = await newNamespace();
       type PodObj = KubeObject & { status?: { phase?: string; qosClass?: string } };
-      const created = await client.create<PodObj>(paths.pods(ns), { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: ns }, spec: { containers: [{ name: 'c', image: 'busybox' }] }, status: { phase: 'Running' } });
+      const created = await client.create<PodObj>(paths.pods(ns), { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: ns }, spec: { schedulerName: 'contract-unscheduled', containers: [{ name: 'c', image: 'busybox' }] }, status: { phase: 'Running' } });
       const main = await client.patch<PodObj>(paths.pod(ns, 'p'), { metadata: { labels: { a: 'b' } }, status: { phase: 'Failed' } }, 'merge');
       const status = await client.patch<PodObj>(paths.podStatus(ns, 'p'), { status: { phase: 'Running' } }, 'merge');
       const noStatus = await outcome(client.patch(`${paths.configMaps(ns)}/nope/status`, { status: {} }, 'merge'));
@@ -177,7 +179,7 @@ export const CONTRACT_CASES: readonly ContractCase[] = [
     name: 'graceful deletion: a bound pod terminates (deletionTimestamp) until deleted with grace 0; an unbound one goes at once',
     async run({ client, newNamespace }) {
       const ns = await newNamespace();
-      const pod = (name: string, nodeName?: string): KubeObject => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: ns }, spec: { ...(nodeName ? { nodeName } : {}), containers: [{ name: 'c', image: 'busybox' }] } });
+      const pod = (name: string, nodeName?: string): KubeObject => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: ns }, spec: { ...(nodeName ? { nodeName } : { schedulerName: 'contract-unscheduled' }), containers: [{ name: 'c', image: 'busybox' }] } });
       await client.create(paths.pods(ns), pod('bound', 'contract-no-such-node'));
       await client.create(paths.pods(ns), pod('unbound'));
       await client.delete(paths.pod(ns, 'bound'));
