@@ -94,6 +94,7 @@ export class GrpcController {
         const found = d.recovery.lookup(jobId);
         return found === undefined ? undefined : jobNodes(found.entry.view);
       },
+      jobIds: () => d.sources.jobIndex.index.jobHeaders().map((h) => h.uid),
       ...(d.onFaultSubscription === undefined ? {} : { subscriptionChanged: d.onFaultSubscription }),
       log: d.log,
     });
