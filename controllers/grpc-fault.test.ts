@@ -61,6 +61,17 @@ describe('fault.Fault picture (docs/grpc.md#fault-service)', () => {
     expect(p.query('job-unknown')).toBeNull();
   });
 
+  it('a job\'s messages name each node by the host IP of the job\'s pod there (ClusterD\'s server list), the cluster\'s by the Node', () => {
+    const node = { status: { addresses: [{ type: 'InternalIP', address: '192.0.2.7' }] } } as Node;
+    const p = new FaultPublisher({
+      sources: { nodes: { get: (): Node | undefined => node } } as never,
+      faultsOf: () => [rec('n1', '80E18402', 'SeparateNPU', 'Ascend910-0')], faultNodes: () => ['n1'], jobNodes: () => ['n1'], jobIds: () => ['job-a'],
+      jobHostIps: () => new Map([['n1', '10.0.0.1']]), log: silentLogger,
+    });
+    expect(p.query('job-a')?.nodeFaultInfo.map((n) => n.nodeIP)).toEqual(['10.0.0.1']);
+    expect(p.query('-1')?.nodeFaultInfo.map((n) => n.nodeIP)).toEqual(['192.0.2.7']);
+  });
+
   it('tells a cluster-wide subscriber each job\'s faults under that job\'s id, and nothing of a node without a job', () => {
     let records: FaultRecord[] = [];
     const sent: FaultMsgSignal[] = [];

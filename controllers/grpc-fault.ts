@@ -67,6 +67,12 @@ export interface FaultPublisherDeps {
   /** The ids of every known job (what a cluster-wide subscriber is told about). */
   readonly jobIds: () => Iterable<string>;
   /**
+   * A job's node -> the host IP its pod there was allocated (the device plugin's annotation
+   * `host_ip`): a job's messages carry it as nodeIP, as ClusterD's (its FaultDevice.HostIp comes from
+   * the job's server list, component/clusterd/pkg/domain/pod/pod_util.go getServerInfo).
+   */
+  readonly jobHostIps?: (jobId: string) => ReadonlyMap<string, string>;
+  /**
    * A job gained its first or lost its last subscriber. The MindIE hold (docs/rules.md#filter.mindie-hold) depends on it, so
    * the scheduler view of the job's nodes may change with no new fault.
    */
@@ -95,8 +101,9 @@ export class FaultPublisher implements FaultSubscriptions {
 
   /** The fault entries of a job's nodes (all nodes for `-1`). */
   picture(jobId: string): NodeFaultInfo[] {
-    const nodes = jobId === CLUSTER_JOB ? [...this.d.faultNodes()] : (this.d.jobNodes(jobId) ?? []);
-    return [...new Set(nodes)].sort().flatMap((n) => nodeFaultInfo(n, this.d.faultsOf(n), this.meta(n)) ?? []);
+    if (jobId === CLUSTER_JOB) return [...new Set(this.d.faultNodes())].sort().flatMap((n) => nodeFaultInfo(n, this.d.faultsOf(n), this.meta(n)) ?? []);
+    const ips = this.d.jobHostIps?.(jobId);
+    return [...new Set(this.d.jobNodes(jobId) ?? [])].sort().flatMap((n) => nodeFaultInfo(n, this.d.faultsOf(n), { ...this.meta(n), ...(ips === undefined ? {} : { ip: ips.get(n) ?? '' }) }) ?? []);
   }
 
   query(jobId: string): FaultMsgSignal | null {
