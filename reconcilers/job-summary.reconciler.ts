@@ -87,9 +87,10 @@ export function jobSummaryReconciler(deps: JobSummaryDeps): Reconciler {
       const nowMs = ctx.now();
       const nowSec = Math.floor(nowMs / 1000);
       const prev = deps.store.get(key);
-      const looked = summaryPods(deps.pods(key), (p) => deps.releasedBackup?.(p.namespace, p.name) ?? false);
+      const pods = deps.pods(key);
+      const looked = summaryPods(pods, (p) => deps.releasedBackup?.(p.namespace, p.name) ?? false);
       for (const p of looked.released) deps.forgetReleasedBackup?.(p.namespace, p.name);
-      const step = summaryStep(prev, deps.podGroup(key), looked.pods, { ...deps, nowSec }, looked.rebuild);
+      const step = summaryStep(prev, deps.podGroup(key), pods, { ...deps, nowSec }, looked);
       if (step !== undefined) {
         await write(step.next, step.writes);
         deps.store.set(key, step.next);
