@@ -40,7 +40,7 @@ export interface RecoveryJobTarget {
 
 export type IoCommand =
   | Extract<RecoveryCommand, { type: 'writeResetConfig' | 'sendSignal' | 'setPodGroupLabel' | 'setPodGroupAnnotations' | 'labelPods' | 'replaceFaultPods' | 'escalateRescheduling' | 'annotateNodes' }>
-  | Extract<HotSwitchCommand, { type: 'sendSignal' | 'annotatePod' | 'labelPod' | 'deletePod' | 'escalateRescheduling' }>;
+  | Extract<HotSwitchCommand, { type: 'writeResetConfig' | 'sendSignal' | 'annotatePod' | 'labelPod' | 'deletePod' | 'escalateRescheduling' }>;
 
 const IO_TYPES: ReadonlySet<string> = new Set([
   'writeResetConfig', 'sendSignal', 'setPodGroupLabel', 'setPodGroupAnnotations', 'labelPods', 'replaceFaultPods',

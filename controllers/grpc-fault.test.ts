@@ -37,7 +37,7 @@ describe('fault.Fault picture (docs/grpc.md#fault-service)', () => {
     };
     const p = new FaultPublisher({
       sources: { nodes: { get: (): Node | undefined => undefined } } as never,
-      faultsOf: () => records, faultNodes: () => ['n1'], jobNodes: () => ['n1'], log: silentLogger,
+      faultsOf: () => records, faultNodes: () => ['n1'], jobNodes: () => ['n1'], jobIds: () => ['job-uid-1'], log: silentLogger,
     });
     p.subscribe(stream);
     expect(sent).toEqual([]);
@@ -48,7 +48,45 @@ describe('fault.Fault picture (docs/grpc.md#fault-service)', () => {
     p.changed();
     p.changed();
     expect(sent.map((m) => [m.signalType, m.nodeFaultInfo.length])).toEqual([['fault', 1], ['normal', 0]]);
-    expect(p.query('job-uid-1')).toBeNull();
+  });
+
+  // Found by the conformance scenario fault-service (ClusterD's GetFaultMsgSignal and publish_fault_plugin.go).
+  it('answers a query with a normal, empty message when nothing is faulty (a known job or the cluster), null for an unknown job', () => {
+    const p = new FaultPublisher({
+      sources: { nodes: { get: (): Node | undefined => undefined } } as never,
+      faultsOf: () => [], faultNodes: () => [], jobNodes: (j) => (j === 'job-a' ? ['n1'] : undefined), jobIds: () => ['job-a'], log: silentLogger,
+    });
+    expect(p.query('job-a')).toMatchObject({ jobId: 'job-a', signalType: 'normal', nodeFaultInfo: [] });
+    expect(p.query('-1')).toMatchObject({ jobId: '-1', signalType: 'normal', nodeFaultInfo: [] });
+    expect(p.query('job-unknown')).toBeNull();
+  });
+
+  it('a job\'s messages name each node by the host IP of the job\'s pod there (ClusterD\'s server list), the cluster\'s by the Node', () => {
+    const node = { status: { addresses: [{ type: 'InternalIP', address: '192.0.2.7' }] } } as Node;
+    const p = new FaultPublisher({
+      sources: { nodes: { get: (): Node | undefined => node } } as never,
+      faultsOf: () => [rec('n1', '80E18402', 'SeparateNPU', 'Ascend910-0')], faultNodes: () => ['n1'], jobNodes: () => ['n1'], jobIds: () => ['job-a'],
+      jobHostIps: () => new Map([['n1', '10.0.0.1']]), log: silentLogger,
+    });
+    expect(p.query('job-a')?.nodeFaultInfo.map((n) => n.nodeIP)).toEqual(['10.0.0.1']);
+    expect(p.query('-1')?.nodeFaultInfo.map((n) => n.nodeIP)).toEqual(['192.0.2.7']);
+  });
+
+  it('tells a cluster-wide subscriber each job\'s faults under that job\'s id, and nothing of a node without a job', () => {
+    let records: FaultRecord[] = [];
+    const sent: FaultMsgSignal[] = [];
+    const p = new FaultPublisher({
+      sources: { nodes: { get: (): Node | undefined => undefined } } as never,
+      faultsOf: (n) => records.filter((r) => r.node === n), faultNodes: () => ['n1', 'n9'], jobNodes: (j) => (j === 'job-a' ? ['n1'] : undefined), jobIds: () => ['job-a'], log: silentLogger,
+    });
+    p.subscribe({ id: 1, client: { jobId: '-1', role: 'platform' }, closed: false, signal: new AbortController().signal, send: async (m) => (sent.push(m), true), end: () => undefined });
+    records = [rec('n1', '80E18402', 'SeparateNPU', 'Ascend910-0')];
+    p.changed();
+    records = [];
+    p.changed();
+    records = [rec('n9', '80E18402', 'SeparateNPU', 'Ascend910-1')];
+    p.changed();
+    expect(sent.map((m) => [m.jobId, m.signalType, m.nodeFaultInfo.map((n) => n.nodeName).join()])).toEqual([['job-a', 'fault', 'n1'], ['job-a', 'normal', '']]);
   });
   it('announces a job\'s nodes when its first subscriber arrives and when its last one leaves (the MindIE hold follows it)', () => {
     const announced: Array<[string, string[]]> = [];
@@ -58,7 +96,7 @@ describe('fault.Fault picture (docs/grpc.md#fault-service)', () => {
     });
     const p = new FaultPublisher({
       sources: { nodes: { get: (): Node | undefined => undefined } } as never,
-      faultsOf: () => [], faultNodes: () => ['n1', 'n2', 'n9'], jobNodes: (j) => (j === 'job-a' ? ['n1', 'n2'] : undefined), log: silentLogger,
+      faultsOf: () => [], faultNodes: () => ['n1', 'n2', 'n9'], jobNodes: (j) => (j === 'job-a' ? ['n1', 'n2'] : undefined), jobIds: () => ['job-a'], log: silentLogger,
       subscriptionChanged: (jobId, nodes) => announced.push([jobId, [...nodes]]),
     });
     const a1 = p.subscribe(streamOf(1, 'job-a'));

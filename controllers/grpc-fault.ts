@@ -1,8 +1,11 @@
 /**
- * The `fault.Fault` publisher (docs/grpc.md#fault-service, docs/rules.md#job.fault-subscription): registered clients of a job (or of
- * the cluster, jobId `-1`) get a `fault` FaultMsgSignal whenever the fault picture of the job's
- * nodes changes, and one `normal` message once it clears; GetFaultMsgSignal answers the current
- * picture (null when there is none: the transport answers 200 with an empty faultSignal).
+ * The `fault.Fault` publisher (docs/grpc.md#fault-service, docs/rules.md#job.fault-subscription): registered clients of a job
+ * get a `fault` FaultMsgSignal whenever the fault picture of the job's nodes changes, and one
+ * `normal` message once it clears. A cluster-wide client (jobId `-1`) gets the same messages of
+ * every job, each carrying that job's id (ClusterD's dealWithFaultInfoForClusterJob,
+ * component/clusterd/pkg/application/fault/publish_fault_plugin.go): faults of nodes without a job
+ * are not pushed. GetFaultMsgSignal answers the current picture: cluster-wide always a message
+ * (`normal` and empty when nothing is faulty), for a job a message when the job is known, else null.
  *
  * Picture: per node with faults (NotHandleFault dropped, docs/rules.md#job.subscriber-levels; hidden faults included, docs/rules.md#filter.two-views), the
  * node's level and one DeviceFaultInfo per chip (deviceId = chip index, deviceType `NPU`) or per
@@ -61,6 +64,14 @@ export interface FaultPublisherDeps {
   readonly faultNodes: () => Iterable<string>;
   /** The nodes of a job's pods; undefined when the job is unknown. */
   readonly jobNodes: (jobId: string) => readonly string[] | undefined;
+  /** The ids of every known job (what a cluster-wide subscriber is told about). */
+  readonly jobIds: () => Iterable<string>;
+  /**
+   * A job's node -> the host IP its pod there was allocated (the device plugin's annotation
+   * `host_ip`): a job's messages carry it as nodeIP, as ClusterD's (its FaultDevice.HostIp comes from
+   * the job's server list, component/clusterd/pkg/domain/pod/pod_util.go getServerInfo).
+   */
+  readonly jobHostIps?: (jobId: string) => ReadonlyMap<string, string>;
   /**
    * A job gained its first or lost its last subscriber. The MindIE hold (docs/rules.md#filter.mindie-hold) depends on it, so
    * the scheduler view of the job's nodes may change with no new fault.
@@ -69,7 +80,10 @@ export interface FaultPublisherDeps {
   readonly log: Logger;
 }
 
-interface Subscriber { readonly stream: SignalStream<FaultMsgSignal>; last: string; faulty: boolean }
+/** What a subscriber was last sent about one job: the picture's text, and whether it was a fault. */
+interface Sent { last: string; faulty: boolean }
+/** Per job it was told about (one entry, its own job, for a job's subscriber). */
+interface Subscriber { readonly stream: SignalStream<FaultMsgSignal>; readonly sent: Map<string, Sent> }
 
 export class FaultPublisher implements FaultSubscriptions {
   private readonly d: FaultPublisherDeps;
@@ -87,17 +101,19 @@ export class FaultPublisher implements FaultSubscriptions {
 
   /** The fault entries of a job's nodes (all nodes for `-1`). */
   picture(jobId: string): NodeFaultInfo[] {
-    const nodes = jobId === CLUSTER_JOB ? [...this.d.faultNodes()] : (this.d.jobNodes(jobId) ?? []);
-    return [...new Set(nodes)].sort().flatMap((n) => nodeFaultInfo(n, this.d.faultsOf(n), this.meta(n)) ?? []);
+    if (jobId === CLUSTER_JOB) return [...new Set(this.d.faultNodes())].sort().flatMap((n) => nodeFaultInfo(n, this.d.faultsOf(n), this.meta(n)) ?? []);
+    const ips = this.d.jobHostIps?.(jobId);
+    return [...new Set(this.d.jobNodes(jobId) ?? [])].sort().flatMap((n) => nodeFaultInfo(n, this.d.faultsOf(n), { ...this.meta(n), ...(ips === undefined ? {} : { ip: ips.get(n) ?? '' }) }) ?? []);
   }
 
   query(jobId: string): FaultMsgSignal | null {
+    if (jobId !== CLUSTER_JOB && this.d.jobNodes(jobId) === undefined) return null;
     const nodes = this.picture(jobId);
-    return nodes.length === 0 ? null : { uuid: randomUUID(), jobId, signalType: 'fault', nodeFaultInfo: nodes };
+    return { uuid: randomUUID(), jobId, signalType: nodes.length > 0 ? 'fault' : 'normal', nodeFaultInfo: nodes };
   }
 
   subscribe(stream: SignalStream<FaultMsgSignal>): StreamSubscription {
-    const sub: Subscriber = { stream, last: '', faulty: false };
+    const sub: Subscriber = { stream, sent: new Map() };
     const jobId = stream.client.jobId;
     const first = !this.subscribed(jobId);
     this.subscribers.set(stream.id, sub);
@@ -127,16 +143,24 @@ export class FaultPublisher implements FaultSubscriptions {
   }
 
   private push(sub: Subscriber): void {
-    const jobId = sub.stream.client.jobId;
-    const nodes = this.picture(jobId);
-    const text = JSON.stringify(nodes);
-    if (text === sub.last) return;
-    if (nodes.length === 0 && !sub.faulty) {
-      sub.last = text;
+    const own = sub.stream.client.jobId;
+    if (own !== CLUSTER_JOB) {
+      this.pushJob(sub, own);
       return;
     }
-    sub.last = text;
-    sub.faulty = nodes.length > 0;
+    const jobs = new Set(this.d.jobIds());
+    for (const jobId of sub.sent.keys()) if (!jobs.has(jobId)) sub.sent.delete(jobId); // a job gone: no message
+    for (const jobId of jobs) this.pushJob(sub, jobId);
+  }
+
+  /** The picture of one job, to a subscriber of that job or a cluster-wide one, when it changed. */
+  private pushJob(sub: Subscriber, jobId: string): void {
+    const nodes = this.picture(jobId);
+    const text = JSON.stringify(nodes);
+    const sent = sub.sent.get(jobId) ?? { last: '', faulty: false };
+    if (text === sent.last) return;
+    sub.sent.set(jobId, { last: text, faulty: nodes.length > 0 });
+    if (nodes.length === 0 && !sent.faulty) return;
     const msg: FaultMsgSignal = { uuid: randomUUID(), jobId, signalType: nodes.length > 0 ? 'fault' : 'normal', nodeFaultInfo: nodes };
     void sub.stream.send(msg).then((ok) => {
       if (!ok) this.d.log.debug('fault message not delivered', { jobId, streamId: sub.stream.id });

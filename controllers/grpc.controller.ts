@@ -33,6 +33,7 @@ import type { RecoveryService } from './recovery.controller.ts';
 import type { FaultView } from './fault-view.ts';
 import type { Sources } from './sources/sources.ts';
 import { jobNodes } from '../policy/jobs/job-view.ts';
+import { DEVICE_910_ANNOTATION, DEVICE_NPU_ANNOTATION, parsePodDevice } from '../policy/jobs/job-summary.ts';
 import { DataTraceConfigMaps } from '../actions/data-trace.action.ts';
 import { mindieNamespaces, RankTablePublisher } from './grpc-config.ts';
 import { jobBatches, signalOfChange } from './grpc-job.ts';
@@ -93,6 +94,18 @@ export class GrpcController {
       jobNodes: (jobId) => {
         const found = d.recovery.lookup(jobId);
         return found === undefined ? undefined : jobNodes(found.entry.view);
+      },
+      jobIds: () => d.sources.jobIndex.index.jobHeaders().map((h) => h.uid),
+      jobHostIps: (jobId) => {
+        const found = d.recovery.lookup(jobId);
+        const ips = new Map<string, string>();
+        const ns = found?.entry.podGroup.metadata?.namespace ?? '';
+        for (const p of found?.entry.view.pods ?? []) {
+          const a = d.sources.pods.get(`${ns}/${p.name}`)?.metadata?.annotations ?? {};
+          const text = a[DEVICE_910_ANNOTATION] ?? a[DEVICE_NPU_ANNOTATION];
+          if (p.node !== undefined && text !== undefined && !ips.has(p.node)) ips.set(p.node, parsePodDevice(text).hostIp);
+        }
+        return ips;
       },
       ...(d.onFaultSubscription === undefined ? {} : { subscriptionChanged: d.onFaultSubscription }),
       log: d.log,

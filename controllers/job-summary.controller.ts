@@ -74,6 +74,12 @@ export class JobSummaryController {
   private readonly podsByJob = new Map<string, Set<string>>();
   private sub: Subscription | undefined;
   private readonly d: JobSummaryControllerDeps;
+  /**
+   * `ns/name` of hot-switch backup pods whose source pod was deleted while in the hot switch (its
+   * `inHotSwitchFlow=true`, naming them in `backupNewPodName`): ClusterD's backupPodsAfterSourcePodDeleted
+   * (component/clusterd/pkg/domain/pod/pod_storage.go DeletePod).
+   */
+  private readonly releasedBackups = new Set<string>();
 
   constructor(d: JobSummaryControllerDeps) {
     this.d = d;
@@ -85,6 +91,8 @@ export class JobSummaryController {
       nodeSn: (n) => s.nodes.get(n)?.metadata?.annotations?.[NODE_SN_ANNOTATION] ?? '',
       snByIp: (ip) => snByIp(s.nodes.store.values(), ip),
       actual: (ns, name) => this.actual(ns, name),
+      releasedBackup: (ns, name) => this.releasedBackups.has(`${ns}/${name}`),
+      forgetReleasedBackup: (ns, name) => this.releasedBackups.delete(`${ns}/${name}`),
     }), { log: d.log, metrics: d.metrics, clock: d.clock });
   }
 
@@ -194,7 +202,11 @@ export class JobSummaryController {
       if (o.metadata?.annotations?.[SOFT_SHARE_KEY] === SOFT_SHARE) return;
     } else {
       if (ev.type === 'update') this.untrackPod(ev.old, objectKey(ev.old));
-      if (ev.type === 'delete') this.untrackPod(o, key);
+      if (ev.type === 'delete') {
+        this.untrackPod(o, key);
+        const a = o.metadata?.annotations ?? {};
+        if (a.inHotSwitchFlow === 'true' && a.backupNewPodName !== undefined) this.releasedBackups.add(`${o.metadata?.namespace ?? ''}/${a.backupNewPodName}`);
+      }
       else {
         const set = this.podsByJob.get(owner.uid) ?? new Set<string>();
         set.add(key);

@@ -45,10 +45,11 @@ describe('fault.Fault service (docs/grpc.md#fault-service)', () => {
     await t.stub.waitForClose((x) => x.service === 'fault' && x.reason === 'replaced');
   });
 
-  it('GetFaultMsgSignal: 200 with the view, or with an empty faultSignal when there is none', async () => {
-    expect(await unaryCall(c, 'fault', 'GetFaultMsgSignal', { jobId: JOB, role: 'x' })).toEqual({ code: 200, info: 'success', faultSignal: null });
+  it('GetFaultMsgSignal: 200 with the view and ClusterD\'s texts, or an empty faultSignal for a job without one', async () => {
+    expect(await unaryCall(c, 'fault', 'GetFaultMsgSignal', { jobId: JOB, role: 'x' })).toEqual({ code: 200, info: `job with jobId: ${JOB} not found fault info`, faultSignal: null });
     t.stub.faultView = (jobId) => ({ uuid: '', jobId, signalType: 'normal', nodeFaultInfo: [] });
-    expect(await unaryCall(c, 'fault', 'GetFaultMsgSignal', { jobId: '', role: 'x' })).toMatchObject({ code: 200, faultSignal: { jobId: '-1', signalType: 'normal' } });
+    expect(await unaryCall(c, 'fault', 'GetFaultMsgSignal', { jobId: JOB, role: 'x' })).toMatchObject({ code: 200, info: 'all info returned', faultSignal: { jobId: JOB, signalType: 'normal' } });
+    expect(await unaryCall(c, 'fault', 'GetFaultMsgSignal', { jobId: '', role: 'x' })).toMatchObject({ code: 200, info: 'Succeed', faultSignal: { jobId: '-1', signalType: 'normal' } });
   });
 
   it('GetFaultMsgSignal: UNKNOWN for a jobId outside 8-128 chars or with CJK', async () => {

@@ -120,7 +120,9 @@ export function faultService(d: FaultServiceDeps): UntypedServiceImplementation 
       if (!validFaultQueryJobId(c.jobId)) return grpcError(GrpcStatus.UNKNOWN, Info.faultJobInvalid(clip(c.jobId)));
       if (!(await d.queryLimiter.acquire())) return grpcError(GrpcStatus.UNKNOWN, Info.faultRateLimited);
       const signal = await handlers.query(c.jobId);
-      return reply<FaultQueryResult>({ code: Code.SuccessCode, info: 'success', faultSignal: signal });
+      // ClusterD's texts (GetFaultMsgSignal, component/clusterd/pkg/application/fault/grpc_service.go).
+      const info = c.jobId === CLUSTER_JOB_ID ? 'Succeed' : signal !== null ? 'all info returned' : `job with jobId: ${clip(c.jobId)} not found fault info`;
+      return reply<FaultQueryResult>({ code: Code.SuccessCode, info, faultSignal: signal });
     }),
   };
 }

@@ -170,7 +170,7 @@ describe('wire compatibility with TaskD / NodeD clients', () => {
     };
     t.stub.faultView = () => view;
     const res = decode('FaultQueryResult', await send('/fault.Fault/GetFaultMsgSignal', encode('ClientInfo', { jobId: JOB, role: 'mindie' })));
-    expect(res).toEqual({ code: 200, info: 'success', faultSignal: view });
+    expect(res).toEqual({ code: 200, info: 'all info returned', faultSignal: view });
   });
 
   it('PublicFaultRequest: int64 ms, map<string,string> and packed or unpacked int32 device ids', async () => {

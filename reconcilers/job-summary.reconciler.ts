@@ -12,7 +12,7 @@
  * retried from the same state.
  */
 import { Subject } from 'rxjs';
-import { deleteDueSec, summaryStep, type JobSummaryState, type SummaryContext, type SummaryPod, type SummaryPodGroup } from '../policy/jobs/job-summary.ts';
+import { deleteDueSec, summaryPods, summaryStep, type JobSummaryState, type SummaryContext, type SummaryPod, type SummaryPodGroup } from '../policy/jobs/job-summary.ts';
 import { jobSummaryCmName, jobSummaryLabels } from '../schemas/job-summary/job-summary.ts';
 import type { ConfigMap } from '../runtime/kube-objects.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
@@ -53,6 +53,9 @@ export interface JobSummaryDeps extends Omit<SummaryContext, 'nowSec'> {
   readonly writer: ConfigMapWriter;
   /** When the controller started (ClusterD's minute ticker counts from its start). */
   readonly startMs: number;
+  /** A hot-switch backup pod whose source pod was deleted since the job was last looked at (policy/jobs/job-summary.ts summaryPods). */
+  readonly releasedBackup?: (namespace: string, name: string) => boolean;
+  readonly forgetReleasedBackup?: (namespace: string, name: string) => void;
 }
 
 const KIND = 'job_summary';
@@ -84,7 +87,10 @@ export function jobSummaryReconciler(deps: JobSummaryDeps): Reconciler {
       const nowMs = ctx.now();
       const nowSec = Math.floor(nowMs / 1000);
       const prev = deps.store.get(key);
-      const step = summaryStep(prev, deps.podGroup(key), deps.pods(key), { ...deps, nowSec });
+      const pods = deps.pods(key);
+      const looked = summaryPods(pods, (p) => deps.releasedBackup?.(p.namespace, p.name) ?? false);
+      for (const p of looked.released) deps.forgetReleasedBackup?.(p.namespace, p.name);
+      const step = summaryStep(prev, deps.podGroup(key), pods, { ...deps, nowSec }, looked);
       if (step !== undefined) {
         await write(step.next, step.writes);
         deps.store.set(key, step.next);

@@ -332,14 +332,37 @@ export function preDelete(prev: JobSummaryState, nowSec: number): SummaryStep {
  * updateJob: the step the job's current PodGroup and pods lead to from what is remembered, or
  * undefined when nothing is to be written (unknown job, or status unchanged).
  */
-export function summaryStep(prev: JobSummaryState | undefined, pg: SummaryPodGroup | undefined, pods: readonly SummaryPod[], ctx: SummaryContext): SummaryStep | undefined {
+export function summaryStep(
+  prev: JobSummaryState | undefined, pg: SummaryPodGroup | undefined, pods: readonly SummaryPod[], ctx: SummaryContext,
+  content?: { readonly pods: readonly SummaryPod[]; readonly rebuild: boolean },
+): SummaryStep | undefined {
   if (prev === undefined && pg === undefined) return undefined;
+  // The status counts every pod, hot-switch backups included; the summary's content only `content.pods` (summaryPods).
   const [isPreDelete, status] = statusOf(pg, pods, prev);
-  if (prev !== undefined && prev.status === status && prev.isPreDelete === isPreDelete) return undefined;
+  if (prev !== undefined && prev.status === status && prev.isPreDelete === isPreDelete && content?.rebuild !== true) return undefined;
+  const used = content?.pods ?? pods;
   if (isPreDelete) return prev !== undefined && !prev.isPreDelete ? preDelete(prev, ctx.nowSec) : undefined;
-  if (status === 'pending' && prev?.status !== 'pending') return pg === undefined ? undefined : init(pg, pods, ctx.nowSec);
-  const base = prev !== undefined && prev.name !== '' ? prev : pg !== undefined ? basicInfo(pg, pods, ctx.nowSec) : undefined;
-  return base === undefined ? undefined : update(status, base, pg, pods, ctx);
+  if (status === 'pending' && prev?.status !== 'pending') return pg === undefined ? undefined : init(pg, used, ctx.nowSec);
+  const base = prev !== undefined && prev.name !== '' ? prev : pg !== undefined ? basicInfo(pg, used, ctx.nowSec) : undefined;
+  return base === undefined ? undefined : update(status, base, pg, used, ctx);
+}
+
+/**
+ * ClusterD's preHandlePods (component/clusterd/pkg/application/jobv2/processor.go): a hot-switch
+ * backup pod (annotation `podType=backup`) takes no part in the summary's content (it does in the
+ * job's status, computed before from every pod: getStatusByCache), except at the first look
+ * after its source pod was deleted (`released`), when the summary is rebuilt with it even if the
+ * status did not change. The caller forgets the released pods once this look is done, as ClusterD does.
+ */
+export function summaryPods(pods: readonly SummaryPod[], released: (p: SummaryPod) => boolean): { pods: SummaryPod[]; rebuild: boolean; released: SummaryPod[] } {
+  const out: SummaryPod[] = [];
+  const rel: SummaryPod[] = [];
+  for (const p of pods) {
+    if (released(p)) rel.push(p);
+    else if (p.annotations.podType === 'backup') continue;
+    out.push(p);
+  }
+  return { pods: out, rebuild: rel.length > 0, released: rel };
 }
 
 /** ClusterD deletes a pre-deleted job's ConfigMaps this long after the pre-delete, on its next minute tick. */

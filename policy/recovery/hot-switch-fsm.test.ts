@@ -48,8 +48,9 @@ describe('hot switch: happy path', () => {
   it('backup pod, pause, delete only the old pod, migrate, clean up', () => {
     const h = harness();
     h.feed({ type: 'subHealthFault', faultyPods: [faulty()], recoveryIdle: true });
+    // As ClusterD's (scenario hot-switch): empty uuid, the pod's ranks on the first signal only, no node ranks.
     expect(h.commands('sendSignal')[0]!.signal).toMatchObject({
-      signalType: 'hot-switch', actions: ['hot switch'], nodeRankIds: ['1'], faultRanks: [{ rankId: '8', faultType: '1' }, { rankId: '9', faultType: '1' }],
+      uuid: '', signalType: 'hot-switch', actions: ['hot switch'], nodeRankIds: [], faultRanks: [{ rankId: '8', faultType: '1' }, { rankId: '9', faultType: '1' }],
     });
     expect(h.commands('annotatePod')).toEqual([expect.objectContaining({ podName: OLD, set: { inHotSwitchFlow: 'true', needOperatorOpe: 'create' } })]);
     expect(h.state.phase).toBe('WaitNewPodState');
@@ -60,6 +61,7 @@ describe('hot switch: happy path', () => {
     h.now += 10_000;
     h.feed({ type: 'podsObserved', pods: [...basePods(), backup('Running')] });
     expect(actions(h)).toEqual(['hot switch', 'new pod running']);
+    expect(h.commands('sendSignal')[1]!.signal).toMatchObject({ uuid: '', faultRanks: [], nodeRankIds: [] });
     expect(h.state.phase).toBe('WaitReportPauseResultState');
 
     h.feed({ type: 'recoverStrategyReported', strategies: ['migration'] });
@@ -199,7 +201,8 @@ const ROWS: Row[] = [
   ['WaitOldPodDeletedState', 'receiveTimeout', 'NotifyStopJobState', (r) => expect(types(r)).toContain('annotatePod')],
   ['WaitNotifyRestartTrainResultState', 'notifySuccess', 'WaitReportRestartTrainResultState', (r) => expect(timer(r)).toEqual([['report', 900_000]])],
   ['WaitNotifyRestartTrainResultState', 'notifyFail', 'NotifyStopJobState', (r) => expect(types(r)).toContain('annotatePod')],
-  ['WaitReportRestartTrainResultState', 'RestartSuccessEvent', 'INIT', (r) => expect(types(r)).toEqual(['annotatePod'])],
+  // ClusterD's reset(false): reset-config cleared, the client's stream ended.
+  ['WaitReportRestartTrainResultState', 'RestartSuccessEvent', 'INIT', (r) => expect(types(r)).toEqual(['annotatePod', 'writeResetConfig', 'closeSignalStream'])],
   ['WaitReportRestartTrainResultState', 'RestartFaildEvent', 'NotifyStopJobState', (r) => expect(types(r)).toContain('annotatePod')],
   ['WaitReportRestartTrainResultState', 'receiveTimeout', 'NotifyStopJobState', (r) => expect(types(r)).toContain('annotatePod')],
 ];

@@ -16,8 +16,8 @@
  * Following the spec over the seed: a backup pod that never runs (1 min) ends in stop switch +
  * cleanup + downgrade, not job-level rescheduling (docs/rules.md#hotswitch.fsm table).
  */
-import { awaitAll, cancelTimersExcept, emit, makeUuid, newCtx, result, settle, startTimer, takeTimer, type StepCtx, type StepResult } from './recovery-kit.ts';
-import { buildSignal, CHANGE_STRATEGY, SIGNAL_ACTION, SIGNAL_TYPE, strList, toWire, type SignalParts } from './recovery-signals.ts';
+import { awaitAll, cancelTimersExcept, emit, newCtx, result, settle, startTimer, takeTimer, type StepCtx, type StepResult } from './recovery-kit.ts';
+import { buildSignal, CHANGE_STRATEGY, SIGNAL_ACTION, SIGNAL_TYPE, toWire, type SignalParts } from './recovery-signals.ts';
 import {
   HOT_SWITCH_ANNOTATION as A,
   HOT_SWITCH_TIMER,
@@ -68,12 +68,17 @@ type HandlerName = 'prepare' | 'annotateForBackup' | 'newPodRunning' | 'stopSwit
 const cmd = (ctx: Ctx, body: HotSwitchCommandBody, wait = false): number => emit(ctx, body, wait);
 const notify: { ok: HotSwitchNext; fail: HotSwitchNext } = { ok: { ev: 'notifySuccess' }, fail: { ev: 'notifyFail' } };
 
-function send(ctx: Ctx, parts: SignalParts & { signalType?: 'hot-switch' | 'changeStrategy' }, next: { ok: HotSwitchFsmEvent; fail: HotSwitchFsmEvent }): void {
-  const { signalType = SIGNAL_TYPE.hotSwitch, ...rest } = parts;
+/**
+ * One hot-switch signal as ClusterD sends it (component/clusterd/pkg/application/recover/hot_switch_controller.go):
+ * the uuid is the controller's, empty outside a recovery (its reset clears it and the hot switch sets
+ * none); only the first signal names fault ranks (every rank of the fault pod), none names node ranks.
+ */
+function send(ctx: Ctx, parts: SignalParts & { signalType?: 'hot-switch' | 'changeStrategy'; withRanks?: boolean }, next: { ok: HotSwitchFsmEvent; fail: HotSwitchFsmEvent }): void {
+  const { signalType = SIGNAL_TYPE.hotSwitch, withRanks = false, ...rest } = parts;
   const fp = ctx.s.faultPod;
   const signal = buildSignal(ctx.s.config.jobId, ctx.s.uuid, signalType, {
-    faultRanks: toWire((fp?.rankIds ?? []).map((rankId) => ({ rankId, faultType: '1' as const }))),
-    nodeRankIds: fp === null ? [] : strList([fp.podRank]),
+    faultRanks: withRanks ? toWire((fp?.rankIds ?? []).map((rankId) => ({ rankId, faultType: '1' as const }))) : [],
+    nodeRankIds: [],
     ...rest,
   });
   awaitAll(ctx, [cmd(ctx, { type: 'sendSignal', signal }, true)], { ev: next.ok }, { ev: next.fail });
@@ -99,8 +104,11 @@ function downgrade(ctx: Ctx, reason: string): void {
   ctx.why.push(`hot switch downgraded to ignore: ${reason}`);
 }
 
+/** ClusterD's reset(false) after a hot switch, failed or done: reset-config cleared, the client's stream ended (it registers again). */
 function reset(ctx: Ctx, why: string): void {
   cancelTimersExcept(ctx, []);
+  cmd(ctx, { type: 'writeResetConfig', op: 'clear' });
+  cmd(ctx, { type: 'closeSignalStream' });
   Object.assign(ctx.s, { phase: 'INIT', awaiting: null, faultPod: null, backupPodName: '', reports: { pause: null, restart: null } } satisfies Partial<HotSwitchState>);
   ctx.why.push(`reset (${why})`);
 }
@@ -117,9 +125,8 @@ function rollback(ctx: Ctx): void {
 
 const H: Readonly<Record<HandlerName, Handler>> = {
   prepare: (ctx) => {
-    ctx.s.uuidSeq += 1;
-    ctx.s.uuid = makeUuid(ctx.now, ctx.s.config.jobId, ctx.s.uuidSeq);
-    send(ctx, { actions: [SIGNAL_ACTION.hotSwitch] }, { ok: 'notifySuccess', fail: 'notifyFail' });
+    ctx.s.uuid = '';
+    send(ctx, { actions: [SIGNAL_ACTION.hotSwitch], withRanks: true }, { ok: 'notifySuccess', fail: 'notifyFail' });
     return undefined;
   },
   annotateForBackup: (ctx) => {

@@ -78,6 +78,7 @@ export interface HotSwitchPod {
 export interface FaultyPod {
   podName: string;
   podRank: number;
+  /** Every rank of the pod (ClusterD marks them all faulty: normalFaultAssociateSameNodeRank). */
   rankIds: number[];
 }
 
@@ -122,6 +123,9 @@ export type HotSwitchCommandBody =
   | { readonly type: 'escalateRescheduling'; readonly level: 'job'; readonly reason: string }
   /** Persist `subHealthyStrategy` downgraded to ignore (e.g. a PodGroup annotation) so restarts keep it. */
   | { readonly type: 'persistDowngrade'; readonly subHealthyStrategy: 'ignore'; readonly reason: string }
+  /** ClusterD's reset at the end of a hot switch: reset-config cleared, the client's stream ended. */
+  | { readonly type: 'writeResetConfig'; readonly op: 'clear'; readonly rankIds?: readonly number[]; readonly restartFaultProcess?: boolean }
+  | { readonly type: 'closeSignalStream' }
   | TimerCommandBody;
 
 export type HotSwitchCommand = HotSwitchCommandBody & CommandMeta;

@@ -81,7 +81,7 @@ describe('recovery feed (what the FSMs see of a job)', () => {
     const f = feed(pods, [rec('n1', '81A3880C', 'SubHealthFault', 'Ascend910-4')]);
     expect(f.ranks).toEqual([{ rankId: 2, faultType: '1', subHealth: true }]);
     expect(f.jobHealth).toBe('SubHealthy');
-    expect(f.subHealthPods).toEqual([{ podName: 'w-1', podRank: 1, rankIds: [2] }]);
+    expect(f.subHealthPods).toEqual([{ podName: 'w-1', podRank: 1, rankIds: [2, 3] }]); // every rank of the pod, as ClusterD's hot-switch signal
   });
 
   it('a rank moved by a hot switch is not switched again for the fault it left behind (the placement still names the old pod)', () => {
@@ -101,7 +101,7 @@ describe('recovery feed (what the FSMs see of a job)', () => {
       entry: { ...entry(pods).entry, placement }, pod: entry(pods).pod, faultsOf: (n) => (n === 'n1' ? [rec('n1', '81A3880C', 'SubHealthFault', 'Ascend910-4')] : []),
       nowMs: NOW, hotSwitchDowngraded: false, holdsReschedulingRole: true,
     });
-    expect(before.subHealthPods).toEqual([{ podName: 'w-1', podRank: 1, rankIds: [2] }]);
+    expect(before.subHealthPods).toEqual([{ podName: 'w-1', podRank: 1, rankIds: [2, 3] }]);
   });
 
   it('backup pods hold no rank but are hot-switch pods; retry reports are merged', () => {

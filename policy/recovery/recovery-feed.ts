@@ -210,8 +210,9 @@ export function recoveryFeed(i: FeedInput): RecoveryFeed {
   const placedUid = new Map((entry.placement?.pods ?? []).map((p) => [p.rank, p.uid]));
   const subHealthPods: FaultyPod[] = jobHealth !== 'SubHealthy' ? [] : live.flatMap((p) => {
     if (entry.placement !== undefined && placedUid.get(p.rank!) !== p.uid) return [];
-    const mine = Array.from({ length: per }, (_, k) => p.rank! * per + k).filter((r) => subRanks.has(r));
-    return mine.length === 0 ? [] : [{ podName: p.name, podRank: p.rank!, rankIds: mine }];
+    const all = Array.from({ length: per }, (_, k) => p.rank! * per + k);
+    // The hot-switch signal names every rank of the pod (component/clusterd/pkg/application/recover/controller.go normalFaultAssociateSameNodeRank).
+    return all.some((r) => subRanks.has(r)) ? [{ podName: p.name, podRank: p.rank!, rankIds: all }] : [];
   });
   return {
     config: {

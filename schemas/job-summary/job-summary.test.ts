@@ -1,5 +1,5 @@
 import { DEFAULT_HCCL_JSON, addData, deleteData, encodeRankTable, hcclSlices, jobSummaryCmName, jobSummaryLabels, pendingData, type HcclServer, type RankTable } from './job-summary.ts';
-import { summaryStep, type JobSummaryState, type SummaryContext, type SummaryPod, type SummaryPodGroup } from '../../policy/jobs/job-summary.ts';
+import { summaryPods, summaryStep, type JobSummaryState, type SummaryContext, type SummaryPod, type SummaryPodGroup } from '../../policy/jobs/job-summary.ts';
 
 const server = (i: number, over: Partial<HcclServer> = {}): HcclServer => ({
   devices: [{ deviceId: '0', deviceIp: `192.168.${i}.0`, rankId: String(2 * i) }, { deviceId: '1', deviceIp: `192.168.${i}.1`, rankId: String(2 * i + 1) }],
@@ -85,6 +85,25 @@ describe('job-summary state machine (ClusterD jobv2 updateJob)', () => {
     const s4 = summaryStep(s3.next, undefined, [], ctx(110))!;
     expect(s4.next.isPreDelete).toBe(true);
     expect(s4.writes[0]!.data).toMatchObject({ operator: 'delete', job_status: 'failed', deleteTime: '110', 'hccl.json': s2.writes[0]!.data['hccl.json'] });
+  });
+
+  // Found by the conformance scenario hot-switch (ClusterD's preHandlePods, jobv2/processor.go).
+  it('a hot-switch backup pod stays out of the summary until its source pod is deleted, then the summary is rebuilt once with it', () => {
+    const s1 = summaryStep(summaryStep(undefined, pg, [], ctx(100))!.next, pg, [pod(0), pod(1)], ctx(101))!;
+    const backup = pod(1, { name: 'job-worker-1-hot-0001', uid: 'p9', nodeName: 'node-9', annotations: { ...pod(1).annotations, podType: 'backup', backupSourcePodName: 'job-worker-1' } });
+    // Pending, it makes the job failed (the status counts every pod), but the content stays without it.
+    const pending = { ...backup, phase: 'Pending' };
+    const p1 = summaryStep(s1.next, pg, [pod(0), pod(1), pending], ctx(102), summaryPods([pod(0), pod(1), pending], () => false))!;
+    expect(p1.next.status).toBe('failed');
+    expect((JSON.parse(p1.writes[0]!.data['hccl.json']!) as { server_list: unknown[] }).server_list).toHaveLength(2);
+    const running = summaryPods([pod(0), pod(1), backup], () => false);
+    expect(running).toEqual({ pods: [pod(0), pod(1)], rebuild: false, released: [] });
+    expect(summaryStep(s1.next, pg, [pod(0), pod(1), backup], ctx(102), running)).toBeUndefined();
+    const released = summaryPods([pod(0), backup], (p) => p.name === backup.name);
+    expect(released.rebuild).toBe(true);
+    const s2 = summaryStep(s1.next, pg, [pod(0), backup], ctx(103), released)!;
+    const hccl = JSON.parse(s2.writes[0]!.data['hccl.json']!) as { status: string; server_list: Array<{ server_name: string; pod_name: string }> };
+    expect([hccl.status, hccl.server_list.map((x) => x.pod_name)]).toEqual(['complete', ['job-worker-0', 'job-worker-1-hot-0001']]);
   });
 
   it('a job without hccl/rankIndex runs with no server: hccl.json "" (what ClusterD wrote in the manual-separation scenario)', () => {

@@ -57,13 +57,16 @@ const put = (collection: string, body: KubeObject): Write => ({ op: 'put', colle
 const owned = (collection: string, body: KubeObject): Write => ({ op: 'put', collection, body, ownerFrom: paths.vcJob(NS, JOB) });
 
 /** What the device plugin writes on a pod it allocated chips to (PodDevice of ClusterD's constant package). */
-function deviceAnnotation(pod: string, hostIp: string): string {
+export function deviceAnnotation(pod: string, hostIp: string): string {
   return JSON.stringify({ pod_name: pod, server_id: hostIp, host_ip: hostIp, devices: CHIPS.map((c) => ({ device_id: String(c), device_ip: `192.168.${hostIp.split('.')[3]}.${c}` })) });
 }
 
-/** The job's objects; `strategies` is the PodGroup's `recover-strategy` annotation, `annotations` more PodGroup annotations. */
-export function jobObjects(strategies = 'retry,recover,dump,exit', annotations: Record<string, string> = {}): Write[] {
-  const labels = { 'fault-scheduling': 'force', 'process-recover-enable': 'on' };
+/**
+ * The job's objects; `strategies` is the PodGroup's `recover-strategy` annotation, `annotations` more
+ * PodGroup annotations, `extraLabels` more labels of the Job and its PodGroup.
+ */
+export function jobObjects(strategies = 'retry,recover,dump,exit', annotations: Record<string, string> = {}, extraLabels: Record<string, string> = {}): Write[] {
+  const labels = { 'fault-scheduling': 'force', 'process-recover-enable': 'on', ...extraLabels };
   const out: Write[] = [
     put(paths.namespaces(), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } }),
     put(paths.vcJobs(NS), {

@@ -27,6 +27,8 @@ import { STRESS_TEST, STRESS_TEST_FAULT, SWITCH_NIC, SWITCH_NIC_FAIL } from './s
 import { DATA_TRACE } from './scenario-data-trace.ts';
 import { CONFIG_RANK_TABLE } from './scenario-config.ts';
 import { JOB_SIGNALS } from './scenario-job-signals.ts';
+import { FAULT_SERVICE } from './scenario-fault-service.ts';
+import { HOT_SWITCH } from './scenario-hot-switch.ts';
 
 const chipFault = (w: World, node: string, npu: number, code: string, now: number): Write => {
   const s = w.node(node);
@@ -115,4 +117,4 @@ export const AGENT_FAULTS: Scenario = {
   ],
 };
 
-export const SCENARIOS: readonly Scenario[] = [AGENT_FAULTS, MANUAL_SEPARATION, PROCESS_RECOVERY, PROCESS_DUMP, PROCESS_KILL_JOB, PROCESS_RECOVER_IN_PLACE, PROCESS_PLATFORM, PUBLIC_FAULTS, STRESS_TEST, STRESS_TEST_FAULT, SWITCH_NIC, SWITCH_NIC_FAIL, DATA_TRACE, CONFIG_RANK_TABLE, JOB_SIGNALS, NPU_JOB_SUMMARY];
+export const SCENARIOS: readonly Scenario[] = [AGENT_FAULTS, MANUAL_SEPARATION, PROCESS_RECOVERY, PROCESS_DUMP, PROCESS_KILL_JOB, PROCESS_RECOVER_IN_PLACE, PROCESS_PLATFORM, PUBLIC_FAULTS, STRESS_TEST, STRESS_TEST_FAULT, SWITCH_NIC, SWITCH_NIC_FAIL, DATA_TRACE, CONFIG_RANK_TABLE, JOB_SIGNALS, NPU_JOB_SUMMARY, FAULT_SERVICE, HOT_SWITCH];

@@ -51,8 +51,10 @@ describe('hot switch with a TaskD-like client', () => {
     await reportChipFault(client, nodes[1]!, 'Ascend910-0', SUB_HEALTH_CODE, 'SubHealthFault');
 
     const hs = await agent.waitForSignal((s) => s.signalType === 'hot-switch' && s.actions.includes('hot switch'), 20_000);
-    expect(hs.nodeRankIds).toEqual(['1']);
-    expect(hs.faultRanks.map((r) => r.rankId)).toEqual(['2']);
+    // As ClusterD's (conformance scenario hot-switch): no node ranks, every rank of the fault pod, an empty uuid.
+    expect(hs.nodeRankIds).toEqual([]);
+    expect(hs.faultRanks.map((r) => r.rankId)).toEqual(['2', '3']);
+    expect(hs.uuid).toBe('');
     const running = await agent.waitForSignal((s) => s.signalType === 'hot-switch' && s.actions.includes('new pod running'), 20_000);
     expect(running.uuid).toBe(hs.uuid);
     const migration = await agent.waitForSignal((s) => s.signalType === 'changeStrategy' && s.changeStrategy === 'migration', 20_000);
@@ -97,7 +99,7 @@ describe('hot switch with a TaskD-like client', () => {
     await agent.waitForSignal((s) => s.signalType === 'hot-switch' && s.actions.includes('hot switch'), 20_000);
     await eventually(async () => (await jobPods(client, job)).some((p) => p.metadata?.annotations?.podType === 'backup'), 10_000);
     const stop = await agent.waitForSignal((s) => s.signalType === 'hot-switch' && s.actions.includes('stop switch'), 20_000);
-    expect(stop.nodeRankIds).toEqual(['2']);
+    expect([stop.nodeRankIds, stop.faultRanks]).toEqual([[], []]);
     await eventually(() => manager.recovery.hotSwitchDowngraded(job.uid), 10_000);
     // Rollback: the backup pod goes (needOperatorOpe=delete), the fault pod loses the handshake markers.
     await eventually(async () => !(await jobPods(client, job)).some((p) => p.metadata?.annotations?.podType === 'backup'), 10_000);
