@@ -176,13 +176,52 @@ describe('elastic training (docs/rules.md#recover.elastic-training)', () => {
     h.advance(270_000);
     expect(signalsOf(h).at(-1)).toMatchObject({ changeStrategy: 'downgrade', extraParams: '{"scale-in-strategy": "DP"}' });
     h.feed({ type: 'recoverStatusReported', code: 201, strategy: 'downgrade', isolateRankIds: ['2', '3'] });
-    expect(signalsOf(h).at(-1)).toMatchObject({ signalType: 'faultNodesExit', actions: ['fault_nodes_exit'], nodeRankIds: ['1'] });
+    // Ranks 2, 3 are pod 1's, already a fault pod: ClusterD names no pod (RemoveDuplicateNodeRanks).
+    expect(signalsOf(h).at(-1)).toMatchObject({ signalType: 'faultNodesExit', actions: ['fault_nodes_exit'], nodeRankIds: [] });
     h.feed({ type: 'recoverStatusReported', code: 0, strategy: 'downgrade' });
     expect(h.state).toMatchObject({ phase: 'ScaleRunningState', scaleInRunning: true });
     h.feed({ type: 'podsObserved', pods: podsOf(4, 1, [1]) });
     expect(signalsOf(h).at(-1)).toMatchObject({ changeStrategy: 'upgrade', extraParams: '{"scale-out-strategy": "DP"}' });
     h.feed({ type: 'recoverStatusReported', code: 0, strategy: 'upgrade' });
     expect(h.state.phase).toBe('INIT');
+  });
+
+  // ClusterD's handleDecidedStrategyAfterChoose filters the pods already replaced out of a
+  // changeStrategy's nodeRankIds for `recover` only (filterRecoverPodsNodeRankIds): a downgrade names
+  // every fault pod, gone or not.
+  it('downgrade names the fault pods even when they are gone (deleted for a replacement that does not come)', () => {
+    const h = recoveryHarness({ ranksPerPod: 2, strategies: ['elastic-training', 'exit'], podRescheduling: true });
+    feed(h, [{ rankId: 3, faultType: '1' }]);
+    report(h);
+    h.feed({ type: 'stopCompleteReported', code: 0 });
+    h.advance(11_000);
+    h.feed({ type: 'podsObserved', pods: podsOf(4).filter((p) => p.podRank !== 1) });
+    h.feed({ type: 'recoverStrategyReported', strategies: ['downgrade'] });
+    h.advance(20_000);
+    expect(signalsOf(h).at(-1)).toMatchObject({ changeStrategy: 'downgrade', nodeRankIds: ['1'] });
+  });
+
+  // ClusterD's handleCheckScaleStrategyRecoverResult: a faultNodesExit with no fault ranks, naming the
+  // isolated ranks' pods that are not fault pods already (RemoveDuplicateNodeRanks); waitScaleOut's
+  // upgrade carries the fault ranks and their pods, as the downgrade did.
+  it('faultNodesExit names only isolated pods that are not fault pods, without fault ranks; upgrade carries the fault ranks', () => {
+    const h = recoveryHarness({ ranksPerPod: 2, strategies: ['elastic-training', 'exit'], jobRescheduling: false });
+    feed(h, [{ rankId: 3, faultType: '1' }]);
+    report(h);
+    h.feed({ type: 'stopCompleteReported', code: 0 });
+    h.advance(11_000);
+    h.feed({ type: 'recoverStrategyReported', strategies: ['downgrade'] });
+    expect(signalsOf(h).at(-1)).toMatchObject({ changeStrategy: 'downgrade' });
+    h.feed({ type: 'recoverStatusReported', code: 201, strategy: 'downgrade', isolateRankIds: ['2', '3', '4', '5'] });
+    const exit = signalsOf(h).at(-1)!;
+    expect(exit).toMatchObject({ signalType: 'faultNodesExit', actions: ['fault_nodes_exit'], nodeRankIds: ['2'] });
+    expect(exit.faultRanks).toEqual([]);
+    h.feed({ type: 'recoverStatusReported', code: 0, strategy: 'downgrade' });
+    expect(h.state.phase).toBe('ScaleRunningState');
+    h.feed({ type: 'podsObserved', pods: podsOf(4, 1, [1]) });
+    expect(signalsOf(h).at(-1)).toMatchObject({
+      changeStrategy: 'upgrade', nodeRankIds: ['1'], faultRanks: [{ rankId: '2', faultType: '1' }, { rankId: '3', faultType: '1' }],
+    });
   });
 
   it('with rescheduling configured, waits 20 s before choosing scale-in', () => {

@@ -15,7 +15,6 @@ import {
   exitPods,
   faultPods,
   hasNormalFaults,
-  originalOnly,
   platformOn,
   platformMs,
   rank0PodFaulty,
@@ -340,26 +339,30 @@ const scaleIn: Handler = (ctx) => {
       changeStrategy: CHANGE_STRATEGY.downgrade,
       extraParams: EXTRA_PARAMS.scaleIn,
       faultRanks: toWire(expandedFaults(ctx.s)),
-      nodeRankIds: strList(originalOnly(ctx.s, exitPods(ctx.s))),
+      // Every fault pod, replaced or gone (handleNotifyScaleInStrategy filters none).
+      nodeRankIds: strList(exitPods(ctx.s)),
     },
     { ok: ev('notifyScaleInStrategySuccessEvent'), fail: ev('notifyFail') },
   );
   return undefined;
 };
 
-/** Row 46: 201 + isolateRankIds -> faultNodesExit to those pods; 0 is already the final status. */
+/**
+ * Row 46: 201 + isolateRankIds -> faultNodesExit, no fault ranks, to the isolated ranks' pods that
+ * are not fault pods already (handleCheckScaleStrategyRecoverResult, RemoveDuplicateNodeRanks);
+ * 0 is already the final status.
+ */
 const checkIsolate: Handler = (ctx) => {
   const s = ctx.s;
   const st = s.lastStatus;
   if (st !== null && st.code === REPORT_CODE.exitIsolateRanks) {
-    const ranks = st.isolateRankIds;
+    const known = faultPods(s);
     send(
       ctx,
       SIGNAL_TYPE.faultNodesExit,
       {
         actions: [SIGNAL_ACTION.faultNodesExit],
-        faultRanks: toWire(ranks.map((rankId) => ({ rankId, faultType: FAULT_TYPE.normal }))),
-        nodeRankIds: strList(podsOf(ranks, s.config.ranksPerPod)),
+        nodeRankIds: strList(podsOf(st.isolateRankIds, s.config.ranksPerPod).filter((p) => !known.includes(p))),
       },
       { ok: ev('notifyFaultNodesExitSuccessEvent'), fail: ev('notifyFail') },
     );

@@ -162,10 +162,17 @@ export const scaleWatch: Step = (ctx) => {
   if (s.step !== 'watch' || !rescheduled(s, exitPods(s))) return undefined;
   s.step = 'upgrading';
   s.current = 'upgrade';
+  // ClusterD's waitScaleOut: the fault ranks and their pods, as the downgrade.
   send(
     ctx,
     SIGNAL_TYPE.changeStrategy,
-    { actions: [SIGNAL_ACTION.changeStrategy], changeStrategy: CHANGE_STRATEGY.upgrade, extraParams: EXTRA_PARAMS.scaleOut },
+    {
+      actions: [SIGNAL_ACTION.changeStrategy],
+      changeStrategy: CHANGE_STRATEGY.upgrade,
+      extraParams: EXTRA_PARAMS.scaleOut,
+      faultRanks: toWire(expandedFaults(s)),
+      nodeRankIds: strList(exitPods(s)),
+    },
     { ok: ev('notifyScaleOutStrategySuccessEvent'), fail: ev('notifyFail') },
   );
   return undefined;
@@ -297,7 +304,8 @@ const sendDecided: Step = (ctx) => {
       return undefined;
     case 'elastic-training':
       requestReplacement(ctx, 'strategy elastic-training (scale-in)');
-      send(ctx, SIGNAL_TYPE.changeStrategy, { ...base, changeStrategy: CHANGE_STRATEGY.downgrade, extraParams: EXTRA_PARAMS.scaleIn, nodeRankIds: nodes },
+      // Every fault pod, replaced or gone: ClusterD filters nodeRankIds for recover only (filterRecoverPodsNodeRankIds).
+      send(ctx, SIGNAL_TYPE.changeStrategy, { ...base, changeStrategy: CHANGE_STRATEGY.downgrade, extraParams: EXTRA_PARAMS.scaleIn, nodeRankIds: strList(exitPods(s)) },
         { ok: ev('notifyScaleInStrategySuccessEvent'), fail });
       return undefined;
     case 'dump':
