@@ -58,7 +58,8 @@ describeGo('elastic training (scale-in / scale-out) with the real TaskD client (
     // MindIO isolates ranks 2 and 3 (code 201): their pod is already a fault pod, so ClusterD's
     // faultNodesExit names no pod (RemoveDuplicateNodeRanks) and carries no fault rank.
     const exit = await a.waitForSignal((s) => s.signalType === 'faultNodesExit', 10_000, 'faultNodesExit');
-    expect(exit).toMatchObject({ uuid: global.uuid, actions: ['fault_nodes_exit'], faultRanks: [], nodeRankIds: [], changeStrategy: '' });
+    expect(exit).toMatchObject({ uuid: global.uuid, actions: ['fault_nodes_exit'], faultRanks: [], changeStrategy: '' });
+    expect(exit.nodeRankIds ?? []).toEqual([]); // empty on the wire (null in the client's JSON)
     await a.waitFor((e) => e.event === 'report' && e.rpc === 'ReportRecoverStatus' && e.t >= exit.t, 10_000, 'final downgrade status');
     // The fault pod was deleted for a replacement that does not come; the pod group is not marked.
     await eventually(async () => (await podUid(client, job, 1)) === undefined, 10_000);
@@ -79,7 +80,7 @@ describeGo('elastic training (scale-in / scale-out) with the real TaskD client (
     await a.waitFor((e) => e.event === 'stream-end', 10_000, 'stream end', i);
     await a.waitFor((e) => e.event === 'subscribe', 10_000, 'subscription again', i);
     expect(a.summary).toEqual([
-      'preExitProcess[pre exit process]', 'stopTrain[stop_train]', 'globalFault[on global rank|fault nodes exit]',
+      'preExitProcess[pre exit process]', 'stopTrain[stop_train]', 'globalFault[on_global_rank|fault_nodes_exit]',
       'changeStrategy:downgrade[change_strategy]', 'faultNodesExit[fault_nodes_exit]', 'changeStrategy:upgrade[change_strategy]',
     ]);
     expect(a.events.filter((e) => e.event === 'report').map((e) => `${e.rpc}:${e.code}`)).toEqual([
