@@ -224,6 +224,22 @@ describe('elastic training (docs/rules.md#recover.elastic-training)', () => {
     });
   });
 
+  // ClusterD's handleDecideRecoverStrategy asks only whether elastic-training is configured and the
+  // agent reported downgrade (supportTargetStrategy): unlike the strategy choice
+  // (canChooseScaleInStrategy) it does not look at the rank-0 pod.
+  it('schedule timeout after recover: scale-in even when the rank-0 pod is faulty', () => {
+    const h = recoveryHarness({ ranksPerPod: 2, strategies: ['recover', 'elastic-training', 'exit'], jobRescheduling: false });
+    feed(h, [{ rankId: 1, faultType: '1' }]);
+    report(h, 1);
+    h.feed({ type: 'stopCompleteReported', code: 0 });
+    h.advance(11_000);
+    h.feed({ type: 'recoverStrategyReported', strategies: ['recover', 'downgrade'] });
+    expect(signalsOf(h).at(-1)).toMatchObject({ changeStrategy: 'recover' });
+    h.advance(270_000);
+    expect(signalsOf(h).at(-1)).toMatchObject({ changeStrategy: 'downgrade', nodeRankIds: ['0'] });
+    expect(h.state.phase).toBe('WaitReportScaleInIsolateRanksState');
+  });
+
   it('with rescheduling configured, waits 20 s before choosing scale-in', () => {
     const h = recoveryHarness({ ranksPerPod: 2, strategies: ['elastic-training', 'exit'], podRescheduling: true });
     feed(h, [{ rankId: 3, faultType: '1' }]);

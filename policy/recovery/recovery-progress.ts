@@ -122,8 +122,13 @@ export function pollSchedule(ctx: Ctx): void {
   }
 }
 
+/**
+ * Row 28's scale-in after a schedule timeout: elastic-training configured and the agent reported
+ * downgrade, nothing else; ClusterD's handleDecideRecoverStrategy does not look at the rank-0 pod
+ * here, unlike its strategy choice (docs/rules.md#recover.elastic-training).
+ */
 const canScaleIn = (s: RecoveryState): boolean =>
-  s.config.strategies.includes('elastic-training') && (s.agentStrategies ?? []).includes('downgrade') && !rank0PodFaulty(s);
+  s.config.strategies.includes('elastic-training') && (s.agentStrategies ?? []).includes('downgrade');
 
 /** Row 20's select over the schedule result. */
 export const scheduleProgress: Step = (ctx) => {
