@@ -102,6 +102,30 @@ describeGo('elastic training (scale-in / scale-out) with the real TaskD client (
     expect(a.signals.some((s) => s.signalType === 'faultNodesExit')).toBe(false);
   }, 120_000);
 
+  it('recover, the fault pod not rescheduled within wait-reschedule-timeout (30 s): downgrade, even with the rank-0 pod faulty', async () => {
+    // No rescheduling: the fault pods stay (and a rank-0 fault is not a job-level restart first).
+    const c = await startController('schedule-timeout', [...FLAGS, '--rescheduling=false']);
+    const nodes = await fakeNodes(client, `el-${rand()}`, 4);
+    const job = await createJob(client, {
+      ns: await newNamespace(client, 'el'), nodes, labels: { framework: 'pytorch', 'process-recover-enable': 'on' },
+      annotations: { 'recover-strategy': 'recover,elastic-training,dump,exit', 'wait-reschedule-timeout': '30' },
+    });
+    cleanup(() => cleanUp(client, job, nodes));
+    // MindIO never reports the recover done: the replaced pods' processes never join.
+    const a = agent(c.target, job, ['-strategies=recover,downgrade,dump,exit', '-recover-report=false', '-isolate-ranks=0,1']);
+    await a.waitFor((e) => e.event === 'subscribe', 30_000, 'subscription');
+    await reportChipFault(client, nodes[0]!, 'Ascend910-1', '80E18402', 'SeparateNPU', true);
+    const recover = await a.waitForSignal((s) => s.changeStrategy === 'recover', 40_000, 'changeStrategy recover');
+    const global = a.signals.find((s) => s.signalType === 'globalFault')!;
+    const down = await a.waitForSignal((s) => s.changeStrategy === 'downgrade', 45_000, 'downgrade after the schedule timeout');
+    expect(down.t - global.t).toBeGreaterThanOrEqual(29_000); // the wait starts with the strategy wait (row 14)
+    expect(down).toMatchObject({ uuid: recover.uuid, extraParams: SCALE_IN_JSON, nodeRankIds: ['0'], faultRanks: [{ rankId: '0', faultType: '1' }, { rankId: '1', faultType: '1' }] });
+    await a.waitForSignal((s) => s.signalType === 'faultNodesExit', 10_000, 'faultNodesExit');
+    await a.waitFor((e) => e.event === 'report' && e.rpc === 'ReportRecoverStatus' && e.t >= down.t, 10_000, 'downgrade status');
+    expect((await pg(job)).annotations?.ProcessRecoverStatus).toBeUndefined();
+    expect(a.summary.slice(3)).toEqual(['changeStrategy:recover[change_strategy]', 'changeStrategy:downgrade[change_strategy]', 'faultNodesExit[fault_nodes_exit]']);
+  }, 150_000);
+
   it('rank 0 faulty: never scale in, the next strategy (dump) at once', async () => {
     // No rescheduling: a rank-0 fault is otherwise a job-level restart (docs/rules.md#resched.master-rank) before process recovery.
     const c = await startController('rank0', [...FLAGS, '--rescheduling=false']);

@@ -56,6 +56,7 @@ var (
 	omNotify     = flag.Bool("om-notify", true, "subscribe SubscribeNotifyExecStressTest and SubscribeNotifySwitch as TaskD's manager does")
 	scaleInCode  = flag.Int("scale-in-code", -1, "ReportRecoverStatus code (strategy downgrade) after a scale-in; -1: -status-code")
 	scaleOutCode = flag.Int("scale-out-code", -1, "ReportRecoverStatus code (strategy upgrade) after a scale-out; -1: -status-code")
+	recoverReply = flag.Bool("recover-report", true, "ReportRecoverStatus after changeStrategy recover (false: MindIO still waits for the replaced pods' processes)")
 	isolateRanks = flag.String("isolate-ranks", "", "ranks MindIO isolates on a scale-in, rank[,rank]: its first answer to downgrade is code 201 with these IsolateRankIds, the final downgrade status follows the faultNodesExit")
 )
 
@@ -207,6 +208,9 @@ func (a *agent) onSignal(s *pb.ProcessManageSignal) {
 			time.Sleep(*statusDelay)
 			a.reportStatus("upgrade", codeOr(*scaleOutCode), nil)
 		case "retry", "recover", "dump", "migration", "continue":
+			if s.ChangeStrategy == "recover" && !*recoverReply {
+				return
+			}
 			time.Sleep(*statusDelay)
 			a.reportStatus(s.ChangeStrategy, *statusCode, nil)
 		}
