@@ -54,3 +54,31 @@ export const ELASTIC: Scenario = {
     { name: 'exchange until the scale-out is done and TaskD subscribed again', perSide: (ctx) => exchange(ctx, scaledOut, 60_000) },
   ],
 };
+
+/**
+ * The other way into scale-in: `recover-strategy: recover,elastic-training,dump,exit` with
+ * `wait-reschedule-timeout: 30`, a chip fault on rank 1, so on the rank-0 pod. `recover` is chosen;
+ * MindIO never reports it done (the fault pod is never replaced), and when the schedule wait ends
+ * ClusterD scales in (handleDecideRecoverStrategy: NeedTryScaleInStrategyEvent, then
+ * handleNotifyScaleInStrategy), asking only whether elastic-training is configured and MindIO
+ * reported downgrade, not whether the rank-0 pod is faulty. MindIO isolates ranks 0 and 1, the fault
+ * pod's own: faultNodesExit names no pod; the job runs scaled in.
+ */
+export const SCALE_IN_AFTER_RECOVER: Scenario = {
+  name: 'scale-in-after-recover',
+  nodes: [{ name: 'node-a' }, { name: 'node-b' }],
+  ourFlags: ['--rescheduling=false'],
+  setup: (w, now) => [
+    ...[...w.specs.keys()].flatMap((n) => [...w.createNode(n, now), w.deviceInfo(n, now)]),
+    ...jobObjects('recover,elastic-training,dump,exit', { 'wait-reschedule-timeout': '30' }),
+  ],
+  steps: [
+    {
+      name: 'TaskD client inits, registers, subscribes',
+      perSide: (ctx) => startTaskdClient(ctx, ['-strategies=recover,downgrade,dump,exit', '-recover-report=false', '-isolate-ranks=0,1'], '-scale-in-after-recover'),
+    },
+    { name: 'chip fault 80E18402 on node-a chip 1 (rank 1, the rank-0 pod)', writes: (w, now) => [chipFault(w, 'node-a', 1, '80E18402', now)] },
+    // stopTrain, globalFault, changeStrategy recover unanswered, the 30 s schedule wait (ClusterD: up to 35 s), downgrade, 201, faultNodesExit, downgrade 0.
+    { name: 'exchange until the scale-in is done', perSide: (ctx) => exchange(ctx, answeredAfter((e) => e.signalType === 'faultNodesExit'), 120_000) },
+  ],
+};
