@@ -240,6 +240,31 @@ describe('elastic training (docs/rules.md#recover.elastic-training)', () => {
     expect(h.state.phase).toBe('WaitReportScaleInIsolateRanksState');
   });
 
+  // ClusterD's handleCheckScaleStrategyRecoverResult answers a first downgrade status 0 with
+  // ScaleInSuccessEvent, which CheckReportScaleInIsolateRanksState has no rule for: addEvent drops
+  // it, and the job stays there (stream open, reset-config untouched) until the next reset; no
+  // scale-in run, no scale-out (seen in the conformance scenario scale-in-answered-0).
+  it('a first downgrade answer of 0 (no ranks to isolate): no rule for it, the job waits for the next reset', () => {
+    const h = recoveryHarness({ ranksPerPod: 2, strategies: ['elastic-training', 'exit'], jobRescheduling: false });
+    feed(h, [{ rankId: 3, faultType: '1' }]);
+    report(h);
+    h.feed({ type: 'stopCompleteReported', code: 0 });
+    h.advance(11_000);
+    h.feed({ type: 'recoverStrategyReported', strategies: ['downgrade'] });
+    expect(signalsOf(h).at(-1)).toMatchObject({ changeStrategy: 'downgrade' });
+    const writes = h.commands('writeResetConfig').length;
+    h.feed({ type: 'recoverStatusReported', code: 0, strategy: 'downgrade' });
+    expect(h.state).toMatchObject({ phase: 'CheckReportScaleInIsolateRanksState', scaleInRunning: false });
+    h.feed({ type: 'podsObserved', pods: podsOf(4, 1, [1]) });
+    h.advance(60_000);
+    expect(h.state.phase).toBe('CheckReportScaleInIsolateRanksState');
+    expect(h.commands('closeSignalStream')).toHaveLength(0);
+    expect(h.commands('writeResetConfig')).toHaveLength(writes);
+    expect(signalTypes(h).slice(-1)).toEqual(['changeStrategy:downgrade']);
+    h.feed({ type: 'clientSubscribed' });
+    expect(h.state.phase).toBe('INIT');
+  });
+
   it('with rescheduling configured, waits 20 s before choosing scale-in', () => {
     const h = recoveryHarness({ ranksPerPod: 2, strategies: ['elastic-training', 'exit'], podRescheduling: true });
     feed(h, [{ rankId: 3, faultType: '1' }]);

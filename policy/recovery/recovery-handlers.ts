@@ -350,7 +350,7 @@ const scaleIn: Handler = (ctx) => {
 /**
  * Row 46: 201 + isolateRankIds -> faultNodesExit, no fault ranks, to the isolated ranks' pods that
  * are not fault pods already (handleCheckScaleStrategyRecoverResult, RemoveDuplicateNodeRanks);
- * 0 is already the final status.
+ * 0 parks the job until the next reset, any other code is a failed scale-in.
  */
 const checkIsolate: Handler = (ctx) => {
   const s = ctx.s;
@@ -369,9 +369,10 @@ const checkIsolate: Handler = (ctx) => {
     return undefined;
   }
   if (st !== null && st.code === REPORT_CODE.ok) {
-    if (s.reports.recoverStatus === null) s.reports.recoverStatus = st;
-    ctx.why.push('scale-in answered 0 without ranks to isolate: taken as the final status');
-    return 'notifyFaultNodesExitSuccessEvent';
+    // ClusterD's handler returns ScaleInSuccessEvent here, which this state has no rule for: addEvent
+    // drops it and the job stays put until the next reset (docs/rules.md#recover.elastic-training).
+    ctx.why.push('scale-in answered 0 before any ranks to isolate: no rule for it in this state, the job waits for the next reset');
+    return undefined;
   }
   return 'recoverFail';
 };

@@ -82,3 +82,24 @@ export const SCALE_IN_AFTER_RECOVER: Scenario = {
     { name: 'exchange until the scale-in is done', perSide: (ctx) => exchange(ctx, answeredAfter((e) => e.signalType === 'faultNodesExit'), 120_000) },
   ],
 };
+
+/**
+ * MindIO answers the downgrade with 0 at once, no ranks to isolate. ClusterD's
+ * handleCheckScaleStrategyRecoverResult then returns ScaleInSuccessEvent in
+ * CheckReportScaleInIsolateRanksState, which has no rule for it: addEvent drops it and the job stays
+ * there until the next reset: the stream stays open, reset-config keeps the fault ranks, and a
+ * replaced pod brings no scale-out.
+ */
+export const SCALE_IN_ANSWERED_0: Scenario = {
+  name: 'scale-in-answered-0',
+  nodes: [{ name: 'node-a' }, { name: 'node-b' }],
+  ourFlags: ['--rescheduling=false'],
+  setup: (w, now) => [...[...w.specs.keys()].flatMap((n) => [...w.createNode(n, now), w.deviceInfo(n, now)]), ...jobObjects(STRATEGIES)],
+  steps: [
+    { name: 'TaskD client inits, registers, subscribes', perSide: (ctx) => startTaskdClient(ctx, ['-strategies=downgrade,dump,exit'], '-scale-in-answered-0') },
+    { name: 'chip fault 80E18402 on node-b chip 1 (rank 3)', writes: (w, now) => [chipFault(w, 'node-b', 1, '80E18402', now)] },
+    { name: 'exchange until the downgrade is answered', perSide: (ctx) => exchange(ctx, answeredAfter((e) => e.changeStrategy === 'downgrade'), 90_000) },
+    { name: 'rank pod 1 deleted', writes: () => [{ op: 'delete', path: paths.pod(NS, POD) }] },
+    { name: 'rank pod 1 created again (new UID), running: no scale-out', writes: () => podAgain() },
+  ],
+};

@@ -102,6 +102,25 @@ describeGo('elastic training (scale-in / scale-out) with the real TaskD client (
     expect(a.signals.some((s) => s.signalType === 'faultNodesExit')).toBe(false);
   }, 120_000);
 
+  it('MindIO answers the downgrade with 0 at once (no ranks to isolate): the job waits for the next reset as in ClusterD, no scale-out', async () => {
+    const c = await startController('scale-in-0', FLAGS);
+    const { job, nodes } = await setUp('elastic-training,dump,exit');
+    const a = agent(c.target, job, ['-strategies=downgrade,dump,exit']);
+    await a.waitFor((e) => e.event === 'subscribe', 30_000, 'subscription');
+    await reportChipFault(client, nodes[1]!, 'Ascend910-1', '80E18402', 'SeparateNPU', true);
+    const down = await a.waitForSignal((s) => s.changeStrategy === 'downgrade', 40_000, 'downgrade');
+    await a.waitFor((e) => e.event === 'report' && e.rpc === 'ReportRecoverStatus' && e.t >= down.t, 10_000, 'downgrade status');
+    const poll = pollResetConfig(client, job, 500);
+    cleanup(() => poll.stop());
+    await client.create(paths.pods(job.ns), podObject(job, 1, nodes[4]!, chips(2)));
+    await new Promise((r) => setTimeout(r, 6_000));
+    // Parked: no faultNodesExit, no upgrade, the stream stays, reset-config keeps the fault ranks.
+    expect(a.summary.slice(3)).toEqual(['changeStrategy:downgrade[change_strategy]']);
+    expect(a.events.some((e) => e.event === 'stream-end')).toBe(false);
+    expect(poll.seen.map((v) => (v.info.RankList ?? []).map((r) => r.RankId).sort().join(','))).toEqual(['2,3']);
+    expect((await pg(job)).annotations?.ProcessRecoverStatus).toBeUndefined();
+  }, 120_000);
+
   it('recover, the fault pod not rescheduled within wait-reschedule-timeout (30 s): downgrade, even with the rank-0 pod faulty', async () => {
     // No rescheduling: the fault pods stay (and a rank-0 fault is not a job-level restart first).
     const c = await startController('schedule-timeout', [...FLAGS, '--rescheduling=false']);
