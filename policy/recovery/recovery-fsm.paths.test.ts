@@ -176,12 +176,92 @@ describe('elastic training (docs/rules.md#recover.elastic-training)', () => {
     h.advance(270_000);
     expect(signalsOf(h).at(-1)).toMatchObject({ changeStrategy: 'downgrade', extraParams: '{"scale-in-strategy": "DP"}' });
     h.feed({ type: 'recoverStatusReported', code: 201, strategy: 'downgrade', isolateRankIds: ['2', '3'] });
-    expect(signalsOf(h).at(-1)).toMatchObject({ signalType: 'faultNodesExit', actions: ['fault_nodes_exit'], nodeRankIds: ['1'] });
+    // Ranks 2, 3 are pod 1's, already a fault pod: ClusterD names no pod (RemoveDuplicateNodeRanks).
+    expect(signalsOf(h).at(-1)).toMatchObject({ signalType: 'faultNodesExit', actions: ['fault_nodes_exit'], nodeRankIds: [] });
     h.feed({ type: 'recoverStatusReported', code: 0, strategy: 'downgrade' });
     expect(h.state).toMatchObject({ phase: 'ScaleRunningState', scaleInRunning: true });
     h.feed({ type: 'podsObserved', pods: podsOf(4, 1, [1]) });
     expect(signalsOf(h).at(-1)).toMatchObject({ changeStrategy: 'upgrade', extraParams: '{"scale-out-strategy": "DP"}' });
     h.feed({ type: 'recoverStatusReported', code: 0, strategy: 'upgrade' });
+    expect(h.state.phase).toBe('INIT');
+  });
+
+  // ClusterD's handleDecidedStrategyAfterChoose filters the pods already replaced out of a
+  // changeStrategy's nodeRankIds for `recover` only (filterRecoverPodsNodeRankIds): a downgrade names
+  // every fault pod, gone or not.
+  it('downgrade names the fault pods even when they are gone (deleted for a replacement that does not come)', () => {
+    const h = recoveryHarness({ ranksPerPod: 2, strategies: ['elastic-training', 'exit'], podRescheduling: true });
+    feed(h, [{ rankId: 3, faultType: '1' }]);
+    report(h);
+    h.feed({ type: 'stopCompleteReported', code: 0 });
+    h.advance(11_000);
+    h.feed({ type: 'podsObserved', pods: podsOf(4).filter((p) => p.podRank !== 1) });
+    h.feed({ type: 'recoverStrategyReported', strategies: ['downgrade'] });
+    h.advance(20_000);
+    expect(signalsOf(h).at(-1)).toMatchObject({ changeStrategy: 'downgrade', nodeRankIds: ['1'] });
+  });
+
+  // ClusterD's handleCheckScaleStrategyRecoverResult: a faultNodesExit with no fault ranks, naming the
+  // isolated ranks' pods that are not fault pods already (RemoveDuplicateNodeRanks); waitScaleOut's
+  // upgrade carries the fault ranks and their pods, as the downgrade did.
+  it('faultNodesExit names only isolated pods that are not fault pods, without fault ranks; upgrade carries the fault ranks', () => {
+    const h = recoveryHarness({ ranksPerPod: 2, strategies: ['elastic-training', 'exit'], jobRescheduling: false });
+    feed(h, [{ rankId: 3, faultType: '1' }]);
+    report(h);
+    h.feed({ type: 'stopCompleteReported', code: 0 });
+    h.advance(11_000);
+    h.feed({ type: 'recoverStrategyReported', strategies: ['downgrade'] });
+    expect(signalsOf(h).at(-1)).toMatchObject({ changeStrategy: 'downgrade' });
+    h.feed({ type: 'recoverStatusReported', code: 201, strategy: 'downgrade', isolateRankIds: ['2', '3', '4', '5'] });
+    const exit = signalsOf(h).at(-1)!;
+    expect(exit).toMatchObject({ signalType: 'faultNodesExit', actions: ['fault_nodes_exit'], nodeRankIds: ['2'] });
+    expect(exit.faultRanks).toEqual([]);
+    h.feed({ type: 'recoverStatusReported', code: 0, strategy: 'downgrade' });
+    expect(h.state.phase).toBe('ScaleRunningState');
+    h.feed({ type: 'podsObserved', pods: podsOf(4, 1, [1]) });
+    expect(signalsOf(h).at(-1)).toMatchObject({
+      changeStrategy: 'upgrade', nodeRankIds: ['1'], faultRanks: [{ rankId: '2', faultType: '1' }, { rankId: '3', faultType: '1' }],
+    });
+  });
+
+  // ClusterD's handleDecideRecoverStrategy asks only whether elastic-training is configured and the
+  // agent reported downgrade (supportTargetStrategy): unlike the strategy choice
+  // (canChooseScaleInStrategy) it does not look at the rank-0 pod.
+  it('schedule timeout after recover: scale-in even when the rank-0 pod is faulty', () => {
+    const h = recoveryHarness({ ranksPerPod: 2, strategies: ['recover', 'elastic-training', 'exit'], jobRescheduling: false });
+    feed(h, [{ rankId: 1, faultType: '1' }]);
+    report(h, 1);
+    h.feed({ type: 'stopCompleteReported', code: 0 });
+    h.advance(11_000);
+    h.feed({ type: 'recoverStrategyReported', strategies: ['recover', 'downgrade'] });
+    expect(signalsOf(h).at(-1)).toMatchObject({ changeStrategy: 'recover' });
+    h.advance(270_000);
+    expect(signalsOf(h).at(-1)).toMatchObject({ changeStrategy: 'downgrade', nodeRankIds: ['0'] });
+    expect(h.state.phase).toBe('WaitReportScaleInIsolateRanksState');
+  });
+
+  // ClusterD's handleCheckScaleStrategyRecoverResult answers a first downgrade status 0 with
+  // ScaleInSuccessEvent, which CheckReportScaleInIsolateRanksState has no rule for: addEvent drops
+  // it, and the job stays there (stream open, reset-config untouched) until the next reset; no
+  // scale-in run, no scale-out (seen in the conformance scenario scale-in-answered-0).
+  it('a first downgrade answer of 0 (no ranks to isolate): no rule for it, the job waits for the next reset', () => {
+    const h = recoveryHarness({ ranksPerPod: 2, strategies: ['elastic-training', 'exit'], jobRescheduling: false });
+    feed(h, [{ rankId: 3, faultType: '1' }]);
+    report(h);
+    h.feed({ type: 'stopCompleteReported', code: 0 });
+    h.advance(11_000);
+    h.feed({ type: 'recoverStrategyReported', strategies: ['downgrade'] });
+    expect(signalsOf(h).at(-1)).toMatchObject({ changeStrategy: 'downgrade' });
+    const writes = h.commands('writeResetConfig').length;
+    h.feed({ type: 'recoverStatusReported', code: 0, strategy: 'downgrade' });
+    expect(h.state).toMatchObject({ phase: 'CheckReportScaleInIsolateRanksState', scaleInRunning: false });
+    h.feed({ type: 'podsObserved', pods: podsOf(4, 1, [1]) });
+    h.advance(60_000);
+    expect(h.state.phase).toBe('CheckReportScaleInIsolateRanksState');
+    expect(h.commands('closeSignalStream')).toHaveLength(0);
+    expect(h.commands('writeResetConfig')).toHaveLength(writes);
+    expect(signalTypes(h).slice(-1)).toEqual(['changeStrategy:downgrade']);
+    h.feed({ type: 'clientSubscribed' });
     expect(h.state.phase).toBe('INIT');
   });
 

@@ -15,7 +15,6 @@ import {
   exitPods,
   faultPods,
   hasNormalFaults,
-  originalOnly,
   platformOn,
   platformMs,
   rank0PodFaulty,
@@ -340,35 +339,40 @@ const scaleIn: Handler = (ctx) => {
       changeStrategy: CHANGE_STRATEGY.downgrade,
       extraParams: EXTRA_PARAMS.scaleIn,
       faultRanks: toWire(expandedFaults(ctx.s)),
-      nodeRankIds: strList(originalOnly(ctx.s, exitPods(ctx.s))),
+      // Every fault pod, replaced or gone (handleNotifyScaleInStrategy filters none).
+      nodeRankIds: strList(exitPods(ctx.s)),
     },
     { ok: ev('notifyScaleInStrategySuccessEvent'), fail: ev('notifyFail') },
   );
   return undefined;
 };
 
-/** Row 46: 201 + isolateRankIds -> faultNodesExit to those pods; 0 is already the final status. */
+/**
+ * Row 46: 201 + isolateRankIds -> faultNodesExit, no fault ranks, to the isolated ranks' pods that
+ * are not fault pods already (handleCheckScaleStrategyRecoverResult, RemoveDuplicateNodeRanks);
+ * 0 parks the job until the next reset, any other code is a failed scale-in.
+ */
 const checkIsolate: Handler = (ctx) => {
   const s = ctx.s;
   const st = s.lastStatus;
   if (st !== null && st.code === REPORT_CODE.exitIsolateRanks) {
-    const ranks = st.isolateRankIds;
+    const known = faultPods(s);
     send(
       ctx,
       SIGNAL_TYPE.faultNodesExit,
       {
         actions: [SIGNAL_ACTION.faultNodesExit],
-        faultRanks: toWire(ranks.map((rankId) => ({ rankId, faultType: FAULT_TYPE.normal }))),
-        nodeRankIds: strList(podsOf(ranks, s.config.ranksPerPod)),
+        nodeRankIds: strList(podsOf(st.isolateRankIds, s.config.ranksPerPod).filter((p) => !known.includes(p))),
       },
       { ok: ev('notifyFaultNodesExitSuccessEvent'), fail: ev('notifyFail') },
     );
     return undefined;
   }
   if (st !== null && st.code === REPORT_CODE.ok) {
-    if (s.reports.recoverStatus === null) s.reports.recoverStatus = st;
-    ctx.why.push('scale-in answered 0 without ranks to isolate: taken as the final status');
-    return 'notifyFaultNodesExitSuccessEvent';
+    // ClusterD's handler returns ScaleInSuccessEvent here, which this state has no rule for: addEvent
+    // drops it and the job stays put until the next reset (docs/rules.md#recover.elastic-training).
+    ctx.why.push('scale-in answered 0 before any ranks to isolate: no rule for it in this state, the job waits for the next reset');
+    return undefined;
   }
   return 'recoverFail';
 };

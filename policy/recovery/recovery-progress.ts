@@ -122,8 +122,13 @@ export function pollSchedule(ctx: Ctx): void {
   }
 }
 
+/**
+ * Row 28's scale-in after a schedule timeout: elastic-training configured and the agent reported
+ * downgrade, nothing else; ClusterD's handleDecideRecoverStrategy does not look at the rank-0 pod
+ * here, unlike its strategy choice (docs/rules.md#recover.elastic-training).
+ */
 const canScaleIn = (s: RecoveryState): boolean =>
-  s.config.strategies.includes('elastic-training') && (s.agentStrategies ?? []).includes('downgrade') && !rank0PodFaulty(s);
+  s.config.strategies.includes('elastic-training') && (s.agentStrategies ?? []).includes('downgrade');
 
 /** Row 20's select over the schedule result. */
 export const scheduleProgress: Step = (ctx) => {
@@ -162,10 +167,17 @@ export const scaleWatch: Step = (ctx) => {
   if (s.step !== 'watch' || !rescheduled(s, exitPods(s))) return undefined;
   s.step = 'upgrading';
   s.current = 'upgrade';
+  // ClusterD's waitScaleOut: the fault ranks and their pods, as the downgrade.
   send(
     ctx,
     SIGNAL_TYPE.changeStrategy,
-    { actions: [SIGNAL_ACTION.changeStrategy], changeStrategy: CHANGE_STRATEGY.upgrade, extraParams: EXTRA_PARAMS.scaleOut },
+    {
+      actions: [SIGNAL_ACTION.changeStrategy],
+      changeStrategy: CHANGE_STRATEGY.upgrade,
+      extraParams: EXTRA_PARAMS.scaleOut,
+      faultRanks: toWire(expandedFaults(s)),
+      nodeRankIds: strList(exitPods(s)),
+    },
     { ok: ev('notifyScaleOutStrategySuccessEvent'), fail: ev('notifyFail') },
   );
   return undefined;
@@ -297,7 +309,8 @@ const sendDecided: Step = (ctx) => {
       return undefined;
     case 'elastic-training':
       requestReplacement(ctx, 'strategy elastic-training (scale-in)');
-      send(ctx, SIGNAL_TYPE.changeStrategy, { ...base, changeStrategy: CHANGE_STRATEGY.downgrade, extraParams: EXTRA_PARAMS.scaleIn, nodeRankIds: nodes },
+      // Every fault pod, replaced or gone: ClusterD filters nodeRankIds for recover only (filterRecoverPodsNodeRankIds).
+      send(ctx, SIGNAL_TYPE.changeStrategy, { ...base, changeStrategy: CHANGE_STRATEGY.downgrade, extraParams: EXTRA_PARAMS.scaleIn, nodeRankIds: strList(exitPods(s)) },
         { ok: ev('notifyScaleInStrategySuccessEvent'), fail });
       return undefined;
     case 'dump':

@@ -20,6 +20,7 @@ import { configMap, readyPatch, type World, type Write } from './world.ts';
 import { PROCESS_RECOVERY } from './scenario-process-recovery.ts';
 import { NPU_JOB_SUMMARY } from './scenario-npu-job-summary.ts';
 import { PROCESS_DUMP } from './scenario-process-dump.ts';
+import { ELASTIC, SCALE_IN_AFTER_RECOVER, SCALE_IN_ANSWERED_0 } from './scenario-elastic.ts';
 import { PROCESS_PLATFORM } from './scenario-process-platform.ts';
 import { PROCESS_KILL_JOB } from './scenario-process-kill-job.ts';
 import { PROCESS_RECOVER_IN_PLACE } from './scenario-process-recover-in-place.ts';
@@ -117,4 +118,4 @@ export const AGENT_FAULTS: Scenario = {
   ],
 };
 
-export const SCENARIOS: readonly Scenario[] = [AGENT_FAULTS, MANUAL_SEPARATION, PROCESS_RECOVERY, PROCESS_DUMP, PROCESS_KILL_JOB, PROCESS_RECOVER_IN_PLACE, PROCESS_PLATFORM, PUBLIC_FAULTS, STRESS_TEST, STRESS_TEST_FAULT, SWITCH_NIC, SWITCH_NIC_FAIL, DATA_TRACE, CONFIG_RANK_TABLE, JOB_SIGNALS, NPU_JOB_SUMMARY, FAULT_SERVICE, HOT_SWITCH];
+export const SCENARIOS: readonly Scenario[] = [AGENT_FAULTS, MANUAL_SEPARATION, PROCESS_RECOVERY, PROCESS_DUMP, ELASTIC, SCALE_IN_AFTER_RECOVER, SCALE_IN_ANSWERED_0, PROCESS_KILL_JOB, PROCESS_RECOVER_IN_PLACE, PROCESS_PLATFORM, PUBLIC_FAULTS, STRESS_TEST, STRESS_TEST_FAULT, SWITCH_NIC, SWITCH_NIC_FAIL, DATA_TRACE, CONFIG_RANK_TABLE, JOB_SIGNALS, NPU_JOB_SUMMARY, FAULT_SERVICE, HOT_SWITCH];

@@ -24,7 +24,7 @@ import { eventually } from '../support/cluster.ts';
 import { realClock } from '../../runtime/clock.ts';
 
 export const rand = (): string => randomBytes(3).toString('hex');
-const chips = (n: number, from = 0): string[] => Array.from({ length: n }, (_, i) => `Ascend910-${from + i}`);
+export const chips = (n: number, from = 0): string[] => Array.from({ length: n }, (_, i) => `Ascend910-${from + i}`);
 
 /**
  * The tests' waits (ms), as `--recovery-timings` (ClusterD's are 10 s / 10 s / 1 s / 15 s): short, so
@@ -83,7 +83,8 @@ export interface JobSpec {
   readonly pinned?: boolean;
 }
 
-function podObject(job: TestJob, rank: number, node: string, chipList: readonly string[], pinned = false, podLabels: Record<string, string> = {}): KubeObject {
+/** A rank pod as the job controller creates it (AscendReal set: the device plugin allocated its chips). */
+export function podObject(job: TestJob, rank: number, node: string, chipList: readonly string[], pinned = false, podLabels: Record<string, string> = {}): KubeObject {
   return {
     apiVersion: 'v1', kind: 'Pod',
     metadata: {

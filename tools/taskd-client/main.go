@@ -54,6 +54,10 @@ var (
 	stopDelay    = flag.Duration("stop-train-delay", 0, "wait this long before ReportStopComplete after a stopTrain with stop_train (not pause_train)")
 	omReplyDelay = flag.Duration("om-reply-delay", 0, "wait this long before ReplyStressTestResult / ReplySwitchNicResult (the agents at work)")
 	omNotify     = flag.Bool("om-notify", true, "subscribe SubscribeNotifyExecStressTest and SubscribeNotifySwitch as TaskD's manager does")
+	scaleInCode  = flag.Int("scale-in-code", -1, "ReportRecoverStatus code (strategy downgrade) after a scale-in; -1: -status-code")
+	scaleOutCode = flag.Int("scale-out-code", -1, "ReportRecoverStatus code (strategy upgrade) after a scale-out; -1: -status-code")
+	recoverReply = flag.Bool("recover-report", true, "ReportRecoverStatus after changeStrategy recover (false: MindIO still waits for the replaced pods' processes)")
+	isolateRanks = flag.String("isolate-ranks", "", "ranks MindIO isolates on a scale-in, rank[,rank]: its first answer to downgrade is code 201 with these IsolateRankIds, the final downgrade status follows the faultNodesExit")
 )
 
 var out = struct {
@@ -191,13 +195,45 @@ func (a *agent) onSignal(s *pb.ProcessManageSignal) {
 		})
 	case "changeStrategy":
 		switch s.ChangeStrategy {
-		case "retry", "recover", "dump", "downgrade", "upgrade", "migration", "continue":
+		case "downgrade":
 			time.Sleep(*statusDelay)
-			report(ctx, "ReportRecoverStatus", func(c pb.RecoverClient) (*pb.Status, error) {
-				return c.ReportRecoverStatus(ctx, &pb.RecoverStatusRequest{JobId: *jobID, Status: &pb.Status{Code: int32(*statusCode), Info: ""}, Strategy: s.ChangeStrategy})
-			})
+			if *isolateRanks != "" {
+				// TaskD's elastic-training plugin passes MindIO's answer on with IsolateRankIds
+				// (manager.go reportRecoverStatus); 201: these ranks must exit first.
+				a.reportStatus("downgrade", 201, strings.Split(*isolateRanks, ","))
+				return
+			}
+			a.reportStatus("downgrade", codeOr(*scaleInCode), nil)
+		case "upgrade":
+			time.Sleep(*statusDelay)
+			a.reportStatus("upgrade", codeOr(*scaleOutCode), nil)
+		case "retry", "recover", "dump", "migration", "continue":
+			if s.ChangeStrategy == "recover" && !*recoverReply {
+				return
+			}
+			time.Sleep(*statusDelay)
+			a.reportStatus(s.ChangeStrategy, *statusCode, nil)
+		}
+	case "faultNodesExit":
+		// The isolated ranks' processes exit; MindIO then reports the scale-in's result.
+		if *isolateRanks != "" {
+			a.reportStatus("downgrade", codeOr(*scaleInCode), nil)
 		}
 	}
+}
+
+func codeOr(code int) int {
+	if code < 0 {
+		return *statusCode
+	}
+	return code
+}
+
+func (a *agent) reportStatus(strategy string, code int, isolate []string) {
+	ctx := a.ctx
+	report(ctx, "ReportRecoverStatus", func(c pb.RecoverClient) (*pb.Status, error) {
+		return c.ReportRecoverStatus(ctx, &pb.RecoverStatusRequest{JobId: *jobID, Status: &pb.Status{Code: int32(code), Info: ""}, Strategy: strategy, IsolateRankIds: isolate})
+	})
 }
 
 // command runs one stdin line. `process-fault <rank>:<type>[,<rank>:<type>...]`: MindIO found these
