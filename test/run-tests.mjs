@@ -48,7 +48,7 @@ if (eslint.status !== 0) { process.stdout.write('\ntests: 0 passed, 1 failed, 0 
 // Three jest runs side by side. The projects that share one control plane (unit, integration: run
 // one file at a time, since their controllers write cluster-wide objects) in two shards, each with
 // its own control plane (its globalSetup); and the projects whose files start their own control
-// planes (conformance: a file per scenario, real-stack, simulation) on two workers. All mostly wait
+// planes (conformance: a file per scenario, real-stack, simulation) on three workers. All mostly wait
 // on apiservers, ClusterD's tickers and timers, so on two cores the wall time is about the longest
 // of the three. The later runs' output is kept in files and printed when each ends, so none
 // interleaves with another. Arguments (a path pattern, --selectProjects) mean one plain run.
@@ -59,7 +59,7 @@ const runs = args.length > 0
   ? [{ name: 'jest', summary: summaryFile, extra: args }]
   : [{ name: 'jest (unit, integration: shard 1/2)', summary: summaryFile, extra: [...shared, '--shard=1/2'] },
      { name: 'jest (unit, integration: shard 2/2)', summary: `${summaryFile}.2`, extra: [...shared, '--shard=2/2'], log: `${summaryFile}.2.log` },
-     { name: 'jest (conformance, real-stack, simulation)', summary: `${summaryFile}.own`, extra: ['--selectProjects', 'conformance', 'real-stack', 'simulation', '--maxWorkers=2'], log: `${summaryFile}.own.log` }];
+     { name: 'jest (conformance, real-stack, simulation)', summary: `${summaryFile}.own`, extra: ['--selectProjects', 'conformance', 'real-stack', 'simulation', '--maxWorkers=3'], log: `${summaryFile}.own.log` }];
 step(runs.map((r) => r.name).join(' beside '));
 const statuses = await Promise.all(runs.map((r) => new Promise((resolve) => {
   const out = r.log === undefined ? 'inherit' : openSync(r.log, 'w');
