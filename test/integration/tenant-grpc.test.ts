@@ -33,7 +33,7 @@ import { fromTarget, openStream, unaryCall } from '../../grpc/testing.ts';
 import { recoveryStateCmName, RECOVERY_STATE_NAMESPACE } from '../../reconcilers/recovery-state.reconciler.ts';
 import { adminClient, ensureNamespace, eventually } from '../support/cluster.ts';
 import { newTenant, removeJobs, type Tenant } from '../support/tenant.ts';
-import { fakeNodes, rand, reportChipFault } from './recovery-fixtures.ts';
+import { createJob, fakeNodes, rand, reportChipFault } from './recovery-fixtures.ts';
 import { realClock } from '../../runtime/clock.ts';
 
 const POD_IP = '127.0.0.23';
@@ -198,6 +198,10 @@ describe('tenant gRPC: calls act only on a job with a pod at the caller\'s addre
 
   it('a cluster-wide fault stream whose client never reads is reset once its queued messages reach the bound', async () => {
     const nodes = await fakeNodes(admin, `tgrpc-${rand()}`, 1);
+    // A job holds the chip: cluster-wide subscribers get the faults of jobs' nodes only (as ClusterD).
+    const ns = `tgrpc-${rand()}`;
+    await ensureNamespace(admin, ns);
+    await createJob(admin, { ns, nodes, labels: { 'fault-scheduling': 'off' } });
     const role = `never-reads-${rand()}`;
     expect(await code(unaryCall(from('127.0.0.51'), 'fault', 'Register', { jobId: '', role }))).toBe('code 0');
     // An HTTP/2 client that grants no flow-control window: nothing the server writes can leave.
