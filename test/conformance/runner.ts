@@ -35,6 +35,9 @@ export type Step = (
 };
 
 /** One side as a `perSide` step sees it. */
+/** A step's settleMinMs past both sides' 10 s scheduling-exception check (a step that changes a job's pending state). */
+export const EXCEPTION_CHECK_MS = 12_000;
+
 export interface SideContext {
   readonly side: SideName;
   readonly admin: KubeClient;

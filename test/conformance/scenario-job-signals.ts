@@ -13,7 +13,7 @@ import { LOADER_OPTIONS } from '../../grpc/protos.ts';
 import { MINDCLUSTER_SRC } from '../../tools/clusterd-peer/clusterd-peer.ts';
 import { paths, type KubeObject } from '../../runtime/kube-client.ts';
 import type { Fields } from './collect.ts';
-import type { Scenario, SideContext } from './runner.ts';
+import { EXCEPTION_CHECK_MS, type Scenario, type SideContext } from './runner.ts';
 import type { Write } from './world.ts';
 
 const NS = 'jobsig';
@@ -144,10 +144,12 @@ export const JOB_SIGNALS: Scenario = {
         await sleep(1500);
       },
     },
-    { name: 'a PyTorch job is created (pending)', writes: () => jobCreated() },
-    { name: 'its pod runs', writes: () => podRuns() },
-    { name: 'its pod is deleted', writes: () => podDeleted() },
-    { name: 'its PodGroup is deleted', writes: () => podGroupDeleted() },
+    // Each side reports (and clears) the pending job in scheduling-exception-report on its own 10 s
+    // check: these steps wait for both checks.
+    { name: 'a PyTorch job is created (pending)', writes: () => jobCreated(), settleMinMs: EXCEPTION_CHECK_MS },
+    { name: 'its pod runs', writes: () => podRuns(), settleMinMs: EXCEPTION_CHECK_MS },
+    { name: 'its pod is deleted', writes: () => podDeleted(), settleMinMs: EXCEPTION_CHECK_MS },
+    { name: 'its PodGroup is deleted', writes: () => podGroupDeleted(), settleMinMs: EXCEPTION_CHECK_MS },
     {
       name: 'a late List subscriber',
       perSide: async (ctx) => {

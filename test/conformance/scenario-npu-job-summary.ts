@@ -13,15 +13,13 @@
  * fails (the failed form) and `a5-roce` goes (the pre-delete form, still with its v2 table).
  */
 import { paths, type KubeObject } from '../../runtime/kube-client.ts';
-import type { Scenario, SideContext } from './runner.ts';
+import { EXCEPTION_CHECK_MS, type Scenario, type SideContext } from './runner.ts';
 import type { Write } from './world.ts';
 
 const NS = 'a5';
 const NODES = ['node-u0', 'node-u1'] as const;
 const CHIPS = [0, 1];
 const SUPER_POD = 1;
-/** Past both sides' 10 s scheduling-exception check. */
-const EXCEPTION_CHECK_MS = 12_000;
 
 interface JobSpec { readonly name: string; readonly uid: string; readonly labels: Record<string, string>; readonly firstChip: number }
 const JOBS: readonly JobSpec[] = [
