@@ -42,11 +42,14 @@ export const CONTROLLER_ENTRIES: readonly ControllerEntry[] = ['ts', 'dist', 'bu
 const ENTRY_FILE: Record<ControllerEntry, string> = { ts: 'main.ts', dist: 'dist/main.js', bundle: 'dist-bundle/main.mjs' };
 let entry: ControllerEntry = 'ts';
 export const controllerEntry = (): ControllerEntry => entry;
-let entryFile = join(REPO, ENTRY_FILE.ts);
+// BENCH_CONTROLLER_ROOT: another checkout whose `main.ts` runs (before/after figures of a change
+// measured by the same harness, docs/benchmarks.md).
+const tsEntry = (): string => join(process.env.BENCH_CONTROLLER_ROOT ?? REPO, ENTRY_FILE.ts);
+let entryFile = tsEntry();
 /** `bundleDir`: where the bundle is built and run from (a folder outside the repo proves it needs no node_modules). */
 export async function useControllerEntry(e: ControllerEntry, bundleDir = join(REPO, 'dist-bundle')): Promise<void> {
   // esbuild is loaded only when a bundle is asked for (the conformance sides import this module too).
-  entryFile = e === 'bundle' ? await (await import('../bundle/build.ts')).bundle(bundleDir) : join(REPO, ENTRY_FILE[e]);
+  entryFile = e === 'bundle' ? await (await import('../bundle/build.ts')).bundle(bundleDir) : e === 'ts' ? tsEntry() : join(REPO, ENTRY_FILE[e]);
   if (e === 'dist') {
     const r = spawnSync(process.execPath, [join(REPO, 'node_modules/typescript/bin/tsc'), '-p', join(REPO, 'tsconfig.build.json')], { cwd: REPO, encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`tsc -p tsconfig.build.json failed: ${r.stdout}${r.stderr}`);
