@@ -1,9 +1,9 @@
-// Jest's test sequencer with shards balanced by how long each file ran (test/durations.json, seconds)
-// rather than by a hash of its path, and files run longest first: the test command runs unit, integration and real-stack in two shards beside
-// each other (test/run-tests.mjs), and a hash split once put 60 % of the integration time in one.
-// Files the table does not list count as their project's typical file. The test command prints
-// where it wrote this run's durations; copy that file over test/durations.json when the shards'
-// end times drift apart.
+// Jest's test sequencer with shards balanced by how long each file ran (test/durations.json,
+// seconds) rather than by a hash of its path, and files run longest first. The test command runs
+// unit, integration and real-stack in two shards beside each other (test/run-tests.mjs); a hash
+// split once put 60 % of the integration time in one. Files the table does not list count as their
+// project's typical file. The test command prints where it wrote this run's durations; copy that
+// file over test/durations.json when the shards' end times drift apart.
 import Sequencer from '@jest/test-sequencer';
 import { readFileSync } from 'node:fs';
 import { relative } from 'node:path';
