@@ -51,9 +51,10 @@ if (eslint.status !== 0) { process.stdout.write('\ntests: 0 passed, 1 failed, 0 
 // objects; real-stack files start their own Volcano stacks, which need the CPU, so no more than two
 // run at once. Beside them the conformance files (one per scenario, each on two control planes of
 // its own with the real ClusterD, mostly waiting on ClusterD's tickers) and the simulation suite on
-// three workers. On two cores the wall time is about the longest of the three. The later runs'
-// output is kept in files and printed when each ends, so none interleaves with another. Arguments
-// (a path pattern, --selectProjects) mean one plain run.
+// two workers (three once left ClusterD peers unanswering under the load). On two cores the wall
+// time is about the longest of the three. The later runs' output is kept in files and printed when
+// each ends, so none interleaves with another. Arguments (a path pattern, --selectProjects) mean
+// one plain run.
 const jestArgs = (file, extra) => ['--experimental-vm-modules', 'node_modules/jest/bin/jest.js', '--ci', '--json', `--outputFile=${file}`, ...extra];
 const jestEnv = { ...process.env, NODE_NO_WARNINGS: '1' };
 const shared = ['--selectProjects', 'unit', 'integration', 'real-stack', '--maxWorkers=1'];
@@ -61,7 +62,7 @@ const runs = args.length > 0
   ? [{ name: 'jest', summary: summaryFile, extra: args }]
   : [{ name: 'jest (unit, integration, real-stack: shard 1/2)', summary: summaryFile, extra: [...shared, '--shard=1/2'] },
      { name: 'jest (unit, integration, real-stack: shard 2/2)', summary: `${summaryFile}.2`, extra: [...shared, '--shard=2/2'], log: `${summaryFile}.2.log` },
-     { name: 'jest (conformance, simulation)', summary: `${summaryFile}.own`, extra: ['--selectProjects', 'conformance', 'simulation', '--maxWorkers=3'], log: `${summaryFile}.own.log` }];
+     { name: 'jest (conformance, simulation)', summary: `${summaryFile}.own`, extra: ['--selectProjects', 'conformance', 'simulation', '--maxWorkers=2'], log: `${summaryFile}.own.log` }];
 step(runs.map((r) => r.name).join(' beside '));
 const statuses = await Promise.all(runs.map((r) => new Promise((resolve) => {
   const out = r.log === undefined ? 'inherit' : openSync(r.log, 'w');
