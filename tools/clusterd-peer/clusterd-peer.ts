@@ -129,7 +129,8 @@ exec /run/clusterd "$@"
 `;
 
 export class ClusterdPeer {
-  readonly podIp: string;
+  /** ClusterD's POD_IP: its gRPC address is podIp:8899 (a new one when a start lost the port). */
+  podIp: string;
   readonly healthPort: number;
   readonly opts: ClusterdPeerOptions;
   private supervisorPid = 0;
@@ -152,8 +153,21 @@ export class ClusterdPeer {
     while (health < 1025) health = await freePort(); // ClusterD rejects ports below 1025
     const peer = new ClusterdPeer(opts, podIp, health);
     await peer.prepare(admin);
-    await peer.launch();
-    return peer;
+    // The probe found podIp:8899 free, but another process may bind it before ClusterD does (parallel
+    // test runs start peers all the time); ClusterD then serves without gRPC. Start it again elsewhere.
+    for (let attempt = 1; ; attempt++) {
+      await peer.launch();
+      if (!peer.grpcPortLost() || opts.podIp !== undefined || attempt >= 3) return peer;
+      await peer.stop();
+      rmSync(peer.runLog, { force: true });
+      peer.starts = 0;
+      peer.podIp = await freeLoopbackFor8899();
+    }
+  }
+
+  /** ClusterD logged that its gRPC server could not bind its address at this start. */
+  private grpcPortLost(): boolean {
+    try { return /clusterd grpc server start failed.*address already in use/.test(readFileSync(this.runLog, 'utf8')); } catch { return false; }
   }
 
   get logDir(): string { return join(this.opts.workDir, 'log'); }
