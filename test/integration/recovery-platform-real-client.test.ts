@@ -19,17 +19,28 @@ describeGo('AI platform mode with the real TaskD client (Go, MindCluster stubs)'
   const client = adminClient();
   const { cleanup, startController, agent } = realClientHarness(client, 'platform-client');
 
-  /** 4 rank pods (2 NPUs each: pod r holds ranks 2r, 2r+1) on 4 nodes, 2 spares; the PodGroup in platform mode. */
-  async function setUp(strategies: string, platformStrategy: string): Promise<{ job: TestJob; nodes: string[] }> {
+  /**
+   * One case's start: the controller with `timings`, 4 rank pods (2 NPUs each: pod r holds ranks 2r, 2r+1)
+   * on 4 nodes and 2 spares, the PodGroup in platform mode with `platformStrategy`, the real client
+   * subscribed, reset-config polled; then a SeparateNPU chip fault on rank pod 1.
+   */
+  async function faultedJob(name: string, timings: string, platformStrategy: string) {
+    const c = await startController(name, [`--recovery-timings=${timings}`]);
     const nodes = await fakeNodes(client, `rp-${rand()}`, 6);
     const job = await createJob(client, {
       ns: await newNamespace(client, 'rp'), nodes: nodes.slice(0, 4), labels: { framework: 'pytorch', 'process-recover-enable': 'on' },
-      annotations: { 'recover-strategy': strategies, ProcessRecoverStrategy: platformStrategy },
+      annotations: { 'recover-strategy': 'recover,exit', ProcessRecoverStrategy: platformStrategy },
     });
     cleanup(() => cleanUp(client, job, nodes));
     const p = podPeer(client, job, nodes.slice(4));
     cleanup(() => p.stop());
-    return { job, nodes };
+    const a = agent(c.target, job, ['-strategies=recover,exit']);
+    await a.waitFor((e) => e.event === 'subscribe', 30_000, 'subscription');
+    const poll = pollResetConfig(client, job, 500);
+    cleanup(() => poll.stop());
+    const t0 = Date.now();
+    await reportChipFault(client, nodes[1]!, 'Ascend910-1', '80E18402', 'SeparateNPU', true);
+    return { job, a, poll, t0 };
   }
   const meta = async (job: TestJob) => (await podGroup(client, job)).metadata!;
   /** The platform's answer: a merge patch of the PodGroup's annotations. */
@@ -37,14 +48,7 @@ describeGo('AI platform mode with the real TaskD client (Go, MindCluster stubs)'
     client.patch(paths.podGroup(job.ns, job.pgName), { metadata: { annotations } }, 'merge');
 
   it('confirm -> result -> strategy recover -> RankTableReady -> recover-success', async () => {
-    const c = await startController('platform-recover', ['--recovery-timings=forceRelease=0']);
-    const { job, nodes } = await setUp('recover,exit', 'recover');
-    const a = agent(c.target, job, ['-strategies=recover,exit']);
-    await a.waitFor((e) => e.event === 'subscribe', 30_000, 'subscription');
-    const poll = pollResetConfig(client, job, 500);
-    cleanup(() => poll.stop());
-    const t0 = Date.now();
-    await reportChipFault(client, nodes[1]!, 'Ascend910-1', '80E18402', 'SeparateNPU', true);
+    const { job, a, poll, t0 } = await faultedJob('platform-recover', 'forceRelease=0', 'recover');
 
     // The controller writes the fault ranks it saw, then waits: no globalFault before the platform answers.
     await eventually(async () => ((await meta(job)).annotations?.ProcessConfirmFault ?? '') !== '', 40_000);
@@ -75,12 +79,7 @@ describeGo('AI platform mode with the real TaskD client (Go, MindCluster stubs)'
   }, 240_000);
 
   it('no platform strategy within ProcessControlTimeout (--recovery-timings processControl=3000): fault retry, no stopTrain', async () => {
-    const c = await startController('platform-timeout', ['--recovery-timings=processControl=3000']);
-    const { job, nodes } = await setUp('recover,exit', '');
-    const a = agent(c.target, job, ['-strategies=recover,exit']);
-    await a.waitFor((e) => e.event === 'subscribe', 30_000, 'subscription');
-    const t0 = Date.now();
-    await reportChipFault(client, nodes[1]!, 'Ascend910-1', '80E18402', 'SeparateNPU', true);
+    const { job, a, t0 } = await faultedJob('platform-timeout', 'processControl=3000', '');
     await eventually(async () => (await meta(job)).labels?.['process-recover-enable'] === 'pause', 40_000);
     const exit = await a.waitForSignal((s) => s.signalType === 'changeStrategy', 10_000, 'dump_exit');
     expect(exit).toMatchObject({ changeStrategy: 'exit', extraParams: 'dump_exit', nodeRankIds: ['1'] });
@@ -90,14 +89,7 @@ describeGo('AI platform mode with the real TaskD client (Go, MindCluster stubs)'
   }, 120_000);
 
   it('the platform answers exit: changeStrategy exit, no ProcessRecoverStatus, RetryTime+1 without the schedule waits', async () => {
-    const c = await startController('platform-exit', ['--recovery-timings=forceRelease=0']);
-    const { job, nodes } = await setUp('recover,exit', 'recover');
-    const a = agent(c.target, job, ['-strategies=recover,exit']);
-    await a.waitFor((e) => e.event === 'subscribe', 30_000, 'subscription');
-    const poll = pollResetConfig(client, job, 500);
-    cleanup(() => poll.stop());
-    const t0 = Date.now();
-    await reportChipFault(client, nodes[1]!, 'Ascend910-1', '80E18402', 'SeparateNPU', true);
+    const { job, a, poll, t0 } = await faultedJob('platform-exit', 'forceRelease=0', 'recover');
     await eventually(async () => ((await meta(job)).annotations?.ProcessConfirmFault ?? '') !== '', 40_000);
     await platform(job, { ProcessResultFault: '', ProcessRecoverStrategy: 'exit' });
     const change = await a.waitForSignal((s) => s.signalType === 'changeStrategy', 30_000, 'changeStrategy');
