@@ -130,6 +130,8 @@ describe('topology A: Volcano with the ascend plugin reschedules, clusterd-ts in
     if (!parsed.ok) throw new Error(`reset-config-${job}: ${parsed.reason}`);
     return { rv: cm.metadata!.resourceVersion!, info: parsed.value.info };
   };
+  /** The plugin's reset-config write after a pod-rescheduling job is placed (plugin/job.go updateResetConfigMap) sets restartType. */
+  const restartTypeOf = async (job: string): Promise<string | undefined> => (await client.get<ConfigMap>(paths.configMap(ns, `reset-config-${job}`))).data?.restartType;
   const jobStatus = async (job: string): Promise<string | undefined> => (await readCm(client, ns, jobSummaryCmName(job, 0)))?.data?.job_status;
 
   async function createJob(name: string, o: JobOpts): Promise<void> {
@@ -222,6 +224,9 @@ describe('topology A: Volcano with the ascend plugin reschedules, clusterd-ts in
     const [r0, r1] = await runningPods('podlvl', 2);
     const faultNode = r1!.spec!.nodeName!;
     const spare = groups.pod!.find((n) => n !== faultNode && n !== r0!.spec!.nodeName)!;
+    // Once placed as a whole, the plugin writes reset-config (RankList [], RetryTime 0, restartType podReschedule).
+    await eventually(async () => (await restartTypeOf('podlvl')) === 'podReschedule', 60_000, 250);
+    expect((await resetConfig('podlvl')).info).toMatchObject({ RankList: [], RetryTime: 0, GracefulExit: 0 });
     const t0 = Date.now();
     await inj.inject({ kind: 'npu', node: faultNode, npu: 'Ascend910-6', code: '80E18402', level: 'SeparateNPU' });
     const after = await eventually(async () => {
@@ -232,6 +237,10 @@ describe('topology A: Volcano with the ascend plugin reschedules, clusterd-ts in
     const byName = (name: string): Pod => after.find((p) => p.metadata?.name === name)!;
     expect(byName(r0!.metadata!.name!).metadata?.uid).toBe(r0!.metadata?.uid); // rank 0 untouched
     expect(byName(r1!.metadata!.name!).spec?.nodeName).toBe(spare);
+    // The pod-level restart placed: RetryTime + 1, RankList empty (plugin/job.go updateResetCm).
+    await eventually(async () => (await resetConfig('podlvl')).info.RetryTime === 1, 30_000, 250);
+    expect((await resetConfig('podlvl')).info).toMatchObject({ RankList: [], RetryTime: 1, GracefulExit: 0 });
+    expect(await restartTypeOf('podlvl')).toBe('podReschedule');
     const uid = jobs.podlvl!.metadata!.uid!;
     const reason = await eventually(() => rescheduleReasonOf(client, vcJobId(ns, 'podlvl', uid)), 30_000, 500);
     // The rank is the plugin's (hccl/rankIndex), not the pod's name index.
@@ -243,6 +252,10 @@ describe('topology A: Volcano with the ascend plugin reschedules, clusterd-ts in
   it.concurrent('pod-rescheduling escalates: with no node for the replacement, after 12 sessions the plugin deletes the whole job; once the chip recovers it runs again', async () => {
     const [r0, r1] = await runningPods('escal', 2);
     const faultNode = r1!.spec!.nodeName!;
+    // After the plugin's first write (RetryTime 0 on a whole placement), as if pod-level restarts had counted 3.
+    await eventually(async () => (await restartTypeOf('escal')) === 'podReschedule', 60_000, 250);
+    const cur = (await resetConfig('escal')).info;
+    await client.patch(paths.configMap(ns, 'reset-config-escal'), { data: encodeResetConfigData({ ...cur, RetryTime: 3 }) });
     const t0 = Date.now();
     await inj.inject({ kind: 'npu', node: faultNode, npu: 'Ascend910-2', code: '80E18402', level: 'SeparateNPU' });
     const podName = (p: Pod): string => p.metadata!.name!;
@@ -267,6 +280,9 @@ describe('topology A: Volcano with the ascend plugin reschedules, clusterd-ts in
     const after = await runningPods('escal', 2);
     const tRun = Date.now();
     expect(after.map((p) => p.spec?.nodeName).sort()).toEqual([...groups.esc!].sort());
+    // Placed again as a whole (job level): the plugin sets RetryTime back to 0, not + 1 (plugin/job.go updateResetCm).
+    await eventually(async () => (await resetConfig('escal')).info.RetryTime === 0, 30_000, 250);
+    expect((await resetConfig('escal')).info).toMatchObject({ RankList: [], RetryTime: 0 });
     expect(await deletes()).toBe(0);
     report(`pod-rescheduling escalation: fault -> pod deleted ${tPod - t0} ms, -> job deleted ${tJob - t0} ms (${tJob - tPod} ms pending), chip recovered -> Running ${tRun - tRecover} ms`);
   }, 300_000);
