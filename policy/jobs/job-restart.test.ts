@@ -70,7 +70,7 @@ describe('job restart lifecycle', () => {
     const placed = replaced(fourPodJob(), ['llama-worker-2'], newNode);
     const s2 = run(placed, knobs, s1.state, 5_000, [sep2]);
     expect(s2.decision.phase).toBe('complete');
-    expect(s2.acted).toEqual([{ type: 'bumpResetConfigRetryTime' }]);
+    expect(s2.acted).toEqual([{ type: 'bumpResetConfigRetryTime', podLevel: true }]);
   });
 
   it('recover_policy_path=pod never goes beyond pod level, not even for rank 0', () => {
