@@ -109,6 +109,7 @@ describe('topology A: Volcano with the ascend plugin reschedules, clusterd-ts in
     esc: ['ta-esc-0', 'ta-esc-1'],
     retry: ['ta-retry-0', 'ta-retry-1'],
     proc: ['ta-proc-0', 'ta-proc-1', 'ta-proc-2'],
+    subh: ['ta-subh-0', 'ta-subh-1'],
   };
   const jobs: Record<string, KubeObject> = {};
   const started = Date.now();
@@ -176,6 +177,7 @@ describe('topology A: Volcano with the ascend plugin reschedules, clusterd-ts in
       replicas: 2, group: 'proc', labels: { 'fault-scheduling': 'force', 'process-recover-enable': 'on', framework: 'pytorch' },
       annotations: { 'recover-strategy': 'retry,recover,dump,exit' },
     });
+    await createJob('subh', { replicas: 1, group: 'subh', labels: { 'fault-scheduling': 'grace', subHealthyStrategy: 'graceExit' }, restartOnEvict: true, terminationGracePeriodSeconds: 3600 });
     report(`topology A: control plane, Volcano, nodes and jobs up in ${Date.now() - started} ms`);
   }, 1_800_000);
 
@@ -218,6 +220,32 @@ describe('topology A: Volcano with the ascend plugin reschedules, clusterd-ts in
     expect(await resetConfig('grace')).toEqual(resetBefore);
     expect(await deletes()).toBe(0);
     report(`grace: fault -> evicted ${tEvict - t0} ms, -> force-deleted ${tGone - t0} ms (grace-over-time ${GRACE_OVER_TIME_S} s), -> replacement Running ${tRun - t0} ms`);
+  }, 300_000);
+
+  it.concurrent('sub-health graceExit: the plugin writes reset-config GracefulExit=1 (replacing its data: restartType goes), evicts, forces after grace-over-time, and writes GracefulExit=0 once the job runs again', async () => {
+    const [first] = await runningPods('subh', 1);
+    const faultNode = first!.spec!.nodeName!;
+    // A restartType an earlier restart left (the device plugin's hot reset).
+    await client.patch(paths.configMap(ns, 'reset-config-subh'), { data: { restartType: 'hotReset' } });
+    const t0 = Date.now();
+    await inj.inject({ kind: 'npu', node: faultNode, npu: 'Ascend910-3', code: '8C2FA001', level: 'SubHealthFault' });
+    const during = await eventually(async () => { const r = await resetConfig('subh'); return r.info.GracefulExit === 1 ? r : undefined; }, 60_000, 100);
+    const tWrite = Date.now();
+    expect(during.info).toEqual({ ...EMPTY_RESET, GracefulExit: 1 });
+    const cm = await client.get<ConfigMap>(paths.configMap(ns, 'reset-config-subh'));
+    expect(Object.keys(cm.data ?? {}).sort()).toEqual(['checkCode', 'reset.json']);
+    // The grace deletion: evicted with the pod's own grace, then forced after grace-over-time.
+    await eventually(async () => (await client.getOrUndefined<Pod>(paths.pod(ns, first!.metadata!.name!)))?.metadata?.deletionTimestamp !== undefined, 60_000, 100);
+    await eventually(async () => (await client.getOrUndefined<Pod>(paths.pod(ns, first!.metadata!.name!)))?.metadata?.uid !== first!.metadata!.uid, 60_000, 100);
+    const tGone = Date.now();
+    await inj.recover({ kind: 'npu', node: faultNode, npu: 'Ascend910-3', code: '8C2FA001' });
+    const [second] = await runningPods('subh', 1);
+    expect(second!.metadata?.uid).not.toBe(first!.metadata?.uid);
+    // A pure sub-health restart done: back to 0 (job.go resetGraceExitCode).
+    await eventually(async () => (await resetConfig('subh')).info.GracefulExit === 0, 60_000, 250);
+    expect((await resetConfig('subh')).info).toEqual(EMPTY_RESET);
+    expect(await deletes()).toBe(0);
+    report(`sub-health graceExit: fault -> GracefulExit=1 ${tWrite - t0} ms, -> pod gone ${tGone - t0} ms, -> GracefulExit=0 ${Date.now() - t0} ms`);
   }, 300_000);
 
   it.concurrent('pod-rescheduling: the plugin deletes only the fault pod, Volcano re-creates it alone, the plugin places it on the spare node', async () => {
