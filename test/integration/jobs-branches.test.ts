@@ -105,6 +105,11 @@ describe('jobs: the Volcano half\'s branches', () => {
     await eventually(async () => (await Promise.all(before.map((p) => podNamed(client, ns, p.metadata!.name!)))).every((p) => p?.metadata?.deletionTimestamp !== undefined), 15_000, 100);
     const during = await resetConfig(client, ns, 'sub');
     expect(during.info).toEqual({ ...BASE_RESET, GracefulExit: 1 });
+    // Written before the deletions (etcd revisions are cluster-wide and increasing).
+    const podRvs = (await Promise.all(before.map((p) => podNamed(client, ns, p.metadata!.name!)))).map((p) => Number(p!.metadata!.resourceVersion));
+    expect(Number(during.rv)).toBeLessThan(Math.min(...podRvs));
+    // The data replaced, as Volcano's plugin writes it: the restartType left by the device plugin goes.
+    expect(Object.keys(during.data).sort()).toEqual(['checkCode', 'reset.json']);
     expect(await writes(metrics, 'pod_evict')).toBe(2);
     // The chip is healthy again before the job is placed anew (else the restarted job faults again).
     await world.dp.recoverChipFault({ node, npu, code: '8C2FA001' });
@@ -115,6 +120,7 @@ describe('jobs: the Volcano half\'s branches', () => {
     // A pure sub-health restart done: GracefulExit back to 0 (job.go resetGraceExitCode), nothing else changed.
     await eventually(async () => (await resetConfig(client, ns, 'sub')).info.GracefulExit === 0, 15_000, 100);
     expect((await resetConfig(client, ns, 'sub')).info).toEqual(BASE_RESET);
+    expect(Object.keys((await resetConfig(client, ns, 'sub')).data).sort()).toEqual(['checkCode', 'reset.json']);
     const state = await eventually(async () => { const s = await jobState(client, vj.metadata!.uid!); return s?.state.active === undefined ? s : undefined; }, 15_000);
     expect(state.state.generation).toBe(1);
     const reason = await rescheduleReasonAfter(client, `${ns}/sub-${vj.metadata!.uid!}`, 1);
