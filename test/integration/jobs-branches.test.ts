@@ -12,6 +12,9 @@
 import { paths, type KubeClient, type KubeObject } from '../../runtime/kube-client.ts';
 import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { encodeResetConfigData, parseResetConfigData, type TaskResetInfo } from '../../schemas/reset-config/reset-config.ts';
+import {
+  BASIC_TOR_NODE_CM_NAME, BASIC_TOR_NODE_NAMESPACE, GLOBAL_TOR_INFO_KEY, TOR_INFO_KEY, TOR_SHARE_CM_NAME, TOR_SHARE_NAMESPACE,
+} from '../../schemas/tor-share/tor-share.ts';
 import { eventually } from '../support/cluster.ts';
 import { jobPods, vcJob, type PodObj, type VcJobSpec } from '../../tools/job-peer/world.ts';
 import type { Metrics } from '../../telemetry/metrics.ts';
@@ -218,5 +221,51 @@ describe('jobs: the Volcano half\'s branches', () => {
     await eventually(async () => (await jobState(client, vj.metadata!.uid!))?.state.active === undefined, 15_000);
     await sleep(1_000);
     expect((await resetConfig(client, ns, 'pl')).rv).toBe(reset.rv);
+  }, 90_000);
+
+  it('tor-share-cm: a TOR shared by a large-model job is shared and unhealthy; once the other job leaves, exclusive and healthy; a TOR without jobs free', async () => {
+    const world = await h.startWorld({ nodes: 3, prefix: 'jbtor' });
+    const { ns, nodes } = world;
+    // The servers' addresses, as a kubelet reports them (kwok's nodes here have none).
+    const ips = nodes.map((_, i) => `10.8.${Math.floor(Math.random() * 250)}.${10 + i}`);
+    for (const [i, n] of nodes.entries()) await client.patch(paths.nodeStatus(n), { status: { addresses: [{ type: 'InternalIP', address: ips[i] }] } });
+    for (const [i, n] of nodes.entries()) await client.patch(paths.node(n), { metadata: { labels: { 'jb-slot': String(i) } } });
+    // Two TORs: the first holds n0 and n1, the second n2 (the user's parameter-plane topology).
+    const torInfo = { version: '1.0', tor_count: 2, server_list: [
+      { tor_id: 0, tor_ip: '10.9.0.1', server: [{ server_ip: ips[0], npu_count: 8, slice_id: 0 }, { server_ip: ips[1], npu_count: 8, slice_id: 1 }] },
+      { tor_id: 1, tor_ip: '10.9.0.2', server: [{ server_ip: ips[2], npu_count: 8, slice_id: 0 }] },
+    ] };
+    await client.delete(paths.configMap(BASIC_TOR_NODE_NAMESPACE, BASIC_TOR_NODE_CM_NAME)).catch(() => undefined);
+    await client.create(paths.configMaps(BASIC_TOR_NODE_NAMESPACE), { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: BASIC_TOR_NODE_CM_NAME, namespace: BASIC_TOR_NODE_NAMESPACE }, data: { [TOR_INFO_KEY]: JSON.stringify(torInfo) } });
+    try {
+      await h.startManager();
+      const on = (slot: number): Record<string, string> => ({ ...world.nodeSelector, 'jb-slot': String(slot) });
+      await client.create(paths.vcJobs(ns), job(ns, { nodeSelector: on(0), name: 'big', replicas: 1, npus: 8, labels: { 'tor-affinity': 'large-model-schema' } }));
+      const small = await client.create(paths.vcJobs(ns), job(ns, { nodeSelector: on(1), name: 'small', replicas: 1, npus: 8, labels: { 'tor-affinity': 'normal-schema' } }));
+      await runningPods(client, ns, 'big', 1);
+      await runningPods(client, ns, 'small', 1);
+      const torShare = async (): Promise<unknown> => {
+        const cm = await client.getOrUndefined<ConfigMap>(paths.configMap(TOR_SHARE_NAMESPACE, TOR_SHARE_CM_NAME));
+        const text = cm?.data?.[GLOBAL_TOR_INFO_KEY];
+        return text === undefined ? undefined : JSON.parse(text);
+      };
+      const free = { IsHealthy: 0, IsSharedTor: 0, nodes: [{ NodeIp: ips[2], NodeName: nodes[2], JobName: [] }] };
+      const shared = {
+        '10.9.0.1': { IsHealthy: 1, IsSharedTor: 1, nodes: [{ NodeIp: ips[0], NodeName: nodes[0], JobName: ['big'] }, { NodeIp: ips[1], NodeName: nodes[1], JobName: ['small'] }] },
+        '10.9.0.2': free,
+      };
+      await eventually(async () => JSON.stringify(await torShare()) === JSON.stringify(shared), 15_000, 100).catch(async (e: unknown) => { throw new Error(`${String(e)}: ${JSON.stringify(await torShare())}`); });
+
+      // The normal job leaves: the TOR is the large-model job's alone.
+      await client.delete(`${paths.vcJobs(ns)}/${small.metadata!.name!}`);
+      await client.delete(paths.pod(ns, 'small-worker-0'), { gracePeriodSeconds: 0 }).catch(() => undefined);
+      const exclusive = {
+        '10.9.0.1': { IsHealthy: 0, IsSharedTor: 2, nodes: [{ NodeIp: ips[0], NodeName: nodes[0], JobName: ['big'] }, { NodeIp: ips[1], NodeName: nodes[1], JobName: [] }] },
+        '10.9.0.2': free,
+      };
+      await eventually(async () => JSON.stringify(await torShare()) === JSON.stringify(exclusive), 15_000, 100).catch(async (e: unknown) => { throw new Error(`${String(e)}: ${JSON.stringify(await torShare())}`); });
+    } finally {
+      await client.delete(paths.configMap(BASIC_TOR_NODE_NAMESPACE, BASIC_TOR_NODE_CM_NAME)).catch(() => undefined);
+    }
   }, 90_000);
 });
