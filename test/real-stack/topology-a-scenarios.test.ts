@@ -110,6 +110,8 @@ describe('topology A: Volcano with the ascend plugin reschedules, clusterd-ts in
     retry: ['ta-retry-0', 'ta-retry-1'],
     proc: ['ta-proc-0', 'ta-proc-1', 'ta-proc-2'],
     subh: ['ta-subh-0', 'ta-subh-1'],
+    ext: ['ta-ext-0', 'ta-ext-1'],
+    lead: ['ta-lead-0', 'ta-lead-1', 'ta-lead-2'],
   };
   const jobs: Record<string, KubeObject> = {};
   const started = Date.now();
@@ -178,6 +180,8 @@ describe('topology A: Volcano with the ascend plugin reschedules, clusterd-ts in
       annotations: { 'recover-strategy': 'retry,recover,dump,exit' },
     });
     await createJob('subh', { replicas: 1, group: 'subh', labels: { 'fault-scheduling': 'grace', subHealthyStrategy: 'graceExit' }, restartOnEvict: true, terminationGracePeriodSeconds: 3600 });
+    await createJob('ext', { replicas: 2, group: 'ext', labels: { 'fault-scheduling': 'external-force' } });
+    await createJob('lead', { replicas: 2, group: 'lead', labels: { 'fault-scheduling': 'force', 'pod-rescheduling': 'on' } });
     report(`topology A: control plane, Volcano, nodes and jobs up in ${Date.now() - started} ms`);
   }, 1_800_000);
 
@@ -246,6 +250,40 @@ describe('topology A: Volcano with the ascend plugin reschedules, clusterd-ts in
     expect((await resetConfig('subh')).info).toEqual(EMPTY_RESET);
     expect(await deletes()).toBe(0);
     report(`sub-health graceExit: fault -> GracefulExit=1 ${tWrite - t0} ms, -> pod gone ${tGone - t0} ms, -> GracefulExit=0 ${Date.now() - t0} ms`);
+  }, 300_000);
+
+  it.concurrent('external-force: the plugin annotates the fault pod huawei.com/pod-status=Unhealthy-CardUnhealthy and deletes nothing', async () => {
+    const [r0, r1] = await runningPods('ext', 2);
+    const faultNode = r1!.spec!.nodeName!;
+    await inj.inject({ kind: 'npu', node: faultNode, npu: 'Ascend910-5', code: '80E18402', level: 'SeparateNPU' });
+    const status = async (p: Pod): Promise<string | undefined> => (await client.get<Pod>(paths.pod(ns, p.metadata!.name!))).metadata?.annotations?.['huawei.com/pod-status'];
+    await eventually(async () => (await status(r1!)) === 'Unhealthy-CardUnhealthy', 60_000, 250);
+    await new Promise((r) => setTimeout(r, 4_000)); // several sessions
+    expect(await status(r0!)).toBeUndefined();
+    const now = await podsOf('ext');
+    expect(now.map((p) => p.metadata?.uid).sort()).toEqual([r0!.metadata?.uid, r1!.metadata?.uid].sort());
+    expect(now.every(live)).toBe(true);
+    expect(await deletes()).toBe(0);
+  }, 300_000);
+
+  it.concurrent('pod-rescheduling with the fault on rank 0: the plugin restarts the whole job (isMasterFault) and, once it is placed, sets reset-config RetryTime to 0', async () => {
+    const [r0, r1] = await runningPods('lead', 2);
+    const faultNode = r0!.spec!.nodeName!;
+    await eventually(async () => (await restartTypeOf('lead')) === 'podReschedule', 60_000, 250);
+    const cur = (await resetConfig('lead')).info;
+    await client.patch(paths.configMap(ns, 'reset-config-lead'), { data: encodeResetConfigData({ ...cur, RetryTime: 3 }) });
+    await inj.inject({ kind: 'npu', node: faultNode, npu: 'Ascend910-0', code: '80E18402', level: 'SeparateNPU' });
+    const after = await eventually(async () => {
+      const ps = await runningPods('lead', 2, 1_000).catch(() => undefined);
+      return ps?.every((p) => p.metadata?.uid !== r0!.metadata?.uid && p.metadata?.uid !== r1!.metadata?.uid) ? ps : undefined;
+    }, 120_000, 250);
+    expect(after.some((p) => p.spec?.nodeName === faultNode)).toBe(false);
+    await eventually(async () => (await resetConfig('lead')).info.RetryTime === 0, 30_000, 250);
+    expect((await resetConfig('lead')).info).toMatchObject({ RankList: [], RetryTime: 0 });
+    const uid = jobs.lead!.metadata!.uid!;
+    const reason = await eventually(() => rescheduleReasonOf(client, vcJobId(ns, 'lead', uid)), 30_000, 500);
+    expect(reason.RescheduleRecords?.[0]?.ReasonOfTask?.map((t) => t.NodeRankIndex)).toEqual(['0']);
+    expect(await deletes()).toBe(0);
   }, 300_000);
 
   it.concurrent('pod-rescheduling: the plugin deletes only the fault pod, Volcano re-creates it alone, the plugin places it on the spare node', async () => {
