@@ -3,7 +3,7 @@
  * cluster-info ConfigMaps clusterd-ts writes, and clusterd-ts keeps ClusterD's role (it detects the
  * plugin, controllers/rescheduling-role.ts, and deletes nothing). Every pod here is vc-controller-
  * manager's, placed by vc-scheduler; faults are real chip faults in the device-info (FaultInjector).
- * One control plane; the five scenarios run concurrently, each on its own node group (nodeSelector).
+ * One control plane; the scenarios run concurrently, each on its own node group (nodeSelector).
  *
  * What the plugin does, read from component/ascend-for-volcano/internal/rescheduling:
  * - `fault-scheduling: grace` (job.go GraceDeleteJob): the fault pod is evicted (Volcano's evictor:
@@ -17,6 +17,13 @@
  * - `fault-retry-times` (job.go isFaultJobCanRestarted, reschedule.go doRestartJob): a Failed pod on a
  *   healthy chip restarts the job while `remain-retry-times` lasts, one less each time; then nothing.
  * - `process-recover-enable: on`: only the fault pod goes, whatever the job's other labels.
+ * - `subHealthyStrategy: graceExit` (job.go deleteJobWithSubHealthyLabels): reset-config GracefulExit=1
+ *   (reschedule.go updateResetConfigMapWithGraceExit replaces the data map), a grace delete, and
+ *   GracefulExit=0 once the job runs again (job.go resetGraceExitCode).
+ * - `fault-scheduling: external-*` (job.go addPodStatusAnnotationForFaultTask): the fault pod annotated, nothing deleted.
+ * - `pod-rescheduling: on`: a fault on rank 0 restarts the whole job (job.go isMasterFault); whenever
+ *   such a job has every pod placed, reset-config gets RankList [] and RetryTime + 1 after a pod-level
+ *   placement, 0 after a whole one (plugin/job.go updateResetConfigMap, updateResetCm).
  */
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
