@@ -226,8 +226,8 @@ describe('jobs: the Volcano half\'s branches', () => {
   it('tor-share-cm: a TOR shared by a large-model job is shared and unhealthy; once the other job leaves, exclusive and healthy; a TOR without jobs free', async () => {
     const world = await h.startWorld({ nodes: 3, prefix: 'jbtor' });
     const { ns, nodes } = world;
-    // The servers' addresses, as a kubelet reports them (kwok's nodes here have none).
-    const ips = nodes.map((_, i) => `10.8.${Math.floor(Math.random() * 250)}.${10 + i}`);
+    // The servers' addresses, as a kubelet reports them (kwok's nodes here have none, so no other node has these).
+    const ips = nodes.map((_, i) => `10.8.0.${10 + i}`);
     for (const [i, n] of nodes.entries()) await client.patch(paths.nodeStatus(n), { status: { addresses: [{ type: 'InternalIP', address: ips[i] }] } });
     for (const [i, n] of nodes.entries()) await client.patch(paths.node(n), { metadata: { labels: { 'jb-slot': String(i) } } });
     // Two TORs: the first holds n0 and n1, the second n2 (the user's parameter-plane topology).
