@@ -23,11 +23,11 @@ async function setup(labels: Record<string, string> | undefined) {
 }
 
 describe('reset-config (job-level uses)', () => {
-  it('sets GracefulExit with a valid checkCode, keeps restartType, writes nothing twice', async () => {
+  it('sets GracefulExit with a valid checkCode, drops restartType (the data map replaced, as the plugin), writes nothing twice', async () => {
     const { cms, deps, info } = await setup({ reset: 'true' });
     expect(await reconcileResetConfig(deps, 'team-a', 'llama', { type: 'gracefulExit', value: 1 })).toBe('written');
     expect(await reconcileResetConfig(deps, 'team-a', 'llama', { type: 'gracefulExit', value: 1 })).toBe('unchanged');
-    expect(info()).toEqual({ info: { ...initial, GracefulExit: 1 }, checkCode: expect.stringMatching(/^[0-9a-f]{64}$/), restartType: 'hotReset' });
+    expect(info()).toEqual({ info: { ...initial, GracefulExit: 1 }, checkCode: expect.stringMatching(/^[0-9a-f]{64}$/), restartType: undefined });
     expect(cms.writes.map((w) => w.verb)).toEqual(['create', 'replace']);
   });
 

@@ -7,7 +7,9 @@
  * `reset=true` (docs/formats.md#reset-config). The desired content is computed from the cached one with the pure
  * transitions of schemas/reset-config, encoded with the Go-compatible encoder (+ checkCode), and
  * written only when the bytes differ, with the cached resourceVersion (a 409 goes back to the queue).
- * Keys we do not own (`restartType` from the device plugin, anything else) are kept.
+ * As Volcano's plugin, each write replaces the data map (docs/formats.md#reset-config): a GracefulExit write
+ * leaves `reset.json` and `checkCode` only (a `restartType` left by the device plugin goes, so TaskD does
+ * not read a stale restart type), a placement write those and `restartType: podReschedule`.
  */
 import type { ConfigMap } from '../runtime/kube-objects.ts';
 import type { ConfigMapWriter } from '../runtime/configmap-writer.ts';
@@ -53,7 +55,7 @@ export async function reconcileResetConfig(d: ResetConfigDeps, namespace: string
   if (typeof cur === 'string') return cur;
   const next = applyChange(cur.info, change);
   const restartType = change.type === 'podRescheduled' ? RESTART_TYPE.podReschedule : undefined;
-  const data = encodeResetConfigData(next, cur.cm.data, restartType);
+  const data = encodeResetConfigData(next, undefined, restartType);
   const res = await d.writer.ensure('reset_config', { namespace, name: resetConfigName(jobName), data }, cur.cm);
   return res.written ? 'written' : 'unchanged';
 }

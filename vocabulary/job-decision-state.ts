@@ -86,8 +86,11 @@ export type JobAction =
   | { readonly type: 'annotatePodStatus'; readonly pod: PodRef; readonly value: string }
   /** reset-config-<jobName> `GracefulExit` (docs/rules.md#resched.sub-health, #recover.reset-config-writes). */
   | { readonly type: 'setGracefulExit'; readonly value: 0 | 1 }
-  /** reset-config-<jobName>: RankList=[], RetryTime+1 after a pod-level replacement is placed (docs/rules.md#resched.pod-level-reset-config). */
-  | { readonly type: 'bumpResetConfigRetryTime' }
+  /**
+   * reset-config-<jobName>: RankList=[] and RetryTime+1 once a pod-level replacement is placed (`podLevel`), RetryTime 0
+   * once the whole job of a pod-rescheduling job is placed again (docs/rules.md#resched.pod-level-reset-config).
+   */
+  | { readonly type: 'bumpResetConfigRetryTime'; readonly podLevel: boolean }
   /** Prepend a job-reschedule-reason record (encoding, 10-record cap and trim: schemas/job-reschedule-reason). */
   | { readonly type: 'recordRescheduleReason'; readonly atMs: number; readonly tasks: readonly RescheduleTaskReason[] }
   /** Hand the fault ranks to the process-level recovery FSM (docs/rules.md#recover.fsm; owned elsewhere). */

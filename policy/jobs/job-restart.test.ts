@@ -70,7 +70,22 @@ describe('job restart lifecycle', () => {
     const placed = replaced(fourPodJob(), ['llama-worker-2'], newNode);
     const s2 = run(placed, knobs, s1.state, 5_000, [sep2]);
     expect(s2.decision.phase).toBe('complete');
-    expect(s2.acted).toEqual([{ type: 'bumpResetConfigRetryTime' }]);
+    expect(s2.acted).toEqual([{ type: 'bumpResetConfigRetryTime', podLevel: true }]);
+  });
+
+  it('pod-rescheduling=on, fault on rank 0: job level; placed as a whole, reset-config RetryTime goes to 0 (not with process recovery)', () => {
+    const sep0 = chipFault('node-0', 'Ascend910-0', 'SeparateNPU');
+    for (const [knobs, want] of [
+      [{ faultScheduling: 'force', podRescheduling: true }, [{ type: 'bumpResetConfigRetryTime', podLevel: false }]],
+      [{ faultScheduling: 'force', podRescheduling: true, processRecoverEnable: 'on' }, []],
+      [{ faultScheduling: 'force' }, []],
+    ] as Array<[JobKnobsInput, JobAction[]]>) {
+      const s1 = run(fourPodJob(), knobs, undefined, 0, [sep0]);
+      expect(s1.state.active?.scope).toBe('job');
+      const s2 = run(replaced(fourPodJob(), allNames(fourPodJob()), newNode), knobs, s1.state, 5_000, [sep0]);
+      expect(s2.decision.phase).toBe('complete');
+      expect(s2.acted).toEqual(want);
+    }
   });
 
   it('recover_policy_path=pod never goes beyond pod level, not even for rank 0', () => {

@@ -5,7 +5,8 @@
  *
  * idle --fault (docs/rules.md#decision.order plan with a restart)--> active(start)
  * active: all targets gone/replaced and >= minAvailable pods allocated --> complete (budget -1 if
- *         pod-failed; GracefulExit back to 0 after pure sub-health; reset-config RetryTime+1 after pod level)
+ *         pod-failed; GracefulExit back to 0 after pure sub-health; reset-config RetryTime+1 after pod level,
+ *         0 after a job-level restart of a pod-rescheduling job)
  *         grace and not restarted after grace-over-time --> force-delete what is left (once)
  *         pod level, targets gone, replacements pending >= pendingEscalationMs --> escalate to job level
  *         new fault pods outside the targets --> extend (same scope) or escalate (plan says job level)
@@ -161,7 +162,11 @@ export function restartProgress(active: ActiveRestart, job: JobView): Progress {
 function complete(ctx: Ctx, state: JobRescheduleState, a: ActiveRestart, p: Progress): JobDecisionOutput {
   const actions: JobAction[] = [];
   if (a.resetGracefulExit) actions.push({ type: 'setGracefulExit', value: 0 });
-  if (a.bumpRetryTimeOnSuccess && a.scope === 'pod') actions.push({ type: 'bumpResetConfigRetryTime' });
+  if (a.bumpRetryTimeOnSuccess && a.scope === 'pod') actions.push({ type: 'bumpResetConfigRetryTime', podLevel: true });
+  // A pod-rescheduling job placed again as a whole (job level: escalated, rank 0, graceExit...): Volcano's plugin
+  // counts no pod-level restart and sets RetryTime to 0 (component/ascend-for-volcano/plugin/job.go updateResetCm).
+  const { knobs } = ctx.input;
+  if (a.scope === 'job' && knobs.podRescheduling === true && knobs.processRecoverEnable !== 'on') actions.push({ type: 'bumpResetConfigRetryTime', podLevel: false });
   const spend = a.countsAgainstBudget && state.retry !== undefined;
   const { active: _done, ...rest } = state;
   const next: JobRescheduleState = { ...rest, ...(spend && state.retry ? { retry: consumeRetry(state.retry) } : {}) };

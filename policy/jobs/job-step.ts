@@ -155,7 +155,7 @@ export function faultSinceMs(agg: JobFaultAggregate, faults: readonly FaultRecor
 function resolve(dec: JobDecision, retryTime: number | undefined, nowMs: number): ExecAction[] {
   return dec.actions.flatMap((a): ExecAction[] => {
     if (a.type !== 'bumpResetConfigRetryTime') return [a];
-    return retryTime === undefined ? [] : [{ type: 'podRescheduledResetConfig', retryTime: retryTime + 1, updateTimeS: Math.floor(nowMs / 1000) }];
+    return retryTime === undefined ? [] : [{ type: 'podRescheduledResetConfig', retryTime: a.podLevel ? retryTime + 1 : 0, updateTimeS: Math.floor(nowMs / 1000) }];
   });
 }
 

@@ -3,7 +3,7 @@
  * cluster-info ConfigMaps clusterd-ts writes, and clusterd-ts keeps ClusterD's role (it detects the
  * plugin, controllers/rescheduling-role.ts, and deletes nothing). Every pod here is vc-controller-
  * manager's, placed by vc-scheduler; faults are real chip faults in the device-info (FaultInjector).
- * One control plane; the five scenarios run concurrently, each on its own node group (nodeSelector).
+ * One control plane; the scenarios run concurrently, each on its own node group (nodeSelector).
  *
  * What the plugin does, read from component/ascend-for-volcano/internal/rescheduling:
  * - `fault-scheduling: grace` (job.go GraceDeleteJob): the fault pod is evicted (Volcano's evictor:
@@ -17,6 +17,13 @@
  * - `fault-retry-times` (job.go isFaultJobCanRestarted, reschedule.go doRestartJob): a Failed pod on a
  *   healthy chip restarts the job while `remain-retry-times` lasts, one less each time; then nothing.
  * - `process-recover-enable: on`: only the fault pod goes, whatever the job's other labels.
+ * - `subHealthyStrategy: graceExit` (job.go deleteJobWithSubHealthyLabels): reset-config GracefulExit=1
+ *   (reschedule.go updateResetConfigMapWithGraceExit replaces the data map), a grace delete, and
+ *   GracefulExit=0 once the job runs again (job.go resetGraceExitCode).
+ * - `fault-scheduling: external-*` (job.go addPodStatusAnnotationForFaultTask): the fault pod annotated, nothing deleted.
+ * - `pod-rescheduling: on`: a fault on rank 0 restarts the whole job (job.go isMasterFault); whenever
+ *   such a job has every pod placed, reset-config gets RankList [] and RetryTime + 1 after a pod-level
+ *   placement, 0 after a whole one (plugin/job.go updateResetConfigMap, updateResetCm).
  */
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -109,6 +116,9 @@ describe('topology A: Volcano with the ascend plugin reschedules, clusterd-ts in
     esc: ['ta-esc-0', 'ta-esc-1'],
     retry: ['ta-retry-0', 'ta-retry-1'],
     proc: ['ta-proc-0', 'ta-proc-1', 'ta-proc-2'],
+    subh: ['ta-subh-0', 'ta-subh-1'],
+    ext: ['ta-ext-0', 'ta-ext-1'],
+    lead: ['ta-lead-0', 'ta-lead-1', 'ta-lead-2'],
   };
   const jobs: Record<string, KubeObject> = {};
   const started = Date.now();
@@ -130,6 +140,8 @@ describe('topology A: Volcano with the ascend plugin reschedules, clusterd-ts in
     if (!parsed.ok) throw new Error(`reset-config-${job}: ${parsed.reason}`);
     return { rv: cm.metadata!.resourceVersion!, info: parsed.value.info };
   };
+  /** The plugin's reset-config write after a pod-rescheduling job is placed (plugin/job.go updateResetConfigMap) sets restartType. */
+  const restartTypeOf = async (job: string): Promise<string | undefined> => (await client.get<ConfigMap>(paths.configMap(ns, `reset-config-${job}`))).data?.restartType;
   const jobStatus = async (job: string): Promise<string | undefined> => (await readCm(client, ns, jobSummaryCmName(job, 0)))?.data?.job_status;
 
   async function createJob(name: string, o: JobOpts): Promise<void> {
@@ -174,6 +186,9 @@ describe('topology A: Volcano with the ascend plugin reschedules, clusterd-ts in
       replicas: 2, group: 'proc', labels: { 'fault-scheduling': 'force', 'process-recover-enable': 'on', framework: 'pytorch' },
       annotations: { 'recover-strategy': 'retry,recover,dump,exit' },
     });
+    await createJob('subh', { replicas: 1, group: 'subh', labels: { 'fault-scheduling': 'grace', subHealthyStrategy: 'graceExit' }, restartOnEvict: true, terminationGracePeriodSeconds: 3600 });
+    await createJob('ext', { replicas: 2, group: 'ext', labels: { 'fault-scheduling': 'external-force' } });
+    await createJob('lead', { replicas: 2, group: 'lead', labels: { 'fault-scheduling': 'force', 'pod-rescheduling': 'on' } });
     report(`topology A: control plane, Volcano, nodes and jobs up in ${Date.now() - started} ms`);
   }, 1_800_000);
 
@@ -218,10 +233,73 @@ describe('topology A: Volcano with the ascend plugin reschedules, clusterd-ts in
     report(`grace: fault -> evicted ${tEvict - t0} ms, -> force-deleted ${tGone - t0} ms (grace-over-time ${GRACE_OVER_TIME_S} s), -> replacement Running ${tRun - t0} ms`);
   }, 300_000);
 
+  it.concurrent('sub-health graceExit: the plugin writes reset-config GracefulExit=1 (replacing its data: restartType goes), evicts, forces after grace-over-time, and writes GracefulExit=0 once the job runs again', async () => {
+    const [first] = await runningPods('subh', 1);
+    const faultNode = first!.spec!.nodeName!;
+    // A restartType an earlier restart left (the device plugin's hot reset).
+    await client.patch(paths.configMap(ns, 'reset-config-subh'), { data: { restartType: 'hotReset' } });
+    const t0 = Date.now();
+    await inj.inject({ kind: 'npu', node: faultNode, npu: 'Ascend910-3', code: '8C2FA001', level: 'SubHealthFault' });
+    const during = await eventually(async () => { const r = await resetConfig('subh'); return r.info.GracefulExit === 1 ? r : undefined; }, 60_000, 100);
+    const tWrite = Date.now();
+    expect(during.info).toEqual({ ...EMPTY_RESET, GracefulExit: 1 });
+    const cm = await client.get<ConfigMap>(paths.configMap(ns, 'reset-config-subh'));
+    expect(Object.keys(cm.data ?? {}).sort()).toEqual(['checkCode', 'reset.json']);
+    // The grace deletion: evicted with the pod's own grace, then forced after grace-over-time.
+    await eventually(async () => (await client.getOrUndefined<Pod>(paths.pod(ns, first!.metadata!.name!)))?.metadata?.deletionTimestamp !== undefined, 60_000, 100);
+    await eventually(async () => (await client.getOrUndefined<Pod>(paths.pod(ns, first!.metadata!.name!)))?.metadata?.uid !== first!.metadata!.uid, 60_000, 100);
+    const tGone = Date.now();
+    await inj.recover({ kind: 'npu', node: faultNode, npu: 'Ascend910-3', code: '8C2FA001' });
+    const [second] = await runningPods('subh', 1);
+    expect(second!.metadata?.uid).not.toBe(first!.metadata?.uid);
+    // A pure sub-health restart done: back to 0 (job.go resetGraceExitCode).
+    await eventually(async () => (await resetConfig('subh')).info.GracefulExit === 0, 60_000, 250);
+    expect((await resetConfig('subh')).info).toEqual(EMPTY_RESET);
+    expect(await deletes()).toBe(0);
+    report(`sub-health graceExit: fault -> GracefulExit=1 ${tWrite - t0} ms, -> pod gone ${tGone - t0} ms, -> GracefulExit=0 ${Date.now() - t0} ms`);
+  }, 300_000);
+
+  it.concurrent('external-force: the plugin annotates the fault pod huawei.com/pod-status=Unhealthy-CardUnhealthy and deletes nothing', async () => {
+    const [r0, r1] = await runningPods('ext', 2);
+    const faultNode = r1!.spec!.nodeName!;
+    await inj.inject({ kind: 'npu', node: faultNode, npu: 'Ascend910-5', code: '80E18402', level: 'SeparateNPU' });
+    const status = async (p: Pod): Promise<string | undefined> => (await client.get<Pod>(paths.pod(ns, p.metadata!.name!))).metadata?.annotations?.['huawei.com/pod-status'];
+    await eventually(async () => (await status(r1!)) === 'Unhealthy-CardUnhealthy', 60_000, 250);
+    await new Promise((r) => setTimeout(r, 4_000)); // several sessions
+    expect(await status(r0!)).toBeUndefined();
+    const now = await podsOf('ext');
+    expect(now.map((p) => p.metadata?.uid).sort()).toEqual([r0!.metadata?.uid, r1!.metadata?.uid].sort());
+    expect(now.every(live)).toBe(true);
+    expect(await deletes()).toBe(0);
+  }, 300_000);
+
+  it.concurrent('pod-rescheduling with the fault on rank 0: the plugin restarts the whole job (isMasterFault) and, once it is placed, sets reset-config RetryTime to 0', async () => {
+    const [r0, r1] = await runningPods('lead', 2);
+    const faultNode = r0!.spec!.nodeName!;
+    await eventually(async () => (await restartTypeOf('lead')) === 'podReschedule', 60_000, 250);
+    const cur = (await resetConfig('lead')).info;
+    await client.patch(paths.configMap(ns, 'reset-config-lead'), { data: encodeResetConfigData({ ...cur, RetryTime: 3 }) });
+    await inj.inject({ kind: 'npu', node: faultNode, npu: 'Ascend910-0', code: '80E18402', level: 'SeparateNPU' });
+    const after = await eventually(async () => {
+      const ps = await runningPods('lead', 2, 1_000).catch(() => undefined);
+      return ps?.every((p) => p.metadata?.uid !== r0!.metadata?.uid && p.metadata?.uid !== r1!.metadata?.uid) ? ps : undefined;
+    }, 120_000, 250);
+    expect(after.some((p) => p.spec?.nodeName === faultNode)).toBe(false);
+    await eventually(async () => (await resetConfig('lead')).info.RetryTime === 0, 30_000, 250);
+    expect((await resetConfig('lead')).info).toMatchObject({ RankList: [], RetryTime: 0 });
+    const uid = jobs.lead!.metadata!.uid!;
+    const reason = await eventually(() => rescheduleReasonOf(client, vcJobId(ns, 'lead', uid)), 30_000, 500);
+    expect(reason.RescheduleRecords?.[0]?.ReasonOfTask?.map((t) => t.NodeRankIndex)).toEqual(['0']);
+    expect(await deletes()).toBe(0);
+  }, 300_000);
+
   it.concurrent('pod-rescheduling: the plugin deletes only the fault pod, Volcano re-creates it alone, the plugin places it on the spare node', async () => {
     const [r0, r1] = await runningPods('podlvl', 2);
     const faultNode = r1!.spec!.nodeName!;
     const spare = groups.pod!.find((n) => n !== faultNode && n !== r0!.spec!.nodeName)!;
+    // Once placed as a whole, the plugin writes reset-config (RankList [], RetryTime 0, restartType podReschedule).
+    await eventually(async () => (await restartTypeOf('podlvl')) === 'podReschedule', 60_000, 250);
+    expect((await resetConfig('podlvl')).info).toMatchObject({ RankList: [], RetryTime: 0, GracefulExit: 0 });
     const t0 = Date.now();
     await inj.inject({ kind: 'npu', node: faultNode, npu: 'Ascend910-6', code: '80E18402', level: 'SeparateNPU' });
     const after = await eventually(async () => {
@@ -232,6 +310,10 @@ describe('topology A: Volcano with the ascend plugin reschedules, clusterd-ts in
     const byName = (name: string): Pod => after.find((p) => p.metadata?.name === name)!;
     expect(byName(r0!.metadata!.name!).metadata?.uid).toBe(r0!.metadata?.uid); // rank 0 untouched
     expect(byName(r1!.metadata!.name!).spec?.nodeName).toBe(spare);
+    // The pod-level restart placed: RetryTime + 1, RankList empty (plugin/job.go updateResetCm).
+    await eventually(async () => (await resetConfig('podlvl')).info.RetryTime === 1, 30_000, 250);
+    expect((await resetConfig('podlvl')).info).toMatchObject({ RankList: [], RetryTime: 1, GracefulExit: 0 });
+    expect(await restartTypeOf('podlvl')).toBe('podReschedule');
     const uid = jobs.podlvl!.metadata!.uid!;
     const reason = await eventually(() => rescheduleReasonOf(client, vcJobId(ns, 'podlvl', uid)), 30_000, 500);
     // The rank is the plugin's (hccl/rankIndex), not the pod's name index.
@@ -243,6 +325,10 @@ describe('topology A: Volcano with the ascend plugin reschedules, clusterd-ts in
   it.concurrent('pod-rescheduling escalates: with no node for the replacement, after 12 sessions the plugin deletes the whole job; once the chip recovers it runs again', async () => {
     const [r0, r1] = await runningPods('escal', 2);
     const faultNode = r1!.spec!.nodeName!;
+    // After the plugin's first write (RetryTime 0 on a whole placement), as if pod-level restarts had counted 3.
+    await eventually(async () => (await restartTypeOf('escal')) === 'podReschedule', 60_000, 250);
+    const cur = (await resetConfig('escal')).info;
+    await client.patch(paths.configMap(ns, 'reset-config-escal'), { data: encodeResetConfigData({ ...cur, RetryTime: 3 }) });
     const t0 = Date.now();
     await inj.inject({ kind: 'npu', node: faultNode, npu: 'Ascend910-2', code: '80E18402', level: 'SeparateNPU' });
     const podName = (p: Pod): string => p.metadata!.name!;
@@ -267,6 +353,9 @@ describe('topology A: Volcano with the ascend plugin reschedules, clusterd-ts in
     const after = await runningPods('escal', 2);
     const tRun = Date.now();
     expect(after.map((p) => p.spec?.nodeName).sort()).toEqual([...groups.esc!].sort());
+    // Placed again as a whole (job level): the plugin sets RetryTime back to 0, not + 1 (plugin/job.go updateResetCm).
+    await eventually(async () => (await resetConfig('escal')).info.RetryTime === 0, 30_000, 250);
+    expect((await resetConfig('escal')).info).toMatchObject({ RankList: [], RetryTime: 0 });
     expect(await deletes()).toBe(0);
     report(`pod-rescheduling escalation: fault -> pod deleted ${tPod - t0} ms, -> job deleted ${tJob - t0} ms (${tJob - tPod} ms pending), chip recovered -> Running ${tRun - tRecover} ms`);
   }, 300_000);

@@ -201,6 +201,8 @@ describe('topology B scenarios: the real Volcano without the ascend plugin, clus
     await inj.recover({ kind: 'npu', node: fault.spec!.nodeName!, npu: 'Ascend910-3' });
     const after = await running(name, 2, (ps) => ps.every((p) => p.metadata?.uid !== keep.metadata?.uid && p.metadata?.uid !== moved.metadata?.uid));
     expect(after.map((p) => p.spec?.nodeName)).not.toContain(moved.spec?.nodeName);
+    // Placed again as a whole: RetryTime back to 0, as the plugin writes it (topology A, escalation).
+    await eventually(async () => (await retryTimeOf(name)) === 0, 30_000, 250);
     log(`pod level: fault -> replacement Running ${podMs} ms; second fault -> job-level escalation ${escalated - t1} ms (pending ${escalated - pendingFrom} ms), -> Running after the chip's recovery ${Date.now() - t1} ms`);
   }
 
