@@ -103,9 +103,10 @@ describe('the image (make image) run as the chart runs it', () => {
     podman = spawn('podman', [...PODMAN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     podman.stdout!.setEncoding('utf8').on('data', (d: string) => { log += d; });
     podman.stderr!.setEncoding('utf8').on('data', (d: string) => { log += d; });
-    const ready = await eventually(async () => (await httpGet(httpPort, '/readyz').catch(() => ({ status: 0 }))).status === 200, 60_000, 250)
-      .catch(() => { throw new Error(`not ready within 60 s; podman ${args.join(' ')}\n${log.slice(-4000)}`); });
-    expect(ready).toBe(true);
+    const exited = new Promise<never>((_, reject) => podman!.on('exit', (code) => reject(new Error(`podman exited with ${code}`))));
+    exited.catch(() => undefined); // after the test, the exit afterAll causes is expected
+    await Promise.race([exited, eventually(async () => (await httpGet(httpPort, '/readyz').catch(() => ({ status: 0 }))).status === 200, 60_000, 250)])
+      .catch((e: unknown) => { throw new Error(`not ready: ${String(e)}; podman ${args.join(' ')}\n${log.slice(-4000)}`); });
 
     // PID 1 as the kubelet would have started it: the image's entrypoint with the render's args, the
     // chart's user, the Dockerfile's environment, and a root filesystem it cannot write.

@@ -98,7 +98,7 @@ fi
 OLD=$(podman image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)
 log "podman build $IMAGE from $BASE_IMAGE"
 # chroot isolation: the RUN steps need no OCI runtime, cgroups or network namespace.
-podman build --isolation chroot --pull=never -f "$REPO/Dockerfile" \
+podman build --isolation chroot --layers=false --pull=never -f "$REPO/Dockerfile" \
   --build-arg NODE_IMAGE="$BASE_IMAGE" --build-arg BUNDLE_STAGE=prebuilt \
   --label "$LABEL=$CONTENT" -t "$IMAGE" "$CTX" >&2
 # The image this one replaces, once nothing names it any more.
