@@ -4,7 +4,8 @@
  * ServiceAccount and RBAC), then run the installed Deployment's container with podman, taking the
  * image, args, env, user, read-only root filesystem and volume mounts from that Deployment
  * (test/support/pod-as-podman.ts), under a token of the chart's ServiceAccount. It must become
- * ready, carry a device-plugin fault into cluster-info, serve /metrics and answer gRPC.
+ * ready, carry a device-plugin fault into cluster-info, serve /metrics, answer gRPC, and stop on
+ * SIGTERM within the pod's grace period.
  * The listening ports are chart values here (free ports, host network), so the args stay the render's.
  */
 import { Client, credentials } from '@grpc/grpc-js';
@@ -16,6 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LEADER_LABEL, LEADER_LABEL_VALUE } from '../../actions/leader-label.action.ts';
+import { LEADER_LEASE_NAME } from '../../controllers/manager.ts';
 import { imageEnv, parseMetrics } from '../../tools/bench/controller-process.ts';
 import { freePort } from '../../tools/control-plane/control-plane.ts';
 import { unaryCall } from '../../grpc/testing.ts';
@@ -36,7 +38,7 @@ const CONTAINER = `clusterd-ts-image-test-${suffix}`;
 const PODMAN = ['--runtime', 'runc'];
 const NODE = 'image-test-node';
 
-type Deployment = KubeObject & DeploymentSpec & { spec: { template: { spec: { containers: Array<{ image: string; args: string[] }> } } } };
+type Deployment = KubeObject & DeploymentSpec & { spec: { template: { spec: { containers: Array<{ image: string; args: string[] }>; terminationGracePeriodSeconds?: number } } } };
 
 /** stdout of a command run in the test's container (podman exec, the container's user). */
 function inContainer(...cmd: string[]): string {
@@ -47,7 +49,7 @@ function inContainer(...cmd: string[]): string {
 
 function httpGet(port: number, path: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, timeout: 5000 }, (res) => {
+    const req = request({ host: '127.0.0.1', port, path, timeout: 5000, agent: false }, (res) => {
       let body = '';
       res.setEncoding('utf8').on('data', (d: string) => { body += d; }).on('end', () => resolve({ status: res.statusCode ?? 0, body }));
     });
@@ -72,7 +74,7 @@ describe('the image (make image) run as the chart runs it', () => {
     rmSync(dir, { recursive: true, force: true });
   }, 30_000);
 
-  it('starts under the chart\'s ServiceAccount, writes a device fault into cluster-info, serves /metrics and gRPC', async () => {
+  it('starts under the chart\'s ServiceAccount, writes a device fault into cluster-info, serves /metrics and gRPC, stops on SIGTERM', async () => {
     const [httpPort, grpcPort] = [await freePort(), await freePort()];
     for (const ns of [JOB_STATE_NAMESPACE, 'kube-system', 'cluster-system', 'volcano-system']) await ensureNamespace(admin, ns);
     const installed = await helm.run(['install', RELEASE, CHART, '-n', NS, '--create-namespace', '--kubeconfig', info.kubeconfig,
@@ -139,5 +141,17 @@ describe('the image (make image) run as the chart runs it', () => {
     // gRPC on the chart's grpc port, from the .proto files beside the bundle.
     grpc = new Client(`127.0.0.1:${container.args.find((a) => a.startsWith('--grpc-port='))!.split('=')[1]}`, credentials.createInsecure());
     expect((await unaryCall<{ code: number }>(grpc, 'recover', 'HealthCheck', { jobId: 'x', role: 'taskd' })).code).toBe(0);
+
+    // Stopped as a kubelet stops it: SIGTERM to PID 1 (node, which has no default SIGTERM action
+    // there), SIGKILL after the pod's grace period. It must exit by itself, 0, with the lease released.
+    grpc.close();
+    const grace = dep.spec.template.spec.terminationGracePeriodSeconds ?? 30;
+    const code = new Promise<number | null>((resolve) => podman!.on('exit', resolve));
+    const stopAt = Date.now();
+    // Not spawnSync: the test's own gRPC client must still answer the server's closing of the connection.
+    spawn('podman', [...PODMAN, 'stop', '--time', String(grace), CONTAINER], { stdio: 'ignore' });
+    expect({ code: await code, inGrace: Date.now() - stopAt < grace * 1000 }).toEqual({ code: 0, inGrace: true });
+    const lease = await admin.get<KubeObject & { spec: { holderIdentity?: string } }>(`/apis/coordination.k8s.io/v1/namespaces/${NS}/leases/${LEADER_LEASE_NAME}`);
+    expect(lease.spec.holderIdentity ?? '').toBe('');
   }, 150_000);
 });
