@@ -11,7 +11,7 @@
 import { Client, credentials } from '@grpc/grpc-js';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -88,7 +88,7 @@ describe('the image (make image) run as the chart runs it', () => {
     const tr = await admin.request<{ status: { token: string } }>('POST', `/api/v1/namespaces/${NS}/serviceaccounts/clusterd/token`, {
       body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
     });
-    spawnSync('mkdir', ['-p', sa]);
+    mkdirSync(sa);
     writeFileSync(join(sa, 'token'), tr.status.token);
     // The apiserver's self-signed serving certificate and its CA (kube-apiserver --cert-dir).
     writeFileSync(join(sa, 'ca.crt'), readFileSync(join(info.dir, 'apiserver-0', 'apiserver.crt')));
@@ -148,7 +148,7 @@ describe('the image (make image) run as the chart runs it', () => {
     const grace = dep.spec.template.spec.terminationGracePeriodSeconds ?? 30;
     const code = new Promise<number | null>((resolve) => podman!.on('exit', resolve));
     const stopAt = Date.now();
-    // Not spawnSync: the test's own gRPC client must still answer the server's closing of the connection.
+    // Not spawnSync: blocking this process would stall its gRPC client too (grpc/server.test.ts covers that).
     spawn('podman', [...PODMAN, 'stop', '--time', String(grace), CONTAINER], { stdio: 'ignore' });
     expect({ code: await code, inGrace: Date.now() - stopAt < grace * 1000 }).toEqual({ code: 0, inGrace: true });
     const lease = await admin.get<KubeObject & { spec: { holderIdentity?: string } }>(`/apis/coordination.k8s.io/v1/namespaces/${NS}/leases/${LEADER_LEASE_NAME}`);
