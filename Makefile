@@ -88,7 +88,7 @@ test: deps control-plane clusterd-peer volcano ascend-operator promtool image
 test-unit: deps
 	$(NODE) --experimental-vm-modules node_modules/jest/bin/jest.js --selectProjects unit
 
-test-integration: deps control-plane
+test-integration: deps control-plane image
 	$(NODE) --experimental-vm-modules node_modules/jest/bin/jest.js --selectProjects integration
 
 # A local control plane in the background with kwok nodes; kubeconfig in .cluster/kubeconfig.
