@@ -1,9 +1,15 @@
 # syntax=docker/dockerfile:1
 # clusterd-ts image: docker build -t clusterd-ts:0.1.0 .
 # (charts/clusterd-ts defaults to this image: repository clusterd-ts, tag = the chart's appVersion.)
+# `make image` (tools/image/build.sh) builds this same file with podman from what a machine without
+# a container registry reaches: NODE_IMAGE is then a local Debian bookworm base with the same Node
+# binary (from the npm registry), and BUNDLE_STAGE=prebuilt takes the bundle `make bundle` wrote.
 #
 # Node is pinned to the version package.json pins (devDependency `node`, README "Toolchain").
 ARG NODE_IMAGE=node:24.21.0-bookworm-slim
+# The stage the runtime takes dist-bundle/ from: `build` (bundled here) or `prebuilt` (the build
+# context's dist-bundle/, which .dockerignore keeps out of a plain `docker build`).
+ARG BUNDLE_STAGE=build
 
 # ---- build: install every dependency from the lock, type-check, bundle ---------------------
 FROM ${NODE_IMAGE} AS build
@@ -24,6 +30,12 @@ RUN node node_modules/typescript/bin/tsc -p tsconfig.build.json --noEmit \
  && node tools/gen-validators.ts \
  && node tools/bundle/build.ts dist-bundle \
  && test -f dist-bundle/main.mjs && test -f dist-bundle/protos/recover.proto
+
+# ---- prebuilt: a bundle built outside (tools/image/build.sh), the only file of its context ----
+FROM scratch AS prebuilt
+COPY dist-bundle /src/dist-bundle
+
+FROM ${BUNDLE_STAGE} AS bundle
 
 # ---- runtime: production dependencies only, non-root, read-only friendly -------------------
 FROM ${NODE_IMAGE} AS runtime
@@ -52,7 +64,7 @@ RUN groupadd --system --gid 9000 hwMindX \
 # (hence no --enable-source-maps above): stack traces name the functions (identifiers are not
 # minified) at a line:column of dist/main.mjs.
 # Files stay owned by root and read-only for the runtime user.
-COPY --from=build /src/dist-bundle ./dist
+COPY --from=bundle /src/dist-bundle ./dist
 USER 9000:9000
 # 8899: ClusterD gRPC (--grpc-port); 11253: /healthz /readyz /metrics (--http-port).
 EXPOSE 8899 11253

@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 NODE := $(CURDIR)/node_modules/.bin/node
 KUBECONFIG ?= $(CURDIR)/.cluster/kubeconfig
 
-.PHONY: sim all deps validators control-plane clusterd-peer volcano ascend-operator conformance promtool test test-unit test-integration typecheck build bundle cluster-up cluster-down run demo bench lint clean kubectl-clusterd
+.PHONY: sim all deps validators control-plane clusterd-peer volcano ascend-operator conformance promtool image test test-unit test-integration typecheck build bundle cluster-up cluster-down run demo bench lint clean kubectl-clusterd
 
 all: test
 
@@ -72,15 +72,23 @@ build: deps validators
 bundle: deps validators
 	$(NODE) tools/bundle/build.ts dist-bundle
 
+# The container image the chart runs (Dockerfile), built with podman without a container registry:
+# a debootstrapped Debian bookworm base with the npm registry's Node binary, then the Dockerfile on
+# it with the bundle built here (tools/image/build.sh; installs podman, runc and debootstrap with
+# apt-get when missing). Tagged clusterd-ts:<chart appVersion> in podman's storage; the base cached
+# in ~/.cache/clusterd-ts/image, the image rebuilt only when its inputs change (times in the README).
+image: deps
+	@bash tools/image/build.sh >/dev/null
+
 # The README's test command: type check, lint, unit + integration on a real apiserver, conformance
 # against the real ClusterD, the real-stack tests on the real Volcano and Ascend Operator.
-test: deps control-plane clusterd-peer volcano ascend-operator promtool
+test: deps control-plane clusterd-peer volcano ascend-operator promtool image
 	$(NODE) test/run-tests.mjs
 
 test-unit: deps
 	$(NODE) --experimental-vm-modules node_modules/jest/bin/jest.js --selectProjects unit
 
-test-integration: deps control-plane
+test-integration: deps control-plane image
 	$(NODE) --experimental-vm-modules node_modules/jest/bin/jest.js --selectProjects integration
 
 # A local control plane in the background with kwok nodes; kubeconfig in .cluster/kubeconfig.

@@ -49,12 +49,18 @@ export interface Listener {
   readonly port: number;
   /** Connections currently open, in total and for one IP. */
   connections(ip?: string): number;
-  /** Stop accepting; open connections are left to grpc-js. */
+  /** Stop accepting; open connections are left to grpc-js. Resolves when the last one has closed. */
   close(): Promise<void>;
+  /**
+   * Destroys the connections still open. Once grpc-js has shut down, those are peers that never
+   * answered its FIN (a stalled client), which would otherwise hold close() open for ever.
+   */
+  destroyConnections(): void;
 }
 
 export function listen(host: string, port: number, injector: ConnectionInjector, limits: ConnectionLimits, log: GrpcLogger, onRefused: (cap: ConnectionRefusal) => void = () => {}): Promise<Listener> {
   const perIp = new Map<string, number>();
+  const open = new Set<Socket>();
   let total = 0;
   const server: Server = createServer((socket: Socket) => {
     const ip = socket.remoteAddress ?? '';
@@ -67,7 +73,9 @@ export function listen(host: string, port: number, injector: ConnectionInjector,
     }
     total++;
     perIp.set(ip, n + 1);
+    open.add(socket);
     socket.once('close', () => {
+      open.delete(socket);
       total--;
       const left = (perIp.get(ip) ?? 1) - 1;
       if (left <= 0) perIp.delete(ip);
@@ -96,6 +104,7 @@ export function listen(host: string, port: number, injector: ConnectionInjector,
         port: bound,
         connections: (ip?: string) => (ip === undefined ? total : (perIp.get(ip) ?? 0)),
         close: () => new Promise<void>((done) => server.close(() => done())),
+        destroyConnections: () => { for (const s of open) s.destroy(); },
       });
     });
   });

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { connect } from 'node:http2';
+import { connect as tcpConnect } from 'node:net';
 import { credentials, status as GrpcStatus } from '@grpc/grpc-js';
 import { DEFAULT_LIMITS, GRPC_PORT } from './server.ts';
 import { eventually } from './stub-handlers.ts';
@@ -109,6 +110,25 @@ describe('gRPC transport (docs/grpc.md#transport)', () => {
     expect((await s.done).code).toBe(GrpcStatus.OK);
     expect(t.stub.closes).toContainEqual({ service: 'recover', jobId: JOB, streamId: stream.id, reason: 'shutdown' });
   });
+
+  it('shutdown does not wait for a client that never closes its half of the connection', async () => {
+    t = await startStubServer();
+    // An HTTP/2 client that completes the handshake (preface, SETTINGS, the ACK of the server's),
+    // then stalls: it never answers the server's GOAWAY and FIN (a hung TaskD, a frozen node).
+    const sock = tcpConnect({ host: '127.0.0.1', port: t.server.port, allowHalfOpen: true });
+    sock.on('error', () => undefined);
+    const settings = Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0]);
+    const ack = Buffer.from([0, 0, 0, 4, 1, 0, 0, 0, 0]);
+    sock.write(Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), settings]));
+    await new Promise((r) => sock.once('data', r));
+    sock.write(ack);
+    sock.pause();
+    await eventually(() => (t!.server.connections() === 1 ? true : undefined));
+    const t0 = Date.now();
+    await t.server.shutdown(200);
+    expect(Date.now() - t0).toBeLessThan(3_000);
+    sock.destroy();
+  }, 15_000);
 
   it('binding a busy port rejects', async () => {
     t = await startStubServer();

@@ -218,7 +218,12 @@ export async function startGrpcServer(opts: GrpcServerOptions, handlers: GrpcHan
         });
       });
       injector.destroy();
+      // A peer that never answers the server's FIN keeps its socket, and so `closed`, open for
+      // ever (and the Lease unreleased until the kubelet's SIGKILL): destroyed after the grace.
+      const lingering = setTimeout(() => listener.destroyConnections(), graceMs);
+      lingering.unref();
       await closed;
+      clearTimeout(lingering);
       log.info('grpc server stopped', { address });
     })();
     return stopping;

@@ -462,7 +462,10 @@ describe('image (Dockerfile) and chart agree', () => {
     expect(docker).toMatch(/^FROM \$\{NODE_IMAGE\} AS runtime$/m);
     expect(docker).toContain('tsc -p tsconfig.build.json --noEmit');
     expect(docker).toContain('node tools/bundle/build.ts dist-bundle');
-    expect(docker).toMatch(/^COPY --from=build \/src\/dist-bundle \.\/dist$/m);
+    // The runtime takes the bundle built in the image unless BUNDLE_STAGE=prebuilt (make image).
+    expect(docker).toMatch(/^ARG BUNDLE_STAGE=build$/m);
+    expect(docker).toMatch(/^FROM \$\{BUNDLE_STAGE\} AS bundle$/m);
+    expect(docker).toMatch(/^COPY --from=bundle \/src\/dist-bundle \.\/dist$/m);
     expect(docker).toMatch(/^USER 9000:9000$/m);
     expect(docker).toMatch(new RegExp(`^EXPOSE ${String(FLAGS['grpc-port'].default)} ${String(FLAGS['http-port'].default)}$`, 'm'));
     expect(docker).toMatch(/^ENTRYPOINT \["node", "dist\/main\.mjs"\]$/m);
