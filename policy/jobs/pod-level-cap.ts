@@ -15,6 +15,8 @@
 
 /** Label whose presence marks an OME inference-service job. */
 export const OME_INFERENCE_SERVICE_LABEL = 'ome.io/inferenceservice';
+/** Label naming the MindIE job id an instance job belongs to (ClusterD's MultiInstanceJobId). */
+export const MINDIE_JOB_ID_LABEL = 'jobID';
 /** MindIE app-type label and the values the plugin caps. */
 export const MINDIE_APP_LABEL = 'app';
 export const CAPPED_MINDIE_APPS: readonly string[] = ['mindie-ms-controller', 'mindie-ms-coordinator'];
