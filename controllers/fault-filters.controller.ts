@@ -41,9 +41,12 @@ import type { Sources } from './sources/sources.ts';
 import { jobNodes } from '../policy/jobs/job-view.ts';
 import { npuClaimOf, type NpuClaimMode } from '../policy/jobs/npu-claims.ts';
 import type { FaultSubscriptions, RecoveryStatus } from './ports.ts';
+import { MINDIE_APP_LABEL, MINDIE_JOB_ID_LABEL } from '../policy/jobs/pod-level-cap.ts';
 
 /** MindIE server pods (docs/rules.md#filter.mindie-hold): label `jobID` set and `app=mindie-ms-server`. */
 export const MINDIE_SERVER_APP = 'mindie-ms-server';
+/** The MindIE controller's role: its fault subscription by the MindIE job id starts the hold. */
+export const MINDIE_CONTROLLER_APP = 'mindie-ms-controller';
 /** An open-ended hide (step retry absorbed, stress test) is looked at again after this long. */
 export const OPEN_ENDED_RECHECK_MS = 30_000;
 /** Job facts are rebuilt at least this often. */
@@ -316,7 +319,11 @@ export class FaultFiltersController {
     const e = this.index.job(key, this.query);
     if (e === undefined) return undefined;
     const uid = e.view.uid;
-    const mindIe = this.mindIeServer(e) && (this.d.subscriptions?.subscribed(uid) ?? false);
+    // The hold needs the MindIE controller's own subscription by its MindIE job id (ClusterD's
+    // IsSubscribed(MultiInstanceJobId, mindie-ms-controller) in
+    // component/clusterd/pkg/application/faultmanager/cmprocess/custom/custom_filter_fault_processor.go).
+    const mindIeId = this.mindIeServerId(e);
+    const mindIe = mindIeId !== undefined && (this.d.subscriptions?.subscribed(mindIeId, MINDIE_CONTROLLER_APP) ?? false);
     const meta = e.podGroup.metadata;
     const sig = `${meta?.resourceVersion ?? ''}/${String(mindIe)}`;
     let cached = this.rules.get(key);
@@ -334,11 +341,14 @@ export class FaultFiltersController {
     };
   }
 
-  private mindIeServer(e: JobEntry): boolean {
-    return e.view.pods.some((p) => {
+  /** The MindIE job id of a MindIE server job (a pod labelled `jobID` and `app=mindie-ms-server`); undefined for any other job. */
+  private mindIeServerId(e: JobEntry): string | undefined {
+    for (const p of e.view.pods) {
       const labels = this.d.sources.pods.get(`${e.view.namespace}/${p.name}`)?.metadata?.labels ?? {};
-      return (labels['jobID'] ?? '') !== '' && labels['app'] === MINDIE_SERVER_APP;
-    });
+      const id = labels[MINDIE_JOB_ID_LABEL] ?? '';
+      if (id !== '' && labels[MINDIE_APP_LABEL] === MINDIE_SERVER_APP) return id;
+    }
+    return undefined;
   }
 
   private commit(node: string, records: readonly FaultRecord[], r: NodeFilterResult, nowMs: number): void {

@@ -112,4 +112,30 @@ describe('fault.Fault picture (docs/grpc.md#fault-service)', () => {
     expect(announced).toEqual([['job-a', ['n1', 'n2']], ['job-a', ['n1', 'n2']]]);
     expect(p.subscribed('job-a')).toBe(false);
   });
+  // Found by the conformance scenario inference-job.
+  it('a NotReady node is an entry with no code and no level, as ClusterD\'s node-ready fault', () => {
+    expect(nodeFaultInfo('n3', [rec('n3', 'heartbeatTimeOut', 'SeparateNPU', undefined, 'node-ready')], { ip: '10.0.0.3', sn: '' })).toEqual({
+      nodeName: 'n3', nodeIP: '10.0.0.3', nodeSN: '', faultLevel: 'UnHealthy',
+      faultDevice: [{ deviceId: '-1', deviceType: 'Node', faultCodes: [], faultLevel: 'UnHealthy', faultType: [], faultReason: [], switchFaultInfos: [], faultLevels: [] }],
+    });
+  });
+
+  it('a MindIE job id gets the picture of its instance jobs\' nodes under that id; a query knows no such id', () => {
+    const sent: FaultMsgSignal[] = [];
+    const stream: SignalStream<FaultMsgSignal> = {
+      id: 1, client: { jobId: 'mindie-1', role: 'mindie-ms-controller' }, closed: false, signal: new AbortController().signal,
+      send: async (m) => (sent.push(m), true), end: () => undefined,
+    };
+    const p = new FaultPublisher({
+      sources: { nodes: { get: (): Node | undefined => undefined } } as never,
+      faultsOf: (n) => (n === 'n1' ? [rec('n1', '80E18402', 'SeparateNPU', 'Ascend910-0')] : []), faultNodes: () => ['n1'],
+      jobNodes: () => undefined, jobIds: () => [], log: silentLogger,
+      multiInstance: (id) => (id === 'mindie-1' ? { nodes: ['n1', 'n2'], hostIps: new Map([['n1', '10.9.0.1']]) } : undefined),
+    });
+    p.subscribe(stream);
+    expect(sent.map((m) => [m.jobId, m.signalType, m.nodeFaultInfo.map((n) => [n.nodeName, n.nodeIP])])).toEqual([['mindie-1', 'fault', [['n1', '10.9.0.1']]]]);
+    expect(p.query('mindie-1')).toBeNull();
+    expect(p.subscribed('mindie-1', 'mindie-ms-controller')).toBe(true);
+    expect(p.subscribed('mindie-1', 'mindie')).toBe(false);
+  });
 });

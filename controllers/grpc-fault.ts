@@ -7,9 +7,14 @@
  * are not pushed. GetFaultMsgSignal answers the current picture: cluster-wide always a message
  * (`normal` and empty when nothing is faulty), for a job a message when the job is known, else null.
  *
+ * A MindIE job id (the `jobID` label its instance jobs' PodGroups share) is a job id too: its
+ * subscribers get the picture of the nodes of every instance job, under that id (ClusterD's
+ * MultiInstanceJobId, component/clusterd/pkg/application/fault/publish_fault_plugin.go); GetFaultMsgSignal knows no such id, as ClusterD's.
+ *
  * Picture: per node with faults (NotHandleFault dropped, docs/rules.md#job.subscriber-levels; hidden faults included, docs/rules.md#filter.two-views), the
  * node's level and one DeviceFaultInfo per chip (deviceId = chip index, deviceType `NPU`) or per
- * node-wide source (deviceId `-1`, deviceType `Node` / `Switch`). Levels: UnHealthy when any fault
+ * node-wide source (deviceId `-1`, deviceType `Node` / `Switch`); a NotReady node is an entry of its
+ * own with no code and no level, as ClusterD's (its node-ready fault has no code). Levels: UnHealthy when any fault
  * is above SubHealth/NotHandle/PreSeparate, SubHealthy with a SubHealthFault, else Healthy.
  */
 import { randomUUID } from 'node:crypto';
@@ -37,6 +42,7 @@ const deviceTypeOf = (r: FaultRecord): string =>
 
 /** One node's entry (pure). */
 export function nodeFaultInfo(node: string, records: readonly FaultRecord[], meta: { ip: string; sn: string }): NodeFaultInfo | undefined {
+  const coded = (r: FaultRecord): boolean => r.source !== 'node-ready';
   const kept = records.filter((r) => !DROPPED.has(r.level));
   if (kept.length === 0) return undefined;
   const groups = new Map<string, FaultRecord[]>();
@@ -48,7 +54,7 @@ export function nodeFaultInfo(node: string, records: readonly FaultRecord[], met
   }
   const faultDevice: DeviceFaultInfo[] = [...groups.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([k, rs]) => {
     const [deviceType = 'Node', deviceId = '-1'] = k.split('/');
-    const sorted = [...rs].sort((a, b) => a.code.localeCompare(b.code));
+    const sorted = rs.filter(coded).sort((a, b) => a.code.localeCompare(b.code));
     return {
       deviceId, deviceType, faultCodes: sorted.map((r) => r.code), faultLevel: levelOf(rs),
       faultType: [], faultReason: [], switchFaultInfos: [], faultLevels: sorted.map((r) => r.level),
@@ -72,6 +78,8 @@ export interface FaultPublisherDeps {
    * the job's server list, component/clusterd/pkg/domain/pod/pod_util.go getServerInfo).
    */
   readonly jobHostIps?: (jobId: string) => ReadonlyMap<string, string>;
+  /** The nodes and host IPs of the instance jobs a MindIE job id names; undefined when it names none. */
+  readonly multiInstance?: (jobId: string) => { readonly nodes: readonly string[]; readonly hostIps: ReadonlyMap<string, string> } | undefined;
   /**
    * A job gained its first or lost its last subscriber. The MindIE hold (docs/rules.md#filter.mindie-hold) depends on it, so
    * the scheduler view of the job's nodes may change with no new fault.
@@ -102,8 +110,10 @@ export class FaultPublisher implements FaultSubscriptions {
   /** The fault entries of a job's nodes (all nodes for `-1`). */
   picture(jobId: string): NodeFaultInfo[] {
     if (jobId === CLUSTER_JOB) return [...new Set(this.d.faultNodes())].sort().flatMap((n) => nodeFaultInfo(n, this.d.faultsOf(n), this.meta(n)) ?? []);
-    const ips = this.d.jobHostIps?.(jobId);
-    return [...new Set(this.d.jobNodes(jobId) ?? [])].sort().flatMap((n) => nodeFaultInfo(n, this.d.faultsOf(n), { ...this.meta(n), ...(ips === undefined ? {} : { ip: ips.get(n) ?? '' }) }) ?? []);
+    const own = this.d.jobNodes(jobId);
+    const multi = own === undefined ? this.d.multiInstance?.(jobId) : undefined;
+    const ips = multi?.hostIps ?? this.d.jobHostIps?.(jobId);
+    return [...new Set(own ?? multi?.nodes ?? [])].sort().flatMap((n) => nodeFaultInfo(n, this.d.faultsOf(n), { ...this.meta(n), ...(ips === undefined ? {} : { ip: ips.get(n) ?? '' }) }) ?? []);
   }
 
   query(jobId: string): FaultMsgSignal | null {
@@ -128,12 +138,12 @@ export class FaultPublisher implements FaultSubscriptions {
 
   private announce(jobId: string): void {
     if (jobId === CLUSTER_JOB || this.d.subscriptionChanged === undefined) return;
-    this.d.subscriptionChanged(jobId, this.d.jobNodes(jobId) ?? []);
+    this.d.subscriptionChanged(jobId, this.d.jobNodes(jobId) ?? this.d.multiInstance?.(jobId)?.nodes ?? []);
   }
 
   /** A client of this job (not the cluster-wide `-1`) holds a subscription (the MindIE hold, docs/rules.md#filter.mindie-hold). */
-  subscribed(jobId: string): boolean {
-    for (const s of this.subscribers.values()) if (s.stream.client.jobId === jobId) return true;
+  subscribed(jobId: string, role?: string): boolean {
+    for (const s of this.subscribers.values()) if (s.stream.client.jobId === jobId && (role === undefined || s.stream.client.role === role)) return true;
     return false;
   }
 

@@ -33,6 +33,7 @@ import type { RecoveryService } from './recovery.controller.ts';
 import type { FaultView } from './fault-view.ts';
 import type { Sources } from './sources/sources.ts';
 import { jobNodes } from '../policy/jobs/job-view.ts';
+import { MINDIE_APP_LABEL, MINDIE_JOB_ID_LABEL } from '../policy/jobs/pod-level-cap.ts';
 import { DEVICE_910_ANNOTATION, DEVICE_NPU_ANNOTATION, parsePodDevice } from '../policy/jobs/job-summary.ts';
 import { DataTraceConfigMaps } from '../actions/data-trace.action.ts';
 import { mindieNamespaces, RankTablePublisher } from './grpc-config.ts';
@@ -96,16 +97,11 @@ export class GrpcController {
         return found === undefined ? undefined : jobNodes(found.entry.view);
       },
       jobIds: () => d.sources.jobIndex.index.jobHeaders().map((h) => h.uid),
-      jobHostIps: (jobId) => {
-        const found = d.recovery.lookup(jobId);
-        const ips = new Map<string, string>();
-        const ns = found?.entry.podGroup.metadata?.namespace ?? '';
-        for (const p of found?.entry.view.pods ?? []) {
-          const a = d.sources.pods.get(`${ns}/${p.name}`)?.metadata?.annotations ?? {};
-          const text = a[DEVICE_910_ANNOTATION] ?? a[DEVICE_NPU_ANNOTATION];
-          if (p.node !== undefined && text !== undefined && !ips.has(p.node)) ips.set(p.node, parsePodDevice(text).hostIp);
-        }
-        return ips;
+      jobHostIps: (jobId) => this.hostIps([jobId]),
+      multiInstance: (id) => {
+        const uids = this.instanceJobs(id);
+        if (uids.length === 0) return undefined;
+        return { nodes: uids.flatMap((u) => { const f = d.recovery.lookup(u); return f === undefined ? [] : jobNodes(f.entry.view); }), hostIps: this.hostIps(uids) };
       },
       ...(d.onFaultSubscription === undefined ? {} : { subscriptionChanged: d.onFaultSubscription }),
       log: d.log,
@@ -146,6 +142,7 @@ export class GrpcController {
         maxFaultPublishers: o.grpcMaxFaultPublishers, maxStreamPendingWrites: o.grpcStreamMaxPending, ...this.d.limits,
       },
       jobExists: (jobId) => recovery.lookup(jobId) !== undefined,
+      faultJobExists: (jobId, role) => recovery.lookup(jobId) !== undefined || this.instanceJobs(jobId, role).length > 0,
       ...(o.grpcCallerCheck === 'off' ? {} : {
         callerCheck: podIpCallerCheck({
           job: (jobId) => this.jobPods(jobId),
@@ -211,9 +208,38 @@ export class GrpcController {
     return handle;
   }
 
-  /** The namespace and pods of a job (its PodGroup's, from the caches); undefined when the job is unknown. */
+  /**
+   * The UIDs of the instance jobs a MindIE job id names: PodGroup label `jobID=<id>` (and `app=<role>`
+   * when given), as ClusterD's GetNamespaceByJobIdAndAppType (component/clusterd/pkg/domain/job/job_storage.go).
+   */
+  private instanceJobs(id: string, role?: string): string[] {
+    if (id === '') return [];
+    return this.d.sources.jobIndex.index.jobHeaders()
+      .filter((h) => h.labels[MINDIE_JOB_ID_LABEL] === id && (role === undefined || h.labels[MINDIE_APP_LABEL] === role))
+      .map((h) => h.uid).sort();
+  }
+
+  /** Node -> the host IP the device plugin's annotation gives the jobs' pod there (first job, first pod wins). */
+  private hostIps(jobIds: readonly string[]): Map<string, string> {
+    const ips = new Map<string, string>();
+    for (const jobId of jobIds) {
+      const found = this.d.recovery.lookup(jobId);
+      const ns = found?.entry.podGroup.metadata?.namespace ?? '';
+      for (const p of found?.entry.view.pods ?? []) {
+        const a = this.d.sources.pods.get(`${ns}/${p.name}`)?.metadata?.annotations ?? {};
+        const text = a[DEVICE_910_ANNOTATION] ?? a[DEVICE_NPU_ANNOTATION];
+        if (p.node !== undefined && text !== undefined && !ips.has(p.node)) ips.set(p.node, parsePodDevice(text).hostIp);
+      }
+    }
+    return ips;
+  }
+
+  /**
+   * The namespace and pods of a job (its PodGroup's, from the caches), or those of the first instance
+   * job a MindIE job id names; undefined when the id names no job.
+   */
   private jobPods(jobId: string): { namespace: string; pods: Pod[] } | undefined {
-    const found = this.d.recovery.lookup(jobId);
+    const found = this.d.recovery.lookup(jobId) ?? this.d.recovery.lookup(this.instanceJobs(jobId)[0] ?? '');
     if (found === undefined) return undefined;
     const namespace = found.entry.view.namespace;
     return { namespace, pods: found.entry.view.pods.flatMap((p) => this.d.sources.pods.get(`${namespace}/${p.name}`) ?? []) };

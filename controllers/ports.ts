@@ -25,7 +25,8 @@ export interface RecoveryStatus {
 
 /** docs/rules.md#filter.mindie-hold: which jobs' controllers subscribed to the fault gRPC service (grpc-fault.ts). */
 export interface FaultSubscriptions {
-  subscribed(jobUid: string): boolean;
+  /** A client of job id `jobId` (a job UID or a MindIE job id) holds a subscription; with `role`, a client of that role. */
+  subscribed(jobId: string, role?: string): boolean;
 }
 
 /** Whether clusterd-ts holds Volcano's rescheduling role now (rescheduling-role.ts). */

@@ -29,7 +29,8 @@ export interface FaultServiceDeps {
   readonly ctx: CallContext;
   readonly registry: FaultRegistry;
   readonly handlers: FaultHandlers;
-  readonly jobExists: (jobId: string) => Awaitable<boolean>;
+  /** The job id names a job, or (ClusterD's multi-instance path) a MindIE job id whose instance job has `app=<role>`. */
+  readonly jobExists: (jobId: string, role: string) => Awaitable<boolean>;
   /** GetFaultMsgSignal limiter (ClusterD: 10/s, burst 10, wait queue 50). */
   readonly queryLimiter: QueuedLimiter;
   /** Bound on each stream's queued writes. */
@@ -56,7 +57,7 @@ export function faultService(d: FaultServiceDeps): UntypedServiceImplementation 
       const c = faultClient(raw);
       if (c.role === '') return grpcError(GrpcStatus.UNKNOWN, 'role is empty');
       if (!validRole(c.role)) return grpcError(GrpcStatus.UNKNOWN, `role=${clip(c.role)} is invalid`);
-      if (c.jobId !== CLUSTER_JOB_ID && (!validJobId(c.jobId) || !(await d.jobExists(c.jobId)))) {
+      if (c.jobId !== CLUSTER_JOB_ID && (!validJobId(c.jobId) || !(await d.jobExists(c.jobId, c.role)))) {
         return grpcError(GrpcStatus.UNKNOWN, Info.faultJobUnknown(clip(c.jobId)));
       }
       if (c.jobId !== CLUSTER_JOB_ID) {

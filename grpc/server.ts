@@ -91,6 +91,11 @@ export interface GrpcServerOptions {
   readonly limits?: Partial<GrpcLimits>;
   /** Does a job / PodGroup exist for this jobId (AscendJob UID)? Used by Recover and Fault. */
   readonly jobExists: (jobId: string) => Awaitable<boolean>;
+  /**
+   * Fault's Register: a job id or a MindIE job id whose instance job has `app=<role>` (ClusterD's
+   * preRegistry); default jobExists.
+   */
+  readonly faultJobExists?: (jobId: string, role: string) => Awaitable<boolean>;
   readonly publicFaultResources?: readonly string[];
   readonly logger?: GrpcLogger;
   readonly countRequest?: CountRequest;
@@ -174,7 +179,7 @@ export async function startGrpcServer(opts: GrpcServerOptions, handlers: GrpcHan
     'grpc.keepalive_timeout_ms': limits.keepAliveTimeoutMs,
   });
   server.addService(services.recover, recoverService({ ctx, registry: recoverRegistry, handlers: handlers.recover, keepAliveSignalMs: limits.keepAliveSignalMs, clock: opts.clock, streamOptions }));
-  server.addService(services.fault, faultService({ ctx, registry: faultRegistry, handlers: handlers.fault, jobExists: opts.jobExists, queryLimiter, streamOptions }));
+  server.addService(services.fault, faultService({ ctx, registry: faultRegistry, handlers: handlers.fault, jobExists: opts.faultJobExists ?? opts.jobExists, queryLimiter, streamOptions }));
   server.addService(services.pubFault, pubFaultService({ ctx, handlers: handlers.pubFault, resources, limiter: pubLimiter }));
   server.addService(services.trainingDataTrace, dataTraceService({ ctx, registry: dataTraceRegistry, handlers: handlers.dataTrace, streamOptions }));
   server.addService(services.config, configService({ ctx, registry: configRegistry, handlers: handlers.config, streamOptions }));

@@ -33,6 +33,7 @@ import { parseJobKnobs, type JobKnobs } from '../schemas/job-knobs/job-knobs.ts'
 import { ASCEND_REAL_ANNOTATION, POD_TYPE_ANNOTATION, RANK_INDEX_ANNOTATION, podViewFromMeta, type JobKind, type JobKnobsInput, type JobView, type PodMetaInput } from '../policy/jobs/job-view.ts';
 import type { JobFacts, JobLookup } from '../policy/jobs/job-facts.ts';
 import { npuClaimOf, requestedNpus, type NpuClaimMode } from '../policy/jobs/npu-claims.ts';
+import { inferenceCapOf, type InferenceCap } from '../policy/jobs/pod-level-cap.ts';
 import { completePlacement, placementNodes, type JobPlacement } from '../policy/jobs/job-placement.ts';
 import { pickClaimant, verifyJobIdentity, type IdentityVerdict, type OwnerClaim, type OwnerObject } from '../policy/jobs/job-identity.ts';
 import type { Pod, PodGroup } from '../runtime/kube-objects.ts';
@@ -83,8 +84,9 @@ export function podMetaOf(p: Pod): PodMetaInput {
 }
 
 /** The policy's knob subset from the parsed PodGroup knobs. */
-export function knobsInputOf(k: JobKnobs): JobKnobsInput {
+export function knobsInputOf(k: JobKnobs, inferenceCap?: InferenceCap): JobKnobsInput {
   return {
+    ...(inferenceCap === undefined ? {} : { inferenceCap }),
     faultScheduling: k.faultScheduling,
     podRescheduling: k.podRescheduling,
     faultRetryTimes: k.faultRetryTimes,
@@ -388,9 +390,10 @@ export class JobIndex implements JobLookup {
     return placement === undefined ? entry : { ...entry, placement };
   }
 
-  private entryOf({ pg, view }: NonNullable<ReturnType<JobIndex['jobPods']>>): JobEntry {
+  private entryOf({ pg, view, raw }: NonNullable<ReturnType<JobIndex['jobPods']>>): JobEntry {
     const { knobs, warnings } = parseJobKnobs(pg.metadata?.labels, pg.metadata?.annotations);
-    return { view, knobs, knobsInput: knobsInputOf(knobs), warnings, podGroup: pg };
+    const cap = inferenceCapOf(pg.metadata?.labels, [...raw.values()].map((p) => p.metadata?.labels));
+    return { view, knobs, knobsInput: knobsInputOf(knobs, cap), warnings, podGroup: pg };
   }
 
   /** The job's PodGroup, verified owner, raw pods and view (NPUs counted in `claims`); undefined when it is gone or not a job. */

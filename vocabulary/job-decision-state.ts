@@ -101,7 +101,7 @@ export type JobAction =
 export type RestartScope = 'pod' | 'job' | 'external';
 export type RestartMode = 'grace' | 'force' | 'annotate';
 /** Why a pod-level restart may not widen to job level; undefined = it may. */
-export type EscalationBlock = 'recover_policy_path=pod' | 'process-recover-enable=on' | 'hot-switch' | 'not-pod-level';
+export type EscalationBlock = 'recover_policy_path=pod' | 'inference-job' | 'process-recover-enable=on' | 'hot-switch' | 'not-pod-level';
 
 /** A restart in progress (Volcano's FaultJob with DeleteExecutedFlag=true). */
 export interface ActiveRestart {

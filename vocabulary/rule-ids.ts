@@ -63,6 +63,7 @@ export const RULE = {
     jobForce: 'resched.job-force',
     restartSuccess: 'resched.restart-success',
     podLevel: 'resched.pod-level',
+    podLevelCap: 'resched.pod-level-cap',
     pendingEscalation: 'resched.pending-escalation',
     masterRank: 'resched.master-rank',
     subHealth: 'resched.sub-health',

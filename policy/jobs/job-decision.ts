@@ -12,7 +12,9 @@
  *   process-level FSM can act")
  *  12 pod-failed-only: needs fault-retry-times > 0 and budget left (gate before rows 4-11)
  *  4  external-grace/force -> annotate fault pods `huawei.com/pod-status=Unhealthy-<faultType>`
- *  5  a fault task on rank 0 -> job level (not when recover_policy_path=pod caps a pod-level job)
+ *  5  a fault task on rank 0 -> job level
+ *  (a job capped at pod level, docs/rules.md#resched.pod-level-cap: recover_policy_path=pod or an inference
+ *   job, deletes only its fault pods in rows 5, 6, 7 and 11 and never widens)
  *  6  sub-health only + hotSwitch -> hand off to the hot-switch FSM / delete its `needVolcanoOpe` pod
  *  7  sub-health only + graceExit/forceExit -> GracefulExit=1 + grace job delete / force job delete
  *  8  process-recover-enable=on -> hand off to the FSM; delete only fault pods, never escalate
@@ -24,7 +26,7 @@ import type { FaultCause, JobFaultAggregate, RescheduleFaultType } from './job-a
 import type { B6Row, DecisionKind, EscalationBlock, JobAction, ReasonStep, RestartMode, RestartScope } from './job-decision-types.ts';
 import { effectiveSubHealthyStrategy, jobReasonOf, masterTask, selectFaultTasks, subHealthOnly, type FaultTask } from './job-fault-tasks.ts';
 import { firstRecoverStrategy, hotSwitchVerdict, processHandOff } from './job-handoffs.ts';
-import { escalationBlockFor } from './job-pending-escalation.ts';
+import { escalationBlockFor, podLevelCap } from './job-pending-escalation.ts';
 import { retryAllowed, type RetryBudget } from './job-retry-budget.ts';
 import { podRefOf, type JobKnobsInput, type JobPodView } from './job-view.ts';
 import { DECISION_ROW_RULE, RULE } from '../../vocabulary/rule-ids.ts';
@@ -114,6 +116,13 @@ interface SubHealthArgs {
   readonly allPods: readonly JobPodView[];
   readonly base: Pick<RestartPlan, 'jobReason' | 'countsAgainstBudget' | 'gracefulExit' | 'bumpRetryTimeOnSuccess'>;
   readonly processOn: boolean;
+  readonly cap: EscalationBlock | undefined;
+}
+
+/** The reason-chain words for a pod-level cap. */
+function capDetail(knobs: JobKnobsInput, cap: EscalationBlock): string {
+  const why = cap === 'inference-job' ? `inference job (${knobs.inferenceCap ?? '?'})` : 'huawei.com/recover_policy_path=pod';
+  return `${why} keeps the job at pod level (${RULE.resched.podLevelCap})`;
 }
 
 /** docs/rules.md#decision.hot-switch (hotSwitch) and #decision.sub-health (graceExit / forceExit) for a job whose counted faults are all sub-health. */
@@ -124,7 +133,7 @@ function subHealthPlan(a: SubHealthArgs): FaultPlan {
   if (strategy === 'hotSwitch') {
     const dels = visible.filter((t) => t.pod.needVolcanoDelete === true);
     if (dels.length > 0) {
-      const stop = masterTask(dels, agg.job) !== undefined;
+      const stop = a.cap === undefined && masterTask(dels, agg.job) !== undefined;
       const restart: RestartPlan = stop
         ? { ...base, scope: 'job', mode: 'force', targets: allPods, tasks: dels, escalationBlock: 'not-pod-level' }
         : { ...base, scope: 'pod', mode: 'force', targets: dels.map((t) => t.pod), tasks: dels, escalationBlock: 'hot-switch' };
@@ -142,13 +151,22 @@ function subHealthPlan(a: SubHealthArgs): FaultPlan {
     if (a.proc !== undefined && firstRecoverStrategy(knobs) === 'dump') {
       return plan('process', 7, visible, [...chain, rule(7, 'graceExit with dump as the first recover strategy'), act('hand off to the recovery FSM (dump)')], { handOff: a.proc });
     }
-    const restart: RestartPlan = { ...base, scope: 'job', mode: 'grace', targets: allPods, tasks: visible, gracefulExit: !a.processOn, escalationBlock: 'not-pod-level' };
-    const what = `${restart.gracefulExit ? 'reset-config GracefulExit=1, then ' : ''}evict all ${allPods.length} pods`;
-    return plan('subHealthAction', 7, visible, [...chain, rule(7, 'sub-health only, subHealthyStrategy=graceExit'), act(what)], { restart });
+    const restart: RestartPlan = { ...base, ...exitScope(a), mode: 'grace', tasks: visible, gracefulExit: !a.processOn };
+    const what = `${restart.gracefulExit ? 'reset-config GracefulExit=1, then ' : ''}evict ${exitWhat(a, restart)}`;
+    return plan('subHealthAction', 7, visible, [...chain, rule(7, `sub-health only, subHealthyStrategy=graceExit${capNote(a)}`), act(what)], { restart });
   }
-  const restart: RestartPlan = { ...base, scope: 'job', mode: 'force', targets: allPods, tasks: visible, escalationBlock: 'not-pod-level' };
-  return plan('subHealthAction', 7, visible, [...chain, rule(7, 'sub-health only, subHealthyStrategy=forceExit'), act(`force-delete all ${allPods.length} pods`)], { restart });
+  const restart: RestartPlan = { ...base, ...exitScope(a), mode: 'force', tasks: visible };
+  return plan('subHealthAction', 7, visible, [...chain, rule(7, `sub-health only, subHealthyStrategy=forceExit${capNote(a)}`), act(`force-delete ${exitWhat(a, restart)}`)], { restart });
 }
+
+/** A sub-health exit deletes the whole job, or only the fault pods of a job capped at pod level. */
+function exitScope(a: SubHealthArgs): Pick<RestartPlan, 'scope' | 'targets' | 'escalationBlock'> {
+  return a.cap === undefined
+    ? { scope: 'job', targets: a.allPods, escalationBlock: 'not-pod-level' }
+    : { scope: 'pod', targets: a.visible.map((t) => t.pod), escalationBlock: a.cap };
+}
+const exitWhat = (a: SubHealthArgs, r: RestartPlan): string => (a.cap === undefined ? `all ${r.targets.length} pods` : names(r.targets));
+const capNote = (a: SubHealthArgs): string => (a.cap === undefined ? '' : `; ${capDetail(a.input.knobs, a.cap)}`);
 
 export function planJobFaults(input: PlanInput): FaultPlan {
   const { aggregate: agg, knobs, nowMs } = input;
@@ -201,24 +219,23 @@ export function planJobFaults(input: PlanInput): FaultPlan {
       act(`annotate ${names(restart.targets)} huawei.com/pod-status=Unhealthy-<faultType>; delete nothing`)], { restart });
   }
   const mode: RestartMode = fs === 'force' ? 'force' : 'grace';
-  const podLevel = knobs.podRescheduling === true || processOn;
-  const capped = knobs.recoverPolicyPath === 'pod' && podLevel;
+  const cap = podLevelCap(knobs);
   const onlySub = subHealthOnly(visible);
 
   // Row 5: master rank.
   const master = masterTask(visible, agg.job);
   if (master !== undefined && !onlySub) {
-    if (!capped) {
+    if (cap === undefined) {
       const restart: RestartPlan = { ...base, scope: 'job', mode, targets: allPods, tasks: visible, escalationBlock: 'not-pod-level' };
       return plan('job', row12 ? 12 : 5, visible, [...chain, rule(5, `rank 0 (${master.pod.name}) is faulty: job level even if pod/process level is configured`),
         act(`${mode === 'force' ? 'force-delete' : 'evict'} all ${allPods.length} pods`)], { restart });
     }
-    chain.push(rule(5, 'rank 0 is faulty but huawei.com/recover_policy_path=pod keeps the job at pod level'));
+    chain.push(rule(5, `rank 0 is faulty but ${capDetail(knobs, cap)}`));
   }
 
   // Rows 6-7: sub-health only.
   if (onlySub || (visible.length === 0 && hotSwitchCase)) {
-    return subHealthPlan({ input, visible, subHealthPods, chain, proc, allPods, base, processOn });
+    return subHealthPlan({ input, visible, subHealthPods, chain, proc, allPods, base, processOn, cap });
   }
 
   // Row 8: process level (Volcano side: fault pods only, no escalation).
@@ -243,7 +260,13 @@ export function planJobFaults(input: PlanInput): FaultPlan {
       act(`${mode === 'force' ? 'force-delete' : 'evict'} ${names(targets)}`)], { restart });
   }
 
-  // Row 11: job level.
+  // Row 11: job level, or only the fault pods of a job capped at pod level.
+  if (cap !== undefined) {
+    const targets = visible.map((t) => t.pod);
+    const restart: RestartPlan = { ...base, scope: 'pod', mode, targets, tasks: visible, escalationBlock: cap };
+    return plan('pod', row12 ? 12 : 11, visible, [...chain, rule(11, `fault-scheduling=${fs}; ${capDetail(knobs, cap)}`),
+      act(`${mode === 'force' ? 'force-delete' : 'evict'} ${names(targets)}`)], { restart });
+  }
   const restart: RestartPlan = { ...base, scope: 'job', mode, targets: allPods, tasks: visible, escalationBlock: 'not-pod-level' };
   return plan('job', row12 ? 12 : 11, visible, [...chain, rule(11, `fault-scheduling=${fs}: job-level rescheduling`),
     act(`${mode === 'force' ? 'force-delete' : 'evict (force after grace-over-time)'} all ${allPods.length} pods`)], { restart });

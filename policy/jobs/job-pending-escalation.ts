@@ -14,7 +14,8 @@
  * (200 ms burst window, requeue). Escalating too early is the costly error (a job-level restart costs
  * minutes), escalating a few seconds late is cheap, so we lean late. Configurable.
  *
- * Never escalates: `huawei.com/recover_policy_path=pod`, `process-recover-enable=on` (docs/rules.md#resched.pending-escalation),
+ * Never escalates: a job capped at pod level (`huawei.com/recover_policy_path=pod`, an inference job:
+ * docs/rules.md#resched.pod-level-cap), `process-recover-enable=on` (docs/rules.md#resched.pending-escalation),
  * hot-switch deletions, external mode, or a restart that is already job level.
  * Super-pod (6 sessions), multi-level affinity and A5 rack steps are not modelled (no sp-block input).
  */
@@ -25,11 +26,18 @@ export const VOLCANO_SESSION_PERIOD_MS = 1_000;
 export const VOLCANO_JOB_ESCALATION_SESSIONS = 12;
 export const DEFAULT_POD_ESCALATION_PENDING_MS = 15_000;
 
+/** Why a job may never go past pod level (docs/rules.md#resched.pod-level-cap); undefined when it may. */
+export function podLevelCap(knobs: JobKnobsInput): 'recover_policy_path=pod' | 'inference-job' | undefined {
+  if (knobs.recoverPolicyPath === 'pod') return 'recover_policy_path=pod';
+  return knobs.inferenceCap === undefined ? undefined : 'inference-job';
+}
+
 /** Why (if at all) a restart of this scope may not widen to job level. */
 export function escalationBlockFor(knobs: JobKnobsInput, scope: RestartScope, hotSwitch: boolean): EscalationBlock | undefined {
   if (scope !== 'pod') return 'not-pod-level';
   if (hotSwitch) return 'hot-switch';
-  if (knobs.recoverPolicyPath === 'pod') return 'recover_policy_path=pod';
+  const cap = podLevelCap(knobs);
+  if (cap !== undefined) return cap;
   if (knobs.processRecoverEnable === 'on') return 'process-recover-enable=on';
   return undefined;
 }

@@ -7,6 +7,7 @@
  * annotation strings (docs/formats.md#job-knobs) and never throw.
  */
 import type { PodRef } from '../../vocabulary/job-decision-state.ts';
+import type { InferenceCap } from './pod-level-cap.ts';
 
 export type { PodRef };
 
@@ -85,6 +86,8 @@ export interface JobKnobsInput {
   readonly subHealthyStrategy?: SubHealthyStrategy;
   /** `huawei.com/recover_policy_path`; `pod` = never escalate beyond pod level. */
   readonly recoverPolicyPath?: string;
+  /** An OME or MindIE controller/coordinator job: never beyond pod level (docs/rules.md#resched.pod-level-cap). */
+  readonly inferenceCap?: InferenceCap;
   /** `process-recover-enable`; absent = off. */
   readonly processRecoverEnable?: ProcessRecoverEnable;
   /** `recover-strategy` CSV, parsed. */

@@ -22,7 +22,7 @@ import { chipFault, JOB, jobObjects, NS, podIp, recoverChip } from './scenario-p
 
 let ctor: ServiceClientConstructor | undefined;
 /** ClusterD's fault.Fault service from the snapshot's fault.proto. */
-function faultClient(target: string): Client {
+export function faultClient(target: string): Client {
   if (ctor === undefined) {
     const file = join(MINDCLUSTER_SRC, 'component', 'clusterd', 'pkg', 'interface', 'grpc', 'fault', 'fault.proto');
     ctor = (loadPackageDefinition(loadSync(file, LOADER_OPTIONS)).fault as GrpcObject).Fault as ServiceClientConstructor;

@@ -30,6 +30,9 @@ import { CONFIG_RANK_TABLE } from './scenario-config.ts';
 import { JOB_SIGNALS } from './scenario-job-signals.ts';
 import { FAULT_SERVICE } from './scenario-fault-service.ts';
 import { HOT_SWITCH } from './scenario-hot-switch.ts';
+import { INFERENCE_JOB } from './scenario-inference-job.ts';
+import { DUMP_AFTER_RECOVER } from './scenario-dump-after-recover.ts';
+import { SUBHEALTHY_DUMP } from './scenario-subhealthy-dump.ts';
 
 const chipFault = (w: World, node: string, npu: number, code: string, now: number): Write => {
   const s = w.node(node);
@@ -118,4 +121,4 @@ export const AGENT_FAULTS: Scenario = {
   ],
 };
 
-export const SCENARIOS: readonly Scenario[] = [AGENT_FAULTS, MANUAL_SEPARATION, PROCESS_RECOVERY, PROCESS_DUMP, ELASTIC, SCALE_IN_AFTER_RECOVER, SCALE_IN_ANSWERED_0, PROCESS_KILL_JOB, PROCESS_RECOVER_IN_PLACE, PROCESS_PLATFORM, PUBLIC_FAULTS, STRESS_TEST, STRESS_TEST_FAULT, SWITCH_NIC, SWITCH_NIC_FAIL, DATA_TRACE, CONFIG_RANK_TABLE, JOB_SIGNALS, NPU_JOB_SUMMARY, FAULT_SERVICE, HOT_SWITCH];
+export const SCENARIOS: readonly Scenario[] = [AGENT_FAULTS, MANUAL_SEPARATION, PROCESS_RECOVERY, PROCESS_DUMP, ELASTIC, SCALE_IN_AFTER_RECOVER, SCALE_IN_ANSWERED_0, PROCESS_KILL_JOB, PROCESS_RECOVER_IN_PLACE, PROCESS_PLATFORM, PUBLIC_FAULTS, STRESS_TEST, STRESS_TEST_FAULT, SWITCH_NIC, SWITCH_NIC_FAIL, DATA_TRACE, CONFIG_RANK_TABLE, JOB_SIGNALS, NPU_JOB_SUMMARY, FAULT_SERVICE, HOT_SWITCH, INFERENCE_JOB, DUMP_AFTER_RECOVER, SUBHEALTHY_DUMP];

@@ -11,6 +11,7 @@ import { openStream, unaryCall, unaryError } from '../../grpc/testing.ts';
 import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
 import { codesIn, deviceEntry } from '../support/cluster-info-read.ts';
 import { cleanUp, createJob, fakeNodes, rand, reportChipFault, startAgent, startManager, watchResetConfig } from './recovery-fixtures.ts';
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 type Status = { code: number; info: string };
 
@@ -136,12 +137,14 @@ describe('Recover, Fault and PubFault services of the controller', () => {
     }
   }, 60_000);
 
-  it('MindIE hold (docs/rules.md#filter.mindie-hold): a RestartRequest reaches the scheduler until the job subscribes, is held while it stays subscribed, and is back when it leaves', async () => {
+  it('MindIE hold (docs/rules.md#filter.mindie-hold): a RestartRequest reaches the scheduler until the MindIE controller subscribes by its MindIE job id, is held while it stays subscribed, and is back when it leaves', async () => {
     const nodes = await fakeNodes(admin, `rgm-${rand()}`, 1);
-    const job = await createJob(admin, {
-      ns: await newNamespace(admin, 'rgm'), nodes, labels: { 'fault-scheduling': 'off' },
-      podLabels: { jobID: `mindie-${rand()}`, app: 'mindie-ms-server' },
-    });
+    const ns = await newNamespace(admin, 'rgm');
+    const mindieId = `mindie-${rand()}`;
+    const server = { jobID: mindieId, app: 'mindie-ms-server' };
+    const job = await createJob(admin, { ns, nodes, labels: { 'fault-scheduling': 'off', ...server }, podLabels: server });
+    const controller = { jobID: mindieId, app: 'mindie-ms-controller' };
+    const ctl = await createJob(admin, { ns, nodes, npusPerPod: 0, labels: { 'fault-scheduling': 'off', ...controller }, podLabels: controller, resetConfig: false });
     const node = nodes[0]!;
     // the scheduler view (cluster-info, vcjob-fault-npu-cm, decisions) of the job's chip
     const scheduled = (): boolean => manager.deviceFaults.effective(node).some((r) => r.code === '80C98008' && r.device === 'Ascend910-0');
@@ -150,9 +153,16 @@ describe('Recover, Fault and PubFault services of the controller', () => {
       await eventually(() => manager.recovery.lookup(job.uid) !== undefined);
       await reportChipFault(admin, node, 'Ascend910-0', '80C98008', 'RestartRequest');
       await eventually(scheduled, 10_000); // not subscribed: reported at once
+      // A subscription by the server job's own id is not the MindIE controller's: no hold (as ClusterD).
       expect(await unaryCall<Status>(c, 'fault', 'Register', { jobId: job.uid, role: 'mindie' })).toEqual({ code: 0, info: 'register success' });
+      const own = openStream<FaultMsgSignal>(c, 'fault', 'SubscribeFaultMsgSignal', { jobId: job.uid, role: 'mindie' });
+      await eventually(() => (manager.grpc.faults.subscribed(job.uid) ? true : undefined), 5_000);
+      await sleep(1_000);
+      expect(scheduled()).toBe(true);
+      own.cancel();
+      expect(await unaryCall<Status>(c, 'fault', 'Register', { jobId: mindieId, role: 'mindie-ms-controller' })).toEqual({ code: 0, info: 'register success' });
       const t0 = Date.now();
-      s = openStream<FaultMsgSignal>(c, 'fault', 'SubscribeFaultMsgSignal', { jobId: job.uid, role: 'mindie' });
+      s = openStream<FaultMsgSignal>(c, 'fault', 'SubscribeFaultMsgSignal', { jobId: mindieId, role: 'mindie-ms-controller' });
       await eventually(() => !scheduled(), 5_000);
       const held = Date.now() - t0;
       await eventually(async () => !codesIn(await deviceEntry(admin, node), 'Ascend910-0').includes('80C98008'), 5_000);
@@ -165,6 +175,7 @@ describe('Recover, Fault and PubFault services of the controller', () => {
       console.log(`MindIE hold: scheduler view followed the subscription in ${held} ms, the unsubscription in ${Date.now() - t1} ms`);
     } finally {
       s?.cancel();
+      await cleanUp(admin, ctl, []);
       await cleanUp(admin, job, nodes);
     }
   }, 60_000);
