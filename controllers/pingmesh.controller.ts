@@ -11,7 +11,7 @@ import type { ConfigMap, Node } from '../runtime/kube-objects.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { kindOf } from '../schemas/parsed.ts';
-import { parsePingMeshConfig, PINGMESH_CONFIG_CM_NAME, PINGMESH_CONFIG_LABEL } from '../schemas/pingmesh/pingmesh-config.ts';
+import { decodePingMeshConfig, parsePingMeshConfig, PINGMESH_CONFIG_CM_NAME, PINGMESH_CONFIG_LABEL } from '../schemas/pingmesh/pingmesh-config.ts';
 import { ACCELERATOR_TYPE_LABEL, NODE_DEVICE_ANNOTATIONS, readPingMeshNode } from '../schemas/pingmesh/super-pod-device.ts';
 import type { SuperPodDevices } from '../state/super-pod-devices.ts';
 import type { Sources } from './sources/sources.ts';
@@ -88,6 +88,17 @@ export class PingMeshController {
     if (ev.type === 'delete' || !labelled(ev.obj)) {
       if (ev.type === 'delete' ? labelled(ev.obj) : ev.type === 'update' && labelled(ev.old)) log.info('pingmesh-config gone or unlabelled: detection keeps its state', { detect: this.d.state.detect });
       return;
+    }
+    // ClusterD decodes the old object first and drops the update when it does not decode
+    // (component/clusterd/pkg/interface/kube/informer.go cmPingMeshConfigHandler): the edit after an
+    // undecodable pingmesh-config is not taken, the next one is.
+    if (ev.type === 'update' && labelled(ev.old)) {
+      const old = decodePingMeshConfig(ev.old.data);
+      if (!old.ok) {
+        log.warn('input rejected; last good state kept', { format: FORMAT.config, reason: `the previous pingmesh-config did not decode (${old.reason}); ClusterD takes no edit after one: edit it again`, kind: 'invalid', detect: this.d.state.detect });
+        this.d.metrics.invalidInput.inc({ format: FORMAT.config, reason: 'invalid' });
+        return;
+      }
     }
     const parsed = parsePingMeshConfig(ev.obj.data);
     if (!parsed.ok) {

@@ -58,19 +58,26 @@ function decodeItem(key: string, text: string): Parsed<PingMeshItem> {
   return ok({ activate, taskInterval });
 }
 
+/** Every key decoded as Go's Unmarshal does, ranges unchecked (pingmeshconfig/util.go ParseFaultNetworkInfoCM). */
+export function decodePingMeshConfig(data: Readonly<Record<string, string>> | undefined): Parsed<ReadonlyMap<string, PingMeshItem>> {
+  const items = new Map<string, PingMeshItem>();
+  for (const [key, text] of Object.entries(data ?? {})) {
+    const item = decodeItem(key, text);
+    if (!item.ok) return item;
+    items.set(key, item.value);
+  }
+  return ok(items);
+}
+
 /**
  * The ConfigMap's data as ClusterD takes it: every key decoded and in range, or refused whole
  * (ClusterD then keeps the detection state it had).
  */
 export function parsePingMeshConfig(data: Readonly<Record<string, string>> | undefined): Parsed<PingMeshConfig> {
-  const entries = Object.entries(data ?? {});
-  if (entries.length === 0) return rejected('pingmesh-config: no item', 'missing_key');
-  const items = new Map<string, PingMeshItem>();
-  for (const [key, text] of entries) {
-    const item = decodeItem(key, text);
-    if (!item.ok) return item;
-    items.set(key, item.value);
-  }
+  const decoded = decodePingMeshConfig(data);
+  if (!decoded.ok) return decoded;
+  const items = decoded.value;
+  if (items.size === 0) return rejected('pingmesh-config: no item', 'missing_key');
   for (const [key, item] of items) {
     if (item.activate !== PINGMESH_ACTIVATE.on && item.activate !== PINGMESH_ACTIVATE.off) {
       return rejected(`pingmesh-config ${key}: activate is neither on nor off`, 'unknown_value');

@@ -16,6 +16,7 @@ import { paths } from '../../runtime/kube-client.ts';
 import type { Scenario } from './runner.ts';
 import { MANUAL_SEPARATION } from './scenario-manual-separation.ts';
 import { PUBLIC_FAULTS } from './scenario-public-faults.ts';
+import { PINGMESH } from './scenario-pingmesh.ts';
 import { configMap, readyPatch, type World, type Write } from './world.ts';
 import { PROCESS_RECOVERY } from './scenario-process-recovery.ts';
 import { NPU_JOB_SUMMARY } from './scenario-npu-job-summary.ts';
@@ -118,4 +119,4 @@ export const AGENT_FAULTS: Scenario = {
   ],
 };
 
-export const SCENARIOS: readonly Scenario[] = [AGENT_FAULTS, MANUAL_SEPARATION, PROCESS_RECOVERY, PROCESS_DUMP, ELASTIC, SCALE_IN_AFTER_RECOVER, SCALE_IN_ANSWERED_0, PROCESS_KILL_JOB, PROCESS_RECOVER_IN_PLACE, PROCESS_PLATFORM, PUBLIC_FAULTS, STRESS_TEST, STRESS_TEST_FAULT, SWITCH_NIC, SWITCH_NIC_FAIL, DATA_TRACE, CONFIG_RANK_TABLE, JOB_SIGNALS, NPU_JOB_SUMMARY, FAULT_SERVICE, HOT_SWITCH];
+export const SCENARIOS: readonly Scenario[] = [AGENT_FAULTS, MANUAL_SEPARATION, PROCESS_RECOVERY, PROCESS_DUMP, ELASTIC, SCALE_IN_AFTER_RECOVER, SCALE_IN_ANSWERED_0, PROCESS_KILL_JOB, PROCESS_RECOVER_IN_PLACE, PROCESS_PLATFORM, PUBLIC_FAULTS, STRESS_TEST, STRESS_TEST_FAULT, SWITCH_NIC, SWITCH_NIC_FAIL, DATA_TRACE, CONFIG_RANK_TABLE, JOB_SIGNALS, NPU_JOB_SUMMARY, FAULT_SERVICE, HOT_SWITCH, PINGMESH];
