@@ -135,4 +135,15 @@ describe('pingmesh: super-pod-<id> ConfigMaps as ClusterD publishes them', () =>
     expect((await cm(spA))?.metadata?.resourceVersion).toBe(a?.metadata?.resourceVersion);
     expect((await cm(spB))?.metadata?.resourceVersion).toBe(b?.metadata?.resourceVersion);
   }, 60_000);
+
+  it('a label a user put on a super-pod ConfigMap stays until that super pod\'s devices change (ClusterD\'s check code)', async () => {
+    await client.patch(paths.configMap(csNs, `super-pod-${spA}`), { metadata: { labels: { team: 'ops' } } });
+    await addNode(6, spB, 6);
+    await eventually(async () => (await cm(spB))?.data?.superPodDevice === bytes(spB, node(5, 5), node(6, 6)), 10_000);
+    await settled();
+    expect((await cm(spA))?.metadata?.labels).toEqual({ app: 'pingmesh', team: 'ops' });
+    await addNode(7, spA, 7);
+    const a = await eventually(async () => { const c = await cm(spA); return c?.data?.superPodDevice === bytes(spA, node(0, 0), node(3, 3), node(7, 7)) ? c : undefined; }, 10_000);
+    expect(a.metadata?.labels).toEqual({ app: 'pingmesh' });
+  }, 40_000);
 });
