@@ -61,8 +61,9 @@ export class PingMeshController {
     const reading = readPingMeshNode(name, ev.obj.metadata?.annotations, ev.obj.metadata?.labels);
     if (reading.kind === 'none') return;
     if (reading.kind === 'bad') {
-      // ClusterD drops the event; the node keeps what was saved for it. Reported when its facts change.
-      if (ev.type === 'update' && pingmeshFacts(ev.old) === pingmeshFacts(ev.obj)) return;
+      // ClusterD drops the event; the node keeps what was saved for it. Reported when its facts change
+      // (a delete reports nothing new).
+      if (ev.type === 'delete' || (ev.type === 'update' && pingmeshFacts(ev.old) === pingmeshFacts(ev.obj))) return;
       this.d.log.warn('input rejected; last good state kept', { rule: 'pingmesh.super-pod-devices', format: FORMAT.node, node: name, event: ev.type, reason: reading.rejection.reason, kind: kindOf(reading.rejection) });
       this.d.metrics.invalidInput.inc({ format: FORMAT.node, reason: kindOf(reading.rejection) });
       return;

@@ -62,8 +62,9 @@ describe('pingmesh: super-pod-<id> ConfigMaps as ClusterD publishes them', () =>
   const node = (i: number, serverIndex: number): string =>
     `"${name(i)}":{"NodeName":"${name(i)}","ServerID":"${serverIndex}","DeviceMap":{"0":"${serverIndex * 2}","1":"${serverIndex * 2 + 1}"}}`;
   const bytes = (id: string, ...nodes: string[]): string => `{"Version":"A3","SuperPodID":"${id}","NodeDeviceMap":{${nodes.join(',')}}}`;
-  const rejectedConfigs = async (): Promise<number> =>
-    (await metrics.invalidInput.get()).values.filter((v) => v.labels.format === 'pingmesh-config').reduce((n, v) => n + v.value, 0);
+  const rejected = async (format: string): Promise<number> =>
+    (await metrics.invalidInput.get()).values.filter((v) => v.labels.format === format).reduce((n, v) => n + v.value, 0);
+  const rejectedConfigs = (): Promise<number> => rejected('pingmesh-config');
 
   beforeAll(async () => {
     csNs = await newNamespace(client, 'pm');
@@ -109,6 +110,17 @@ describe('pingmesh: super-pod-<id> ConfigMaps as ClusterD publishes them', () =>
     expect(manager.pingmesh.state.detect).toBe(true);
     await addNode(4, spA, 4);
     await eventually(async () => (await cm(spA))?.data?.superPodDevice === bytes(spA, node(0, 0), node(3, 3), node(4, 4)), 10_000);
+  }, 30_000);
+
+  it('a node whose annotations name a super pod but do not parse (a null chip, which would crash ClusterD) is refused, logged and counted', async () => {
+    const before = await rejected('pingmesh_node');
+    const n = fakeNode({ name: name(9) });
+    await client.create(paths.nodes(), { ...n, metadata: { ...n.metadata, annotations: { ...a3NodeAnnotations({ superPodId: spA, serverIndex: 9, npus: 2 }), baseDeviceInfos: '{"Ascend910-0":null}' } } });
+    created.push(name(9));
+    await eventually(async () => (await rejected('pingmesh_node')) === before + 1, 10_000);
+    await settled();
+    expect((await cm(spA))?.data?.superPodDevice).toBe(bytes(spA, node(0, 0), node(3, 3), node(4, 4)));
+    await client.delete(paths.node(name(9)));
   }, 30_000);
 
   it('pingmesh-config all off: the ConfigMaps stay as they are and changes wait; on again, they are published', async () => {
