@@ -35,6 +35,8 @@ import { MANUAL_INFO_RECONCILE_KEY, manualInfoReconciler } from '../reconcilers/
 import { STATISTIC_FAULT_RECONCILE_KEY, statisticFaultReconciler } from '../reconcilers/statistic-fault.reconciler.ts';
 import { SCHEDULING_EXCEPTION_RECONCILE_KEY, schedulingExceptionReconciler } from '../reconcilers/scheduling-exception.reconciler.ts';
 import { LAST_GOOD_RECONCILE_KEY, lastGoodReconciler } from '../reconcilers/device-info-last-good.reconciler.ts';
+import { SUPER_POD_RECONCILE_KEY, superPodDeviceReconciler } from '../reconcilers/super-pod-device.reconciler.ts';
+import { SuperPodDevices } from '../state/super-pod-devices.ts';
 import { flapDampingOf, publicFaultNamespacesOf, type Options } from './options.ts';
 import { createSources, type Sources } from './sources/sources.ts';
 import { DeviceFaultsController, type FaultChange, type FaultPolicy, type PublicFaultIntake } from './device-faults.controller.ts';
@@ -50,6 +52,7 @@ import { JobSummaryController } from './job-summary.controller.ts';
 import { JobStatisticController } from './job-statistic.controller.ts';
 import { JobIdentityController } from './job-identity.controller.ts';
 import { RelationFaultsController } from './relation-faults.controller.ts';
+import { PingMeshController } from './pingmesh.controller.ts';
 import { BreakerController, breakerConfigOf } from './breaker.controller.ts';
 import { ReschedulingRole } from './rescheduling-role.ts';
 import type { FaultSubscriptions, JobSummaries, RecoveryStatus, ReschedulingRoleStatus } from './ports.ts';
@@ -444,6 +447,30 @@ const schedulingException = spec({
   },
 });
 
+/**
+ * Pingmesh (docs/rules.md#pingmesh.super-pod-devices): Node annotations and pingmesh-config feed the
+ * super pods; cluster-system/super-pod-<id> is published at most --pingmesh-check-interval-ms after
+ * a change (ClusterD's 5 s ticker), by the leader only.
+ */
+const pingmesh = spec({
+  name: 'pingmesh', layer: 'controller',
+  consumes: [], provides: [], emits: [], watches: [],
+  build: (_use, _emit, x) => {
+    const { options, log, metrics } = x.deps;
+    const csNs = options.clusterSystemNamespace;
+    const state = new SuperPodDevices();
+    const loop = x.loop(superPodDeviceReconciler({
+      state, writer: x.writer, namespace: csNs, actual: (name) => x.sources.clusterSystemConfigMaps.get(`${csNs}/${name}`),
+    }));
+    const intake = new PingMeshController({
+      sources: x.sources, state, namespace: csNs, log: log.child({ controller: 'pingmesh' }), metrics,
+      onChange: keyOn(loop, SUPER_POD_RECONCILE_KEY, { afterMs: options.pingmeshCheckIntervalMs, when: x.acting }),
+    });
+    if (!options.pingmesh) return { out: { state, loop }, provide: {}, on: {} };
+    return { out: { state, loop }, provide: {}, on: {}, flow: { start: () => intake.start(), stop: () => intake.stop(), ...singleton(loop, SUPER_POD_RECONCILE_KEY, 'now') } };
+  },
+});
+
 /** Never two deleters: beside a configured ascend plugin the jobs flow does not act. Read on synced caches, before any flow acts. */
 const reschedulingRole = spec({
   name: 'rescheduling-role', layer: 'controller',
@@ -593,7 +620,7 @@ const recoveryGrpc = spec({
  */
 export const FLOW_SPECS: readonly FlowSpec<BuildContext, CallPorts, EventPorts>[] = [
   faultState, faultView, intake, faultPolicy, filters, relationFaults,
-  clusterInfo, escalationState, manualInfo, lastGood, statisticFault, schedulingException,
+  clusterInfo, escalationState, manualInfo, lastGood, statisticFault, schedulingException, pingmesh,
   reschedulingRole, jobs, jobIdentity, jobReports, recoveryGrpc,
 ];
 
@@ -616,6 +643,8 @@ export interface BuiltManager {
   readonly lastGood: ControllerLoop;
   readonly statisticFault: ControllerLoop;
   readonly schedulingException: ControllerLoop;
+  /** Pingmesh's super pods and the loop writing super-pod-<id>. */
+  readonly pingmesh: { readonly state: SuperPodDevices; readonly loop: ControllerLoop };
   readonly reschedulingRole: ReschedulingRole;
   readonly jobs: JobsController;
   readonly breaker: BreakerController;
@@ -657,7 +686,7 @@ export function buildManager(deps: ManagerDeps, acting: () => boolean): BuiltMan
     sources, writer, store: state.store, faults: state.faults, faultStage: out(faultView), deviceFaults: out(intake),
     faultPolicy: out(faultPolicy), filters: out(filters), relations: out(relationFaults),
     clusterInfo: out(clusterInfo), escalationState: out(escalationState), manualInfo: out(manualInfo), lastGood: out(lastGood),
-    statisticFault: out(statisticFault), schedulingException: out(schedulingException), reschedulingRole: out(reschedulingRole),
+    statisticFault: out(statisticFault), schedulingException: out(schedulingException), pingmesh: out(pingmesh), reschedulingRole: out(reschedulingRole),
     jobs: jobsController, breaker, jobIdentity: out(jobIdentity), jobSummary, jobStatistic, recovery, grpc,
     flows: b.flows, graph: b.graph,
     watch: (port, handler) => b.watch('manager', port, handler),

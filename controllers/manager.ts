@@ -28,7 +28,7 @@ import type { RelationFaultsController } from './relation-faults.controller.ts';
 import type { BreakerController } from './breaker.controller.ts';
 import type { ReschedulingRole } from './rescheduling-role.ts';
 import type { FlowGraph } from './wiring.ts';
-import { buildManager, type ManagerDeps } from './build.ts';
+import { buildManager, type BuiltManager, type ManagerDeps } from './build.ts';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 
@@ -71,6 +71,8 @@ export class Manager implements HealthSource {
   readonly statisticFault: ControllerLoop;
   /** ClusterD's cluster-system/scheduling-exception-report (every 10 s from start, per-job entries). */
   readonly schedulingException: ControllerLoop;
+  /** Pingmesh's super pods and the loop writing cluster-system/super-pod-<id>. */
+  readonly pingmesh: BuiltManager['pingmesh'];
   /** ClusterD's <ns>/job-summary-<job> ConfigMaps (one per job with a PodGroup). */
   readonly jobSummary: JobSummaryController;
   /** ClusterD's mindx-dl/current-job-statistic (one entry per Volcano Job / AscendJob, 3 s tick). */
@@ -114,6 +116,7 @@ export class Manager implements HealthSource {
     this.lastGood = b.lastGood;
     this.statisticFault = b.statisticFault;
     this.schedulingException = b.schedulingException;
+    this.pingmesh = b.pingmesh;
     this.reschedulingRole = b.reschedulingRole;
     this.jobs = b.jobs;
     this.breaker = b.breaker;

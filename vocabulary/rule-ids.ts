@@ -125,6 +125,10 @@ export const RULE = {
     jobLevel: 'decision.job-level',
     failedPodBudget: 'decision.failed-pod-budget',
   },
+  pingmesh: {
+    superPodDevices: 'pingmesh.super-pod-devices',
+    config: 'pingmesh.config',
+  },
   timing: {
     clusterd: 'timing.clusterd',
     volcano: 'timing.volcano',

@@ -69,6 +69,9 @@ export async function installClusterdPrerequisites(admin: HttpKubeClient, opts: 
   }
 }
 
+/** Pingmesh's file root (RAS_NET_ROOT_PATH), under the log folder the namespace binds writable. */
+const RAS_NET_DIR = 'ras-net';
+
 export interface ClusterdPeerOptions {
   /** The control plane ClusterD talks to (its first apiserver). */
   readonly controlPlane: ControlPlaneInfo;
@@ -179,7 +182,7 @@ export class ClusterdPeer {
   private async prepare(admin: HttpKubeClient): Promise<void> {
     const w = this.opts.workDir;
     rmSync(w, { recursive: true, force: true });
-    for (const d of ['serviceaccount', 'hwMindX', 'log/clusterd']) mkdirSync(join(w, d), { recursive: true });
+    for (const d of ['serviceaccount', 'hwMindX', 'log/clusterd', `log/${RAS_NET_DIR}`]) mkdirSync(join(w, d), { recursive: true });
     await installClusterdPrerequisites(admin);
     const tr = await admin.request<{ status: { token: string } }>('POST', `/api/v1/namespaces/${CLUSTERD_NAMESPACE}/serviceaccounts/${SERVICE_ACCOUNT}/token`, {
       body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 86_400 } },
@@ -203,6 +206,8 @@ export class ClusterdPeer {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
       KUBERNETES_SERVICE_HOST: server.hostname, KUBERNETES_SERVICE_PORT: server.port,
       POD_IP: this.podIp, NODE_NAME: 'clusterd-peer', HOME: '/tmp',
+      // Pingmesh publishes super-pod-<id> only while this names a directory (component/clusterd/pkg/application/pingmesh/publisher.go checkRasNetRootPath).
+      RAS_NET_ROOT_PATH: `/var/log/mindx-dl/${RAS_NET_DIR}`,
     };
     const child = spawn(process.execPath, [SUPERVISE, String(this.opts.watchPid ?? process.pid), this.stdoutLog, '--', ...args], { detached: true, stdio: 'ignore', env });
     child.unref();

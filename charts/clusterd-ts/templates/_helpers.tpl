@@ -139,6 +139,8 @@ downward API provides (--grpc-host <- POD_IP, --node-name <- NODE_NAME) are only
 - {{ printf "--decision-history-max-records=%d" (int64 $c.decisionHistoryMaxRecords) | quote }}
 - {{ printf "--decision-history-ttl-hours=%d" (int64 $c.decisionHistoryTtlHours) | quote }}
 - {{ printf "--cluster-system-namespace=%s" $c.clusterSystemNamespace | quote }}
+- {{ printf "--pingmesh=%t" $c.pingmesh | quote }}
+- {{ printf "--pingmesh-check-interval-ms=%d" (int64 $c.pingmeshCheckIntervalMs) | quote }}
 - {{ printf "--max-public-faults=%d" (int64 $c.maxPublicFaults) | quote }}
 - {{ printf "--public-fault-namespaces=%s" $c.publicFaultNamespaces | quote }}
 - {{ printf "--public-fault-unknown-nodes=%t" $c.publicFaultUnknownNodes | quote }}

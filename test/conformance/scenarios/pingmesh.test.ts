@@ -1,0 +1,4 @@
+// The conformance scenario pingmesh against the real ClusterD (test/conformance/suite.ts).
+import { conformanceSuite } from '../suite.ts';
+
+conformanceSuite('pingmesh');
