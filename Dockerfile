@@ -43,19 +43,22 @@ LABEL org.opencontainers.image.title="clusterd-ts" \
       org.opencontainers.image.description="ClusterD-compatible fault-handling controller for Ascend NPU clusters" \
       org.opencontainers.image.version="0.1.0" \
       org.opencontainers.image.licenses="Apache-2.0"
-# V8 heap (issue 16, docs/benchmarks.md "Where the memory goes"): a 4 MiB semi-space instead of
-# V8's default (up to 16 MiB x 3 for the young generation, which an idle controller never needs but
-# keeps resident), and the old space capped at 3/4 of the chart's 1 GiB memory limit so V8 collects
-# before the kernel kills. Change both with resources.limits.memory (extraEnv NODE_OPTIONS replaces
-# this line). tools/bench runs the controller with this same environment.
-# glibc's allocator (issue 16, docs/benchmarks.md "steady-state RSS band"): two arenas instead of
-# 8 per core, and fixed trim and mmap thresholds of 128 KiB. glibc otherwise raises both after the
-# first large free, so the buffers of each device-plugin refresh (1,000 watch events at once) stay
-# in the process: RSS crept up 156 -> 205 MiB over 4 refreshes at 1,000 nodes, and stays flat at
-# 170-176 MiB with these settings.
+# V8 heap (docs/benchmarks.md "Where the memory goes" and "Idle memory: the breakdown"): a 1 MiB
+# semi-space instead of V8's default (up to 16 MiB x 3 for the young generation, which an idle
+# controller never needs but keeps resident; 4 MiB before: 6 MiB more at idle), and the old space
+# capped at 3/4 of the chart's 1 GiB memory limit so V8 collects before the kernel kills. Change
+# both with resources.limits.memory (extraEnv NODE_OPTIONS replaces this line). tools/bench runs
+# the controller with this same environment and the ENTRYPOINT's node flags.
+# glibc's allocator (docs/benchmarks.md "steady-state RSS band" and "Idle memory"): two arenas
+# instead of 8 per core, a fixed trim threshold of 128 KiB, and blocks of 32 KiB and more in
+# mmaps of their own. glibc otherwise raises both thresholds after the first large free, so the
+# buffers of each device-plugin refresh (1,000 watch events at once) stay in the process: RSS crept
+# up 156 -> 205 MiB over 4 refreshes at 1,000 nodes, and stays flat at 170-176 MiB with these
+# settings. 32 KiB is the largest segment of V8's compiler zones: at 128 KiB those segments stayed
+# behind in the arena as holes after each compilation (4 MiB at idle at 1,000 nodes).
 ENV NODE_ENV=production \
-    NODE_OPTIONS="--max-semi-space-size=4 --max-old-space-size=768" \
-    GLIBC_TUNABLES="glibc.malloc.arena_max=2:glibc.malloc.trim_threshold=131072:glibc.malloc.mmap_threshold=131072"
+    NODE_OPTIONS="--max-semi-space-size=1 --max-old-space-size=768" \
+    GLIBC_TUNABLES="glibc.malloc.arena_max=2:glibc.malloc.trim_threshold=131072:glibc.malloc.mmap_threshold=32768"
 WORKDIR /app
 # uid/gid 9000 like ClusterD's hwMindX user; the chart runs the pod as 9000 as well.
 RUN groupadd --system --gid 9000 hwMindX \
@@ -68,4 +71,8 @@ COPY --from=bundle /src/dist-bundle ./dist
 USER 9000:9000
 # 8899: ClusterD gRPC (--grpc-port); 11253: /healthz /readyz /metrics (--http-port).
 EXPOSE 8899 11253
-ENTRYPOINT ["node", "dist/main.mjs"]
+# --no-maglev (a V8 flag, which NODE_OPTIONS does not accept): no mid-tier optimizing compiler;
+# hot code still reaches TurboFan. Maglev compiled much of the bundle once and left its zone memory
+# and code pages behind: 3-5 MiB less at idle at 1,000 nodes, fault -> cluster-info unchanged
+# (docs/benchmarks.md "Idle memory").
+ENTRYPOINT ["node", "--no-maglev", "dist/main.mjs"]

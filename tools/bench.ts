@@ -7,7 +7,7 @@
  * (main.ts); `scale` runs in-process without an apiserver.
  */
 import { join, dirname, relative, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ensureBinaries } from './control-plane/control-plane.ts';
 import { BenchCluster } from './bench/cluster.ts';
@@ -47,6 +47,7 @@ const FLAGS = {
   'controller-args': { default: '', help: 'extra controller flags, space-separated; write it --controller-args="--burst-window-ms=0 --log-level=warn"' },
   'controller-entry': { default: 'ts', help: 'ts: node main.ts (type stripping, as in development); dist: tsc -p tsconfig.build.json first, then node dist/main.js; bundle: tools/bundle/build.ts first, then node dist-bundle/main.mjs (as the image runs it); the in-process scale worker runs in the same form (sources, dist/, or bundled like the image). All with the image\'s NODE_OPTIONS (Dockerfile)' },
   'cpu-prof': { default: '', help: 'write V8 CPU profiles of the controller process into this folder (node --cpu-prof)' },
+  'memory-probe': { default: '', help: 'peer: the controller preloads tools/bench/mem-probe.mjs and, at the end of the idle window (after RSS and PSS are read), writes its V8 heap spaces, memoryUsage() and smaps into this JSON file; then two GCs and the same again' },
   'heap-snapshot-dir': { default: '', help: 'the controller writes a V8 heap snapshot into this folder on SIGUSR2 (node --heapsnapshot-signal); analyse it with tools/bench/heap-profile.ts' },
   peer: { default: '', help: 'clusterd: also run the real ClusterD (tools/clusterd-peer) beside clusterd-ts on the same inputs and print <figure>_vs_clusterd ratios (use --scenario none for the comparison alone)' },
   'peer-nodes': { default: '100', help: 'peer: nodes (x 8 NPUs) on each of the two control planes' },
@@ -74,6 +75,7 @@ export interface BenchOptions {
   readonly controllerArgs: readonly string[];
   readonly cpuProfDir: string;
   readonly heapSnapshotDir: string;
+  readonly memoryProbe: string;
   readonly controllerEntry: ControllerEntry;
   readonly peer: '' | 'clusterd';
   readonly peerNodes: number;
@@ -86,6 +88,7 @@ export interface BenchOptions {
 /** V8 flags for the controller process from the profiling options. */
 function controllerNodeArgs(o: BenchOptions): string[] {
   const args = o.cpuProfDir === '' ? [] : ['--cpu-prof', `--cpu-prof-dir=${resolve(o.cpuProfDir)}`];
+  if (o.memoryProbe !== '') args.push('--expose-gc', `--import=${pathToFileURL(join(REPO, 'tools', 'bench', 'mem-probe.mjs')).href}`);
   if (o.heapSnapshotDir !== '') args.push('--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${resolve(o.heapSnapshotDir)}`);
   return args;
 }
@@ -125,6 +128,7 @@ export function parseBenchArgs(argv: readonly string[], now = new Date()): Bench
     controllerArgs: v('controller-args').split(' ').filter((a) => a !== ''),
     cpuProfDir: v('cpu-prof'),
     heapSnapshotDir: v('heap-snapshot-dir'),
+    memoryProbe: v('memory-probe') === '' ? '' : resolve(v('memory-probe')),
     controllerEntry: ((): ControllerEntry => {
       if (!(CONTROLLER_ENTRIES as readonly string[]).includes(v('controller-entry'))) throw new Error(`--controller-entry: ${JSON.stringify(v('controller-entry'))} is not one of ${CONTROLLER_ENTRIES.join(', ')}`);
       return v('controller-entry') as ControllerEntry;
@@ -196,7 +200,7 @@ export async function runBench(o: BenchOptions, print: (line: string) => void = 
     await attempt('peer', () => runPeer({
       binDir: binDir!, nodes: o.peerNodes, faults: o.peerFaults, idleSeconds: o.peerIdleSeconds, timeoutMs: o.timeoutMs,
       controllerArgs: o.controllerArgs, log: print, phaseMs: o.peerPhaseMs, seed: o.peerSeed,
-      controllerNodeArgs: controllerNodeArgs(o),
+      controllerNodeArgs: controllerNodeArgs(o), memoryProbe: o.memoryProbe,
     }, figures));
   }
   const wallSeconds = (Date.now() - t0) / 1000;

@@ -468,7 +468,8 @@ describe('image (Dockerfile) and chart agree', () => {
     expect(docker).toMatch(/^COPY --from=bundle \/src\/dist-bundle \.\/dist$/m);
     expect(docker).toMatch(/^USER 9000:9000$/m);
     expect(docker).toMatch(new RegExp(`^EXPOSE ${String(FLAGS['grpc-port'].default)} ${String(FLAGS['http-port'].default)}$`, 'm'));
-    expect(docker).toMatch(/^ENTRYPOINT \["node", "dist\/main\.mjs"\]$/m);
+    // --no-maglev: a V8 flag NODE_OPTIONS refuses (docs/benchmarks.md "Idle memory"); tools/bench reads it from here.
+    expect(docker).toMatch(/^ENTRYPOINT \["node", "--no-maglev", "dist\/main\.mjs"\]$/m);
     const ignore = readFileSync(join(REPO, '.dockerignore'), 'utf8').split('\n');
     expect(ignore).toEqual(expect.arrayContaining(['node_modules', 'dist', '.git']));
     expect(readChartYaml().appVersion).toBe(pkg.version);

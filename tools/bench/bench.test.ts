@@ -2,7 +2,7 @@ import { parseBenchArgs } from '../bench.ts';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { diffCounts, imageEnv, parseMetrics, sumOf, writesByKind } from './controller-process.ts';
+import { diffCounts, imageEnv, imageNodeArgs, parseMetrics, sumOf, writesByKind } from './controller-process.ts';
 import { percentile, planJobs } from './fixtures.ts';
 import { Figures } from './report.ts';
 import { rssBand } from './steady.ts';
@@ -21,6 +21,9 @@ describe('bench helpers', () => {
     ].join('\n'));
     expect(imageEnv(join(dir, 'Dockerfile'))).toEqual({ A: '1', B: 'x y', C: '', D: '4' });
     expect(imageEnv(join(dir, 'missing'))).toEqual({});
+    writeFileSync(join(dir, 'Dockerfile'), 'FROM node\nENTRYPOINT ["node", "--max-lazy", \\\n  "--no-opt", "dist/main.mjs"]\n');
+    expect(imageNodeArgs(join(dir, 'Dockerfile'))).toEqual(['--max-lazy', '--no-opt']);
+    expect(imageNodeArgs(join(dir, 'missing'))).toEqual([]);
     rmSync(dir, { recursive: true, force: true });
   });
 

@@ -33,6 +33,19 @@ export function imageEnv(dockerfile = join(REPO, 'Dockerfile')): Record<string, 
 }
 
 /**
+ * The node flags of the image's ENTRYPOINT (`["node", <flags>..., "dist/main.mjs"]`): V8 flags that
+ * NODE_OPTIONS does not accept (docs/benchmarks.md "Idle memory"). The bench runs every entry with them.
+ */
+export function imageNodeArgs(dockerfile = join(REPO, 'Dockerfile')): string[] {
+  let text: string;
+  try { text = readFileSync(dockerfile, 'utf8'); } catch { return []; }
+  const m = /^ENTRYPOINT\s+(\[.*\])\s*$/m.exec(text.replace(/\\\n/g, ' '));
+  if (m === null) return [];
+  const argv = JSON.parse(m[1]!) as string[];
+  return argv[0] === 'node' ? argv.slice(1, -1).filter((a) => a.startsWith('-')) : [];
+}
+
+/**
  * What runs: `ts` = `node main.ts` (type stripping at load, as in development and the tests), `dist` =
  * `node dist/main.js` after `tsc -p tsconfig.build.json` (no type stripper loaded), `bundle` =
  * `node dist-bundle/main.mjs` after tools/bundle/build.ts (one tree-shaken file, the image's form).
@@ -143,7 +156,7 @@ export class ControllerProcess {
   static async start(kubeconfig: string, workDir: string, extraArgs: readonly string[] = [], nodeArgs: readonly string[] = []): Promise<{ proc: ControllerProcess; startedAtMs: number }> {
     const [httpPort, grpcPort] = [await freePort(), await freePort()];
     const args = [
-      ...nodeArgs, entryFile, `--kubeconfig=${kubeconfig}`, `--http-port=${httpPort}`, '--http-host=127.0.0.1',
+      ...imageNodeArgs(), ...nodeArgs, entryFile, `--kubeconfig=${kubeconfig}`, `--http-port=${httpPort}`, '--http-host=127.0.0.1',
       `--grpc-port=${grpcPort}`, '--grpc-host=127.0.0.1', ...extraArgs,
     ];
     const proc = new ControllerProcess(join(workDir, 'controller.log'), httpPort, grpcPort, args);

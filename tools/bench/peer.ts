@@ -27,6 +27,7 @@ import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { DEVICE_INFO_LABELS, DEVICE_INFO_NAMESPACE, deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
 import { encodeDeviceInfoData } from '../../schemas/device-info/device-info-encode.ts';
 import { addChipCode, deviceInfoInput, newNodeState, removeChipCodes, type NpuNodeState } from '../simulator/npu-state.ts';
+import { smapsBreakdown } from './smaps.ts';
 import { ControllerProcess, diffCounts, reconcileStats, writesByKind } from './controller-process.ts';
 import { percentile } from './fixtures.ts';
 import { prng } from '../prng.ts';
@@ -42,6 +43,8 @@ export interface PeerOptions {
   readonly controllerArgs: readonly string[];
   /** Flags for our controller's node (e.g. `--cpu-prof --cpu-prof-dir=...`). */
   readonly controllerNodeArgs?: readonly string[];
+  /** With the controller preloading tools/bench/mem-probe.mjs: where it writes its figures at the end of the idle window. */
+  readonly memoryProbe?: string;
   readonly log: (line: string) => void;
   /** The pause before each fault is uniform over [0, phaseMs): a random phase of any ticker up to that period. */
   readonly phaseMs: number;
@@ -179,6 +182,7 @@ export async function runPeer(o: PeerOptions, figures: Figures): Promise<void> {
     peer = await ClusterdPeer.start(cdAdmin, { controlPlane: cps[0]!.info(), workDir: join(root, 'clusterd-peer') });
     const cdCold = (await waitUntil(allListed(cdWatch), o.timeoutMs, 5)) - t;
     t = Date.now();
+    if (o.memoryProbe !== undefined && o.memoryProbe !== '') process.env.PROBE_OUT = o.memoryProbe;
     ours = (await ControllerProcess.start(cps[1]!.kubeconfigPath, join(root, 'ours'), ['--log-level=warn', ...o.controllerArgs], o.controllerNodeArgs ?? [])).proc;
     const ourCold = (await waitUntil(allListed(ourWatch), o.timeoutMs, 5)) - t;
     const sides: Side[] = [
@@ -192,6 +196,10 @@ export async function runPeer(o: PeerOptions, figures: Figures): Promise<void> {
     await sleep(o.idleSeconds * 1000);
     const cpuIdle = sides.map((s, i) => ((cpuSeconds(s.pid()) - cpu0[i]!) / o.idleSeconds) * 1000);
     const rssIdle = sides.map((s) => rssMiB(s.pid()));
+    // PSS and where the resident pages are (tools/bench/smaps.ts): the binaries' file-backed pages
+    // are shared with other processes of the same binary, which PSS divides among them.
+    const smapsIdle = sides.map((s) => { const pid = s.pid(); return pid === undefined ? undefined : smapsBreakdown(pid); });
+    if (o.memoryProbe !== undefined && o.memoryProbe !== '' && ours.pid() !== undefined) { process.kill(ours.pid()!, 'SIGUSR2'); await sleep(2000); }
 
     // Faults, one at a time, the same bytes to both sides at once.
     const stats0 = reconcileStats(await ours.metrics());
@@ -232,13 +240,16 @@ export async function runPeer(o: PeerOptions, figures: Figures): Promise<void> {
     figures.add('peer', 'peer_nodes', o.nodes, 'nodes');
     pair('peer_cold_start_to_cluster_info_s', ourCold / 1000, cdCold / 1000, 's');
     pair('peer_idle_rss_mib', rssIdle[1]!, rssIdle[0]!, 'MiB');
+    pair('peer_idle_pss_mib', (smapsIdle[1]?.pssKiB ?? Number.NaN) / 1024, (smapsIdle[0]?.pssKiB ?? Number.NaN) / 1024, 'MiB');
+    pair('peer_idle_rss_anon_mib', (smapsIdle[1]?.anonKiB ?? Number.NaN) / 1024, (smapsIdle[0]?.anonKiB ?? Number.NaN) / 1024, 'MiB');
+    pair('peer_idle_rss_file_mib', (smapsIdle[1]?.fileKiB ?? Number.NaN) / 1024, (smapsIdle[0]?.fileKiB ?? Number.NaN) / 1024, 'MiB');
     pair('peer_idle_cpu_ms_per_s', cpuIdle[1]!, cpuIdle[0]!, 'ms/s');
     for (const p of [10, 50, 90, 99] as const) pair(`peer_fault_to_cluster_info_p${p}_ms`, percentile(lat.ours, p), percentile(lat.clusterd, p), 'ms');
     pair('peer_fault_to_cluster_info_max_ms', Math.max(...lat.ours), Math.max(...lat.clusterd), 'ms');
     const ci = bootstrapMedianRatio(lat.ours, lat.clusterd, prng(o.seed ^ 0x5bd1e995));
     figures.add('peer', 'peer_fault_to_cluster_info_p50_vs_clusterd_low', ci.low, 'ratio');
     figures.add('peer', 'peer_fault_to_cluster_info_p50_vs_clusterd_high', ci.high, 'ratio');
-    figures.details.peer = { latenciesMs: lat, coldMs: { ours: ourCold, clusterd: cdCold }, reconciles: passes, writesByKind: writes, phaseMs: o.phaseMs, seed: o.seed };
+    figures.details.peer = { idleSmaps: { ours: smapsIdle[1], clusterd: smapsIdle[0] }, latenciesMs: lat, coldMs: { ours: ourCold, clusterd: cdCold }, reconciles: passes, writesByKind: writes, phaseMs: o.phaseMs, seed: o.seed };
   } finally {
     for (const c of cleanups) c();
     await ours?.stop();

@@ -8,7 +8,7 @@
  * incremental passes after 1 and 100 nodes changed, sustained device-info updates per second.
  */
 import { spawn } from 'node:child_process';
-import { controllerEntry, imageEnv } from './controller-process.ts';
+import { controllerEntry, imageEnv, imageNodeArgs } from './controller-process.ts';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ScaleResult } from './scale-worker.ts';
@@ -37,7 +37,7 @@ export interface ScaleOptions {
 
 function runWorker(worker: string, nodes: number, npus: number, updateSeconds: number): Promise<ScaleResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--expose-gc', worker, '--nodes', String(nodes), '--npus', String(npus), '--update-seconds', String(updateSeconds)], {
+    const child = spawn(process.execPath, [...imageNodeArgs(), '--expose-gc', worker, '--nodes', String(nodes), '--npus', String(npus), '--update-seconds', String(updateSeconds)], {
       // With the image's environment (V8 heap flags, allocator tunables), so the figures are those of the process as it ships.
       stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...imageEnv(), NODE_NO_WARNINGS: '1' },
     });

@@ -58,9 +58,18 @@ export async function bundleScaleWorker(outfile = join(REPO, 'dist', 'scale-bund
   return outfile;
 }
 
-async function bundleEntry(entry: string, outfile: string): Promise<void> {
+/**
+ * `contents` (TypeScript, imports resolved from the repository's root) bundled as the controller is:
+ * tools/bench/memory-breakdown.ts measures each library alone in the form the image loads it.
+ */
+export async function bundleSource(contents: string, outfile: string): Promise<void> {
+  mkdirSync(dirname(outfile), { recursive: true });
+  await bundleEntry({ contents, resolveDir: REPO, sourcefile: 'entry.ts', loader: 'ts' }, outfile);
+}
+
+async function bundleEntry(entry: string | { contents: string; resolveDir: string; sourcefile: string; loader: 'ts' }, outfile: string): Promise<void> {
   const r = await build({
-    entryPoints: [entry],
+    ...(typeof entry === 'string' ? { entryPoints: [entry] } : { stdin: entry }),
     outfile,
     bundle: true,
     platform: 'node',
