@@ -26,7 +26,7 @@ const describeGo = haveGo() ? describe : describe.skip;
 
 const FJI = paths.configMap('cluster-system', 'fault-job-info');
 /** The wait for NodeD, shortened by its flag (ClusterD: 10 s). */
-const WAIT_MS = 4_000;
+const WAIT_MS = 5_000;
 /** SuperDeviceID of chip c on the node of server index i (the device plugin's numbering on A3: one id per chip of the SuperPod). */
 const sdid = (i: number, c: number): number => i * 16 + c;
 
@@ -99,7 +99,8 @@ describeGo('SuperPod IPC force release (fault-job-info) with the real TaskD clie
     process.stdout.write(`[real-client] force release timeline (ms from fault): ${timeline(a, t0)}, entry at ${writtenAt === undefined ? '-' : writtenAt - t0}\n`);
     expect(writtenAt).toBeDefined();
     expect(writtenAt!).toBeLessThan(global.t);
-    expect(global.t - writtenAt!).toBeGreaterThanOrEqual(WAIT_MS - 500);
+    // The entry is seen through a 100 ms poll, so later than written: headroom for a loaded machine.
+    expect(global.t - writtenAt!).toBeGreaterThanOrEqual(WAIT_MS - 2_000);
 
     // Every chip of the fault node (SuperDeviceIDs 16-23), the job's other nodes of SuperPod 0.
     const text = (await entryOf(job))!;
