@@ -97,11 +97,6 @@ export class MemoryCommands {
         this.d.holdChanged(job);
         return true;
       }
-      case 'publishFaultJobInfo':
-      case 'clearFaultJobInfo':
-        // cluster-system/fault-job-info is for A3 SuperPod IPC force release by NodeD: not implemented.
-        this.d.log.debug('fault-job-info not written (A3 SuperPod force release is not implemented)', { job: job.target.key, command: cmd.type });
-        return true;
       case 'closeSignalStream':
         if (job.stream !== undefined && job.stream.id === c.streamId) job.stream.end();
         return true;

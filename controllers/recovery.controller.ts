@@ -42,6 +42,7 @@ import type { FaultView } from './fault-view.ts';
 import { jobOwnerOf, type JobEntry, type JobIndex, type JobQuery } from '../state/job-index.ts';
 import type { Options } from './options.ts';
 import { MemoryCommands } from './recovery-commands.ts';
+import { ForceRelease } from './recovery-force-release.ts';
 import { OmOperations } from './recovery-om.ts';
 import { STRESS_TEST_CODES } from '../policy/filters/stress-test-filter.ts';
 import { DEVICE_INFO_CM_PREFIX, parseDeviceInfoCfg } from '../schemas/device-info/device-info.ts';
@@ -111,6 +112,8 @@ export class RecoveryController implements RecoveryStatus {
   readonly stepRetry: StepRetryView;
   /** The O&M operations' streams and requests (controllers/recovery-om.ts): the gRPC `om` handlers. */
   readonly om: OmOperations;
+  /** cluster-system/fault-job-info (docs/rules.md#recover.force-release). */
+  readonly forceRelease: ForceRelease;
   private readonly jobs = new Map<string, JobFsm>();
   /** `stressTestNodes()` of the FSM states now; undefined once a step may have changed it. */
   private stressNodes: ReadonlySet<string> | undefined;
@@ -164,6 +167,10 @@ export class RecoveryController implements RecoveryStatus {
       stepRetry: (jobId, enabled) => this.memory.stepRetryJob(jobId, enabled), jobView: (n) => this.jobView(n),
       notify: (nodes) => d.faults.notify(nodes), scheduler: this.scheduler, now: this.now, log: d.log,
       openClaims: d.options.trustPodNpuAnnotations,
+    });
+    this.forceRelease = new ForceRelease({
+      sources: s, writer: d.writer, namespace: d.options.clusterSystemNamespace, known: (jobId) => index.jobKeyOfUid(jobId) !== undefined,
+      log: d.log, metrics: d.metrics, clock: d.clock,
     });
     this.om = new OmOperations({
       job: (jobId) => this.jobs.get(jobId), lookup: (jobId) => this.lookup(jobId), log: d.log, scheduler: this.scheduler,
@@ -252,11 +259,16 @@ export class RecoveryController implements RecoveryStatus {
   start(): void {
     const feed = this.d.sources.jobIndex;
     const keys$ = merge(
-      feed.pods$.pipe(map(({ keys }) => keys)),
+      feed.pods$.pipe(map(({ ev, keys }) => {
+        this.forceRelease.podEvent(ev);
+        return keys;
+      })),
       feed.podGroups$.pipe(map((ev) => {
         const uid = jobOwnerOf(ev.obj)?.uid;
         const key = objectKey(ev.obj);
         if (ev.type === 'delete') {
+          // ClusterD clears fault-job-info of every PodGroup that goes, registered or not.
+          if (uid !== undefined) this.forceRelease.clear(uid, 'podgroup-deleted');
           // Only the job's own PodGroup ends it: the one its UID resolved to, or its FSM or stored
           // state names (after a restart, or once its owner went first), never another claimant.
           if (uid !== undefined && this.ownsJob(uid, key)) void this.dropJob(uid);
@@ -298,6 +310,7 @@ export class RecoveryController implements RecoveryStatus {
     this.feedLoop.start();
     this.commandLoop = recoveryCommandLoop((jobId) => this.jobs.get(jobId), { log: this.d.log, metrics: this.d.metrics, clock: this.d.clock });
     this.commandLoop.start();
+    this.forceRelease.startActing();
     // The index is in step with the caches (the sources feed it every event); the placements are looked at afresh on taking over.
     this.index.recheckPlacements();
     for (const r of this.store.all()) {
@@ -327,6 +340,7 @@ export class RecoveryController implements RecoveryStatus {
     // Not awaited: a command in flight may wait on an apiserver that is gone; its job is stopped.
     void this.commandLoop?.stop();
     this.commandLoop = undefined;
+    await this.forceRelease.stopActing();
     for (const [, state] of this.gaugeState) this.d.metrics.recoveryJobs.dec({ state });
     this.gaugeState.clear();
     await feedStopped;
@@ -454,6 +468,8 @@ export class RecoveryController implements RecoveryStatus {
       { ...hotSwitch, timings: { ...hotSwitch.timings, ...hotSwitchTimings } }, {
         execute: async (j, c, signal) => {
           if (this.om.run(j, c)) return;
+          if (c.cmd.type === 'publishFaultJobInfo') return this.forceRelease.publish(j.jobId, j.target.key, this.lookup(j.jobId)?.entry, c.cmd.podRanks);
+          if (c.cmd.type === 'clearFaultJobInfo') return this.forceRelease.clear(j.jobId, 'recover-success');
           if (await this.memory.run(j, c)) return;
           if (isIoCommand(c.cmd)) await this.actions.run(j.target, c.cmd, signal, j.recovery.originalPodUids);
         },

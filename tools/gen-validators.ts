@@ -39,6 +39,7 @@ export const SPECS: readonly Spec[] = [
       validateSwitchFaultEvent: '/$defs/SwitchFaultEvent',
     } },
   { schema: 'schemas/escalation-state/escalation-state.schema.json', options: STRICT, exports: { validate: '' } },
+  { schema: 'schemas/fault-job-info/fault-job-info.schema.json', options: UNION, exports: { validate: '' } },
   { schema: 'schemas/fault-code/fault-code.schema.json', options: { allErrors: false, strict: true }, exports: { validate: '' } },
   { schema: 'schemas/fault-config-job/fault-config-job.schema.json', options: UNION, exports: { validate: '' } },
   { schema: 'schemas/job-knobs/job-knobs.schema.json', options: { allErrors: false }, exports: { validate: '' } },

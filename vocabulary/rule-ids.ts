@@ -99,6 +99,7 @@ export const RULE = {
     dump: 'recover.dump',
     platformMode: 'recover.platform-mode',
     forceRelease: 'recover.force-release',
+    faultJobInfoClear: 'recover.fault-job-info-clear',
     stressTest: 'recover.stress-test',
     switchNic: 'recover.switch-nic',
     fsm: 'recover.fsm',

@@ -143,7 +143,7 @@ const flushWait: Handler = (ctx) => {
 const globalFault: Handler = (ctx) => {
   const s = ctx.s;
   if (s.retryPath) return platformOn(s) ? startPlatformExchange(ctx, retryFaults(s), 'retry') : sendRetryGlobal(ctx);
-  cmd(ctx, { type: 'publishFaultJobInfo', rankIds: expandedFaults(s).map((f) => f.rankId) });
+  cmd(ctx, { type: 'publishFaultJobInfo', podRanks: podsOf(expandedFaults(s).map((f) => f.rankId), s.config.ranksPerPod) });
   if (s.timings.forceReleaseMs > 0) {
     s.step = 'forceRelease';
     timer(ctx, 'forceRelease', s.timings.forceReleaseMs);

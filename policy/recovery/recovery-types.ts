@@ -357,8 +357,9 @@ export type RecoveryCommandBody =
   | { readonly type: 'setStepRetryHold'; readonly rankIds: readonly number[]; readonly hold: boolean; readonly completed?: boolean }
   /** Retry-only ReportProcessFault: feed back to the fault center as business-plane reports (docs/rules.md#recover.software-entry). */
   | { readonly type: 'forwardRetryFaults'; readonly faults: readonly { rankId: number; faultType: FaultType }[] }
-  /** cluster-system/fault-job-info: SuperPod devices to force-release (docs/rules.md#recover.force-release). */
-  | { readonly type: 'publishFaultJobInfo'; readonly rankIds: readonly number[] }
+  /** cluster-system/fault-job-info: the fault pods' SuperPod devices to force-release (docs/rules.md#recover.force-release). */
+  | { readonly type: 'publishFaultJobInfo'; readonly podRanks: readonly number[] }
+  /** The job's fault-job-info entry goes, 10 s later (docs/rules.md#recover.fault-job-info-clear). */
   | { readonly type: 'clearFaultJobInfo' }
   /** End the job's signal stream with status OK (every reset that the client did not cause itself). */
   | { readonly type: 'closeSignalStream' }

@@ -1,5 +1,5 @@
 /** The comparison machinery itself: normalisation keeps what must match, the allow-list stays narrow. */
-import { normalise, normaliseValue, sortFaultNodes, sortJobStatistic, sortPublicFaults } from './normalise.ts';
+import { normalise, normaliseValue, sortFaultJobSdIds, sortFaultNodes, sortJobStatistic, sortPublicFaults } from './normalise.ts';
 import { exchangeRecord } from './grpc-inputs.ts';
 import { encodeResetConfigData } from '../../schemas/reset-config/reset-config.ts';
 import { allowedBy, compare } from './diff.ts';
@@ -76,6 +76,11 @@ describe('current-job-statistic order (rule 9)', () => {
     const v = '[{"id":"11111111-1111-4111-8111-111111111111","cardNum":1},{"id":"22222222-2222-4222-8222-222222222222","cardNum":2}]';
     expect(sortJobStatistic(v, uidsA)).toBe('[{"id":"22222222-2222-4222-8222-222222222222","cardNum":2},{"id":"11111111-1111-4111-8111-111111111111","cardNum":1}]');
     expect(sortJobStatistic('[{"cardNum":1,"id":"x"}]', uidsA)).toBe('[{"cardNum":1,"id":"x"}]');
+  });
+
+  test('fault-job-info: each SuperPod\'s SdIds by number, the rest as written', () => {
+    expect(sortFaultJobSdIds('{"0":{"SdIds":["17","9","16"],"FaultNodes":{"b":{}},"NodeNames":["a"]}}')).toBe('{"0":{"SdIds":["9","16","17"],"FaultNodes":{"b":{}},"NodeNames":["a"]}}');
+    expect(sortFaultJobSdIds('{"0": {"SdIds":["2","1"]}}')).toBe('{"0": {"SdIds":["2","1"]}}');
   });
 });
 

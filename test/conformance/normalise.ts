@@ -31,6 +31,10 @@
  *   9. current-job-statistic's `data` list                           -> sorted by the job it names
  *      (ClusterD builds it ranging over a Go map, so with several jobs its order is random;
  *      README compatibility table. The entries are compared as written.)
+ *  10. fault-job-info's `SdIds` of each SuperPod                    -> sorted by number
+ *      (ClusterD appends the fault nodes' chips ranging over Go maps, getFaultSuperID in
+ *      domain/job/job_storage.go, so their order is random; ours is by node and chip. Everything
+ *      else of the entry is compared as written.)
  */
 import { parseTaskResetInfo, resetInfoCheckCode } from '../../schemas/reset-config/reset-config.ts';
 import type { Snapshot } from './collect.ts';
@@ -131,12 +135,26 @@ export function sortJobStatistic(v: string, uids: ReadonlyMap<string, string>): 
   return `[${[...parsed].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0)).map((e) => JSON.stringify(e)).join(',')}]`;
 }
 
+const FAULT_JOB_INFO = 'ConfigMap cluster-system/fault-job-info';
+
+/** Rule 10: a job's fault-job-info entry with each SuperPod's SdIds sorted by number; text that does not re-encode to itself is kept. */
+export function sortFaultJobSdIds(v: string): string {
+  let parsed: unknown;
+  try { parsed = JSON.parse(v); } catch { return v; }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed) || JSON.stringify(parsed) !== v) return v;
+  for (const info of Object.values(parsed as Record<string, { SdIds?: unknown }>)) {
+    if (Array.isArray(info?.SdIds)) info.SdIds = [...(info.SdIds as unknown[])].sort((a, b) => Number(a) - Number(b));
+  }
+  return JSON.stringify(parsed);
+}
+
 export function normalise(s: Snapshot, w: TimeWindow, uids: ReadonlyMap<string, string> = new Map()): Snapshot {
   const out: Snapshot = new Map();
   for (const [k, f0] of s) {
     let f = k === STATISTIC_FAULT_INFO && f0['data PublicFaults'] !== undefined ? { ...f0, 'data PublicFaults': sortPublicFaults(f0['data PublicFaults']) } : f0;
     if (k === VCJOB_FAULT_NPU_CM && f['data fault-node'] !== undefined) f = { ...f, 'data fault-node': sortFaultNodes(f['data fault-node']) };
     if (k === JOB_STATISTIC && f['data data'] !== undefined) f = { ...f, 'data data': sortJobStatistic(f['data data'], uids) };
+    if (k === FAULT_JOB_INFO) f = Object.fromEntries(Object.entries(f).map(([fk, v]) => [fk, fk.startsWith('data ') ? sortFaultJobSdIds(v) : v]));
     const token = checkCodeToken(f);
     out.set(k, Object.fromEntries(Object.entries(f).map(([fk, v]) => [normaliseUids(fk, uids), fk === 'data checkCode' && token !== undefined ? token : normaliseUids(normaliseValue(v, w), uids)])));
   }
