@@ -13,7 +13,7 @@ describe('Coalescer', () => {
     expect(await first).toBe(1);
     expect(await Promise.all(burst)).toEqual([2, 2, 2]);
     expect(c.writes.get('a')).toBe(2);
-    expect(starts[0]).toBeLessThan(50);
+    expect(starts[0]).toBeLessThan(150); // at once: well before the 200 ms interval, with room for a loaded machine
     expect(starts[1]! - starts[0]!).toBeGreaterThanOrEqual(195);
   });
 
