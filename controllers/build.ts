@@ -49,6 +49,7 @@ import { FaultFiltersController } from './fault-filters.controller.ts';
 import { JobSummaryController } from './job-summary.controller.ts';
 import { JobStatisticController } from './job-statistic.controller.ts';
 import { JobIdentityController } from './job-identity.controller.ts';
+import { loadRelationFaultConfig } from './relation-fault-files.ts';
 import { RelationFaultsController } from './relation-faults.controller.ts';
 import { BreakerController, breakerConfigOf } from './breaker.controller.ts';
 import { ReschedulingRole } from './rescheduling-role.ts';
@@ -298,6 +299,7 @@ const filters = spec({
       // The fault-view stage requeues a node at its windows' ends (one evaluator of the verdict).
       windowKeys: false,
       onStateChange: () => sideState({ filters: filters.state() }),
+      linkDownMemoryMs: options.linkDownMemorySeconds * 1000,
     });
     return {
       out: filters,
@@ -317,6 +319,7 @@ const relationFaults = spec({
     const relations: RelationFaultsController = new RelationFaultsController({
       sources: x.sources, faultsOf: (n) => view.effective(n), faultNodes$: view.changes$.pipe(map((c) => c.nodes)),
       a3Node: (n) => (store.nodeState(n)?.device?.data.cfg.SuperPodID ?? -1) >= 0,
+      config: loadRelationFaultConfig(options.relationFaultConfigDir, log.child({ controller: 'relation_faults' }), metrics),
       client: x.deps.client, log: log.child({ controller: 'relation_faults' }), metrics, clock, dryRun: options.dryRun,
       onStateChange: () => sideState({ relation: relations.state() }),
     });
