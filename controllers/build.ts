@@ -264,7 +264,6 @@ const faultPolicy = spec({
     const policy = new FaultPolicyController({
       sources: x.sources, namespace: options.clusterSystemNamespace, log: log.child({ controller: 'fault_policy' }), metrics, clock,
       records: (n) => store.records(n), nodes: () => store.nodeNames(),
-      reportedUnhealthy: (n) => store.nodeState(n)?.device?.data.lists.unhealthy ?? [],
       onViewChange: emit.reannounce,
       deviceRules: options.devicePluginRules,
       npuClaims: options.trustPodNpuAnnotations ? 'annotation' : 'verified',
