@@ -233,13 +233,18 @@ export class FaultFiltersController {
     return result;
   }
 
-  /** The switch link-downs reported on the node now are remembered; older ones than the memory are forgotten. */
+  /**
+   * The switch link-downs reported on the node now are remembered; older ones than the memory are
+   * forgotten. Persisted when one comes or goes, not at every refresh of its last sight (a restart
+   * then ends the memory early, never late).
+   */
   private rememberLinkDowns(node: string, records: readonly FaultRecord[], nowMs: number): void {
     const next = rememberLinkDowns(this.linkDowns, node, records, nowMs, this.linkDownMemoryMs);
-    if (JSON.stringify(next) === JSON.stringify(this.linkDowns)) return;
+    const keys = (m: object): string => Object.keys(m).sort().join('\n');
+    const changed = keys(next) !== keys(this.linkDowns);
     for (const k of Object.keys(next)) if (this.linkDowns[k] === undefined) this.d.log.info('switch link-down remembered for HCCL retries', { node: next[k]!.node, code: next[k]!.code, memoryMs: this.linkDownMemoryMs });
     this.linkDowns = next;
-    this.d.onStateChange?.();
+    if (changed) this.d.onStateChange?.();
   }
 
   /** `jobViewOf` undefined: a peer's own run, which reads no further node. */
