@@ -51,6 +51,7 @@ import { FaultFiltersController } from './fault-filters.controller.ts';
 import { JobSummaryController } from './job-summary.controller.ts';
 import { JobStatisticController } from './job-statistic.controller.ts';
 import { JobIdentityController } from './job-identity.controller.ts';
+import { loadRelationFaultConfig } from './relation-fault-files.ts';
 import { RelationFaultsController } from './relation-faults.controller.ts';
 import { PingMeshController } from './pingmesh.controller.ts';
 import { BreakerController, breakerConfigOf } from './breaker.controller.ts';
@@ -266,7 +267,6 @@ const faultPolicy = spec({
     const policy = new FaultPolicyController({
       sources: x.sources, namespace: options.clusterSystemNamespace, log: log.child({ controller: 'fault_policy' }), metrics, clock,
       records: (n) => store.records(n), nodes: () => store.nodeNames(),
-      reportedUnhealthy: (n) => store.nodeState(n)?.device?.data.lists.unhealthy ?? [],
       onViewChange: emit.reannounce,
       deviceRules: options.devicePluginRules,
       npuClaims: options.trustPodNpuAnnotations ? 'annotation' : 'verified',
@@ -301,6 +301,7 @@ const filters = spec({
       // The fault-view stage requeues a node at its windows' ends (one evaluator of the verdict).
       windowKeys: false,
       onStateChange: () => sideState({ filters: filters.state() }),
+      linkDownMemoryMs: options.linkDownMemorySeconds * 1000,
     });
     return {
       out: filters,
@@ -320,6 +321,7 @@ const relationFaults = spec({
     const relations: RelationFaultsController = new RelationFaultsController({
       sources: x.sources, faultsOf: (n) => view.effective(n), faultNodes$: view.changes$.pipe(map((c) => c.nodes)),
       a3Node: (n) => (store.nodeState(n)?.device?.data.cfg.SuperPodID ?? -1) >= 0,
+      config: loadRelationFaultConfig(options.relationFaultConfigDir, log.child({ controller: 'relation_faults' }), metrics),
       client: x.deps.client, log: log.child({ controller: 'relation_faults' }), metrics, clock, dryRun: options.dryRun,
       onStateChange: () => sideState({ relation: relations.state() }),
     });

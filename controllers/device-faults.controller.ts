@@ -34,6 +34,11 @@ export interface FaultPolicy {
    * the next deadline. A read never does this (controllers/fault-view-stage.ts).
    */
   settle?(): void;
+  /**
+   * What the rendered view of a node reads beyond its records (pre-separate: which PreSeparateNPU
+   * chips a pod uses), so a change of it alone (a job ending) re-renders the node. '' = nothing.
+   */
+  viewInputs?(node: string, jobView: readonly FaultRecord[]): string;
 }
 
 export const trustReportedLevels: FaultPolicy = { effective: (_n, records) => records };

@@ -19,7 +19,8 @@
  * - cluster-info leaves out what the last evaluation of a node hid or dropped (`withheld`): chips
  *   whose only non-normal faults are withheld leave the device plugin's unhealthy lists, withheld
  *   UB switch codes leave the switch entry (docs/rules.md#filter.two-views);
- * - the UCE-accompany memory is persisted with the escalation state (`state()` / `restore()`).
+ * - the UCE-accompany memory and the UB switch link-downs remembered for HCCL retries
+ *   (--link-down-memory-seconds) are persisted with the escalation state (`state()` / `restore()`).
  * Every change of a fault's verdict is logged once with its reason chain and counted.
  */
 import { merge, map, type Subscription } from 'rxjs';
@@ -34,6 +35,7 @@ import { customFilterRules, FILTER_FAULT_CODE_ANNOTATION, FILTER_FAULT_LEVEL_ANN
 import type { UceAccompanyState } from '../policy/filters/uce-accompany.ts';
 import { formatChain } from '../policy/reasons.ts';
 import type { FilterState } from '../schemas/escalation-state/escalation-state.ts';
+import { LINK_DOWN_MEMORY_MS, linkDownsToForceAdd, rememberLinkDowns } from '../policy/filters/step-retry-filter.ts';
 import { CONTESTED, filterNode, type FilterJob, type FilterOutcome, type NodeFilterResult } from '../policy/filters/fault-filters.ts';
 import type { JobEntry, JobIndex, JobQuery } from '../state/job-index.ts';
 import type { Pod, PodGroup } from '../runtime/kube-objects.ts';
@@ -89,6 +91,8 @@ export interface FaultFiltersDeps {
   readonly windowKeys?: boolean;
   /** The persisted filter memory changed (escalation-state reconciler). */
   readonly onStateChange?: () => void;
+  /** How long a UB switch link-down is remembered for an HCCL retry (--link-down-memory-seconds; ClusterD 180 s). */
+  readonly linkDownMemoryMs?: number;
 }
 
 type Input = { kind: 'pod'; ev: WatchEvent<Pod> } | { kind: 'pg'; ev: WatchEvent<PodGroup> };
@@ -135,6 +139,7 @@ export class FaultFiltersController {
   private readonly lastWithheld = new Map<string, readonly FaultRecord[]>();
   private sub: Subscription | undefined;
   private readonly claims: NpuClaimMode;
+  private readonly linkDownMemoryMs: number;
   /** pod key -> its refused claim (reason and chips), so each is logged and counted once. */
   private readonly refused = new Map<string, string>();
 
@@ -142,6 +147,7 @@ export class FaultFiltersController {
     this.d = d;
     this.clock = d.clock;
     this.claims = d.npuClaims ?? 'verified';
+    this.linkDownMemoryMs = d.linkDownMemoryMs ?? LINK_DOWN_MEMORY_MS;
     this.index = d.sources.jobIndex.index;
     this.query = { claims: this.claims };
     // A window ended: evaluate the node (the verdict's log line and the persisted memory change
@@ -170,7 +176,7 @@ export class FaultFiltersController {
     void this.timers.stop(); // drops the armed keys at once; the loop ends on its own
   }
 
-  /** The persisted memory (UCE-accompany decisions; link-down memories kept as restored). */
+  /** The persisted memory (UCE-accompany decisions, switch link-downs remembered for HCCL retries). */
   state(): FilterState {
     const uceAccompany: Record<string, 'drop' | 'report'> = {};
     for (const s of this.uce.values()) Object.assign(uceAccompany, s);
@@ -184,8 +190,13 @@ export class FaultFiltersController {
       const slice = this.uce.get(node) ?? {};
       if (slice[k] === undefined) this.uce.set(node, { ...slice, [k]: v });
     }
-    this.linkDowns = s.linkDowns;
+    this.linkDowns = { ...s.linkDowns, ...this.linkDowns };
     this.d.onStateChange?.();
+  }
+
+  /** Every node with a remembered link-down (policy/filters/fault-filters.ts narrows them to a job's nodes). */
+  private linkDownNodes(): ReadonlySet<string> {
+    return new Set(Object.values(this.linkDowns).map((l) => l.node));
   }
 
   /** The node's records as the scheduler sees them. */
@@ -216,12 +227,27 @@ export class FaultFiltersController {
       this.lastWithheld.delete(node);
       return { ...EMPTY, visible: records };
     }
+    this.rememberLinkDowns(node, records, nowMs);
     const result = this.run(node, records, nowMs, jobViewOf);
     this.commit(node, records, result, nowMs);
     const withheld = [...result.hidden, ...result.dropped].map((o) => o.record);
     if (withheld.length === 0) this.lastWithheld.delete(node);
     else this.lastWithheld.set(node, withheld);
     return result;
+  }
+
+  /**
+   * The switch link-downs reported on the node now are remembered; older ones than the memory are
+   * forgotten. Persisted when one comes or goes, not at every refresh of its last sight (a restart
+   * then ends the memory early, never late).
+   */
+  private rememberLinkDowns(node: string, records: readonly FaultRecord[], nowMs: number): void {
+    const next = rememberLinkDowns(this.linkDowns, node, records, nowMs, this.linkDownMemoryMs);
+    const keys = (m: object): string => Object.keys(m).sort().join('\n');
+    const changed = keys(next) !== keys(this.linkDowns);
+    for (const k of Object.keys(next)) if (this.linkDowns[k] === undefined) this.d.log.info('switch link-down remembered for HCCL retries', { node: next[k]!.node, code: next[k]!.code, memoryMs: this.linkDownMemoryMs });
+    this.linkDowns = next;
+    if (changed) this.d.onStateChange?.();
   }
 
   /** `jobViewOf` undefined: a peer's own run, which reads no further node. */
@@ -237,6 +263,7 @@ export class FaultFiltersController {
       ...(recovery === undefined ? {} : { stepRetry: (r: readonly FaultRecord[]) => recovery.schedulerView(node, r, nowMs) }),
       ...(jobViewOf === undefined ? {} : { otherNode: (n: string) => this.run(n, jobViewOf(n), nowMs, undefined).visible }),
       ...(this.claims === 'annotation' ? { openClaims: true } : {}),
+      linkDowns: linkDownsToForceAdd(this.linkDowns, this.linkDownNodes(), nowMs, this.linkDownMemoryMs),
     });
   }
 

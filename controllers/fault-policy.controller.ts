@@ -29,7 +29,7 @@ import { PolicyConfigTracker, type ConfigUpdate, type PolicyConfig } from '../st
 import { FaultPolicyEngine } from './fault-policy-engine.ts';
 import { NpuUsageIndex } from '../state/npu-usage.ts';
 import type { NpuClaimMode } from '../policy/jobs/npu-claims.ts';
-import { applyPreSeparate } from '../policy/faults/fault-policy-view.ts';
+import { applyPreSeparate, inUsePreSeparated } from '../policy/faults/fault-policy-view.ts';
 import type { ConfigMap, Pod } from '../runtime/kube-objects.ts';
 import type { Sources } from './sources/sources.ts';
 
@@ -43,8 +43,6 @@ export interface FaultPolicyControllerDeps {
   readonly clock: QueueClock;
   readonly records: (node: string) => readonly FaultRecord[];
   readonly nodes: () => Iterable<string>;
-  /** The device plugin's own Unhealthy list of a node (pre-separate never clears those). */
-  readonly reportedUnhealthy: (node: string) => readonly string[];
   readonly onViewChange: (nodes: readonly string[]) => void;
   readonly onStateChange: () => void;
   /**
@@ -101,6 +99,7 @@ export class FaultPolicyController implements FaultPolicy {
 
   observe(nodes: readonly string[]): void { this.engine.observe(nodes, this.clock.now()); }
   settle(): void { this.engine.settle(); }
+  viewInputs(node: string, jobView: readonly FaultRecord[]): string { return [...inUsePreSeparated(node, jobView, this.usage)].sort().join(','); }
   verdicts(node: string): DeviceVerdict[] { return this.engine.verdicts(node); }
   persistedState(nowMs: number): EscalationStateDoc | undefined { return this.engine.persistedState(nowMs); }
   manualInfo(): Record<string, ManualInfoNode> | undefined { return this.engine.manualInfo(); }
@@ -120,7 +119,6 @@ export class FaultPolicyController implements FaultPolicy {
     return applyPreSeparate(view, {
       usage: this.usage,
       effective: jobView ?? ((n) => this.engine.effective(n, this.deps.records(n), now)),
-      reportedUnhealthy: this.deps.reportedUnhealthy,
     });
   }
 

@@ -143,12 +143,15 @@ export class FaultViewStage {
         this.evaluations++;
         const job = jobViewOf(n);
         const held = this.held(n, job, nowMs, damp, requeue);
+        // The policy's other inputs of the rendered view (pre-separate's chips in use) count as a change too.
+        const inputs = policy.viewInputs?.(n, job) ?? '';
+        const sig = (s: string): string => (s === '' || inputs === '' ? s : `${s}|${inputs}`);
         let v: NodeView;
-        if (filters === undefined) v = { job, scheduler: job, withheld: [], hidden: [], held, sig: sigOf(job, job, [], [], held), atMs: nowMs };
+        if (filters === undefined) v = { job, scheduler: job, withheld: [], hidden: [], held, sig: sig(sigOf(job, job, [], [], held)), atMs: nowMs };
         else {
           const r = filters.evaluate(n, job, nowMs, jobViewOf);
           const withheld = [...r.hidden, ...r.dropped].map((o) => o.record);
-          v = { job, scheduler: r.visible, withheld, hidden: r.hidden, held, sig: sigOf(job, r.visible, r.hidden, withheld, held), atMs: nowMs };
+          v = { job, scheduler: r.visible, withheld, hidden: r.hidden, held, sig: sig(sigOf(job, r.visible, r.hidden, withheld, held)), atMs: nowMs };
           // The filters' next-change time (the earliest window end); one already over is looked at again later, never spun on.
           if (r.recheckAtMs !== undefined) soonest(requeue, n, r.recheckAtMs > nowMs ? r.recheckAtMs : nowMs + OPEN_ENDED_RECHECK_MS);
         }

@@ -97,8 +97,6 @@ const csv = (s: Iterable<string>): string => [...s].sort(compareUtf8).join(',');
 export interface PreSeparateDeps {
   readonly usage: NpuUsage;
   readonly effective: (node: string) => readonly FaultRecord[];
-  /** The chips the device plugin itself lists as unhealthy (they stay unhealthy). */
-  readonly reportedUnhealthy: (node: string) => readonly string[];
 }
 
 /** Chips of a node that pre-separate keeps out of the Unhealthy list (in use, PreSeparateNPU). */
@@ -125,9 +123,10 @@ export function applyPreSeparate(view: ClusterInfoView, d: PreSeparateDeps): Clu
     const keep = node === undefined ? new Set<string>() : inUsePreSeparated(node, d.effective(node), d.usage);
     const unhealthyKey = Object.keys(entry.DeviceList).find((k) => k.endsWith(DEVICE_LIST_SUFFIXES.unhealthy) && !k.endsWith(DEVICE_LIST_SUFFIXES.networkUnhealthy));
     if (node === undefined || keep.size === 0 || unhealthyKey === undefined) { device[name] = entry; continue; }
-    const reported = new Set(d.reportedUnhealthy(node));
+    // The device plugin lists the chip Unhealthy itself; ClusterD's updateCardUnHealthy takes it out
+    // while a pod uses it all the same.
     const unhealthy = csvSet(entry.DeviceList[unhealthyKey]);
-    for (const chip of keep) if (!reported.has(chip)) unhealthy.delete(chip);
+    for (const chip of keep) unhealthy.delete(chip);
     device[name] = { ...entry, DeviceList: { ...entry.DeviceList, [unhealthyKey]: csv(unhealthy) } };
   }
   const status = <E extends { readonly NodeStatus: string }>(entries: Readonly<Record<string, E>>, prefix: string): Record<string, E> =>

@@ -75,6 +75,41 @@ describe('relation faults (docs/rules.md#job.relation-faults)', () => {
     });
   });
 
+  describe('A3 CQE late trigger (ClusterD: a CQE of an A3 job is only a timeout trigger)', () => {
+    const inputs = (a3: boolean) =>
+      [
+        [0, observe([], a3)],
+        [10 * S, observe([linkDown('n1', 10 * S)], a3)],
+        [40 * S, observe([linkDown('n1', 10 * S), f('n2', '8C1F8608', 40 * S)], a3)],
+        [50 * S, observe([linkDown('n1', 10 * S)], a3)],
+      ] as const;
+
+    it('on an A3 job the CQE does not match the 8C1F8608 rule at once; the link-down timing out is separated then', () => {
+      expect(drive([...inputs(true)], 600 * S).outputs.map(brief)).toEqual([`${310 * S}:n1:Separate`]);
+    });
+    it('on a non-A3 job the CQE is an ordinary trigger: Separate at once', () => {
+      expect(drive([...inputs(false)], 600 * S).outputs.map(brief)).toEqual([`${40 * S}:n1:Separate`]);
+    });
+  });
+
+  describe('a relation fault no longer reported (ClusterD: it leaves the relation faults)', () => {
+    const sw = f('n3', SWITCH_LINK_DOWN, 10 * S, 'switch');
+
+    it('meets no later non-CQE trigger and gets no default at its timeout', () => {
+      const r = drive([[0, observe([])], [10 * S, observe([sw])], [20 * S, observe([])], [60 * S, observe([f('n1', '8C1F860B', 60 * S)])]], 600 * S);
+      expect(r.outputs).toEqual([]);
+      expect(r.state.jobs[JOB]?.candidates).toEqual([]);
+    });
+    it('reported again (forced in on an HCCL retry) it meets the trigger', () => {
+      const r = drive([[0, observe([])], [10 * S, observe([sw])], [20 * S, observe([])], [60 * S, observe([sw, f('n1', '8C1F860B', 60 * S)])]], 600 * S);
+      expect(r.outputs.map(brief)).toEqual([`${60 * S}:n3:Separate`]);
+    });
+    it('on a non-A3 job a CQE still meets a recovered device link-down inside its window', () => {
+      const r = drive([[0, observe([])], [10 * S, observe([linkDown('n1', 10 * S)])], [20 * S, observe([])], [60 * S, observe([f('n2', '4C1F8608', 60 * S)])]], 600 * S);
+      expect(r.outputs.map(brief)).toEqual([`${60 * S}:n1:Separate`]);
+    });
+  });
+
   it('a fault older than the job\'s first sight still matches a trigger (as ClusterD)', () => {
     const r = drive([[100 * S, observe([linkDown('n1', 50 * S), f('n1', '8C1F860B', 100 * S)])]], 600 * S);
     expect(r.outputs.map(brief)).toEqual([`${100 * S}:n1:Separate`]);

@@ -9,6 +9,12 @@
  * older than the job's first sight matches triggers but gets no such default (as ClusterD's
  * relation_fault_processor.go addFaultStrategyForTimeOutCode). Separate is sticky for the (job, node)
  * until `forget`.
+ *
+ * As ClusterD's relation_fault_processor.go (addFaultInfoByCodeType, preStartProcess, processNetworkFault):
+ * - on an A3 job a CQE is only the late trigger above, never an immediate one;
+ * - a relation fault no longer reported is `gone`: it meets only CQE triggers (non-A3 job) until its
+ *   deadline and gets no default then; reported again (the step-retry filter forces a remembered
+ *   switch link-down in on an HCCL retry, policy/filters/link-down-memory.ts) it is open again.
  */
 import type { RelationCandidate, RelationJobState, RelationState, RelationStrategy, RelationTrigger } from '../../schemas/escalation-state/escalation-state.ts';
 import type { LeveledFault } from './fault-level.ts';
@@ -60,7 +66,13 @@ class Work {
     job = { ...job, a3 };
     const triggerCodes = new Set([...this.config.rules.map((r) => up(r.TriggerFault)), ...CQE_TRIGGER_CODES]);
     const triggers: RelationTrigger[] = job.triggers.filter((t) => nowMs - t.atMs <= this.maxWindowMs());
-    const candidates: RelationCandidate[] = [...job.candidates];
+    const reported = new Set(faults.map((f) => `${f.fault.node}/${f.fault.source === 'switch' ? '' : (f.fault.device ?? '')}/${up(f.fault.code)}@${f.fault.firstSeenMs}`));
+    const candidates: RelationCandidate[] = job.candidates.map((c) => {
+      const gone = !reported.has(`${c.node}/${c.device ?? ''}/${up(c.code)}@${c.atMs}`);
+      if (gone === (c.gone === true)) return c;
+      const { gone: _g, ...rest } = c;
+      return gone ? { ...rest, gone: true } : rest;
+    });
     for (const f of faults) {
       const device = f.fault.source === 'switch' ? null : (f.fault.device ?? null);
       const code = up(f.fault.code);
@@ -81,12 +93,17 @@ class Work {
     this.jobs[jobKey] = job;
   }
 
-  /** Rules whose trigger is currently reported (inside the candidate's window) and whose relation codes are all open candidates. */
+  /**
+   * Rules whose trigger is currently reported (inside the candidate's window) and whose relation codes
+   * are all open candidates: reported ones, or gone ones for a CQE trigger. No CQE triggers on an A3 job.
+   */
   match(jobKey: string, job: RelationJobState, faults: readonly LeveledFault[]): RelationJobState {
     let j = job;
     for (const rule of this.config.rules) {
+      const cqe = CQE_TRIGGER_CODES.includes(up(rule.TriggerFault));
+      if (cqe && j.a3) continue;
       const relation = rule.RelationFaults.map(up);
-      const cands = j.candidates.filter((c) => relation.includes(up(c.code)));
+      const cands = j.candidates.filter((c) => relation.includes(up(c.code)) && (c.gone !== true || cqe));
       if (!relation.every((code) => cands.some((c) => up(c.code) === code))) continue;
       const trigger = faults.find((f) => {
         if (up(f.fault.code) !== up(rule.TriggerFault)) return false;
@@ -113,6 +130,10 @@ class Work {
         const timeout = reason('relation-fault', `${c.code} on ${c.node}/${c.device ?? 'switch'} waited ${(c.deadlineMs - c.atMs) / 1000} s without a matching trigger`, { code: c.code });
         // ClusterD's addFaultStrategyForTimeOutCode: no default strategy for a fault older than the
         // job's first sight (it still matched triggers while its window was open).
+        if (c.gone === true) {
+          this.reasons.push(timeout, reason('relation-fault', `${c.code} on ${c.node}/${c.device ?? 'switch'} is no longer reported: no default strategy`, { code: c.code }));
+          continue;
+        }
         if (c.atMs < job.firstSeenMs) {
           this.reasons.push(timeout, reason('relation-fault', `${c.code} on ${c.node}/${c.device ?? 'switch'} is older than the job's first sight: no default strategy`, { code: c.code }));
           continue;

@@ -84,6 +84,28 @@ describe('fault filter chain of one node', () => {
     expect(filterNode(base({ records: [ucef], nowMs: T0 + 20 * S, stepRetry: stage })).hidden[0]?.untilMs).toBeUndefined();
   });
 
+  it('step retry: with a switch link-down remembered on the job\'s nodes an unabsorbed HCCL retry keeps its level and the link-down of its node is forced in', () => {
+    const hccl = rec(N, 'Ascend910-0', '8C1F860B', 'NotHandleFault', T0);
+    const stage = (rs: readonly FaultRecord[]): FaultRecord[] => rs.map((x) => (x.code === '8C1F860B' ? { ...x, level: 'RestartBusiness' as const } : x));
+    const sw = { node: N, device: null, code: '[0x08520003,na,L2,na]', lastSeenMs: T0 - 5 * S, firstSeenMs: T0 - 60 * S, level: 'NotHandleFault', reportedLevel: 'NotHandleFault' };
+    const j = job({});
+    const r = filterNode(base({ records: [hccl], jobs: [j], nowMs: T0 + 11 * S, stepRetry: stage, linkDowns: [sw] }));
+    expect(r.visible.map((x) => `${x.source}:${x.code}:${x.level}`)).toEqual(['npu:8C1F860B:NotHandleFault', 'switch:[0x08520003,na,L2,na]:NotHandleFault']);
+    expect(r.visible[1]?.firstSeenMs).toBe(T0 - 60 * S);
+    expect(r.relevelled).toEqual([]);
+    expect(r.reported.map((o) => `${o.by}:${o.record.code}`)).toEqual(['step-retry:8C1F860B', 'step-retry:[0x08520003,na,L2,na]']);
+    expect(r.reported[1]?.reasons.map((x) => x.detail).join(' ')).toMatch(/forced in/);
+    // a link-down remembered on a node of no job holding the chip: the HCCL retry is re-levelled, nothing forced in
+    const elsewhere = filterNode(base({ records: [hccl], jobs: [j], nowMs: T0 + 11 * S, stepRetry: stage, linkDowns: [{ ...sw, node: 'node-9' }] }));
+    expect(elsewhere.visible.map((x) => `${x.code}:${x.level}`)).toEqual(['8C1F860B:RestartBusiness']);
+    // on another node of the job: the HCCL retry keeps its level; that node's link-down is forced in there, not here
+    const peer = filterNode(base({ records: [hccl], jobs: [j], nowMs: T0 + 11 * S, stepRetry: stage, linkDowns: [{ ...sw, node: 'node-2' }] }));
+    expect(peer.visible.map((x) => `${x.code}:${x.level}`)).toEqual(['8C1F860B:NotHandleFault']);
+    // the link-down still reported is not added twice
+    const live = rec(N, undefined, '[0x08520003,na,L2,na]', 'NotHandleFault', T0 - 60 * S, 'switch');
+    expect(filterNode(base({ records: [hccl, live], jobs: [j], nowMs: T0 + 11 * S, stepRetry: stage, linkDowns: [sw] })).visible).toHaveLength(2);
+  });
+
   it('recover-in-place (docs/rules.md#filter.recover-in-place): L2/L3 faults hidden for 60 s while every faulty rank qualifies, across nodes', () => {
     const rip = { recoverInPlace: { recoverInPlace: true, subHealthyStrategy: 'ignore' } };
     const j = job({}, rip);

@@ -21,7 +21,8 @@ import { customFilterVerdict, type CustomFilterRules } from './custom-filter.ts'
 import { uceAccompany, type UceAccompanyState } from './uce-accompany.ts';
 import { recoverInPlaceVerdicts, type PodRankFaults, type RecoverInPlaceJob } from './recover-in-place-filter.ts';
 import { stressTestVerdict } from './stress-test-filter.ts';
-import { STEP_RETRY_FAULT_WINDOW_MS } from './step-retry-filter.ts';
+import { HCCL_RETRY_CODE, linkDownRecord, STEP_RETRY_FAULT_WINDOW_MS } from './step-retry-filter.ts';
+import type { LinkDownEntry } from '../../schemas/escalation-state/escalation-state.ts';
 import { earliest } from '../policy-operator.ts';
 import { reason, type ReasonChain, type RuleName } from '../reasons.ts';
 import { npuId, type JobPodView } from '../jobs/job-view.ts';
@@ -63,6 +64,8 @@ export interface NodeFilterInput {
   readonly businessUce?: ReadonlyArray<{ readonly device: string; readonly atMs: number }>;
   /** The step-retry stage (recovery-step-retry.ts): records in, scheduler view out. */
   readonly stepRetry?: (records: readonly FaultRecord[]) => readonly FaultRecord[];
+  /** UB switch link-downs remembered (any node, inside --link-down-memory-seconds): policy/filters/step-retry-filter.ts. */
+  readonly linkDowns?: readonly LinkDownEntry[];
   /** A job's records on another node after the stages before recover-in-place. */
   readonly otherNode?: (node: string) => readonly FaultRecord[];
   readonly stressTestNodes?: ReadonlySet<string>;
@@ -225,6 +228,25 @@ function outcome(s: Stopped, fallback: FilterName): FilterOutcome {
   return { record: levelled(s.fault), by: byOf(s.reasons, fallback), reasons: s.reasons, ...(untilMs === undefined ? {} : { untilMs }) };
 }
 
+/**
+ * docs/rules.md#filter.step-retry: an HCCL retry of a step-retry job that the step retry did not absorb
+ * (the stage re-levelled it) with a switch link-down remembered on one of the job's nodes keeps its
+ * level, and the link-down remembered on its own node, no longer reported, is forced in again
+ * (ClusterD's retry_fault_processor.go addRetryFault). Undefined: no link-down known, the re-level stands.
+ */
+function linkDownStage(f: LeveledFault, current: readonly LeveledFault[], i: NodeFilterInput): { fault: LeveledFault; forced: LeveledFault[] } | undefined {
+  const r = f.fault;
+  if (r.code.toUpperCase() !== HCCL_RETRY_CODE || r.device === undefined || (i.linkDowns ?? []).length === 0) return undefined;
+  const nodes = new Set(chipHolders(r.node, r.device, i.jobs).flatMap((j) => j.pods.filter(live).flatMap((p) => (p.node === undefined ? [] : [p.node]))));
+  const known = (i.linkDowns ?? []).filter((l) => nodes.has(l.node));
+  if (known.length === 0) return undefined;
+  const why = reason('step-retry', `HCCL retry not absorbed, link-down remembered on ${known.map((l) => l.node).join(', ')}: level kept`, { code: r.code, level: f.level });
+  const forced = known.filter((l) => l.node === r.node).map(linkDownRecord)
+    .filter((x) => !current.some((c) => faultKey(c.fault) === faultKey(x)))
+    .map((x) => ({ fault: x, level: x.level, reasons: [reason('step-retry', `switch link-down last reported within the link-down memory: forced in on the HCCL retry of ${r.device}`, { code: x.code, level: x.level })] }));
+  return { fault: { ...f, reasons: [...f.reasons, why] }, forced };
+}
+
 /** Runs the chain over one node's records. */
 export function filterNode(i: NodeFilterInput): NodeFilterResult {
   const { node, nowMs } = i;
@@ -242,23 +264,29 @@ export function filterNode(i: NodeFilterInput): NodeFilterResult {
   const relevelled: FilterOutcome[] = [];
   let current: LeveledFault[] = stage1.visible;
 
-  // Step retry: whatever the recovery FSM's view leaves out is hidden; a changed level is a re-level.
+  // Step retry: whatever the recovery FSM's view leaves out is hidden; a changed level is a re-level,
+  // unless a switch link-down is remembered on the job's nodes (then forced in: linkDownStage).
+  const forced: LeveledFault[] = [];
   if (i.stepRetry !== undefined && current.length > 0) {
     const out = new Map(i.stepRetry(current.map(levelled)).map((r) => [faultKey(r), r]));
     const next: LeveledFault[] = [];
     for (const f of current) {
       const r = out.get(faultKey(f.fault));
+      const kept = r !== undefined && r.level !== f.level ? linkDownStage(f, current, i) : undefined;
       if (r === undefined) {
         const end = f.fault.firstSeenMs + STEP_RETRY_FAULT_WINDOW_MS + 1;
         const why = end > nowMs ? 'retry fault younger than 10 s; waiting for the step retry' : 'the recovery FSM holds the step retry (RecoverTime reported)';
         hidden.push({ record: levelled(f), by: 'step-retry', reasons: [...f.reasons, reason('step-retry', why, { code: f.fault.code, level: 'hidden' })], ...(end > nowMs ? { untilMs: end } : {}) });
+      } else if (kept !== undefined) {
+        next.push(kept.fault);
+        for (const x of kept.forced) if (!forced.some((y) => faultKey(y.fault) === faultKey(x.fault))) forced.push(x);
       } else if (r.level !== f.level) {
         const reasons = [...f.reasons, reason('step-retry', 'HCCL retry not absorbed by the step retry', { code: f.fault.code, level: r.level })];
         relevelled.push({ record: { ...f.fault, level: r.level }, by: 'step-retry', reasons, from: f.level });
         next.push({ fault: f.fault, level: r.level, reasons });
       } else next.push(f);
     }
-    current = next;
+    current = [...next, ...forced];
   }
 
   // Recover-in-place, then stress test.

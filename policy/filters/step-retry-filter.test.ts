@@ -1,6 +1,6 @@
 import type { FaultSource } from '../../vocabulary/fault-types.ts';
 import type { LeveledFault } from '../faults/fault-level.ts';
-import { isStepRetryJob, linkDownsToForceAdd, rememberLinkDowns, stepRetryVerdict, freshBusinessReports } from './step-retry-filter.ts';
+import { isStepRetryJob, linkDownRecord, linkDownsToForceAdd, rememberLinkDowns, stepRetryVerdict, freshBusinessReports } from './step-retry-filter.ts';
 
 const S = 1000;
 const lf = (code: string, firstSeenMs: number, source: FaultSource = 'npu', node = 'n1'): LeveledFault => ({
@@ -37,12 +37,18 @@ describe('step-retry filter (docs/rules.md#filter.step-retry)', () => {
     expect(stepRetryVerdict(lf('8C1F860B', 0), retry, true, 20 * S).action).toBe('pass');
   });
 
-  it('remembers device and switch link-downs for 180 s and force-adds those on the job nodes', () => {
-    let mem = rememberLinkDowns({}, [lf('81078603', 0), lf('[0x08520003,na,L2,na]', 0, 'switch', 'n2'), lf('80E01801', 0)], 0);
-    expect(Object.keys(mem).sort()).toEqual(['n1/Ascend910-0/81078603', 'n2/-/[0x08520003,na,L2,na]']);
-    mem = rememberLinkDowns(mem, [], 100 * S);
-    expect(linkDownsToForceAdd(mem, new Set(['n1']), 100 * S)).toEqual([{ node: 'n1', device: 'Ascend910-0', code: '81078603', lastSeenMs: 0 }]);
-    expect(rememberLinkDowns(mem, [], 181 * S)).toEqual({});
+  it('remembers UB switch link-downs (not device ones, as ClusterD) for 180 s or --link-down-memory-seconds; force-adds those on the job nodes', () => {
+    const sw = lf('[0x08520003,na,L2,na]', 5 * S, 'switch', 'n2').fault;
+    let mem = rememberLinkDowns({}, 'n2', [lf('81078603', 0, 'npu', 'n2').fault, sw, lf('80E01801', 0, 'npu', 'n2').fault], 10 * S);
+    expect(Object.keys(mem)).toEqual(['n2/-/[0x08520003,na,L2,na]']);
+    mem = rememberLinkDowns(mem, 'n2', [], 100 * S);
+    expect(linkDownsToForceAdd(mem, new Set(['n1']), 100 * S)).toEqual([]);
+    const [e] = linkDownsToForceAdd(mem, new Set(['n2']), 100 * S);
+    expect(e).toMatchObject({ node: 'n2', device: null, lastSeenMs: 10 * S });
+    expect(linkDownRecord(e!)).toEqual(sw);
+    expect(rememberLinkDowns(mem, 'n2', [], 191 * S)).toEqual({});
+    expect(rememberLinkDowns(mem, 'n2', [], 41 * S, 30 * S)).toEqual({});
+    expect(linkDownsToForceAdd(mem, new Set(['n2']), 41 * S, 30 * S)).toEqual([]);
   });
 
   it('business-plane reports expire after 60 s', () => {

@@ -6,12 +6,16 @@
  *   (b) the job reported a recovery at most 10 s after the fault (or before it) and either now <= RecoverTime + 30 s
  *       or it reported completion by RecoverTime + 30 s.
  * An HCCL retry fault that cannot be hidden is re-levelled to RestartBusiness unless a link-down is
- * known for the job; link-downs seen in the last 180 s (81078603 on a device, `[0x08520003,na,L2,na]`
- * on a UB switch) are force-added so relation processing (policy/faults/relation-faults.ts) sees them.
+ * known for the job: a UB switch link-down (`[0x08520003,na,L2,na]`) seen on one of its nodes in the
+ * last 180 s (--link-down-memory-seconds). Then the fault keeps its level and the link-down of its
+ * node is forced into the scheduler view again (policy/filters/fault-filters.ts), so relation
+ * processing (policy/faults/relation-faults.ts) matches it with the HCCL trigger (ClusterD's
+ * retry_fault_processor.go addRetryFault).
  * Business-plane reports older than 60 s are ignored.
  */
 import type { FilterState } from '../../schemas/escalation-state/escalation-state.ts';
 import type { LeveledFault } from '../faults/fault-level.ts';
+import { NPU_LEVELS_BY_SEVERITY, type FaultRecord, type NpuFaultLevel } from '../../vocabulary/fault-types.ts';
 import type { FilterVerdict } from './filters.ts';
 import { reason } from '../reasons.ts';
 
@@ -73,24 +77,37 @@ export function stepRetryVerdict(f: LeveledFault, job: StepRetryJob, linkDownKno
 
 export type LinkDownMemory = FilterState['linkDowns'];
 
-/** Remembers link-downs currently reported (device 81078603 and UB switch L2 link-down) for 180 s. */
-export function rememberLinkDowns(memory: LinkDownMemory, faults: readonly LeveledFault[], nowMs: number): LinkDownMemory {
+const isSwitchLinkDown = (r: FaultRecord): boolean => r.source === 'switch' && r.code.toUpperCase() === SWITCH_LINK_DOWN_CODE.toUpperCase();
+
+/**
+ * Remembers the UB switch L2 link-downs currently reported on `node` (with the record, to force it in
+ * again) and forgets any older than `windowMs` (--link-down-memory-seconds, ClusterD's 180 s). Only
+ * switch link-downs: ClusterD's device link-down memory (retry_fault_processor.go getRetryFaultDevices)
+ * is filled from faults already narrowed to UCE and HCCL codes, so it never holds one.
+ */
+export function rememberLinkDowns(memory: LinkDownMemory, node: string, records: readonly FaultRecord[], nowMs: number, windowMs: number = LINK_DOWN_MEMORY_MS): LinkDownMemory {
   const next: Record<string, LinkDownMemory[string]> = {};
-  for (const [k, v] of Object.entries(memory)) if (nowMs - v.lastSeenMs <= LINK_DOWN_MEMORY_MS) next[k] = v;
-  for (const f of faults) {
-    const code = f.fault.code.toUpperCase();
-    const isDevice = code === DEVICE_LINK_DOWN_CODE && f.fault.device !== undefined;
-    const isSwitch = f.fault.source === 'switch' && code === SWITCH_LINK_DOWN_CODE.toUpperCase();
-    if (!isDevice && !isSwitch) continue;
-    const device = isDevice ? (f.fault.device ?? null) : null;
-    next[`${f.fault.node}/${device ?? '-'}/${f.fault.code}`] = { node: f.fault.node, device, code: f.fault.code, lastSeenMs: nowMs };
+  for (const [k, v] of Object.entries(memory)) if (nowMs - v.lastSeenMs <= windowMs) next[k] = v;
+  for (const r of records) {
+    if (r.node !== node || !isSwitchLinkDown(r)) continue;
+    next[`${r.node}/-/${r.code}`] = {
+      node: r.node, device: null, code: r.code, lastSeenMs: nowMs,
+      firstSeenMs: r.firstSeenMs, level: r.level, reportedLevel: r.reportedLevel, ...(r.detail === undefined ? {} : { detail: r.detail }),
+    };
   }
   return next;
 }
 
-/** Link-downs seen in the last 180 s on the job's nodes: force-add them to the job's faults. */
-export function linkDownsToForceAdd(memory: LinkDownMemory, jobNodes: ReadonlySet<string>, nowMs: number): Array<LinkDownMemory[string]> {
+/** Link-downs seen in the last `windowMs` on these nodes, oldest key first. */
+export function linkDownsToForceAdd(memory: LinkDownMemory, jobNodes: ReadonlySet<string>, nowMs: number, windowMs: number = LINK_DOWN_MEMORY_MS): Array<LinkDownMemory[string]> {
   return Object.values(memory)
-    .filter((v) => jobNodes.has(v.node) && nowMs - v.lastSeenMs <= LINK_DOWN_MEMORY_MS)
+    .filter((v) => jobNodes.has(v.node) && nowMs - v.lastSeenMs <= windowMs)
     .sort((a, b) => (`${a.node}/${a.device ?? ''}` < `${b.node}/${b.device ?? ''}` ? -1 : 1));
 }
+
+/** The switch record a memory entry stands for (forced into the scheduler view again). */
+const npuLevel = (l: string | undefined): NpuFaultLevel => NPU_LEVELS_BY_SEVERITY.find((x) => x === l) ?? 'NotHandleFault';
+export const linkDownRecord = (e: LinkDownMemory[string]): FaultRecord => ({
+  node: e.node, source: 'switch', code: e.code, level: npuLevel(e.level), reportedLevel: e.reportedLevel ?? e.level ?? 'NotHandleFault',
+  firstSeenMs: e.firstSeenMs ?? e.lastSeenMs, ...(e.detail === undefined ? {} : { detail: e.detail }),
+});

@@ -87,6 +87,11 @@ export interface RelationCandidate {
   readonly kind: 'faultDevice' | 'faultSwitch';
   readonly atMs: number;
   readonly deadlineMs: number;
+  /**
+   * No longer reported at the last observation: it meets no trigger but a CQE (non-A3 job) and gets
+   * no default at its deadline, until it is reported again (forced in on an HCCL retry).
+   */
+  readonly gone?: true;
 }
 
 export interface RelationTrigger {
@@ -112,12 +117,23 @@ export interface RelationState {
   readonly jobs: Readonly<Record<string, RelationJobState>>;
 }
 
+export interface LinkDownEntry {
+  readonly node: string;
+  readonly device: string | null;
+  readonly code: string;
+  readonly lastSeenMs: number;
+  readonly firstSeenMs?: number;
+  readonly level?: string;
+  readonly reportedLevel?: string;
+  readonly detail?: string;
+}
+
 /** Short memories of the per-node filters (policy/filters/uce-accompany.ts, policy/filters/step-retry-filter.ts). */
 export interface FilterState {
   /** `faultKey@firstSeenMs` of an AIC/AIV fault -> decision. */
   readonly uceAccompany: Readonly<Record<string, 'drop' | 'report'>>;
-  /** `node/device/code` of a link-down (81078603 or switch L2 link-down) -> last seen. */
-  readonly linkDowns: Readonly<Record<string, { readonly node: string; readonly device: string | null; readonly code: string; readonly lastSeenMs: number }>>;
+  /** `node/device/code` of a UB switch L2 link-down -> last seen, and the record to force in again (policy/filters/step-retry-filter.ts). */
+  readonly linkDowns: Readonly<Record<string, LinkDownEntry>>;
 }
 
 export interface EscalationStateDoc {

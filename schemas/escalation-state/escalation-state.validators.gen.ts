@@ -3,7 +3,7 @@
 import type { SchemaValidator } from '../parsed.ts';
 import ajvRuntime_ucs2length from 'ajv/dist/runtime/ucs2length.js';
 export const validate: SchemaValidator = validate10;
-const schema11 = {"$id":"https://clusterd-ts/schemas/escalation-state.schema.json","title":"Persisted escalation state (our own ConfigMap; see escalation-state.ts)","type":"object","required":["version","savedAtMs","escalation","manualSeparation","relation","filters"],"additionalProperties":false,"$defs":{"ms":{"type":"integer","minimum":0,"maximum":9007199254740991},"msOrNull":{"anyOf":[{"type":"null"},{"type":"integer","minimum":0,"maximum":9007199254740991}]},"name":{"type":"string","maxLength":512},"times":{"type":"array","maxItems":200,"items":{"$ref":"#/$defs/ms"}},"codeTrack":{"type":"object","additionalProperties":false,"required":["node","device","code","baseLevel","active","instanceMs","duration","occurrences","lastFaultMs","lastRecoverMs","upgrade"],"properties":{"node":{"$ref":"#/$defs/name"},"device":{"$ref":"#/$defs/name"},"code":{"$ref":"#/$defs/name"},"baseLevel":{"$ref":"#/$defs/name"},"active":{"type":"boolean"},"instanceMs":{"$ref":"#/$defs/ms"},"duration":{"anyOf":[{"type":"null"},{"type":"object","additionalProperties":false,"required":["phase","sinceMs","escalatedAtMs"],"properties":{"phase":{"enum":["pending","timedOut","recovering"]},"sinceMs":{"$ref":"#/$defs/ms"},"escalatedAtMs":{"$ref":"#/$defs/msOrNull"}}}]},"occurrences":{"$ref":"#/$defs/times"},"lastFaultMs":{"$ref":"#/$defs/msOrNull"},"lastRecoverMs":{"$ref":"#/$defs/msOrNull"},"upgrade":{"anyOf":[{"type":"null"},{"type":"object","additionalProperties":false,"required":["level","sinceMs"],"properties":{"level":{"$ref":"#/$defs/name"},"sinceMs":{"$ref":"#/$defs/ms"}}}]}}},"pendingFault":{"type":"object","additionalProperties":false,"required":["node","device","code","atMs"],"properties":{"node":{"$ref":"#/$defs/name"},"device":{"$ref":"#/$defs/name"},"code":{"$ref":"#/$defs/name"},"atMs":{"$ref":"#/$defs/ms"}}},"separatedNpu":{"type":"object","additionalProperties":false,"required":["node","device","observedInCm","entries"],"properties":{"node":{"$ref":"#/$defs/name"},"device":{"$ref":"#/$defs/name"},"observedInCm":{"type":"boolean"},"entries":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["code","lastSeparateTimeMs"],"properties":{"code":{"$ref":"#/$defs/name"},"lastSeparateTimeMs":{"$ref":"#/$defs/ms"}}}}}},"relationJob":{"type":"object","additionalProperties":false,"required":["firstSeenMs","a3","candidates","triggers","strategies"],"properties":{"firstSeenMs":{"$ref":"#/$defs/ms"},"a3":{"type":"boolean"},"candidates":{"type":"array","items":{"$ref":"#/$defs/relationCandidate"}},"triggers":{"type":"array","items":{"$ref":"#/$defs/relationTrigger"}},"strategies":{"type":"object","additionalProperties":{"enum":["Separate","SubHealth"]}}}},"linkDown":{"type":"object","additionalProperties":false,"required":["node","device","code","lastSeenMs"],"properties":{"node":{"$ref":"#/$defs/name"},"device":{"anyOf":[{"type":"null"},{"$ref":"#/$defs/name"}]},"code":{"$ref":"#/$defs/name"},"lastSeenMs":{"$ref":"#/$defs/ms"}}},"relationCandidate":{"type":"object","additionalProperties":false,"required":["node","device","code","kind","atMs","deadlineMs"],"properties":{"node":{"$ref":"#/$defs/name"},"device":{"anyOf":[{"type":"null"},{"$ref":"#/$defs/name"}]},"code":{"$ref":"#/$defs/name"},"kind":{"enum":["faultDevice","faultSwitch"]},"atMs":{"$ref":"#/$defs/ms"},"deadlineMs":{"$ref":"#/$defs/ms"}}},"relationTrigger":{"type":"object","additionalProperties":false,"required":["node","device","code","atMs"],"properties":{"node":{"$ref":"#/$defs/name"},"device":{"anyOf":[{"type":"null"},{"$ref":"#/$defs/name"}]},"code":{"$ref":"#/$defs/name"},"atMs":{"$ref":"#/$defs/ms"}}}},"properties":{"version":{"const":1},"savedAtMs":{"$ref":"#/$defs/ms"},"escalation":{"type":"object","additionalProperties":false,"required":["tracks"],"properties":{"tracks":{"type":"object","additionalProperties":{"$ref":"#/$defs/codeTrack"}}}},"manualSeparation":{"type":"object","additionalProperties":false,"required":["lastSeen","pending","counters","separated"],"properties":{"lastSeen":{"type":"object","additionalProperties":{"$ref":"#/$defs/ms"}},"pending":{"type":"object","additionalProperties":{"type":"object","additionalProperties":false,"required":["windowStartMs","faults"],"properties":{"windowStartMs":{"$ref":"#/$defs/ms"},"faults":{"type":"array","items":{"$ref":"#/$defs/pendingFault"}}}}},"counters":{"type":"object","additionalProperties":{"$ref":"#/$defs/times"}},"separated":{"type":"object","additionalProperties":{"$ref":"#/$defs/separatedNpu"}}}},"relation":{"type":"object","additionalProperties":false,"required":["jobs"],"properties":{"jobs":{"type":"object","additionalProperties":{"$ref":"#/$defs/relationJob"}}}},"filters":{"type":"object","additionalProperties":false,"required":["uceAccompany","linkDowns"],"properties":{"uceAccompany":{"type":"object","additionalProperties":{"enum":["drop","report"]}},"linkDowns":{"type":"object","additionalProperties":{"$ref":"#/$defs/linkDown"}}}}}};
+const schema11 = {"$id":"https://clusterd-ts/schemas/escalation-state.schema.json","title":"Persisted escalation state (our own ConfigMap; see escalation-state.ts)","type":"object","required":["version","savedAtMs","escalation","manualSeparation","relation","filters"],"additionalProperties":false,"$defs":{"ms":{"type":"integer","minimum":0,"maximum":9007199254740991},"msOrNull":{"anyOf":[{"type":"null"},{"type":"integer","minimum":0,"maximum":9007199254740991}]},"name":{"type":"string","maxLength":512},"times":{"type":"array","maxItems":200,"items":{"$ref":"#/$defs/ms"}},"codeTrack":{"type":"object","additionalProperties":false,"required":["node","device","code","baseLevel","active","instanceMs","duration","occurrences","lastFaultMs","lastRecoverMs","upgrade"],"properties":{"node":{"$ref":"#/$defs/name"},"device":{"$ref":"#/$defs/name"},"code":{"$ref":"#/$defs/name"},"baseLevel":{"$ref":"#/$defs/name"},"active":{"type":"boolean"},"instanceMs":{"$ref":"#/$defs/ms"},"duration":{"anyOf":[{"type":"null"},{"type":"object","additionalProperties":false,"required":["phase","sinceMs","escalatedAtMs"],"properties":{"phase":{"enum":["pending","timedOut","recovering"]},"sinceMs":{"$ref":"#/$defs/ms"},"escalatedAtMs":{"$ref":"#/$defs/msOrNull"}}}]},"occurrences":{"$ref":"#/$defs/times"},"lastFaultMs":{"$ref":"#/$defs/msOrNull"},"lastRecoverMs":{"$ref":"#/$defs/msOrNull"},"upgrade":{"anyOf":[{"type":"null"},{"type":"object","additionalProperties":false,"required":["level","sinceMs"],"properties":{"level":{"$ref":"#/$defs/name"},"sinceMs":{"$ref":"#/$defs/ms"}}}]}}},"pendingFault":{"type":"object","additionalProperties":false,"required":["node","device","code","atMs"],"properties":{"node":{"$ref":"#/$defs/name"},"device":{"$ref":"#/$defs/name"},"code":{"$ref":"#/$defs/name"},"atMs":{"$ref":"#/$defs/ms"}}},"separatedNpu":{"type":"object","additionalProperties":false,"required":["node","device","observedInCm","entries"],"properties":{"node":{"$ref":"#/$defs/name"},"device":{"$ref":"#/$defs/name"},"observedInCm":{"type":"boolean"},"entries":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["code","lastSeparateTimeMs"],"properties":{"code":{"$ref":"#/$defs/name"},"lastSeparateTimeMs":{"$ref":"#/$defs/ms"}}}}}},"relationJob":{"type":"object","additionalProperties":false,"required":["firstSeenMs","a3","candidates","triggers","strategies"],"properties":{"firstSeenMs":{"$ref":"#/$defs/ms"},"a3":{"type":"boolean"},"candidates":{"type":"array","items":{"$ref":"#/$defs/relationCandidate"}},"triggers":{"type":"array","items":{"$ref":"#/$defs/relationTrigger"}},"strategies":{"type":"object","additionalProperties":{"enum":["Separate","SubHealth"]}}}},"linkDown":{"type":"object","additionalProperties":false,"required":["node","device","code","lastSeenMs"],"properties":{"node":{"$ref":"#/$defs/name"},"device":{"anyOf":[{"type":"null"},{"$ref":"#/$defs/name"}]},"code":{"$ref":"#/$defs/name"},"lastSeenMs":{"$ref":"#/$defs/ms"},"firstSeenMs":{"$ref":"#/$defs/ms"},"level":{"$ref":"#/$defs/name"},"reportedLevel":{"$ref":"#/$defs/name"},"detail":{"type":"string","maxLength":512}}},"relationCandidate":{"type":"object","additionalProperties":false,"required":["node","device","code","kind","atMs","deadlineMs"],"properties":{"node":{"$ref":"#/$defs/name"},"device":{"anyOf":[{"type":"null"},{"$ref":"#/$defs/name"}]},"code":{"$ref":"#/$defs/name"},"kind":{"enum":["faultDevice","faultSwitch"]},"atMs":{"$ref":"#/$defs/ms"},"deadlineMs":{"$ref":"#/$defs/ms"},"gone":{"const":true}}},"relationTrigger":{"type":"object","additionalProperties":false,"required":["node","device","code","atMs"],"properties":{"node":{"$ref":"#/$defs/name"},"device":{"anyOf":[{"type":"null"},{"$ref":"#/$defs/name"}]},"code":{"$ref":"#/$defs/name"},"atMs":{"$ref":"#/$defs/ms"}}}},"properties":{"version":{"const":1},"savedAtMs":{"$ref":"#/$defs/ms"},"escalation":{"type":"object","additionalProperties":false,"required":["tracks"],"properties":{"tracks":{"type":"object","additionalProperties":{"$ref":"#/$defs/codeTrack"}}}},"manualSeparation":{"type":"object","additionalProperties":false,"required":["lastSeen","pending","counters","separated"],"properties":{"lastSeen":{"type":"object","additionalProperties":{"$ref":"#/$defs/ms"}},"pending":{"type":"object","additionalProperties":{"type":"object","additionalProperties":false,"required":["windowStartMs","faults"],"properties":{"windowStartMs":{"$ref":"#/$defs/ms"},"faults":{"type":"array","items":{"$ref":"#/$defs/pendingFault"}}}}},"counters":{"type":"object","additionalProperties":{"$ref":"#/$defs/times"}},"separated":{"type":"object","additionalProperties":{"$ref":"#/$defs/separatedNpu"}}}},"relation":{"type":"object","additionalProperties":false,"required":["jobs"],"properties":{"jobs":{"type":"object","additionalProperties":{"$ref":"#/$defs/relationJob"}}}},"filters":{"type":"object","additionalProperties":false,"required":["uceAccompany","linkDowns"],"properties":{"uceAccompany":{"type":"object","additionalProperties":{"enum":["drop","report"]}},"linkDowns":{"type":"object","additionalProperties":{"$ref":"#/$defs/linkDown"}}}}}};
 const schema12 = {"type":"integer","minimum":0,"maximum":9007199254740991};
 const schema13 = {"type":"object","additionalProperties":false,"required":["node","device","code","baseLevel","active","instanceMs","duration","occurrences","lastFaultMs","lastRecoverMs","upgrade"],"properties":{"node":{"$ref":"#/$defs/name"},"device":{"$ref":"#/$defs/name"},"code":{"$ref":"#/$defs/name"},"baseLevel":{"$ref":"#/$defs/name"},"active":{"type":"boolean"},"instanceMs":{"$ref":"#/$defs/ms"},"duration":{"anyOf":[{"type":"null"},{"type":"object","additionalProperties":false,"required":["phase","sinceMs","escalatedAtMs"],"properties":{"phase":{"enum":["pending","timedOut","recovering"]},"sinceMs":{"$ref":"#/$defs/ms"},"escalatedAtMs":{"$ref":"#/$defs/msOrNull"}}}]},"occurrences":{"$ref":"#/$defs/times"},"lastFaultMs":{"$ref":"#/$defs/msOrNull"},"lastRecoverMs":{"$ref":"#/$defs/msOrNull"},"upgrade":{"anyOf":[{"type":"null"},{"type":"object","additionalProperties":false,"required":["level","sinceMs"],"properties":{"level":{"$ref":"#/$defs/name"},"sinceMs":{"$ref":"#/$defs/ms"}}}]}}};
 const schema14 = {"type":"string","maxLength":512};
@@ -1167,7 +1167,7 @@ return errors === 0;
 }
 
 const schema39 = {"type":"object","additionalProperties":false,"required":["firstSeenMs","a3","candidates","triggers","strategies"],"properties":{"firstSeenMs":{"$ref":"#/$defs/ms"},"a3":{"type":"boolean"},"candidates":{"type":"array","items":{"$ref":"#/$defs/relationCandidate"}},"triggers":{"type":"array","items":{"$ref":"#/$defs/relationTrigger"}},"strategies":{"type":"object","additionalProperties":{"enum":["Separate","SubHealth"]}}}};
-const schema41 = {"type":"object","additionalProperties":false,"required":["node","device","code","kind","atMs","deadlineMs"],"properties":{"node":{"$ref":"#/$defs/name"},"device":{"anyOf":[{"type":"null"},{"$ref":"#/$defs/name"}]},"code":{"$ref":"#/$defs/name"},"kind":{"enum":["faultDevice","faultSwitch"]},"atMs":{"$ref":"#/$defs/ms"},"deadlineMs":{"$ref":"#/$defs/ms"}}};
+const schema41 = {"type":"object","additionalProperties":false,"required":["node","device","code","kind","atMs","deadlineMs"],"properties":{"node":{"$ref":"#/$defs/name"},"device":{"anyOf":[{"type":"null"},{"$ref":"#/$defs/name"}]},"code":{"$ref":"#/$defs/name"},"kind":{"enum":["faultDevice","faultSwitch"]},"atMs":{"$ref":"#/$defs/ms"},"deadlineMs":{"$ref":"#/$defs/ms"},"gone":{"const":true}}};
 
 function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -1182,7 +1182,7 @@ return false;
 else {
 const _errs1 = errors;
 for(const key0 in data){
-if(!((((((key0 === "node") || (key0 === "device")) || (key0 === "code")) || (key0 === "kind")) || (key0 === "atMs")) || (key0 === "deadlineMs"))){
+if(!(((((((key0 === "node") || (key0 === "device")) || (key0 === "code")) || (key0 === "kind")) || (key0 === "atMs")) || (key0 === "deadlineMs")) || (key0 === "gone"))){
 validate21.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
@@ -1377,6 +1377,19 @@ var valid0 = _errs19 === errors;
 }
 else {
 var valid0 = true;
+}
+if(valid0){
+if(data.gone !== undefined){
+const _errs22 = errors;
+if(true !== data.gone){
+validate21.errors = [{instancePath:instancePath+"/gone",schemaPath:"#/properties/gone/const",keyword:"const",params:{allowedValue: true},message:"must be equal to constant"}];
+return false;
+}
+var valid0 = _errs22 === errors;
+}
+else {
+var valid0 = true;
+}
 }
 }
 }
@@ -1745,7 +1758,7 @@ validate20.errors = vErrors;
 return errors === 0;
 }
 
-const schema52 = {"type":"object","additionalProperties":false,"required":["node","device","code","lastSeenMs"],"properties":{"node":{"$ref":"#/$defs/name"},"device":{"anyOf":[{"type":"null"},{"$ref":"#/$defs/name"}]},"code":{"$ref":"#/$defs/name"},"lastSeenMs":{"$ref":"#/$defs/ms"}}};
+const schema52 = {"type":"object","additionalProperties":false,"required":["node","device","code","lastSeenMs"],"properties":{"node":{"$ref":"#/$defs/name"},"device":{"anyOf":[{"type":"null"},{"$ref":"#/$defs/name"}]},"code":{"$ref":"#/$defs/name"},"lastSeenMs":{"$ref":"#/$defs/ms"},"firstSeenMs":{"$ref":"#/$defs/ms"},"level":{"$ref":"#/$defs/name"},"reportedLevel":{"$ref":"#/$defs/name"},"detail":{"type":"string","maxLength":512}}};
 
 function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -1760,7 +1773,7 @@ return false;
 else {
 const _errs1 = errors;
 for(const key0 in data){
-if(!((((key0 === "node") || (key0 === "device")) || (key0 === "code")) || (key0 === "lastSeenMs"))){
+if(!((((((((key0 === "node") || (key0 === "device")) || (key0 === "code")) || (key0 === "lastSeenMs")) || (key0 === "firstSeenMs")) || (key0 === "level")) || (key0 === "reportedLevel")) || (key0 === "detail"))){
 validate26.errors = [{instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"}];
 return false;
 break;
@@ -1914,6 +1927,103 @@ var valid0 = _errs15 === errors;
 }
 else {
 var valid0 = true;
+}
+if(valid0){
+if(data.firstSeenMs !== undefined){
+let data4 = data.firstSeenMs;
+const _errs18 = errors;
+const _errs19 = errors;
+if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
+validate26.errors = [{instancePath:instancePath+"/firstSeenMs",schemaPath:"#/$defs/ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+return false;
+}
+if(errors === _errs19){
+if((typeof data4 == "number") && (isFinite(data4))){
+if(data4 > 9007199254740991 || isNaN(data4)){
+validate26.errors = [{instancePath:instancePath+"/firstSeenMs",schemaPath:"#/$defs/ms/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"}];
+return false;
+}
+else {
+if(data4 < 0 || isNaN(data4)){
+validate26.errors = [{instancePath:instancePath+"/firstSeenMs",schemaPath:"#/$defs/ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs18 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.level !== undefined){
+let data5 = data.level;
+const _errs21 = errors;
+const _errs22 = errors;
+if(errors === _errs22){
+if(typeof data5 === "string"){
+if(func3(data5) > 512){
+validate26.errors = [{instancePath:instancePath+"/level",schemaPath:"#/$defs/name/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"}];
+return false;
+}
+}
+else {
+validate26.errors = [{instancePath:instancePath+"/level",schemaPath:"#/$defs/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs21 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.reportedLevel !== undefined){
+let data6 = data.reportedLevel;
+const _errs24 = errors;
+const _errs25 = errors;
+if(errors === _errs25){
+if(typeof data6 === "string"){
+if(func3(data6) > 512){
+validate26.errors = [{instancePath:instancePath+"/reportedLevel",schemaPath:"#/$defs/name/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"}];
+return false;
+}
+}
+else {
+validate26.errors = [{instancePath:instancePath+"/reportedLevel",schemaPath:"#/$defs/name/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs24 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.detail !== undefined){
+let data7 = data.detail;
+const _errs27 = errors;
+if(errors === _errs27){
+if(typeof data7 === "string"){
+if(func3(data7) > 512){
+validate26.errors = [{instancePath:instancePath+"/detail",schemaPath:"#/properties/detail/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"}];
+return false;
+}
+}
+else {
+validate26.errors = [{instancePath:instancePath+"/detail",schemaPath:"#/properties/detail/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+}
+var valid0 = _errs27 === errors;
+}
+else {
+var valid0 = true;
+}
+}
+}
+}
 }
 }
 }

@@ -62,6 +62,8 @@ export interface Scenario {
   readonly steps: readonly Step[];
   /** clusterd-ts flags for this scenario (default: none, production defaults). */
   readonly ourFlags?: readonly string[];
+  /** ClusterD's relation-fault files for both sides (SideOptions.relationFiles): shorter windows. */
+  readonly relationFiles?: Readonly<Record<string, string>>;
 }
 
 export interface StepResult {
@@ -120,7 +122,7 @@ export async function runScenario(scenario: Scenario, opts: Partial<SideOptions>
   const world = new World(scenario.nodes);
   const inputs = new Set<string>();
   const window = (): TimeWindow => ({ fromMs: t0, toMs: Date.now(), inputs });
-  const sides = await startSides({ workRoot: opts.workRoot ?? (await import('node:os')).tmpdir(), ourFlags: scenario.ourFlags ?? opts.ourFlags });
+  const sides = await startSides({ workRoot: opts.workRoot ?? (await import('node:os')).tmpdir(), ourFlags: scenario.ourFlags ?? opts.ourFlags, ...(scenario.relationFiles === undefined ? {} : { relationFiles: scenario.relationFiles }) });
   timings.control_planes_ms = Date.now() - t0;
   const both: [Side, Side] = [sides.clusterd, sides.ours];
   const context = (s: Side): SideContext => ({ side: s.name, admin: s.admin, get grpcTarget() { return s.grpcTarget(); }, records: new Map(), state: new Map(), cleanups: [] });

@@ -5,6 +5,7 @@
  * runs it (`node main.ts`, the bench's ControllerProcess). Both sides get the same prerequisites
  * (clusterd.yaml's namespaces, clusterd-config-cm, ServiceAccount and RBAC).
  */
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { randomBytes } from 'node:crypto';
@@ -38,6 +39,11 @@ export interface SideOptions {
    * real-stack differential test); default none, the scenario writes every object itself.
    */
   readonly controlPlane?: Pick<ControlPlaneOptions, 'kwok' | 'volcano' | 'auditPolicy'>;
+  /**
+   * ClusterD's relation-fault files (relationFaultCustomization.json, faultDuration.json) in place of
+   * the shipped ones: ClusterD reads them from /home/hwMindX, ours from --relation-fault-config-dir.
+   */
+  readonly relationFiles?: Readonly<Record<string, string>>;
 }
 
 /** Volcano is installed wherever ClusterD runs (it checks the PodGroup CRD at start): its namespace too. */
@@ -60,10 +66,11 @@ export class ClusterdSide implements Side {
   readonly admin: HttpKubeClient;
   private peer: ClusterdPeer | undefined;
   private readonly workDir: string;
-  constructor(cp: ControlPlane, admin: HttpKubeClient, workDir: string) { this.cp = cp; this.admin = admin; this.workDir = workDir; }
+  private readonly files: Readonly<Record<string, string>>;
+  constructor(cp: ControlPlane, admin: HttpKubeClient, workDir: string, files: Readonly<Record<string, string>> = {}) { this.cp = cp; this.admin = admin; this.workDir = workDir; this.files = files; }
   async startController(): Promise<number> {
     const t = Date.now();
-    this.peer = await ClusterdPeer.start(this.admin, { controlPlane: this.cp.info(), workDir: join(this.workDir, 'clusterd') });
+    this.peer = await ClusterdPeer.start(this.admin, { controlPlane: this.cp.info(), workDir: join(this.workDir, 'clusterd'), hwMindXFiles: this.files });
     return Date.now() - t;
   }
   async restartController(): Promise<number> {
@@ -119,6 +126,14 @@ export class OurSide implements Side {
   logTail(): string { return this.proc?.logTail(40) ?? ''; }
 }
 
+/** The same relation files for ours: written to `dir`, named by --relation-fault-config-dir. */
+function relationFlag(dir: string, files: Readonly<Record<string, string>> | undefined): string[] {
+  if (files === undefined || Object.keys(files).length === 0) return [];
+  mkdirSync(dir, { recursive: true });
+  for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+  return [`--relation-fault-config-dir=${dir}`];
+}
+
 /** Both control planes, started side by side (the controllers are started by the runner). */
 export async function startSides(opts: SideOptions): Promise<{ clusterd: ClusterdSide; ours: OurSide }> {
   ensureClusterdBinary(); // fail before any process starts when ClusterD cannot be built
@@ -133,8 +148,8 @@ export async function startSides(opts: SideOptions): Promise<{ clusterd: Cluster
     throw (a.status === 'rejected' ? a.reason : (b as PromiseRejectedResult).reason) as Error;
   }
   return {
-    clusterd: new ClusterdSide(a.value.cp, a.value.admin, join(root, 'clusterd')),
-    ours: new OurSide(b.value.cp, b.value.admin, join(root, 'ours'), opts.ourFlags ?? []),
+    clusterd: new ClusterdSide(a.value.cp, a.value.admin, join(root, 'clusterd'), opts.relationFiles),
+    ours: new OurSide(b.value.cp, b.value.admin, join(root, 'ours'), [...(opts.ourFlags ?? []), ...relationFlag(join(root, 'ours-relation'), opts.relationFiles)]),
   };
 }
 

@@ -145,7 +145,7 @@ function allFeatureValues(ns: string, leaseNs: string): Record<string, unknown> 
       decisionHistoryPerJob: 20, decisionHistoryMaxRecords: 900, decisionHistoryTtlHours: 48,
       clusterInfoRefreshAnnotation: true, nodeTaints: true, nodeTaintHoldSeconds: 30, refuseMalformedJobIdentity: false, devicePluginRules: true, trustPodNpuAnnotations: true, persistPolicyState: false,
       breakerWindowSeconds: 300, breakerDomainNodes: 4, breakerDomainChips: 16, breakerDomainJobs: 8, breakerClusterNodes: 80, breakerClusterChips: 320,
-      breakerClusterJobs: 100, breakerAutoResetSeconds: 3600, breakerDomainLabel: 'example.com/rack', flapDampingSeconds: 60, flapDampingRecoveries: 3, flapDampingWindowSeconds: 120,
+      breakerClusterJobs: 100, breakerAutoResetSeconds: 3600, breakerDomainLabel: 'example.com/rack', linkDownMemorySeconds: 60, relationFaultConfigDir: '/etc/clusterd-relation', flapDampingSeconds: 60, flapDampingRecoveries: 3, flapDampingWindowSeconds: 120,
       clusterSystemNamespace: `${ns}-cs`, pingmesh: false, pingmeshCheckIntervalMs: 1000, maxPublicFaults: 1000, publicFaultNamespaces: 'ascend-senders,mindx-dl', publicFaultUnknownNodes: true, outputLimits: false, maxSeriesPerMetric: 200, kubeconfig: '/etc/clusterd-ts/kubeconfig/config', extraArgs: ['--log-level=warn'],
     },
     networkPolicy: {
@@ -373,7 +373,7 @@ describe('helm chart charts/clusterd-ts: rendering', () => {
       decisionHistoryPerJob: 20, decisionHistoryMaxRecords: 900, decisionHistoryTtlHours: 48,
       clusterInfoRefreshAnnotation: true, nodeTaints: true, nodeTaintHoldSeconds: 30, refuseMalformedJobIdentity: false, devicePluginRules: true, trustPodNpuAnnotations: true, persistPolicyState: false,
       breakerWindowSeconds: 300, breakerDomainNodes: 4, breakerDomainChips: 16, breakerDomainJobs: 8, breakerClusterNodes: 80, breakerClusterChips: 320,
-      breakerClusterJobs: 100, breakerAutoResetSeconds: 3600, breakerDomainLabel: 'example.com/rack', flapDampingSeconds: 60, flapDampingRecoveries: 3, flapDampingWindowSeconds: 120,
+      breakerClusterJobs: 100, breakerAutoResetSeconds: 3600, breakerDomainLabel: 'example.com/rack', linkDownMemorySeconds: 60, relationFaultConfigDir: '/etc/clusterd-relation', flapDampingSeconds: 60, flapDampingRecoveries: 3, flapDampingWindowSeconds: 120,
       clusterSystemNamespace: `${ns}-cs`, pingmesh: false, pingmeshCheckIntervalMs: 1000, maxPublicFaults: 1000, publicFaultNamespaces: 'ascend-senders,mindx-dl', publicFaultUnknownNodes: true, outputLimits: false, maxSeriesPerMetric: 200, nodeName: 'node-a',
     };
     expect(Object.keys(want).sort()).toEqual(FLAG_LIST.map(([f]) => camel(f)).sort());

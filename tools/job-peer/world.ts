@@ -32,7 +32,8 @@ async function ensureNamespace(client: KubeClient, name: string): Promise<void> 
   }
 }
 
-export async function startWorld(client: KubeClient, opts: { nodes: number; prefix?: string }): Promise<World> {
+/** `superPodId`: an A3 super-pod, its nodes at ServerIndex 0.. (device-info SuperPodID, SwitchInfoCfg). */
+export async function startWorld(client: KubeClient, opts: { nodes: number; prefix?: string; superPodId?: number }): Promise<World> {
   for (const ns of ['mindx-dl', 'kube-system', 'volcano-system', 'cluster-system']) await ensureNamespace(client, ns);
   const id = randomBytes(3).toString('hex');
   const ns = `${opts.prefix ?? 'jobs'}-${id}`;
@@ -44,7 +45,7 @@ export async function startWorld(client: KubeClient, opts: { nodes: number; pref
   // run here) lifts it once the node is Ready. Do its job, so pods need no blanket toleration and
   // our own isolation taints keep their meaning.
   for (const n of nodes) await client.patch(paths.node(n), { spec: { taints: null } }, 'merge');
-  const dp = new DevicePluginSimulator(client, { nodes: nodes.map((name) => ({ name })), minWriteIntervalMs: 100 });
+  const dp = new DevicePluginSimulator(client, { nodes: nodes.map((name, i) => ({ name, ...(opts.superPodId === undefined ? {} : { superPodId: opts.superPodId, serverIndex: i }) })), minWriteIntervalMs: 100 });
   await dp.init();
   const allocator = new NpuAllocator(client, {
     namespace: ns,

@@ -131,6 +131,8 @@ downward API provides (--grpc-host <- POD_IP, --node-name <- NODE_NAME) are only
 - {{ printf "--flap-damping-recoveries=%d" (int64 $c.flapDampingRecoveries) | quote }}
 - {{ printf "--flap-damping-window-seconds=%d" (int64 $c.flapDampingWindowSeconds) | quote }}
 - {{ printf "--breaker-domain-label=%s" $c.breakerDomainLabel | quote }}
+- {{ printf "--link-down-memory-seconds=%d" (int64 $c.linkDownMemorySeconds) | quote }}
+- {{ printf "--relation-fault-config-dir=%s" $c.relationFaultConfigDir | quote }}
 - {{ printf "--device-plugin-rules=%t" $c.devicePluginRules | quote }}
 - {{ printf "--trust-pod-npu-annotations=%t" $c.trustPodNpuAnnotations | quote }}
 - {{ printf "--persist-policy-state=%t" $c.persistPolicyState | quote }}
