@@ -11,6 +11,7 @@ import { BUSINESS_REPORT_EXPIRY_MS, type StepRetryJob } from '../policy/filters/
 import type { Logger } from '../telemetry/logger.ts';
 import type { RetryReport } from '../policy/recovery/recovery-feed.ts';
 import type { JobCommand, JobFsm } from './recovery-job.ts';
+import type { RecoveryMemory } from '../reconcilers/recovery-state.reconciler.ts';
 
 /** Per job: the step retry in flight (ranks held back) and when it was reported done. */
 export interface StepRetryHold {
@@ -22,7 +23,7 @@ export interface StepRetryHold {
 export interface MemoryCommandDeps {
   readonly log: Logger;
   readonly now: () => number;
-  /** Persist the job's state now and wait for the write. */
+  /** Persist the job's state (this memory with it) now and wait for the write. */
   readonly persistNow: (job: JobFsm) => Promise<void>;
   /** The job's fault picture changed (re-feed it). */
   readonly touch: (job: JobFsm) => void;
@@ -65,6 +66,18 @@ export class MemoryCommands {
     return fresh;
   }
 
+  /** What a stored state keeps of the job (reconcilers/recovery-state.reconciler.ts `memory`). */
+  snapshot(jobId: string): RecoveryMemory {
+    const hold = this.holds.get(jobId);
+    return { ...(hold === undefined ? {} : { hold }), reports: this.retryReports(jobId) };
+  }
+
+  /** A restored job's memory (a restart or a failover, docs/rules.md#recover.resume). */
+  restore(jobId: string, m: RecoveryMemory | undefined): void {
+    if (m?.hold !== undefined) this.holds.set(jobId, { ...m.hold, rankIds: [...m.hold.rankIds] });
+    if (m !== undefined && m.reports.length > 0) this.reports.set(jobId, [...m.reports]);
+  }
+
   forget(jobId: string): void {
     this.holds.delete(jobId);
     this.reports.delete(jobId);
@@ -84,6 +97,7 @@ export class MemoryCommands {
         } else this.holds.delete(id);
         this.d.log.info('step-retry hold', { job: job.target.key, ranks: cmd.rankIds, hold: cmd.hold, completed: cmd.completed ?? false });
         this.d.holdChanged(job);
+        await this.d.persistNow(job);
         return true;
       }
       case 'forwardRetryFaults': {
@@ -95,6 +109,7 @@ export class MemoryCommands {
         // The reports are inputs of the job's scheduler view (step retry's RecoverTime, docs/rules.md#filter.uce-accompany's
         // business UCEs): re-announce its nodes, and again when the step-retry window ends.
         this.d.holdChanged(job);
+        await this.d.persistNow(job);
         return true;
       }
       case 'publishFaultJobInfo':

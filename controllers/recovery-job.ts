@@ -56,7 +56,12 @@ export interface JobFsmDeps {
   readonly commands: { add(jobId: string): void };
   /** Tries of a command before its failure reaches the FSM (default 1). */
   readonly tries?: (c: JobCommand) => number;
-  readonly persist: (job: JobFsm) => void;
+  /**
+   * Stores the job's state; resolves once it is stored (or the store stopped waiting). A command runs
+   * only after the state of the step that issued it is stored, so a controller that dies after a
+   * signal went out never restores the state from before it (and sends it again).
+   */
+  readonly persist: (job: JobFsm) => Promise<void> | void;
   readonly log: Logger;
   /** The controller clock's scheduler (runtime/clock.ts): the FSMs' timers. */
   readonly scheduler: SchedulerLike;
@@ -92,6 +97,13 @@ export class JobFsm {
   private started = false;
   /** `accepted` of the last step taken. */
   private lastAccepted = false;
+  /** The store's write of the newest state handed to `persist`. */
+  private saved: Promise<void> = Promise.resolve();
+  /**
+   * Restored from the state store (a restart or a failover) and its TaskD not subscribed again yet,
+   * until this time (scheduler ms): signals wait for the client (docs/rules.md#recover.resume).
+   */
+  private resumeUntilMs: number | undefined;
 
   constructor(target: RecoveryJobTarget, recovery: RecoveryState, hotSwitch: HotSwitchState, d: JobFsmDeps) {
     this.target = target;
@@ -117,6 +129,25 @@ export class JobFsm {
   /** The uuid keep-alives carry: the hot switch's while it runs, else the recovery's. */
   currentUuid(): string {
     return hotSwitchIdle(this.hotSwitch) ? this.recovery.uuid : this.hotSwitch.uuid;
+  }
+
+  /**
+   * The state was restored (a restart or a failover): the client's next subscription resumes the
+   * FSMs instead of resetting them, and signals wait for it at most `waitMs` (docs/rules.md#recover.resume).
+   */
+  markResumed(waitMs: number): void {
+    this.resumeUntilMs = this.scheduler.now() + waitMs;
+  }
+
+  /**
+   * A subscription: true when it is the restored job's client coming back (the FSMs go on; held
+   * signals go out now), false for any other (ClusterD's reset applies).
+   */
+  takeResume(): boolean {
+    const resumed = this.resumeUntilMs !== undefined;
+    this.resumeUntilMs = undefined;
+    if (resumed && this.pending.length > 0) this.d.commands.add(this.jobId);
+    return resumed;
   }
 
   /** Starts both drivers (arming the timers of restored states); call once after construction. */
@@ -251,7 +282,7 @@ export class JobFsm {
     } else if (r.reasons.length > 0) {
       this.d.log.debug('fsm step', { job: this.target.key, machine, event: eventType, reasons: r.reasons });
     }
-    if (r.commands.length > 0 || moved) this.d.persist(this);
+    if (r.commands.length > 0 || moved) this.saved = Promise.resolve(this.d.persist(this));
     this.d.onStep?.(this, machine, r);
     if (io.length === 0) return;
     for (const c of io) this.pending.push({ c, tries: 0 });
@@ -271,6 +302,14 @@ export class JobFsm {
     const head = this.pending[0];
     if (head === undefined || this.stopped) return {};
     const c = head.c;
+    // A signal of a restored job waits for its client's subscription (takeResume queues the job again).
+    if (c.cmd.type === 'sendSignal' && this.resumeUntilMs !== undefined && this.stream === undefined) {
+      const left = this.resumeUntilMs - this.scheduler.now();
+      if (left > 0) return { requeueAfterMs: left };
+      this.resumeUntilMs = undefined;
+    }
+    await this.saved;
+    if (this.stopped || this.pending[0] !== head) return {};
     let ok = true;
     let error: string | undefined;
     try {
