@@ -30,6 +30,7 @@ import { ControllerLoop } from '../runtime/controller-loop.ts';
 import { TerminalError, type Outcome } from '../runtime/reconciler.ts';
 import { WorkQueue, type QueueClock } from '../runtime/work-queue.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
+import type { StoredCommand } from '../reconcilers/recovery-state.reconciler.ts';
 
 export type Machine = 'recovery' | 'hotSwitch';
 export type JobCommand =
@@ -105,12 +106,23 @@ export class JobFsm {
    */
   private resumeUntilMs: number | undefined;
 
-  constructor(target: RecoveryJobTarget, recovery: RecoveryState, hotSwitch: HotSwitchState, d: JobFsmDeps) {
+  /** `outbox`: the commands a restored state had not run yet (`outbox()` of the stored job), run first. */
+  constructor(target: RecoveryJobTarget, recovery: RecoveryState, hotSwitch: HotSwitchState, d: JobFsmDeps, outbox: readonly StoredCommand[] = []) {
     this.target = target;
     this.recovery = recovery;
     this.hotSwitch = hotSwitch;
     this.d = d;
     this.scheduler = d.scheduler;
+    // Their stream died with the process that issued them: none of them closes the next one.
+    for (const o of outbox) this.pending.push({ c: { ...o, streamId: undefined } as JobCommand, tries: 0 });
+  }
+
+  /**
+   * The commands issued and not done yet, stored with the state: a controller that dies between a
+   * step and its commands leaves them to its successor instead of losing them (docs/rules.md#recover.resume).
+   */
+  outbox(): StoredCommand[] {
+    return this.pending.map(({ c }) => ({ machine: c.machine, cmd: c.cmd }) as StoredCommand);
   }
 
   get jobId(): string {
@@ -154,6 +166,7 @@ export class JobFsm {
   start(): void {
     if (this.started || this.stopped) return;
     this.started = true;
+    if (this.pending.length > 0) this.d.commands.add(this.jobId);
     this.drivers.add(driveFsm$(this.guard('recovery', recoveryStep), this.inputs.recovery, this.recovery, this.scheduler)
       .subscribe((r) => this.stepped('recovery', r)));
     this.drivers.add(driveFsm$(this.guard('hotSwitch', hotSwitchStep), this.inputs.hotSwitch, this.hotSwitch, this.scheduler)
@@ -282,11 +295,11 @@ export class JobFsm {
     } else if (r.reasons.length > 0) {
       this.d.log.debug('fsm step', { job: this.target.key, machine, event: eventType, reasons: r.reasons });
     }
+    for (const c of io) this.pending.push({ c, tries: 0 });
+    // Stored with the commands just issued (the outbox), before any of them runs.
     if (r.commands.length > 0 || moved) this.saved = Promise.resolve(this.d.persist(this));
     this.d.onStep?.(this, machine, r);
-    if (io.length === 0) return;
-    for (const c of io) this.pending.push({ c, tries: 0 });
-    this.d.commands.add(this.jobId);
+    if (io.length > 0) this.d.commands.add(this.jobId);
   }
 
   phase(machine: Machine): string {
@@ -327,6 +340,8 @@ export class JobFsm {
     }
     if (this.stopped || this.pending[0] !== head) return {};
     this.pending.shift();
+    // Done: stored without it, so a successor does not run it again.
+    this.saved = Promise.resolve(this.d.persist(this));
     if (c.cmd.awaitResult) {
       const result = { type: 'effectResult' as const, commandId: c.cmd.id, ok, ...(error !== undefined ? { error } : {}) };
       void this.feed(c.machine === 'recovery' ? { machine: 'recovery', event: result } : { machine: 'hotSwitch', event: result });

@@ -483,7 +483,7 @@ export class RecoveryController implements RecoveryStatus {
           this.d.log.info('recover-in-place: pods reported as must exit; their faults reach the scheduler', { job: j.target.key, podRanks });
           this.d.faults.notify(this.nodesOf(j.target.key));
         },
-      });
+      }, stored?.outbox ?? []);
     this.jobs.set(jobId, job);
     this.stressNodes = undefined;
     job.start();
@@ -498,7 +498,7 @@ export class RecoveryController implements RecoveryStatus {
     if (!this.acting || job.stopped) return Promise.resolve();
     return this.store.save({
       version: 1, jobId: job.jobId, jobKey: job.target.key, registered: true, recovery: job.recovery, hotSwitch: job.hotSwitch,
-      memory: this.memory.snapshot(job.jobId), savedAtMs: this.now(),
+      memory: this.memory.snapshot(job.jobId), outbox: job.outbox(), savedAtMs: this.now(),
     });
   }
 

@@ -21,8 +21,8 @@ import { isNotFound, paths, type KubeClient } from '../runtime/kube-client.ts';
 import type { Outcome, Reconciler } from '../runtime/reconciler.ts';
 import type { WorkQueueOptions } from '../runtime/work-queue.ts';
 import type { Logger } from '../telemetry/logger.ts';
-import type { HotSwitchState } from '../policy/recovery/hot-switch-types.ts';
-import type { RecoveryState } from '../policy/recovery/recovery-types.ts';
+import type { HotSwitchCommand, HotSwitchState } from '../policy/recovery/hot-switch-types.ts';
+import type { RecoveryCommand, RecoveryState } from '../policy/recovery/recovery-types.ts';
 import type { RetryReport } from '../policy/recovery/recovery-feed.ts';
 import type { ConfigMap } from '../runtime/kube-objects.ts';
 import { isJobUid } from '../schemas/kube-names.ts';
@@ -49,8 +49,16 @@ export interface RecoveryRecord {
    * hidden UCE for a new normal fault. Absent in states stored before it existed.
    */
   readonly memory?: RecoveryMemory;
+  /**
+   * The FSM commands issued and not done yet (controllers/recovery-job.ts `outbox`), run by the
+   * successor; absent or unreadable: none.
+   */
+  readonly outbox?: readonly StoredCommand[];
   readonly savedAtMs: number;
 }
+
+/** An FSM command as stored in the outbox. */
+export type StoredCommand = { readonly machine: 'recovery'; readonly cmd: RecoveryCommand } | { readonly machine: 'hotSwitch'; readonly cmd: HotSwitchCommand };
 
 /** A job's step-retry hold and retry reports (controllers/recovery-commands.ts). */
 export interface RecoveryMemory {
@@ -100,8 +108,11 @@ export function parseRecoveryRecord(text: string | undefined): RecordParse {
     && Array.isArray((om as { isolateNodes?: unknown }).isolateNodes) && typeof (om as { rankNode?: unknown }).rankNode === 'object';
   const recovery = { ...r.recovery, pods: [], mustExitAtMs, om: omOk ? (om as RecoveryState['om']) : null };
   const memory = parseMemory(r.memory);
-  const { memory: _, ...rest } = r as RecoveryRecord;
-  return { ok: true, value: { ...rest, recovery, hotSwitch: { ...r.hotSwitch, pods: [] }, ...(memory === undefined ? {} : { memory }) } };
+  // Commands as this controller wrote them: a machine, a typed command with its id.
+  const outbox = Array.isArray(r.outbox) ? r.outbox.filter((o) => typeof o === 'object' && o !== null && ['recovery', 'hotSwitch'].includes(o.machine)
+    && typeof o.cmd === 'object' && o.cmd !== null && typeof o.cmd.type === 'string' && typeof o.cmd.id === 'number') : [];
+  const { memory: _m, outbox: _o, ...rest } = r as RecoveryRecord;
+  return { ok: true, value: { ...rest, recovery, hotSwitch: { ...r.hotSwitch, pods: [] }, outbox, ...(memory === undefined ? {} : { memory }) } };
 }
 
 /** The stored text: states without pod lists (restored from the cache). */
