@@ -29,12 +29,20 @@ export interface MemoryCommandDeps {
   readonly touch: (job: JobFsm) => void;
   /** A step-retry hold was set or released: the scheduler view of the job's faults changed. */
   readonly holdChanged: (job: JobFsm) => void;
+  /**
+   * The job's memory in its stored state (a restart or a failover): read the first time the job is
+   * asked about, so the scheduler view hides a restored step retry's UCE from the first render on,
+   * before this replica acts (docs/rules.md#recover.resume).
+   */
+  readonly stored?: (jobId: string) => RecoveryMemory | undefined;
 }
 
 export class MemoryCommands {
   private readonly d: MemoryCommandDeps;
   private readonly holds = new Map<string, StepRetryHold>();
   private readonly reports = new Map<string, RetryReport[]>();
+  /** Jobs whose stored memory was read (once each). */
+  private readonly loaded = new Set<string>();
 
   constructor(d: MemoryCommandDeps) {
     this.d = d;
@@ -48,17 +56,20 @@ export class MemoryCommands {
    * RecoverTime + 30 s, however the retry ended.
    */
   stepRetryJob(jobId: string, retryEnabled: boolean): StepRetryJob {
+    this.load(jobId);
     const reported = this.retryReports(jobId).reduce<number | undefined>((m, r) => (m === undefined || r.atMs > m ? r.atMs : m), undefined);
     const recoverTimeMs = reported ?? this.holds.get(jobId)?.recoverTimeMs;
     return { retryEnabled, ...(recoverTimeMs !== undefined ? { recoverTimeMs } : {}) };
   }
 
   hold(jobId: string): StepRetryHold | undefined {
+    this.load(jobId);
     return this.holds.get(jobId);
   }
 
   /** Fresh retry faults reported by the agent (older ones are dropped). */
   retryReports(jobId: string): RetryReport[] {
+    this.load(jobId);
     const now = this.d.now();
     const fresh = (this.reports.get(jobId) ?? []).filter((r) => now - r.atMs <= BUSINESS_REPORT_EXPIRY_MS);
     if (fresh.length === 0) this.reports.delete(jobId);
@@ -72,13 +83,18 @@ export class MemoryCommands {
     return { ...(hold === undefined ? {} : { hold }), reports: this.retryReports(jobId) };
   }
 
-  /** A restored job's memory (a restart or a failover, docs/rules.md#recover.resume). */
-  restore(jobId: string, m: RecoveryMemory | undefined): void {
-    if (m?.hold !== undefined) this.holds.set(jobId, { ...m.hold, rankIds: [...m.hold.rankIds] });
-    if (m !== undefined && m.reports.length > 0) this.reports.set(jobId, [...m.reports]);
+  /** The job's stored memory, the first time the job is asked about (a restart or a failover). */
+  private load(jobId: string): void {
+    if (this.loaded.has(jobId)) return;
+    if (this.loaded.size >= 100_000) this.loaded.clear(); // bounded; a job read again only re-reads what it stored
+    this.loaded.add(jobId);
+    const m = this.d.stored?.(jobId);
+    if (m?.hold !== undefined && !this.holds.has(jobId)) this.holds.set(jobId, { ...m.hold, rankIds: [...m.hold.rankIds] });
+    if (m !== undefined && m.reports.length > 0 && !this.reports.has(jobId)) this.reports.set(jobId, [...m.reports]);
   }
 
   forget(jobId: string): void {
+    this.loaded.add(jobId); // its stored state goes too: never read back
     this.holds.delete(jobId);
     this.reports.delete(jobId);
   }
@@ -89,6 +105,7 @@ export class MemoryCommands {
     const id = job.jobId;
     switch (cmd.type) {
       case 'setStepRetryHold': {
+        this.load(id);
         const now = this.d.now();
         if (cmd.hold) this.holds.set(id, { rankIds: [...cmd.rankIds], recoverTimeMs: now });
         else if (cmd.completed === true) {

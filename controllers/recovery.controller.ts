@@ -165,6 +165,7 @@ export class RecoveryController implements RecoveryStatus {
     this.memory = new MemoryCommands({
       log: d.log, now: this.now, persistNow: (job) => this.persist(job), touch: (job) => this.markDirty(job.target.key),
       holdChanged: (job) => this.stepRetry.holdChanged(job.target.key),
+      stored: (jobId) => this.store.get(jobId)?.memory,
     });
     this.stepRetry = new StepRetryView({
       index: { jobKeysOnNodes: (nodes) => index.jobKeysOnNodes(nodes), job: (key) => index.job(key, PLACED) },
@@ -314,8 +315,10 @@ export class RecoveryController implements RecoveryStatus {
         continue;
       }
       if (!r.registered) continue;
-      this.memory.restore(r.jobId, r.memory);
-      this.createJob(r.jobId, r)?.markResumed(RESUME_WAIT_MS);
+      const job = this.createJob(r.jobId, r);
+      job?.markResumed(RESUME_WAIT_MS);
+      // A restored step retry: its nodes looked at again now and when its window ends.
+      if (job !== undefined && (r.memory?.hold !== undefined || (r.memory?.reports.length ?? 0) > 0)) this.stepRetry.holdChanged(job.target.key);
     }
     const stressed = [...this.stressTestNodes()];
     if (stressed.length > 0) this.d.faults.notify(stressed);
