@@ -11,6 +11,7 @@ import { BUSINESS_REPORT_EXPIRY_MS, type StepRetryJob } from '../policy/filters/
 import type { Logger } from '../telemetry/logger.ts';
 import type { RetryReport } from '../policy/recovery/recovery-feed.ts';
 import type { JobCommand, JobFsm } from './recovery-job.ts';
+import type { RecoveryMemory } from '../reconcilers/recovery-state.reconciler.ts';
 
 /** Per job: the step retry in flight (ranks held back) and when it was reported done. */
 export interface StepRetryHold {
@@ -22,18 +23,26 @@ export interface StepRetryHold {
 export interface MemoryCommandDeps {
   readonly log: Logger;
   readonly now: () => number;
-  /** Persist the job's state now and wait for the write. */
+  /** Persist the job's state (this memory with it) now and wait for the write. */
   readonly persistNow: (job: JobFsm) => Promise<void>;
   /** The job's fault picture changed (re-feed it). */
   readonly touch: (job: JobFsm) => void;
   /** A step-retry hold was set or released: the scheduler view of the job's faults changed. */
   readonly holdChanged: (job: JobFsm) => void;
+  /**
+   * The job's memory in its stored state (a restart or a failover): read the first time the job is
+   * asked about, so the scheduler view hides a restored step retry's UCE from the first render on,
+   * before this replica acts (docs/rules.md#recover.resume).
+   */
+  readonly stored?: (jobId: string) => RecoveryMemory | undefined;
 }
 
 export class MemoryCommands {
   private readonly d: MemoryCommandDeps;
   private readonly holds = new Map<string, StepRetryHold>();
   private readonly reports = new Map<string, RetryReport[]>();
+  /** Jobs whose stored memory was read (once each). */
+  private readonly loaded = new Set<string>();
 
   constructor(d: MemoryCommandDeps) {
     this.d = d;
@@ -47,17 +56,20 @@ export class MemoryCommands {
    * RecoverTime + 30 s, however the retry ended.
    */
   stepRetryJob(jobId: string, retryEnabled: boolean): StepRetryJob {
+    this.load(jobId);
     const reported = this.retryReports(jobId).reduce<number | undefined>((m, r) => (m === undefined || r.atMs > m ? r.atMs : m), undefined);
     const recoverTimeMs = reported ?? this.holds.get(jobId)?.recoverTimeMs;
     return { retryEnabled, ...(recoverTimeMs !== undefined ? { recoverTimeMs } : {}) };
   }
 
   hold(jobId: string): StepRetryHold | undefined {
+    this.load(jobId);
     return this.holds.get(jobId);
   }
 
   /** Fresh retry faults reported by the agent (older ones are dropped). */
   retryReports(jobId: string): RetryReport[] {
+    this.load(jobId);
     const now = this.d.now();
     const fresh = (this.reports.get(jobId) ?? []).filter((r) => now - r.atMs <= BUSINESS_REPORT_EXPIRY_MS);
     if (fresh.length === 0) this.reports.delete(jobId);
@@ -65,7 +77,24 @@ export class MemoryCommands {
     return fresh;
   }
 
+  /** What a stored state keeps of the job (reconcilers/recovery-state.reconciler.ts `memory`). */
+  snapshot(jobId: string): RecoveryMemory {
+    const hold = this.holds.get(jobId);
+    return { ...(hold === undefined ? {} : { hold }), reports: this.retryReports(jobId) };
+  }
+
+  /** The job's stored memory, the first time the job is asked about (a restart or a failover). */
+  private load(jobId: string): void {
+    if (this.loaded.has(jobId)) return;
+    if (this.loaded.size >= 100_000) this.loaded.clear(); // bounded; a job read again only re-reads what it stored
+    this.loaded.add(jobId);
+    const m = this.d.stored?.(jobId);
+    if (m?.hold !== undefined && !this.holds.has(jobId)) this.holds.set(jobId, { ...m.hold, rankIds: [...m.hold.rankIds] });
+    if (m !== undefined && m.reports.length > 0 && !this.reports.has(jobId)) this.reports.set(jobId, [...m.reports]);
+  }
+
   forget(jobId: string): void {
+    this.loaded.add(jobId); // its stored state goes too: never read back
     this.holds.delete(jobId);
     this.reports.delete(jobId);
   }
@@ -76,6 +105,7 @@ export class MemoryCommands {
     const id = job.jobId;
     switch (cmd.type) {
       case 'setStepRetryHold': {
+        this.load(id);
         const now = this.d.now();
         if (cmd.hold) this.holds.set(id, { rankIds: [...cmd.rankIds], recoverTimeMs: now });
         else if (cmd.completed === true) {
@@ -84,6 +114,7 @@ export class MemoryCommands {
         } else this.holds.delete(id);
         this.d.log.info('step-retry hold', { job: job.target.key, ranks: cmd.rankIds, hold: cmd.hold, completed: cmd.completed ?? false });
         this.d.holdChanged(job);
+        await this.d.persistNow(job);
         return true;
       }
       case 'forwardRetryFaults': {
@@ -95,6 +126,7 @@ export class MemoryCommands {
         // The reports are inputs of the job's scheduler view (step retry's RecoverTime, docs/rules.md#filter.uce-accompany's
         // business UCEs): re-announce its nodes, and again when the step-retry window ends.
         this.d.holdChanged(job);
+        await this.d.persistNow(job);
         return true;
       }
       case 'closeSignalStream':

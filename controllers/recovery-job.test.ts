@@ -11,14 +11,24 @@ import { initialRecoveryState } from '../policy/recovery/recovery-fsm.ts';
 import { silentLogger } from '../telemetry/logger.ts';
 import { schedulerClock } from '../runtime/work-queue.ts';
 import { JobFsm, recoveryCommandLoop, type JobCommand } from './recovery-job.ts';
+import type { RecoveryState } from '../policy/recovery/recovery-types.ts';
+import type { StoredCommand } from '../reconcilers/recovery-state.reconciler.ts';
 
 const pods = [0, 1, 2].map((r) => ({ name: `w-${r}`, uid: `u-${r}`, podRank: r, phase: 'Running', npusAllocated: true }));
 
-function setUp(opts: { fail?: (c: JobCommand) => boolean; tries?: (c: JobCommand) => number } = {}) {
+interface SetUpOpts {
+  fail?: (c: JobCommand) => boolean;
+  tries?: (c: JobCommand) => number;
+  persist?: (job: JobFsm) => Promise<void> | void;
+  /** A stored job to restore (state and outbox), as a successor does. */
+  restore?: { recovery: RecoveryState; outbox: StoredCommand[] };
+}
+
+function setUp(opts: SetUpOpts = {}) {
   const vts = new VirtualTimeScheduler(VirtualAction, Infinity);
   const ran: JobCommand[] = [];
   const tried: Array<[number, string]> = [];
-  const recovery = initialRecoveryState({
+  const recovery = opts.restore?.recovery ?? initialRecoveryState({
     config: { jobId: 'u1', strategies: ['retry', 'recover', 'exit'], jobRescheduling: true, podRescheduling: false, subHealthyStrategy: 'hotSwitch', ranksPerPod: 2, waitRescheduleTimeoutS: 270 },
     pods,
   });
@@ -31,8 +41,9 @@ function setUp(opts: { fail?: (c: JobCommand) => boolean; tries?: (c: JobCommand
       ran.push(c);
       if (opts.fail?.(c) === true) throw new Error('boom');
     },
-    commands: loop.queue, ...(opts.tries === undefined ? {} : { tries: opts.tries }), persist: () => undefined, log: silentLogger, scheduler: vts,
-  });
+    commands: loop.queue, ...(opts.tries === undefined ? {} : { tries: opts.tries }), persist: opts.persist ?? (() => undefined), log: silentLogger, scheduler: vts,
+  }, opts.restore?.outbox ?? []);
+  if (opts.restore !== undefined) job.markResumed(60_000);
   job.start();
   /** Lets the command chain and the fed-back results run. */
   const settle = async (): Promise<void> => {
@@ -127,5 +138,55 @@ describe('JobFsm (one job, two FSMs)', () => {
     await t.settle();
     const close = t.ran.find((c) => c.cmd.type === 'closeSignalStream');
     expect(close?.streamId).toBe(2);
+  });
+
+  it('runs a step\'s commands only once its state is stored, and stores the commands not done (the outbox) with it', async () => {
+    let release: () => void = () => undefined;
+    const writes: Array<{ phase: string; outbox: string[] }> = [];
+    const t = setUp({
+      persist: (j) => {
+        writes.push({ phase: j.recovery.phase, outbox: j.outbox().map((o) => o.cmd.type) });
+        return new Promise<void>((r) => { release = r; });
+      },
+    });
+    await t.job.feed({ machine: 'recovery', event: { type: 'faultObserved', jobHealth: 'UnHealthy', ranks: [{ rankId: 3, faultType: '0' }] } });
+    await t.settle();
+    expect(t.ran).toEqual([]); // the state of the step is not stored yet: nothing went out
+    expect(writes.at(-1)).toEqual({ phase: 'NotifyWaitFaultFlushingState', outbox: ['setStepRetryHold', 'writeResetConfig'] });
+    for (let i = 0; i < 10; i++) { release(); await t.settle(); }
+    expect(t.types()).toEqual(['setStepRetryHold', 'writeResetConfig', 'signal:stopTrain']);
+    expect(writes.at(-1)).toEqual({ phase: 'WaitReportStopCompleteState', outbox: [] }); // stored without the commands done
+  });
+
+  it('a successor runs the restored outbox; its signals wait for the client\'s subscription (docs/rules.md#recover.resume)', async () => {
+    const first = setUp({ persist: () => new Promise<void>(() => undefined) }); // dies before anything is stored as done
+    await first.job.feed({ machine: 'recovery', event: { type: 'faultObserved', jobHealth: 'UnHealthy', ranks: [{ rankId: 3, faultType: '0' }] } });
+    await first.settle();
+    const stored = { recovery: first.job.recovery, outbox: first.job.outbox() };
+    first.job.stop();
+    const next = setUp({ restore: stored });
+    await next.settle();
+    expect(next.types()).toEqual(['setStepRetryHold', 'writeResetConfig']); // the signal waits for a stream
+    await next.advance(30_000);
+    expect(next.types()).toEqual(['setStepRetryHold', 'writeResetConfig']);
+    next.job.stream = { id: 7, client: { jobId: 'u1', role: 'taskd' }, closed: false, signal: new AbortController().signal, send: async () => true, end: () => undefined };
+    expect(next.job.takeResume()).toBe(true);
+    await next.settle();
+    expect(next.types()).toEqual(['setStepRetryHold', 'writeResetConfig', 'signal:stopTrain']);
+    expect(next.job.takeResume()).toBe(false); // one resume: a later subscription resets as ClusterD's
+  });
+
+  it('a restored job whose client does not come back within the wait sends its signals anyway (the stream is gone: they fail as ClusterD\'s)', async () => {
+    const first = setUp({ persist: () => new Promise<void>(() => undefined) });
+    await first.job.feed({ machine: 'recovery', event: { type: 'faultObserved', jobHealth: 'UnHealthy', ranks: [{ rankId: 3, faultType: '0' }] } });
+    await first.settle();
+    const stored = { recovery: first.job.recovery, outbox: first.job.outbox() };
+    first.job.stop();
+    const next = setUp({ restore: stored });
+    await next.advance(59_999);
+    expect(next.types()).not.toContain('signal:stopTrain');
+    await next.advance(1);
+    await next.advance(0);
+    expect(next.types()).toContain('signal:stopTrain');
   });
 });

@@ -30,6 +30,7 @@ import { ControllerLoop } from '../runtime/controller-loop.ts';
 import { TerminalError, type Outcome } from '../runtime/reconciler.ts';
 import { WorkQueue, type QueueClock } from '../runtime/work-queue.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
+import type { StoredCommand } from '../reconcilers/recovery-state.reconciler.ts';
 
 export type Machine = 'recovery' | 'hotSwitch';
 export type JobCommand =
@@ -56,7 +57,12 @@ export interface JobFsmDeps {
   readonly commands: { add(jobId: string): void };
   /** Tries of a command before its failure reaches the FSM (default 1). */
   readonly tries?: (c: JobCommand) => number;
-  readonly persist: (job: JobFsm) => void;
+  /**
+   * Stores the job's state; resolves once it is stored (or the store stopped waiting). A command runs
+   * only after the state of the step that issued it is stored, so a controller that dies after a
+   * signal went out never restores the state from before it (and sends it again).
+   */
+  readonly persist: (job: JobFsm) => Promise<void> | void;
   readonly log: Logger;
   /** The controller clock's scheduler (runtime/clock.ts): the FSMs' timers. */
   readonly scheduler: SchedulerLike;
@@ -92,13 +98,31 @@ export class JobFsm {
   private started = false;
   /** `accepted` of the last step taken. */
   private lastAccepted = false;
+  /** The store's write of the newest state handed to `persist`. */
+  private saved: Promise<void> = Promise.resolve();
+  /**
+   * Restored from the state store (a restart or a failover) and its TaskD not subscribed again yet,
+   * until this time (scheduler ms): signals wait for the client (docs/rules.md#recover.resume).
+   */
+  private resumeUntilMs: number | undefined;
 
-  constructor(target: RecoveryJobTarget, recovery: RecoveryState, hotSwitch: HotSwitchState, d: JobFsmDeps) {
+  /** `outbox`: the commands a restored state had not run yet (`outbox()` of the stored job), run first. */
+  constructor(target: RecoveryJobTarget, recovery: RecoveryState, hotSwitch: HotSwitchState, d: JobFsmDeps, outbox: readonly StoredCommand[] = []) {
     this.target = target;
     this.recovery = recovery;
     this.hotSwitch = hotSwitch;
     this.d = d;
     this.scheduler = d.scheduler;
+    // Their stream died with the process that issued them: none of them closes the next one.
+    for (const o of outbox) this.pending.push({ c: { ...o, streamId: undefined } as JobCommand, tries: 0 });
+  }
+
+  /**
+   * The commands issued and not done yet, stored with the state: a controller that dies between a
+   * step and its commands leaves them to its successor instead of losing them (docs/rules.md#recover.resume).
+   */
+  outbox(): StoredCommand[] {
+    return this.pending.map(({ c }) => ({ machine: c.machine, cmd: c.cmd }) as StoredCommand);
   }
 
   get jobId(): string {
@@ -119,10 +143,30 @@ export class JobFsm {
     return hotSwitchIdle(this.hotSwitch) ? this.recovery.uuid : this.hotSwitch.uuid;
   }
 
+  /**
+   * The state was restored (a restart or a failover): the client's next subscription resumes the
+   * FSMs instead of resetting them, and signals wait for it at most `waitMs` (docs/rules.md#recover.resume).
+   */
+  markResumed(waitMs: number): void {
+    this.resumeUntilMs = this.scheduler.now() + waitMs;
+  }
+
+  /**
+   * A subscription: true when it is the restored job's client coming back (the FSMs go on; held
+   * signals go out now), false for any other (ClusterD's reset applies).
+   */
+  takeResume(): boolean {
+    const resumed = this.resumeUntilMs !== undefined;
+    this.resumeUntilMs = undefined;
+    if (resumed && this.pending.length > 0) this.d.commands.add(this.jobId);
+    return resumed;
+  }
+
   /** Starts both drivers (arming the timers of restored states); call once after construction. */
   start(): void {
     if (this.started || this.stopped) return;
     this.started = true;
+    if (this.pending.length > 0) this.d.commands.add(this.jobId);
     this.drivers.add(driveFsm$(this.guard('recovery', recoveryStep), this.inputs.recovery, this.recovery, this.scheduler)
       .subscribe((r) => this.stepped('recovery', r)));
     this.drivers.add(driveFsm$(this.guard('hotSwitch', hotSwitchStep), this.inputs.hotSwitch, this.hotSwitch, this.scheduler)
@@ -251,11 +295,11 @@ export class JobFsm {
     } else if (r.reasons.length > 0) {
       this.d.log.debug('fsm step', { job: this.target.key, machine, event: eventType, reasons: r.reasons });
     }
-    if (r.commands.length > 0 || moved) this.d.persist(this);
-    this.d.onStep?.(this, machine, r);
-    if (io.length === 0) return;
     for (const c of io) this.pending.push({ c, tries: 0 });
-    this.d.commands.add(this.jobId);
+    // Stored with the commands just issued (the outbox), before any of them runs.
+    if (r.commands.length > 0 || moved) this.saved = Promise.resolve(this.d.persist(this));
+    this.d.onStep?.(this, machine, r);
+    if (io.length > 0) this.d.commands.add(this.jobId);
   }
 
   phase(machine: Machine): string {
@@ -271,6 +315,14 @@ export class JobFsm {
     const head = this.pending[0];
     if (head === undefined || this.stopped) return {};
     const c = head.c;
+    // A signal of a restored job waits for its client's subscription (takeResume queues the job again).
+    if (c.cmd.type === 'sendSignal' && this.resumeUntilMs !== undefined && this.stream === undefined) {
+      const left = this.resumeUntilMs - this.scheduler.now();
+      if (left > 0) return { requeueAfterMs: left };
+      this.resumeUntilMs = undefined;
+    }
+    await this.saved;
+    if (this.stopped || this.pending[0] !== head) return {};
     let ok = true;
     let error: string | undefined;
     try {
@@ -288,6 +340,8 @@ export class JobFsm {
     }
     if (this.stopped || this.pending[0] !== head) return {};
     this.pending.shift();
+    // Done: stored without it, so a successor does not run it again.
+    this.saved = Promise.resolve(this.d.persist(this));
     if (c.cmd.awaitResult) {
       const result = { type: 'effectResult' as const, commandId: c.cmd.id, ok, ...(error !== undefined ? { error } : {}) };
       void this.feed(c.machine === 'recovery' ? { machine: 'recovery', event: result } : { machine: 'hotSwitch', event: result });

@@ -55,6 +55,7 @@ import { StepRetryView } from './recovery-step-retry.ts';
 import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import { jobNodes } from '../policy/jobs/job-view.ts';
 import type { RecoveryStatus, ReschedulingRoleStatus } from './ports.ts';
+import { RULE } from '../vocabulary/rule-ids.ts';
 
 /** Recovery FSM edges (policy/recovery/recovery-fsm.ts reason lines `from -(event)-> to [recover.fsm #n]`) for the goodput stages. */
 const FAULT_EDGE = /^(INIT|ScaleRunningState) -\(faultOccur\)->/;
@@ -97,6 +98,12 @@ export const RECOVERY_FEED_CONTROLLER = 'recovery_feed';
  * so a forged AscendReal must not lend it another job's chips.
  */
 const PLACED: JobQuery = { placement: true };
+
+/**
+ * How long a restored job's signals wait for its TaskD to subscribe again (docs/rules.md#recover.resume):
+ * TaskD tries every second, but gRPC's reconnect backoff after a long outage can add tens of seconds.
+ */
+export const RESUME_WAIT_MS = 60_000;
 
 /** A hand-off waits at most the preExit wait plus this (signal tries: 1 s + 2 s of back-off). */
 const PRE_EXIT_SLACK_MS = 5_000;
@@ -161,6 +168,7 @@ export class RecoveryController implements RecoveryStatus {
     this.memory = new MemoryCommands({
       log: d.log, now: this.now, persistNow: (job) => this.persist(job), touch: (job) => this.markDirty(job.target.key),
       holdChanged: (job) => this.stepRetry.holdChanged(job.target.key),
+      stored: (jobId) => this.store.get(jobId)?.memory,
     });
     this.stepRetry = new StepRetryView({
       index: { jobKeysOnNodes: (nodes) => index.jobKeysOnNodes(nodes), job: (key) => index.job(key, PLACED) },
@@ -319,7 +327,11 @@ export class RecoveryController implements RecoveryStatus {
         void this.store.remove(r.jobId).catch((e: unknown) => this.d.log.warn('recovery state not removed', { jobId: r.jobId, err: String(e) }));
         continue;
       }
-      if (r.registered) this.createJob(r.jobId, r);
+      if (!r.registered) continue;
+      const job = this.createJob(r.jobId, r);
+      job?.markResumed(RESUME_WAIT_MS);
+      // A restored step retry: its nodes looked at again now and when its window ends.
+      if (job !== undefined && (r.memory?.hold !== undefined || (r.memory?.reports.length ?? 0) > 0)) this.stepRetry.holdChanged(job.target.key);
     }
     const stressed = [...this.stressTestNodes()];
     if (stressed.length > 0) this.d.faults.notify(stressed);
@@ -475,7 +487,7 @@ export class RecoveryController implements RecoveryStatus {
         },
         commands: { add: (id) => this.commandLoop?.queue.add(id) },
         tries: (c) => (isIoCommand(c.cmd) ? ioCommandTries(c.cmd) : 1),
-        persist: (j) => void this.persist(j),
+        persist: (j) => this.persist(j),
         log: this.d.log,
         scheduler: this.scheduler,
         onStep: (j, machine, r) => {
@@ -490,7 +502,7 @@ export class RecoveryController implements RecoveryStatus {
           this.d.log.info('recover-in-place: pods reported as must exit; their faults reach the scheduler', { job: j.target.key, podRanks });
           this.d.faults.notify(this.nodesOf(j.target.key));
         },
-      });
+      }, stored?.outbox ?? []);
     this.jobs.set(jobId, job);
     this.stressNodes = undefined;
     job.start();
@@ -503,7 +515,10 @@ export class RecoveryController implements RecoveryStatus {
 
   private persist(job: JobFsm): Promise<void> {
     if (!this.acting || job.stopped) return Promise.resolve();
-    return this.store.save({ version: 1, jobId: job.jobId, jobKey: job.target.key, registered: true, recovery: job.recovery, hotSwitch: job.hotSwitch, savedAtMs: this.now() });
+    return this.store.save({
+      version: 1, jobId: job.jobId, jobKey: job.target.key, registered: true, recovery: job.recovery, hotSwitch: job.hotSwitch,
+      memory: this.memory.snapshot(job.jobId), outbox: job.outbox(), savedAtMs: this.now(),
+    });
   }
 
   /**
@@ -547,7 +562,10 @@ export class RecoveryController implements RecoveryStatus {
     return 'ok';
   }
 
-  /** A (re)subscription: the job's FSMs reset (ClusterD resets its controller), signals go to `stream`. */
+  /**
+   * A (re)subscription: the job's FSMs reset (ClusterD resets its controller), signals go to `stream`;
+   * the first one of a job restored after a restart or failover resumes them instead (docs/rules.md#recover.resume).
+   */
   attach(jobId: string, stream: SignalStream<ProcessManageSignal>): { currentUuid(): string; onClose(reason: StreamCloseReason): void } {
     const job = this.jobs.get(jobId);
     if (job === undefined) {
@@ -555,8 +573,10 @@ export class RecoveryController implements RecoveryStatus {
       return { currentUuid: () => '', onClose: () => undefined };
     }
     job.stream = stream;
-    void job.feed({ machine: 'recovery', event: { type: 'clientSubscribed' } });
-    void job.feed({ machine: 'hotSwitch', event: { type: 'clientSubscribed' } });
+    const resumed = job.takeResume();
+    if (resumed) this.d.log.info('restored job: its client subscribed again; the FSMs go on', { job: job.target.key, jobId, rule: RULE.recover.resume, recovery: job.recovery.phase, hotSwitch: job.hotSwitch.phase });
+    void job.feed({ machine: 'recovery', event: { type: 'clientSubscribed', resumed } });
+    void job.feed({ machine: 'hotSwitch', event: { type: 'clientSubscribed', resumed } });
     return {
       currentUuid: () => job.currentUuid(),
       onClose: (reason) => {

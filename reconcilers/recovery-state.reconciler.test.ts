@@ -68,6 +68,24 @@ describe('recovery state record', () => {
     const broken = parseRecoveryRecord(JSON.stringify(old));
     expect(broken.ok && broken.value.recovery.om).toBeNull();
   });
+
+  it('the step retry\'s memory and the commands not done survive the round trip (docs/rules.md#recover.resume); junk entries are dropped', () => {
+    const memory = { hold: { rankIds: [3], recoverTimeMs: 1_000 }, reports: [{ rankId: 3, faultType: '0' as const, atMs: 900 }] };
+    const signal = { id: 7, type: 'sendSignal' as const, awaitResult: true, signal: { jobId: 'u1', uuid: 'U', signalType: 'stopTrain', actions: ['stop_train'], faultRanks: [], changeStrategy: '', timeout: 0, nodeRankIds: [], extraParams: '' } };
+    const r = { ...record(), memory, outbox: [{ machine: 'recovery' as const, cmd: signal }] } as unknown as RecoveryRecord;
+    const parsed = parseRecoveryRecord(encodeRecoveryRecord(r));
+    expect(parsed.ok && { memory: parsed.value.memory, outbox: parsed.value.outbox }).toEqual({ memory, outbox: [{ machine: 'recovery', cmd: signal }] });
+
+    const junk = JSON.parse(encodeRecoveryRecord(r)) as Record<string, unknown>;
+    junk['memory'] = { hold: { rankIds: ['x'] }, reports: [{ rankId: 3, faultType: '1', atMs: 1 }, { rankId: 4, faultType: '2', atMs: 2 }] };
+    junk['outbox'] = [{ machine: 'other', cmd: signal }, { machine: 'recovery', cmd: { type: 'sendSignal' } }, 'x'];
+    const read = parseRecoveryRecord(JSON.stringify(junk));
+    expect(read.ok && { memory: read.value.memory, outbox: read.value.outbox }).toEqual({ memory: { reports: [{ rankId: 4, faultType: '2', atMs: 2 }] }, outbox: [] });
+    delete junk['memory'];
+    delete junk['outbox'];
+    const before = parseRecoveryRecord(JSON.stringify(junk)); // stored before they existed
+    expect(before.ok && { memory: before.value.memory, outbox: before.value.outbox }).toEqual({ memory: undefined, outbox: [] });
+  });
 });
 
 /** The queue's clock in virtual time: `next()` jumps to the earliest timer and fires it. */

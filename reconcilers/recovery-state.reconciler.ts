@@ -21,8 +21,9 @@ import { isNotFound, paths, type KubeClient } from '../runtime/kube-client.ts';
 import type { Outcome, Reconciler } from '../runtime/reconciler.ts';
 import type { WorkQueueOptions } from '../runtime/work-queue.ts';
 import type { Logger } from '../telemetry/logger.ts';
-import type { HotSwitchState } from '../policy/recovery/hot-switch-types.ts';
-import type { RecoveryState } from '../policy/recovery/recovery-types.ts';
+import type { HotSwitchCommand, HotSwitchState } from '../policy/recovery/hot-switch-types.ts';
+import type { RecoveryCommand, RecoveryState } from '../policy/recovery/recovery-types.ts';
+import type { RetryReport } from '../policy/recovery/recovery-feed.ts';
 import type { ConfigMap } from '../runtime/kube-objects.ts';
 import { isJobUid } from '../schemas/kube-names.ts';
 
@@ -42,7 +43,40 @@ export interface RecoveryRecord {
   readonly registered: boolean;
   readonly recovery: RecoveryState;
   readonly hotSwitch: HotSwitchState;
+  /**
+   * The in-memory half of the FSMs' commands (controllers/recovery-commands.ts): the step retry's
+   * hold and the business-plane retry reports, without which a restored step retry would take its
+   * hidden UCE for a new normal fault. Absent in states stored before it existed.
+   */
+  readonly memory?: RecoveryMemory;
+  /**
+   * The FSM commands issued and not done yet (controllers/recovery-job.ts `outbox`), run by the
+   * successor; absent or unreadable: none.
+   */
+  readonly outbox?: readonly StoredCommand[];
   readonly savedAtMs: number;
+}
+
+/** An FSM command as stored in the outbox. */
+export type StoredCommand = { readonly machine: 'recovery'; readonly cmd: RecoveryCommand } | { readonly machine: 'hotSwitch'; readonly cmd: HotSwitchCommand };
+
+/** A job's step-retry hold and retry reports (controllers/recovery-commands.ts). */
+export interface RecoveryMemory {
+  readonly hold?: { readonly rankIds: readonly number[]; readonly recoverTimeMs: number; readonly completeTimeMs?: number };
+  readonly reports: readonly RetryReport[];
+}
+
+/** The stored memory if it holds together, else none (logged by nobody: it only shortens a hold). */
+function parseMemory(raw: unknown): RecoveryMemory | undefined {
+  if (typeof raw !== 'object' || raw === null) return undefined;
+  const m = raw as { hold?: unknown; reports?: unknown };
+  const num = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
+  const reports = Array.isArray(m.reports)
+    ? m.reports.filter((r): r is RetryReport => typeof r === 'object' && r !== null && num((r as RetryReport).rankId) && num((r as RetryReport).atMs) && ['0', '2'].includes((r as RetryReport).faultType))
+    : [];
+  const h = m.hold as RecoveryMemory['hold'] | undefined;
+  const holdOk = typeof h === 'object' && h !== null && Array.isArray(h.rankIds) && h.rankIds.every(num) && num(h.recoverTimeMs) && (h.completeTimeMs === undefined || num(h.completeTimeMs));
+  return { ...(holdOk ? { hold: h } : {}), reports };
 }
 
 export type RecordParse = { ok: true; value: RecoveryRecord } | { ok: false; reason: string };
@@ -73,7 +107,12 @@ export function parseRecoveryRecord(text: string | undefined): RecordParse {
     && typeof (om as { stress?: unknown }).stress === 'object' && Array.isArray((om as { switchRanks?: unknown }).switchRanks)
     && Array.isArray((om as { isolateNodes?: unknown }).isolateNodes) && typeof (om as { rankNode?: unknown }).rankNode === 'object';
   const recovery = { ...r.recovery, pods: [], mustExitAtMs, om: omOk ? (om as RecoveryState['om']) : null };
-  return { ok: true, value: { ...(r as RecoveryRecord), recovery, hotSwitch: { ...r.hotSwitch, pods: [] } } };
+  const memory = parseMemory(r.memory);
+  // Commands as this controller wrote them: a machine, a typed command with its id.
+  const outbox = Array.isArray(r.outbox) ? r.outbox.filter((o) => typeof o === 'object' && o !== null && ['recovery', 'hotSwitch'].includes(o.machine)
+    && typeof o.cmd === 'object' && o.cmd !== null && typeof o.cmd.type === 'string' && typeof o.cmd.id === 'number') : [];
+  const { memory: _m, outbox: _o, ...rest } = r as RecoveryRecord;
+  return { ok: true, value: { ...rest, recovery, hotSwitch: { ...r.hotSwitch, pods: [] }, outbox, ...(memory === undefined ? {} : { memory }) } };
 }
 
 /** The stored text: states without pod lists (restored from the cache). */

@@ -103,6 +103,7 @@ export const RULE = {
     stressTest: 'recover.stress-test',
     switchNic: 'recover.switch-nic',
     fsm: 'recover.fsm',
+    resume: 'recover.resume',
     fsmClearFail: 'recover.fsm-clear-fail',
     resetConfigWrites: 'recover.reset-config-writes',
   },

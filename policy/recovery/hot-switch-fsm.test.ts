@@ -136,6 +136,17 @@ describe('hot switch: failures downgrade the job to ignore, persisted', () => {
     expect(h.commands('annotatePod').at(-1)).toMatchObject({ podName: NEW, set: { needOperatorOpe: 'delete' } });
     expect(h.state).toMatchObject({ phase: 'INIT', downgraded: false });
   });
+
+  it('the client subscribing again after a restore (docs/rules.md#recover.resume) goes on; any other subscription rolls back', () => {
+    const h = harness();
+    toPause(h);
+    const before = h.state;
+    h.feed({ type: 'clientSubscribed', resumed: true });
+    expect(h.state).toEqual(before);
+    expect(h.commands('annotatePod').some((c) => c.set.needOperatorOpe === 'delete')).toBe(false);
+    h.feed({ type: 'clientSubscribed' });
+    expect(h.state).toMatchObject({ phase: 'INIT', downgraded: false });
+  });
 });
 
 describe('hot switch: restrictions (docs/rules.md#hotswitch.entry)', () => {

@@ -18,6 +18,7 @@
  */
 import { awaitAll, cancelTimersExcept, emit, newCtx, result, settle, startTimer, takeTimer, type StepCtx, type StepResult } from './recovery-kit.ts';
 import { buildSignal, CHANGE_STRATEGY, SIGNAL_ACTION, SIGNAL_TYPE, toWire, type SignalParts } from './recovery-signals.ts';
+import { RULE } from '../../vocabulary/rule-ids.ts';
 import {
   HOT_SWITCH_ANNOTATION as A,
   HOT_SWITCH_TIMER,
@@ -308,6 +309,10 @@ function dispatch(ctx: Ctx, e: HotSwitchEvent): boolean {
     case 'clientSubscribed':
     case 'streamClosed':
       if (s.phase === 'INIT') return true;
+      if (e.type === 'clientSubscribed' && e.resumed === true) {
+        ctx.why.push(`client subscribed again after a restore: ${s.phase} goes on [${RULE.recover.resume}]`);
+        return true;
+      }
       if (oldPodGone(s)) {
         const backup = backupPod(s);
         if (backup !== undefined) cmd(ctx, { type: 'annotatePod', podName: backup.name, set: {}, remove: [A.inHotSwitchFlow] });

@@ -109,7 +109,11 @@ export type HotSwitchEvent =
   | { readonly type: 'podsObserved'; readonly pods: readonly HotSwitchPod[] }
   | { readonly type: 'recoverStrategyReported'; readonly strategies: readonly string[] }
   | { readonly type: 'recoverStatusReported'; readonly code: number; readonly strategy: string }
-  | { readonly type: 'clientSubscribed' }
+  /**
+   * A signal-stream subscription. `resumed`: the first one of a job whose state was restored after a
+   * restart or a failover (its TaskD reconnecting), which continues the FSM (docs/rules.md#recover.resume).
+   */
+  | { readonly type: 'clientSubscribed'; readonly resumed?: boolean }
   | { readonly type: 'streamClosed' }
   | { readonly type: 'configChanged'; readonly config: Partial<HotSwitchConfig> }
   | EffectResult

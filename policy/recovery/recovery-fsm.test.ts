@@ -211,6 +211,16 @@ describe('docs/rules.md#recover.fsm transition table', () => {
     expect(r.state.phase).toBe('INIT');
   });
 
+  it('a restored job\'s client subscribing again goes on where it was (docs/rules.md#recover.resume); any other subscription resets', () => {
+    const s = base({ phase: 'WaitReportProcessRecoverStatusState', uuid: 'U-1', current: 'recover', timers: [{ id: 'report', dueAtMs: NOW + 900_000 }] });
+    const resumed = step(s, { type: 'clientSubscribed', resumed: true }, NOW);
+    expect(resumed.state).toEqual(s);
+    expect(resumed.commands).toEqual([]);
+    expect(resumed.reasons).toEqual(['client subscribed again after a restore: WaitReportProcessRecoverStatusState goes on [recover.resume]']);
+    const fresh = step(s, { type: 'clientSubscribed' }, NOW);
+    expect(fresh.state.phase).toBe('INIT');
+  });
+
   it('state stays plain serialisable data', () => {
     const r = trigger(base({ phase: 'NotifyGlobalFaultState' }), 'notifySuccess', NOW);
     expect(JSON.parse(JSON.stringify(r.state))).toEqual(r.state);

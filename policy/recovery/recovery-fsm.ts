@@ -279,6 +279,10 @@ function dispatch(ctx: Ctx, e: RecoveryEvent): boolean {
     case 'processFaultReported':
       return onProcessFault(ctx, e);
     case 'clientSubscribed':
+      if (e.resumed === true) {
+        ctx.why.push(`client subscribed again after a restore: ${s.phase} goes on [${RULE.recover.resume}]`);
+        return true;
+      }
       resetRecovery(ctx, false, 'client subscribed');
       return true;
     case 'streamClosed':

@@ -309,7 +309,11 @@ export interface RecoveryState {
 export type RecoveryEvent =
   | { readonly type: 'faultObserved'; readonly jobHealth: JobHealthState; readonly ranks: readonly ObservedFaultRank[] }
   | { readonly type: 'processFaultReported'; readonly faultRanks: readonly WireFaultRank[] }
-  | { readonly type: 'clientSubscribed' }
+  /**
+   * A signal-stream subscription. `resumed`: the first one of a job whose state was restored after a
+   * restart or a failover (its TaskD reconnecting), which continues the FSM (docs/rules.md#recover.resume).
+   */
+  | { readonly type: 'clientSubscribed'; readonly resumed?: boolean }
   | { readonly type: 'streamClosed' }
   | { readonly type: 'stopCompleteReported'; readonly code: number; readonly faultRanks?: readonly WireFaultRank[] }
   | { readonly type: 'recoverStrategyReported'; readonly strategies: readonly string[]; readonly faultRanks?: readonly WireFaultRank[] }

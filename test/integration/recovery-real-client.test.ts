@@ -105,13 +105,11 @@ describeGo('process-level recovery with the real TaskD client (Go, MindCluster s
     process.stdout.write(`[real-client] unregistered job: fault pod replaced after ${ms} ms\n`);
   }, 90_000);
 
-  it('controller killed mid-recovery: the agent re-subscribes, the half-done recovery is reset, the next fault recovers', async () => {
+  it('controller killed mid-recovery (docs/rules.md#recover.resume): the agent re-subscribes and the restored recovery goes on, same uuid, recover-success', async () => {
     const c = await startController('restart-1');
     const { job, nodes } = await setUp({ 'process-recover-enable': 'on' }, 'retry,recover');
     const a = agent(c.target, job);
     await subscribed(a);
-    const poll = pollResetConfig(client, job, 500);
-    cleanup(() => poll.stop());
     await reportChipFault(client, nodes[1]!, 'Ascend910-1', '80E18402', 'SeparateNPU', true);
     const stop = await a.waitForSignal((s) => s.signalType === 'stopTrain', 40_000, 'stopTrain');
     await a.waitFor((e) => e.event === 'report' && e.rpc === 'ReportStopComplete', 10_000, 'ReportStopComplete');
@@ -122,18 +120,13 @@ describeGo('process-level recovery with the real TaskD client (Go, MindCluster s
     await a.waitFor((e) => e.event === 'stream-end', 10_000, 'stream end', before);
     await c2.ready(); // node's start alone can take 25 s on the shared machine; TaskD retries Init every 1 s meanwhile
     await subscribed(a, before);
-    // ClusterD resets a job's controller on (re)subscription: no globalFault of the old recovery, reset-config cleared.
-    await eventually(() => { const l = poll.seen.at(-1)?.info; return l !== undefined && (l.RankList ?? []).length === 0 && !l.FaultFlushing; }, 15_000);
-    await new Promise((r) => setTimeout(r, 12_000)); // past the old force-release wait
-    expect(a.signals.some((s) => s.signalType === 'globalFault' && s.uuid === stop.uuid)).toBe(false);
-
-    a.reportProcessFault([{ rankId: '4', faultType: '0' }]);
-    await reportChipFault(client, nodes[2]!, 'Ascend910-0', '80E01801', 'RestartBusiness');
-    await eventually(async () => (await annotation(client, job, 'ProcessRecoverStatus')) === 'retry-success', 60_000);
-    const after = a.signals.filter((s) => s.t > stop.t);
-    expect(after.map((s) => s.signalType)).toEqual(['stopTrain', 'globalFault', 'changeStrategy']);
-    expect(after[0]!.uuid).toMatch(UUID);
-    expect(after[0]!.uuid).not.toBe(stop.uuid);
+    // Restored from clusterd-ts-recovery-<uid>: the force-release timer fires (or already had) and the
+    // recovery goes on with its uuid (ClusterD would have forgotten the job and reset it).
+    const global = await a.waitForSignal((s) => s.signalType === 'globalFault', 40_000, 'globalFault of the restored recovery');
+    expect(global.uuid).toBe(stop.uuid);
+    await eventually(async () => (await annotation(client, job, 'ProcessRecoverStatus')) === 'recover-success', 60_000);
+    expect(a.summary).toEqual(['preExitProcess[pre exit process]', 'stopTrain[stop_train]', 'globalFault[on_global_rank|fault_nodes_exit]', 'changeStrategy:recover[change_strategy]']);
+    expect(a.signals.filter((s) => s.uuid === stop.uuid)).toHaveLength(3);
   }, 180_000);
 
   it('hot switch with the backup pod: hot switch, new pod running, migration, empty uuid; old pod replaced by the backup', async () => {

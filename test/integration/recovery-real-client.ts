@@ -241,19 +241,62 @@ export interface RealClientHarness {
   readonly logOf: (name: string) => string;
   /** A TaskD client of this job against `target`, stopped after the case. */
   readonly agent: (target: string, job: TestJob, flags?: readonly string[]) => GoTaskdClient;
+  /**
+   * Two replicas with leader election (Lease in `leaseNs`, 5 s lease) on one gRPC port, as a
+   * Deployment of two behind the Service: only the leader listens. The first is the leader (ready);
+   * the second stands by. Both stopped after the case.
+   */
+  readonly startReplicas: (name: string, leaseNs: string, args?: readonly string[]) => Promise<ControllerReplicas>;
+  /**
+   * The controller of `world` stopped in the middle of whatever it runs and its work taken over on the
+   * same gRPC port: `restart` SIGKILLs the process and starts a new one from the same flags (a crash
+   * and the Deployment's restart); `failover` stops the leader (SIGTERM: it releases the Lease) and
+   * the standby takes over. Resolves once the successor serves gRPC.
+   */
+  readonly disrupt: (world: ControllerWorld, how: 'restart' | 'failover') => Promise<void>;
+}
+
+/** Two leader-elected replicas on one gRPC port. */
+export interface ControllerReplicas { readonly leader: ControllerProcess; readonly standby: ControllerProcess }
+
+/** The controller(s) one run talks to, on one gRPC port. */
+export interface ControllerWorld {
+  readonly target: string;
+  readonly name: string;
+  readonly args: readonly string[];
+  /** The one serving now. */
+  current: ControllerProcess;
+  /** Leader election: the replica standing by. */
+  standby?: ControllerProcess;
 }
 
 export function realClientHarness(client: KubeClient, logPrefix: string): RealClientHarness {
   const logDir = mkdtempSync(join(tmpdir(), `${logPrefix}-`));
   let bin = '';
-  let controller: ControllerProcess | undefined;
+  const controllers: ControllerProcess[] = [];
   const cleanups: Array<() => void | Promise<void>> = [];
   const logOf = (name: string): string => join(logDir, `${name}.log`);
   const launch = (name: string, grpcPort: number, args: readonly string[] = []): ControllerProcess => {
     const c = new ControllerProcess(grpcPort, args, logOf(name)).start();
-    controller = c; // one controller a case: a restart replaces the killed one
+    controllers.push(c); // every process of the case is stopped after it
     process.stdout.write(`controller log: ${logOf(name)}\n`);
     return c;
+  };
+  let generation = 0;
+  const disrupt = async (world: ControllerWorld, how: 'restart' | 'failover'): Promise<void> => {
+    const old = world.current;
+    if (how === 'restart') {
+      await old.kill();
+      world.current = launch(`${world.name}-restart-${++generation}`, old.grpcPort, world.args);
+      await world.current.ready();
+      return;
+    }
+    const next = world.standby;
+    if (next === undefined) throw new Error('failover: no standby replica');
+    await old.stop();
+    world.current = next;
+    delete world.standby;
+    await next.ready();
   };
   beforeAll(async () => {
     bin = buildTaskdClient();
@@ -265,14 +308,21 @@ export function realClientHarness(client: KubeClient, logPrefix: string): RealCl
   }, 20 * 60_000);
   afterEach(async () => {
     for (const c of cleanups.splice(0).reverse()) await c();
-    await controller?.stop();
-    controller = undefined;
+    await Promise.all(controllers.splice(0).map((c) => c.stop()));
   }, 30_000);
   return {
     cleanup: (fn) => { cleanups.push(fn); },
     launch,
     logOf,
     startController: async (name, args = []) => launch(name, await freePort(), args).ready(),
+    startReplicas: async (name, leaseNs, args = []) => {
+      const all = ['--leader-elect', `--leader-election-namespace=${leaseNs}`, '--lease-duration-seconds=5', ...args];
+      const port = await freePort();
+      const leader = await launch(`${name}-a`, port, all).ready();
+      // Started once the first leads: it finds the Lease held and stands by (no gRPC listener).
+      return { leader, standby: launch(`${name}-b`, port, all) };
+    },
+    disrupt,
     agent: (target, job, flags = []) => {
       const a = new GoTaskdClient(bin, target, job.uid, flags);
       cleanups.push(() => a.stop());

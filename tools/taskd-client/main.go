@@ -48,6 +48,7 @@ var (
 	duration     = flag.Duration("duration", 10*time.Minute, "exit after this long")
 	dumpCode     = flag.Int("dump-code", 0, "ReportRecoverStatus code (strategy dump) after saveAndExit: MindIO's dump result")
 	dumpReport   = flag.Bool("dump-report", true, "ReportRecoverStatus after saveAndExit (MindIO, when its dump ends)")
+	dumpDelay    = flag.Duration("dump-delay", 0, "wait this long before the dump's ReportRecoverStatus after saveAndExit (MindIO dumping)")
 	localAddr    = flag.String("local-addr", "", "bind every connection to this local address (a TaskD inside a pod calls from the pod's IP; tests use a 127.0.0.x alias)")
 	stressCodes  = flag.String("stress-codes", "", "stress test result code per rank, rank:code[,...] (others answer \"0\"): 1 exec fail, 2 fault found, 3 timeout, 4 voltage recovery failed")
 	switchResult = flag.Bool("switch-result", true, "ReplySwitchNicResult result after a NIC switch")
@@ -190,6 +191,7 @@ func (a *agent) onSignal(s *pb.ProcessManageSignal) {
 		if seen || !*dumpReport {
 			return
 		}
+		time.Sleep(*dumpDelay)
 		report(ctx, "ReportRecoverStatus", func(c pb.RecoverClient) (*pb.Status, error) {
 			return c.ReportRecoverStatus(ctx, &pb.RecoverStatusRequest{JobId: *jobID, Status: &pb.Status{Code: int32(*dumpCode), Info: ""}, Strategy: "dump"})
 		})
