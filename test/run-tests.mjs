@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The README's test command runs this (through `make test`): type check, lint, every jest project
-// (unit, integration and real-stack in two shards, each with a real control plane of its own;
-// beside them conformance and simulation), then a check that no
+// in four shards side by side (those that run integration files each with a real control plane of
+// its own), then a check that no
 // control-plane process outlived the run. Ends with one plain line: "tests: N passed, N failed, N skipped".
 import { spawn, spawnSync, execSync } from 'node:child_process';
 import { openSync, readFileSync, rmSync, existsSync, writeFileSync } from 'node:fs';
@@ -45,24 +45,28 @@ step('lint (eslint)');
 const eslint = spawnSync(process.execPath, ['node_modules/eslint/bin/eslint.js', '.'], { stdio: 'inherit' });
 if (eslint.status !== 0) { process.stdout.write('\ntests: 0 passed, 1 failed, 0 skipped\n'); process.exit(1); }
 
-// Three jest runs side by side. Unit, integration and real-stack in two shards balanced by each
-// file's measured time (test/support/sequencer.mjs), one file at a time in each: integration files
-// share their shard's control plane (its globalSetup) and their controllers write cluster-wide
-// objects; real-stack files start their own Volcano stacks, which need the CPU, so no more than two
-// run at once. Beside them the conformance files (one per scenario, each on two control planes of
-// its own with the real ClusterD, mostly waiting on ClusterD's tickers) and the simulation suite on
-// two workers (three once left ClusterD peers unanswering under the load). On two cores the wall
-// time is about the longest of the three. The later runs' output is kept in files and printed when
-// each ends, so none interleaves with another. Arguments (a path pattern, --selectProjects) mean
-// one plain run.
+// Four jest runs side by side, each a shard of every project, split by each file's measured time
+// (test/support/sequencer.mjs). Unit, integration and real-stack files go only to the three runs of
+// one worker: integration files share their run's control plane (its globalSetup) and their
+// controllers write cluster-wide objects; real-stack files start their own Volcano stacks, which
+// need the CPU, so only two of those runs take them. The conformance files (one per scenario, each on
+// two control planes of its own with the real ClusterD, mostly waiting on ClusterD's tickers) and the
+// simulation suite fill the least loaded worker of any run; the fourth run has two workers. Five
+// files at once keep two cores busy while most of them wait. The later runs' output is kept in files
+// and printed when each ends, so none interleaves with another. Arguments (a path pattern,
+// --selectProjects) mean one plain run.
 const jestArgs = (file, extra) => ['--experimental-vm-modules', 'node_modules/jest/bin/jest.js', '--ci', '--json', `--outputFile=${file}`, ...extra];
-const jestEnv = { ...process.env, NODE_NO_WARNINGS: '1' };
-const shared = ['--selectProjects', 'unit', 'integration', 'real-stack', '--maxWorkers=1'];
+const SLOTS = [1, 1, 1, 2];
+const jestEnv = { ...process.env, NODE_NO_WARNINGS: '1', CLUSTERD_TS_TEST_SLOTS: SLOTS.join(',') };
+const shard = (k) => ['--selectProjects', 'unit', 'integration', 'real-stack', 'conformance', 'simulation', `--maxWorkers=${SLOTS[k - 1]}`, `--shard=${k}/${SLOTS.length}`];
 const runs = args.length > 0
   ? [{ name: 'jest', summary: summaryFile, extra: args }]
-  : [{ name: 'jest (unit, integration, real-stack: shard 1/2)', summary: summaryFile, extra: [...shared, '--shard=1/2'] },
-     { name: 'jest (unit, integration, real-stack: shard 2/2)', summary: `${summaryFile}.2`, extra: [...shared, '--shard=2/2'], log: `${summaryFile}.2.log` },
-     { name: 'jest (conformance, simulation)', summary: `${summaryFile}.own`, extra: ['--selectProjects', 'conformance', 'simulation', '--maxWorkers=2'], log: `${summaryFile}.own.log` }];
+  : SLOTS.map((n, i) => ({
+      name: `jest (shard ${i + 1}/${SLOTS.length}, ${n === 1 ? 'one worker' : `${n} workers`})`,
+      summary: i === 0 ? summaryFile : `${summaryFile}.${i + 1}`,
+      extra: shard(i + 1),
+      ...(i === 0 ? {} : { log: `${summaryFile}.${i + 1}.log` }),
+    }));
 step(runs.map((r) => r.name).join(' beside '));
 const statuses = await Promise.all(runs.map((r) => new Promise((resolve) => {
   const out = r.log === undefined ? 'inherit' : openSync(r.log, 'w');
