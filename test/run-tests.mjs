@@ -3,7 +3,7 @@
 // in four shards side by side (those that run integration files each with a real control plane of
 // its own), then a check that no
 // control-plane process outlived the run. Ends with one plain line: "tests: N passed, N failed, N skipped".
-import { spawn, spawnSync, execSync } from 'node:child_process';
+import { spawn, execSync } from 'node:child_process';
 import { openSync, readFileSync, rmSync, existsSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { tmpdir } from 'node:os';
@@ -37,13 +37,20 @@ const before = new Set(controlPlaneProcesses().map((l) => l.split(' ')[0]));
 const CLUSTERD_PATHS = ['/var/run/secrets/kubernetes.io/serviceaccount', '/home/hwMindX', '/var/log/mindx-dl'];
 const hostPathsBefore = new Set(CLUSTERD_PATHS.filter((p) => existsSync(p)));
 
-step('type check (tsc --noEmit)');
-const tsc = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json', '--noEmit'], { stdio: 'inherit' });
-if (tsc.status !== 0) { process.stdout.write('\ntests: 0 passed, 1 failed, 0 skipped\n'); process.exit(1); }
-
-step('lint (eslint)');
-const eslint = spawnSync(process.execPath, ['node_modules/eslint/bin/eslint.js', '.'], { stdio: 'inherit' });
-if (eslint.status !== 0) { process.stdout.write('\ntests: 0 passed, 1 failed, 0 skipped\n'); process.exit(1); }
+// Type check and lint side by side (each is one CPU-bound process); their output is printed after both.
+step('type check (tsc --noEmit) beside lint (eslint)');
+const checks = await Promise.all([
+  ['tsc', ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json', '--noEmit']],
+  ['eslint', ['node_modules/eslint/bin/eslint.js', '.']],
+].map(([name, argv]) => new Promise((resolve) => {
+  const child = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (c) => { out += c; });
+  child.stderr.on('data', (c) => { out += c; });
+  child.on('exit', (code) => resolve({ name, code, out }));
+})));
+for (const c of checks) process.stdout.write(`${c.name}: ${c.code === 0 ? 'clean' : 'FAILED'}\n${c.out}`);
+if (checks.some((c) => c.code !== 0)) { process.stdout.write('\ntests: 0 passed, 1 failed, 0 skipped\n'); process.exit(1); }
 
 // Four jest runs side by side, each a shard of every project, split by each file's measured time
 // (test/support/sequencer.mjs). Unit, integration and real-stack files go only to the three runs of

@@ -127,7 +127,7 @@ describe('A3 super-pod: UB switch faults, the CQE late trigger, a PreSeparateNPU
 
   it('a switch link-down held past its window: fault-type=SubHealth on the pod there, the job keeps running', async () => {
     const world = await h.startWorld({ nodes: 2, prefix: 'a3s', superPodId: 0 });
-    const { manager, labelled } = await start(world, [`--relation-fault-config-dir=${relationDir(6)}`]);
+    const { manager, labelled } = await start(world, [`--relation-fault-config-dir=${relationDir(10)}`]);
     const { key, pods } = await runningJob(world, manager, 'sub');
     const r1 = pods[1]!;
     const node = r1.spec!.nodeName!;
@@ -135,8 +135,10 @@ describe('A3 super-pod: UB switch faults, the CQE late trigger, a PreSeparateNPU
     await world.dp.injectSwitchFault({ node, code: SWITCH_LINK_DOWN, level: 'NotHandle' });
     await sleep(3_000);
     expect(labelled).toEqual([]); // inside the window: nothing
-    await eventually(() => labelled.some((l) => l.uid === uidOf(r1) && l.value === 'SubHealth'), 15_000);
-    report(`switch link-down -> fault-type=SubHealth ${Date.now() - t0} ms after the fault (window 6 s)`);
+    // A loaded machine once missed a 6 s window (no label after 18 s); 10 s, as the CQE case below.
+    await eventually(() => labelled.some((l) => l.uid === uidOf(r1) && l.value === 'SubHealth'), 30_000)
+      .catch((e: unknown) => { throw new Error(`${String(e)}; relation state: ${JSON.stringify(manager.relations.state())}`); });
+    report(`switch link-down -> fault-type=SubHealth ${Date.now() - t0} ms after the fault (window 10 s)`);
     expect(manager.relations.strategies(key)).toEqual({ [node]: 'SubHealth' });
     await sleep(3_000);
     const now = await jobPods(client, world.ns, 'sub');

@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LEADER_LABEL, LEADER_LABEL_VALUE } from '../../actions/leader-label.action.ts';
 import { LEADER_LEASE_NAME } from '../../controllers/manager.ts';
-import { imageEnv, parseMetrics } from '../../tools/bench/controller-process.ts';
+import { imageEnv, imageNodeArgs, parseMetrics } from '../../tools/bench/controller-process.ts';
 import { freePort } from '../../tools/control-plane/control-plane.ts';
 import { unaryCall } from '../../grpc/testing.ts';
 import type { KubeObject } from '../../runtime/kube-client.ts';
@@ -113,7 +113,7 @@ describe('the image (make image) run as the chart runs it', () => {
     // PID 1 as the kubelet would have started it: the image's entrypoint with the render's args, the
     // chart's user, the Dockerfile's environment, and a root filesystem it cannot write.
     const proc1 = (file: string): string[] => inContainer('cat', `/proc/1/${file}`).split('\0').filter((x) => x !== '');
-    expect(proc1('cmdline')).toEqual(['node', 'dist/main.mjs', ...container.args]);
+    expect(proc1('cmdline')).toEqual(['node', ...imageNodeArgs(), 'dist/main.mjs', ...container.args]);
     const status = inContainer('cat', '/proc/1/status');
     expect([/^Uid:\s+(\d+)/m.exec(status)?.[1], /^Gid:\s+(\d+)/m.exec(status)?.[1]]).toEqual(['9000', '9000']);
     // The environment the runtime gave PID 1 (not /proc/1/environ: glibc's tunables parser writes NULs
