@@ -78,10 +78,10 @@ const ROWS: Row[] = [
   ['28', 'WaitReportProcessRecoverStatusState', 'clearFail', 'FaultRetryState', (r) => expect(types(r)).toEqual(['setPodGroupLabel'])],
   ['28', 'WaitReportProcessRecoverStatusState', 'needTryScaleStrategyInEvent', 'NotifyScaleInStrategyState', (r) => expect(signals(r)).toEqual(['changeStrategy:downgrade'])],
   ['30', 'CheckRecoverResultState', 'recoverSuccess', 'INIT', (r) => expect(types(r)).toEqual(['writeResetConfig', 'closeSignalStream', 'endOmStreams'])],
-  ['31', 'CheckRecoverResultState', 'recoverFail', 'NotifyDecidedStrategyState', (r) => expect(signals(r)).toEqual(['changeStrategy:dump']), { current: 'recover' }],
+  ['31', 'CheckRecoverResultState', 'recoverFail', 'NotifyDecidedStrategyState', (r) => expect(signals(r)).toEqual(['changeStrategy:dump']), { ...status('recover', 1), current: 'recover' }],
   ['32', 'CheckRecoverResultState', 'recoverableRetryError', 'WaitFaultFlushFinishedState', (r) => expect(timers(r)).toEqual({ flush: 1_000 }), { current: 'retry' }],
   ['33', 'CheckRecoverResultState', 'unRecoverableRetryError', 'KillPodForUnrecoverableRetryState', (r) => expect(ops(r)).toEqual(['fault']), { current: 'retry' }],
-  ['34', 'KillPodForUnrecoverableRetryState', 'finishKillPod', 'NotifyDecidedStrategyState', (r) => expect(signals(r)).toEqual(['changeStrategy:recover']), { current: 'retry' }],
+  ['34', 'KillPodForUnrecoverableRetryState', 'finishKillPod', 'NotifyDecidedStrategyState', (r) => expect(signals(r)).toEqual(['changeStrategy:recover']), { ...status('retry', 1), current: 'retry' }],
   ['35', 'CheckRecoverResultState', 'checkFinish', 'ListenScheduleResultState', (r) => expect(timers(r)).toEqual({ scheduleCheck: 5_000 })], // the first of 4 looks
   ['36', 'ListenScheduleResultState', 'scheduleSuccess', 'NotifyRestartAllProcessState', (r) => expect(ops(r)).toEqual(['restartAllProcess'])],
   ['36', 'ListenScheduleResultState', 'scheduleTimeout', 'FaultClearState', (r) => expect(ops(r)).toEqual(['clear'])],
@@ -105,10 +105,15 @@ const ROWS: Row[] = [
   ['46', 'WaitReportScaleInIsolateRanksState', 'receiveReport', 'CheckReportScaleInIsolateRanksState', (r) => {
     expect(r.commands.find((c) => c.type === 'sendSignal')).toMatchObject({ signal: { signalType: 'faultNodesExit', nodeRankIds: ['2'] } });
   }, { lastStatus: { strategy: 'downgrade', code: 201, isolateRankIds: [4, 5] }, current: 'elastic-training' }],
-  ['46', 'WaitReportScaleInIsolateRanksState', 'receiveTimeout', 'NotifyDecidedStrategyState', (r) => expect(signals(r)).toEqual(['changeStrategy:dump']), { current: 'elastic-training' }],
+  // ClusterD's chooseStrategy reads the status reports received, not the strategy sent: none -> the
+  // first choice again (here recover; downgrade again when it is the first, docs/grpc.md#fsm-timeouts).
+  ['46', 'WaitReportScaleInIsolateRanksState', 'receiveTimeout', 'NotifyDecidedStrategyState', (r) => expect(signals(r)).toEqual(['changeStrategy:recover']), { current: 'elastic-training' }],
+  ['46', 'WaitReportScaleInIsolateRanksState', 'receiveTimeout', 'NotifyDecidedStrategyState', (r) => expect(signals(r)).toEqual(['changeStrategy:downgrade']), {
+    current: 'elastic-training', agentStrategies: ['downgrade', 'dump'], scaleInWaitDone: true,
+  }],
   ['47', 'CheckReportScaleInIsolateRanksState', 'notifyFaultNodesExitSuccessEvent', 'WaitReportScaleInStatusState', (r) => expect(timers(r)).toEqual({ report: 900_000 })],
-  ['47', 'CheckReportScaleInIsolateRanksState', 'notifyFail', 'NotifyDecidedStrategyState', (r) => expect(signals(r)).toEqual(['changeStrategy:dump']), { current: 'elastic-training' }],
-  ['47', 'CheckReportScaleInIsolateRanksState', 'recoverFail', 'NotifyDecidedStrategyState', (r) => expect(signals(r)).toEqual(['changeStrategy:dump']), { current: 'elastic-training' }],
+  ['47', 'CheckReportScaleInIsolateRanksState', 'notifyFail', 'NotifyDecidedStrategyState', (r) => expect(signals(r)).toEqual(['changeStrategy:dump']), { ...status('downgrade', 201), current: 'elastic-training' }],
+  ['47', 'CheckReportScaleInIsolateRanksState', 'recoverFail', 'NotifyDecidedStrategyState', (r) => expect(signals(r)).toEqual(['changeStrategy:dump']), { ...status('downgrade', 201), current: 'elastic-training' }],
   ['48', 'WaitReportScaleInStatusState', 'receiveReport', 'CheckRecoverResultState', (r) => expect(r.state.phase).toBe('ScaleRunningState'), status('downgrade')],
   ['48', 'WaitReportScaleInStatusState', 'receiveTimeout', 'FaultClearState', (r) => expect(ops(r)).toEqual(['clear'])],
   ['49', 'CheckRecoverResultState', 'scaleInSuccessEvent', 'ScaleRunningState', (r) => expect(r.state.scaleInRunning).toBe(true)],

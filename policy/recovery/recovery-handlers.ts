@@ -167,8 +167,11 @@ function scaleInGate(s: RecoveryState): ScaleInGate {
 /** Rows 17, 31, 34, 46, 47: choose (docs/rules.md#recover.strategy-choice) and send changeStrategy. */
 const decide: Handler = (ctx) => {
   const s = ctx.s;
-  const c = s.current;
-  const after = c === '' ? 'first' : c === 'retry' ? 'retry-failed' : c === 'dump' || c === 'exit' ? 'other-failed' : 'recover-failed';
+  // ClusterD's chooseStrategy goes by the last status report received in this recovery
+  // (latestRecoverResult), not by the strategy sent: after a scale-in's report timeout (row 46) there
+  // may be none, and the choice is the first one again (docs/grpc.md#fsm-timeouts).
+  const c = s.lastStatus?.strategy ?? '';
+  const after = c === '' ? 'first' : c === 'retry' ? 'retry-failed' : c === 'recover' || c === 'downgrade' || c === 'upgrade' ? 'recover-failed' : 'other-failed';
   const choice = chooseStrategy({
     after,
     configured: s.config.strategies,

@@ -58,6 +58,7 @@ var (
 	scaleInCode  = flag.Int("scale-in-code", -1, "ReportRecoverStatus code (strategy downgrade) after a scale-in; -1: -status-code")
 	scaleOutCode = flag.Int("scale-out-code", -1, "ReportRecoverStatus code (strategy upgrade) after a scale-out; -1: -status-code")
 	recoverReply = flag.Bool("recover-report", true, "ReportRecoverStatus after changeStrategy recover (false: MindIO still waits for the replaced pods' processes)")
+	withhold     = flag.String("withhold", "", "reports never sent, comma-separated: strategy (ReportRecoverStrategy after globalFault), hot-switch (after the hot switch signal), retry / downgrade / upgrade / migration (ReportRecoverStatus of that changeStrategy)")
 	isolateRanks = flag.String("isolate-ranks", "", "ranks MindIO isolates on a scale-in, rank[,rank]: its first answer to downgrade is code 201 with these IsolateRankIds, the final downgrade status follows the faultNodesExit")
 )
 
@@ -167,7 +168,7 @@ func (a *agent) onSignal(s *pb.ProcessManageSignal) {
 			return c.ReportStopComplete(ctx, &pb.StopCompleteRequest{JobId: *jobID, Status: &pb.Status{Code: int32(*stopCode), Info: "stop"}, FaultRanks: copyRanks(s.FaultRanks)})
 		})
 	case "globalFault":
-		if !a.fresh(s) {
+		if !a.fresh(s) || withheld("strategy") {
 			return
 		}
 		report(ctx, "ReportRecoverStrategy", func(c pb.RecoverClient) (*pb.Status, error) {
@@ -175,7 +176,7 @@ func (a *agent) onSignal(s *pb.ProcessManageSignal) {
 		})
 	case "hot-switch":
 		for _, act := range s.Actions {
-			if act == "hot switch" {
+			if act == "hot switch" && !withheld("hot-switch") {
 				report(ctx, "ReportRecoverStrategy", func(c pb.RecoverClient) (*pb.Status, error) {
 					return c.ReportRecoverStrategy(ctx, &pb.RecoverStrategyRequest{JobId: *jobID, Strategies: strings.Split(*hotSwitch, ","), FaultRanks: copyRanks(s.FaultRanks)})
 				})
@@ -196,6 +197,9 @@ func (a *agent) onSignal(s *pb.ProcessManageSignal) {
 			return c.ReportRecoverStatus(ctx, &pb.RecoverStatusRequest{JobId: *jobID, Status: &pb.Status{Code: int32(*dumpCode), Info: ""}, Strategy: "dump"})
 		})
 	case "changeStrategy":
+		if withheld(s.ChangeStrategy) {
+			return
+		}
 		switch s.ChangeStrategy {
 		case "downgrade":
 			time.Sleep(*statusDelay)
@@ -222,6 +226,16 @@ func (a *agent) onSignal(s *pb.ProcessManageSignal) {
 			a.reportStatus("downgrade", codeOr(*scaleInCode), nil)
 		}
 	}
+}
+
+// withheld: -withhold names this report (MindIO never answering it).
+func withheld(what string) bool {
+	for _, w := range strings.Split(*withhold, ",") {
+		if w == what {
+			return true
+		}
+	}
+	return false
 }
 
 func codeOr(code int) int {
