@@ -126,7 +126,25 @@ function scrub(s: State, v: string): string {
   for (const [uid, label] of s.uids) out = out.replaceAll(uid, label);
   return out;
 }
-const text = (s: State, m: unknown): string => JSON.stringify(m, (_k, v: unknown) => (typeof v === 'string' ? scrub(s, v) : v));
+type NodeFaultInfo = { nodeIP?: string; nodeName?: string };
+/**
+ * ClusterD sorts `nodeFaultInfo` by nodeIP with an unstable sort over a Go map's entries
+ * (component/clusterd/pkg/application/fault/publish_fault_plugin.go, grpc_service.go), so nodes of equal
+ * nodeIP (here all "") come in random order: within each run of equal nodeIP, by nodeName. The order
+ * by nodeIP itself is still compared.
+ */
+function tiesByName(list: readonly NodeFaultInfo[]): NodeFaultInfo[] {
+  const out: NodeFaultInfo[] = [];
+  for (let i = 0; i < list.length;) {
+    let j = i;
+    while (j < list.length && list[j]!.nodeIP === list[i]!.nodeIP) j++;
+    out.push(...list.slice(i, j).sort((a, b) => ((a.nodeName ?? '') < (b.nodeName ?? '') ? -1 : (a.nodeName ?? '') > (b.nodeName ?? '') ? 1 : 0)));
+    i = j;
+  }
+  return out;
+}
+const text = (s: State, m: unknown): string => JSON.stringify(m, (k, v: unknown) =>
+  (typeof v === 'string' ? scrub(s, v) : k === 'nodeFaultInfo' && Array.isArray(v) ? tiesByName(v as NodeFaultInfo[]) : v));
 
 /** The job id a label names: `ome` the OME job's UID, `all` "" (every job), else the text itself. */
 async function jobId(ctx: SideContext, which: string): Promise<string> {
