@@ -7,7 +7,7 @@ import { faultKey, type FaultRecord } from '../vocabulary/fault-types.ts';
 import type { FaultStore } from '../state/fault-store.ts';
 import { ManualClock, rec, recordingLogger, settle, type LogLine } from '../test/support/fault-policy-test-kit.ts';
 import { Metrics } from '../telemetry/metrics.ts';
-import { FaultView } from './fault-view.ts';
+import { AWAIT_EVALUATION_LIMIT_MS, FaultView } from './fault-view.ts';
 import { FaultViewStage, type SchedulerFilters } from './fault-view-stage.ts';
 import type { FaultPolicy } from './device-faults.controller.ts';
 
@@ -134,6 +134,22 @@ describe('FaultViewStage', () => {
     expect(w.changes.map((c) => c.nodes)).toEqual([['good'], ['bad']]); // emitted as an intake change although retried
     expect(w.view.effective('bad').map((r) => r.node)).toEqual(['bad']);
     expect(await w.errors()).toBe(2);
+  });
+
+  it('a queued node awaits its evaluation until its pass publishes; a node whose pass keeps failing stops holding readers back after the limit', async () => {
+    const w = world({ start: false, policy: { effective: (n, rs) => { if (n === 'bad') throw new Error('policy broke'); return rs; } } });
+    w.stage.notify(['n1', 'bad']);
+    expect(w.view.awaitingAny(['n1'])).toBe(true);
+    expect(w.view.awaitingAny(['n2'])).toBe(false);
+    w.stage.start();
+    await settle();
+    await w.clock.run(20); // the first pass held both and failed; n1's own retry runs within the backoff
+    expect(w.view.awaitingAny(['n1'])).toBe(false); // evaluated and published (unchanged: nothing emitted)
+    expect(w.changes).toEqual([]);
+    expect(w.view.awaitingAny(['bad'])).toBe(true);
+    await w.clock.run(AWAIT_EVALUATION_LIMIT_MS);
+    expect(w.view.awaitingAny(['bad'])).toBe(false);
+    await w.stage.stop();
   });
 
   it('two intakes of the same node before its key runs coalesce into one evaluation and one publication', async () => {

@@ -90,6 +90,7 @@ export class FaultViewStage {
 
   /** These nodes' view may have changed with no new intake: evaluate them, emit those that changed. */
   notify(nodes: readonly string[]): void {
+    this.d.view.markAwaiting(nodes, this.d.clock.now());
     for (const n of nodes) {
       this.pending.add(n);
       this.queue.add(n);

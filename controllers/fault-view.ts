@@ -32,6 +32,11 @@ import type { EntityState } from '../policy/faults/flap-damping.ts';
 
 /** A hide whose window is over but not yet re-evaluated is reported hidden this much longer (the stage's key is due now). */
 export const PENDING_WINDOW_MS = 10;
+/**
+ * How long a node's queued evaluation may hold back the decisions that read it: past this (a node
+ * whose pass keeps failing, a stalled stage) a decision reads the published view as it is.
+ */
+export const AWAIT_EVALUATION_LIMIT_MS = 2_000;
 
 export interface NodeView {
   readonly job: readonly FaultRecord[];
@@ -66,6 +71,8 @@ export class FaultView {
   private readonly damp = new Map<string, ReadonlyMap<string, EntityState>>();
   private readonly now: () => number;
   private v = 0;
+  /** Nodes with an input the stage has queued but not evaluated yet, and since when (their view may be stale). */
+  private readonly awaiting = new Map<string, number>();
 
   constructor(store: FaultStore, now: () => number) {
     this.store = store;
@@ -118,6 +125,25 @@ export class FaultView {
     }), nowMs);
   }
 
+  /**
+   * The stage queued these nodes for evaluation (its call, with `publish`). Until their pass
+   * publishes, a decision that reads them waits (`awaitingAny`): the job a pod event queues must not
+   * be decided on the view from before that pod, whose filters (a step retry's window, a
+   * recover-in-place hide) the pending pass may apply. At a start the caches' first pods re-announce
+   * every node that holds them, so no restored job is decided on a view computed without its pods.
+   */
+  markAwaiting(nodes: readonly string[], nowMs: number): void {
+    for (const n of nodes) if (!this.awaiting.has(n)) this.awaiting.set(n, nowMs);
+  }
+
+  /** Some of these nodes await the stage's evaluation (for at most AWAIT_EVALUATION_LIMIT_MS). */
+  awaitingAny(nodes: readonly string[], nowMs: number = this.now()): boolean {
+    return nodes.some((n) => {
+      const since = this.awaiting.get(n);
+      return since !== undefined && nowMs - since < AWAIT_EVALUATION_LIMIT_MS;
+    });
+  }
+
   /** The entity (`node` or `node/device`) recovered (per the job view) after t, within the damping window. */
   recoveredSince(entity: string, t: number): boolean {
     const node = entity.split('/')[0]!;
@@ -134,7 +160,10 @@ export class FaultView {
    * memories, then one version with the changed nodes. Synchronous, so no reader sees half of it.
    */
   publish(views: ReadonlyMap<string, NodeView | undefined>, damp: ReadonlyMap<string, ReadonlyMap<string, EntityState>>, changed: readonly string[], atMs: number): void {
-    for (const [n, v] of views) if (v === undefined) this.views.delete(n); else this.views.set(n, v);
+    for (const [n, v] of views) {
+      this.awaiting.delete(n);
+      if (v === undefined) this.views.delete(n); else this.views.set(n, v);
+    }
     for (const [n, s] of damp) if (s.size === 0) this.damp.delete(n); else this.damp.set(n, s);
     if (changed.length === 0) return;
     this.v++;

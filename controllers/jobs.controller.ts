@@ -70,7 +70,7 @@ export interface JobsControllerDeps {
   readonly client: KubeClient;
   readonly sources: Sources;
   /** The fault view (controllers/fault-view.ts): scheduler views kept per node, and the nodes whose view changed. */
-  readonly deviceFaults: Pick<FaultView, 'store' | 'changes$' | 'effective' | 'jobView' | 'recoveredSince'>;
+  readonly deviceFaults: Pick<FaultView, 'store' | 'changes$' | 'effective' | 'jobView' | 'recoveredSince' | 'awaitingAny'>;
   readonly writer: ConfigMapWriter;
   readonly options: Options;
   readonly log: Logger;
@@ -94,7 +94,10 @@ export interface JobsControllerDeps {
 }
 
 /** What the flow hands its one subscriber. */
-type Work = { type: 'job'; key: string } | { type: 'gone'; key: string } | { type: 'pg'; key: string } | { type: 'nodes'; nodes: readonly string[] };
+type Work =
+  | { type: 'job'; key: string } | { type: 'gone'; key: string } | { type: 'pg'; key: string } | { type: 'nodes'; nodes: readonly string[] }
+  // A job left the index (its owner deleted, its last pod gone): only the TOR view still holds it.
+  | { type: 'left' };
 
 interface Loops {
   readonly decisions: ControllerLoop;
@@ -187,6 +190,11 @@ export class JobsController {
         states: this.states, executor, reporter, history, resetConfig, dryRun: options.dryRun, breaker: d.breaker, damper: this.damper,
         refuseMalformedIdentity: options.refuseMalformedJobIdentity,
         config: { graceOverTimeMs: options.graceOverTimeSeconds * 1000, pendingEscalationMs: options.pendingEscalationSeconds * 1000 },
+        viewAwaiting: (nodes) => {
+          const waits = d.deviceFaults.awaitingAny(nodes, this.now());
+          if (waits) metrics.decisionsAwaitingView.inc();
+          return waits;
+        },
         registered: d.registered, afterPersist: d.afterPersist, goodput: metrics.goodput, scheduledAtMs: (k) => this.gate?.scheduledAt(k),
         onStateChanged: () => vcjobFaultNpu.queue.add(VCJOB_FAULT_NPU_KEY),
         onGone: () => { reasons.queue.add(JOB_RESCHEDULE_REASON_KEY); vcjobFaultNpu.queue.add(VCJOB_FAULT_NPU_KEY); },
@@ -219,7 +227,10 @@ export class JobsController {
       faultNodes$: deviceFaults.changes$.pipe(map((c) => c.nodes)),
     }, { jobKeysOnNodes: (nodes) => this.index.jobKeysOnNodes(nodes) });
     const work$ = merge(
-      keys$.pipe(filter((key) => this.index.job(key) !== undefined), map((key): Work => ({ type: 'job', key }))),
+      keys$.pipe(map((key): Work => (this.index.job(key) !== undefined ? { type: 'job', key } : { type: 'left' }))),
+      // A deleted Volcano Job or AscendJob takes its job out of the index (state/job-index.ts:
+      // an unverified owner is no job) before its PodGroup and pods go.
+      merge(s.vcJobs.events$, s.ascendJobs.events$).pipe(filter((ev) => ev.type === 'delete'), map((): Work => ({ type: 'left' }))),
       pgEvents$.pipe(map((ev): Work => (ev.type === 'delete' ? { type: 'gone', key: objectKey(ev.obj) } : { type: 'pg', key: objectKey(ev.obj) }))),
       deviceFaults.changes$.pipe(map((c): Work => ({ type: 'nodes', nodes: c.nodes }))),
     );
@@ -240,6 +251,10 @@ export class JobsController {
       }
       case 'gone':
         l?.decisions.queue.add(w.key);
+        l?.torShare.queue.add(TOR_SHARE_KEY);
+        break;
+      case 'left':
+        l?.torShare.queue.add(TOR_SHARE_KEY);
         break;
       case 'pg':
         l?.vcjobFaultNpu.queue.add(VCJOB_FAULT_NPU_KEY);

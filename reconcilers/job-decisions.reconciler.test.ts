@@ -11,7 +11,7 @@ import { JobIndex } from '../state/job-index.ts';
 import { JobStateStore } from '../actions/job-state.action.ts';
 import { DecisionHistory } from '../actions/decision-history.action.ts';
 import { DecisionReporter } from '../actions/job-report.action.ts';
-import { jobDecisionsReconciler } from './job-decisions.reconciler.ts';
+import { jobDecisionsReconciler, VIEW_AWAIT_REQUEUE_MS } from './job-decisions.reconciler.ts';
 import type { Sources } from '../controllers/sources/sources.ts';
 import { FlapDamper } from '../state/flap-damper.ts';
 import type { KubeObject } from '../runtime/kube-client.ts';
@@ -27,7 +27,7 @@ const KEY2 = `${NS}/mistral-${UID2}`;
 const persisted = (cms: FakeConfigMaps) => parseJobState(cms.get('mindx-dl', journalCmName(0))?.data?.[UID]);
 const NPUS = ['Ascend910-0', 'Ascend910-1'];
 
-function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string>; hiddenUntilMs?: number; visibleOn3?: boolean; recording?: Promise<boolean>; scheduledAtMs?: number; breaker?: BreakerGate; secondJob?: boolean; journalStopped?: boolean } = {}) {
+function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string>; hiddenUntilMs?: number; visibleOn3?: boolean; recording?: Promise<boolean>; scheduledAtMs?: number; breaker?: BreakerGate; secondJob?: boolean; journalStopped?: boolean; awaiting?: Set<string> } = {}) {
   const pods = new FakeStore<KubeObject>();
   const groups = new FakeStore<KubeObject>();
   groups.put(podGroupOf(NS, 'llama', UID, opts.labels ?? { 'fault-scheduling': 'force' }));
@@ -80,6 +80,7 @@ function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string>; 
     history: new DecisionHistory({ client: cms.client(), log: silentLogger, metrics: new Metrics({ processMetrics: false }), bounds: { perJob: 50, total: 5000, ttlMs: 3_600_000 }, dryRun: true }),
     resetConfig: { cached: () => undefined, writer }, config: {}, dryRun: false,
     registered: () => false, onStateChanged: () => undefined, onGone: () => undefined,
+    viewAwaiting: (nodes) => nodes.some((n) => opts.awaiting?.has(n) === true),
     // Breaker and damping are tested in breaker.test.ts / flap-damping.test.ts: here, an open gate.
     breaker: opts.breaker ?? { admit: () => ({ allowed: true }) }, damper: new FlapDamper({ holdMs: 0, recoveries: 2, windowMs: 60_000 }, () => nowMs, () => false),
     ...(opts.scheduledAtMs === undefined ? {} : { scheduledAtMs: () => opts.scheduledAtMs }),
@@ -103,6 +104,17 @@ function setup(opts: { failFirstRun?: boolean; labels?: Record<string, string>; 
 }
 
 describe('job decisions reconcile', () => {
+  it('waits while one of the job\'s nodes awaits the fault view\'s evaluation, then decides on the view after it', async () => {
+    const awaiting = new Set(['node-2']);
+    const { reconcile, log, cms } = setup({ awaiting });
+    expect(await reconcile(KEY)).toEqual({ requeueAfterMs: VIEW_AWAIT_REQUEUE_MS });
+    expect(log).toEqual([]);
+    expect(persisted(cms).ok).toBe(false); // nothing decided, nothing written
+    awaiting.clear();
+    await reconcile(KEY);
+    expect(log).toEqual([`run ${KEY} forceDeletePods+recordRescheduleReason replay=false persisted=true`]);
+  });
+
   it('persists the decision with its actions before acting, then clears the pending mark with the next journal write', async () => {
     const { reconcile, cms, log, states } = setup();
     const out = await reconcile(KEY);

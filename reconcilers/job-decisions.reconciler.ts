@@ -80,6 +80,11 @@ export interface JobDecisionsDeps {
   readonly onGone: (key: string) => void;
   /** Test hook: called right after a decision is persisted, before it is carried out. */
   readonly afterPersist?: (key: string, pending: PendingDecision) => void;
+  /**
+   * Some of these nodes have a change the fault view has not evaluated yet (controllers/fault-view.ts
+   * `awaitingAny`): the job is decided once it has, never on the view from before the change.
+   */
+  readonly viewAwaiting: (nodes: readonly string[]) => boolean;
   /** The blast-radius breaker: asked before every reschedule (pod deletions); held = not carried out. */
   readonly breaker: BreakerGate;
   /** Flap damping (rule 2): a restart for re-faults of the hardware the job was just restarted for waits. */
@@ -98,6 +103,9 @@ export interface JobDecisionsDeps {
  */
 interface Stages { queued?: number; decide: number; prepare: number; writeAhead: number }
 const round1 = (ms: number): number => Math.round(ms * 10) / 10;
+
+/** How soon a job whose nodes await the fault view's evaluation is looked at again (one stage pass). */
+export const VIEW_AWAIT_REQUEUE_MS = 20;
 
 /** How often a job whose journal record is unreadable is looked at again (to resume once it was removed). */
 const UNREADABLE_RECHECK_MS = 10_000;
@@ -256,6 +264,9 @@ export function jobDecisionsReconciler(d: JobDecisionsDeps): Reconciler {
         await carryOutPending(entry, pending, stored!.value.state, ctx);
       }
 
+      // A pod that just arrived or left, a start: the view of its nodes is being evaluated again
+      // (a step retry's or an in-place recovery's hide may start with the pod). Decide on that view.
+      if (d.viewAwaiting(jobNodes(entry.view))) return { requeueAfterMs: VIEW_AWAIT_REQUEUE_MS };
       // Read: the job's facts, the journal's state, the damper's budget, what was last reported.
       const nowMs = ctx.now();
       d.goodput?.podsObserved(key, entry.view.pods, nowMs);

@@ -6,7 +6,8 @@
  * there) and Event. Input objects are collected too: a controller that changes or
  * deletes one shows up as a difference. Left out: what the apiserver itself writes on one side or
  * the other at its own pace (the `kubernetes.io/metadata.name` label, Events of its repair
- * controllers such as `ipallocator-repair-controller` on Service default/kubernetes).
+ * controllers such as `ipallocator-repair-controller` on Service default/kubernetes, and
+ * `kubernetes-service-cidr-controller` on the default ServiceCIDR).
  */
 import type { KubeClient, KubeObject } from '../../runtime/kube-client.ts';
 
@@ -18,7 +19,7 @@ interface Meta { metadata?: { labels?: Record<string, string>; annotations?: Rec
 /** Set by the apiserver on both sides alike; not a controller's write. */
 const APISERVER_LABELS = new Set(['kubernetes.io/metadata.name']);
 /** Event sources inside kube-apiserver (no controller of ours or ClusterD's). */
-const APISERVER_EVENT_SOURCE = /^(kube-apiserver|[a-z]+allocator-repair-controller)$/;
+const APISERVER_EVENT_SOURCE = /^(kube-apiserver|[a-z]+allocator-repair-controller|kubernetes-service-cidr-controller)$/;
 
 function metaFields(o: Meta, out: Fields): void {
   for (const [k, v] of Object.entries(o.metadata?.labels ?? {})) if (!APISERVER_LABELS.has(k)) out[`label ${k}`] = v;

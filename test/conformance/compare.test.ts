@@ -131,6 +131,19 @@ describe('normalisations of the gRPC exchange and reset-config', () => {
     expect(exchangeRecord([sig(['1', '0'], [])])['signal 01']).not.toBe(exchangeRecord([sig(['1', '1'], [])])['signal 01']);
   });
 
+  test('reports and O&M events keep their order within a sequence, not across (concurrent handlers in the client)', () => {
+    const report = (rpc: string, code = 0) => ({ t: 0, event: 'report' as const, rpc, code });
+    const notify = { t: 0, event: 'switch-notify' as const, ranks: ['0'], ops: [true] };
+    const result = (msg: string) => ({ t: 0, event: 'om-result' as const, rpc: 'SwitchNicTrack', msg });
+    const a = exchangeRecord([report('ReportStopComplete'), notify, report('ReplySwitchNicResult'), result('switch nic finish')]);
+    const b = exchangeRecord([notify, result('switch nic finish'), report('ReplySwitchNicResult'), report('ReportStopComplete')]);
+    expect(a).toEqual(b);
+    expect(a['report ReportStopComplete 01']).toBe('code 0');
+    // Within one sequence order still counts.
+    expect(exchangeRecord([report('ReportRecoverStatus', 0), report('ReportRecoverStatus', 1)])).not.toEqual(exchangeRecord([report('ReportRecoverStatus', 1), report('ReportRecoverStatus', 0)]));
+    expect(exchangeRecord([result('a'), result('b')])).not.toEqual(exchangeRecord([result('b'), result('a')]));
+  });
+
   test('a reset-config checkCode is a token only when it is the hash of its reset.json', () => {
     const info = { RankList: [], UpdateTime: Math.floor((T0 + 1000) / 1000), RetryTime: 0, FaultFlushing: false, GracefulExit: 0, RestartFaultProcess: false };
     const data = encodeResetConfigData(info);

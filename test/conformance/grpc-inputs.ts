@@ -13,11 +13,14 @@
  *   3. a signal's faultRanks and nodeRankIds are compared sorted: ClusterD builds nodeRankIds by
  *      ranging over a Go map (GetNodeRankIdsByRankIds, pkg/domain/common/utils.go), so their order
  *      is random there (seen in CI: [1 0] on one run, [0 1] on another).
- * Keep-alives are left out (a timer, not an exchange). Reports are compared as their own sequence
- * (their order relative to the next signal is a race inside the client). O&M events (the operator's
- * answers and result messages, TaskD's notify messages) are a third sequence; in their texts the
- * job's UID (different on each side) reads `<job uid>` and runs of blanks one blank (protobuf-go's
- * text format puts one or two, at random).
+ * Keep-alives are left out (a timer, not an exchange). Order is compared only where one stream or
+ * one handler fixes it: the signals are one sequence; the reports one sequence per rpc (the client
+ * answers a pause signal and a switch notify in goroutines of their own, so ReportStopComplete and
+ * ReplySwitchNicResult come in either order when the two messages arrive together, as they do from
+ * ClusterD); the O&M events one sequence per channel: the operator's answers and the result stream
+ * per rpc, TaskD's stress-test and NIC-switch notify streams. In O&M texts the job's UID (different
+ * on each side) reads `<job uid>` and runs of blanks one blank (protobuf-go's text format puts one
+ * or two, at random).
  */
 import { join } from 'node:path';
 import { loadSync } from '@grpc/proto-loader';
@@ -55,10 +58,11 @@ export function exchangeRecord(events: readonly ClientEvent[]): Fields {
   const f: Fields = {};
   const session: string[] = [];
   let signals = 0;
-  let reports = 0;
-  let oms = 0;
-  const text = (t: string | undefined): string => (t ?? '').replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, '<job uid>').replace(/\s+/g, ' ');
   const pad = (n: number) => String(n).padStart(2, '0');
+  // One counter per sequence (see the file comment): `report <rpc>`, `om <rpc> answer|result`, `notify <kind>`.
+  const seq = new Map<string, number>();
+  const next = (name: string): string => { const n = (seq.get(name) ?? 0) + 1; seq.set(name, n); return `${name} ${pad(n)}`; };
+  const text = (t: string | undefined): string => (t ?? '').replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, '<job uid>').replace(/\s+/g, ' ');
   for (const e of events) {
     switch (e.event) {
       case 'init': case 'register':
@@ -77,21 +81,21 @@ export function exchangeRecord(events: readonly ClientEvent[]): Fields {
         break;
       }
       case 'report':
-        f[`report ${pad(++reports)}`] = `${e.rpc} ${e.error ? `error ${e.error}` : `code ${e.code ?? 0}`}`;
+        f[next(`report ${e.rpc ?? ''}`)] = `${e.error ? `error ${e.error}` : `code ${e.code ?? 0}`}`;
         break;
       case 'om':
-        f[`om ${pad(++oms)}`] = `${e.rpc} ${e.error ? `error ${text(e.error)}` : `code ${e.code ?? 0} info ${text(e.info)}`}`;
+        f[next(`om ${e.rpc ?? ''} answer`)] = `${e.error ? `error ${text(e.error)}` : `code ${e.code ?? 0} info ${text(e.info)}`}`;
         break;
       case 'om-result':
-        f[`om ${pad(++oms)}`] = `${e.rpc} result ${e.msg !== undefined ? `msg ${text(e.msg)}` : `end ${text(e.end ?? e.error)}`}`;
+        f[next(`om ${e.rpc ?? ''} result`)] = `${e.msg !== undefined ? `msg ${text(e.msg)}` : `end ${text(e.end ?? e.error)}`}`;
         break;
       case 'stress-notify': {
         const params = Object.entries(e.params ?? {}).sort((a, b) => Number(a[0]) - Number(b[0])).map(([r, ops]) => `${r}:${ops.join('|')}`).join(' ');
-        f[`om ${pad(++oms)}`] = `notify stress test [${params}]`;
+        f[next('notify stress test')] = `[${params}]`;
         break;
       }
       case 'switch-notify':
-        f[`om ${pad(++oms)}`] = `notify switch nic ranks=[${(e.ranks ?? []).join(' ')}] ops=[${(e.ops ?? []).join(' ')}]`;
+        f[next('notify switch nic')] = `ranks=[${(e.ranks ?? []).join(' ')}] ops=[${(e.ops ?? []).join(' ')}]`;
         break;
       default: break; // keepalive
     }

@@ -263,7 +263,7 @@ describe('jobs: the Volcano half\'s branches', () => {
         '10.9.0.1': { IsHealthy: 0, IsSharedTor: 2, nodes: [{ NodeIp: ips[0], NodeName: nodes[0], JobName: ['big'] }, { NodeIp: ips[1], NodeName: nodes[1], JobName: [] }] },
         '10.9.0.2': free,
       };
-      await eventually(async () => JSON.stringify(await torShare()) === JSON.stringify(exclusive), 45_000, 100).catch(async (e: unknown) => { throw new Error(`${String(e)}: ${JSON.stringify(await torShare())}`); });
+      await eventually(async () => JSON.stringify(await torShare()) === JSON.stringify(exclusive), 10_000, 100).catch(async (e: unknown) => { throw new Error(`${String(e)}: ${JSON.stringify(await torShare())}`); });
     } finally {
       await client.delete(paths.configMap(BASIC_TOR_NODE_NAMESPACE, BASIC_TOR_NODE_CM_NAME)).catch(() => undefined);
     }
