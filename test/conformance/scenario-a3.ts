@@ -18,6 +18,7 @@ import { defaultChipLevel, defaultNetworkLevel } from '../../tools/simulator/fau
 import { paths, type KubeObject } from '../../runtime/kube-client.ts';
 import { DEFAULT_RELATION_FAULT_CONFIG, SWITCH_LINK_DOWN } from '../../policy/faults/relation-fault-config.ts';
 import type { Scenario } from './runner.ts';
+import { podRunning, rankPod } from './scenario-process-recovery.ts';
 import type { World, Write } from './world.ts';
 import type { NpuFaultLevel } from '../../vocabulary/fault-types.ts';
 
@@ -47,26 +48,9 @@ function jobObjects(job: string, nodes: readonly string[]): Write[] {
     }, paths.vcJob(NS, job)),
   ];
   for (const [rank, node] of nodes.entries()) {
-    const name = `${job}-worker-${rank}`;
     const hostIp = `10.0.3.${rank + 1}`;
-    const devices = { pod_name: name, server_id: hostIp, host_ip: hostIp, devices: CHIPS.map((c) => ({ device_id: String(c), device_ip: `192.168.${rank + 1}.${c}` })) };
-    out.push(put(paths.pods(NS), {
-      apiVersion: 'v1', kind: 'Pod',
-      metadata: {
-        name, namespace: NS, ownerReferences: [owner],
-        labels: { app: job, 'volcano.sh/job-name': job, 'volcano.sh/task-spec': 'worker' },
-        annotations: {
-          'hccl/rankIndex': String(rank), 'scheduling.k8s.io/group-name': pg,
-          'huawei.com/AscendReal': CHIPS.map((c) => `Ascend910-${c}`).join(','),
-          'ascend.kubectl.kubernetes.io/ascend-910-configuration': JSON.stringify(devices),
-        },
-      },
-      spec: {
-        nodeName: node, schedulerName: 'volcano', restartPolicy: 'Never', terminationGracePeriodSeconds: 0,
-        containers: [{ name: 'train', image: 'training:latest', resources: { requests: { 'huawei.com/Ascend910': String(CHIPS.length) }, limits: { 'huawei.com/Ascend910': String(CHIPS.length) } } }],
-      },
-    }, paths.vcJob(NS, job)));
-    out.push({ op: 'patch', path: paths.podStatus(NS, name), type: 'merge', body: { status: { phase: 'Running', hostIP: hostIp, podIP: `127.18.0.${rank + 1}`, conditions: [{ type: 'Ready', status: 'True' }] } } });
+    out.push(put(paths.pods(NS), rankPod({ ns: NS, job, podGroup: pg, owner, rank, node, hostIp }), paths.vcJob(NS, job)));
+    out.push(podRunning(NS, `${job}-worker-${rank}`, hostIp, `127.18.0.${rank + 1}`));
   }
   return out;
 }

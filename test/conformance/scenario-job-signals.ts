@@ -15,6 +15,7 @@ import { paths, type KubeObject } from '../../runtime/kube-client.ts';
 import type { Fields } from './collect.ts';
 import { EXCEPTION_CHECK_MS, type Scenario, type SideContext } from './runner.ts';
 import type { Write } from './world.ts';
+import { exceptionReported } from './exception-report.ts';
 
 const NS = 'jobsig';
 const JOB = 'sig-job';
@@ -147,6 +148,7 @@ export const JOB_SIGNALS: Scenario = {
     // Each side reports (and clears) the pending job in scheduling-exception-report on its own 10 s
     // check: these steps wait for both checks.
     { name: 'a PyTorch job is created (pending)', writes: () => jobCreated(), settleMinMs: EXCEPTION_CHECK_MS },
+    exceptionReported('the pending job', [JOB], 'PodPending'),
     { name: 'its pod runs', writes: () => podRuns(), settleMinMs: EXCEPTION_CHECK_MS },
     { name: 'its pod is deleted', writes: () => podDeleted(), settleMinMs: EXCEPTION_CHECK_MS },
     { name: 'its PodGroup is deleted', writes: () => podGroupDeleted(), settleMinMs: EXCEPTION_CHECK_MS },

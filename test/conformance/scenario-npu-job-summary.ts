@@ -15,6 +15,7 @@
 import { paths, type KubeObject } from '../../runtime/kube-client.ts';
 import { EXCEPTION_CHECK_MS, type Scenario, type SideContext } from './runner.ts';
 import type { Write } from './world.ts';
+import { exceptionReported } from './exception-report.ts';
 
 const NS = 'a5';
 const NODES = ['node-u0', 'node-u1'] as const;
@@ -132,6 +133,7 @@ export const NPU_JOB_SUMMARY: Scenario = {
     // Each side reports (and clears) the pending PodGroups and the failed pod in scheduling-exception-report
     // on its own 10 s check: those steps wait for both checks.
     { name: 'A5 jobs submitted (PodGroups pending, no pods)', writes: () => JOBS.flatMap(jobObjects), settleMinMs: EXCEPTION_CHECK_MS },
+    exceptionReported('the pending jobs', JOBS.map((j) => j.name), 'PodGroupPending'),
     { name: 'A5 pods bound with ascend-npu-configuration (levelList) and running', writes: () => JOBS.flatMap(runningPods), settleMinMs: EXCEPTION_CHECK_MS },
     { name: 'both sides wrote the v2 rank list', perSide: expectV2 },
     { name: 'a5-uboe rank 1 fails', writes: () => [{ op: 'patch', path: paths.podStatus(NS, podName(JOBS[1]!, 1)), type: 'merge', body: { status: { phase: 'Failed' } } }], settleMinMs: EXCEPTION_CHECK_MS },

@@ -61,6 +61,31 @@ export function deviceAnnotation(pod: string, hostIp: string): string {
   return JSON.stringify({ pod_name: pod, server_id: hostIp, host_ip: hostIp, devices: CHIPS.map((c) => ({ device_id: String(c), device_ip: `192.168.${hostIp.split('.')[3]}.${c}` })) });
 }
 
+/** A rank pod of a Volcano Job as Volcano and the device plugin leave it (chips 0 and 1 of its node). */
+export function rankPod(o: { ns: string; job: string; podGroup: string; owner: object; rank: number; node: string; hostIp: string }): KubeObject {
+  const name = `${o.job}-worker-${o.rank}`;
+  return {
+    apiVersion: 'v1', kind: 'Pod',
+    metadata: {
+      name, namespace: o.ns, ownerReferences: [o.owner],
+      labels: { app: o.job, 'volcano.sh/job-name': o.job, 'volcano.sh/task-spec': 'worker' },
+      annotations: {
+        'hccl/rankIndex': String(o.rank), 'scheduling.k8s.io/group-name': o.podGroup,
+        'huawei.com/AscendReal': CHIPS.map((c) => `Ascend910-${c}`).join(','),
+        'ascend.kubectl.kubernetes.io/ascend-910-configuration': deviceAnnotation(name, o.hostIp),
+      },
+    },
+    spec: {
+      nodeName: o.node, schedulerName: 'volcano', restartPolicy: 'Never', terminationGracePeriodSeconds: 0,
+      containers: [{ name: 'train', image: 'training:latest', resources: { requests: { 'huawei.com/Ascend910': String(CHIPS.length) }, limits: { 'huawei.com/Ascend910': String(CHIPS.length) } } }],
+    },
+  } as KubeObject;
+}
+
+/** kubelet: the pod runs, Ready, on its host. */
+export const podRunning = (ns: string, name: string, hostIp: string, podIp: string): Write =>
+  ({ op: 'patch', path: paths.podStatus(ns, name), type: 'merge', body: { status: { phase: 'Running', hostIP: hostIp, podIP: podIp, conditions: [{ type: 'Ready', status: 'True' }] } } });
+
 /**
  * The job's objects; `strategies` is the PodGroup's `recover-strategy` annotation, `annotations` more
  * PodGroup annotations, `extraLabels` more labels of the Job and its PodGroup.
@@ -85,29 +110,9 @@ export function jobObjects(strategies = 'retry,recover,dump,exit', annotations: 
     }),
   ];
   for (const [rank, node] of RANK_NODES.entries()) {
-    const name = `${JOB}-worker-${rank}`;
     const hostIp = `10.0.0.${rank + 1}`;
-    out.push(owned(paths.pods(NS), {
-      apiVersion: 'v1', kind: 'Pod',
-      metadata: {
-        name, namespace: NS, ownerReferences: [OWNER],
-        labels: { app: JOB, 'volcano.sh/job-name': JOB, 'volcano.sh/task-spec': 'worker' },
-        annotations: {
-          'hccl/rankIndex': String(rank), 'scheduling.k8s.io/group-name': PG,
-          'huawei.com/AscendReal': CHIPS.map((c) => `Ascend910-${c}`).join(','),
-          'ascend.kubectl.kubernetes.io/ascend-910-configuration': deviceAnnotation(name, hostIp),
-        },
-      },
-      spec: {
-        nodeName: node, schedulerName: 'volcano', restartPolicy: 'Never', terminationGracePeriodSeconds: 0,
-        containers: [{ name: 'train', image: 'training:latest', resources: { requests: { 'huawei.com/Ascend910': String(CHIPS.length) }, limits: { 'huawei.com/Ascend910': String(CHIPS.length) } } }],
-      },
-    }));
-    // kubelet: the pod runs.
-    out.push({
-      op: 'patch', path: paths.podStatus(NS, name), type: 'merge',
-      body: { status: { phase: 'Running', hostIP: hostIp, podIP: podIp(rank), conditions: [{ type: 'Ready', status: 'True' }] } },
-    });
+    out.push(owned(paths.pods(NS), rankPod({ ns: NS, job: JOB, podGroup: PG, owner: OWNER, rank, node, hostIp })));
+    out.push(podRunning(NS, `${JOB}-worker-${rank}`, hostIp, podIp(rank)));
   }
   return out;
 }

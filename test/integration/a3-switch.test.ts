@@ -75,17 +75,22 @@ describe('A3 super-pod: UB switch faults, the CQE late trigger, a PreSeparateNPU
 
   const retryJob = { labels: { 'process-recover-enable': 'on' }, annotations: { 'recover-strategy': 'retry' } };
 
-  it('switch link-down gone, HCCL retry inside --link-down-memory-seconds: the retry keeps its level, the link-down is forced in, its node separated', async () => {
-    const world = await h.startWorld({ nodes: 2, prefix: 'a3f', superPodId: 0 });
-    const { manager, labelled } = await start(world, [`--relation-fault-config-dir=${relationDir(60)}`, '--link-down-memory-seconds=20']);
-    const { key, pods } = await runningJob(world, manager, 'fin', retryJob.labels, retryJob.annotations);
+  /** A step-retry job on two super-pod nodes; a UB switch link-down on rank 1's node, seen, then gone. */
+  const linkDownThenGone = async (prefix: string, jobName: string, memoryS: number) => {
+    const world = await h.startWorld({ nodes: 2, prefix, superPodId: 0 });
+    const { manager, labelled } = await start(world, [`--relation-fault-config-dir=${relationDir(60)}`, `--link-down-memory-seconds=${memoryS}`]);
+    const { key, pods } = await runningJob(world, manager, jobName, retryJob.labels, retryJob.annotations);
     const r1 = pods[1]!;
     const node = r1.spec!.nodeName!;
-    const chip = npusOf(r1)[0]!;
     await world.dp.injectSwitchFault({ node, code: SWITCH_LINK_DOWN, level: 'NotHandle' });
     await eventually(() => manager.deviceFaults.effective(node).some((r) => r.source === 'switch' && r.code === SWITCH_LINK_DOWN));
     await world.dp.recoverSwitchFault(node);
     await eventually(() => !manager.recovery.jobView(node).some((r) => r.source === 'switch'));
+    return { world, manager, labelled, key, r1, node, chip: npusOf(r1)[0]! };
+  };
+
+  it('switch link-down gone, HCCL retry inside --link-down-memory-seconds: the retry keeps its level, the link-down is forced in, its node separated', async () => {
+    const { world, manager, labelled, key, r1, node, chip } = await linkDownThenGone('a3f', 'fin', 20);
     const tf = Date.now();
     await world.dp.injectChipFault({ node, npu: chip, code: HCCL, level: 'NotHandleFault', timeMs: tf });
     // hidden 10 s by the step retry, then reported at its own level with the link-down forced in
@@ -105,16 +110,7 @@ describe('A3 super-pod: UB switch faults, the CQE late trigger, a PreSeparateNPU
   }, 120_000);
 
   it('past --link-down-memory-seconds the HCCL retry is RestartBusiness and nothing is forced in', async () => {
-    const world = await h.startWorld({ nodes: 2, prefix: 'a3m', superPodId: 0 });
-    const { manager, labelled } = await start(world, [`--relation-fault-config-dir=${relationDir(60)}`, '--link-down-memory-seconds=3']);
-    const { pods } = await runningJob(world, manager, 'fout', retryJob.labels, retryJob.annotations);
-    const r1 = pods[1]!;
-    const node = r1.spec!.nodeName!;
-    const chip = npusOf(r1)[0]!;
-    await world.dp.injectSwitchFault({ node, code: SWITCH_LINK_DOWN, level: 'NotHandle' });
-    await eventually(() => manager.deviceFaults.effective(node).some((r) => r.source === 'switch' && r.code === SWITCH_LINK_DOWN));
-    await world.dp.recoverSwitchFault(node);
-    await eventually(() => !manager.recovery.jobView(node).some((r) => r.source === 'switch'));
+    const { world, manager, labelled, node, chip } = await linkDownThenGone('a3m', 'fout', 3);
     await world.dp.injectChipFault({ node, npu: chip, code: HCCL, level: 'NotHandleFault', timeMs: Date.now() });
     // RestartBusiness while the job's pod holds the chip (the restart it causes frees the chip for a moment)
     await eventually(async () => levelIn(await deviceEntry(client, node), chip, HCCL) === 'RestartBusiness', 25_000);

@@ -17,7 +17,7 @@
 import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
 import { paths } from '../../runtime/kube-client.ts';
 import { cleanUp, createJob, fakeNodes, podGroup, podPeer, rand, reportChipFault, watchPodGroupLabel, type TestJob } from './recovery-fixtures.ts';
-import { type GoTaskdClient, haveGo, pollResetConfig, realClientHarness, timeline } from './recovery-real-client.ts';
+import { type ClientEvent, type GoTaskdClient, haveGo, pollResetConfig, realClientHarness, timeline } from './recovery-real-client.ts';
 
 if (!haveGo()) process.stdout.write('recovery-timeouts-real-client: SKIPPED, no Go toolchain on PATH (needed to build tools/taskd-client)\n');
 const describeGo = haveGo() ? describe : describe.skip;
@@ -67,10 +67,14 @@ describeGo('recovery FSM timeouts with the real TaskD client not answering', () 
     expect(a.events.some((e) => e.event === 'report' && e.rpc === 'ReplyStressTestResult')).toBe(false);
   }, 120_000);
 
-  it('dump: no dump result within the report timeout -> fault clear and fault retry: reset-config cleared, label pause, dump_exit, label on', async () => {
-    const c = await startController('dump-timeout', [`--recovery-report-timeout-seconds=${REPORT_S}`]);
-    const { job, nodes } = await setUp('dump,exit');
-    const a = agent(c.target, job, ['-strategies=dump,exit', '-dump-report=false']);
+  /**
+   * A strategy whose result never comes (the client withholds it): after the report timeout the
+   * FSM clears the fault and retries (`faultRetried`), and the strategy's success is never annotated.
+   */
+  const strategyTimesOut = async (name: 'dump' | 'recover', withhold: string, waitSignal: (s: ClientEvent) => boolean, what: string): Promise<void> => {
+    const c = await startController(`${name}-timeout`, [`--recovery-report-timeout-seconds=${REPORT_S}`]);
+    const { job, nodes } = await setUp(`${name},exit`);
+    const a = agent(c.target, job, [`-strategies=${name},exit`, withhold]);
     await a.waitFor((e) => e.event === 'subscribe', 30_000, 'subscription');
     const poll = pollResetConfig(client, job, 500);
     cleanup(() => poll.stop());
@@ -78,28 +82,17 @@ describeGo('recovery FSM timeouts with the real TaskD client not answering', () 
     cleanup(() => labels.stop());
     const t0 = Date.now();
     await reportChipFault(client, nodes[1]!, 'Ascend910-1', '80E18402', 'SeparateNPU', true);
-    const save = await a.waitForSignal((s) => s.signalType === 'saveAndExit', 30_000, 'saveAndExit');
-    await faultRetried(a, save.t, poll, labels);
-    expect((await podGroup(client, job)).metadata?.annotations?.ProcessRecoverStatus).not.toBe('dump-success');
-    process.stdout.write(`[fsm-timeouts] dump timeout timeline (ms from fault): ${timeline(a, t0)}\n`);
-  }, 150_000);
+    const sent = await a.waitForSignal(waitSignal, 60_000, what);
+    await faultRetried(a, sent.t, poll, labels);
+    expect((await podGroup(client, job)).metadata?.annotations?.ProcessRecoverStatus).not.toBe(`${name}-success`);
+    process.stdout.write(`[fsm-timeouts] ${name} timeout timeline (ms from fault): ${timeline(a, t0)}\n`);
+  };
 
-  it('recover: no recover status within the report timeout -> fault clear and fault retry: reset-config cleared, label pause, dump_exit, label on', async () => {
-    const c = await startController('recover-timeout', [`--recovery-report-timeout-seconds=${REPORT_S}`]);
-    const { job, nodes } = await setUp('recover,exit');
-    const a = agent(c.target, job, ['-strategies=recover,exit', '-recover-report=false']);
-    await a.waitFor((e) => e.event === 'subscribe', 30_000, 'subscription');
-    const poll = pollResetConfig(client, job, 500);
-    cleanup(() => poll.stop());
-    const labels = watchPodGroupLabel(client, job, 'process-recover-enable');
-    cleanup(() => labels.stop());
-    const t0 = Date.now();
-    await reportChipFault(client, nodes[1]!, 'Ascend910-1', '80E18402', 'SeparateNPU', true);
-    const change = await a.waitForSignal((s) => s.signalType === 'changeStrategy' && s.changeStrategy === 'recover', 60_000, 'changeStrategy recover');
-    await faultRetried(a, change.t, poll, labels);
-    expect((await podGroup(client, job)).metadata?.annotations?.ProcessRecoverStatus).not.toBe('recover-success');
-    process.stdout.write(`[fsm-timeouts] recover timeout timeline (ms from fault): ${timeline(a, t0)}\n`);
-  }, 150_000);
+  it('dump: no dump result within the report timeout -> fault clear and fault retry: reset-config cleared, label pause, dump_exit, label on', () =>
+    strategyTimesOut('dump', '-dump-report=false', (s) => s.signalType === 'saveAndExit', 'saveAndExit'), 150_000);
+
+  it('recover: no recover status within the report timeout -> fault clear and fault retry: reset-config cleared, label pause, dump_exit, label on', () =>
+    strategyTimesOut('recover', '-recover-report=false', (s) => s.signalType === 'changeStrategy' && s.changeStrategy === 'recover', 'changeStrategy recover'), 150_000);
 
   it('fault retry: the job does not run again within the wait (--recovery-timings retryRunning) -> killMaster', async () => {
     const c = await startController('retry-running-timeout', [`--recovery-report-timeout-seconds=${REPORT_S}`, '--recovery-timings=retryRunning=3000']);
