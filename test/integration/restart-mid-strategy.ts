@@ -184,10 +184,15 @@ export const STRATEGIES: readonly StrategyCase[] = [
     expect: ['preExitProcess[pre exit process]', 'stopTrain[stop_train]', 'globalFault[on_global_rank|fault_nodes_exit]',
       'changeStrategy:downgrade[change_strategy]', 'faultNodesExit[fault_nodes_exit]', 'changeStrategy:upgrade[change_strategy]'],
     start: (r) => chipFault(r),
-    // Scaled in (the final downgrade status taken), waiting for a replacement of the fault pod.
+    // Scaled in (the final downgrade status taken), waiting for a replacement of the fault pod. Two
+    // statuses follow the downgrade: 201 with the ranks to isolate, answered after the controller
+    // sent faultNodesExit (so it may reach the client's log after that signal), then the scale-in's.
+    // The second is sent at once and, as TaskD's, not retried past a lost server: the disruption
+    // waits for its answer.
     middle: async (r) => {
-      const exit = await sig(r.a, (e) => e.signalType === 'faultNodesExit', 'faultNodesExit');
-      await reportAfter(r.a, 'ReportRecoverStatus', exit);
+      const down = await sig(r.a, change('downgrade'), 'changeStrategy downgrade');
+      await sig(r.a, (e) => e.signalType === 'faultNodesExit', 'faultNodesExit');
+      await eventually(() => r.a.events.filter((e) => e.event === 'report' && e.rpc === 'ReportRecoverStatus' && e.t >= down.t).length >= 2, T);
       await eventually(async () => (await podUid(r.client, r.job, 1)) === undefined, T);
     },
     finish: async (r) => {
