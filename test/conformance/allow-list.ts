@@ -13,6 +13,21 @@
  * reload, triggers and labels: scenario public-faults).
  */
 import type { Allowed } from './diff.ts';
+import { ACJOB_TYPE, VCJOB_TYPE } from '../../policy/jobs/scheduling-exception.ts';
+
+/** A job kind's two spellings in a scheduling-exception entry: the job cache's and gvk.String(). */
+const JOB_TYPE_PAIRS = [['Job', VCJOB_TYPE], ['AscendJob', ACJOB_TYPE]];
+
+/** Two scheduling-exception entries equal but for jobType, one side's the other's spelling of the same kind. */
+const sameButJobType = (a: string | undefined, b: string | undefined): boolean => {
+  try {
+    const x = JSON.parse(a ?? '') as { jobType?: unknown };
+    const y = JSON.parse(b ?? '') as { jobType?: unknown };
+    const pair = [String(x.jobType), String(y.jobType)].sort().join('|');
+    if (!JOB_TYPE_PAIRS.some((p) => [...p].sort().join('|') === pair)) return false;
+    return JSON.stringify({ ...x, jobType: '' }) === JSON.stringify({ ...y, jobType: '' });
+  } catch { return false; }
+};
 
 /** The same JSON array entries in another order (normalised times, bare `<unix-s>` tokens, quoted to parse). */
 const sameEntries = (a: string | undefined, b: string | undefined): boolean => {
@@ -39,6 +54,18 @@ export const ALLOW_LIST: readonly Allowed[] = [
     when: (d) => (d.clusterd === undefined) !== (d.ours === undefined) && /"(PodGroupPending|PodPending)\\?"/.test(d.clusterd ?? d.ours ?? ''),
     flag: 'none yet',
     why: 'each side runs its 10 s check on its own phase: a pending state of 10-20 s is reported by the side whose checks fell twice inside it (README compatibility table, scheduling-exception-report row)',
+  },
+  {
+    id: 'exception-job-type-first-sight',
+    object: /^ConfigMap cluster-system\/scheduling-exception-report$/,
+    field: /^data /,
+    // ClusterD keeps an entry's jobType from the path that saw the job first (schedulingexception
+    // collector.go checkJobs / processJobs): its job cache ("Job", "AscendJob") once the job-summary
+    // ConfigMap is created, else the job object's gvk.String(). A check within that second after a
+    // submission takes the second; ours has the job at once. Only this one field, only these pairs.
+    when: (d) => sameButJobType(d.clusterd, d.ours),
+    flag: 'none yet',
+    why: 'which of ClusterD\'s two paths sees a new job first depends on where its 10 s check falls in the second after the submission (README compatibility table, scheduling-exception-report row)',
   },
   // --- found by the npu-job-summary scenario (the first with two jobs) ---
   {

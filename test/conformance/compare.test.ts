@@ -95,6 +95,15 @@ describe('compare and allow-list', () => {
     expect(compare(a, new Map(a))).toEqual([]);
   });
 
+  test('scheduling-exception-report: only jobType\'s two spellings of the same kind are allowed', () => {
+    const e = (jobType: string, reason = 'JobEnqueueFailed') => JSON.stringify({ jobName: 'a5-roce', jobType, nameSpace: 'a5', conditions: { status: 'PodGroupPending', reason, message: 'm' } });
+    const d = (clusterd: string, ours: string) => ({ object: 'ConfigMap cluster-system/scheduling-exception-report', field: 'data a5-roce.<uid of Job a5/a5-roce>', clusterd, ours });
+    expect(allowedBy(d(e('batch.volcano.sh/v1alpha1, Kind=Job'), e('Job')), ALLOW_LIST)?.id).toBe('exception-job-type-first-sight');
+    expect(allowedBy(d(e('AscendJob'), e('mindxdl.gitee.com/v1, Kind=AscendJob')), ALLOW_LIST)?.id).toBe('exception-job-type-first-sight');
+    expect(allowedBy(d(e('batch.volcano.sh/v1alpha1, Kind=Job'), e('AscendJob')), ALLOW_LIST)).toBeUndefined();
+    expect(allowedBy(d(e('batch.volcano.sh/v1alpha1, Kind=Job'), e('Job', 'other')), ALLOW_LIST)).toBeUndefined();
+  });
+
   test('current-job-statistic: another order of the same entries is allowed, another entry is not', () => {
     const e = (job: string, extra = '') => `{"id":"<uid of Job a5/${job}>","cardNum":4,"podFirstRunTime":<unix-s>${extra}}`;
     const d = (clusterd: string, ours: string) => ({ object: 'ConfigMap mindx-dl/current-job-statistic', field: 'data data', clusterd, ours });
