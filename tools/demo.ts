@@ -3,7 +3,9 @@
  * controller against it. Otherwise it starts the local control plane with 16 kwok nodes x 8 NPUs and
  * the real Volcano (vc-controller-manager, vc-scheduler), the device plugin simulator, a sample
  * Volcano Job, the controller, injects a fault and prints, step by step, what happened and the
- * commands to look yourself (each runs as printed from the repository root); then it stays up until
+ * commands to look yourself (each runs as printed from the repository root). Story 2 (tools/demo-a3.ts,
+ * default topology only) follows on the same cluster: node-012..node-015 are an A3 super-pod, a
+ * step-retry job there meets a UB switch link-down and an HCCL retry fault. Then it stays up until
  * Ctrl-C (SIGTERM too; DEMO_EXIT=1 stops at once).
  *
  * `--topology stock` (default, topology B): Volcano's own vc-scheduler, no ascend plugin, so
@@ -13,10 +15,9 @@
  * DEMO_HTTP_PORT / DEMO_GRPC_PORT move the controller's ports (default 11253 / 8899).
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { readFileSync, existsSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { join, dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, resolve } from 'node:path';
 import { clusterUp, clusterDown } from './cluster.ts';
 import { HttpKubeClient, paths, type KubeObject } from '../runtime/kube-client.ts';
 import { FaultInjector } from './simulator/injector.ts';
@@ -25,29 +26,14 @@ import { nodeNames } from './simulator/nodes.ts';
 import { chipLists } from './simulator/npu-state.ts';
 import { ensureVolcano } from './control-plane/volcano.ts';
 import { DEMO_JOB, sampleVcJob } from './demo-jobs.ts';
+import { a3Story, demoNodeSpecs, labelSuperPod } from './demo-a3.ts';
+import { REPO, LOCAL_KUBECONFIG, KC, bold, step, say, cmd, until, controllerLog } from './demo-output.ts';
 
-const REPO = join(dirname(fileURLToPath(import.meta.url)), '..');
-const LOCAL_KUBECONFIG = join(REPO, '.cluster', 'kubeconfig');
 const NODES = 16;
+/** node-012..node-015: one A3 super-pod (story 2). */
+const SUPER_POD_NODES = 4;
 const HTTP_PORT = Number(process.env.DEMO_HTTP_PORT ?? 11253);
 const GRPC_PORT = Number(process.env.DEMO_GRPC_PORT ?? 8899);
-const KC = '--kubeconfig .cluster/kubeconfig';
-
-const bold = (s: string): string => (process.stdout.isTTY ? `\x1b[1m${s}\x1b[0m` : s);
-let stepNo = 0;
-const step = (title: string): void => { stepNo++; console.log(`\n${bold(`[${stepNo}] ${title}`)}`); };
-const say = (s: string): void => console.log(`    ${s}`);
-const cmd = (s: string): void => console.log(`    $ ${s}`);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    try { const v = await fn(); if (v !== undefined && v !== false) return v; } catch { /* retry */ }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(250);
-  }
-}
 
 function runAgainstRealCluster(kubeconfig: string): void {
   console.log(`KUBECONFIG=${kubeconfig}: running the controller against that cluster (Ctrl-C to stop).`);
@@ -59,15 +45,6 @@ function runAgainstRealCluster(kubeconfig: string): void {
 function startController(): ChildProcess {
   return spawn(process.execPath, [join(REPO, 'tools', 'control-plane', 'supervise.mjs'), String(process.pid), join(REPO, '.cluster', 'controller.log'), '--',
     process.execPath, join(REPO, 'main.ts'), `--kubeconfig=${LOCAL_KUBECONFIG}`, `--http-port=${HTTP_PORT}`, `--grpc-port=${GRPC_PORT}`, '--grpc-host=127.0.0.1', '--http-host=127.0.0.1'], { stdio: 'ignore' });
-}
-
-/** Controller log lines (JSON) that match a predicate. */
-function controllerLog(match: (l: Record<string, unknown>) => boolean): Array<Record<string, unknown>> {
-  const file = join(REPO, '.cluster', 'controller.log');
-  if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8').split('\n').flatMap((line) => {
-    try { const l = JSON.parse(line) as Record<string, unknown>; return match(l) ? [l] : []; } catch { return []; }
-  });
 }
 
 async function metricsLines(prefixes: string[]): Promise<string[]> {
@@ -93,6 +70,11 @@ const cleanups: Array<() => Promise<void> | void> = [];
 async function cleanup(): Promise<void> {
   for (const c of cleanups.splice(0).reverse()) { try { await c(); } catch { /* best effort */ } }
 }
+
+/** `kubectl clusterd explain <ns/job>`: the job's DecisionRecords. */
+const explain = (job: string): string => execFileSync(process.execPath, [join(REPO, 'cli', 'kubectl-clusterd.ts'), 'explain', job], {
+  env: { ...process.env, KUBECONFIG: LOCAL_KUBECONFIG }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'],
+});
 
 type Pod = KubeObject & { spec?: { nodeName?: string }; status?: { phase?: string } };
 
@@ -126,7 +108,8 @@ async function main(): Promise<void> {
 
   step('Device plugin simulator: healthy device-info ConfigMaps for every node (CheckCode included)');
   const injector = new FaultInjector(client);
-  await injector.addNodes(nodeNames(NODES).map((name) => ({ name })));
+  await labelSuperPod(client, nodeNames(NODES).slice(-SUPER_POD_NODES));
+  await injector.addNodes(demoNodeSpecs(nodeNames(NODES), SUPER_POD_NODES));
   // Allocate: the plugin's choice when it made one (huawei.com/Ascend910), else healthy free chips.
   const allocator = new NpuAllocator(client, {
     namespace: 'demo',
@@ -146,7 +129,7 @@ async function main(): Promise<void> {
     ? 'rescheduling role: the ascend plugin is in volcano-scheduler-configmap, so clusterd-ts leaves deleting fault pods to it (clusterd_rescheduling_yielded 1)'
     : 'rescheduling role: no ascend plugin in volcano-scheduler-configmap, so clusterd-ts deletes fault pods itself (clusterd_rescheduling_yielded 0)');
 
-  step('Sample job: a Volcano Job (4 pods x 8 NPUs, fault-scheduling=force); vc-controller-manager creates the pods, vc-scheduler binds them');
+  step('Sample job: a Volcano Job (4 pods x 8 NPUs, fault-scheduling=force, off the super-pod); vc-controller-manager creates the pods, vc-scheduler binds them');
   await client.create(paths.vcJobs('demo'), sampleVcJob('demo'));
   const runningPods = async (): Promise<Pod[]> => (await client.list<Pod>(paths.pods('demo'), { labelSelector: `volcano.sh/job-name=${DEMO_JOB}` })).items
     .filter((p) => p.metadata?.deletionTimestamp === undefined);
@@ -248,10 +231,7 @@ async function main(): Promise<void> {
   cmd(`curl -s http://127.0.0.1:${HTTP_PORT}/metrics | grep clusterd_`);
 
   step(`The decision history: kubectl clusterd explain demo/${DEMO_JOB} (DecisionRecords, the kubectl plugin in cli/)`);
-  const explain = (): string => execFileSync(process.execPath, [join(REPO, 'cli', 'kubectl-clusterd.ts'), 'explain', `demo/${DEMO_JOB}`], {
-    env: { ...process.env, KUBECONFIG: LOCAL_KUBECONFIG }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const history = await until('the job\'s decision history', async () => explain(), yielded ? 5_000 : 20_000).catch(() => undefined);
+  const history = await until('the job\'s decision history', async () => explain(`demo/${DEMO_JOB}`), yielded ? 5_000 : 20_000).catch(() => undefined);
   if (history === undefined) {
     say(yielded ? '(none: clusterd-ts left this decision to the ascend plugin, so it recorded none)' : '(no history yet: see .cluster/controller.log)');
   } else {
@@ -261,6 +241,14 @@ async function main(): Promise<void> {
     cmd(`kubectl ${KC} get decisionrecords -A -o wide`);
   }
   cmd(`PATH=$PWD/cli/bin:$PATH kubectl clusterd ${KC} faults`);
+
+  if (plugin) {
+    step('Story 2 (an A3 super-pod, a UB switch link-down, an HCCL retry) is skipped in --topology mindcluster');
+    say('there the ascend plugin would place and reschedule the A3 job by its own super-pod rules (sp-block, accelerator-type),');
+    say('which this demo does not set up; story 2 shows clusterd-ts rescheduling: make demo (default topology)');
+  } else {
+    await a3Story({ client, injector, explain }, nodeNames(NODES).slice(-SUPER_POD_NODES));
+  }
 
   console.log(`\n${bold('The cluster stays up for exploration. Ctrl-C stops the controller and the cluster.')}`);
   say('inject more faults (the simulator CLI; the Node the Makefile pins runs the TypeScript sources):');

@@ -23,6 +23,15 @@ const EXPECT: Array<[RegExp, RegExp]> = [
   [/grep '"job decision"'/, /forceDeletePods\(llama-pretrain-worker-/],
   [/get vcjob llama-pretrain/, /^Running retries=1/],
   [/simulator\/cli\.ts inject/, /"written": true/],
+  // story 2, the A3 super-pod
+  [/get nodes -l accelerator-type=/, /node-012\s+Ready[\s\S]*node-015\s+Ready/],
+  [/grep -o '"SuperPodID"/, /^"SuperPodID":0,"ServerIndex":0$/m],
+  [/get cm cluster-info-switch-\d+ .*mindx-dl-switchinfo-node-01/, /^"mindx-dl-switchinfo-node-01[2-5]":\{"FaultCode":/],
+  [/grep -o '8C1F860B/, /fault_level\\?":\\?"NotHandleFault/],
+  [/relation fault strategy decided/, /^(?=[\s\S]*"message":"switch link-down remembered for HCCL retries")(?=[\s\S]*"message":"relation fault strategy decided"[^\n]*"strategy":"Separate")(?=[\s\S]*"message":"pod labelled fault-type \(relation fault\)")/],
+  [/job-reschedule-reason .*a3-step-retry/, /"RescheduleReason":"RelationFaultSeparate","PodName":"a3-step-retry-worker-1"/],
+  [/get pods -l volcano\.sh\/job-name=a3-step-retry/, /a3-step-retry-worker-0\s+1\/1\s+Running[\s\S]*a3-step-retry-worker-1\s+1\/1\s+Running/],
+  [/clusterd .* explain demo\/a3-step-retry$/, /pod\/start \(decision\.process-level\) {2}outcome=acted[\s\S]*RelationFaultSeparate[\s\S]*force-delete a3-step-retry-worker-1/],
 ];
 
 describe('make demo', () => {
@@ -53,7 +62,7 @@ describe('make demo', () => {
     });
     await up;
     await new Promise((r) => setTimeout(r, 500)); // the last lines after the banner
-    process.stdout.write(`[demo] up in ${Date.now() - t0} ms\n${text.split('\n').filter((l) => /^\[\d+\]|replaced|acted|-> decided|lost seconds/.test(l)).join('\n')}\n`);
+    process.stdout.write(`[demo] up in ${Date.now() - t0} ms\n${text.split('\n').filter((l) => /^\[\d+\]|replaced|acted|-> decided|lost seconds|hidden:|strategy decided/.test(l)).join('\n')}\n`);
 
     expect(text).toContain('topology stock (default)');
     expect(text).toMatch(/kind=job .*80E18402/);
@@ -61,6 +70,24 @@ describe('make demo', () => {
     expect(text).toMatch(/clusterd_decisions_total\{kind="job",outcome="acted"\} 1/);
     // The restart's completion observed on the real Volcano: every goodput stage has a figure.
     expect(text).toMatch(/demo\/llama-pretrain: fault -> decided \d+\.\d\d s, -> pods deleted \d+\.\d\d s, -> replacements Running \d+\.\d\d s/);
+
+    // Story 2, the A3 super-pod: the link-down seen, then gone; the HCCL retry hidden its 10 s, then
+    // kept at its level; the relation rule separates rank 1's node; only rank 1's pod is replaced.
+    expect(text).toMatch(/\[\d+\] Story 2, an A3 super-pod: node-012\.\.node-015/);
+    const ld = /Inject: UB switch link-down \S+ \(NotHandle\) on (node-01[2-5]), rank 1's node/.exec(text);
+    expect(ld).not.toBeNull();
+    const r1Node = ld![1]!;
+    expect(text).toContain(`cluster-info-switch-0 mindx-dl-switchinfo-${r1Node}: FaultLevel=NotHandle`);
+    expect(text).toContain(`mindx-dl-switchinfo-${r1Node}: no fault listed any more`);
+    const hidden = /hidden: absent from cluster-info-device-\d+ for (\d+\.\d) s/.exec(text);
+    expect(Number(hidden?.[1])).toBeGreaterThanOrEqual(10);
+    expect(text).toContain('then reported at NotHandleFault, not re-levelled to RestartBusiness');
+    expect(text).toContain(`relation fault strategy decided: node ${r1Node} strategy Separate`);
+    expect(text).toMatch(/the controller's link-down memory forced it back/);
+    expect(text).toContain('pod a3-step-retry-worker-1: label fault-type=Separate (rank 1)');
+    expect(text).toContain(`RelationFaultSeparate: pod a3-step-retry-worker-1 on ${r1Node}`);
+    expect(text).toMatch(/a3-step-retry-worker-0 {2}kept {6}on node-01[2-5]/);
+    expect(text).toMatch(/a3-step-retry-worker-1 {2}replaced {2}on node-01[2-5]/);
 
     // As a user's shell has it: the Makefile's node_modules/.bin is not on PATH.
     const PATH = (process.env.PATH ?? '').split(delimiter).filter((d) => !d.includes('node_modules')).join(delimiter);
