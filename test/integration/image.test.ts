@@ -1,11 +1,14 @@
 /**
- * The container image (`make image`, tools/image/build.sh, a prerequisite of `make test`) started
- * the way the chart runs it: `helm install` the chart into a fresh release namespace (its
- * ServiceAccount and RBAC), then run the installed Deployment's container with podman, taking the
- * image, args, env, user, read-only root filesystem and volume mounts from that Deployment
- * (test/support/pod-as-podman.ts), under a token of the chart's ServiceAccount. It must become
- * ready, carry a device-plugin fault into cluster-info, serve /metrics, answer gRPC, and stop on
- * SIGTERM within the pod's grace period.
+ * The container image (`make image`, tools/image/build.sh, a prerequisite of `make test`) shipped
+ * and started the way the README's install section says: `podman push` to a registry (a real one,
+ * Debian's docker-registry over HTTPS on a free port, test/support/registry.ts), `helm install` the
+ * chart into a fresh release namespace with `--set image.repository=<registry>/clusterd-ts` and
+ * `image.tag`, then, as a node would, pull the image the installed Deployment names into a podman
+ * storage of its own (empty before: nothing of the build's storage is used) and run the Deployment's
+ * container from it with podman, taking the image, args, env, user, read-only root filesystem and
+ * volume mounts from that Deployment (test/support/pod-as-podman.ts), under a token of the chart's
+ * ServiceAccount. It must become ready, carry a device-plugin fault into cluster-info, serve
+ * /metrics, answer gRPC, and stop on SIGTERM within the pod's grace period.
  * The listening ports are chart values here (free ports, host network), so the args stay the render's.
  */
 import { Client, credentials } from '@grpc/grpc-js';
@@ -27,6 +30,7 @@ import { adminClient, controlPlaneInfo, ensureNamespace, eventually } from '../s
 import { codesIn, deviceEntry } from '../support/cluster-info-read.ts';
 import { helmRunner } from '../support/helm.ts';
 import { podmanRunArgs, type DeploymentSpec } from '../support/pod-as-podman.ts';
+import { startRegistry, type Registry } from '../support/registry.ts';
 import { fakeNodes, reportChipFault } from './recovery-fixtures.ts';
 
 const CHART = join(fileURLToPath(new URL('../../', import.meta.url)), 'charts', 'clusterd-ts');
@@ -34,11 +38,22 @@ const suffix = randomBytes(3).toString('hex');
 const RELEASE = `image-${suffix}`;
 const NS = `clusterd-image-${suffix}`;
 const CONTAINER = `clusterd-ts-image-test-${suffix}`;
+const dir = mkdtempSync(join(tmpdir(), 'clusterd-ts-image-'));
+// The node's container storage: its own, so the image run is the one it pulled from the registry.
 // crun 1.8 (Debian bookworm's) refuses hosts with cgroup v1 and v2 side by side; runc runs anywhere.
-const PODMAN = ['--runtime', 'runc'];
+const PODMAN = ['--root', join(dir, 'node-storage'), '--runroot', join(dir, 'node-run'), '--runtime', 'runc'];
+// What `make image` tags (tools/image/build.sh): clusterd-ts:<the chart's appVersion>.
+const APP_VERSION = /^appVersion:\s*"?([^"\s]+)"?\s*$/m.exec(readFileSync(join(CHART, 'Chart.yaml'), 'utf8'))![1]!;
+const BUILT = `clusterd-ts:${APP_VERSION}`;
 const NODE = 'image-test-node';
 
 type Deployment = KubeObject & DeploymentSpec & { spec: { template: { spec: { containers: Array<{ image: string; args: string[] }>; terminationGracePeriodSeconds?: number } } } };
+
+function podmanOut(args: readonly string[]): string {
+  const r = spawnSync('podman', [...args], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`podman ${args.join(' ')}: ${r.stderr}`);
+  return r.stdout;
+}
 
 /** stdout of a command run in the test's container (podman exec, the container's user). */
 function inContainer(...cmd: string[]): string {
@@ -61,7 +76,7 @@ describe('the image (make image) run as the chart runs it', () => {
   const admin = adminClient();
   const info = controlPlaneInfo();
   const helm = helmRunner('image');
-  const dir = mkdtempSync(join(tmpdir(), 'clusterd-ts-image-'));
+  let registry: Registry | undefined;
   let podman: ChildProcess | undefined;
   let log = '';
   let grpc: Client | undefined;
@@ -70,18 +85,38 @@ describe('the image (make image) run as the chart runs it', () => {
     grpc?.close();
     spawnSync('podman', [...PODMAN, 'rm', '--force', '--time', '5', CONTAINER], { stdio: 'ignore' });
     podman?.kill('SIGKILL');
+    registry?.stop();
     helm.dispose();
     rmSync(dir, { recursive: true, force: true });
   }, 30_000);
 
-  it('starts under the chart\'s ServiceAccount, writes a device fault into cluster-info, serves /metrics and gRPC, stops on SIGTERM', async () => {
+  it('pushed to a registry and pulled by the node: starts under the chart\'s ServiceAccount, writes a device fault into cluster-info, serves /metrics and gRPC, stops on SIGTERM', async () => {
+    // The operator: push the built image to the registry the nodes pull from (README, Install with Helm).
+    registry = await startRegistry(join(dir, 'registry'));
+    const repository = `${registry.host}/clusterd-ts`;
+    const builtId = podmanOut(['image', 'inspect', '--format', '{{.Id}}', BUILT]).trim();
+    const t0 = Date.now();
+    const pushed = spawnSync('podman', ['push', '--cert-dir', registry.certDir, BUILT, `${repository}:${APP_VERSION}`], { encoding: 'utf8' });
+    expect({ status: pushed.status, stderr: pushed.status === 0 ? '' : `${pushed.stderr}\n${registry.log()}` }).toEqual({ status: 0, stderr: '' });
+    const pushMs = Date.now() - t0;
+
     const [httpPort, grpcPort] = [await freePort(), await freePort()];
     for (const ns of [JOB_STATE_NAMESPACE, 'kube-system', 'cluster-system', 'volcano-system']) await ensureNamespace(admin, ns);
     const installed = await helm.run(['install', RELEASE, CHART, '-n', NS, '--create-namespace', '--kubeconfig', info.kubeconfig,
+      '--set', `image.repository=${repository}`, '--set', `image.tag=${APP_VERSION}`,
       '--set', `controller.httpPort=${httpPort}`, '--set', `controller.grpcPort=${grpcPort}`, '--timeout', '60s']);
     expect({ code: installed.code, stderr: installed.stderr }).toEqual({ code: 0, stderr: '' });
     const dep = await admin.get<Deployment>(`/apis/apps/v1/namespaces/${NS}/deployments/${RELEASE}-clusterd-ts`);
     const container = dep.spec.template.spec.containers[0]!;
+
+    // The node: its storage holds no image until it pulls the one the Deployment names from the registry.
+    expect(container.image).toBe(`${repository}:${APP_VERSION}`);
+    expect(spawnSync('podman', [...PODMAN, 'image', 'exists', container.image]).status).toBe(1);
+    const t1 = Date.now();
+    const pulled = spawnSync('podman', [...PODMAN, 'pull', '--cert-dir', registry.certDir, container.image], { encoding: 'utf8' });
+    expect({ status: pulled.status, stderr: pulled.status === 0 ? '' : pulled.stderr }).toEqual({ status: 0, stderr: '' });
+    process.stdout.write(`image: podman push ${(pushMs / 1000).toFixed(1)} s, podman pull ${((Date.now() - t1) / 1000).toFixed(1)} s\n`);
+    expect(podmanOut([...PODMAN, 'image', 'inspect', '--format', '{{.Id}}', container.image]).trim()).toBe(builtId);
 
     // What the kubelet mounts for automountServiceAccountToken: a token, the apiserver's CA, the namespace.
     const sa = join(dir, 'serviceaccount');
@@ -153,5 +188,5 @@ describe('the image (make image) run as the chart runs it', () => {
     expect({ code: await code, inGrace: Date.now() - stopAt < grace * 1000 }).toEqual({ code: 0, inGrace: true });
     const lease = await admin.get<KubeObject & { spec: { holderIdentity?: string } }>(`/apis/coordination.k8s.io/v1/namespaces/${NS}/leases/${LEADER_LEASE_NAME}`);
     expect(lease.spec.holderIdentity ?? '').toBe('');
-  }, 150_000);
+  }, 180_000);
 });

@@ -12,7 +12,8 @@
 # The base's root filesystem is cached under $CLUSTERD_TS_CACHE/image/base-<key> (key: Debian release,
 # variant, package list, Node version and integrity, and this recipe), the image in podman's storage
 # with a label holding the hash of everything it was built from: an unchanged input rebuilds nothing.
-# Installs podman, runc and debootstrap with apt-get when missing (as the promtool target does).
+# Installs podman, runc and debootstrap with apt-get when missing (as the promtool target does), and
+# docker-registry, the registry test/integration/image.test.ts pushes the image to and pulls it from.
 # Prints the image's name on its last line of stdout.
 set -euo pipefail
 
@@ -45,6 +46,8 @@ command -v podman >/dev/null || missing+=(podman)
 # runc runs everywhere, so the image is run with it (test/integration/image.test.ts).
 command -v runc >/dev/null || missing+=(runc)
 command -v debootstrap >/dev/null || missing+=(debootstrap)
+# Debian's distribution registry (v2): where the image test pushes the image as an operator would.
+command -v docker-registry >/dev/null || missing+=(docker-registry)
 if ((${#missing[@]})); then
   log "apt-get install ${missing[*]}"
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null) \
