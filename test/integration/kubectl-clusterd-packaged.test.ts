@@ -6,12 +6,16 @@
  * no Node, as a ServiceAccount bound to cli/rbac.yaml, against what the apiserver holds:
  * - krew refuses the archive against a manifest whose sha256 is not the archive's, and installs it
  *   with the generated one; without krew, the executable copied from the archive onto PATH works too;
+ * - published: `KUBECTL_CLUSTERD_URI=<url> make kubectl-clusterd` puts that url in the manifest (no
+ *   rebuild), the archive is served there (a local HTTP server), and `kubectl krew install
+ *   --manifest` downloads it from there and checks its sha256;
  * - the kubeconfig's current context points at no apiserver (exit 5); `--context` picks the real one;
  * - faults, explain, release, breaker status and breaker reset, as a table and with `-o json`, and
  *   their exit codes, through kubectl.
  */
 import { execFile, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,7 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { paths } from '../../runtime/kube-client.ts';
 import type { ConfigMap } from '../../runtime/kube-objects.ts';
-import { ensureBinaries } from '../../tools/control-plane/control-plane.ts';
+import { ensureBinaries, freePort } from '../../tools/control-plane/control-plane.ts';
 import { adminClient, controlPlaneInfo, newNamespace } from '../support/cluster.ts';
 import { grantPluginRbac, newPluginUser, putCm, type PluginUser } from '../support/plugin-user.ts';
 import { encodeDeviceInfoData, makeDeviceFault } from '../../schemas/device-info/device-info-encode.ts';
@@ -50,9 +54,9 @@ describe('kubectl clusterd, the packaged executable installed by krew, run throu
   const node = `sea-${id}`;
 
   /** `kubectl <args>` as typed in that shell (kubectl from PATH; exit code, stdout, stderr). */
-  async function kubectl(args: readonly string[]): Promise<Ran> {
+  async function kubectl(args: readonly string[], shell: NodeJS.ProcessEnv = env): Promise<Ran> {
     try {
-      const r = await run('kubectl', [...args], { env, timeout: 60_000 });
+      const r = await run('kubectl', [...args], { env: shell, timeout: 60_000 });
       return { code: 0, stdout: r.stdout, stderr: r.stderr };
     } catch (e) {
       const x = e as { code?: number | string; stdout?: string; stderr?: string };
@@ -62,12 +66,21 @@ describe('kubectl clusterd, the packaged executable installed by krew, run throu
   /** `kubectl clusterd <sub...> --kubeconfig <file> --context ops <flags...>` */
   const clusterd = (sub: readonly string[], ...flags: string[]): Promise<Ran> => kubectl(['clusterd', ...sub, '--kubeconfig', kubeconfig, '--context', 'ops', ...flags]);
 
-  beforeAll(async () => {
-    // What `make kubectl-clusterd` runs (a no-op when its inputs are those of the last build).
+  /** `[KUBECTL_CLUSTERD_URI=<uri>] make kubectl-clusterd` (a no-op but for the manifest when its inputs are those of the last build); its first line. */
+  function makeKubectlClusterd(uri?: string): string {
     const t0 = Date.now();
-    const b = spawnSync(process.execPath, [join(REPO, 'tools', 'kubectl-plugin', 'build.ts'), DIST], { encoding: 'utf8' });
+    const buildEnv = { ...process.env };
+    if (uri === undefined) delete buildEnv.KUBECTL_CLUSTERD_URI;
+    else buildEnv.KUBECTL_CLUSTERD_URI = uri;
+    const b = spawnSync(process.execPath, [join(REPO, 'tools', 'kubectl-plugin', 'build.ts'), DIST], { encoding: 'utf8', env: buildEnv });
     if (b.status !== 0) throw new Error(`tools/kubectl-plugin/build.ts failed: ${b.stderr}${b.stdout}`);
-    process.stdout.write(`kubectl-clusterd ${b.stdout.split('\n')[0]} (${Date.now() - t0} ms with the bundle check)\n`);
+    const first = b.stdout.split('\n')[0]!;
+    process.stdout.write(`kubectl-clusterd ${first} (${Date.now() - t0} ms with the bundle check)\n`);
+    return first;
+  }
+
+  beforeAll(async () => {
+    makeKubectlClusterd();
     archive = join(DIST, `kubectl-clusterd-linux-${process.arch === 'arm64' ? 'arm64' : 'amd64'}.tar.gz`);
     manifest = join(DIST, 'clusterd.yaml');
     const bin = ensureBinaries();
@@ -98,10 +111,12 @@ describe('kubectl clusterd, the packaged executable installed by krew, run throu
   }, 300_000);
 
   afterAll(async () => {
+    // dist/clusterd.yaml as `make kubectl-clusterd` leaves it, not with the test's loopback uri.
+    makeKubectlClusterd();
     rmSync(tmp, { recursive: true, force: true });
     // kube-system is shared with the other files' controllers: leave no device-info of a node that does not exist.
     await admin.delete(paths.configMap('kube-system', deviceInfoCmName(node))).catch(() => undefined);
-  });
+  }, 60_000);
 
   it('krew installs the archive with the generated manifest (not with a sha256 that is not the archive\'s); no Node on that PATH', async () => {
     const which = (cmd: string): number | null => spawnSync('/bin/sh', ['-c', `command -v ${cmd}`], { env }).status;
@@ -130,6 +145,44 @@ describe('kubectl clusterd, the packaged executable installed by krew, run throu
     // NODE_OPTIONS set for the operator's own Node tools does not reach the plugin's Node.
     const withOptions = await run('kubectl', ['clusterd', '--help'], { env: { ...env, NODE_OPTIONS: '--require=/no/such/preload.js' } });
     expect(withOptions.stdout).toBe(help.stdout);
+  }, 120_000);
+
+  it('published: the manifest of KUBECTL_CLUSTERD_URI=<url> make kubectl-clusterd names the url; krew downloads from it and installs only the archive with that sha256', async () => {
+    // Another operator's machine: krew has nothing installed there (krew uninstall would need krew's index).
+    const other = { ...env, KREW_ROOT: join(tmp, 'krew-other'), PATH: `${join(tmp, 'krew-other', 'bin')}:${join(tmp, 'tools')}` };
+    // Where the operator uploads the archive: a folder served over HTTP on a free loopback port.
+    const site = join(tmp, 'site');
+    mkdirSync(site);
+    const served: string[] = [];
+    const server: Server = createHttpServer((req, res) => {
+      served.push(`${req.method} ${req.url}`);
+      const file = join(site, (req.url ?? '/').replace(/^\/+/, ''));
+      if (req.method !== 'GET' || !existsSync(file) || (req.url ?? '').includes('..')) { res.writeHead(404).end(); return; }
+      res.writeHead(200, { 'content-type': 'application/gzip' }).end(readFileSync(file));
+    });
+    const port = await freePort();
+    await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+    try {
+      const name = archive.slice(archive.lastIndexOf('/') + 1);
+      const uri = `http://127.0.0.1:${port}/releases/v0.1.0/${name}`;
+      expect(makeKubectlClusterd(uri)).toMatch(/^unchanged /); // a new uri rewrites only the manifest
+      const text = readFileSync(manifest, 'utf8');
+      expect(/^\s*uri:\s*(.*)$/m.exec(text)?.[1]).toBe(uri);
+      expect(/sha256:\s*"([0-9a-f]{64})"/.exec(text)?.[1]).toBe(spawnSync('sha256sum', [archive], { encoding: 'utf8' }).stdout.split(' ')[0]);
+      mkdirSync(join(site, 'releases', 'v0.1.0'), { recursive: true });
+      // Other bytes at that url (a stale or altered upload) are refused.
+      writeFileSync(join(site, 'releases', 'v0.1.0', name), Buffer.concat([readFileSync(archive), Buffer.from('x')]));
+      const refused = await kubectl(['krew', 'install', `--manifest=${manifest}`], other);
+      expect({ code: refused.code, stderr: refused.stderr }).toEqual({ code: 1, stderr: expect.stringMatching(/checksum|sha256/i) });
+      copyFileSync(archive, join(site, 'releases', 'v0.1.0', name));
+      const installed = await kubectl(['krew', 'install', `--manifest=${manifest}`], other);
+      expect({ code: installed.code, stderr: installed.stderr }).toEqual({ code: 0, stderr: expect.stringContaining('Installed plugin: clusterd') });
+      expect(served).toEqual([`GET /releases/v0.1.0/${name}`, `GET /releases/v0.1.0/${name}`]);
+      expect(existsSync(join(other.KREW_ROOT, 'store', 'clusterd', 'v0.1.0', 'kubectl-clusterd'))).toBe(true);
+      expect((await kubectl(['clusterd', '--help'], other)).code).toBe(0);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   }, 120_000);
 
   it('without krew: the archive\'s kubectl-clusterd copied into a folder on PATH is the same plugin', async () => {

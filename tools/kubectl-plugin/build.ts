@@ -8,10 +8,12 @@
  * `node tools/kubectl-plugin/build.ts [outdir]` (default dist/) writes
  * - <outdir>/kubectl-clusterd/kubectl-clusterd: the executable (this machine's OS and CPU);
  * - <outdir>/kubectl-clusterd-<os>-<arch>.tar.gz: it and LICENSE, reproducible (fixed owner, times, order);
- * - <outdir>/clusterd.yaml: the krew manifest, cli/plugin.yaml with this archive's sha256 (and uri:
- *   $KUBECTL_CLUSTERD_URI, else the template's), for `kubectl krew install --manifest --archive`.
- * A build whose inputs (the bundle, the Node binary, the template, LICENSE, the uri) are those of the
- * one in <outdir> is not redone (<outdir>/kubectl-clusterd.key holds their hash).
+ * - <outdir>/clusterd.yaml: the krew manifest, cli/plugin.yaml with this archive's sha256 and uri
+ *   $KUBECTL_CLUSTERD_URI (where the archive is published), else the template's placeholder; for
+ *   `kubectl krew install --manifest` (downloads from uri) or `--manifest --archive` (a local archive).
+ * A build whose inputs (the bundle, the Node binary, the template, LICENSE) are those of the one in
+ * <outdir> is not redone (<outdir>/kubectl-clusterd.key holds their hash); the manifest is written
+ * every time, so a new uri costs no rebuild.
  */
 import { build } from 'esbuild';
 import { spawnSync } from 'node:child_process';
@@ -35,6 +37,8 @@ export interface Plugin {
   readonly archive: string;
   readonly manifest: string;
   readonly sha256: string;
+  /** The manifest's uri. */
+  readonly uri: string;
   /** True when the outputs of an identical earlier build were kept. */
   readonly cached: boolean;
 }
@@ -109,10 +113,11 @@ export async function buildPlugin(outdir = join(REPO, 'dist')): Promise<Plugin> 
   const uri = process.env.KUBECTL_CLUSTERD_URI;
   const node = statSync(process.execPath);
   const key = createHash('sha256')
-    .update(JSON.stringify({ node: [process.execPath, process.version, node.size, node.mtimeMs], os, arch, uri, self: readFileSync(fileURLToPath(import.meta.url), 'utf8') }))
+    .update(JSON.stringify({ node: [process.execPath, process.version, node.size, node.mtimeMs], os, arch, self: readFileSync(fileURLToPath(import.meta.url), 'utf8') }))
     .update(script).update(template).update(license).digest('hex');
-  if ([bin, archive, manifest].every((f) => existsSync(f)) && existsSync(keyFile) && readFileSync(keyFile, 'utf8') === key) {
-    return { bin, archive, manifest, sha256: createHash('sha256').update(readFileSync(archive)).digest('hex'), cached: true };
+  if ([bin, archive].every((f) => existsSync(f)) && existsSync(keyFile) && readFileSync(keyFile, 'utf8') === key) {
+    const sha256 = createHash('sha256').update(readFileSync(archive)).digest('hex');
+    return { bin, archive, manifest, sha256, uri: writeManifest(manifest, template, sha256, uri, os, arch), cached: true };
   }
 
   rmSync(keyFile, { force: true });
@@ -137,17 +142,23 @@ export async function buildPlugin(outdir = join(REPO, 'dist')): Promise<Plugin> 
   const tgz = gzipSync(tar([{ name: 'kubectl-clusterd', data: readFileSync(bin), mode: 0o755 }, { name: 'LICENSE', data: license, mode: 0o644 }]), { level: 9 });
   writeFileSync(archive, tgz);
   const sha256 = createHash('sha256').update(tgz).digest('hex');
-  let m = template.replace(/^(\s*sha256:\s*).*$/m, `$1"${sha256}"`);
-  if (uri !== undefined) m = m.replace(/^(\s*uri:\s*).*$/m, `$1${uri}`);
-  m = m.replace(/\{os\}/g, os).replace(/\{arch\}/g, arch);
-  writeFileSync(manifest, m);
+  const written = writeManifest(manifest, template, sha256, uri, os, arch);
   writeFileSync(keyFile, key);
-  return { bin, archive, manifest, sha256, cached: false };
+  return { bin, archive, manifest, sha256, uri: written, cached: false };
+}
+
+/** The krew manifest: the template with the archive's sha256 and uri (the template's when none is given); returns the uri. */
+function writeManifest(path: string, template: string, sha256: string, uri: string | undefined, os: string, arch: string): string {
+  let m = template.replace(/^(\s*sha256:\s*).*$/m, `$1"${sha256}"`);
+  if (uri !== undefined && uri !== '') m = m.replace(/^(\s*uri:\s*).*$/m, `$1${uri}`);
+  m = m.replace(/\{os\}/g, os).replace(/\{arch\}/g, arch);
+  writeFileSync(path, m);
+  return /^\s*uri:\s*(.*)$/m.exec(m)?.[1] ?? '';
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const t0 = Date.now();
   const p = await buildPlugin(process.argv[2] !== undefined ? resolve(process.argv[2]) : undefined);
   const mb = (f: string): string => `${(statSync(f).size / 1e6).toFixed(1)} MB`;
-  process.stdout.write(`${p.cached ? 'unchanged' : 'built'} in ${((Date.now() - t0) / 1000).toFixed(1)} s:\n  ${p.bin} (${mb(p.bin)})\n  ${p.archive} (${mb(p.archive)}, sha256 ${p.sha256})\n  ${p.manifest}\n`);
+  process.stdout.write(`${p.cached ? 'unchanged' : 'built'} in ${((Date.now() - t0) / 1000).toFixed(1)} s:\n  ${p.bin} (${mb(p.bin)})\n  ${p.archive} (${mb(p.archive)}, sha256 ${p.sha256})\n  ${p.manifest} (uri ${p.uri})\n`);
 }
