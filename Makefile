@@ -75,7 +75,8 @@ bundle: deps validators
 # The container image the chart runs (Dockerfile), built with podman without a container registry:
 # a debootstrapped Debian bookworm base with the npm registry's Node binary, then the Dockerfile on
 # it with the bundle built here (tools/image/build.sh; installs podman, runc and debootstrap with
-# apt-get when missing). Tagged clusterd-ts:<chart appVersion> in podman's storage; the base cached
+# apt-get when missing, and docker-registry and containerd, with which the image tests carry it to a
+# node as the README says). Tagged clusterd-ts:<chart appVersion> in podman's storage; the base cached
 # in ~/.cache/clusterd-ts/image, the image rebuilt only when its inputs change (times in the README).
 image: deps
 	@bash tools/image/build.sh >/dev/null
@@ -105,8 +106,8 @@ run: deps
 # The kubectl plugin (README "kubectl clusterd") as one executable that needs no Node: a Node single
 # executable application (tools/kubectl-plugin/build.ts), packed with LICENSE into
 # dist/kubectl-clusterd-linux-amd64.tar.gz, and dist/clusterd.yaml, the krew manifest with that
-# archive's sha256 (KUBECTL_CLUSTERD_URI=<where it is published> sets its uri). Not rebuilt while
-# its inputs are unchanged.
+# archive's sha256 (KUBECTL_CLUSTERD_URI=<where it is published> sets its uri). The executable and
+# archive are not rebuilt while their inputs are unchanged; the manifest is written every time.
 kubectl-clusterd: deps
 	$(NODE) tools/kubectl-plugin/build.ts dist
 

@@ -13,7 +13,8 @@
 # variant, package list, Node version and integrity, and this recipe), the image in podman's storage
 # with a label holding the hash of everything it was built from: an unchanged input rebuilds nothing.
 # Installs podman, runc and debootstrap with apt-get when missing (as the promtool target does), and
-# docker-registry, the registry test/integration/image.test.ts pushes the image to and pulls it from.
+# what the README's two ways to the nodes are tested with: docker-registry (test/integration/image.test.ts
+# pushes the image to it and pulls it back) and containerd with ctr (test/integration/image-import.test.ts).
 # Prints the image's name on its last line of stdout.
 set -euo pipefail
 
@@ -48,6 +49,8 @@ command -v runc >/dev/null || missing+=(runc)
 command -v debootstrap >/dev/null || missing+=(debootstrap)
 # Debian's distribution registry (v2): where the image test pushes the image as an operator would.
 command -v docker-registry >/dev/null || missing+=(docker-registry)
+# A node's containerd and ctr: where the image test imports the `podman save` archive.
+command -v ctr >/dev/null || missing+=(containerd)
 if ((${#missing[@]})); then
   log "apt-get install ${missing[*]}"
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null) \
