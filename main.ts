@@ -26,7 +26,13 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const log = createLogger(options.logLevel as 'info');
-  const client = options.kubeconfig !== '' ? HttpKubeClient.fromFile(options.kubeconfig) : HttpKubeClient.fromDefault();
+  let client;
+  try {
+    client = options.kubeconfig !== '' ? HttpKubeClient.fromFile(options.kubeconfig) : HttpKubeClient.fromDefault();
+  } catch (e) {
+    log.error('cannot load the cluster configuration; exiting', { kubeconfig: options.kubeconfig, err: e instanceof Error ? e.message : String(e) });
+    process.exit(2);
+  }
   const manager = new Manager({
     client, options, log, metrics: new Metrics({ maxSeriesPerMetric: options.maxSeriesPerMetric }),
     // The one clock of the whole controller (runtime/clock.ts); tests pass a manual one.

@@ -10,6 +10,9 @@
 import { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 import { RequestContext, HttpMethod } from '@kubernetes/client-node/dist/gen/http/http.js';
 import { Watch } from '@kubernetes/client-node/dist/watch.js';
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import { createSecureContext } from 'node:tls';
 import { Agent, fetch } from 'undici';
 import { encodeConfigMap, PROTOBUF_CONTENT_TYPE } from './configmap-protobuf.ts';
@@ -198,6 +201,9 @@ export interface KubeClient {
 /** A ConfigMap's collection or object path (an object a LIST returned carries no apiVersion/kind to tell). */
 const CONFIGMAP_PATH = /^\/api\/v1\/namespaces\/[^/]+\/configmaps(\/[^/]+)?$/;
 
+/** Where a pod's service account token is mounted (what client-node's in-cluster load reads). */
+const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
+
 export class HttpKubeClient implements KubeClient {
   readonly kc: KubeConfig;
   private readonly server: string;
@@ -237,8 +243,17 @@ export class HttpKubeClient implements KubeClient {
     return new HttpKubeClient(kc);
   }
 
-  /** In-cluster service account when running in a pod, else $KUBECONFIG / ~/.kube/config. */
-  static fromDefault(): HttpKubeClient {
+  /**
+   * $KUBECONFIG, else ~/.kube/config, else the in-cluster service account (client-node's order).
+   * With none of them client-node would talk to http://localhost:8080 and every request would fail:
+   * refused here with what to set instead.
+   */
+  static fromDefault(env: NodeJS.ProcessEnv = process.env, home: string = homedir()): HttpKubeClient {
+    const kubeconfig = (env.KUBECONFIG ?? '') !== '' || existsSync(join(home, '.kube', 'config'));
+    const inCluster = (env.KUBERNETES_SERVICE_HOST ?? '') !== '' && existsSync(SERVICE_ACCOUNT_TOKEN);
+    if (!kubeconfig && !inCluster) {
+      throw new Error(`no cluster configuration: not in a pod (no KUBERNETES_SERVICE_HOST and ${SERVICE_ACCOUNT_TOKEN}), no $KUBECONFIG, no ${join(home, '.kube', 'config')}; pass --kubeconfig=<file> or run in a pod with a service account`);
+    }
     const kc = new KubeConfig();
     kc.loadFromDefault();
     return new HttpKubeClient(kc);
