@@ -72,6 +72,7 @@ describe('pending pod-level restart of a super-pod job', () => {
     const s2 = run(pending, knobs, s1.state, 1_000, [f1]);
     const s3 = run(pending, knobs, s2.state, 4_750, [f1]);
     expect(s3.decision).toMatchObject({ phase: 'escalate', kind: 'job', widening: 'job' });
+    expect(s3.state.active?.widened).toEqual(['rack']);
   });
 
   it('recover_policy_path=pod never widens', () => {

@@ -247,7 +247,10 @@ function widenBlock(ctx: Ctx, state: JobRescheduleState, a: ActiveRestart, stage
   const { job, nowMs, cfg } = ctx;
   const { pods, master } = blockTargets(stage, job, a);
   const rule = step('rule', `${RULE.resched.blockEscalation}: replacements pending ${waitedMs} ms >= ${stepMsOf(cfg)[stage.step]} ms (${STEP_SESSIONS[stage.step]} sessions): widen to the ${stage.step} block of ${stage.podsPerBlock === Infinity ? 'the whole job' : `${stage.podsPerBlock} pods`}`);
-  if (master) return widen(ctx, { ...state, active: { ...a, widened: [...(a.widened ?? []), stage.step] } }, a, [rule, step('rule', `the block holds rank 0 (${RULE.resched.masterRank})`)], 'escalate');
+  if (master) {
+    const marked: ActiveRestart = { ...a, widened: [...(a.widened ?? []), stage.step] };
+    return widen(ctx, { ...state, active: marked }, marked, [rule, step('rule', `the block holds rank 0 (${RULE.resched.masterRank})`)], 'escalate');
+  }
   const { pendingSinceMs: _p, ...base } = a;
   const targets = pods.map(podRefOf);
   const decisionId = decisionIdOf(job.uid, state.generation, 'widen', `${a.decisionId}|${stage.step}|${targets.map((t) => t.uid).sort().join(',')}`);
