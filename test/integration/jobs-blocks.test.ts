@@ -4,7 +4,8 @@
  * kwok nodes of one A3 super-pod (device-info SuperPodID 0, ServerIndex 0..3) with 8 NPUs each, the
  * device plugin simulator, the NPU allocator and the job peer recreating deleted pods as Volcano's job
  * controller does. The replacement of the fault pod cannot be placed: its node has 7 healthy NPUs
- * left and the other nodes are full.
+ * left and the other nodes are full. The A3 case has the inputs of test/real-stack/topology-a-blocks.test.ts,
+ * where the real plugin takes the same steps.
  */
 import { paths } from '../../runtime/kube-client.ts';
 import { eventually } from '../support/cluster.ts';
@@ -18,13 +19,13 @@ describe('jobs: pending pod-level restarts widen by block (super-pod, A5 rack)',
   const h = jobsHarness();
   const { client } = h;
 
-  it('A3 sp-block=16 (2 pods per logical super-pod): rank 2 pending -> rank 3 deleted at the super-pod step, ranks 0-1 kept; job level later', async () => {
+  it('A3 chip2-node8-sp, sp-block=16 (2 pods per logical super-pod): rank 2 pending -> rank 3 deleted at the super-pod step, ranks 0-1 kept; job level later', async () => {
     const world = await h.startWorld({ nodes: 4, prefix: 'jbs', superPodId: 0 });
     const { metrics } = await h.startManager(['--pending-escalation-seconds=6', '--super-pod-escalation-seconds=2']);
     const { ns } = world;
     const job = await client.create(paths.vcJobs(ns), vcJob(ns, {
       nodeSelector: world.nodeSelector, name: 'sp', replicas: 4, npus: 8,
-      labels: { 'fault-scheduling': 'grace', 'pod-rescheduling': 'on' }, annotations: { 'sp-block': '16' },
+      labels: { 'fault-scheduling': 'force', 'pod-rescheduling': 'on' }, annotations: { 'huawei.com/schedule_policy': 'chip2-node8-sp', 'sp-block': '16' },
     }));
     const uid = job.metadata!.uid!;
     const before = await runningPods(client, ns, 'sp', 4);
