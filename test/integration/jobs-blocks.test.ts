@@ -10,7 +10,7 @@
 import { paths } from '../../runtime/kube-client.ts';
 import { eventually } from '../support/cluster.ts';
 import { jobPods, vcJob } from '../../tools/job-peer/world.ts';
-import { jobsHarness, runningPods, uidOf, npusOf, jobState, podGroupEvents, report } from '../support/jobs-support.ts';
+import { jobsHarness, runningPods, uidOf, npusOf, jobState, podGroupEvents, report, rescheduleReasonAfter } from '../support/jobs-support.ts';
 
 const stepCount = async (metrics: { podLevelWidenings: { get(): Promise<{ values: Array<{ labels: Record<string, unknown>; value: number }> }> } }, step: string): Promise<number> =>
   (await metrics.podLevelWidenings.get()).values.find((v) => v.labels.step === step)?.value ?? 0;
@@ -60,6 +60,8 @@ describe('jobs: pending pod-level restarts widen by block (super-pod, A5 rack)',
     }, 10_000);
     expect(end.state.active?.kind).toBe('job');
     expect(await stepCount(metrics, 'job')).toBe(1);
+    // A reschedule record per deletion round, as the plugin writes them (test/real-stack/topology-a-blocks.test.ts).
+    expect((await rescheduleReasonAfter(client, `${ns}/sp-${uid}`, 3)).TotalRescheduleTimes).toBe(3);
   }, 120_000);
 
   it('A5 ra-block=16, sp-block=32: rank 3 pending -> rank 2 at the rack step; the super-pod block holds rank 0 -> job level', async () => {

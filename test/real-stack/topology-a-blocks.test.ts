@@ -21,7 +21,7 @@ import { NpuAllocator } from '../../tools/simulator/allocator.ts';
 import type { Manager } from '../../controllers/manager.ts';
 import { deviceEntry } from '../support/cluster-info-read.ts';
 import { ensureNamespace, eventually } from '../support/cluster.ts';
-import { report, startManager } from '../support/jobs-support.ts';
+import { report, rescheduleReasonOf, startManager } from '../support/jobs-support.ts';
 
 const P = 'huawei.com/Ascend910';
 const REAL = 'huawei.com/AscendReal';
@@ -62,7 +62,7 @@ describe('topology A: the ascend plugin widens a pending pod-level restart of an
     ({ manager } = await startManager(client, []));
     for (const name of names) await eventually(async () => (await deviceEntry(client, name))?.DeviceList[P]?.split(',').length === 8, 60_000);
 
-    await client.create(paths.vcJobs(ns), {
+    const job = await client.create<KubeObject>(paths.vcJobs(ns), {
       apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job',
       metadata: {
         name: 'sp', namespace: ns, labels: { 'ring-controller.atlas': 'ascend-910', 'fault-scheduling': 'force', 'pod-rescheduling': 'on' },
@@ -104,6 +104,9 @@ describe('topology A: the ascend plugin widens a pending pod-level restart of an
     // Job level: ranks 0 and 1 go too.
     await eventually(async () => { const s = await alive(); return !s.has(uid(0)) && !s.has(uid(1)); }, 60_000, 100);
     const tJob = Date.now() - t0;
+    // Each deletion round is a reschedule record: pod level, the super-pod step, job level.
+    const reason = await eventually(async () => { const r = await rescheduleReasonOf(client, `${ns}/sp-${job.metadata!.uid!}`); return (r?.TotalRescheduleTimes ?? 0) >= 3 ? r : undefined; }, 30_000, 250);
+    expect(reason.TotalRescheduleTimes).toBe(3);
     report(`topology A, sp-block=16: rank 2 deleted -> rank 3 (super-pod step) ${tStep} ms, -> whole job ${tJob} ms (ours by default: 7.5 s and 15 s of pending time)`);
   }, 600_000);
 });
