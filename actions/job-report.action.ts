@@ -86,13 +86,14 @@ export class DecisionReporter {
    */
   decided(job: ReporterJob, agg: JobFaultAggregate, d: JobDecision, outcome: DecisionOutcome, report = reportable(d, agg, outcome, this.last.get(job.key))): boolean {
     const rule = d.row === undefined ? undefined : decisionRule(d.row);
-    const fields = { job: job.key, decisionId: d.decisionId, kind: d.kind, phase: d.phase, row: d.row, ...(rule === undefined ? {} : { rule }), outcome };
+    const fields = { job: job.key, decisionId: d.decisionId, kind: d.kind, phase: d.phase, row: d.row, ...(rule === undefined ? {} : { rule }), ...(d.widening === undefined ? {} : { widening: d.widening }), outcome };
     if (!report) {
       this.d.log.debug('job decision', fields);
       return false;
     }
     this.last.set(job.key, d.decisionId);
     this.d.metrics.decisions.inc({ kind: d.kind, outcome });
+    if (d.widening !== undefined) this.d.metrics.podLevelWidenings.inc({ step: d.widening });
     this.d.log.info('job decision', {
       ...fields, ...faultFields(agg),
       actions: d.actions.map((a) => actionText(a)),

@@ -189,7 +189,10 @@ export class JobsController {
         index: this.index, faultsOf, ...(d.filtered === undefined ? {} : { filtered: d.filtered }),
         states: this.states, executor, reporter, history, resetConfig, dryRun: options.dryRun, breaker: d.breaker, damper: this.damper,
         refuseMalformedIdentity: options.refuseMalformedJobIdentity,
-        config: { graceOverTimeMs: options.graceOverTimeSeconds * 1000, pendingEscalationMs: options.pendingEscalationSeconds * 1000 },
+        config: {
+          graceOverTimeMs: options.graceOverTimeSeconds * 1000, pendingEscalationMs: options.pendingEscalationSeconds * 1000,
+          rackEscalationMs: Math.round(options.rackEscalationSeconds * 1000), superPodEscalationMs: Math.round(options.superPodEscalationSeconds * 1000),
+        },
         viewAwaiting: (nodes) => {
           const waits = d.deviceFaults.awaitingAny(nodes, this.now());
           if (waits) metrics.decisionsAwaitingView.inc();

@@ -30,7 +30,7 @@
 import { objectKey, type WatchEvent } from '../runtime/reflector.ts';
 import type { KubeObject } from '../runtime/kube-client.ts';
 import { parseJobKnobs, type JobKnobs } from '../schemas/job-knobs/job-knobs.ts';
-import { ASCEND_REAL_ANNOTATION, POD_TYPE_ANNOTATION, RANK_INDEX_ANNOTATION, podViewFromMeta, type JobKind, type JobKnobsInput, type JobView, type PodMetaInput } from '../policy/jobs/job-view.ts';
+import { ASCEND_REAL_ANNOTATION, POD_TYPE_ANNOTATION, RANK_INDEX_ANNOTATION, podViewFromMeta, type BlockKnobs, type JobKind, type JobKnobsInput, type JobView, type PodMetaInput } from '../policy/jobs/job-view.ts';
 import type { JobFacts, JobLookup } from '../policy/jobs/job-facts.ts';
 import { npuClaimOf, requestedNpus, type NpuClaimMode } from '../policy/jobs/npu-claims.ts';
 import { inferenceCapOf, type InferenceCap } from '../policy/jobs/pod-level-cap.ts';
@@ -96,7 +96,20 @@ export function knobsInputOf(k: JobKnobs, inferenceCap?: InferenceCap): JobKnobs
     recoverStrategies: k.recoverStrategies,
     platformMode: k.platformMode,
     ...(k.framework === undefined ? {} : { framework: k.framework }),
+    ...withBlocks(blocksOf(k)),
   };
+}
+
+const withBlocks = (b: BlockKnobs | undefined): { blocks?: BlockKnobs } => (b === undefined ? {} : { blocks: b });
+
+function blocksOf(k: JobKnobs): BlockKnobs | undefined {
+  const b: BlockKnobs = {
+    ...(k.schedulePolicy === undefined ? {} : { schedulePolicy: k.schedulePolicy }),
+    ...(k.spBlockNpus === undefined ? {} : { spBlockNpus: k.spBlockNpus }),
+    ...(k.raBlockNpus === undefined ? {} : { raBlockNpus: k.raBlockNpus }),
+    ...(k.affinityLevel1 === undefined ? {} : { affinityLevel1: k.affinityLevel1 }),
+  };
+  return Object.keys(b).length === 0 ? undefined : b;
 }
 
 /** A job as the index builds it; policy reads the JobFacts part (policy/jobs/job-facts.ts). */

@@ -40,7 +40,10 @@ export type DecisionKind = 'none' | 'job' | 'pod' | 'process' | 'hotSwitch' | 's
  * extend = more fault pods joined a running pod-level restart; complete = restart succeeded;
  * expire = the restart was dropped after the fault-job lifetime.
  */
-export type DecisionPhase = 'idle' | 'start' | 'wait' | 'force' | 'escalate' | 'extend' | 'complete' | 'expire';
+export type DecisionPhase = 'idle' | 'start' | 'wait' | 'force' | 'escalate' | 'widen' | 'extend' | 'complete' | 'expire';
+
+/** A widening step of a pod-level restart before job level (docs/rules.md#resched.block-escalation). */
+export type BlockStep = 'rack' | 'super-pod' | 'level1';
 
 /** Rows of docs/rules.md#decision.order. */
 export type B6Row = 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | 10 | 11 | 12;
@@ -125,6 +128,10 @@ export interface ActiveRestart {
   readonly bumpRetryTimeOnSuccess: boolean;
   readonly escalationBlock?: EscalationBlock;
   readonly pendingSinceMs?: number;
+  /** Pending time counted before the last widening step (the count pauses while its pods are deleted). */
+  readonly pendingCarryMs?: number;
+  /** Widening steps already taken (docs/rules.md#resched.block-escalation). */
+  readonly widened?: readonly BlockStep[];
   readonly forcedAtMs?: number;
   readonly reasonTasks: readonly RescheduleTaskReason[];
   readonly evictionReasons: readonly EvictionReason[];

@@ -65,6 +65,7 @@ export const RULE = {
     podLevel: 'resched.pod-level',
     podLevelCap: 'resched.pod-level-cap',
     pendingEscalation: 'resched.pending-escalation',
+    blockEscalation: 'resched.block-escalation',
     masterRank: 'resched.master-rank',
     subHealth: 'resched.sub-health',
     external: 'resched.external',

@@ -17,7 +17,7 @@
  * Never escalates: a job capped at pod level (`huawei.com/recover_policy_path=pod`, an inference job:
  * docs/rules.md#resched.pod-level-cap), `process-recover-enable=on` (docs/rules.md#resched.pending-escalation),
  * hot-switch deletions, external mode, or a restart that is already job level.
- * Super-pod (6 sessions), multi-level affinity and A5 rack steps are not modelled (no sp-block input).
+ * Before job level, super-pod, multilevel and A5 rack jobs widen block by block (job-block-escalation.ts).
  */
 import type { EscalationBlock, RestartScope } from './job-decision-types.ts';
 import type { JobKnobsInput } from './job-view.ts';
@@ -25,6 +25,9 @@ import type { JobKnobsInput } from './job-view.ts';
 export const VOLCANO_SESSION_PERIOD_MS = 1_000;
 export const VOLCANO_JOB_ESCALATION_SESSIONS = 12;
 export const DEFAULT_POD_ESCALATION_PENDING_MS = 15_000;
+/** The widening steps, leaning late the same way: 3 sessions -> 3.75 s, 6 sessions -> 7.5 s (docs/rules.md#resched.block-escalation). */
+export const DEFAULT_RACK_ESCALATION_MS = 3_750;
+export const DEFAULT_SUPER_POD_ESCALATION_MS = 7_500;
 
 /** Why a job may never go past pod level (docs/rules.md#resched.pod-level-cap); undefined when it may. */
 export function podLevelCap(knobs: JobKnobsInput): 'recover_policy_path=pod' | 'inference-job' | undefined {

@@ -20,7 +20,8 @@ import {
 } from './job-decision-types.ts';
 import { DEFAULT_ACTED_HISTORY_CAP, decisionIdOf } from './job-decision-id.ts';
 import { planJobFaults, type FaultPlan, type RestartPlan } from './job-decision.ts';
-import { DEFAULT_POD_ESCALATION_PENDING_MS, evaluatePending } from './job-pending-escalation.ts';
+import { blockStagesOf, blockTargets, dueStage, jobNpuShape, nextStageInMs, STEP_SESSIONS, type BlockStage, type BlockStep } from './job-block-escalation.ts';
+import { DEFAULT_POD_ESCALATION_PENDING_MS, DEFAULT_RACK_ESCALATION_MS, DEFAULT_SUPER_POD_ESCALATION_MS, evaluatePending } from './job-pending-escalation.ts';
 import { evictionReasons, rescheduleTaskReasons } from './job-reschedule-inputs.ts';
 import { consumeRetry, syncRetryBudget } from './job-retry-budget.ts';
 import { podRefOf, rankPods, type JobKnobsInput, type JobPodView, type JobView, type PodRef } from './job-view.ts';
@@ -29,6 +30,8 @@ import { RULE } from '../../vocabulary/rule-ids.ts';
 export const DEFAULT_JOB_DECISION_CONFIG: JobDecisionConfig = {
   graceOverTimeMs: DEFAULT_GRACE_OVER_TIME_MS,
   pendingEscalationMs: DEFAULT_POD_ESCALATION_PENDING_MS,
+  rackEscalationMs: DEFAULT_RACK_ESCALATION_MS,
+  superPodEscalationMs: DEFAULT_SUPER_POD_ESCALATION_MS,
   faultJobBaseLifetimeMs: DEFAULT_FAULT_JOB_BASE_LIFETIME_MS,
   hotSwitchMaxPods: 10,
   actedHistoryCap: DEFAULT_ACTED_HISTORY_CAP,
@@ -216,6 +219,53 @@ function widen(
     decision: decision(ctx, {
       decisionId, kind: active.kind, phase, row: a.row, actions, reasons: [...why, step('action', `${phase}: ${targets.map((t) => t.name).join(', ')}`)],
       requeueAfterMs: mode === 'grace' && graceIn > 0 ? graceIn : expiryIn,
+      ...(toJob && a.scope === 'pod' ? { widening: 'job' as const } : {}),
+    }),
+  };
+}
+
+const stepMsOf = (cfg: JobDecisionConfig): Readonly<Record<BlockStep, number>> =>
+  ({ rack: cfg.rackEscalationMs, 'super-pod': cfg.superPodEscalationMs, level1: cfg.superPodEscalationMs });
+
+/** The job's widening steps (docs/rules.md#resched.block-escalation): the one due now, when the next is due, and notes. */
+function blockPlan(ctx: Ctx, a: ActiveRestart, waitedMs: number): { due?: BlockStage; nextInMs?: number; notes: readonly string[] } {
+  const { podNpus, jobNpus } = jobNpuShape(ctx.job, a.minAvailable);
+  const { stages, notes } = blockStagesOf(ctx.input.knobs.blocks, podNpus, jobNpus);
+  const taken = a.widened ?? [];
+  const stepMs = stepMsOf(ctx.cfg);
+  const due = dueStage(stages, taken, waitedMs, stepMs);
+  const nextInMs = nextStageInMs(stages, taken, waitedMs, stepMs);
+  return { ...(due === undefined ? {} : { due }), ...(nextInMs === undefined ? {} : { nextInMs }), notes };
+}
+
+/**
+ * A widening step: delete the pods sharing a block with the fault ranks (same mode as the restart),
+ * or go job level when the block holds rank 0. The pending count pauses while they go (the plugin
+ * counts a session only once the deletions are done) and resumes where it was.
+ */
+function widenBlock(ctx: Ctx, state: JobRescheduleState, a: ActiveRestart, stage: BlockStage, waitedMs: number): JobDecisionOutput {
+  const { job, nowMs, cfg } = ctx;
+  const { pods, master } = blockTargets(stage, job, a);
+  const rule = step('rule', `${RULE.resched.blockEscalation}: replacements pending ${waitedMs} ms >= ${stepMsOf(cfg)[stage.step]} ms (${STEP_SESSIONS[stage.step]} sessions): widen to the ${stage.step} block of ${stage.podsPerBlock === Infinity ? 'the whole job' : `${stage.podsPerBlock} pods`}`);
+  if (master) {
+    const marked: ActiveRestart = { ...a, widened: [...(a.widened ?? []), stage.step] };
+    return widen(ctx, { ...state, active: marked }, marked, [rule, step('rule', `the block holds rank 0 (${RULE.resched.masterRank})`)], 'escalate');
+  }
+  const { pendingSinceMs: _p, ...base } = a;
+  const targets = pods.map(podRefOf);
+  const decisionId = decisionIdOf(job.uid, state.generation, 'widen', `${a.decisionId}|${stage.step}|${targets.map((t) => t.uid).sort().join(',')}`);
+  const active: ActiveRestart = { ...base, decisionId, targets: [...a.targets, ...targets], pendingCarryMs: waitedMs, widened: [...(a.widened ?? []), stage.step] };
+  const actions: JobAction[] = targets.length === 0 ? [] : [
+    ...deleteActions(targets, a.mode === 'force' ? 'force' : 'grace', unreachableNodes(ctx.input.aggregate), a.evictionReasons),
+    { type: 'recordRescheduleReason', atMs: nowMs, tasks: a.reasonTasks },
+  ];
+  const expiryIn = Math.max(0, a.startedMs + cfg.faultJobBaseLifetimeMs + cfg.graceOverTimeMs - nowMs);
+  return {
+    state: { ...state, active },
+    decision: decision(ctx, {
+      decisionId, kind: a.kind, phase: 'widen', row: a.row, actions, widening: stage.step,
+      reasons: [rule, step('action', targets.length === 0 ? `no other pod in the ${stage.step} block` : `widen: ${targets.map((t) => t.name).join(', ')}`)],
+      requeueAfterMs: targets.length === 0 ? 0 : expiryIn,
     }),
   };
 }
@@ -257,10 +307,13 @@ function advance(ctx: Ctx, state: JobRescheduleState, a: ActiveRestart): JobDeci
     };
   }
 
+  const since = a.pendingSinceMs ?? (a.pendingCarryMs === undefined ? undefined : nowMs - a.pendingCarryMs);
   const pend = a.scope === 'pod'
-    ? evaluatePending(a.pendingSinceMs, p.restarted && !p.complete, nowMs, cfg.pendingEscalationMs, a.escalationBlock)
+    ? evaluatePending(since, p.restarted && !p.complete, nowMs, cfg.pendingEscalationMs, a.escalationBlock)
     : undefined;
   if (pend?.escalate === true) return widen(ctx, state, a, [step('rule', `${RULE.decision.podLevel}: ${pend.detail} (${RULE.resched.pendingEscalation})`)], 'escalate');
+  const blocks = pend?.pendingSinceMs !== undefined && a.escalationBlock === undefined ? blockPlan(ctx, a, nowMs - pend.pendingSinceMs) : undefined;
+  if (blocks?.due !== undefined) return widenBlock(ctx, state, a, blocks.due, nowMs - (pend?.pendingSinceMs ?? nowMs));
   const { pendingSinceMs: _old, ...aBase } = a;
   const nextActive: ActiveRestart = pend?.pendingSinceMs === undefined ? aBase : { ...aBase, pendingSinceMs: pend.pendingSinceMs };
   const graceDue = a.mode === 'grace' && a.forcedAtMs === undefined && !p.restarted ? graceAt - nowMs : undefined;
@@ -269,9 +322,9 @@ function advance(ctx: Ctx, state: JobRescheduleState, a: ActiveRestart): JobDeci
     decision: decision(ctx, {
       decisionId: a.decisionId, kind: a.kind, phase: 'wait', row: a.row, actions: [],
       reasons: [step('rule', `restart in progress: ${p.remaining.length} target pods left, ${p.allocated} of ${a.minAvailable} allocated`),
-        ...(pend === undefined ? [] : [step('rule', pend.detail)])],
+        ...(pend === undefined ? [] : [step('rule', pend.detail)]), ...(blocks?.notes ?? []).map((n) => step('rule', `${n} (${RULE.resched.blockEscalation})`))],
       ...(() => {
-        const q = minDefined(graceDue, pend?.requeueAfterMs, expiryAt - nowMs);
+        const q = minDefined(graceDue, pend?.requeueAfterMs, blocks?.nextInMs, expiryAt - nowMs);
         return q === undefined ? {} : { requeueAfterMs: q };
       })(),
     }),

@@ -96,6 +96,16 @@ export interface JobKnobsInput {
   readonly platformMode?: boolean;
   /** `framework` label: pytorch | mindspore | tensorflow. */
   readonly framework?: string;
+  /** Placement annotations that add widening steps before job level (docs/rules.md#resched.block-escalation). */
+  readonly blocks?: BlockKnobs;
+}
+
+/** `huawei.com/schedule_policy`, `sp-block`, `ra-block` (NPUs) and the `level1` of `huawei.com/affinity-config` (pods). */
+export interface BlockKnobs {
+  readonly schedulePolicy?: string;
+  readonly spBlockNpus?: number;
+  readonly raBlockNpus?: number;
+  readonly affinityLevel1?: number;
 }
 
 /** `ns/<jobName>-<uid>`, the key of vcjob-fault-npu-cm / job-reschedule-reason (docs/formats.md#vcjob-fault-npu-cm, #job-id). */

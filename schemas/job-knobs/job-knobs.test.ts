@@ -34,7 +34,24 @@ const DEFAULTS: JobKnobs = {
   filterFaultLevels: new Map(),
   customJobId: undefined,
   framework: undefined,
+  schedulePolicy: undefined,
+  spBlockNpus: undefined,
+  raBlockNpus: undefined,
+  affinityLevel1: undefined,
 };
+
+describe('block escalation knobs (docs/rules.md#resched.block-escalation)', () => {
+  it('reads schedule_policy, sp-block, ra-block and the level1 of affinity-config', () => {
+    const { knobs, warnings } = parseJobKnobs({}, { 'huawei.com/schedule_policy': 'chip8-node8-ra64-sp', 'sp-block': '32', 'ra-block': '16', 'huawei.com/affinity-config': 'level2=8,level1=4' });
+    expect(knobs).toMatchObject({ schedulePolicy: 'chip8-node8-ra64-sp', spBlockNpus: 32, raBlockNpus: 16, affinityLevel1: 4 });
+    expect(warnings).toEqual([]);
+  });
+  it('ignores bad values with a warning', () => {
+    const { knobs, warnings } = parseJobKnobs({}, { 'sp-block': '-3', 'ra-block': 'x', 'huawei.com/affinity-config': 'level2=8' });
+    expect(knobs).toMatchObject({ spBlockNpus: undefined, raBlockNpus: undefined, affinityLevel1: undefined });
+    expect(warnings).toHaveLength(3);
+  });
+});
 
 describe('defaults', () => {
   it('no labels or annotations', () => {

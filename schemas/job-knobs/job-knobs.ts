@@ -20,6 +20,9 @@
  * | `RankTableReady` (annotation)                  | `true`                                    | false                   |
  * | `huawei.com/schedule.filter.faultCode` / `.faultLevel` (annotation) | `key[:seconds],...`  | 60 s per bad entry      |
  * | `custom-job-id` (annotation, else label), `framework` (label) | free string, bounded         | undefined               |
+ * | `huawei.com/schedule_policy` (annotation)      | free string, bounded                      | undefined               |
+ * | `sp-block`, `ra-block` (annotation)            | integer NPUs 1–100000                     | undefined (a warning)   |
+ * | `huawei.com/affinity-config` (annotation)      | `levelN=<pods>,...`; level1 used          | undefined (a warning)   |
  *
  * Label values longer than 63 characters (impossible through the apiserver) and annotation values
  * past the per-knob cap are ignored with a warning. Maps that are not string -> string are
@@ -30,8 +33,10 @@ import type { SchemaValidator } from '../parsed.ts';
 import {
   readCsv,
   readEnum,
+  readAffinityLevel1,
   readFaultFilter,
   readIntInRange,
+  readOptionalInt,
   readOptionalEnum,
   readProcessFaults,
   readString,
@@ -60,7 +65,14 @@ export const KNOB_KEYS = {
   filterFaultLevel: 'huawei.com/schedule.filter.faultLevel',
   customJobId: 'custom-job-id',
   framework: 'framework',
+  schedulePolicy: 'huawei.com/schedule_policy',
+  spBlock: 'sp-block',
+  raBlock: 'ra-block',
+  affinityConfig: 'huawei.com/affinity-config',
 } as const;
+
+/** Largest `sp-block` / `ra-block` accepted (NPUs). */
+export const MAX_BLOCK_NPUS = 100_000;
 
 export const FAULT_SCHEDULING = ['grace', 'force', 'off', 'external-grace', 'external-force'] as const;
 export type FaultScheduling = (typeof FAULT_SCHEDULING)[number];
@@ -113,6 +125,14 @@ export interface JobKnobs {
   readonly filterFaultLevels: ReadonlyMap<string, number>;
   readonly customJobId: string | undefined;
   readonly framework: string | undefined;
+  /** Placement policy; selects the escalation steps of docs/rules.md#resched.block-escalation. */
+  readonly schedulePolicy: string | undefined;
+  /** `sp-block`: NPUs per logical super-pod; undefined when absent or invalid. */
+  readonly spBlockNpus: number | undefined;
+  /** `ra-block`: NPUs per rack block (A5); undefined when absent or invalid. */
+  readonly raBlockNpus: number | undefined;
+  /** `level1` of `huawei.com/affinity-config`: pods per level-1 group of a multilevel job. */
+  readonly affinityLevel1: number | undefined;
 }
 
 export interface JobKnobsResult {
@@ -190,6 +210,10 @@ export function parseJobKnobs(labels: StringMap | undefined, annotations: String
     filterFaultLevels: take(readFaultFilter(KNOB_KEYS.filterFaultLevel, a.get(KNOB_KEYS.filterFaultLevel), MAX_FILTER_ANNOTATION_CHARS)),
     customJobId: take(readString(KNOB_KEYS.customJobId, customJobId, MAX_ID_CHARS)),
     framework: take(readString(KNOB_KEYS.framework, label(KNOB_KEYS.framework), MAX_LABEL_VALUE_CHARS)),
+    schedulePolicy: take(readString(KNOB_KEYS.schedulePolicy, a.get(KNOB_KEYS.schedulePolicy), MAX_LABEL_VALUE_CHARS)),
+    spBlockNpus: take(readOptionalInt(KNOB_KEYS.spBlock, a.get(KNOB_KEYS.spBlock), 1, MAX_BLOCK_NPUS)),
+    raBlockNpus: take(readOptionalInt(KNOB_KEYS.raBlock, a.get(KNOB_KEYS.raBlock), 1, MAX_BLOCK_NPUS)),
+    affinityLevel1: take(readAffinityLevel1(KNOB_KEYS.affinityConfig, a.get(KNOB_KEYS.affinityConfig), MAX_CSV_ANNOTATION_CHARS, MAX_BLOCK_NPUS)),
   };
   return { knobs, warnings };
 }

@@ -177,3 +177,25 @@ export function readString(key: string, raw: string | undefined, maxChars: numbe
   if (raw.length > maxChars) return read(undefined, `${key}: value of ${raw.length} chars exceeds ${maxChars}; ignored`);
   return read(raw);
 }
+
+/** An optional decimal integer in [min, max]; absent or `''` silently undefined, anything else invalid undefined plus a warning. */
+export function readOptionalInt(key: string, raw: string | undefined, min: number, max: number): Read<number | undefined> {
+  if (raw === undefined || raw === '') return read(undefined);
+  if (!/^\+?[0-9]{1,9}$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+    return read(undefined, `${key}: not an integer in ${min}-${max}: ${quote(raw)}; ignored`);
+  }
+  return read(Number(raw));
+}
+
+/**
+ * `level1` of a multilevel affinity config `level2=8,level1=4` (pods per group). Absent: undefined
+ * silently; no valid `level1` pair: undefined plus a warning (the plugin refuses such a job too).
+ */
+export function readAffinityLevel1(key: string, raw: string | undefined, maxChars: number, max: number): Read<number | undefined> {
+  if (raw === undefined || raw === '') return read(undefined);
+  if (raw.length > maxChars) return read(undefined, `${key}: value of ${raw.length} chars exceeds ${maxChars}; ignored`);
+  const pair = raw.split(',').map((x) => x.split('=')).find((kv) => kv.length === 2 && kv[0]?.trim() === 'level1');
+  const n = pair?.[1]?.trim() ?? '';
+  if (!/^[0-9]{1,9}$/.test(n) || Number(n) < 1 || Number(n) > max) return read(undefined, `${key}: no level1=<1-${max}> in ${quote(raw)}; ignored`);
+  return read(Number(n));
+}

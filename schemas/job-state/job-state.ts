@@ -106,6 +106,7 @@ function active(a: ActiveRestart): ActiveRestart {
     targets: a.targets.map(podRef), minAvailable: a.minAvailable, jobReason: a.jobReason,
     countsAgainstBudget: a.countsAgainstBudget, resetGracefulExit: a.resetGracefulExit, bumpRetryTimeOnSuccess: a.bumpRetryTimeOnSuccess,
     ...opt('escalationBlock', a.escalationBlock), ...opt('pendingSinceMs', a.pendingSinceMs), ...opt('forcedAtMs', a.forcedAtMs),
+    ...opt('pendingCarryMs', a.pendingCarryMs), ...(a.widened === undefined ? {} : { widened: [...a.widened] }),
     reasonTasks: a.reasonTasks.map(taskReason), evictionReasons: a.evictionReasons.map(eviction),
   };
 }

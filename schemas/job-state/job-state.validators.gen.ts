@@ -3,9 +3,9 @@
 import type { SchemaValidator } from '../parsed.ts';
 import ajvRuntime_ucs2length from 'ajv/dist/runtime/ucs2length.js';
 export const validate: SchemaValidator = validate10;
-const schema11 = {"$id":"job-state","type":"object","required":["version","jobKey","jobUid","state"],"properties":{"version":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},"jobKey":{"type":"string","maxLength":1024},"jobUid":{"type":"string","maxLength":256},"state":{"type":"object","required":["jobUid","generation","acted"],"properties":{"jobUid":{"type":"string"},"generation":{"type":"integer","minimum":0,"maximum":9007199254740991},"retry":{"type":"object","required":["uid","times"],"properties":{"uid":{"type":"string"},"times":{"type":"integer","minimum":0,"maximum":9007199254740991}}},"active":{"$ref":"#/definitions/active"},"acted":{"type":"array","items":{"type":"string"},"maxItems":1000},"hotSwitchDowngraded":{"type":"boolean"}}},"pending":{"type":"object","required":["decisionId","atMs","kind","phase","chain","faultSinceMs","actions"],"properties":{"decisionId":{"type":"string"},"atMs":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},"kind":{"type":"string"},"phase":{"type":"string"},"row":{"type":"integer","minimum":1,"maximum":12},"chain":{"type":"string"},"faultSinceMs":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},"actions":{"type":"array","items":{"$ref":"#/definitions/action"}}}}},"definitions":{"podRef":{"type":"object","required":["name","uid"],"properties":{"name":{"type":"string"},"uid":{"type":"string"},"node":{"type":"string"}}},"taskReason":{"type":"object","required":["RescheduleReason","PodName","NodeName","NodeRankIndex"],"properties":{"RescheduleReason":{"type":"string"},"PodName":{"type":"string"},"NodeName":{"type":"string"},"NodeRankIndex":{"type":"string"}}},"eviction":{"type":"object","required":["podName","nodeName","rank","faultType","faultCode","faultLevel"],"properties":{"podName":{"type":"string"},"nodeName":{"type":"string"},"rank":{"type":"string"},"faultType":{"type":"string"},"faultCode":{"type":"string"},"faultLevel":{"type":"string"}}},"active":{"type":"object","required":["decisionId","kind","row","scope","mode","startedMs","targets","minAvailable","jobReason","countsAgainstBudget","resetGracefulExit","bumpRetryTimeOnSuccess","reasonTasks","evictionReasons"],"properties":{"decisionId":{"type":"string"},"kind":{"type":"string"},"row":{"type":"integer","minimum":1,"maximum":12},"scope":{"enum":["pod","job","external"]},"mode":{"enum":["grace","force","annotate"]},"startedMs":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},"targets":{"type":"array","items":{"$ref":"#/definitions/podRef"}},"minAvailable":{"type":"integer","minimum":0,"maximum":9007199254740991},"jobReason":{"type":"string"},"countsAgainstBudget":{"type":"boolean"},"resetGracefulExit":{"type":"boolean"},"bumpRetryTimeOnSuccess":{"type":"boolean"},"escalationBlock":{"type":"string"},"pendingSinceMs":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},"forcedAtMs":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},"reasonTasks":{"type":"array","items":{"$ref":"#/definitions/taskReason"}},"evictionReasons":{"type":"array","items":{"$ref":"#/definitions/eviction"}}}},"action":{"type":"object","required":["type"],"properties":{"type":{"enum":["evictPods","forceDeletePods","annotatePodStatus","setGracefulExit","podRescheduledResetConfig","recordRescheduleReason","handOffProcessRecovery","handOffHotSwitch"]},"pods":{"type":"array","items":{"$ref":"#/definitions/podRef"}},"reasons":{"type":"array","items":{"$ref":"#/definitions/eviction"}},"pod":{"$ref":"#/definitions/podRef"},"value":{"type":["string","integer"],"minimum":-9007199254740991,"maximum":9007199254740991},"retryTime":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},"updateTimeS":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},"atMs":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},"tasks":{"type":"array","items":{"$ref":"#/definitions/taskReason"}},"faultRanks":{"type":"array"},"podRank":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991}},"allOf":[{"if":{"properties":{"type":{"enum":["evictPods","forceDeletePods"]}}},"then":{"required":["pods","reasons"]}},{"if":{"properties":{"type":{"const":"annotatePodStatus"}}},"then":{"required":["pod","value"]}},{"if":{"properties":{"type":{"const":"setGracefulExit"}}},"then":{"required":["value"]}},{"if":{"properties":{"type":{"const":"podRescheduledResetConfig"}}},"then":{"required":["retryTime","updateTimeS"]}},{"if":{"properties":{"type":{"const":"recordRescheduleReason"}}},"then":{"required":["atMs","tasks"]}},{"if":{"properties":{"type":{"const":"handOffProcessRecovery"}}},"then":{"required":["faultRanks"]}},{"if":{"properties":{"type":{"const":"handOffHotSwitch"}}},"then":{"required":["pod"]}}]}}};
+const schema11 = {"$id":"job-state","type":"object","required":["version","jobKey","jobUid","state"],"properties":{"version":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},"jobKey":{"type":"string","maxLength":1024},"jobUid":{"type":"string","maxLength":256},"state":{"type":"object","required":["jobUid","generation","acted"],"properties":{"jobUid":{"type":"string"},"generation":{"type":"integer","minimum":0,"maximum":9007199254740991},"retry":{"type":"object","required":["uid","times"],"properties":{"uid":{"type":"string"},"times":{"type":"integer","minimum":0,"maximum":9007199254740991}}},"active":{"$ref":"#/definitions/active"},"acted":{"type":"array","items":{"type":"string"},"maxItems":1000},"hotSwitchDowngraded":{"type":"boolean"}}},"pending":{"type":"object","required":["decisionId","atMs","kind","phase","chain","faultSinceMs","actions"],"properties":{"decisionId":{"type":"string"},"atMs":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},"kind":{"type":"string"},"phase":{"type":"string"},"row":{"type":"integer","minimum":1,"maximum":12},"chain":{"type":"string"},"faultSinceMs":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},"actions":{"type":"array","items":{"$ref":"#/definitions/action"}}}}},"definitions":{"podRef":{"type":"object","required":["name","uid"],"properties":{"name":{"type":"string"},"uid":{"type":"string"},"node":{"type":"string"}}},"taskReason":{"type":"object","required":["RescheduleReason","PodName","NodeName","NodeRankIndex"],"properties":{"RescheduleReason":{"type":"string"},"PodName":{"type":"string"},"NodeName":{"type":"string"},"NodeRankIndex":{"type":"string"}}},"eviction":{"type":"object","required":["podName","nodeName","rank","faultType","faultCode","faultLevel"],"properties":{"podName":{"type":"string"},"nodeName":{"type":"string"},"rank":{"type":"string"},"faultType":{"type":"string"},"faultCode":{"type":"string"},"faultLevel":{"type":"string"}}},"active":{"type":"object","required":["decisionId","kind","row","scope","mode","startedMs","targets","minAvailable","jobReason","countsAgainstBudget","resetGracefulExit","bumpRetryTimeOnSuccess","reasonTasks","evictionReasons"],"properties":{"decisionId":{"type":"string"},"kind":{"type":"string"},"row":{"type":"integer","minimum":1,"maximum":12},"scope":{"enum":["pod","job","external"]},"mode":{"enum":["grace","force","annotate"]},"startedMs":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},"targets":{"type":"array","items":{"$ref":"#/definitions/podRef"}},"minAvailable":{"type":"integer","minimum":0,"maximum":9007199254740991},"jobReason":{"type":"string"},"countsAgainstBudget":{"type":"boolean"},"resetGracefulExit":{"type":"boolean"},"bumpRetryTimeOnSuccess":{"type":"boolean"},"escalationBlock":{"type":"string"},"pendingSinceMs":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},"pendingCarryMs":{"type":"integer","minimum":0,"maximum":9007199254740991},"widened":{"type":"array","items":{"enum":["rack","super-pod","level1"]},"maxItems":3},"forcedAtMs":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},"reasonTasks":{"type":"array","items":{"$ref":"#/definitions/taskReason"}},"evictionReasons":{"type":"array","items":{"$ref":"#/definitions/eviction"}}}},"action":{"type":"object","required":["type"],"properties":{"type":{"enum":["evictPods","forceDeletePods","annotatePodStatus","setGracefulExit","podRescheduledResetConfig","recordRescheduleReason","handOffProcessRecovery","handOffHotSwitch"]},"pods":{"type":"array","items":{"$ref":"#/definitions/podRef"}},"reasons":{"type":"array","items":{"$ref":"#/definitions/eviction"}},"pod":{"$ref":"#/definitions/podRef"},"value":{"type":["string","integer"],"minimum":-9007199254740991,"maximum":9007199254740991},"retryTime":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},"updateTimeS":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},"atMs":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},"tasks":{"type":"array","items":{"$ref":"#/definitions/taskReason"}},"faultRanks":{"type":"array"},"podRank":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991}},"allOf":[{"if":{"properties":{"type":{"enum":["evictPods","forceDeletePods"]}}},"then":{"required":["pods","reasons"]}},{"if":{"properties":{"type":{"const":"annotatePodStatus"}}},"then":{"required":["pod","value"]}},{"if":{"properties":{"type":{"const":"setGracefulExit"}}},"then":{"required":["value"]}},{"if":{"properties":{"type":{"const":"podRescheduledResetConfig"}}},"then":{"required":["retryTime","updateTimeS"]}},{"if":{"properties":{"type":{"const":"recordRescheduleReason"}}},"then":{"required":["atMs","tasks"]}},{"if":{"properties":{"type":{"const":"handOffProcessRecovery"}}},"then":{"required":["faultRanks"]}},{"if":{"properties":{"type":{"const":"handOffHotSwitch"}}},"then":{"required":["pod"]}}]}}};
 const func2 = ajvRuntime_ucs2length.default;
-const schema12 = {"type":"object","required":["decisionId","kind","row","scope","mode","startedMs","targets","minAvailable","jobReason","countsAgainstBudget","resetGracefulExit","bumpRetryTimeOnSuccess","reasonTasks","evictionReasons"],"properties":{"decisionId":{"type":"string"},"kind":{"type":"string"},"row":{"type":"integer","minimum":1,"maximum":12},"scope":{"enum":["pod","job","external"]},"mode":{"enum":["grace","force","annotate"]},"startedMs":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},"targets":{"type":"array","items":{"$ref":"#/definitions/podRef"}},"minAvailable":{"type":"integer","minimum":0,"maximum":9007199254740991},"jobReason":{"type":"string"},"countsAgainstBudget":{"type":"boolean"},"resetGracefulExit":{"type":"boolean"},"bumpRetryTimeOnSuccess":{"type":"boolean"},"escalationBlock":{"type":"string"},"pendingSinceMs":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},"forcedAtMs":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},"reasonTasks":{"type":"array","items":{"$ref":"#/definitions/taskReason"}},"evictionReasons":{"type":"array","items":{"$ref":"#/definitions/eviction"}}}};
+const schema12 = {"type":"object","required":["decisionId","kind","row","scope","mode","startedMs","targets","minAvailable","jobReason","countsAgainstBudget","resetGracefulExit","bumpRetryTimeOnSuccess","reasonTasks","evictionReasons"],"properties":{"decisionId":{"type":"string"},"kind":{"type":"string"},"row":{"type":"integer","minimum":1,"maximum":12},"scope":{"enum":["pod","job","external"]},"mode":{"enum":["grace","force","annotate"]},"startedMs":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},"targets":{"type":"array","items":{"$ref":"#/definitions/podRef"}},"minAvailable":{"type":"integer","minimum":0,"maximum":9007199254740991},"jobReason":{"type":"string"},"countsAgainstBudget":{"type":"boolean"},"resetGracefulExit":{"type":"boolean"},"bumpRetryTimeOnSuccess":{"type":"boolean"},"escalationBlock":{"type":"string"},"pendingSinceMs":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},"pendingCarryMs":{"type":"integer","minimum":0,"maximum":9007199254740991},"widened":{"type":"array","items":{"enum":["rack","super-pod","level1"]},"maxItems":3},"forcedAtMs":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991},"reasonTasks":{"type":"array","items":{"$ref":"#/definitions/taskReason"}},"evictionReasons":{"type":"array","items":{"$ref":"#/definitions/eviction"}}}};
 const schema13 = {"type":"object","required":["name","uid"],"properties":{"name":{"type":"string"},"uid":{"type":"string"},"node":{"type":"string"}}};
 const schema14 = {"type":"object","required":["RescheduleReason","PodName","NodeName","NodeRankIndex"],"properties":{"RescheduleReason":{"type":"string"},"PodName":{"type":"string"},"NodeName":{"type":"string"},"NodeRankIndex":{"type":"string"}}};
 const schema15 = {"type":"object","required":["podName","nodeName","rank","faultType","faultCode","faultLevel"],"properties":{"podName":{"type":"string"},"nodeName":{"type":"string"},"rank":{"type":"string"},"faultType":{"type":"string"},"faultCode":{"type":"string"},"faultLevel":{"type":"string"}}};
@@ -319,22 +319,22 @@ else {
 var valid0 = true;
 }
 if(valid0){
-if(data.forcedAtMs !== undefined){
-let data18 = data.forcedAtMs;
+if(data.pendingCarryMs !== undefined){
+let data18 = data.pendingCarryMs;
 const _errs36 = errors;
 if(!(((typeof data18 == "number") && (!(data18 % 1) && !isNaN(data18))) && (isFinite(data18)))){
-validate11.errors = [{instancePath:instancePath+"/forcedAtMs",schemaPath:"#/properties/forcedAtMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+validate11.errors = [{instancePath:instancePath+"/pendingCarryMs",schemaPath:"#/properties/pendingCarryMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
 return false;
 }
 if(errors === _errs36){
 if((typeof data18 == "number") && (isFinite(data18))){
 if(data18 > 9007199254740991 || isNaN(data18)){
-validate11.errors = [{instancePath:instancePath+"/forcedAtMs",schemaPath:"#/properties/forcedAtMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"}];
+validate11.errors = [{instancePath:instancePath+"/pendingCarryMs",schemaPath:"#/properties/pendingCarryMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"}];
 return false;
 }
 else {
-if(data18 < -9007199254740991 || isNaN(data18)){
-validate11.errors = [{instancePath:instancePath+"/forcedAtMs",schemaPath:"#/properties/forcedAtMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: -9007199254740991},message:"must be >= -9007199254740991"}];
+if(data18 < 0 || isNaN(data18)){
+validate11.errors = [{instancePath:instancePath+"/pendingCarryMs",schemaPath:"#/properties/pendingCarryMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"}];
 return false;
 }
 }
@@ -346,81 +346,24 @@ else {
 var valid0 = true;
 }
 if(valid0){
-if(data.reasonTasks !== undefined){
-let data19 = data.reasonTasks;
+if(data.widened !== undefined){
+let data19 = data.widened;
 const _errs38 = errors;
 if(errors === _errs38){
 if(Array.isArray(data19)){
+if(data19.length > 3){
+validate11.errors = [{instancePath:instancePath+"/widened",schemaPath:"#/properties/widened/maxItems",keyword:"maxItems",params:{limit: 3},message:"must NOT have more than 3 items"}];
+return false;
+}
+else {
 var valid4 = true;
 const len1 = data19.length;
 for(let i1=0; i1<len1; i1++){
 let data20 = data19[i1];
 const _errs40 = errors;
-const _errs41 = errors;
-if(errors === _errs41){
-if(data20 && typeof data20 == "object" && !Array.isArray(data20)){
-let missing2;
-if(((((data20.RescheduleReason === undefined) && (missing2 = "RescheduleReason")) || ((data20.PodName === undefined) && (missing2 = "PodName"))) || ((data20.NodeName === undefined) && (missing2 = "NodeName"))) || ((data20.NodeRankIndex === undefined) && (missing2 = "NodeRankIndex"))){
-validate11.errors = [{instancePath:instancePath+"/reasonTasks/" + i1,schemaPath:"#/definitions/taskReason/required",keyword:"required",params:{missingProperty: missing2},message:"must have required property '"+missing2+"'"}];
+if(!(((data20 === "rack") || (data20 === "super-pod")) || (data20 === "level1"))){
+validate11.errors = [{instancePath:instancePath+"/widened/" + i1,schemaPath:"#/properties/widened/items/enum",keyword:"enum",params:{allowedValues: schema12.properties.widened.items.enum},message:"must be equal to one of the allowed values"}];
 return false;
-}
-else {
-if(data20.RescheduleReason !== undefined){
-const _errs43 = errors;
-if(typeof data20.RescheduleReason !== "string"){
-validate11.errors = [{instancePath:instancePath+"/reasonTasks/" + i1+"/RescheduleReason",schemaPath:"#/definitions/taskReason/properties/RescheduleReason/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-var valid6 = _errs43 === errors;
-}
-else {
-var valid6 = true;
-}
-if(valid6){
-if(data20.PodName !== undefined){
-const _errs45 = errors;
-if(typeof data20.PodName !== "string"){
-validate11.errors = [{instancePath:instancePath+"/reasonTasks/" + i1+"/PodName",schemaPath:"#/definitions/taskReason/properties/PodName/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-var valid6 = _errs45 === errors;
-}
-else {
-var valid6 = true;
-}
-if(valid6){
-if(data20.NodeName !== undefined){
-const _errs47 = errors;
-if(typeof data20.NodeName !== "string"){
-validate11.errors = [{instancePath:instancePath+"/reasonTasks/" + i1+"/NodeName",schemaPath:"#/definitions/taskReason/properties/NodeName/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-var valid6 = _errs47 === errors;
-}
-else {
-var valid6 = true;
-}
-if(valid6){
-if(data20.NodeRankIndex !== undefined){
-const _errs49 = errors;
-if(typeof data20.NodeRankIndex !== "string"){
-validate11.errors = [{instancePath:instancePath+"/reasonTasks/" + i1+"/NodeRankIndex",schemaPath:"#/definitions/taskReason/properties/NodeRankIndex/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-var valid6 = _errs49 === errors;
-}
-else {
-var valid6 = true;
-}
-}
-}
-}
-}
-}
-else {
-validate11.errors = [{instancePath:instancePath+"/reasonTasks/" + i1,schemaPath:"#/definitions/taskReason/type",keyword:"type",params:{type: "object"},message:"must be object"}];
-return false;
-}
 }
 var valid4 = _errs40 === errors;
 if(!valid4){
@@ -428,8 +371,9 @@ break;
 }
 }
 }
+}
 else {
-validate11.errors = [{instancePath:instancePath+"/reasonTasks",schemaPath:"#/properties/reasonTasks/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+validate11.errors = [{instancePath:instancePath+"/widened",schemaPath:"#/properties/widened/type",keyword:"type",params:{type: "array"},message:"must be array"}];
 return false;
 }
 }
@@ -439,95 +383,215 @@ else {
 var valid0 = true;
 }
 if(valid0){
-if(data.evictionReasons !== undefined){
-let data25 = data.evictionReasons;
-const _errs51 = errors;
-if(errors === _errs51){
-if(Array.isArray(data25)){
-var valid7 = true;
-const len2 = data25.length;
+if(data.forcedAtMs !== undefined){
+let data21 = data.forcedAtMs;
+const _errs41 = errors;
+if(!(((typeof data21 == "number") && (!(data21 % 1) && !isNaN(data21))) && (isFinite(data21)))){
+validate11.errors = [{instancePath:instancePath+"/forcedAtMs",schemaPath:"#/properties/forcedAtMs/type",keyword:"type",params:{type: "integer"},message:"must be integer"}];
+return false;
+}
+if(errors === _errs41){
+if((typeof data21 == "number") && (isFinite(data21))){
+if(data21 > 9007199254740991 || isNaN(data21)){
+validate11.errors = [{instancePath:instancePath+"/forcedAtMs",schemaPath:"#/properties/forcedAtMs/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"}];
+return false;
+}
+else {
+if(data21 < -9007199254740991 || isNaN(data21)){
+validate11.errors = [{instancePath:instancePath+"/forcedAtMs",schemaPath:"#/properties/forcedAtMs/minimum",keyword:"minimum",params:{comparison: ">=", limit: -9007199254740991},message:"must be >= -9007199254740991"}];
+return false;
+}
+}
+}
+}
+var valid0 = _errs41 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.reasonTasks !== undefined){
+let data22 = data.reasonTasks;
+const _errs43 = errors;
+if(errors === _errs43){
+if(Array.isArray(data22)){
+var valid5 = true;
+const len2 = data22.length;
 for(let i2=0; i2<len2; i2++){
-let data26 = data25[i2];
-const _errs53 = errors;
+let data23 = data22[i2];
+const _errs45 = errors;
+const _errs46 = errors;
+if(errors === _errs46){
+if(data23 && typeof data23 == "object" && !Array.isArray(data23)){
+let missing2;
+if(((((data23.RescheduleReason === undefined) && (missing2 = "RescheduleReason")) || ((data23.PodName === undefined) && (missing2 = "PodName"))) || ((data23.NodeName === undefined) && (missing2 = "NodeName"))) || ((data23.NodeRankIndex === undefined) && (missing2 = "NodeRankIndex"))){
+validate11.errors = [{instancePath:instancePath+"/reasonTasks/" + i2,schemaPath:"#/definitions/taskReason/required",keyword:"required",params:{missingProperty: missing2},message:"must have required property '"+missing2+"'"}];
+return false;
+}
+else {
+if(data23.RescheduleReason !== undefined){
+const _errs48 = errors;
+if(typeof data23.RescheduleReason !== "string"){
+validate11.errors = [{instancePath:instancePath+"/reasonTasks/" + i2+"/RescheduleReason",schemaPath:"#/definitions/taskReason/properties/RescheduleReason/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid7 = _errs48 === errors;
+}
+else {
+var valid7 = true;
+}
+if(valid7){
+if(data23.PodName !== undefined){
+const _errs50 = errors;
+if(typeof data23.PodName !== "string"){
+validate11.errors = [{instancePath:instancePath+"/reasonTasks/" + i2+"/PodName",schemaPath:"#/definitions/taskReason/properties/PodName/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid7 = _errs50 === errors;
+}
+else {
+var valid7 = true;
+}
+if(valid7){
+if(data23.NodeName !== undefined){
+const _errs52 = errors;
+if(typeof data23.NodeName !== "string"){
+validate11.errors = [{instancePath:instancePath+"/reasonTasks/" + i2+"/NodeName",schemaPath:"#/definitions/taskReason/properties/NodeName/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid7 = _errs52 === errors;
+}
+else {
+var valid7 = true;
+}
+if(valid7){
+if(data23.NodeRankIndex !== undefined){
 const _errs54 = errors;
-if(errors === _errs54){
-if(data26 && typeof data26 == "object" && !Array.isArray(data26)){
-let missing3;
-if(((((((data26.podName === undefined) && (missing3 = "podName")) || ((data26.nodeName === undefined) && (missing3 = "nodeName"))) || ((data26.rank === undefined) && (missing3 = "rank"))) || ((data26.faultType === undefined) && (missing3 = "faultType"))) || ((data26.faultCode === undefined) && (missing3 = "faultCode"))) || ((data26.faultLevel === undefined) && (missing3 = "faultLevel"))){
-validate11.errors = [{instancePath:instancePath+"/evictionReasons/" + i2,schemaPath:"#/definitions/eviction/required",keyword:"required",params:{missingProperty: missing3},message:"must have required property '"+missing3+"'"}];
+if(typeof data23.NodeRankIndex !== "string"){
+validate11.errors = [{instancePath:instancePath+"/reasonTasks/" + i2+"/NodeRankIndex",schemaPath:"#/definitions/taskReason/properties/NodeRankIndex/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
+var valid7 = _errs54 === errors;
+}
 else {
-if(data26.podName !== undefined){
+var valid7 = true;
+}
+}
+}
+}
+}
+}
+else {
+validate11.errors = [{instancePath:instancePath+"/reasonTasks/" + i2,schemaPath:"#/definitions/taskReason/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+return false;
+}
+}
+var valid5 = _errs45 === errors;
+if(!valid5){
+break;
+}
+}
+}
+else {
+validate11.errors = [{instancePath:instancePath+"/reasonTasks",schemaPath:"#/properties/reasonTasks/type",keyword:"type",params:{type: "array"},message:"must be array"}];
+return false;
+}
+}
+var valid0 = _errs43 === errors;
+}
+else {
+var valid0 = true;
+}
+if(valid0){
+if(data.evictionReasons !== undefined){
+let data28 = data.evictionReasons;
 const _errs56 = errors;
-if(typeof data26.podName !== "string"){
-validate11.errors = [{instancePath:instancePath+"/evictionReasons/" + i2+"/podName",schemaPath:"#/definitions/eviction/properties/podName/type",keyword:"type",params:{type: "string"},message:"must be string"}];
-return false;
-}
-var valid9 = _errs56 === errors;
-}
-else {
-var valid9 = true;
-}
-if(valid9){
-if(data26.nodeName !== undefined){
+if(errors === _errs56){
+if(Array.isArray(data28)){
+var valid8 = true;
+const len3 = data28.length;
+for(let i3=0; i3<len3; i3++){
+let data29 = data28[i3];
 const _errs58 = errors;
-if(typeof data26.nodeName !== "string"){
-validate11.errors = [{instancePath:instancePath+"/evictionReasons/" + i2+"/nodeName",schemaPath:"#/definitions/eviction/properties/nodeName/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+const _errs59 = errors;
+if(errors === _errs59){
+if(data29 && typeof data29 == "object" && !Array.isArray(data29)){
+let missing3;
+if(((((((data29.podName === undefined) && (missing3 = "podName")) || ((data29.nodeName === undefined) && (missing3 = "nodeName"))) || ((data29.rank === undefined) && (missing3 = "rank"))) || ((data29.faultType === undefined) && (missing3 = "faultType"))) || ((data29.faultCode === undefined) && (missing3 = "faultCode"))) || ((data29.faultLevel === undefined) && (missing3 = "faultLevel"))){
+validate11.errors = [{instancePath:instancePath+"/evictionReasons/" + i3,schemaPath:"#/definitions/eviction/required",keyword:"required",params:{missingProperty: missing3},message:"must have required property '"+missing3+"'"}];
 return false;
 }
-var valid9 = _errs58 === errors;
-}
 else {
-var valid9 = true;
-}
-if(valid9){
-if(data26.rank !== undefined){
-const _errs60 = errors;
-if(typeof data26.rank !== "string"){
-validate11.errors = [{instancePath:instancePath+"/evictionReasons/" + i2+"/rank",schemaPath:"#/definitions/eviction/properties/rank/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+if(data29.podName !== undefined){
+const _errs61 = errors;
+if(typeof data29.podName !== "string"){
+validate11.errors = [{instancePath:instancePath+"/evictionReasons/" + i3+"/podName",schemaPath:"#/definitions/eviction/properties/podName/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
-var valid9 = _errs60 === errors;
+var valid10 = _errs61 === errors;
 }
 else {
-var valid9 = true;
+var valid10 = true;
 }
-if(valid9){
-if(data26.faultType !== undefined){
-const _errs62 = errors;
-if(typeof data26.faultType !== "string"){
-validate11.errors = [{instancePath:instancePath+"/evictionReasons/" + i2+"/faultType",schemaPath:"#/definitions/eviction/properties/faultType/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+if(valid10){
+if(data29.nodeName !== undefined){
+const _errs63 = errors;
+if(typeof data29.nodeName !== "string"){
+validate11.errors = [{instancePath:instancePath+"/evictionReasons/" + i3+"/nodeName",schemaPath:"#/definitions/eviction/properties/nodeName/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
-var valid9 = _errs62 === errors;
+var valid10 = _errs63 === errors;
 }
 else {
-var valid9 = true;
+var valid10 = true;
 }
-if(valid9){
-if(data26.faultCode !== undefined){
-const _errs64 = errors;
-if(typeof data26.faultCode !== "string"){
-validate11.errors = [{instancePath:instancePath+"/evictionReasons/" + i2+"/faultCode",schemaPath:"#/definitions/eviction/properties/faultCode/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+if(valid10){
+if(data29.rank !== undefined){
+const _errs65 = errors;
+if(typeof data29.rank !== "string"){
+validate11.errors = [{instancePath:instancePath+"/evictionReasons/" + i3+"/rank",schemaPath:"#/definitions/eviction/properties/rank/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
-var valid9 = _errs64 === errors;
+var valid10 = _errs65 === errors;
 }
 else {
-var valid9 = true;
+var valid10 = true;
 }
-if(valid9){
-if(data26.faultLevel !== undefined){
-const _errs66 = errors;
-if(typeof data26.faultLevel !== "string"){
-validate11.errors = [{instancePath:instancePath+"/evictionReasons/" + i2+"/faultLevel",schemaPath:"#/definitions/eviction/properties/faultLevel/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+if(valid10){
+if(data29.faultType !== undefined){
+const _errs67 = errors;
+if(typeof data29.faultType !== "string"){
+validate11.errors = [{instancePath:instancePath+"/evictionReasons/" + i3+"/faultType",schemaPath:"#/definitions/eviction/properties/faultType/type",keyword:"type",params:{type: "string"},message:"must be string"}];
 return false;
 }
-var valid9 = _errs66 === errors;
+var valid10 = _errs67 === errors;
 }
 else {
-var valid9 = true;
+var valid10 = true;
+}
+if(valid10){
+if(data29.faultCode !== undefined){
+const _errs69 = errors;
+if(typeof data29.faultCode !== "string"){
+validate11.errors = [{instancePath:instancePath+"/evictionReasons/" + i3+"/faultCode",schemaPath:"#/definitions/eviction/properties/faultCode/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid10 = _errs69 === errors;
+}
+else {
+var valid10 = true;
+}
+if(valid10){
+if(data29.faultLevel !== undefined){
+const _errs71 = errors;
+if(typeof data29.faultLevel !== "string"){
+validate11.errors = [{instancePath:instancePath+"/evictionReasons/" + i3+"/faultLevel",schemaPath:"#/definitions/eviction/properties/faultLevel/type",keyword:"type",params:{type: "string"},message:"must be string"}];
+return false;
+}
+var valid10 = _errs71 === errors;
+}
+else {
+var valid10 = true;
 }
 }
 }
@@ -537,12 +601,12 @@ var valid9 = true;
 }
 }
 else {
-validate11.errors = [{instancePath:instancePath+"/evictionReasons/" + i2,schemaPath:"#/definitions/eviction/type",keyword:"type",params:{type: "object"},message:"must be object"}];
+validate11.errors = [{instancePath:instancePath+"/evictionReasons/" + i3,schemaPath:"#/definitions/eviction/type",keyword:"type",params:{type: "object"},message:"must be object"}];
 return false;
 }
 }
-var valid7 = _errs53 === errors;
-if(!valid7){
+var valid8 = _errs58 === errors;
+if(!valid8){
 break;
 }
 }
@@ -552,10 +616,12 @@ validate11.errors = [{instancePath:instancePath+"/evictionReasons",schemaPath:"#
 return false;
 }
 }
-var valid0 = _errs51 === errors;
+var valid0 = _errs56 === errors;
 }
 else {
 var valid0 = true;
+}
+}
 }
 }
 }
