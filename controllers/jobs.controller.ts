@@ -191,7 +191,7 @@ export class JobsController {
         refuseMalformedIdentity: options.refuseMalformedJobIdentity,
         config: {
           graceOverTimeMs: options.graceOverTimeSeconds * 1000, pendingEscalationMs: options.pendingEscalationSeconds * 1000,
-          rackEscalationMs: Math.round(options.rackEscalationSeconds * 1000), superPodEscalationMs: Math.round(options.superPodEscalationSeconds * 1000),
+          rackEscalationMs: options.rackEscalationMs, superPodEscalationMs: options.superPodEscalationMs,
         },
         viewAwaiting: (nodes) => {
           const waits = d.deviceFaults.awaitingAny(nodes, this.now());

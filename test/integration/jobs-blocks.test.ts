@@ -21,7 +21,7 @@ describe('jobs: pending pod-level restarts widen by block (super-pod, A5 rack)',
 
   it('A3 chip2-node8-sp, sp-block=16 (2 pods per logical super-pod): rank 2 pending -> rank 3 deleted at the super-pod step, ranks 0-1 kept; job level later', async () => {
     const world = await h.startWorld({ nodes: 4, prefix: 'jbs', superPodId: 0 });
-    const { metrics } = await h.startManager(['--pending-escalation-seconds=6', '--super-pod-escalation-seconds=2']);
+    const { metrics } = await h.startManager(['--pending-escalation-seconds=6', '--super-pod-escalation-ms=2000']);
     const { ns } = world;
     const job = await client.create(paths.vcJobs(ns), vcJob(ns, {
       nodeSelector: world.nodeSelector, name: 'sp', replicas: 4, npus: 8,
@@ -66,7 +66,7 @@ describe('jobs: pending pod-level restarts widen by block (super-pod, A5 rack)',
 
   it('A5 ra-block=16, sp-block=32: rank 3 pending -> rank 2 at the rack step; the super-pod block holds rank 0 -> job level', async () => {
     const world = await h.startWorld({ nodes: 4, prefix: 'jba', superPodId: 1 });
-    const { metrics } = await h.startManager(['--pending-escalation-seconds=60', '--rack-escalation-seconds=1', '--super-pod-escalation-seconds=3']);
+    const { metrics } = await h.startManager(['--pending-escalation-seconds=60', '--rack-escalation-ms=1000', '--super-pod-escalation-ms=3000']);
     const { ns } = world;
     const job = await client.create(paths.vcJobs(ns), vcJob(ns, {
       nodeSelector: world.nodeSelector, name: 'ra', replicas: 4, npus: 8,

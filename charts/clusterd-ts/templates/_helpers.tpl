@@ -114,6 +114,8 @@ downward API provides (--grpc-host <- POD_IP, --node-name <- NODE_NAME) are only
 - {{ printf "--lease-duration-seconds=%d" (int64 $c.leaseDurationSeconds) | quote }}
 - {{ printf "--grace-over-time-seconds=%d" (int64 $c.graceOverTimeSeconds) | quote }}
 - {{ printf "--pending-escalation-seconds=%d" (int64 $c.pendingEscalationSeconds) | quote }}
+- {{ printf "--rack-escalation-ms=%d" (int64 $c.rackEscalationMs) | quote }}
+- {{ printf "--super-pod-escalation-ms=%d" (int64 $c.superPodEscalationMs) | quote }}
 - {{ printf "--cluster-info-refresh-seconds=%d" (int64 $c.clusterInfoRefreshSeconds) | quote }}
 - {{ printf "--cluster-info-refresh-annotation=%t" $c.clusterInfoRefreshAnnotation | quote }}
 - {{ printf "--node-taints=%t" $c.nodeTaints | quote }}
