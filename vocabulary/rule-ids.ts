@@ -112,6 +112,7 @@ export const RULE = {
     entry: 'hotswitch.entry',
     failure: 'hotswitch.failure',
     fsm: 'hotswitch.fsm',
+    stopJob: 'hotswitch.stop-job',
   },
   decision: {
     order: 'decision.order',

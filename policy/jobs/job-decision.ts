@@ -137,7 +137,7 @@ function subHealthPlan(a: SubHealthArgs): FaultPlan {
       const restart: RestartPlan = stop
         ? { ...base, scope: 'job', mode: 'force', targets: allPods, tasks: dels, escalationBlock: 'not-pod-level' }
         : { ...base, scope: 'pod', mode: 'force', targets: dels.map((t) => t.pod), tasks: dels, escalationBlock: 'hot-switch' };
-      const why = stop ? 'hot switch stops the job (needVolcanoOpe=delete on rank 0)' : 'hot switch migrates: needVolcanoOpe=delete';
+      const why = stop ? `hot switch stops the job (needVolcanoOpe=delete on rank 0, ${RULE.hotswitch.stopJob})` : 'hot switch migrates: needVolcanoOpe=delete';
       return plan(stop ? 'job' : 'hotSwitch', 6, dels, [...chain, rule(6, why), act(`force-delete ${names(restart.targets)}`)], { restart });
     }
     const v = hotSwitchVerdict(knobs, agg.job.pods, a.subHealthPods, input.registered, input.hotSwitchDowngraded, input.hotSwitchMaxPods);

@@ -119,12 +119,15 @@ describe('hot switch: failures downgrade the job to ignore, persisted', () => {
     expect(h.state.phase).toBe('INIT');
   });
 
-  it('restart answered 406 after the old pod is gone: job-level rescheduling when we hold the role', () => {
+  it('restart answered 406 after the old pod is gone: job-level rescheduling when we hold the role, on the marks ClusterD writes', () => {
     const h = harness({ holdsReschedulingRole: true });
     toPause(h);
     h.feed({ type: 'recoverStrategyReported', strategies: ['migration'] });
     h.feed({ type: 'podsObserved', pods: [basePods()[0]!, backup('Running')] });
     h.feed({ type: 'recoverStatusReported', code: 406, strategy: 'migration' });
+    // docs/rules.md#hotswitch.stop-job: the job decisions restart the job from the rank-0 pod's marks.
+    expect(h.commands('labelPod')).toContainEqual(expect.objectContaining({ podName: 'job-worker-0', value: 'SubHealth' }));
+    expect(h.commands('annotatePod')).toContainEqual(expect.objectContaining({ podName: 'job-worker-0', set: { needVolcanoOpe: 'delete' } }));
     expect(h.commands('escalateRescheduling')).toEqual([expect.objectContaining({ level: 'job' })]);
     expect(h.commands('persistDowngrade')).toHaveLength(1);
   });

@@ -147,15 +147,22 @@ const H: Readonly<Record<HandlerName, Handler>> = {
     startTimer(ctx, HOT_SWITCH_TIMER.report, ctx.s.timings.reportMs);
     return consume(ctx);
   },
-  /** Rank-0 pod `needVolcanoOpe=delete` + `fault-type=SubHealth`: the whole job is rescheduled. */
+  /**
+   * docs/rules.md#hotswitch.stop-job: rank-0 pod `fault-type=SubHealth` + `needVolcanoOpe=delete`, no
+   * signal; the rescheduler restarts the whole job. Holding Volcano's role, the job decisions are that
+   * rescheduler: they read the same marks (so the restart is a new decision, not the hand-off again).
+   */
   stopJob: (ctx) => {
     const s = ctx.s;
     const rank0 = s.pods.find((p) => p.podRank === 0 && p.annotations[A.podType] !== 'backup');
-    if (rank0 !== undefined) cmd(ctx, { type: 'labelPod', podName: rank0.name, key: 'fault-type', value: 'SubHealth' });
-    const id = s.config.holdsReschedulingRole || rank0 === undefined
-      ? cmd(ctx, { type: 'escalateRescheduling', level: 'job', reason: 'hot switch failed' }, true)
-      : cmd(ctx, { type: 'annotatePod', podName: rank0.name, set: { [A.needVolcanoOpe]: 'delete' }, remove: [] }, true);
-    awaitAll(ctx, [id], notify.ok, notify.fail);
+    ctx.why.push(`${RULE.hotswitch.stopJob}: ${rank0 === undefined ? 'no rank-0 pod' : `mark ${rank0.name} for deletion`}`);
+    const ids: number[] = [];
+    if (rank0 !== undefined) {
+      cmd(ctx, { type: 'labelPod', podName: rank0.name, key: 'fault-type', value: 'SubHealth' });
+      ids.push(cmd(ctx, { type: 'annotatePod', podName: rank0.name, set: { [A.needVolcanoOpe]: 'delete' }, remove: [] }, true));
+    }
+    if (s.config.holdsReschedulingRole || rank0 === undefined) ids.push(cmd(ctx, { type: 'escalateRescheduling', level: 'job', reason: 'hot switch failed' }, true));
+    awaitAll(ctx, ids, notify.ok, notify.fail);
     return undefined;
   },
   /** MigrationEvent: only the old pod goes. */

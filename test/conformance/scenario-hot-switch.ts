@@ -89,3 +89,30 @@ export const HOT_SWITCH: Scenario = {
     { name: 'nothing written for 20 s', ms: 20_000 },
   ],
 };
+
+/**
+ * The hot switch stopped (docs/rules.md#hotswitch.stop-job): as HOT_SWITCH up to `new pod running`,
+ * then TaskD answers the pause with strategy `exit` (MindIO could not pause), ClusterD's ExitEvent
+ * into NotifyStopJob, the handler its report timeouts also end in (hot_switch_controller.go
+ * notifyStopJob, cleanStateWhenFailed): no signal, the rank-0 pod labelled `fault-type=SubHealth` and
+ * annotated `needVolcanoOpe=delete`, the hot-switch markers off the fault pod, the backup pod
+ * `needOperatorOpe=delete`, reset-config cleared and the stream ended. Nobody plays Volcano here, so
+ * the marks are what is compared (the job restart that follows is Volcano's, ours only when it holds
+ * the rescheduling role: test/integration/recovery-timeouts-more-real-client.test.ts).
+ */
+const resubscribedAfterNewPodRunning = (ev: readonly ClientEvent[]): boolean => {
+  const i = ev.findIndex((e) => e.event === 'signal' && e.signalType === 'hot-switch' && (e.actions ?? []).includes('new pod running'));
+  return i >= 0 && ev.slice(i).some((e) => e.event === 'subscribe');
+};
+
+export const HOT_SWITCH_STOP: Scenario = {
+  ...HOT_SWITCH,
+  name: 'hot-switch-stop',
+  steps: [
+    { name: 'TaskD client inits, registers, subscribes', perSide: (ctx) => startTaskdClient(ctx, ['-strategies=recover', '-hot-switch-strategies=exit'], '-hot-switch-stop') },
+    ...HOT_SWITCH.steps.slice(1, 5),
+    // The pause answered `exit`: the stop job's clean-up ends the stream and TaskD subscribes again.
+    { name: 'exchange after the backup pod runs (new pod running, pause answered exit, stream reset)', perSide: (ctx) => exchange(ctx, resubscribedAfterNewPodRunning, 60_000) },
+    { name: 'nothing written for 5 s', ms: 5_000 },
+  ],
+};

@@ -13,16 +13,18 @@
  * - NIC switch, no ReplySwitchNicResult (WaitSwitchNicFinished + ReportTimeout -> NotifyStopTrain):
  *   `stopTrain[stop_train]`;
  * - hot switch, no pause result (WaitReportPauseResult + ReportTimeout -> NotifyStopJob,
- *   component/clusterd/pkg/application/recover/hot_switch_controller.go): no migration, the rank-0 pod
- *   labelled `fault-type=SubHealth`, the backup pod removed. (ClusterD's stop job also marks the rank-0
- *   pod for Volcano to delete; this controller, holding the rescheduling role, hands it to its job
- *   decisions instead, which this case does not assert.)
+ *   component/clusterd/pkg/application/recover/hot_switch_controller.go): no migration and no further
+ *   signal, the rank-0 pod labelled `fault-type=SubHealth` and annotated `needVolcanoOpe=delete`, the
+ *   backup pod removed, and the whole job restarted by the rescheduler (Volcano's part, ours here:
+ *   docs/rules.md#hotswitch.stop-job).
  */
 import { paths, type KubeClient } from '../../runtime/kube-client.ts';
 import type { ConfigMap, Pod } from '../../runtime/kube-objects.ts';
 import { DEVICE_INFO_LABELS, deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
 import { encodeDeviceInfoData } from '../../schemas/device-info/device-info-encode.ts';
 import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
+import { Reflector } from '../../runtime/reflector.ts';
+import { realClock } from '../../runtime/clock.ts';
 import { cleanUp, createJob, fakeNodes, podGroup, podPeer, rand, reportChipFault, watchPodGroupLabel, type TestJob } from './recovery-fixtures.ts';
 import { type GoTaskdClient, haveGo, pollResetConfig, realClientHarness, timeline } from './recovery-real-client.ts';
 
@@ -147,24 +149,28 @@ describeGo('more recovery FSM timeouts with the real TaskD client not answering'
     expect(a.events.some((e) => e.event === 'om-result' && e.msg === 'switch nic finish')).toBe(false);
   }, 120_000);
 
-  it('hot switch: no pause result within the report timeout -> stop job: rank-0 pod labelled fault-type=SubHealth, backup pod removed, no migration', async () => {
+  it('hot switch: no pause result within the report timeout -> stop job: rank-0 pod marked SubHealth + needVolcanoOpe=delete, backup pod removed, the job restarted, no migration', async () => {
     const c = await startController('hot-switch-timeout', [`--recovery-report-timeout-seconds=${REPORT_S}`, '--hot-switch-backup-pods', '--hot-switch-new-pod-timeout-seconds=30']);
     const { job, nodes } = await setUp('recover', { peer: false, nodeCount: 4, labels: { subHealthyStrategy: 'hotSwitch' } });
     const a = agent(c.target, job, ['-withhold=hot-switch']);
     await a.waitFor((e) => e.event === 'subscribe', 30_000, 'subscription');
     const rank0 = `${job.name}-worker-0`;
-    // Every state of the rank-0 pod's fault-type label, as a poller sees it.
-    const seen: Array<{ t: number; uid?: string; faultType?: string }> = [];
-    let polling = true;
-    cleanup(() => { polling = false; });
-    void (async () => {
-      while (polling) {
-        const p = await client.getOrUndefined<Pod>(paths.pod(job.ns, rank0)).catch(() => undefined);
-        const cur = { t: Date.now(), uid: p?.metadata?.uid, faultType: p?.metadata?.labels?.['fault-type'] };
-        if (seen.at(-1)?.uid !== cur.uid || seen.at(-1)?.faultType !== cur.faultType) seen.push(cur);
-        await new Promise((r) => setTimeout(r, 200));
-      }
-    })();
+    // Every state of the rank-0 pod (its deletion's last state included: the restart may follow the marks at once).
+    const seen: Array<{ t: number; uid?: string; faultType?: string; ope?: string; deleted?: boolean }> = [];
+    const r = new Reflector<Pod>(client, { clock: realClock, name: `pod-${rank0}`, path: paths.pods(job.ns), fieldSelector: `metadata.name=${rank0}` });
+    const sub = r.events$.subscribe({
+      next: (ev) => {
+        const m = ev.obj.metadata;
+        const cur = { t: Date.now(), uid: m?.uid, faultType: m?.labels?.['fault-type'], ope: m?.annotations?.['needVolcanoOpe'], deleted: ev.type === 'delete' || m?.deletionTimestamp !== undefined };
+        const last = seen.at(-1);
+        if (last?.uid !== cur.uid || last?.faultType !== cur.faultType || last?.ope !== cur.ope || last?.deleted !== cur.deleted) seen.push(cur);
+      },
+      error: () => undefined,
+    });
+    r.start();
+    cleanup(() => { sub.unsubscribe(); r.stop(); });
+    const original = new Map((await client.list<Pod>(paths.pods(job.ns))).items.map((p) => [p.metadata!.name!, p.metadata!.uid!]));
+    expect(original.size).toBe(4);
     await reportChipFault(client, nodes[1]!, 'Ascend910-0', '81A3880C', 'SubHealthFault');
     await a.waitForSignal((s) => s.signalType === 'hot-switch' && (s.actions ?? []).includes('hot switch'), 30_000, 'hot switch');
     const running = await a.waitForSignal((s) => s.signalType === 'hot-switch' && (s.actions ?? []).includes('new pod running'), 40_000, 'new pod running');
@@ -173,6 +179,14 @@ describeGo('more recovery FSM timeouts with the real TaskD client not answering'
     expect(labelled.t - running.t).toBeGreaterThanOrEqual(REPORT_S * 1000 - SLACK_MS);
     // The backup pod goes (rollback).
     await eventually(async () => !(await client.list<Pod>(paths.pods(job.ns))).items.some((p) => p.metadata?.deletionTimestamp === undefined && p.metadata?.name?.startsWith(`${job.name}-worker-1-hot-`)), 15_000);
+    // Marked as ClusterD marks it before anything deletes it.
+    expect(seen.some((v) => v.uid === original.get(rank0) && v.faultType === 'SubHealth' && v.ope === 'delete' && !v.deleted)).toBe(true);
+    // The job restarted: every pod it had is gone (nobody re-creates them here), not only the rank-0 pod.
+    const left = async (): Promise<string[]> => (await client.list<Pod>(paths.pods(job.ns))).items
+      .filter((p) => p.metadata?.deletionTimestamp === undefined && original.get(p.metadata?.name ?? '') === p.metadata?.uid).map((p) => p.metadata!.name!);
+    await eventually(async () => (await left()).length === 0, 20_000).catch(async () => { throw new Error(`job not restarted, pods left: ${(await left()).join(', ')}`); });
     expect(a.signals.some((s) => s.changeStrategy === 'migration')).toBe(false);
+    // ClusterD's stop job sends the agents nothing: the last signal is still `new pod running`.
+    expect(a.signals.filter((s) => s.t > running.t)).toEqual([]);
   }, 150_000);
 });

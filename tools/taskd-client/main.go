@@ -58,7 +58,7 @@ var (
 	scaleInCode  = flag.Int("scale-in-code", -1, "ReportRecoverStatus code (strategy downgrade) after a scale-in; -1: -status-code")
 	scaleOutCode = flag.Int("scale-out-code", -1, "ReportRecoverStatus code (strategy upgrade) after a scale-out; -1: -status-code")
 	recoverReply = flag.Bool("recover-report", true, "ReportRecoverStatus after changeStrategy recover (false: MindIO still waits for the replaced pods' processes)")
-	withhold     = flag.String("withhold", "", "reports never sent, comma-separated: strategy (ReportRecoverStrategy after globalFault), hot-switch (after the hot switch signal), retry / downgrade / upgrade / migration (ReportRecoverStatus of that changeStrategy)")
+	withhold     = flag.String("withhold", "", "reports never sent, comma-separated: strategy (ReportRecoverStrategy after globalFault), hot-switch (after the hot switch signal), retry / downgrade / upgrade / migration (ReportRecoverStatus of that changeStrategy), scale-in-status (with -isolate-ranks: the final downgrade status after faultNodesExit)")
 	isolateRanks = flag.String("isolate-ranks", "", "ranks MindIO isolates on a scale-in, rank[,rank]: its first answer to downgrade is code 201 with these IsolateRankIds, the final downgrade status follows the faultNodesExit")
 )
 
@@ -222,7 +222,7 @@ func (a *agent) onSignal(s *pb.ProcessManageSignal) {
 		}
 	case "faultNodesExit":
 		// The isolated ranks' processes exit; MindIO then reports the scale-in's result.
-		if *isolateRanks != "" {
+		if *isolateRanks != "" && !withheld("scale-in-status") {
 			a.reportStatus("downgrade", codeOr(*scaleInCode), nil)
 		}
 	}
