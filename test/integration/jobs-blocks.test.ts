@@ -15,7 +15,7 @@ import { jobsHarness, runningPods, uidOf, npusOf, jobState, podGroupEvents, repo
 const stepCount = async (metrics: { podLevelWidenings: { get(): Promise<{ values: Array<{ labels: Record<string, unknown>; value: number }> }> } }, step: string): Promise<number> =>
   (await metrics.podLevelWidenings.get()).values.find((v) => v.labels.step === step)?.value ?? 0;
 
-describe('jobs: pending pod-level restarts widen by block (super-pod, A5 rack)', () => {
+describe('jobs: pending pod-level restarts widen by block (super-pod, multilevel level1, A5 rack)', () => {
   const h = jobsHarness();
   const { client } = h;
 
@@ -62,6 +62,36 @@ describe('jobs: pending pod-level restarts widen by block (super-pod, A5 rack)',
     expect(await stepCount(metrics, 'job')).toBe(1);
     // A reschedule record per deletion round, as the plugin writes them (test/real-stack/topology-a-blocks.test.ts).
     expect((await rescheduleReasonAfter(client, `${ns}/sp-${uid}`, 3)).TotalRescheduleTimes).toBe(3);
+  }, 120_000);
+
+  it('multilevel, level1=2 (2 pods per level-1 group): rank 3 pending -> rank 2 deleted at the level1 step, ranks 0-1 (the other group) kept', async () => {
+    const world = await h.startWorld({ nodes: 4, prefix: 'jbm' });
+    const { metrics } = await h.startManager(['--pending-escalation-seconds=60', '--super-pod-escalation-ms=2000']);
+    const { ns } = world;
+    const job = await client.create(paths.vcJobs(ns), vcJob(ns, {
+      nodeSelector: world.nodeSelector, name: 'ml', replicas: 4, npus: 8,
+      labels: { 'fault-scheduling': 'force', 'pod-rescheduling': 'on' },
+      annotations: { 'huawei.com/schedule_policy': 'multilevel', 'huawei.com/affinity-config': 'level2=4,level1=2' },
+    }));
+    const uid = job.metadata!.uid!;
+    const before = await runningPods(client, ns, 'ml', 4);
+    const rank3 = before[3]!;
+    await world.dp.injectChipFault({ node: rank3.spec!.nodeName!, npu: npusOf(rank3)[1]!, code: '80E18402', level: 'SeparateNPU' });
+    await eventually(async () => {
+      const r3 = (await jobPods(client, ns, 'ml')).find((p) => p.metadata?.name === rank3.metadata!.name);
+      return r3 !== undefined && uidOf(r3) !== uidOf(rank3) && r3.spec?.nodeName === undefined;
+    }, 20_000);
+    const t0 = Date.now();
+    // level1 step (2 s): rank 2 shares rank 3's level-1 group; ranks 0-1 (the other group) stay.
+    await eventually(async () => !(await jobPods(client, ns, 'ml')).some((p) => uidOf(p) === uidOf(before[2]!)), 20_000);
+    report(`multilevel level1 step: rank 2 deleted ${Date.now() - t0} ms after rank 3's replacement was seen pending (step at 2 s)`);
+    const mid = await jobState(client, uid);
+    expect(mid?.state.active).toMatchObject({ scope: 'pod', widened: ['level1'] });
+    const now = await jobPods(client, ns, 'ml');
+    for (const i of [0, 1]) expect(now.some((p) => uidOf(p) === uidOf(before[i]!))).toBe(true);
+    expect(await stepCount(metrics, 'level1')).toBe(1);
+    await eventually(async () => (await podGroupEvents(client, ns, `ml-${uid}`)).some((e) => e.message?.includes('resched.block-escalation')), 10_000);
+    expect((await rescheduleReasonAfter(client, `${ns}/ml-${uid}`, 2)).TotalRescheduleTimes).toBe(2);
   }, 120_000);
 
   it('A5 ra-block=16, sp-block=32: rank 3 pending -> rank 2 at the rack step; the super-pod block holds rank 0 -> job level', async () => {
