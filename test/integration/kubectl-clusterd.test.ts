@@ -214,7 +214,7 @@ describe('kubectl clusterd (plugin as a subprocess, least-privilege user)', () =
     expect(cm.data?.ManuallySeparateNPU).toBe('Ascend910-5');
     const bad = await plugin(kubeconfig, ['release', node, 'not-a-chip!']);
     expect(bad.code).toBe(2);
-  }, 60_000);
+  }, 120_000);
 
   it('release refuses a path in the node name, more than 64 NPUs, an unknown node and unknown NPUs: non-zero exit, nothing written', async () => {
     // A ConfigMap the operate Role can patch, at the path `node-000/../<target>` resolves to.
@@ -236,7 +236,7 @@ describe('kubectl clusterd (plugin as a subprocess, least-privilege user)', () =
     // Nothing released anywhere, nothing recorded.
     expect((await admin.get<ConfigMap>(paths.configMap('kube-system', deviceInfoCmName(node)))).data?.ManuallySeparateNPU).toBe('Ascend910-2');
     expect(await requests()).toBe(listed);
-  }, 60_000);
+  }, 120_000);
 
   it('a 20,000-NPU request in the list does not stop the controller acting on the others, and the next release appends to the list, never replacing it', async () => {
     const node = `kc-big-${id}`;
@@ -307,7 +307,7 @@ describe('kubectl clusterd (plugin as a subprocess, least-privilege user)', () =
     expect(other.code).toBe(4);
     expect(other.stderr).toContain(`get configmaps clusterd-ts-breaker in namespace ${ctrlNs}`);
     await admin.delete(paths.configMap('mindx-dl', 'clusterd-ts-breaker'));
-  }, 60_000);
+  }, 120_000);
 
   it('breaker reset of an unknown scope or one not tripped is refused (exit 3); the record of the last reset is kept, also against a request written by hand', async () => {
     const CM = paths.configMap('mindx-dl', 'clusterd-ts-breaker');
@@ -329,7 +329,7 @@ describe('kubectl clusterd (plugin as a subprocess, least-privilege user)', () =
     await eventually(async () => (await admin.get<ConfigMap>(CM)).metadata?.annotations?.['clusterd-ts.io/breaker-reset'] === undefined);
     expect(await lastReset()).toEqual(record);
     await admin.delete(CM);
-  }, 60_000);
+  }, 120_000);
 
   it('breaker status: stamps older than the window the state names are neither shown nor counted (the controller does not rewrite the state when they age out)', async () => {
     // A namespace no controller watches, read as admin: what is shown is what the plugin makes of the stored text.
@@ -364,5 +364,5 @@ describe('kubectl clusterd (plugin as a subprocess, least-privilege user)', () =
     expect(raw).toMatch(/^cluster\s+no\s+-\s+0\s+0\/0\/2\s+-$/m);
     expect(raw).toContain('rack-1');
     expect(raw).toContain('window: not recorded');
-  }, 60_000);
+  }, 120_000);
 });
