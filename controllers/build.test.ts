@@ -2,7 +2,10 @@
  * The declared flows at start, on the in-memory apiserver and a manual clock: the filters' and the
  * relation faults' memories are each handed back by their owner (`sideState`), so restoring the
  * filters' memory does not overwrite the relation faults' persisted one before they restore it.
+ * Building and starting on an empty cluster never collates strings: the first localeCompare loads
+ * ICU's collator, about 3 MiB resident for the life of the process (docs/benchmarks.md).
  */
+import { jest } from '@jest/globals';
 import { paths, type KubeObject } from '../runtime/kube-client.ts';
 import { Manager } from './manager.ts';
 import { parseOptions } from './options.ts';
@@ -47,6 +50,33 @@ describe('the built Manager at start', () => {
       expect(m.relations.state().jobs[`${NS}/${pgName}`]?.strategies).toEqual({ 'node-1': 'Separate' });
       expect(m.faultPolicy.sideState.relation.jobs[`${NS}/${pgName}`]?.strategies).toEqual({ 'node-1': 'Separate' });
     } finally {
+      await run(m.stop());
+      server.close();
+    }
+  }, 30_000);
+
+  it('never loads ICU\'s collator (no localeCompare) while building and starting on an empty cluster', async () => {
+    const server = new MemoryApiServer();
+    const admin = server.client('admin');
+    const clock = new ManualClock();
+    for (const ns of ['mindx-dl', 'kube-system', 'cluster-system', 'volcano-system']) await admin.create(paths.namespaces(), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+    const collate = jest.spyOn(String.prototype, 'localeCompare');
+    const m = new Manager({
+      clock, client: server.client('clusterd-ts'), log: silentLogger, metrics: new Metrics({ processMetrics: false }),
+      options: parseOptions(['--http-port=0', '--http-host=127.0.0.1', '--grpc-port=0', '--grpc-host=127.0.0.1'], {}),
+    });
+    const run = async (p: Promise<void>): Promise<void> => {
+      let done = false;
+      void p.finally(() => { done = true; });
+      for (let i = 0; i < 200 && !done; i++) await clock.run(10);
+      await p;
+    };
+    try {
+      await run(m.start());
+      expect(m.graph.edges.length).toBeGreaterThan(0);
+      expect(collate).not.toHaveBeenCalled();
+    } finally {
+      collate.mockRestore();
       await run(m.stop());
       server.close();
     }

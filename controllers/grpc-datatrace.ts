@@ -12,7 +12,7 @@
  */
 import type { DataTraceHandlers } from '../grpc/handlers.ts';
 import type { ProfilingSwitch } from '../grpc/messages.ts';
-import { DataTraceCode } from '../grpc/datatrace.service.ts';
+import { DataTraceCode } from '../grpc/service-constants.ts';
 import { DATA_TRACE_KEY, DATA_TRACE_PREFIX, NO_OWNER, type DataTraceConfigMaps, type OwnerReference } from '../actions/data-trace.action.ts';
 import { DATA_TRACE_MOUNT_PATH } from './sources/cache-shapes.ts';
 import type { JobSummaryState } from '../policy/jobs/job-summary.ts';

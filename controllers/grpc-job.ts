@@ -11,7 +11,7 @@
  * (application/jobinfo/job_grpc_service.go processJobSliceForBatchSignals).
  */
 import type { JobSummarySignal } from '../grpc/messages.ts';
-import { JOB_MAX_NPUS_PER_BATCH } from '../grpc/job.service.ts';
+import { JOB_MAX_NPUS_PER_BATCH } from '../grpc/service-constants.ts';
 import type { JobSummaryState } from '../policy/jobs/job-summary.ts';
 import { DEFAULT_HCCL_JSON, encodeRankTable } from '../schemas/job-summary/job-summary.ts';
 import type { JobSummaryChange } from '../reconcilers/job-summary.reconciler.ts';

@@ -11,6 +11,10 @@
  * answered; with no listener on standbys, its connection attempts fail fast and land on the leader
  * behind the Service. HealthCheck is therefore answered by the leader only.
  *
+ * Loading: the transport modules are imported by the first `start`, so a replica that never
+ * leads never loads them (the rest of the controller imports only grpc/service-constants.ts and
+ * the transport-free grpc/ modules).
+ *
  * Metrics: every call is counted in `grpc_requests_total{method, code}` (code = the ClusterD body
  * code when the reply carries one, else the gRPC status name); calls refused by the caller check
  * (`--grpc-caller-check`, grpc-caller.ts) also in `grpc_caller_refused_total{method}`, and
@@ -20,7 +24,7 @@ import { readFile } from 'node:fs/promises';
 import { merge, type Observable, type Subscription } from 'rxjs';
 import { TimerLoop } from '../runtime/timer-loop.ts';
 import type { QueueClock } from '../runtime/clock.ts';
-import { startGrpcServer, type GrpcLimits, type GrpcServerHandle } from '../grpc/index.ts';
+import type { GrpcLimits, GrpcServerHandle } from '../grpc/index.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import type { PublicFaultIntake } from './device-faults.controller.ts';
@@ -38,7 +42,7 @@ import { DEVICE_910_ANNOTATION, DEVICE_NPU_ANNOTATION, parsePodDevice } from '..
 import { DataTraceConfigMaps } from '../actions/data-trace.action.ts';
 import { mindieNamespaces, RankTablePublisher } from './grpc-config.ts';
 import { jobBatches, signalOfChange } from './grpc-job.ts';
-import { newUuid } from '../grpc/job.service.ts';
+import { newUuid } from '../grpc/service-constants.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import type { JobSummaries } from './ports.ts';
 
@@ -135,6 +139,9 @@ export class GrpcController {
   private async listen(): Promise<GrpcServerHandle> {
     const { options: o, recovery, log, metrics } = this.d;
     const tls = o.grpcTlsCert !== '' ? { cert: await readFile(o.grpcTlsCert), key: await readFile(o.grpcTlsKey) } : undefined;
+    // The transport (@grpc/grpc-js, the protos, Node's http2) is loaded when this replica first
+    // serves: a standby never does, and idles without it (docs/benchmarks.md, the runtime floor).
+    const { startGrpcServer } = await import('../grpc/server.ts');
     const handle = await startGrpcServer({
       host: o.grpcHost, port: o.grpcPort, ...(tls ? { tls } : {}),
       limits: {

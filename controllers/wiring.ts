@@ -194,7 +194,10 @@ export function buildFlows<X, Calls, Ev>(specs: readonly FlowSpec<X, Calls, Ev>[
   const nodes: GraphNode[] = specs.map((s) => ({ name: s.name, layer: s.layer, provides: [...s.provides], consumes: [...s.consumes], emits: [...s.emits], watches: [...s.watches] }));
   const extra: Array<{ node: string; port: string; handler: (v: unknown) => void }> = [];
   const subs: Subscription[] = [];
-  const sortEdges = (): void => { edges.sort((a, b) => `${a.from} ${a.to} ${a.port}`.localeCompare(`${b.from} ${b.to} ${b.port}`)); };
+  // Code-unit order, not localeCompare: the first collation loads ICU's collator, 2.6 MiB of the
+  // node binary's data pages and 0.4 MiB of malloc for the life of the process (docs/benchmarks.md).
+  const edgeKey = (e: GraphEdge): string => `${e.from} ${e.to} ${e.port}`;
+  const sortEdges = (): void => { edges.sort((a, b) => { const x = edgeKey(a); const y = edgeKey(b); return x < y ? -1 : x > y ? 1 : 0; }); };
   sortEdges();
   const graph = { nodes, edges, buildOrder: order, used, undeclared };
   return {

@@ -23,11 +23,12 @@ import type { DataTraceHandlers, DataTraceOutcome } from './handlers.ts';
 import { toProfilingSwitch, type ClientInfo, type DataStatusRes, type DataTypeRes, type ProfilingSwitch } from './messages.ts';
 import { ServerSignalStream, type SignalStreamOptions } from './signal-stream.ts';
 import { clip } from './validate.ts';
+import { DataTraceCode } from './service-constants.ts';
+
+export { DataTraceCode };
 
 export const DATATRACE_PATH = '/TrainingDataTrace/';
 
-/** profiling/grpc_service.go: OK / ErrInvalidParam / ErrNotFound / ErrServerFault. */
-export const DataTraceCode = { OK: 200, InvalidParam: 300, NotFound: 404, ServerFault: 500 } as const;
 export const DataTraceInfo = {
   badJobNsName: 'the format of jobNsName is not namespace/jobName',
   modified: 'successfully changed profiling marker enable status',

@@ -24,7 +24,6 @@
  * caller gets only the signals (List batches included) of jobs in the namespaces where its caller
  * has a pod: the registering caller's until it subscribes, then the reading one's.
  */
-import { randomUUID } from 'node:crypto';
 import { status as GrpcStatus, type ServerWritableStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import { grpcCodeName, refuseStream, reply, serverStream, unary, type CallContext } from './call-context.ts';
 import type { JobHandlers, Visibility } from './handlers.ts';
@@ -32,17 +31,16 @@ import type { JobSummarySignal } from './messages.ts';
 import { TokenBucket, type Now } from './rate-limit.ts';
 import { ServerSignalStream, type SignalStreamOptions } from './signal-stream.ts';
 import { clip } from './validate.ts';
+import { JOB_MAX_NPUS_PER_BATCH, newUuid } from './service-constants.ts';
+
+export { JOB_MAX_NPUS_PER_BATCH, newUuid };
 
 export const JOB_PATH = '/job.Job/';
 export const JOB_ROLE_WHITELIST = ['CCAgent', 'DefaultUser1', 'DefaultUser2', 'FdAgent'] as const;
-/** constant.MsgCacheNumPerClient, MaxClientPerRole, MaxNPUsPerBatch, RequestNumPerSecondLimit. */
+/** constant.MsgCacheNumPerClient, MaxClientPerRole, RequestNumPerSecondLimit (MaxNPUsPerBatch: service-constants.ts). */
 export const JOB_MSG_CACHE = 10;
 export const JOB_MAX_STREAMS_PER_ROLE = 20;
-export const JOB_MAX_NPUS_PER_BATCH = 40_000;
 export const JOB_SUBSCRIBE_QPS = 20;
-
-/** k8s.io/apimachinery uuid.NewUUID: google/uuid's New, a random (version 4) uuid. */
-export const newUuid = (): string => randomUUID();
 
 type Listener = ServerSignalStream<unknown> & { readonly list: boolean; readonly raw: ServerWritableStream<unknown, unknown> };
 
