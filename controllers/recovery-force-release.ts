@@ -4,7 +4,8 @@
  * a pod annotated `reschedule-in-place=true` into operations of the fault-job-info reconciler
  * (reconcilers/fault-job-info.reconciler.ts), with the job's facts read from the caches: its last
  * complete placement and pods' device annotations, and the Nodes' SuperPod annotations. The FSM
- * itself waits for NodeD (`--recovery-timings` forceRelease, 10 s), whatever was written.
+ * itself waits for NodeD (`--recovery-timings` forceRelease, 10 s), whatever was written, except for
+ * an A5 job, which has neither entry nor wait (docs/rules.md#recover.force-release-a5).
  * Leader only: the loop runs between startActing and stopActing.
  */
 import type { WatchEvent } from '../runtime/reflector.ts';
@@ -68,10 +69,18 @@ export class ForceRelease {
     await loop?.stop();
   }
 
-  /** The FSM's publishFaultJobInfo: the job's entry now, or a log line saying why none. */
-  publish(jobId: string, jobKey: string, entry: JobEntry | undefined, podRanks: readonly number[]): void {
+  /**
+   * The FSM's publishFaultJobInfo: the job's entry now, or a log line saying why none. An A5 job
+   * (`a5`) gets none and no wait (docs/rules.md#recover.force-release-a5).
+   */
+  publish(jobId: string, jobKey: string, entry: JobEntry | undefined, podRanks: readonly number[], a5 = false): void {
     const r = this.reconciler;
     if (r === undefined) return;
+    if (a5) {
+      this.d.metrics.forceRelease.inc({ outcome: 'skipped_a5' });
+      this.d.log.info('force release: A5 job, SDID-based force release skipped; no fault-job-info entry and no wait for NodeD', { rule: RULE.recover.forceReleaseA5, job: jobKey });
+      return;
+    }
     const nowMs = this.d.clock.now();
     const plan = forceReleasePlan({
       jobId, servers: entry === undefined ? [] : this.servers(entry), faultPodRanks: podRanks,
