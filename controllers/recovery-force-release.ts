@@ -17,7 +17,7 @@ import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { RULE } from '../vocabulary/rule-ids.ts';
 import { encodeFaultJobEntry, FAULT_JOB_INFO_CM_NAME } from '../schemas/fault-job-info/fault-job-info.ts';
-import { BASE_DEVICE_INFOS_ANNOTATION, parseBaseDeviceInfos, SUPER_POD_ID_ANNOTATION, superPodIdOf, type SuperPodNode } from '../schemas/super-pod-device/super-pod-device.ts';
+import { BASE_DEVICE_INFOS_ANNOTATION, chipPrefixOf, parseBaseDeviceInfos, SERVER_TYPE_ANNOTATION, SUPER_POD_ID_ANNOTATION, superPodIdOf, type SuperPodNode } from '../schemas/super-pod-device/super-pod-device.ts';
 import { clearDelayMs, forceReleasePlan, type ClearCause, type ForceReleaseServer } from '../policy/recovery/force-release.ts';
 import { DEVICE_910_ANNOTATION, DEVICE_NPU_ANNOTATION, parsePodDevice } from '../policy/jobs/job-summary.ts';
 import { FAULT_JOB_INFO_OPS_KEY, FAULT_JOB_INFO_PRUNE_KEY, faultJobInfoReconciler, type FaultJobInfoReconciler } from '../reconcilers/fault-job-info.reconciler.ts';
@@ -136,7 +136,7 @@ export class ForceRelease {
       const superPodId = superPodIdOf(a[SUPER_POD_ID_ANNOTATION]);
       const text = a[BASE_DEVICE_INFOS_ANNOTATION];
       if (superPodId === undefined || text === undefined) continue;
-      const devices = parseBaseDeviceInfos(text);
+      const devices = parseBaseDeviceInfos(text, chipPrefixOf(a[SERVER_TYPE_ANNOTATION]));
       if (devices.ok) out.push({ superPodId, node: name, devices: devices.value });
       else this.warnNode(n, devices.reason);
     }
