@@ -4,7 +4,8 @@
  * a pod annotated `reschedule-in-place=true` into operations of the fault-job-info reconciler
  * (reconcilers/fault-job-info.reconciler.ts), with the job's facts read from the caches: its last
  * complete placement and pods' device annotations, and the Nodes' SuperPod annotations. The FSM
- * itself waits for NodeD (`--recovery-timings` forceRelease, 10 s), whatever was written.
+ * itself waits for NodeD (`--recovery-timings` forceRelease, 10 s), whatever was written, except for
+ * an A5 job, which has neither entry nor wait (docs/rules.md#recover.force-release-a5).
  * Leader only: the loop runs between startActing and stopActing.
  */
 import type { WatchEvent } from '../runtime/reflector.ts';
@@ -16,7 +17,7 @@ import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { RULE } from '../vocabulary/rule-ids.ts';
 import { encodeFaultJobEntry, FAULT_JOB_INFO_CM_NAME } from '../schemas/fault-job-info/fault-job-info.ts';
-import { BASE_DEVICE_INFOS_ANNOTATION, parseBaseDeviceInfos, SUPER_POD_ID_ANNOTATION, superPodIdOf, type SuperPodNode } from '../schemas/super-pod-device/super-pod-device.ts';
+import { BASE_DEVICE_INFOS_ANNOTATION, chipPrefixOf, parseBaseDeviceInfos, SERVER_TYPE_ANNOTATION, SUPER_POD_ID_ANNOTATION, superPodIdOf, type SuperPodNode } from '../schemas/super-pod-device/super-pod-device.ts';
 import { clearDelayMs, forceReleasePlan, type ClearCause, type ForceReleaseServer } from '../policy/recovery/force-release.ts';
 import { DEVICE_910_ANNOTATION, DEVICE_NPU_ANNOTATION, parsePodDevice } from '../policy/jobs/job-summary.ts';
 import { FAULT_JOB_INFO_OPS_KEY, FAULT_JOB_INFO_PRUNE_KEY, faultJobInfoReconciler, type FaultJobInfoReconciler } from '../reconcilers/fault-job-info.reconciler.ts';
@@ -68,10 +69,18 @@ export class ForceRelease {
     await loop?.stop();
   }
 
-  /** The FSM's publishFaultJobInfo: the job's entry now, or a log line saying why none. */
-  publish(jobId: string, jobKey: string, entry: JobEntry | undefined, podRanks: readonly number[]): void {
+  /**
+   * The FSM's publishFaultJobInfo: the job's entry now, or a log line saying why none. An A5 job
+   * (`a5`) gets none and no wait (docs/rules.md#recover.force-release-a5).
+   */
+  publish(jobId: string, jobKey: string, entry: JobEntry | undefined, podRanks: readonly number[], a5 = false): void {
     const r = this.reconciler;
     if (r === undefined) return;
+    if (a5) {
+      this.d.metrics.forceRelease.inc({ outcome: 'skipped_a5' });
+      this.d.log.info('force release: A5 job, SDID-based force release skipped; no fault-job-info entry and no wait for NodeD', { rule: RULE.recover.forceReleaseA5, job: jobKey });
+      return;
+    }
     const nowMs = this.d.clock.now();
     const plan = forceReleasePlan({
       jobId, servers: entry === undefined ? [] : this.servers(entry), faultPodRanks: podRanks,
@@ -127,7 +136,7 @@ export class ForceRelease {
       const superPodId = superPodIdOf(a[SUPER_POD_ID_ANNOTATION]);
       const text = a[BASE_DEVICE_INFOS_ANNOTATION];
       if (superPodId === undefined || text === undefined) continue;
-      const devices = parseBaseDeviceInfos(text);
+      const devices = parseBaseDeviceInfos(text, chipPrefixOf(a[SERVER_TYPE_ANNOTATION]));
       if (devices.ok) out.push({ superPodId, node: name, devices: devices.value });
       else this.warnNode(n, devices.reason);
     }

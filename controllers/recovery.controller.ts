@@ -56,6 +56,7 @@ import type { FaultRecord } from '../vocabulary/fault-types.ts';
 import { jobNodes } from '../policy/jobs/job-view.ts';
 import type { RecoveryStatus, ReschedulingRoleStatus } from './ports.ts';
 import { RULE } from '../vocabulary/rule-ids.ts';
+import { readPingMeshNode, SERVER_TYPES } from '../schemas/pingmesh/super-pod-device.ts';
 
 /** Recovery FSM edges (policy/recovery/recovery-fsm.ts reason lines `from -(event)-> to [recover.fsm #n]`) for the goodput stages. */
 const FAULT_EDGE = /^(INIT|ScaleRunningState) -\(faultOccur\)->/;
@@ -413,10 +414,21 @@ export class RecoveryController implements RecoveryStatus {
     return recoveryFeed({
       entry, pod: (k) => this.d.sources.pods.get(k), faultsOf, nowMs: now,
       retryReports: this.memory.retryReports(jobId), hotSwitchDowngraded: downgraded, holdsReschedulingRole: this.d.role.holds,
+      a5Node: (n) => this.a5Node(n),
     });
   }
 
-  /** Feeds the job's current picture to both FSMs (level-triggered: repeats are harmless). */
+  /**
+   * The node's super-pod device is A5 (`serverType` `npu`), read as ClusterD's node collector reads it
+   * (docs/rules.md#recover.force-release-a5); a node pingmesh would not take is not A5 here.
+   */
+  private a5Node(name: string): boolean {
+    const n = this.d.sources.nodes.get(name);
+    const r = readPingMeshNode(name, n?.metadata?.annotations, n?.metadata?.labels);
+    return r.kind === 'node' && r.node.serverType === SERVER_TYPES.a5;
+  }
+
+    /** Feeds the job's current picture to both FSMs (level-triggered: repeats are harmless). */
   private feedJob(job: JobFsm): void {
     const found = this.lookup(job.jobId);
     if (found === undefined) return;
@@ -480,7 +492,7 @@ export class RecoveryController implements RecoveryStatus {
       { ...hotSwitch, timings: { ...hotSwitch.timings, ...hotSwitchTimings } }, {
         execute: async (j, c, signal) => {
           if (this.om.run(j, c)) return;
-          if (c.cmd.type === 'publishFaultJobInfo') return this.forceRelease.publish(j.jobId, j.target.key, this.lookup(j.jobId)?.entry, c.cmd.podRanks);
+          if (c.cmd.type === 'publishFaultJobInfo') return this.forceRelease.publish(j.jobId, j.target.key, this.lookup(j.jobId)?.entry, c.cmd.podRanks, c.cmd.a5 === true);
           if (c.cmd.type === 'clearFaultJobInfo') return this.forceRelease.clear(j.jobId, 'recover-success');
           if (await this.memory.run(j, c)) return;
           if (isIoCommand(c.cmd)) await this.actions.run(j.target, c.cmd, signal, j.recovery.originalPodUids);

@@ -100,6 +100,8 @@ export const RULE = {
     dump: 'recover.dump',
     platformMode: 'recover.platform-mode',
     forceRelease: 'recover.force-release',
+    forceReleaseA5: 'recover.force-release-a5',
+    rackWait: 'recover.rack-wait',
     faultJobInfoClear: 'recover.fault-job-info-clear',
     stressTest: 'recover.stress-test',
     switchNic: 'recover.switch-nic',

@@ -122,9 +122,18 @@ describe('recovery feed (what the FSMs see of a job)', () => {
     expect(feed(pods, [uce], report(30_000)).ranks).toEqual([{ rankId: 3, faultType: '0', restartInPlace: true }]);
   });
 
+  it('A5: a pod of the job on an A5 node; ra-block: the PodGroup annotation, any value (docs/rules.md#recover.force-release-a5, #recover.rack-wait)', () => {
+    expect(feed(pods, [], { a5Node: (n) => n === 'n2' }).config).toMatchObject({ a5: true, rackBlock: false });
+    expect(feed(pods, [], { a5Node: (n) => n === 'n9' }).config).toMatchObject({ a5: false });
+    const e = entry(pods);
+    const pg = { ...e.entry, podGroup: { ...e.entry.podGroup, metadata: { ...e.entry.podGroup.metadata, annotations: { 'ra-block': '' } } } };
+    const f = recoveryFeed({ entry: pg, pod: e.pod, faultsOf: () => [], nowMs: NOW, hotSwitchDowngraded: false, holdsReschedulingRole: true });
+    expect(f.config).toMatchObject({ a5: false, rackBlock: true });
+  });
+
   it('config from the PodGroup knobs; a downgraded hot switch counts as ignore', () => {
     const f = feed(pods, [], { hotSwitchDowngraded: true }, { subHealthyStrategy: 'hotSwitch', 'pod-rescheduling': 'on' });
-    expect(f.config).toEqual({ jobId: 'u1', strategies: ['retry', 'recover', 'exit'], jobRescheduling: true, podRescheduling: true, subHealthyStrategy: 'ignore', ranksPerPod: 2, waitRescheduleTimeoutS: 270, platformMode: false });
+    expect(f.config).toEqual({ jobId: 'u1', strategies: ['retry', 'recover', 'exit'], jobRescheduling: true, podRescheduling: true, subHealthyStrategy: 'ignore', ranksPerPod: 2, waitRescheduleTimeoutS: 270, platformMode: false, a5: false, rackBlock: false });
     expect(f.hotSwitchConfig).toEqual({ jobId: 'u1', framework: 'pytorch', subHealthyStrategy: 'hotSwitch', holdsReschedulingRole: true, maxFaultPods: 10 });
     expect(f.podGroup).toEqual({ exists: true, phase: 'Running', platform: {} });
   });

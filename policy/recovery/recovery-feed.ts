@@ -23,6 +23,7 @@
  * Retry faults the agent reported (ReportProcessFault, retry-only, docs/rules.md#recover.software-entry) are merged in for 10 s
  * from the report (ClusterD's business-plane window), then only through device-info.
  */
+import { jobOnA5, RACK_BLOCK_ANNOTATION } from './a5-recovery.ts';
 import { aggregateJob, type JobHealthState } from '../jobs/job-aggregation.ts';
 import type { FaultRecord } from '../../vocabulary/fault-types.ts';
 import type { FaultyPod, HotSwitchConfig, HotSwitchPod } from './hot-switch-types.ts';
@@ -61,6 +62,8 @@ export interface FeedInput {
   readonly hotSwitchDowngraded: boolean;
   /** `--rescheduling`: we delete pods ourselves instead of `needVolcanoOpe=delete`. */
   readonly holdsReschedulingRole: boolean;
+  /** The node's super-pod device says server type `npu` (docs/rules.md#recover.force-release-a5). */
+  readonly a5Node?: (node: string) => boolean;
 }
 
 export interface RecoveryFeed {
@@ -218,6 +221,9 @@ export function recoveryFeed(i: FeedInput): RecoveryFeed {
     config: {
       jobId: view.uid, strategies: [...menu.strategies], jobRescheduling: menu.jobRescheduling, podRescheduling: menu.podRescheduling,
       subHealthyStrategy, ranksPerPod: per, waitRescheduleTimeoutS: knobs.waitRescheduleTimeoutS, platformMode: knobs.platformMode,
+      // ClusterD looks at every pod of the job with a node (pod.GetPodByJobId), terminating or not.
+      a5: jobOnA5(view.pods.flatMap((p) => (p.node === undefined ? [] : [p.node])), i.a5Node ?? (() => false)),
+      rackBlock: entry.podGroup.metadata?.annotations?.[RACK_BLOCK_ANNOTATION] !== undefined,
     },
     hotSwitchConfig: {
       jobId: view.uid, framework: knobs.framework ?? '', subHealthyStrategy: knobs.subHealthyStrategy,

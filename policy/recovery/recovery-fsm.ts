@@ -27,6 +27,7 @@ import { consumeOmReport, isOmPhase, OM_CONTINUATIONS, omNotified, omReportTimeo
 import { cmd, timer, type Ctx } from './recovery-facts.ts';
 import type { ProcessManageSignal } from '../../vocabulary/process-manage-signal.ts';
 import { RULE } from '../../vocabulary/rule-ids.ts';
+import { RACK_WAIT_MS } from './a5-recovery.ts';
 import { buildSignal, fromWire, isRetryType, podsOf, SIGNAL_TYPE } from './recovery-signals.ts';
 import {
   RECOVERY_TIMER,
@@ -47,6 +48,7 @@ export const DEFAULT_RECOVERY_TIMINGS: Readonly<RecoveryTimings> = {
   reportMs: 15 * 60_000,
   flushMs: 1_000,
   preExitWaitMs: 10_000,
+  rackWaitMs: RACK_WAIT_MS,
   forceReleaseMs: 10_000,
   inPlaceCheckMs: 15_000,
   hcclConvergeMs: 3_000,
@@ -241,6 +243,7 @@ function onTimer(ctx: Ctx, id: string): boolean {
       return run(ctx, { ev: 'receiveTimeout' });
     case T.flush: return run(ctx, { ev: 'flushFinished' });
     case T.preExit: return run(ctx, { cont: 'sendPreExit' });
+    case T.rackWait: return run(ctx, { cont: 'rackWait' });
     case T.forceRelease: return run(ctx, { cont: 'afterForceRelease' });
     case T.inPlaceCheck: return run(ctx, { cont: 'afterInPlaceCheck' });
     case T.hcclWait: return run(ctx, { cont: 'sendDecided' });

@@ -139,17 +139,12 @@ const flushWait: Handler = (ctx) => {
   return undefined;
 };
 
-/** Row 13. Retry path: globalFault with the retry ranks only. Normal path: force release, in-place check, notify. */
+/** Row 13. Retry path: globalFault with the retry ranks only. Normal path: A5 rack wait, force release, in-place check, notify. */
 const globalFault: Handler = (ctx) => {
   const s = ctx.s;
   if (s.retryPath) return platformOn(s) ? startPlatformExchange(ctx, retryFaults(s), 'retry') : sendRetryGlobal(ctx);
-  cmd(ctx, { type: 'publishFaultJobInfo', podRanks: podsOf(expandedFaults(s).map((f) => f.rankId), s.config.ranksPerPod) });
-  if (s.timings.forceReleaseMs > 0) {
-    s.step = 'forceRelease';
-    timer(ctx, 'forceRelease', s.timings.forceReleaseMs);
-    return undefined;
-  }
-  return CONTINUATIONS.afterForceRelease(ctx);
+  s.rackWaitTries = 0;
+  return CONTINUATIONS.rackWait(ctx);
 };
 
 /** Row 14: start the "listen schedule result" poller, wait for ReportRecoverStrategy. */

@@ -52,6 +52,8 @@ import {
   toWire,
   type RankFault,
 } from './recovery-signals.ts';
+import { RACK_WAIT_MS, rackWaitStep } from './a5-recovery.ts';
+import { RULE } from '../../vocabulary/rule-ids.ts';
 import { idleRecoveryFields, type RecoveryContinuation, type RecoveryFsmEvent, type RecoveryState } from './recovery-types.ts';
 
 type Step = (ctx: Ctx) => RecoveryFsmEvent | undefined;
@@ -230,6 +232,46 @@ const sendPreExit: Step = (ctx) => {
   const faults = s.faults.filter((f) => ranks.includes(f.rankId));
   cmd(ctx, { type: 'sendSignal', signal: buildSignal(s.config.jobId, uuid, SIGNAL_TYPE.preExitProcess, { actions: [SIGNAL_ACTION.preExitProcess], faultRanks: toWire(faults), nodeRankIds: strList(pods) }) });
   return undefined;
+};
+
+/**
+ * docs/rules.md#recover.rack-wait: an A5 job scheduled by rack (`ra-block`) waits for its PodGroup to
+ * run again before the global fault is notified (else its fault information is incomplete).
+ */
+const rackWait: Step = (ctx) => {
+  const s = ctx.s;
+  const waitMs = s.timings.rackWaitMs ?? RACK_WAIT_MS;
+  const d = rackWaitStep({ a5: s.config.a5 === true, rackBlock: s.config.rackBlock === true, podGroupRunning: s.podGroup.phase === 'Running', tries: s.rackWaitTries ?? 0, waitMs });
+  if (d.wait) {
+    s.rackWaitTries = d.tries;
+    s.step = 'rackWait';
+    ctx.why.push(`${d.reason} [${RULE.recover.rackWait}]`);
+    timer(ctx, 'rackWait', waitMs);
+    return undefined;
+  }
+  if (d.applies) ctx.why.push(`${d.reason} [${RULE.recover.rackWait}]`);
+  return forceRelease(ctx);
+};
+
+/**
+ * docs/rules.md#recover.force-release: the job's fault-job-info entry, then the wait for NodeD.
+ * An A5 job has neither (docs/rules.md#recover.force-release-a5); the executor still logs and counts it.
+ */
+const forceRelease: Step = (ctx) => {
+  const s = ctx.s;
+  const podRanks = podsOf(expandedFaults(s).map((f) => f.rankId), s.config.ranksPerPod);
+  if (s.config.a5 === true) {
+    cmd(ctx, { type: 'publishFaultJobInfo', podRanks, a5: true });
+    ctx.why.push(`A5 job: no SDID-based force release, no wait for NodeD [${RULE.recover.forceReleaseA5}]`);
+    return afterForceRelease(ctx);
+  }
+  cmd(ctx, { type: 'publishFaultJobInfo', podRanks });
+  if (s.timings.forceReleaseMs > 0) {
+    s.step = 'forceRelease';
+    timer(ctx, 'forceRelease', s.timings.forceReleaseMs);
+    return undefined;
+  }
+  return afterForceRelease(ctx);
 };
 
 const afterForceRelease: Step = (ctx) => {
@@ -527,6 +569,7 @@ export const rankTableFailed: Step = (ctx) => {
 
 export const CONTINUATIONS: Readonly<Record<Exclude<RecoveryContinuation, 'chooseAgain' | 'omSendFailed'>, Step>> = {
   sendPreExit,
+  rackWait,
   afterForceRelease,
   afterInPlaceCheck,
   notifyGlobal,

@@ -6,7 +6,7 @@
 import type { RecoveryTimings } from './recovery-types.ts';
 
 export const RECOVERY_TIMING_KEYS = [
-  'flush', 'preExitWait', 'forceRelease', 'inPlaceCheck', 'hcclConverge', 'scaleInWait', 'inPlaceClear',
+  'flush', 'preExitWait', 'rackWait', 'forceRelease', 'inPlaceCheck', 'hcclConverge', 'scaleInWait', 'inPlaceClear',
   'scheduleCheck', 'restartAll', 'retryRunning', 'processControl',
 ] as const;
 

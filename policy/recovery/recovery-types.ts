@@ -104,6 +104,7 @@ export type RecoveryFsmEvent =
 
 /** Work done inside a state without a transition (a wait finished, an effect acknowledged). */
 export type RecoveryContinuation =
+  | 'rackWait'
   | 'afterForceRelease'
   | 'afterInPlaceCheck'
   | 'notifyGlobal'
@@ -123,6 +124,7 @@ export const RECOVERY_TIMER = {
   report: 'report', // 15 min for each awaited report
   flush: 'flush', // 1 s fault flush wait
   preExit: 'preExit', // up to 10 s for the FSM to leave INIT before preExitProcess
+  rackWait: 'rackWait', // 3 s per look, at most 4, for an A5 ra-block job's PodGroup to run
   forceRelease: 'forceRelease', // 10 s SuperPod IPC force release
   inPlaceCheck: 'inPlaceCheck', // 5 x 3 s for L2/L3 faults to disappear
   hcclWait: 'hcclWait', // 3 s HCCL routing convergence
@@ -143,6 +145,8 @@ export interface RecoveryTimings {
   flushMs: number;
   preExitWaitMs: number;
   forceReleaseMs: number;
+  /** One wait of the A5 rack-rescheduling loop (3 s); absent in states stored before it existed. */
+  rackWaitMs?: number;
   inPlaceCheckMs: number;
   hcclConvergeMs: number;
   /** HCCL step-retry timeout sent to the agent, seconds (3 + 30). */
@@ -170,6 +174,10 @@ export interface RecoveryJobConfig {
   waitRescheduleTimeoutS: number;
   /** PG annotation `ProcessRecoverStrategy` present: AI platform mode (docs/rules.md#recover.platform-mode). */
   platformMode?: boolean;
+  /** A pod of the job is on an A5 (`npu`) node (docs/rules.md#recover.force-release-a5). */
+  a5?: boolean;
+  /** PG annotation `ra-block` present (docs/rules.md#recover.rack-wait). */
+  rackBlock?: boolean;
 }
 
 /**
@@ -254,6 +262,8 @@ export interface RecoveryState {
   phase: RecoveryPhase;
   /** Sub-step inside the phase ('' when none); e.g. 'forceRelease' in NotifyGlobalFaultState. */
   step: string;
+  /** Waits of the A5 rack-rescheduling loop in this global-fault notification (docs/rules.md#recover.rack-wait). */
+  rackWaitTries?: number;
   uuid: string;
   uuidSeq: number;
   nextCommandId: number;
@@ -362,7 +372,7 @@ export type RecoveryCommandBody =
   /** Retry-only ReportProcessFault: feed back to the fault center as business-plane reports (docs/rules.md#recover.software-entry). */
   | { readonly type: 'forwardRetryFaults'; readonly faults: readonly { rankId: number; faultType: FaultType }[] }
   /** cluster-system/fault-job-info: the fault pods' SuperPod devices to force-release (docs/rules.md#recover.force-release). */
-  | { readonly type: 'publishFaultJobInfo'; readonly podRanks: readonly number[] }
+  | { readonly type: 'publishFaultJobInfo'; readonly podRanks: readonly number[]; readonly a5?: boolean }
   /** The job's fault-job-info entry goes, 10 s later (docs/rules.md#recover.fault-job-info-clear). */
   | { readonly type: 'clearFaultJobInfo' }
   /** End the job's signal stream with status OK (every reset that the client did not cause itself). */

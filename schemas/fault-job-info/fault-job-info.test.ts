@@ -1,5 +1,5 @@
 import { encodeFaultJobEntry, parseFaultNodes, type SuperPodFaultInfo } from './fault-job-info.ts';
-import { parseBaseDeviceInfos, superPodIdOf } from '../super-pod-device/super-pod-device.ts';
+import { chipPrefixOf, parseBaseDeviceInfos, superPodIdOf } from '../super-pod-device/super-pod-device.ts';
 
 const info = (o: Partial<SuperPodFaultInfo>): SuperPodFaultInfo => ({ SdIds: null, FaultNodes: [], NodeNames: null, FaultTimes: 0, JobId: '', ...o });
 
@@ -39,5 +39,11 @@ describe('Node SuperPod annotations (ClusterD node_storage.go)', () => {
     expect(parseBaseDeviceInfos('{"Ascend910-0":{"SuperDeviceID":-1}}').ok).toBe(false);
     expect(parseBaseDeviceInfos('{"Ascend910-0":{"IP":5}}').ok).toBe(false);
     expect(parseBaseDeviceInfos('{}').ok).toBe(false);
+  });
+
+  it('baseDeviceInfos of an A5 node (serverType npu): chips `npu-<phyId>` (getNodeDeviceA5)', () => {
+    const p = parseBaseDeviceInfos('{"npu-1":{"SuperDeviceID":65},"npu-0":{"SuperDeviceID":64}}', chipPrefixOf(' npu '));
+    expect(p.ok && [...p.value].sort()).toEqual([['0', '64'], ['1', '65']]);
+    expect(parseBaseDeviceInfos('{"npu-1":{"SuperDeviceID":65}}', chipPrefixOf('A3')).ok).toBe(false);
   });
 });

@@ -9,10 +9,13 @@
  * `reschedule-in-place=true` on a node that is no fault node leaves the entry, one on the fault node
  * clears it 10 s later. The job allows recover, so the fault takes the stopTrain / globalFault path; its
  * agents offer dump and exit only, so no recover success clears the entry; nobody replaces pods
- * (`--rescheduling=false`, no Volcano). What ClusterD does: component/clusterd/pkg/application/recover/controller.go
- * (dealWithForceRelease), component/clusterd/pkg/interface/kube/kube_client.go,
+ * (`--rescheduling=false`, no Volcano). An A5 job (Nodes `serverType=npu`, docs/rules.md#recover.force-release-a5)
+ * gets no entry and no wait; with `ra-block` and its PodGroup not Running it first waits 4 x 3 s
+ * (docs/rules.md#recover.rack-wait). What ClusterD does: component/clusterd/pkg/application/recover/controller.go
+ * (dealWithForceRelease, dealWithRackScheduling, isA5Job), component/clusterd/pkg/interface/kube/kube_client.go,
  * component/clusterd/pkg/application/jobv2/collector.go (refreshCmWhenPodRescheduleInPlace).
  */
+import { readFileSync } from 'node:fs';
 import { paths } from '../../runtime/kube-client.ts';
 import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { encodeDeviceInfoData, makeDeviceFault } from '../../schemas/device-info/device-info-encode.ts';
@@ -32,7 +35,7 @@ const sdid = (i: number, c: number): number => i * 16 + c;
 
 describeGo('SuperPod IPC force release (fault-job-info) with the real TaskD client', () => {
   const client = adminClient();
-  const { cleanup, startController, agent } = realClientHarness(client, 'force-release');
+  const { cleanup, startController, agent, logOf } = realClientHarness(client, 'force-release');
 
   /** The device plugin's device-info: SuperPodID and ServerIndex (-1 off a SuperPod); `fault` a chip with 80E18402. */
   async function deviceInfo(node: string, superPodId: number, i: number, fault?: string): Promise<void> {
@@ -125,6 +128,70 @@ describeGo('SuperPod IPC force release (fault-job-info) with the real TaskD clie
     process.stdout.write(`[real-client] reschedule-in-place clear after ${clearedMs} ms\n`);
     expect((await client.get<ConfigMap>(FJI)).metadata?.name).toBe('fault-job-info');
   }, 240_000);
+
+  /**
+   * Three A5 nodes of SuperPod 0 (annotations as the device plugin writes them: `serverType=npu`,
+   * `npu-<phyId>` chips, label `accelerator-type`), the job on them with its allocation in SuperPod 0.
+   */
+  async function setUpA5(annotations: Record<string, string> = {}): Promise<{ job: TestJob; nodes: string[] }> {
+    const nodes = await fakeNodes(client, `fr5-${rand()}`, 3);
+    for (const [i, n] of nodes.entries()) {
+      const base = Object.fromEntries(chips(8).map((_, k) => [`npu-${k}`, { IP: `192.168.${i}.${k}`, SuperDeviceID: sdid(i, k) }]));
+      await client.patch(paths.node(n), { metadata: {
+        labels: { 'accelerator-type': '950-SuperPod-Atlas-8' },
+        annotations: { superPodID: '0', serverIndex: String(i), serverType: 'npu', baseDeviceInfos: JSON.stringify(base) },
+      } }, 'merge');
+      await deviceInfo(n, 0, i);
+    }
+    const job = await createJob(client, {
+      ns: await newNamespace(client, 'fr5'), nodes, labels: { framework: 'pytorch', 'process-recover-enable': 'on' },
+      annotations: { 'recover-strategy': 'recover,dump,exit', ...annotations },
+    });
+    cleanup(() => cleanUp(client, job, nodes));
+    for (const rank of [0, 1, 2]) {
+      const devices = [0, 1].map((k) => ({ device_id: String(k), device_ip: `192.168.${rank}.${k}`, super_device_id: String(sdid(rank, k)) }));
+      const alloc = { pod_name: job.podNames[rank], server_id: `10.0.0.${rank + 1}`, host_ip: `10.0.0.${rank + 1}`, super_pod_id: 0, devices };
+      await client.patch(paths.pod(job.ns, job.podNames[rank]!), { metadata: { annotations: { 'ascend.kubectl.kubernetes.io/ascend-910-configuration': JSON.stringify(alloc) } } }, 'merge');
+    }
+    return { job, nodes };
+  }
+
+  /** Long enough that an A5 job's globalFault clearly comes without it. */
+  const A5_WAIT_MS = 8_000;
+
+  it('an A5 job: no fault-job-info entry and globalFault without the wait for NodeD (docs/rules.md#recover.force-release-a5)', async () => {
+    const c = await startController('a5-dump', [`--recovery-timings=forceRelease=${A5_WAIT_MS}`, '--rescheduling=false']);
+    const { job, nodes } = await setUpA5();
+    const a = agent(c.target, job, ['-strategies=dump,exit']);
+    await a.waitFor((e) => e.event === 'subscribe', 30_000, 'subscription');
+    const t0 = Date.now();
+    await deviceInfo(nodes[1]!, 0, 1, 'Ascend910-1');
+    const stop = await a.waitForSignal((s) => s.signalType === 'stopTrain', 60_000, 'stopTrain');
+    const global = await a.waitForSignal((s) => s.signalType === 'globalFault', 60_000, 'globalFault');
+    process.stdout.write(`[real-client] A5 timeline (ms from fault): ${timeline(a, t0)}\n`);
+    // stopComplete and the 1 s flush only: far below the wait for NodeD.
+    expect(global.t - stop.t).toBeLessThan(A5_WAIT_MS - 3_000);
+    expect(await entryOf(job)).toBeUndefined();
+    expect(readFileSync(logOf('a5-dump'), 'utf8')).toContain('"rule":"recover.force-release-a5"');
+  }, 120_000);
+
+  it('an A5 job with ra-block whose PodGroup is not Running: 4 rack waits of 3 s, then globalFault without the wait for NodeD (docs/rules.md#recover.rack-wait)', async () => {
+    const c = await startController('a5-rack', [`--recovery-timings=forceRelease=${A5_WAIT_MS},rackWait=3000`, '--rescheduling=false']);
+    const { job, nodes } = await setUpA5({ 'ra-block': 'true' });
+    const a = agent(c.target, job, ['-strategies=dump,exit']);
+    await a.waitFor((e) => e.event === 'subscribe', 30_000, 'subscription');
+    // Rack rescheduling under way: the PodGroup is back in the queue.
+    await client.patch(paths.podGroup(job.ns, job.pgName), { status: { phase: 'Inqueue' } }, 'merge');
+    const t0 = Date.now();
+    await deviceInfo(nodes[1]!, 0, 1, 'Ascend910-1');
+    const stop = await a.waitForSignal((s) => s.signalType === 'stopTrain', 60_000, 'stopTrain');
+    const global = await a.waitForSignal((s) => s.signalType === 'globalFault', 60_000, 'globalFault');
+    process.stdout.write(`[real-client] A5 rack wait timeline (ms from fault): ${timeline(a, t0)}\n`);
+    // 4 x 3 s of rack wait (ClusterD's MaxRackReschedulingRetryTimes + 1), then no 8 s for NodeD.
+    expect(global.t - stop.t).toBeGreaterThanOrEqual(12_000);
+    expect(global.t - stop.t).toBeLessThan(12_000 + A5_WAIT_MS - 2_000);
+    expect(await entryOf(job)).toBeUndefined();
+  }, 120_000);
 
   it('a job off any SuperPod (no SuperPod annotations): nothing written, globalFault after the same wait', async () => {
     const c = await startController('a2-dump', [`--recovery-timings=forceRelease=${WAIT_MS}`, '--rescheduling=false']);
