@@ -17,6 +17,21 @@ import { ESCALATION_STATE_CM_NAME, ESCALATION_STATE_KEY, emptyEscalationStateDoc
 
 const NS = 'team';
 
+/** The Manager as production builds it, on an in-memory apiserver, and a driver of its start/stop in virtual time. */
+function virtualManager(server: MemoryApiServer, clock: ManualClock) {
+  const m = new Manager({
+    clock, client: server.client('clusterd-ts'), log: silentLogger, metrics: new Metrics({ processMetrics: false }),
+    options: parseOptions(['--http-port=0', '--http-host=127.0.0.1', '--grpc-port=0', '--grpc-host=127.0.0.1'], {}),
+  });
+  const run = async (p: Promise<void>): Promise<void> => {
+    let done = false;
+    void p.finally(() => { done = true; });
+    for (let i = 0; i < 200 && !done; i++) await clock.run(10);
+    await p;
+  };
+  return { m, run };
+}
+
 describe('the built Manager at start', () => {
   it('restores the relation faults\' persisted memory (the filters\' restore hands back only its own)', async () => {
     const server = new MemoryApiServer();
@@ -35,16 +50,7 @@ describe('the built Manager at start', () => {
     const doc = { ...emptyEscalationStateDoc(clock.now() - 1_000), relation: { jobs: { [`${NS}/${pgName}`]: persisted } } };
     await admin.create(paths.configMaps('cluster-system'), { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: ESCALATION_STATE_CM_NAME, namespace: 'cluster-system' }, data: { [ESCALATION_STATE_KEY]: JSON.stringify(doc) } });
 
-    const m = new Manager({
-      clock, client: server.client('clusterd-ts'), log: silentLogger, metrics: new Metrics({ processMetrics: false }),
-      options: parseOptions(['--http-port=0', '--http-host=127.0.0.1', '--grpc-port=0', '--grpc-host=127.0.0.1'], {}),
-    });
-    const run = async (p: Promise<void>): Promise<void> => {
-      let done = false;
-      void p.finally(() => { done = true; });
-      for (let i = 0; i < 200 && !done; i++) await clock.run(10);
-      await p;
-    };
+    const { m, run } = virtualManager(server, clock);
     try {
       await run(m.start());
       expect(m.relations.state().jobs[`${NS}/${pgName}`]?.strategies).toEqual({ 'node-1': 'Separate' });
@@ -61,16 +67,7 @@ describe('the built Manager at start', () => {
     const clock = new ManualClock();
     for (const ns of ['mindx-dl', 'kube-system', 'cluster-system', 'volcano-system']) await admin.create(paths.namespaces(), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
     const collate = jest.spyOn(String.prototype, 'localeCompare');
-    const m = new Manager({
-      clock, client: server.client('clusterd-ts'), log: silentLogger, metrics: new Metrics({ processMetrics: false }),
-      options: parseOptions(['--http-port=0', '--http-host=127.0.0.1', '--grpc-port=0', '--grpc-host=127.0.0.1'], {}),
-    });
-    const run = async (p: Promise<void>): Promise<void> => {
-      let done = false;
-      void p.finally(() => { done = true; });
-      for (let i = 0; i < 200 && !done; i++) await clock.run(10);
-      await p;
-    };
+    const { m, run } = virtualManager(server, clock);
     try {
       await run(m.start());
       expect(m.graph.edges.length).toBeGreaterThan(0);

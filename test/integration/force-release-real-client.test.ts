@@ -59,9 +59,15 @@ describeGo('SuperPod IPC force release (fault-job-info) with the real TaskD clie
       await client.patch(paths.node(n), { metadata: { annotations: { superPodID: '0', serverIndex: String(i), serverType: 'A3', baseDeviceInfos: JSON.stringify(base) } } }, 'merge');
       await deviceInfo(n, 0, i);
     }
+    const job = await jobWithSdids('fr', nodes, nodes.slice(0, 3), {});
+    return { job, nodes };
+  }
+
+  /** A 3-rank process-recovery job on `jobNodes`, each pod's chips annotated with their SuperPod device IDs as the device plugin writes them. */
+  async function jobWithSdids(prefix: string, nodes: string[], jobNodes: string[], annotations: Record<string, string>): Promise<TestJob> {
     const job = await createJob(client, {
-      ns: await newNamespace(client, 'fr'), nodes: nodes.slice(0, 3), labels: { framework: 'pytorch', 'process-recover-enable': 'on' },
-      annotations: { 'recover-strategy': 'recover,dump,exit' },
+      ns: await newNamespace(client, prefix), nodes: jobNodes, labels: { framework: 'pytorch', 'process-recover-enable': 'on' },
+      annotations: { 'recover-strategy': 'recover,dump,exit', ...annotations },
     });
     cleanup(() => cleanUp(client, job, nodes));
     for (const rank of [0, 1, 2]) {
@@ -69,7 +75,7 @@ describeGo('SuperPod IPC force release (fault-job-info) with the real TaskD clie
       const alloc = { pod_name: job.podNames[rank], server_id: `10.0.0.${rank + 1}`, host_ip: `10.0.0.${rank + 1}`, super_pod_id: 0, devices };
       await client.patch(paths.pod(job.ns, job.podNames[rank]!), { metadata: { annotations: { 'ascend.kubectl.kubernetes.io/ascend-910-configuration': JSON.stringify(alloc) } } }, 'merge');
     }
-    return { job, nodes };
+    return job;
   }
 
   const entryOf = async (job: TestJob): Promise<string | undefined> => (await client.getOrUndefined<ConfigMap>(FJI))?.data?.[job.uid];
@@ -143,16 +149,7 @@ describeGo('SuperPod IPC force release (fault-job-info) with the real TaskD clie
       } }, 'merge');
       await deviceInfo(n, 0, i);
     }
-    const job = await createJob(client, {
-      ns: await newNamespace(client, 'fr5'), nodes, labels: { framework: 'pytorch', 'process-recover-enable': 'on' },
-      annotations: { 'recover-strategy': 'recover,dump,exit', ...annotations },
-    });
-    cleanup(() => cleanUp(client, job, nodes));
-    for (const rank of [0, 1, 2]) {
-      const devices = [0, 1].map((k) => ({ device_id: String(k), device_ip: `192.168.${rank}.${k}`, super_device_id: String(sdid(rank, k)) }));
-      const alloc = { pod_name: job.podNames[rank], server_id: `10.0.0.${rank + 1}`, host_ip: `10.0.0.${rank + 1}`, super_pod_id: 0, devices };
-      await client.patch(paths.pod(job.ns, job.podNames[rank]!), { metadata: { annotations: { 'ascend.kubectl.kubernetes.io/ascend-910-configuration': JSON.stringify(alloc) } } }, 'merge');
-    }
+    const job = await jobWithSdids('fr5', nodes, nodes, annotations);
     return { job, nodes };
   }
 

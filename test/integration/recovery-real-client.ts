@@ -14,7 +14,7 @@ import { paths, type KubeClient } from '../../runtime/kube-client.ts';
 import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { parseResetConfigData, type TaskResetInfo } from '../../schemas/reset-config/reset-config.ts';
 import { controlPlaneInfo } from '../support/cluster.ts';
-import type { TestJob } from './recovery-fixtures.ts';
+import { watchPodGroupLabel, type TestJob } from './recovery-fixtures.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -204,6 +204,13 @@ export class GoTaskdClient {
 export interface SeenVersion { readonly atMs: number; readonly resourceVersion: string; readonly info: TaskResetInfo }
 
 /** Reads reset-config-<job> every `periodMs` (an Elastic Agent polling its mounted file) and keeps each new version. */
+/** What a recovery-timeout test watches of a job: its reset-config versions and its `process-recover-enable` label; `stop` ends both. */
+export function observeRecovery(client: KubeClient, job: TestJob): { poll: ReturnType<typeof pollResetConfig>; labels: ReturnType<typeof watchPodGroupLabel>; stop(): void } {
+  const poll = pollResetConfig(client, job, 500);
+  const labels = watchPodGroupLabel(client, job, 'process-recover-enable');
+  return { poll, labels, stop: () => { poll.stop(); labels.stop(); } };
+}
+
 export function pollResetConfig(client: KubeClient, job: TestJob, periodMs = 500): { seen: SeenVersion[]; stop(): void } {
   const seen: SeenVersion[] = [];
   let stopped = false;

@@ -26,7 +26,7 @@ import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
 import { Reflector } from '../../runtime/reflector.ts';
 import { realClock } from '../../runtime/clock.ts';
 import { cleanUp, createJob, fakeNodes, podGroup, podPeer, rand, reportChipFault, watchPodGroupLabel, type TestJob } from './recovery-fixtures.ts';
-import { type GoTaskdClient, haveGo, pollResetConfig, realClientHarness, timeline } from './recovery-real-client.ts';
+import { type GoTaskdClient, haveGo, observeRecovery, realClientHarness, timeline } from './recovery-real-client.ts';
 
 if (!haveGo()) process.stdout.write('recovery-timeouts-more-real-client: SKIPPED, no Go toolchain on PATH (needed to build tools/taskd-client)\n');
 const describeGo = haveGo() ? describe : describe.skip;
@@ -60,12 +60,10 @@ describeGo('more recovery FSM timeouts with the real TaskD client not answering'
     return { job, nodes };
   }
 
-  function observe(job: TestJob): { poll: ReturnType<typeof pollResetConfig>; labels: ReturnType<typeof watchPodGroupLabel> } {
-    const poll = pollResetConfig(client, job, 500);
-    cleanup(() => poll.stop());
-    const labels = watchPodGroupLabel(client, job, 'process-recover-enable');
-    cleanup(() => labels.stop());
-    return { poll, labels };
+  function observe(job: TestJob): ReturnType<typeof observeRecovery> {
+    const o = observeRecovery(client, job);
+    cleanup(() => o.stop());
+    return o;
   }
 
   /** FaultRetry after a report timeout: label pause, exit dump_exit (not before the timeout), label on again once the job runs. */

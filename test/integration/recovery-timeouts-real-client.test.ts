@@ -17,7 +17,7 @@
 import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
 import { paths } from '../../runtime/kube-client.ts';
 import { cleanUp, createJob, fakeNodes, podGroup, podPeer, rand, reportChipFault, watchPodGroupLabel, type TestJob } from './recovery-fixtures.ts';
-import { type ClientEvent, type GoTaskdClient, haveGo, pollResetConfig, realClientHarness, timeline } from './recovery-real-client.ts';
+import { type ClientEvent, type GoTaskdClient, haveGo, observeRecovery, pollResetConfig, realClientHarness, timeline } from './recovery-real-client.ts';
 
 if (!haveGo()) process.stdout.write('recovery-timeouts-real-client: SKIPPED, no Go toolchain on PATH (needed to build tools/taskd-client)\n');
 const describeGo = haveGo() ? describe : describe.skip;
@@ -76,10 +76,8 @@ describeGo('recovery FSM timeouts with the real TaskD client not answering', () 
     const { job, nodes } = await setUp(`${name},exit`);
     const a = agent(c.target, job, [`-strategies=${name},exit`, withhold]);
     await a.waitFor((e) => e.event === 'subscribe', 30_000, 'subscription');
-    const poll = pollResetConfig(client, job, 500);
-    cleanup(() => poll.stop());
-    const labels = watchPodGroupLabel(client, job, 'process-recover-enable');
-    cleanup(() => labels.stop());
+    const { poll, labels, stop } = observeRecovery(client, job);
+    cleanup(stop);
     const t0 = Date.now();
     await reportChipFault(client, nodes[1]!, 'Ascend910-1', '80E18402', 'SeparateNPU', true);
     const sent = await a.waitForSignal(waitSignal, 60_000, what);

@@ -25,8 +25,8 @@ import type { Pod } from '../../runtime/kube-objects.ts';
 import { Reflector } from '../../runtime/reflector.ts';
 import { realClock } from '../../runtime/clock.ts';
 import { adminClient, eventually, newNamespace } from '../support/cluster.ts';
-import { chips, cleanUp, createJob, fakeNodes, podObject, rand, reportChipFault, watchPodGroupLabel, type TestJob } from './recovery-fixtures.ts';
-import { type GoTaskdClient, haveGo, pollResetConfig, realClientHarness, timeline } from './recovery-real-client.ts';
+import { chips, cleanUp, createJob, fakeNodes, podObject, rand, reportChipFault, type TestJob } from './recovery-fixtures.ts';
+import { type GoTaskdClient, haveGo, observeRecovery, realClientHarness, timeline } from './recovery-real-client.ts';
 
 if (!haveGo()) process.stdout.write('recovery-timeouts-rest-real-client: SKIPPED, no Go toolchain on PATH (needed to build tools/taskd-client)\n');
 const describeGo = haveGo() ? describe : describe.skip;
@@ -63,12 +63,10 @@ describeGo('the rest of the recovery FSM timeouts with the real TaskD client not
     return { job, nodes };
   }
 
-  function observe(job: TestJob): { poll: ReturnType<typeof pollResetConfig>; labels: ReturnType<typeof watchPodGroupLabel> } {
-    const poll = pollResetConfig(client, job, 500);
-    cleanup(() => poll.stop());
-    const labels = watchPodGroupLabel(client, job, 'process-recover-enable');
-    cleanup(() => labels.stop());
-    return { poll, labels };
+  function observe(job: TestJob): ReturnType<typeof observeRecovery> {
+    const o = observeRecovery(client, job);
+    cleanup(() => o.stop());
+    return o;
   }
 
   /** FaultClear then FaultRetry after a report timeout: reset-config cleared, label pause, exit dump_exit, none of them before the timeout. */
