@@ -19,7 +19,11 @@
  *   NotifyStopTrainState on some runs, and the real stopTrain's then resets the controller with 401
  *   once the report is in; on other runs it is dropped and the recovery goes on, as ours always does).
  * - switch-nic: the nodes' device-info carries a SuperPodID (the check ClusterD makes); a refused
- *   request (unknown device), then a switch of node-a's chips that succeeds.
+ *   request (unknown device), then a switch of node-a's chips that succeeds. The agents answer the
+ *   switch after 3 s: ClusterD refuses a result subscription once the switch is over
+ *   (om_service.go SubscribeSwitchNicSignal, isSwitchingNic), so a switch that finishes before the
+ *   operator's subscription lands would end its stream with "is not swtiching nic" on ClusterD's
+ *   side only, a race of the harness, not a behaviour.
  * - switch-nic-fail: the agents report the switch failed: `switch nic failed, ...` and stopTrain
  *   (its report held back, as in stress-test-fault, so the step ends at the same point on both sides).
  */
@@ -104,7 +108,7 @@ export const SWITCH_NIC: Scenario = {
   ourFlags: ['--rescheduling=false'],
   setup: (w, now) => [...[...w.specs.keys()].flatMap((n) => [...w.createNode(n, now), w.deviceInfo(n, now)]), ...jobObjects()],
   steps: [
-    startClient('switch-nic', []),
+    startClient('switch-nic', ['-om-reply-delay=3s']),
     request('SwitchNicTrack with device 7 (not on node-a): 413', (c) => c.switchNic('node-a:7=true'), omAnswered('SwitchNicTrack'), 15_000),
     request('SwitchNicTrack node-a chips 0,1: pause, switch, continue', (c) => c.switchNic('node-a:0=true,1=true'), omOver('SwitchNicTrack'), 60_000),
   ],
