@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { ControlPlane, ensureBinaries, type ControlPlaneOptions } from '../../tools/control-plane/control-plane.ts';
 import { ClusterdPeer, ensureClusterdBinary, installClusterdPrerequisites } from '../../tools/clusterd-peer/clusterd-peer.ts';
-import { ControllerProcess, type MetricSample } from '../../tools/bench/controller-process.ts';
+import { ControllerProcess, useTestBundle, type MetricSample } from '../../tools/bench/controller-process.ts';
 import { HttpKubeClient, isNotFound, paths, type KubeObject } from '../../runtime/kube-client.ts';
 import type { Write } from './world.ts';
 
@@ -139,6 +139,7 @@ export async function startSides(opts: SideOptions): Promise<{ clusterd: Cluster
   ensureClusterdBinary(); // fail before any process starts when ClusterD cannot be built
   // Once, not once per side: two build.sh runs at the same time race on the shared cache.
   const binDir = ensureBinaries();
+  await useTestBundle();
   const id = randomBytes(3).toString('hex');
   const root = join(opts.workRoot, `conformance-${process.pid}-${id}`);
   const [a, b] = await Promise.allSettled([startControlPlane(binDir, join(root, 'clusterd'), opts.controlPlane), startControlPlane(binDir, join(root, 'ours'), opts.controlPlane)]);

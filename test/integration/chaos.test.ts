@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { HttpKubeClient, paths } from '../../runtime/kube-client.ts';
 import { ControlPlane, kubeconfigYaml } from '../../tools/control-plane/control-plane.ts';
-import { ControllerProcess, sumOf, type MetricSample } from '../../tools/bench/controller-process.ts';
+import { ControllerProcess, sumOf, useTestBundle, type MetricSample } from '../../tools/bench/controller-process.ts';
 import { jobPods, loseNode, runningWithNpus, startWorld, vcJob, type PodObj, type World } from '../../tools/job-peer/world.ts';
 import { NodeDSimulator } from '../../tools/simulator/noded.ts';
 import { PublicFaultSender } from '../../tools/simulator/public-fault.ts';
@@ -92,6 +92,7 @@ describe('chaos: apiserver frozen, crashed and restarted, controller restarted, 
     // --node-taints: kube-scheduler stands in for Volcano's ascend plugin here and reads no
     // cluster-info, so only the taint keeps a replacement pod off a node with a node-wide fault
     // (without it jb's new pods land on the NodeD-faulted nodes and are restarted again and again).
+    await useTestBundle();
     const started = await ControllerProcess.start(kubeconfig, cp.dir, ['--cluster-info-refresh-seconds=0', '--burst-window-ms=200', '--log-level=info', '--node-taints']);
     controller = started.proc;
     await controller.waitReady(30_000);

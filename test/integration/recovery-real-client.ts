@@ -1,6 +1,6 @@
 /**
  * Harness of the real-client test (not a test file): the shipped controller as a child process
- * (`node main.ts`, flags only, reached through the apiserver and its gRPC port) and the Go TaskD
+ * (the image's bundle of main.ts, flags only, reached through the apiserver and its gRPC port) and the Go TaskD
  * client of tools/taskd-client (MindCluster's generated Recover stubs, built by its build.sh into
  * the cache outside the repository), which prints one JSON line per event.
  */
@@ -15,8 +15,13 @@ import type { ConfigMap } from '../../runtime/kube-objects.ts';
 import { parseResetConfigData, type TaskResetInfo } from '../../schemas/reset-config/reset-config.ts';
 import { controlPlaneInfo } from '../support/cluster.ts';
 import { watchPodGroupLabel, type TestJob } from './recovery-fixtures.ts';
+import { cachedBundle } from '../../tools/bundle/build.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+// The image's bundle of main.ts (docs/CONVENTIONS.md#tests); REAL_CLIENT_CONTROLLER_ROOT: another
+// checkout's main.ts from its sources (before/after measurements).
+const CONTROLLER_ROOT = process.env.REAL_CLIENT_CONTROLLER_ROOT ?? ROOT;
+const CONTROLLER_ENTRY = process.env.REAL_CLIENT_CONTROLLER_ROOT !== undefined ? join(CONTROLLER_ROOT, 'main.ts') : await cachedBundle();
 
 /** True when a Go toolchain is on PATH (always on CI and here: the control plane is built with it). */
 export const haveGo = (): boolean => spawnSync('go', ['version'], { stdio: 'ignore' }).status === 0;
@@ -55,14 +60,12 @@ export class ControllerProcess {
 
   start(): this {
     const log = createWriteStream(this.logFile, { flags: 'a' });
-    // REAL_CLIENT_CONTROLLER_ROOT: another checkout's main.ts (before/after measurements).
-    const root = process.env.REAL_CLIENT_CONTROLLER_ROOT ?? ROOT;
-    const child = spawn(process.execPath, [join(root, 'main.ts'),
+    const child = spawn(process.execPath, [CONTROLLER_ENTRY,
       `--kubeconfig=${controlPlaneInfo().kubeconfig}`, '--http-port=0', '--http-host=127.0.0.1',
       // The client runs on this host, not in the job's (kwok) pods: no caller check here (it is
       // proved in tenant-grpc.test.ts and the conformance process-recovery scenario).
       `--grpc-port=${this.grpcPort}`, '--grpc-host=127.0.0.1', '--cluster-info-refresh-seconds=0', '--grpc-caller-check=off', ...this.args], {
-      cwd: root, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1', POD_NAME: '', POD_NAMESPACE: '' },
+      cwd: CONTROLLER_ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_NO_WARNINGS: '1', POD_NAME: '', POD_NAMESPACE: '' },
     });
     child.stdout!.pipe(log);
     child.stderr!.pipe(log);

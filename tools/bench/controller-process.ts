@@ -72,6 +72,16 @@ export async function useControllerEntry(e: ControllerEntry, bundleDir = join(RE
   }
   entry = e;
 }
+/**
+ * The tests' controller (docs/CONVENTIONS.md#tests): the image's bundle of main.ts, built once and
+ * reused while its inputs are unchanged (tools/bundle/build.ts cachedBundle). With
+ * BENCH_CONTROLLER_ROOT set, that checkout's sources run instead.
+ */
+export async function useTestBundle(): Promise<void> {
+  if (process.env.BENCH_CONTROLLER_ROOT !== undefined) return;
+  entryFile = await (await import('../bundle/build.ts')).cachedBundle();
+  entry = 'bundle';
+}
 const SUPERVISE = join(REPO, 'tools', 'control-plane', 'supervise.mjs');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

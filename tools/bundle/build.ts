@@ -8,8 +8,10 @@
  * and V8 keeps each module's source and compiled code resident. One file that holds only what is
  * reachable from main.ts loads less code and keeps one source string.
  */
-import { build, type Plugin } from 'esbuild';
-import { cpSync, mkdirSync, rmSync } from 'node:fs';
+import { build, type Metafile, type Plugin } from 'esbuild';
+import { createHash, randomBytes } from 'node:crypto';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -38,13 +40,57 @@ export const clientNodeSlim: Plugin = {
 
 /** Writes <outdir>/main.mjs and <outdir>/protos/; returns the path of main.mjs. */
 export async function bundle(outdir = join(REPO, 'dist-bundle')): Promise<string> {
+  return (await bundleWithInputs(outdir)).main;
+}
+
+async function bundleWithInputs(outdir: string): Promise<{ main: string; inputs: string[] }> {
   rmSync(outdir, { recursive: true, force: true });
   mkdirSync(outdir, { recursive: true });
   const outfile = join(outdir, 'main.mjs');
-  await bundleEntry(join(REPO, 'main.ts'), outfile);
+  const meta = await bundleEntry(join(REPO, 'main.ts'), outfile);
   // grpc/protos.ts loads ./protos/ relative to import.meta.url, which is now this file.
   cpSync(join(REPO, 'grpc', 'protos'), join(outdir, 'protos'), { recursive: true });
-  return outfile;
+  const protos = readdirSync(join(REPO, 'grpc', 'protos'), { recursive: true, encoding: 'utf8' }).map((f) => join(REPO, 'grpc', 'protos', f)).filter((f) => f.endsWith('.proto'));
+  const inputs = [...Object.keys(meta.inputs).map((f) => resolve(REPO, f)), ...protos, fileURLToPath(import.meta.url)];
+  return { main: outfile, inputs: inputs.filter((f) => existsSync(f)).sort() };
+}
+
+/** One digest of the files' paths and contents: the key of a bundle built from them. */
+function digestOf(files: readonly string[]): string | undefined {
+  const h = createHash('sha256');
+  for (const f of files) {
+    if (!existsSync(f)) return undefined;
+    h.update(f).update('\0').update(readFileSync(f)).update('\0');
+  }
+  return h.digest('hex').slice(0, 16);
+}
+
+/**
+ * The bundle the tests run the controller from (docs/testing.md "The controller under test"): the
+ * image's form, built once and reused while none of the files it was built from changed. The
+ * bundles live under the system temp folder, one set per checkout, keyed by the digest of their
+ * inputs (esbuild's list of every file it read, dependencies included): an edit to any of them,
+ * or an import added by one, makes the next caller build again. Parallel callers may each build;
+ * the first rename wins and the others use it.
+ */
+export async function cachedBundle(root = join(tmpdir(), `clusterd-ts-bundle-${createHash('sha256').update(REPO).digest('hex').slice(0, 8)}`)): Promise<string> {
+  const index = join(root, 'inputs.json');
+  if (existsSync(index)) {
+    try {
+      const key = digestOf(JSON.parse(readFileSync(index, 'utf8')) as string[]);
+      if (key !== undefined && existsSync(join(root, key, 'main.mjs'))) return join(root, key, 'main.mjs');
+    } catch { /* unreadable index: build again */ }
+  }
+  mkdirSync(root, { recursive: true });
+  const scratch = join(root, `build-${process.pid}-${randomBytes(4).toString('hex')}`);
+  const { inputs } = await bundleWithInputs(scratch);
+  const key = digestOf(inputs)!;
+  const dir = join(root, key);
+  try { renameSync(scratch, dir); } catch { rmSync(scratch, { recursive: true, force: true }); } // another caller's identical build won
+  const tmpIndex = `${index}.${process.pid}`;
+  writeFileSync(tmpIndex, JSON.stringify(inputs));
+  renameSync(tmpIndex, index);
+  return join(dir, 'main.mjs');
 }
 
 /**
@@ -67,10 +113,11 @@ export async function bundleSource(contents: string, outfile: string): Promise<v
   await bundleEntry({ contents, resolveDir: REPO, sourcefile: 'entry.ts', loader: 'ts' }, outfile);
 }
 
-async function bundleEntry(entry: string | { contents: string; resolveDir: string; sourcefile: string; loader: 'ts' }, outfile: string): Promise<void> {
+async function bundleEntry(entry: string | { contents: string; resolveDir: string; sourcefile: string; loader: 'ts' }, outfile: string): Promise<Metafile> {
   const r = await build({
     ...(typeof entry === 'string' ? { entryPoints: [entry] } : { stdin: entry }),
     outfile,
+    absWorkingDir: REPO, // the metafile's input paths are relative to it
     bundle: true,
     platform: 'node',
     target: 'node24',
@@ -91,6 +138,7 @@ async function bundleEntry(entry: string | { contents: string; resolveDir: strin
   });
   if (r.errors.length > 0) throw new Error(r.errors.map((e) => e.text).join('\n'));
   if (process.env.BUNDLE_SIZES === '1') printSizes(r.metafile.outputs[Object.keys(r.metafile.outputs)[0]!]!.inputs);
+  return r.metafile;
 }
 
 /** BUNDLE_SIZES=1: bytes in the output per package (what the bundle still carries). */
