@@ -59,10 +59,18 @@ export const controllerEntry = (): ControllerEntry => entry;
 // measured by the same harness, docs/benchmarks.md).
 const tsEntry = (): string => join(process.env.BENCH_CONTROLLER_ROOT ?? REPO, ENTRY_FILE.ts);
 let entryFile = tsEntry();
+/** The bundle of this checkout, or of BENCH_CONTROLLER_ROOT's built by that checkout's own tools/bundle/build.ts. */
+async function bundleOf(bundleDir: string): Promise<string> {
+  const root = process.env.BENCH_CONTROLLER_ROOT;
+  if (root === undefined) return (await import('../bundle/build.ts')).bundle(bundleDir);
+  const r = spawnSync(process.execPath, [join(root, 'tools', 'bundle', 'build.ts'), bundleDir], { cwd: root, encoding: 'utf8' });
+  if (r.status !== 0 || !existsSync(join(bundleDir, 'main.mjs'))) throw new Error(`bundling ${root} failed: ${r.stdout}${r.stderr}`);
+  return join(bundleDir, 'main.mjs');
+}
 /** `bundleDir`: where the bundle is built and run from (a folder outside the repo proves it needs no node_modules). */
 export async function useControllerEntry(e: ControllerEntry, bundleDir = join(REPO, 'dist-bundle')): Promise<void> {
   // esbuild is loaded only when a bundle is asked for (the conformance sides import this module too).
-  entryFile = e === 'bundle' ? await (await import('../bundle/build.ts')).bundle(bundleDir) : e === 'ts' ? tsEntry() : join(REPO, ENTRY_FILE[e]);
+  entryFile = e === 'bundle' ? await bundleOf(bundleDir) : e === 'ts' ? tsEntry() : join(REPO, ENTRY_FILE[e]);
   if (e === 'dist') {
     const r = spawnSync(process.execPath, [join(REPO, 'node_modules/typescript/bin/tsc'), '-p', join(REPO, 'tsconfig.build.json')], { cwd: REPO, encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`tsc -p tsconfig.build.json failed: ${r.stdout}${r.stderr}`);
