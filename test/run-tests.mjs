@@ -38,8 +38,11 @@ const CLUSTERD_PATHS = ['/var/run/secrets/kubernetes.io/serviceaccount', '/home/
 const hostPathsBefore = new Set(CLUSTERD_PATHS.filter((p) => existsSync(p)));
 
 // Type check and lint side by side (each is one CPU-bound process); their output is printed after both.
-step('type check (tsc --noEmit) beside lint (eslint)');
-const checks = await Promise.all([
+// Beside them, the bundle the tests run the controller from (docs/CONVENTIONS.md#tests): built here
+// once, so the shards do not each build it at their first controller.
+step('type check (tsc --noEmit) beside lint (eslint) and the controller bundle');
+const bundled = import('../tools/bundle/build.ts').then((m) => m.cachedBundle()).then((f) => ({ name: 'bundle', code: 0, out: `${f}\n` }), (e) => ({ name: 'bundle', code: 1, out: `${e?.stack ?? e}\n` }));
+const checks = await Promise.all([bundled, ...[
   ['tsc', ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.json', '--noEmit']],
   ['eslint', ['node_modules/eslint/bin/eslint.js', '.']],
 ].map(([name, argv]) => new Promise((resolve) => {
@@ -48,8 +51,8 @@ const checks = await Promise.all([
   child.stdout.on('data', (c) => { out += c; });
   child.stderr.on('data', (c) => { out += c; });
   child.on('exit', (code) => resolve({ name, code, out }));
-})));
-for (const c of checks) process.stdout.write(`${c.name}: ${c.code === 0 ? 'clean' : 'FAILED'}\n${c.out}`);
+}))]);
+for (const c of checks) process.stdout.write(`${c.name}: ${c.code === 0 ? (c.name === 'bundle' ? 'built' : 'clean') : 'FAILED'}\n${c.out}`);
 if (checks.some((c) => c.code !== 0)) { process.stdout.write('\ntests: 0 passed, 1 failed, 0 skipped\n'); process.exit(1); }
 
 // Four jest runs side by side, each a shard of every project, split by each file's measured time
