@@ -9,8 +9,8 @@
  */
 import { paths } from '../../runtime/kube-client.ts';
 import { eventually } from '../support/cluster.ts';
-import { jobPods, vcJob } from '../../tools/job-peer/world.ts';
-import { jobsHarness, runningPods, uidOf, npusOf, jobState, podGroupEvents, report, rescheduleReasonAfter } from '../support/jobs-support.ts';
+import { A5_NPU_RESOURCE, jobPods, vcJob } from '../../tools/job-peer/world.ts';
+import { jobsHarness, runningPods, uidOf, npusOf, jobState, podGroupEvents, recordRounds, report, rescheduleReasonAfter } from '../support/jobs-support.ts';
 
 const stepCount = async (metrics: { podLevelWidenings: { get(): Promise<{ values: Array<{ labels: Record<string, unknown>; value: number }> }> } }, step: string): Promise<number> =>
   (await metrics.podLevelWidenings.get()).values.find((v) => v.labels.step === step)?.value ?? 0;
@@ -94,12 +94,12 @@ describe('jobs: pending pod-level restarts widen by block (super-pod, multilevel
     expect((await rescheduleReasonAfter(client, `${ns}/ml-${uid}`, 2)).TotalRescheduleTimes).toBe(2);
   }, 120_000);
 
-  it('A5 ra-block=16, sp-block=32: rank 3 pending -> rank 2 at the rack step; the super-pod block holds rank 0 -> job level', async () => {
-    const world = await h.startWorld({ nodes: 4, prefix: 'jba', superPodId: 1 });
+  it('A5 chip8-node8-ra64-sp (huawei.com/npu, rack 0), ra-block=16, sp-block=32: rank 3 pending -> rank 2 at the rack step; the super-pod block holds rank 0 -> job level', async () => {
+    const world = await h.startWorld({ nodes: 4, prefix: 'jba', superPodId: 0, rackId: 0 });
     const { metrics } = await h.startManager(['--pending-escalation-seconds=60', '--rack-escalation-ms=1000', '--super-pod-escalation-ms=3000']);
     const { ns } = world;
     const job = await client.create(paths.vcJobs(ns), vcJob(ns, {
-      nodeSelector: world.nodeSelector, name: 'ra', replicas: 4, npus: 8,
+      nodeSelector: world.nodeSelector, name: 'ra', replicas: 4, npus: 8, resource: A5_NPU_RESOURCE,
       labels: { 'fault-scheduling': 'force', 'pod-rescheduling': 'on' },
       annotations: { 'huawei.com/schedule_policy': 'chip8-node8-ra64-sp', 'ra-block': '16', 'sp-block': '32' },
     }));
@@ -137,5 +137,11 @@ describe('jobs: pending pod-level restarts widen by block (super-pod, multilevel
     expect(await stepCount(metrics, 'rack')).toBe(1);
     expect(await stepCount(metrics, 'job')).toBe(1);
     await eventually(async () => (await podGroupEvents(client, ns, `ra-${uid}`)).some((e) => e.message?.includes('resched.master-rank')), 10_000);
+    // The plugin's records (test/real-stack/topology-a5-blocks.test.ts): one per deletion round, each
+    // naming the fault pod alone.
+    const reason = await rescheduleReasonAfter(client, `${ns}/ra-${uid}`, 3);
+    expect(reason.TotalRescheduleTimes).toBe(3);
+    expect(recordRounds(reason)).toEqual(['3:CardUnhealthy', '3:CardUnhealthy', '3:CardUnhealthy']);
+    for (const rec of reason.RescheduleRecords ?? []) expect(rec.ReasonOfTask?.map((t) => [t.PodName, t.NodeName])).toEqual([[rank3.metadata!.name!, rank3.spec!.nodeName!]]);
   }, 120_000);
 });

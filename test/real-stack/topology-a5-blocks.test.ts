@@ -25,7 +25,7 @@ import { NpuAllocator } from '../../tools/simulator/allocator.ts';
 import type { Manager } from '../../controllers/manager.ts';
 import { deviceEntry } from '../support/cluster-info-read.ts';
 import { ensureNamespace, eventually } from '../support/cluster.ts';
-import { report, rescheduleReasonOf, startManager } from '../support/jobs-support.ts';
+import { recordRounds, report, rescheduleReasonOf, startManager } from '../support/jobs-support.ts';
 
 const P = 'huawei.com/npu';
 const REAL = 'huawei.com/AscendReal';
@@ -112,6 +112,9 @@ describe('topology A, A5: the ascend plugin widens a pending pod-level restart o
     // Each deletion round is a reschedule record: pod level, the rack step, the super-pod step (job level).
     const reason = await eventually(async () => { const r = await rescheduleReasonOf(client, `${ns}/ra-${job.metadata!.uid!}`); return (r?.TotalRescheduleTimes ?? 0) >= 3 ? r : undefined; }, 30_000, 250);
     expect(reason.TotalRescheduleTimes).toBe(3);
+    // Every round names the fault pod alone (rank 3, its node), not the pods a step widened to.
+    expect(recordRounds(reason)).toEqual(['3:CardUnhealthy', '3:CardUnhealthy', '3:CardUnhealthy']);
+    for (const rec of reason.RescheduleRecords ?? []) expect(rec.ReasonOfTask?.map((t) => [t.PodName, t.NodeName])).toEqual([[r3.metadata!.name!, r3.spec!.nodeName!]]);
     report(`topology A, A5 ra-block=16 sp-block=32: rank 3 deleted -> rank 2 (rack step) ${tRack} ms, -> whole job (super-pod step, rank 0) ${tJob} ms (ours by default: 3.75 s and 7.5 s of pending time)`);
   }, 600_000);
 });
