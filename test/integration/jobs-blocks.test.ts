@@ -64,9 +64,9 @@ describe('jobs: pending pod-level restarts widen by block (super-pod, multilevel
     expect((await rescheduleReasonAfter(client, `${ns}/sp-${uid}`, 3)).TotalRescheduleTimes).toBe(3);
   }, 120_000);
 
-  it('multilevel, level1=2 (2 pods per level-1 group): rank 3 pending -> rank 2 deleted at the level1 step, ranks 0-1 (the other group) kept', async () => {
+  it('multilevel, level1=2 (2 pods per level-1 group): rank 3 pending -> rank 2 deleted at the level1 step, ranks 0-1 (the other group) kept; job level later', async () => {
     const world = await h.startWorld({ nodes: 4, prefix: 'jbm' });
-    const { metrics } = await h.startManager(['--pending-escalation-seconds=60', '--super-pod-escalation-ms=2000']);
+    const { metrics } = await h.startManager(['--pending-escalation-seconds=6', '--super-pod-escalation-ms=2000']);
     const { ns } = world;
     const job = await client.create(paths.vcJobs(ns), vcJob(ns, {
       nodeSelector: world.nodeSelector, name: 'ml', replicas: 4, npus: 8,
@@ -91,7 +91,19 @@ describe('jobs: pending pod-level restarts widen by block (super-pod, multilevel
     for (const i of [0, 1]) expect(now.some((p) => uidOf(p) === uidOf(before[i]!))).toBe(true);
     expect(await stepCount(metrics, 'level1')).toBe(1);
     await eventually(async () => (await podGroupEvents(client, ns, `ml-${uid}`)).some((e) => e.message?.includes('resched.block-escalation')), 10_000);
-    expect((await rescheduleReasonAfter(client, `${ns}/ml-${uid}`, 2)).TotalRescheduleTimes).toBe(2);
+
+    // Job level once rank 3 has been pending 6 s in all.
+    await eventually(async () => {
+      const ps = await jobPods(client, ns, 'ml');
+      return [0, 1].every((i) => !ps.some((p) => uidOf(p) === uidOf(before[i]!)));
+    }, 30_000);
+    expect(await stepCount(metrics, 'job')).toBe(1);
+    // The plugin's records (test/real-stack/topology-a5-blocks.test.ts): one per deletion round, each
+    // naming the fault pod alone.
+    const reason = await rescheduleReasonAfter(client, `${ns}/ml-${uid}`, 3);
+    expect(reason.TotalRescheduleTimes).toBe(3);
+    expect(recordRounds(reason)).toEqual(['3:CardUnhealthy', '3:CardUnhealthy', '3:CardUnhealthy']);
+    for (const rec of reason.RescheduleRecords ?? []) expect(rec.ReasonOfTask?.map((t) => [t.PodName, t.NodeName])).toEqual([[rank3.metadata!.name!, rank3.spec!.nodeName!]]);
   }, 120_000);
 
   it('A5 chip8-node8-ra64-sp (huawei.com/npu, rack 0), ra-block=16, sp-block=32: rank 3 pending -> rank 2 at the rack step; the super-pod block holds rank 0 -> job level', async () => {
