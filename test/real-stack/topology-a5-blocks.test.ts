@@ -31,6 +31,8 @@ import type { Manager } from '../../controllers/manager.ts';
 import { deviceEntry } from '../support/cluster-info-read.ts';
 import { ensureNamespace, eventually } from '../support/cluster.ts';
 import { recordRounds, report, rescheduleReasonOf, startManager } from '../support/jobs-support.ts';
+import { Reflector } from '../../runtime/reflector.ts';
+import { realClock } from '../../runtime/clock.ts';
 
 const A5 = 'huawei.com/npu';
 const A3 = 'huawei.com/Ascend910';
@@ -117,26 +119,41 @@ describe('topology A: the ascend plugin widens a pending pod-level restart of A5
   }
 
   /**
-   * Faults rank `fault`'s first chip, then waits for each step's ranks to go, in order, the others
-   * staying; returns ms from the fault pod's deletion to each step, and the job's reason record.
+   * Faults rank `fault`'s first chip, then watches the job's original pods go: `order` lists the
+   * deletion rounds, each round's pods going within 2 s of each other (one session deletes them one by
+   * one) and at least 2 s after the previous round's (the plugin's steps are 3 or more 1 s sessions
+   * apart). Returns ms from the fault pod's
+   * deletion to each later round, and the job's reason record as rounds.
    */
   async function steps(ns: string, name: string, run: Awaited<ReturnType<typeof runJob>>, fault: number, order: ReadonlyArray<readonly number[]>): Promise<{ ms: number[]; rounds: string[] }> {
-    const { byRank, podsOf } = run;
-    const uid = (rank: number): string => byRank.get(rank)!.metadata!.uid!;
-    const alive = async (): Promise<Set<string>> => new Set((await podsOf()).filter((p) => p.metadata?.deletionTimestamp === undefined).map((p) => p.metadata!.uid!));
+    const { byRank } = run;
     const pod = byRank.get(fault)!;
-    await inj!.inject({ kind: 'npu', node: pod.spec!.nodeName!, npu: pod.metadata!.annotations![REAL]!.split(',')[0]!, code: '80E18402', level: 'SeparateNPU' });
-    let t0 = 0;
-    const ms: number[] = [];
-    const gone: number[] = [];
-    for (const ranks of order) {
-      await eventually(async () => { const s = await alive(); return ranks.every((r) => !s.has(uid(r))); }, 60_000, 100);
-      if (t0 === 0) t0 = Date.now();
-      else ms.push(Date.now() - t0);
-      gone.push(...ranks);
-      const s = await alive();
-      for (const r of [0, 1, 2, 3].filter((x) => !gone.includes(x))) expect(s.has(uid(r))).toBe(true);
+    const goneAt = new Map<number, number>();
+    const all = order.flat();
+    const rankOf = new Map(all.map((r) => [byRank.get(r)!.metadata!.uid!, r]));
+    // When each original pod went, from the watch (polls would add their own latency on a loaded machine).
+    const watch = new Reflector<Pod>(client, { clock: realClock, name: `${name}_pods`, path: paths.pods(ns) });
+    watch.events$.subscribe({
+      next: (ev) => {
+        const r = rankOf.get(ev.obj.metadata?.uid ?? '');
+        if (r !== undefined && !goneAt.has(r) && (ev.type === 'delete' || ev.obj.metadata?.deletionTimestamp !== undefined)) goneAt.set(r, Date.now());
+      },
+    });
+    watch.start();
+    await watch.waitForSync();
+    try {
+      await inj!.inject({ kind: 'npu', node: pod.spec!.nodeName!, npu: pod.metadata!.annotations![REAL]!.split(',')[0]!, code: '80E18402', level: 'SeparateNPU' });
+      await eventually(async () => goneAt.size === all.length, 60_000, 100);
+    } finally {
+      watch.stop();
     }
+    const at = (ranks: readonly number[], f: (...xs: number[]) => number): number => f(...ranks.map((r) => goneAt.get(r)!));
+    for (const [k, ranks] of order.entries()) {
+      expect({ round: ranks, spreadMs: at(ranks, Math.max) - at(ranks, Math.min) < 2000 }).toEqual({ round: ranks, spreadMs: true });
+      if (k > 0) expect({ round: ranks, afterPreviousMs: at(ranks, Math.min) - at(order[k - 1]!, Math.max) >= 2000 }).toEqual({ round: ranks, afterPreviousMs: true });
+    }
+    const t0 = at(order[0]!, Math.max);
+    const ms = order.slice(1).map((ranks) => at(ranks, Math.max) - t0);
     // Each deletion round is a reschedule record.
     const reason = await eventually(async () => { const r = await rescheduleReasonOf(client, `${ns}/${name}-${run.uid}`); return (r?.TotalRescheduleTimes ?? 0) >= order.length ? r : undefined; }, 30_000, 250);
     expect(reason.TotalRescheduleTimes).toBe(order.length);
@@ -151,6 +168,14 @@ describe('topology A: the ascend plugin widens a pending pod-level restart of A5
     const { ms, rounds } = await steps('topo-a5', 'ra', run, 3, [[3], [2], [0, 1]]);
     expect(rounds).toEqual(['3:CardUnhealthy', '3:CardUnhealthy', '3:CardUnhealthy']);
     report(`topology A, A5 ra-block=16 sp-block=32: rank 3 deleted -> rank 2 (rack step) ${ms[0]} ms, -> whole job (super-pod step, rank 0) ${ms[1]} ms (ours by default: 3.75 s and 7.5 s of pending time)`);
+  }, 300_000);
+
+  it('A5 ra-block without sp-block: rank 3 alone, no rack step, the whole job after 12 sessions', async () => {
+    await nodes('ta5b', A5, (i) => ({ ...a5Node({ superPodId: 1, serverIndex: i, rackId: 0, acceleratorType: '950-SuperPod-Atlas-8' }), superPodId: 1, rackId: 0 }));
+    const run = await runJob('topo-a5b', 'rb', A5, 'ta5b', { 'huawei.com/schedule_policy': 'chip8-node8-ra64-sp', 'ra-block': '16' });
+    const { ms, rounds } = await steps('topo-a5b', 'rb', run, 3, [[3], [0, 1, 2]]);
+    expect(rounds).toEqual(['3:CardUnhealthy', '3:CardUnhealthy']);
+    report(`topology A, A5 ra-block=16 without sp-block: rank 3 deleted -> whole job ${ms[0]} ms (no rack step)`);
   }, 300_000);
 
   it('multilevel level2=4,level1=2: rank 3 alone, then rank 2 of its level-1 block (ranks 0-1 kept), then the whole job', async () => {
