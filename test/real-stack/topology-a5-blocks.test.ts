@@ -53,12 +53,17 @@ type Pod = KubeObject & { spec?: { nodeName?: string }; status?: { phase?: strin
 const LEVEL_LABELS = { level1: 'topo.clusterd-ts.io/level1', level2: 'topo.clusterd-ts.io/level2' } as const;
 const RESOURCE_LEVEL_CONFIG = JSON.stringify({ default: { level1: { label: LEVEL_LABELS.level1 }, level2: { label: LEVEL_LABELS.level2 } } });
 
+type Settled = { ok: true } | { ok: false; error: unknown };
+const settle = (p: Promise<void>): Promise<Settled> => p.then(() => ({ ok: true as const }), (error: unknown) => ({ ok: false as const, error }));
+const outcome = (s: Settled): void => { if (!s.ok) throw s.error; };
+
 describe('topology A: the ascend plugin widens a pending pod-level restart of A5 rack and multilevel jobs', () => {
   let cp: ControlPlane | undefined;
   let client: HttpKubeClient;
   let manager: Manager | undefined;
   let inj: FaultInjector | undefined;
   const allocators: NpuAllocator[] = [];
+  let scenarios: Record<'a5' | 'a5NoSp' | 'multilevel', Promise<Settled>>;
   beforeAll(async () => {
     const dir = ensureVolcano();
     if (dir === undefined) throw new Error('no Volcano source on this machine (tools/volcano/build.sh exit 3); see tools/volcano/README.md');
@@ -69,6 +74,8 @@ describe('topology A: the ascend plugin widens a pending pod-level restart of A5
     client = HttpKubeClient.fromFile(cp.kubeconfigPath);
     inj = new FaultInjector(client);
     ({ manager } = await startManager(client, []));
+    // The three jobs run at once, each on its own nodes, so the file costs about its slowest case.
+    scenarios = { a5: settle(a5()), a5NoSp: settle(a5NoSp()), multilevel: settle(multilevel()) };
   }, 300_000);
   afterAll(async () => {
     await manager?.stop();
@@ -162,27 +169,33 @@ describe('topology A: the ascend plugin widens a pending pod-level restart of A5
     return { ms, rounds: recordRounds(reason) };
   }
 
-  it('A5 chip8-node8-ra64-sp: rank 3 alone, then rank 2 of its rack block (ranks 0-1 kept), then the super-pod block with rank 0: the whole job', async () => {
+  async function a5(): Promise<void> {
     await nodes('ta5', A5, (i) => ({ ...a5Node({ superPodId: 0, serverIndex: i, rackId: 0, acceleratorType: '950-SuperPod-Atlas-8' }), superPodId: 0, rackId: 0 }));
     const run = await runJob('topo-a5', 'ra', A5, 'ta5', { 'huawei.com/schedule_policy': 'chip8-node8-ra64-sp', 'ra-block': '16', 'sp-block': '32' });
     const { ms, rounds } = await steps('topo-a5', 'ra', run, 3, [[3], [2], [0, 1]]);
     expect(rounds).toEqual(['3:CardUnhealthy', '3:CardUnhealthy', '3:CardUnhealthy']);
     report(`topology A, A5 ra-block=16 sp-block=32: rank 3 deleted -> rank 2 (rack step) ${ms[0]} ms, -> whole job (super-pod step, rank 0) ${ms[1]} ms (ours by default: 3.75 s and 7.5 s of pending time)`);
-  }, 300_000);
+  }
 
-  it('A5 ra-block without sp-block: rank 3 alone, no rack step, the whole job after 12 sessions', async () => {
+  async function a5NoSp(): Promise<void> {
     await nodes('ta5b', A5, (i) => ({ ...a5Node({ superPodId: 1, serverIndex: i, rackId: 0, acceleratorType: '950-SuperPod-Atlas-8' }), superPodId: 1, rackId: 0 }));
     const run = await runJob('topo-a5b', 'rb', A5, 'ta5b', { 'huawei.com/schedule_policy': 'chip8-node8-ra64-sp', 'ra-block': '16' });
     const { ms, rounds } = await steps('topo-a5b', 'rb', run, 3, [[3], [0, 1, 2]]);
     expect(rounds).toEqual(['3:CardUnhealthy', '3:CardUnhealthy']);
     report(`topology A, A5 ra-block=16 without sp-block: rank 3 deleted -> whole job ${ms[0]} ms (no rack step)`);
-  }, 300_000);
+  }
 
-  it('multilevel level2=4,level1=2: rank 3 alone, then rank 2 of its level-1 block (ranks 0-1 kept), then the whole job', async () => {
+  async function multilevel(): Promise<void> {
     await nodes('tml', A3, (i) => ({ labels: { [LEVEL_LABELS.level1]: i < 2 ? 'l1-a' : 'l1-b', [LEVEL_LABELS.level2]: 'l2-a' }, annotations: { baseDeviceInfos: baseDeviceInfos() } }));
     const run = await runJob('topo-ml', 'ml', A3, 'tml', { 'huawei.com/schedule_policy': 'multilevel', 'huawei.com/affinity-config': 'level2=4,level1=2' });
     const { ms, rounds } = await steps('topo-ml', 'ml', run, 3, [[3], [2], [0, 1]]);
     expect(rounds).toEqual(['3:CardUnhealthy', '3:CardUnhealthy', '3:CardUnhealthy']);
     report(`topology A, multilevel level1=2: rank 3 deleted -> rank 2 (level1 step) ${ms[0]} ms, -> whole job ${ms[1]} ms (ours by default: 7.5 s and 15 s of pending time)`);
-  }, 300_000);
+  }
+
+  it('A5 chip8-node8-ra64-sp: rank 3 alone, then rank 2 of its rack block (ranks 0-1 kept), then the super-pod block with rank 0: the whole job', async () => outcome(await scenarios.a5), 300_000);
+
+  it('A5 ra-block without sp-block: rank 3 alone, no rack step, the whole job after 12 sessions', async () => outcome(await scenarios.a5NoSp), 300_000);
+
+  it('multilevel level2=4,level1=2: rank 3 alone, then rank 2 of its level-1 block (ranks 0-1 kept), then the whole job', async () => outcome(await scenarios.multilevel), 300_000);
 });
