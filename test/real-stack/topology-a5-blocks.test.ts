@@ -161,10 +161,11 @@ describe('topology A: the ascend plugin widens a pending pod-level restart of A5
     }
     const t0 = at(order[0]!, Math.max);
     const ms = order.slice(1).map((ranks) => at(ranks, Math.max) - t0);
-    // Each deletion round is a reschedule record.
+    // Each deletion round is a reschedule record naming the fault pod alone, not the pods a step widened
+    // to. The plugin may write more: a round also re-deletes the fault pod's pending replacement once its
+    // cache has the replacement's uid (then even a round that widens to nothing, as an A5 job's rack step
+    // without sp-block, is one), and after job level it goes on counting sessions and deleting the job.
     const reason = await eventually(async () => { const r = await rescheduleReasonOf(client, `${ns}/${name}-${run.uid}`); return (r?.TotalRescheduleTimes ?? 0) >= order.length ? r : undefined; }, 30_000, 250);
-    expect(reason.TotalRescheduleTimes).toBe(order.length);
-    // Every round names the fault pod alone, not the pods a step widened to.
     for (const rec of reason.RescheduleRecords ?? []) expect(rec.ReasonOfTask?.map((t) => [t.PodName, t.NodeName])).toEqual([[pod.metadata!.name!, pod.spec!.nodeName!]]);
     return { ms, rounds: recordRounds(reason) };
   }
@@ -173,24 +174,24 @@ describe('topology A: the ascend plugin widens a pending pod-level restart of A5
     await nodes('ta5', A5, (i) => ({ ...a5Node({ superPodId: 0, serverIndex: i, rackId: 0, acceleratorType: '950-SuperPod-Atlas-8' }), superPodId: 0, rackId: 0 }));
     const run = await runJob('topo-a5', 'ra', A5, 'ta5', { 'huawei.com/schedule_policy': 'chip8-node8-ra64-sp', 'ra-block': '16', 'sp-block': '32' });
     const { ms, rounds } = await steps('topo-a5', 'ra', run, 3, [[3], [2], [0, 1]]);
-    expect(rounds).toEqual(['3:CardUnhealthy', '3:CardUnhealthy', '3:CardUnhealthy']);
-    report(`topology A, A5 ra-block=16 sp-block=32: rank 3 deleted -> rank 2 (rack step) ${ms[0]} ms, -> whole job (super-pod step, rank 0) ${ms[1]} ms (ours by default: 3.75 s and 7.5 s of pending time)`);
+    expect(new Set(rounds)).toEqual(new Set(['3:CardUnhealthy']));
+    report(`topology A, A5 ra-block=16 sp-block=32: rank 3 deleted -> rank 2 (rack step) ${ms[0]} ms, -> whole job (super-pod step, rank 0) ${ms[1]} ms, ${rounds.length} records (ours by default: 3.75 s and 7.5 s of pending time)`);
   }
 
   async function a5NoSp(): Promise<void> {
     await nodes('ta5b', A5, (i) => ({ ...a5Node({ superPodId: 1, serverIndex: i, rackId: 0, acceleratorType: '950-SuperPod-Atlas-8' }), superPodId: 1, rackId: 0 }));
     const run = await runJob('topo-a5b', 'rb', A5, 'ta5b', { 'huawei.com/schedule_policy': 'chip8-node8-ra64-sp', 'ra-block': '16' });
     const { ms, rounds } = await steps('topo-a5b', 'rb', run, 3, [[3], [0, 1, 2]]);
-    expect(rounds).toEqual(['3:CardUnhealthy', '3:CardUnhealthy']);
-    report(`topology A, A5 ra-block=16 without sp-block: rank 3 deleted -> whole job ${ms[0]} ms (no rack step)`);
+    expect(new Set(rounds)).toEqual(new Set(['3:CardUnhealthy']));
+    report(`topology A, A5 ra-block=16 without sp-block: rank 3 deleted -> whole job ${ms[0]} ms (no rack step), ${rounds.length} records`);
   }
 
   async function multilevel(): Promise<void> {
     await nodes('tml', A3, (i) => ({ labels: { [LEVEL_LABELS.level1]: i < 2 ? 'l1-a' : 'l1-b', [LEVEL_LABELS.level2]: 'l2-a' }, annotations: { baseDeviceInfos: baseDeviceInfos() } }));
     const run = await runJob('topo-ml', 'ml', A3, 'tml', { 'huawei.com/schedule_policy': 'multilevel', 'huawei.com/affinity-config': 'level2=4,level1=2' });
     const { ms, rounds } = await steps('topo-ml', 'ml', run, 3, [[3], [2], [0, 1]]);
-    expect(rounds).toEqual(['3:CardUnhealthy', '3:CardUnhealthy', '3:CardUnhealthy']);
-    report(`topology A, multilevel level1=2: rank 3 deleted -> rank 2 (level1 step) ${ms[0]} ms, -> whole job ${ms[1]} ms (ours by default: 7.5 s and 15 s of pending time)`);
+    expect(new Set(rounds)).toEqual(new Set(['3:CardUnhealthy']));
+    report(`topology A, multilevel level1=2: rank 3 deleted -> rank 2 (level1 step) ${ms[0]} ms, -> whole job ${ms[1]} ms, ${rounds.length} records (ours by default: 7.5 s and 15 s of pending time)`);
   }
 
   it('A5 chip8-node8-ra64-sp: rank 3 alone, then rank 2 of its rack block (ranks 0-1 kept), then the super-pod block with rank 0: the whole job', async () => outcome(await scenarios.a5), 300_000);
