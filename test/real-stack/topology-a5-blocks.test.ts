@@ -1,8 +1,8 @@
 /**
  * The reference for docs/rules.md#resched.block-escalation on A5 and multilevel jobs: the real ascend
- * plugin in Volcano (topology A, clusterd-ts in ClusterD's role), one control plane, two jobs on their
- * own four kwok nodes. In both, a chip fault on one pod's node leaves its replacement no node (7
- * healthy chips there, the others full) and the plugin widens step by step;
+ * plugin in Volcano (topology A, clusterd-ts in ClusterD's role), one control plane, three jobs at once,
+ * each on its own four kwok nodes. In each, a chip fault on rank 3's node leaves its replacement no node
+ * (7 healthy chips there, the others full) and the plugin widens step by step;
  * `test/integration/jobs-blocks.test.ts` asserts the same steps and records of ours on the same inputs.
  *
  * - A5: a `huawei.com/schedule_policy: chip8-node8-ra64-sp` job (8 `huawei.com/npu` a pod), `ra-block:
@@ -13,6 +13,8 @@
  *   after 3 pending sessions rank 2 (its rack block; ranks 0 and 1 stay), after 6 the super-pod block,
  *   which holds rank 0, so the whole job (component/ascend-for-volcano/internal/rescheduling/reschedule_v2.go
  *   singlePodReschedulingUpgradeFor910A5, job_v2.go podReschedulingSkipTask, judgeJobIsMasterFault).
+ * - A5 with `ra-block: 16` and no `sp-block`: no rack step (podReschedulingSkipTask keeps every pod but
+ *   the fault pods when the job has no `sp-block`), the whole job after 12 sessions.
  * - multilevel (`huawei.com/affinity-config`): MULTILEVEL_SETUP below.
  *
  * Own control plane: the plugin's super-pod arguments (`super-pod-size` 4, `reserve-nodes` 0) fit these
