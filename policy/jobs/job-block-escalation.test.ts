@@ -29,6 +29,9 @@ describe('block steps of a job (docs/rules.md#resched.block-escalation)', () => 
       .toEqual([{ step: 'rack', podsPerBlock: 2 }, { step: 'super-pod', podsPerBlock: 4 }]);
     expect(blockStagesOf({ schedulePolicy: 'chip8-node8-ra64-sp', raBlockNpus: 8 }, 8, 64).stages).toEqual([]);
   });
+  it('A5 without sp-block: no rack step either (the plugin widens an A5 job only with sp-block)', () => {
+    expect(blockStagesOf({ schedulePolicy: 'chip8-node8-ra64-sp', raBlockNpus: 16 }, 8, 64)).toMatchObject({ stages: [], notes: [expect.stringContaining('no sp-block')] });
+  });
   it('multilevel: level1 group in pods', () => {
     expect(blockStagesOf({ schedulePolicy: 'multilevel', affinityLevel1: 2 }, 8, 64).stages).toEqual([{ step: 'level1', podsPerBlock: 2 }]);
   });

@@ -59,9 +59,15 @@ export function blockStagesOf(b: BlockKnobs | undefined, podNpus: number, jobNpu
   };
   const policy = b.schedulePolicy;
   if (policy === A5_SUPER_POD_POLICY) {
-    // ra-block rounds up to whole nodes (component/ascend-for-volcano/internal/npu/policy/chip8node8ra64sp/job.go calculateTpBlockAndCheck).
-    if (b.raBlockNpus !== undefined) add('rack', Math.ceil(b.raBlockNpus / podNpus) * podNpus, 'ra-block');
-    add('super-pod', b.spBlockNpus, 'sp-block');
+    if (b.spBlockNpus === undefined) {
+      // Without `sp-block` the plugin keeps every pod but the fault pods until job level, rack block or
+      // not (component/ascend-for-volcano/internal/rescheduling/job_v2.go podReschedulingSkipTask, isSuperPod).
+      if (b.raBlockNpus !== undefined) notes.push('A5 job with ra-block but no sp-block: no rack step (the plugin widens an A5 job only with sp-block)');
+    } else {
+      // ra-block rounds up to whole nodes (component/ascend-for-volcano/internal/npu/policy/chip8node8ra64sp/job.go calculateTpBlockAndCheck).
+      if (b.raBlockNpus !== undefined) add('rack', Math.ceil(b.raBlockNpus / podNpus) * podNpus, 'ra-block');
+      add('super-pod', b.spBlockNpus, 'sp-block');
+    }
   } else if (policy === MULTILEVEL_POLICY) {
     if (b.affinityLevel1 === undefined) notes.push('multilevel job without a level1 affinity block: no level1 step');
     else if (b.affinityLevel1 > 1) stages.push({ step: 'level1', podsPerBlock: b.affinityLevel1 });

@@ -9,8 +9,8 @@
  */
 import { paths } from '../../runtime/kube-client.ts';
 import { eventually } from '../support/cluster.ts';
-import { jobPods, vcJob } from '../../tools/job-peer/world.ts';
-import { jobsHarness, runningPods, uidOf, npusOf, jobState, podGroupEvents, report, rescheduleReasonAfter } from '../support/jobs-support.ts';
+import { A5_NPU_RESOURCE, jobPods, vcJob } from '../../tools/job-peer/world.ts';
+import { jobsHarness, runningPods, uidOf, npusOf, jobState, podGroupEvents, recordRounds, report, rescheduleReasonAfter } from '../support/jobs-support.ts';
 
 const stepCount = async (metrics: { podLevelWidenings: { get(): Promise<{ values: Array<{ labels: Record<string, unknown>; value: number }> }> } }, step: string): Promise<number> =>
   (await metrics.podLevelWidenings.get()).values.find((v) => v.labels.step === step)?.value ?? 0;
@@ -64,9 +64,9 @@ describe('jobs: pending pod-level restarts widen by block (super-pod, multilevel
     expect((await rescheduleReasonAfter(client, `${ns}/sp-${uid}`, 3)).TotalRescheduleTimes).toBe(3);
   }, 120_000);
 
-  it('multilevel, level1=2 (2 pods per level-1 group): rank 3 pending -> rank 2 deleted at the level1 step, ranks 0-1 (the other group) kept', async () => {
+  it('multilevel, level1=2 (2 pods per level-1 group): rank 3 pending -> rank 2 deleted at the level1 step, ranks 0-1 (the other group) kept; job level later', async () => {
     const world = await h.startWorld({ nodes: 4, prefix: 'jbm' });
-    const { metrics } = await h.startManager(['--pending-escalation-seconds=60', '--super-pod-escalation-ms=2000']);
+    const { metrics } = await h.startManager(['--pending-escalation-seconds=6', '--super-pod-escalation-ms=2000']);
     const { ns } = world;
     const job = await client.create(paths.vcJobs(ns), vcJob(ns, {
       nodeSelector: world.nodeSelector, name: 'ml', replicas: 4, npus: 8,
@@ -91,15 +91,27 @@ describe('jobs: pending pod-level restarts widen by block (super-pod, multilevel
     for (const i of [0, 1]) expect(now.some((p) => uidOf(p) === uidOf(before[i]!))).toBe(true);
     expect(await stepCount(metrics, 'level1')).toBe(1);
     await eventually(async () => (await podGroupEvents(client, ns, `ml-${uid}`)).some((e) => e.message?.includes('resched.block-escalation')), 10_000);
-    expect((await rescheduleReasonAfter(client, `${ns}/ml-${uid}`, 2)).TotalRescheduleTimes).toBe(2);
+
+    // Job level once rank 3 has been pending 6 s in all.
+    await eventually(async () => {
+      const ps = await jobPods(client, ns, 'ml');
+      return [0, 1].every((i) => !ps.some((p) => uidOf(p) === uidOf(before[i]!)));
+    }, 30_000);
+    expect(await stepCount(metrics, 'job')).toBe(1);
+    // The plugin's records (test/real-stack/topology-a5-blocks.test.ts): one per deletion round, each
+    // naming the fault pod alone.
+    const reason = await rescheduleReasonAfter(client, `${ns}/ml-${uid}`, 3);
+    expect(reason.TotalRescheduleTimes).toBe(3);
+    expect(recordRounds(reason)).toEqual(['3:CardUnhealthy', '3:CardUnhealthy', '3:CardUnhealthy']);
+    for (const rec of reason.RescheduleRecords ?? []) expect(rec.ReasonOfTask?.map((t) => [t.PodName, t.NodeName])).toEqual([[rank3.metadata!.name!, rank3.spec!.nodeName!]]);
   }, 120_000);
 
-  it('A5 ra-block=16, sp-block=32: rank 3 pending -> rank 2 at the rack step; the super-pod block holds rank 0 -> job level', async () => {
-    const world = await h.startWorld({ nodes: 4, prefix: 'jba', superPodId: 1 });
+  it('A5 chip8-node8-ra64-sp (huawei.com/npu, rack 0), ra-block=16, sp-block=32: rank 3 pending -> rank 2 at the rack step; the super-pod block holds rank 0 -> job level', async () => {
+    const world = await h.startWorld({ nodes: 4, prefix: 'jba', superPodId: 0, rackId: 0 });
     const { metrics } = await h.startManager(['--pending-escalation-seconds=60', '--rack-escalation-ms=1000', '--super-pod-escalation-ms=3000']);
     const { ns } = world;
     const job = await client.create(paths.vcJobs(ns), vcJob(ns, {
-      nodeSelector: world.nodeSelector, name: 'ra', replicas: 4, npus: 8,
+      nodeSelector: world.nodeSelector, name: 'ra', replicas: 4, npus: 8, resource: A5_NPU_RESOURCE,
       labels: { 'fault-scheduling': 'force', 'pod-rescheduling': 'on' },
       annotations: { 'huawei.com/schedule_policy': 'chip8-node8-ra64-sp', 'ra-block': '16', 'sp-block': '32' },
     }));
@@ -137,5 +149,43 @@ describe('jobs: pending pod-level restarts widen by block (super-pod, multilevel
     expect(await stepCount(metrics, 'rack')).toBe(1);
     expect(await stepCount(metrics, 'job')).toBe(1);
     await eventually(async () => (await podGroupEvents(client, ns, `ra-${uid}`)).some((e) => e.message?.includes('resched.master-rank')), 10_000);
+    // The plugin's records (test/real-stack/topology-a5-blocks.test.ts): one per deletion round, each
+    // naming the fault pod alone.
+    const reason = await rescheduleReasonAfter(client, `${ns}/ra-${uid}`, 3);
+    expect(reason.TotalRescheduleTimes).toBe(3);
+    expect(recordRounds(reason)).toEqual(['3:CardUnhealthy', '3:CardUnhealthy', '3:CardUnhealthy']);
+    for (const rec of reason.RescheduleRecords ?? []) expect(rec.ReasonOfTask?.map((t) => [t.PodName, t.NodeName])).toEqual([[rank3.metadata!.name!, rank3.spec!.nodeName!]]);
+  }, 120_000);
+  it('A5 chip8-node8-ra64-sp, ra-block=16 without sp-block: no rack step (ranks 0-2 kept) -> job level at the pending escalation', async () => {
+    const world = await h.startWorld({ nodes: 4, prefix: 'jbr', superPodId: 0, rackId: 0 });
+    const { metrics } = await h.startManager(['--pending-escalation-seconds=5', '--rack-escalation-ms=1000', '--super-pod-escalation-ms=2000']);
+    const { ns } = world;
+    const job = await client.create(paths.vcJobs(ns), vcJob(ns, {
+      nodeSelector: world.nodeSelector, name: 'rb', replicas: 4, npus: 8, resource: A5_NPU_RESOURCE,
+      labels: { 'fault-scheduling': 'force', 'pod-rescheduling': 'on' },
+      annotations: { 'huawei.com/schedule_policy': 'chip8-node8-ra64-sp', 'ra-block': '16' },
+    }));
+    const uid = job.metadata!.uid!;
+    const before = await runningPods(client, ns, 'rb', 4);
+    const rank3 = before[3]!;
+    await world.dp.injectChipFault({ node: rank3.spec!.nodeName!, npu: npusOf(rank3)[0]!, code: '80E18402', level: 'SeparateNPU' });
+    await eventually(async () => {
+      const r3 = (await jobPods(client, ns, 'rb')).find((p) => p.metadata?.name === rank3.metadata!.name);
+      return r3 !== undefined && uidOf(r3) !== uidOf(rank3) && r3.spec?.nodeName === undefined;
+    }, 20_000);
+    const t0 = Date.now();
+    // As the plugin (test/real-stack/topology-a5-blocks.test.ts): the whole job goes at once, rank 2 with ranks 0 and 1.
+    const goneAt = new Map<number, number>();
+    await eventually(async () => {
+      const ps = await jobPods(client, ns, 'rb');
+      for (const i of [0, 1, 2]) if (!goneAt.has(i) && !ps.some((p) => uidOf(p) === uidOf(before[i]!))) goneAt.set(i, Date.now() - t0);
+      return goneAt.size === 3;
+    }, 30_000, 100);
+    report(`A5 without sp-block: ranks 0-2 deleted ${JSON.stringify(Object.fromEntries(goneAt))} ms after rank 3's replacement was seen pending (job level at 5 s)`);
+    expect(goneAt.get(2)!).toBeGreaterThanOrEqual(4000);
+    expect(await stepCount(metrics, 'rack')).toBe(0);
+    expect(await stepCount(metrics, 'job')).toBe(1);
+    const reason = await rescheduleReasonAfter(client, `${ns}/rb-${uid}`, 2);
+    expect(recordRounds(reason)).toEqual(['3:CardUnhealthy', '3:CardUnhealthy']);
   }, 120_000);
 });

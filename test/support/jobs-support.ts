@@ -97,6 +97,15 @@ export async function rescheduleReasonAfter(client: KubeClient, jobKey: string, 
   return eventually(async () => { const r = await rescheduleReasonOf(client, jobKey); return (r?.TotalRescheduleTimes ?? 0) >= times ? r : undefined; }, timeoutMs);
 }
 
+/**
+ * A reason record as the ranks each round names with their reason (`rank:reason`, ranks sorted),
+ * oldest round first: what the plugin's and our records must agree on (pod names, nodes and times differ).
+ */
+export function recordRounds(r: RescheduleReason): string[] {
+  return [...(r.RescheduleRecords ?? [])].sort((a, b) => a.RescheduleTimeStamp - b.RescheduleTimeStamp)
+    .map((rec) => [...(rec.ReasonOfTask ?? [])].sort((a, b) => Number(a.NodeRankIndex) - Number(b.NodeRankIndex)).map((t) => `${t.NodeRankIndex}:${t.RescheduleReason}`).join(' '));
+}
+
 export async function vcjobFaultNpu(client: KubeClient): Promise<VcjobFaultNpuContent> {
   const cm = await readCm(client, 'volcano-system', 'vcjob-fault-npu-cm');
   const parsed = parseVcjobFaultNpuData(cm?.data);

@@ -11,10 +11,13 @@ import { createFakeNodes } from '../simulator/nodes.ts';
 import { DevicePluginSimulator } from '../simulator/device-plugin.ts';
 import { NpuAllocator } from '../simulator/allocator.ts';
 import { chipLists } from '../simulator/npu-state.ts';
+import { a5Node } from '../simulator/pingmesh.ts';
+import { A5_SUPER_POD_TYPES } from '../../schemas/pingmesh/super-pod-device.ts';
 import { setNodeNotReady, type ReadyAck } from '../simulator/node-ready.ts';
 import { JobPeer, JOB_NAME_LABEL } from './job-peer.ts';
 
 export const NPU_RESOURCE = 'huawei.com/Ascend910';
+export const A5_NPU_RESOURCE = 'huawei.com/npu';
 
 export interface World {
   readonly ns: string;
@@ -32,23 +35,34 @@ async function ensureNamespace(client: KubeClient, name: string): Promise<void> 
   }
 }
 
-/** `superPodId`: an A3 super-pod, its nodes at ServerIndex 0.. (device-info SuperPodID, SwitchInfoCfg). */
-export async function startWorld(client: KubeClient, opts: { nodes: number; prefix?: string; superPodId?: number }): Promise<World> {
+/**
+ * `superPodId`: an A3 super-pod, its nodes at ServerIndex 0.. (device-info SuperPodID, SwitchInfoCfg).
+ * `rackId` (with `superPodId`): A5 servers of that rack instead, as the device plugin writes them there
+ * (`huawei.com/npu` chips `npu-<i>`, device-info RackID, the Node annotations of `a5Node`).
+ */
+export async function startWorld(client: KubeClient, opts: { nodes: number; prefix?: string; superPodId?: number; rackId?: number }): Promise<World> {
   for (const ns of ['mindx-dl', 'kube-system', 'volcano-system', 'cluster-system']) await ensureNamespace(client, ns);
   const id = randomBytes(3).toString('hex');
   const ns = `${opts.prefix ?? 'jobs'}-${id}`;
   await ensureNamespace(client, ns);
   const nodes = Array.from({ length: opts.nodes }, (_, i) => `${opts.prefix ?? 'jobs'}-${id}-n${i}`);
   const nodeSelector = { 'clusterd-ts.io/test-world': id };
-  await createFakeNodes(client, nodes.map((name) => ({ name, labels: nodeSelector })));
+  const a5 = opts.rackId === undefined ? undefined : { superPodId: opts.superPodId ?? 0, rackId: opts.rackId };
+  const server = (i: number): ReturnType<typeof a5Node> | undefined => (a5 === undefined ? undefined : a5Node({ ...a5, serverIndex: i, acceleratorType: A5_SUPER_POD_TYPES.pod950 }));
+  await createFakeNodes(client, nodes.map((name, i) => ({ name, labels: { ...server(i)?.labels, ...nodeSelector }, ...(a5 === undefined ? {} : { resource: A5_NPU_RESOURCE }) })));
   // The apiserver taints new Nodes node.kubernetes.io/not-ready; the node lifecycle controller (not
   // run here) lifts it once the node is Ready. Do its job, so pods need no blanket toleration and
   // our own isolation taints keep their meaning.
-  for (const n of nodes) await client.patch(paths.node(n), { spec: { taints: null } }, 'merge');
-  const dp = new DevicePluginSimulator(client, { nodes: nodes.map((name, i) => ({ name, ...(opts.superPodId === undefined ? {} : { superPodId: opts.superPodId, serverIndex: i }) })), minWriteIntervalMs: 100 });
+  for (const [i, n] of nodes.entries()) await client.patch(paths.node(n), { spec: { taints: null }, ...(a5 === undefined ? {} : { metadata: { annotations: server(i)!.annotations } }) }, 'merge');
+  const dp = new DevicePluginSimulator(client, {
+    nodes: nodes.map((name, i) => ({
+      name, ...(opts.superPodId === undefined ? {} : { superPodId: opts.superPodId, serverIndex: i }), ...(a5 === undefined ? {} : { prefix: A5_NPU_RESOURCE, rackId: a5.rackId }),
+    })),
+    minWriteIntervalMs: 100,
+  });
   await dp.init();
   const allocator = new NpuAllocator(client, {
-    namespace: ns,
+    namespace: ns, ...(a5 === undefined ? {} : { resource: A5_NPU_RESOURCE }),
     unhealthy: (node) => { try { return chipLists(dp.state(node)).unhealthy; } catch { return []; } },
   });
   await allocator.start();
@@ -79,6 +93,8 @@ export interface VcJobSpec {
   readonly labels?: Record<string, string>;
   readonly annotations?: Record<string, string>;
   readonly nodeSelector?: Readonly<Record<string, string>>;
+  /** Default `huawei.com/Ascend910`. */
+  readonly resource?: typeof NPU_RESOURCE | typeof A5_NPU_RESOURCE;
 }
 
 /** A Volcano Job of one task `worker` (spec as a user writes it; the peer turns it into pods). */
@@ -95,7 +111,7 @@ export function vcJob(ns: string, s: VcJobSpec): KubeObject {
           metadata: { labels: { app: s.name } },
           spec: {
             restartPolicy: 'Never', terminationGracePeriodSeconds: 1, ...(s.nodeSelector ? { nodeSelector: { ...s.nodeSelector } } : {}),
-            containers: [{ name: 'ascend', image: 'training:latest', resources: { requests: { [NPU_RESOURCE]: String(s.npus) }, limits: { [NPU_RESOURCE]: String(s.npus) } } }],
+            containers: [{ name: 'ascend', image: 'training:latest', resources: { requests: { [s.resource ?? NPU_RESOURCE]: String(s.npus) }, limits: { [s.resource ?? NPU_RESOURCE]: String(s.npus) } } }],
           },
         },
       }],

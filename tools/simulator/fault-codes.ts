@@ -15,6 +15,8 @@ export class InvalidFaultError extends Error {
 
 /** Chip name prefix (`DevicePublicNamePre` default). */
 export const NPU_NAME_PREFIX = 'Ascend910';
+/** A5 chips (`huawei.com/npu`): `npu-<phyId>`, the ascend plugin's NPUCardNamePre. */
+export const A5_NPU_NAME_PREFIX = 'npu';
 export const npuName = (phyId: number): string => `${NPU_NAME_PREFIX}-${phyId}`;
 /** `Ascend910-3` -> 3; also accepts a bare id (`3`). Undefined when malformed. */
 export function npuPhyId(name: string): number | undefined {

@@ -16,7 +16,7 @@ import { FAULT_TYPES, MANUALLY_SEPARATE_NPU, type DeviceFault } from '../../sche
 import { makeDeviceFault, type CodeAtLevel, type DeviceInfoDataInput } from '../../schemas/device-info/device-info-encode.ts';
 import { DEFAULT_DEVICE_RESOURCE_PREFIX, type DeviceInfoData, type DeviceResourcePrefix, type UpgradeReason } from '../../schemas/device-info/device-info.ts';
 import { npuLevelOf } from '../../schemas/device-info/device-info-records.ts';
-import { InvalidFaultError, NPU_NAME_PREFIX, npuPhyId } from './fault-codes.ts';
+import { A5_NPU_NAME_PREFIX, InvalidFaultError, NPU_NAME_PREFIX, npuPhyId } from './fault-codes.ts';
 import { newSwitchState, switchInfoOf, switchStateFromView, type SwitchMode, type SwitchState } from './switch-state.ts';
 
 export type ChipFaultKind = 'card' | 'network';
@@ -40,6 +40,8 @@ export interface NpuNodeState {
   readonly chipPrefix: string;
   superPodId: number;
   serverIndex: number;
+  /** A5 rack (device-info RackID); undefined: the key is absent, as on A3. */
+  readonly rackId: number | undefined;
   /** Chip name -> faults; chips without faults are absent. */
   readonly chips: Map<string, ChipFaults>;
   readonly manual: Set<string>;
@@ -58,16 +60,22 @@ export interface NpuNodeSpec {
   readonly switchMode?: SwitchMode;
   readonly superPodId?: number;
   readonly serverIndex?: number;
+  /** A5 super-pod servers only. */
+  readonly rackId?: number;
 }
+
+/** Chip names follow the resource: `Ascend910-<i>`, or `npu-<i>` for `huawei.com/npu` (A5). */
+export const chipPrefixOf = (prefix: DeviceResourcePrefix): string => (prefix === 'huawei.com/npu' ? A5_NPU_NAME_PREFIX : NPU_NAME_PREFIX);
 
 export function newNodeState(spec: NpuNodeSpec): NpuNodeState {
   return {
     name: spec.name,
     npus: spec.npus ?? 8,
     prefix: spec.prefix ?? DEFAULT_DEVICE_RESOURCE_PREFIX,
-    chipPrefix: NPU_NAME_PREFIX,
+    chipPrefix: chipPrefixOf(spec.prefix ?? DEFAULT_DEVICE_RESOURCE_PREFIX),
     superPodId: spec.superPodId ?? -1,
     serverIndex: spec.serverIndex ?? -1,
+    rackId: spec.rackId,
     chips: new Map(),
     manual: new Set(),
     upgrade: new Map(),
@@ -204,6 +212,7 @@ export function deviceInfoInput(s: NpuNodeState, updateTimeS: number): DeviceInf
     updateTimeS,
     superPodId: s.superPodId,
     serverIndex: s.serverIndex,
+    ...(s.rackId === undefined ? {} : { rackId: s.rackId }),
     ...(switchInfo === undefined ? {} : { switchInfo }),
     manuallySeparateNpu: [...s.manual],
     upgradeFaultReason: Object.fromEntries(s.upgrade),
@@ -216,7 +225,7 @@ export function deviceInfoInput(s: NpuNodeState, updateTimeS: number): DeviceInf
  */
 export function nodeStateFromDeviceInfo(name: string, npus: number, d: DeviceInfoData): NpuNodeState {
   const view = d.switchInfo?.ok === true ? d.switchInfo.value : undefined;
-  const s = newNodeState({ name, npus, prefix: d.lists.prefix, superPodId: d.cfg.SuperPodID, serverIndex: d.cfg.ServerIndex });
+  const s = newNodeState({ name, npus, prefix: d.lists.prefix, superPodId: d.cfg.SuperPodID, serverIndex: d.cfg.ServerIndex, ...(d.cfg.RackID === undefined ? {} : { rackId: d.cfg.RackID }) });
   const sw = switchStateFromView(view);
   s.switch.mode = sw.mode;
   for (const [k, v] of sw.faults) s.switch.faults.set(k, v);
