@@ -55,7 +55,8 @@ export class Watcher {
     const { clock } = hub.o;
     if (spec.timeoutMs !== undefined) this.timeoutTimer = clock.setTimeout(() => this.end(null), spec.timeoutMs);
     this.touch();
-    this.controller.signal.addEventListener('abort', () => this.end(new DOMException('This operation was aborted', 'AbortError')));
+    // The abort's own reason (an AbortError unless the caller gave one), as fetch rejects with it.
+    this.controller.signal.addEventListener('abort', () => this.end(this.controller.signal.reason));
   }
 
   get done(): boolean { return this.ended; }
