@@ -30,6 +30,8 @@ export const JOB_NS = 'team-sim';
  * default flap damping (30 s hold), 200 ms burst window, 15 s pending escalation, 5 s refresh.
  */
 export const SIM_ARGS = ['--http-port=0', '--http-host=127.0.0.1', '--grpc-port=0', '--grpc-host=127.0.0.1'];
+/** Parsed once, as main.ts parses its argv once: flags are plain values, frozen, so Managers share nothing through them. */
+const SIM_OPTIONS = Object.freeze(parseOptions(SIM_ARGS, {}));
 
 export interface ChipFault { readonly code: string; readonly level: NpuFaultLevel; readonly sinceMs: number }
 
@@ -255,7 +257,7 @@ export class World {
       clock: this.clock, client: this.controller,
       // SIM_LOG=debug|info: the controller's log on stderr (for a replayed seed).
       log: process.env.SIM_LOG === undefined || process.env.SIM_LOG === '' ? silentLogger : createLogger(process.env.SIM_LOG as 'info', process.stderr), metrics: new Metrics({ processMetrics: false }),
-      options: parseOptions(SIM_ARGS, {}),
+      options: SIM_OPTIONS,
     });
     const started = m.start();
     // start() waits for the informers' first lists: answers come on microtasks, timers need the clock.

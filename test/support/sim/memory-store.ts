@@ -64,7 +64,12 @@ export function statusError(method: string, path: string, code: number, reason: 
     ...(t.apiVersion.includes('/') ? { group: t.apiVersion.split('/')[0] } : {}),
     kind: t.plural,
   };
-  return new ApiError(method, path, code, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, ...(details ? { details } : {}), code });
+  const body = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, ...(details ? { details } : {}), code };
+  // Without a stack: its frames would be this server's, not the caller's, and capturing them (up to
+  // 100 under jest) is most of what an error costs; a simulation answers thousands of 404s and 409s.
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try { return new ApiError(method, path, code, body); } finally { Error.stackTraceLimit = limit; }
 }
 
 export class MemoryStore {
