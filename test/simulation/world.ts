@@ -20,6 +20,7 @@ import { fakeNode } from '../../tools/simulator/nodes.ts';
 import { MemoryApiServer, MemoryKubeClient } from '../support/sim/memory-apiserver.ts';
 import { prng } from '../../tools/prng.ts';
 import { parsePath } from '../support/sim/resources.ts';
+import { copyJson } from '../support/sim/copy.ts';
 import { ManualClock, settle } from '../support/manual-clock.ts';
 
 export const CHIPS = Array.from({ length: 8 }, (_, i) => `Ascend910-${i}`);
@@ -199,7 +200,7 @@ export class World {
     const path = paths.configMap('kube-system', name);
     const cur = this.server.store.peek(parsePath(path)!.type, 'kube-system', name) as ConfigMap | undefined;
     if (cur === undefined) await this.plugin.create(paths.configMaps('kube-system'), { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'kube-system', labels: DEVICE_INFO_LABELS }, data });
-    else await this.plugin.replace(path, { ...structuredClone(cur), data });
+    else await this.plugin.replace(path, { ...copyJson(cur), data });
   }
 
   /**

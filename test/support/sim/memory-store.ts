@@ -17,6 +17,7 @@
  *   and list continuations start from it, and answer 410 Gone once their version has been compacted.
  */
 import { ApiError, type KubeObject } from '../../../runtime/kube-client.ts';
+import { copyJson } from './copy.ts';
 import { deepEqual, jsonPatch, mergePatch, PatchError, strategicMergePatch } from './patches.ts';
 import { storageKey, type ResourceType, type Target } from './resources.ts';
 
@@ -49,7 +50,7 @@ type Meta = NonNullable<KubeObject['metadata']>;
  * Stored objects are never changed in place (a write stores a new object), so versions share their
  * unchanged parts; what a caller hands in or gets back is a copy of its own.
  */
-const clone = <T>(v: T): T => structuredClone(v);
+const clone = copyJson;
 /** RFC 3339 with second precision, as metav1.Time is written. */
 export const rfc3339 = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 /** The apiserver's generateName alphabet (no vowels, no look-alikes). */

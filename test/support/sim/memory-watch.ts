@@ -8,6 +8,7 @@
  */
 import type { KubeObject, WatchEventType } from '../../../runtime/kube-client.ts';
 import type { QueueClock } from '../../../runtime/work-queue.ts';
+import { copyJson } from './copy.ts';
 import type { Change } from './memory-store.ts';
 import type { Matcher } from './selectors.ts';
 import type { ResourceType } from './resources.ts';
@@ -36,7 +37,7 @@ export interface WatchHubOptions {
   readonly defer: (fn: () => void) => void;
 }
 
-const clone = <T>(v: T): T => structuredClone(v);
+const clone = copyJson;
 
 export class Watcher {
   readonly spec: WatchSpec;
