@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Metrics } from '../telemetry/metrics.ts';
 import { TerminalError, type Reconciler } from './reconciler.ts';
+import { STOPPED } from './stopped.ts';
 import type { QueueClock } from './clock.ts';
 import { WorkQueue } from './work-queue.ts';
 
@@ -45,7 +46,7 @@ export class ControllerLoop {
   }
 
   async stop(): Promise<void> {
-    this.abort.abort();
+    this.abort.abort(STOPPED);
     this.queue.shutDown();
     await Promise.all(this.running);
   }
