@@ -197,8 +197,15 @@ export function buildFlows<X, Calls, Ev>(specs: readonly FlowSpec<X, Calls, Ev>[
   // Code-unit order, not localeCompare: the first collation loads ICU's collator, 2.6 MiB of the
   // node binary's data pages and 0.4 MiB of malloc for the life of the process (docs/benchmarks.md).
   const edgeKey = (e: GraphEdge): string => `${e.from} ${e.to} ${e.port}`;
-  const sortEdges = (): void => { edges.sort((a, b) => { const x = edgeKey(a); const y = edgeKey(b); return x < y ? -1 : x > y ? 1 : 0; }); };
-  sortEdges();
+  const keyed = edges.map((e) => ({ e, k: edgeKey(e) })).sort((a, b) => (a.k < b.k ? -1 : a.k > b.k ? 1 : 0));
+  edges.splice(0, edges.length, ...keyed.map((x) => x.e));
+  // A later watch's edge goes in at its place (after its equals, as a stable sort would put it).
+  const insertEdge = (e: GraphEdge): void => {
+    const k = edgeKey(e);
+    let lo = 0; let hi = edges.length;
+    while (lo < hi) { const mid = (lo + hi) >> 1; if (edgeKey(edges[mid]!) <= k) lo = mid + 1; else hi = mid; }
+    edges.splice(lo, 0, e);
+  };
   const graph = { nodes, edges, buildOrder: order, used, undeclared };
   return {
     outs: new Map([...built].map(([n, b]) => [n, b.out])),
@@ -209,8 +216,7 @@ export function buildFlows<X, Calls, Ev>(specs: readonly FlowSpec<X, Calls, Ev>[
       if (!nodes.some((n) => n.name === node)) nodes.push({ name: node, layer: 'process', provides: [], consumes: [], emits: [], watches: [] });
       const n = nodes.find((m) => m.name === node)!;
       (n.watches as string[]).push(port);
-      for (const m of emitters(port)) edges.push({ from: node, to: m, port, kind: 'event' });
-      sortEdges();
+      for (const m of emitters(port)) insertEdge({ from: node, to: m, port, kind: 'event' });
       extra.push({ node, port, handler: handler as (v: unknown) => void });
     },
     subscribe: () => {

@@ -9,6 +9,7 @@ import { BehaviorSubject, Subject, type Observable } from 'rxjs';
 import { Backoff } from './backoff.ts';
 import type { QueueClock } from './clock.ts';
 import type { KubeClient, KubeObject } from './kube-client.ts';
+import { STOPPED } from './stopped.ts';
 
 /** Longest silence on a watch before it is treated as dead and restarted (bookmarks come about every minute). */
 const WATCH_INACTIVITY_MS = 150_000;
@@ -124,7 +125,7 @@ export class Reflector<T extends KubeObject> {
     if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
     this.timer = undefined;
     this.clearQuiet();
-    this.abort?.abort();
+    this.abort?.abort(STOPPED);
     this.connected = false;
   }
 

@@ -121,6 +121,18 @@ export function goNumber(n: number): string {
 
 /** UTF-8 byte-wise comparison of two strings (Go's sort of map keys). */
 export function compareUtf8(a: string, b: string): number {
+  // Below the surrogates a UTF-16 unit is its code point: the first differing pair of units decides.
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  if (i === n) return a.length - b.length;
+  const ua = a.charCodeAt(i);
+  const ub = b.charCodeAt(i);
+  if (ua < 0xd800 && ub < 0xd800) return ua < ub ? -1 : 1;
+  return compareCodePoints(a, b);
+}
+
+function compareCodePoints(a: string, b: string): number {
   // For well-formed strings, comparing code points equals comparing UTF-8 bytes.
   const n = Math.min(a.length, b.length);
   for (let i = 0; i < n; i++) {

@@ -117,7 +117,7 @@ export class PolicyConfigTracker {
         warnings.push(`${p.reason}; ${this.manualGood === undefined ? 'manual separation off (no good policy yet)' : 'last good policy kept'}`);
       }
     }
-    const manualChanged = encodeManualSeparatePolicy(manual) !== encodeManualSeparatePolicy(this.cur.manual);
+    const manualChanged = manual !== this.cur.manual && encodeManualSeparatePolicy(manual) !== encodeManualSeparatePolicy(this.cur.manual);
     this.cur = { ...this.cur, manual };
     return { levelsChanged: false, customizationChanged: false, manualChanged, warnings };
   }

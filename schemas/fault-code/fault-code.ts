@@ -90,6 +90,18 @@ const NETWORK_LEVELS: readonly NpuFaultLevel[] = Object.values(FAULT_CODE_NETWOR
  * since a network fault cannot be restarted.
  */
 export function buildFaultCodeTable(config: FaultCodeConfig): FaultCodeTable {
+  // Configs are read-only values: one table per config object (every controller start builds the
+  // built-in one, a few hundred codes).
+  const hit = tables.get(config);
+  if (hit !== undefined) return hit;
+  const table = buildTable(config);
+  tables.set(config, table);
+  return table;
+}
+
+const tables = new WeakMap<FaultCodeConfig, FaultCodeTable>();
+
+function buildTable(config: FaultCodeConfig): FaultCodeTable {
   const chip = new Map<string, NpuFaultLevel>();
   const network = new Map<string, NpuFaultLevel>();
   for (const [k, level] of Object.entries(FAULT_CODE_KEYS) as Array<[FaultCodeChipKey, NpuFaultLevel]>) {

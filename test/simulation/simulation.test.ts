@@ -13,6 +13,12 @@ const FIRST = env('SIM_FIRST_SEED', 1);
 const ONE = process.env.SIM_SEED;
 
 describe('simulation', () => {
+  // Node's default (production's), not jest's 100: every error the controller makes (retries,
+  // aborts) captures its stack, and 100 frames made that a visible part of the suite's time.
+  const stackTraceLimit = Error.stackTraceLimit;
+  beforeAll(() => { Error.stackTraceLimit = 10; });
+  afterAll(() => { Error.stackTraceLimit = stackTraceLimit; });
+
   it('replays a seed exactly: two runs of one history make the same calls', async () => {
     // A history with the steps that involve retries and timers: a crash, an outage, lost watches, failed writes.
     const kinds = ['crash', 'outage', 'lose-watches', 'conflicts'];

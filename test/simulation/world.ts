@@ -20,6 +20,7 @@ import { fakeNode } from '../../tools/simulator/nodes.ts';
 import { MemoryApiServer, MemoryKubeClient } from '../support/sim/memory-apiserver.ts';
 import { prng } from '../../tools/prng.ts';
 import { parsePath } from '../support/sim/resources.ts';
+import { copyJson } from '../support/sim/copy.ts';
 import { ManualClock, settle } from '../support/manual-clock.ts';
 
 export const CHIPS = Array.from({ length: 8 }, (_, i) => `Ascend910-${i}`);
@@ -30,6 +31,8 @@ export const JOB_NS = 'team-sim';
  * default flap damping (30 s hold), 200 ms burst window, 15 s pending escalation, 5 s refresh.
  */
 export const SIM_ARGS = ['--http-port=0', '--http-host=127.0.0.1', '--grpc-port=0', '--grpc-host=127.0.0.1'];
+/** Parsed once, as main.ts parses its argv once: flags are plain values, frozen, so Managers share nothing through them. */
+const SIM_OPTIONS = Object.freeze(parseOptions(SIM_ARGS, {}));
 
 export interface ChipFault { readonly code: string; readonly level: NpuFaultLevel; readonly sinceMs: number }
 
@@ -197,7 +200,7 @@ export class World {
     const path = paths.configMap('kube-system', name);
     const cur = this.server.store.peek(parsePath(path)!.type, 'kube-system', name) as ConfigMap | undefined;
     if (cur === undefined) await this.plugin.create(paths.configMaps('kube-system'), { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'kube-system', labels: DEVICE_INFO_LABELS }, data });
-    else await this.plugin.replace(path, { ...structuredClone(cur), data });
+    else await this.plugin.replace(path, { ...copyJson(cur), data });
   }
 
   /**
@@ -255,7 +258,7 @@ export class World {
       clock: this.clock, client: this.controller,
       // SIM_LOG=debug|info: the controller's log on stderr (for a replayed seed).
       log: process.env.SIM_LOG === undefined || process.env.SIM_LOG === '' ? silentLogger : createLogger(process.env.SIM_LOG as 'info', process.stderr), metrics: new Metrics({ processMetrics: false }),
-      options: parseOptions(SIM_ARGS, {}),
+      options: SIM_OPTIONS,
     });
     const started = m.start();
     // start() waits for the informers' first lists: answers come on microtasks, timers need the clock.

@@ -23,6 +23,7 @@ import {
 } from '../../../runtime/kube-client.ts';
 import { realClock, type QueueClock } from '../../../runtime/work-queue.ts';
 import { prng } from '../../../tools/prng.ts';
+import { copyJson } from './copy.ts';
 import { MemoryStore, statusError } from './memory-store.ts';
 import { WatchHub, type Watcher } from './memory-watch.ts';
 import { parsePath, RESOURCE_TYPES, type ResourceType, type Target } from './resources.ts';
@@ -248,7 +249,7 @@ export class MemoryApiServer {
     const more = matching.length > page.length;
     const token: ContinueToken = { rv, start: page[page.length - 1]?.key ?? start };
     // Built-in kinds' list items carry no apiVersion/kind; custom resources' do (they are unstructured).
-    const items = page.map((e) => { const o = structuredClone(e.obj); if (!t.custom) { delete o.apiVersion; delete o.kind; } return o as T; });
+    const items = page.map((e) => { const o = copyJson(e.obj); if (!t.custom) { delete o.apiVersion; delete o.kind; } return o as T; });
     return {
       apiVersion: t.apiVersion, kind: `${t.kind}List`,
       metadata: { resourceVersion: String(rv), ...(more ? { continue: Buffer.from(JSON.stringify(token)).toString('base64url') } : {}) },

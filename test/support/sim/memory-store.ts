@@ -17,6 +17,7 @@
  *   and list continuations start from it, and answer 410 Gone once their version has been compacted.
  */
 import { ApiError, type KubeObject } from '../../../runtime/kube-client.ts';
+import { copyJson } from './copy.ts';
 import { deepEqual, jsonPatch, mergePatch, PatchError, strategicMergePatch } from './patches.ts';
 import { storageKey, type ResourceType, type Target } from './resources.ts';
 
@@ -45,7 +46,11 @@ export interface StoreOptions {
 }
 
 type Meta = NonNullable<KubeObject['metadata']>;
-const clone = <T>(v: T): T => structuredClone(v);
+/**
+ * Stored objects are never changed in place (a write stores a new object), so versions share their
+ * unchanged parts; what a caller hands in or gets back is a copy of its own.
+ */
+const clone = copyJson;
 /** RFC 3339 with second precision, as metav1.Time is written. */
 export const rfc3339 = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 /** The apiserver's generateName alphabet (no vowels, no look-alikes). */
@@ -60,7 +65,12 @@ export function statusError(method: string, path: string, code: number, reason: 
     ...(t.apiVersion.includes('/') ? { group: t.apiVersion.split('/')[0] } : {}),
     kind: t.plural,
   };
-  return new ApiError(method, path, code, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, ...(details ? { details } : {}), code });
+  const body = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, ...(details ? { details } : {}), code };
+  // Without a stack: its frames would be this server's, not the caller's, and capturing them (up to
+  // 100 under jest) is most of what an error costs; a simulation answers thousands of 404s and 409s.
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try { return new ApiError(method, path, code, body); } finally { Error.stackTraceLimit = limit; }
 }
 
 export class MemoryStore {
@@ -112,9 +122,10 @@ export class MemoryStore {
     return [...state.entries()].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)).map(([key, obj]) => ({ key, obj }));
   }
 
+  /** `obj` is the store's own (built by the write, shared with no caller); undefined: `prev` is deleted as it is. */
   private commit(type: ChangeType, t: ResourceType, namespace: string | undefined, obj: KubeObject | undefined, prev: KubeObject | undefined): KubeObject {
     const rv = ++this.revision;
-    const stored = clone(obj ?? prev!);
+    const stored: KubeObject = { ...(obj ?? prev!) };
     stored.metadata = { ...stored.metadata, resourceVersion: String(rv) };
     const ns = t.namespaced ? namespace : undefined;
     const key = storageKey(t, ns, stored.metadata.name ?? '');
@@ -138,7 +149,8 @@ export class MemoryStore {
 
   create(path: string, tg: Target, body: KubeObject): KubeObject {
     const t = tg.type;
-    const m: Meta = { ...clone(body.metadata ?? {}) };
+    const copy = clone(body);
+    const m: Meta = { ...copy.metadata };
     if (t.namespaced && m.namespace !== undefined && m.namespace !== tg.namespace) {
       throw statusError('POST', path, 400, 'BadRequest', 'the namespace of the provided object does not match the namespace sent on the request');
     }
@@ -162,7 +174,7 @@ export class MemoryStore {
       creationTimestamp: rfc3339(this.o.now()),
     };
     if (!t.namespaced) delete meta.namespace;
-    const obj: KubeObject = { ...clone(body), apiVersion: t.apiVersion, kind: t.kind, metadata: meta };
+    const obj: KubeObject = { ...copy, apiVersion: t.apiVersion, kind: t.kind, metadata: meta };
     if (t.kind === 'Pod') obj.status = { phase: 'Pending', qosClass: qosClass(obj) };
     else if (t.kind === 'Namespace') obj.status = { phase: 'Active' };
     else if (t.statusSubresource && t.custom) delete obj.status;
@@ -190,16 +202,16 @@ export class MemoryStore {
     if (bm.uid !== undefined && bm.uid !== '' && bm.uid !== cm.uid) throw conflict(`Precondition failed: UID in precondition: ${bm.uid}, UID in object meta: ${cm.uid}`);
     let next: KubeObject;
     if (tg.subresource === 'status') {
-      next = { ...clone(cur) };
+      next = { ...cur };
       if (body.status === undefined) delete next.status; else next.status = clone(body.status);
     } else {
       next = { ...clone(body), apiVersion: t.apiVersion, kind: t.kind };
       const keep = ['name', 'namespace', 'uid', 'creationTimestamp', 'generation', 'deletionTimestamp', 'deletionGracePeriodSeconds'];
-      const meta: Meta = { ...clone(bm) };
-      for (const k of keep) { if (cm[k] === undefined) delete meta[k]; else meta[k] = clone(cm[k]); }
+      const meta: Meta = { ...next.metadata };
+      for (const k of keep) { if (cm[k] === undefined) delete meta[k]; else meta[k] = cm[k]; }
       delete meta.managedFields;
       next.metadata = meta;
-      if (t.statusSubresource) { if (cur.status === undefined) delete next.status; else next.status = clone(cur.status); }
+      if (t.statusSubresource) { if (cur.status === undefined) delete next.status; else next.status = cur.status; }
     }
     next.metadata = { ...next.metadata, resourceVersion: cm.resourceVersion };
     if (t.custom && !deepEqual(withoutMetaStatus(next), withoutMetaStatus(cur))) next.metadata.generation = ((cm.generation as number | undefined) ?? 0) + 1;
@@ -244,7 +256,7 @@ export class MemoryStore {
     const grace = this.graceSeconds(t, cur, opts?.gracePeriodSeconds);
     if (finalizers.length === 0 && grace === 0) return this.commit('DELETED', t, tg.namespace, undefined, cur);
     if (cm.deletionTimestamp !== undefined) return clone(cur); // already terminating
-    const next = clone(cur);
+    const next = { ...cur };
     next.metadata = { ...next.metadata, deletionTimestamp: rfc3339(this.o.now() + grace * 1000), deletionGracePeriodSeconds: grace };
     if (t.custom) next.metadata.generation = ((cm.generation as number | undefined) ?? 0) + 1;
     return this.commit('MODIFIED', t, tg.namespace, next, cur);

@@ -8,6 +8,7 @@
  */
 import type { KubeObject, WatchEventType } from '../../../runtime/kube-client.ts';
 import type { QueueClock } from '../../../runtime/work-queue.ts';
+import { copyJson } from './copy.ts';
 import type { Change } from './memory-store.ts';
 import type { Matcher } from './selectors.ts';
 import type { ResourceType } from './resources.ts';
@@ -36,7 +37,7 @@ export interface WatchHubOptions {
   readonly defer: (fn: () => void) => void;
 }
 
-const clone = <T>(v: T): T => structuredClone(v);
+const clone = copyJson;
 
 export class Watcher {
   readonly spec: WatchSpec;
@@ -55,7 +56,8 @@ export class Watcher {
     const { clock } = hub.o;
     if (spec.timeoutMs !== undefined) this.timeoutTimer = clock.setTimeout(() => this.end(null), spec.timeoutMs);
     this.touch();
-    this.controller.signal.addEventListener('abort', () => this.end(new DOMException('This operation was aborted', 'AbortError')));
+    // The abort's own reason (an AbortError unless the caller gave one), as fetch rejects with it.
+    this.controller.signal.addEventListener('abort', () => this.end(this.controller.signal.reason));
   }
 
   get done(): boolean { return this.ended; }

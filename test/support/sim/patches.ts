@@ -3,6 +3,7 @@
  * kubectl patch"): JSON merge patch (RFC 7386), JSON patch (RFC 6902) and strategic merge patch, the
  * last only as far as the built-in fields the controller and its tools patch need it.
  */
+import { copyJson } from './copy.ts';
 
 type Json = unknown;
 type JsonObject = Record<string, Json>;
@@ -14,7 +15,7 @@ export class PatchError extends Error {
 }
 
 const isObject = (v: Json): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
-const clone = <T>(v: T): T => (v === undefined ? v : structuredClone(v));
+const clone = copyJson;
 
 export function deepEqual(a: Json, b: Json): boolean {
   if (a === b) return true;

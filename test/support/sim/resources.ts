@@ -53,8 +53,25 @@ export interface Target {
   readonly subresource: string | undefined;
 }
 
+/**
+ * Parsed paths per type list: a simulation names the same few hundred paths thousands of times.
+ * Targets are read-only, so one object serves every caller; a list that grows past the bound is dropped.
+ */
+const parsed = new WeakMap<readonly ResourceType[], Map<string, Target | undefined>>();
+const PARSED_MAX = 10_000;
+
 /** The parsed target, or undefined when the path names no resource served here (the apiserver's 404). */
 export function parsePath(path: string, types: readonly ResourceType[] = RESOURCE_TYPES): Target | undefined {
+  let memo = parsed.get(types);
+  if (memo === undefined) { memo = new Map(); parsed.set(types, memo); }
+  if (memo.has(path)) return memo.get(path);
+  if (memo.size >= PARSED_MAX) memo.clear();
+  const tg = parseUncached(path, types);
+  memo.set(path, tg);
+  return tg;
+}
+
+function parseUncached(path: string, types: readonly ResourceType[]): Target | undefined {
   const segs = path.split('?')[0]!.split('/').filter((s) => s !== '').map(decodeURIComponent);
   let apiVersion: string;
   let rest: string[];
