@@ -356,7 +356,7 @@ const clusterInfo = spec({
       refreshMs: options.clusterInfoRefreshSeconds * 1000,
       refreshAnnotation: options.clusterInfoRefreshAnnotation,
       burst: CLUSTER_INFO_WRITE_BURST,
-      burstQuietMs: Number(process.env.H28L_QUIET_MS ?? CLUSTER_INFO_BURST_QUIET_MS),
+      burstQuietMs: CLUSTER_INFO_BURST_QUIET_MS,
     });
     const loop = x.loop(reconciler);
     return {

@@ -26,7 +26,7 @@ export const CLUSTER_INFO_MAX_SHARD_BYTES = 800 * 1024;
  * shard, and what a write costs the apiserver, etcd and every watcher grows with its bytes
  * (docs/benchmarks.md). The headroom up to the limit absorbs entries growing with faults.
  */
-export const CLUSTER_INFO_SHARD_TARGET_BYTES = Number(process.env.H28L_TARGET_KIB ?? 64) * 1024;
+export const CLUSTER_INFO_SHARD_TARGET_BYTES = 64 * 1024;
 
 export const clusterInfoDeviceCmName = (i: number): string => `${CLUSTER_INFO_DEVICE_PREFIX}${i}`;
 export const clusterInfoSwitchCmName = (i: number): string => `${CLUSTER_INFO_SWITCH_PREFIX}${i}`;
