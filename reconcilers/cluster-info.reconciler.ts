@@ -166,6 +166,8 @@ export const CLUSTER_INFO_WRITE_BURST = 5;
 export const NODE_CM_QUIET_MS = 5000;
 /** Shortest interval between full renders (the cache check), whatever the refresh interval. */
 export const AUDIT_INTERVAL_MS = 30_000;
+/** Shard writes of one pass in flight at once. */
+const SHARD_WRITES_IN_FLIGHT = 8;
 /** Stale entries found by one refresh that are logged by node name (the rest are counted). */
 const MAX_STALE_NAMED = 20;
 
@@ -490,6 +492,7 @@ export function clusterInfoReconciler(deps: ClusterInfoDeps): ClusterInfoReconci
       lastReportMs ??= now;
       nodeCmExists ||= deps.actual(CLUSTER_INFO_NODE_CM) !== undefined;
       let holdNodeCmMs = 0;
+      const writes: Array<{ readonly target: ConfigMapTarget; readonly actual: ConfigMap | undefined }> = [];
       for (const [name, value] of shards) {
         const actual = deps.actual(name);
         if (name === CLUSTER_INFO_NODE_CM && !nodeCmExists && value === '') {
@@ -497,14 +500,26 @@ export function clusterInfoReconciler(deps: ClusterInfoDeps): ClusterInfoReconci
           const quietFor = now - lastReportMs;
           if (quietFor < NODE_CM_QUIET_MS) { holdNodeCmMs = NODE_CM_QUIET_MS - quietFor; continue; }
         }
-        const target: ConfigMapTarget = { namespace: CLUSTER_INFO_NAMESPACE, name, labels: { ...CLUSTER_INFO_LABELS }, data: { [name]: value }, ...refreshAnnotation(actual, audit, stamp) };
-        const res = await deps.writer.ensure('cluster_info', target, actual);
-        if (res.written) written++;
-        if (name === CLUSTER_INFO_NODE_CM) nodeCmExists = true;
+        writes.push({ target: { namespace: CLUSTER_INFO_NAMESPACE, name, labels: { ...CLUSTER_INFO_LABELS }, data: { [name]: value }, ...refreshAnnotation(actual, audit, stamp) }, actual });
       }
+      // Shards are separate objects: the ones that changed are written side by side (a storm's, a
+      // first render's), a few at a time; a failed one fails the pass after the others landed.
+      let failed: unknown;
+      let at = 0;
+      const worker = async (): Promise<void> => {
+        while (at < writes.length) {
+          const { target, actual } = writes[at++]!;
+          try {
+            if ((await deps.writer.ensure('cluster_info', target, actual)).written) written++;
+            if (target.name === CLUSTER_INFO_NODE_CM) nodeCmExists = true;
+          } catch (e) { failed ??= e; }
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(SHARD_WRITES_IN_FLIGHT, writes.length) }, worker));
+      if (failed !== undefined) throw failed;
       if (written > 0) { lastReportMs = now; lastWriteMs = ctx.now(); }
-      if (burstOf !== undefined) ctx.log.info('cluster-info burst coalesced', { rule: 'ingest.cluster-info-shards', nodes: burstOf.nodes, heldMs: now - burstOf.sinceMs, shards: written });
       else tokens = Math.min(burst, tokens + 1); // nothing written: the pass cost no write
+      if (burstOf !== undefined) ctx.log.info('cluster-info burst coalesced', { rule: 'ingest.cluster-info-shards', nodes: burstOf.nodes, heldMs: now - burstOf.sinceMs, shards: written });
       unwritten = false;
       lastShards = shards;
       if (refresh) lastFullWriteMs = now;
