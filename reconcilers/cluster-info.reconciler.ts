@@ -2,7 +2,9 @@
  * Makes `mindx-dl/cluster-info-device-N`, `cluster-info-switch-N` and `cluster-info-node-cm` (label
  * mx-consumer-volcano=true, data key = CM name) match the fault view: the contract with Volcano's
  * ascend plugin (docs/formats.md#cluster-info). One key, `cluster-info`, so a burst of node changes costs one
- * pass. Shards are cut at 800 KiB; surplus shards from a larger past are blanked, never deleted.
+ * pass. Shards are cut at a 64 KiB target with stable cuts, never past 800 KiB, so a fault rewrites
+ * one shard; a burst's changes after its first write are coalesced (docs/rules.md#ingest.cluster-info-shards).
+ * Surplus shards from a larger past are blanked, never deleted.
  *
  * A pass costs what changed, not the cluster's size: each node's entries are kept encoded
  * (ClusterInfoCache), the intake's change notifications mark nodes dirty (`markDirty`), a pass
