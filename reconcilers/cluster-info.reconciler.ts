@@ -39,6 +39,7 @@ import type { FaultStore } from '../state/fault-store.ts';
 import type { ConfigMap } from '../runtime/kube-objects.ts';
 import type { ConfigMapTarget, ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { Outcome, ReconcileContext, Reconciler } from '../runtime/reconciler.ts';
+import { RULE } from '../vocabulary/rule-ids.ts';
 
 export const CLUSTER_INFO_KEY = 'cluster-info';
 /** Bumped on each periodic refresh so Volcano's informer sees fresh data (an identical PUT is a no-op). */
@@ -487,7 +488,7 @@ export function clusterInfoReconciler(deps: ClusterInfoDeps): ClusterInfoReconci
       // deleted or edited by someone else is still put back), newer UpdateTimes wait.
       const shards = unwritten || refresh || lastShards === undefined ? cache.shards(deps.actualNames()) : lastShards;
       // Cuts move only when they must (docs/rules.md#ingest.cluster-info-shards): say when and why.
-      for (const r of cache.recuts) ctx.log.info('cluster-info shards cut', { rule: 'ingest.cluster-info-shards', kind: r.kind, reason: r.reason, shards: r.shards });
+      for (const r of cache.recuts) ctx.log.info('cluster-info shards cut', { rule: RULE.ingest.clusterInfoShards, kind: r.kind, reason: r.reason, shards: r.shards });
       cache.recuts = [];
       let written = 0;
       const stamp = new Date(now).toISOString();
@@ -521,7 +522,7 @@ export function clusterInfoReconciler(deps: ClusterInfoDeps): ClusterInfoReconci
       if (failed !== undefined) throw failed;
       if (written > 0) { lastReportMs = now; lastWriteMs = ctx.now(); }
       else tokens = Math.min(burst, tokens + 1); // nothing written: the pass cost no write
-      if (burstOf !== undefined) ctx.log.info('cluster-info burst coalesced', { rule: 'ingest.cluster-info-shards', nodes: burstOf.nodes, heldMs: now - burstOf.sinceMs, shards: written });
+      if (burstOf !== undefined) ctx.log.info('cluster-info burst coalesced', { rule: RULE.ingest.clusterInfoShards, nodes: burstOf.nodes, heldMs: now - burstOf.sinceMs, shards: written });
       unwritten = false;
       lastShards = shards;
       if (refresh) lastFullWriteMs = now;

@@ -1,5 +1,5 @@
 /**
- * What one ConfigMap write costs by its size (docs/benchmarks.md, issue 28): on a benchmark control
+ * What one ConfigMap write costs by its size (docs/benchmarks.md): on a benchmark control
  * plane of its own, a ConfigMap of each size is replaced 25 times (a random pause between) and the
  * time from the write's start to its watch event in a second watcher is taken, as the peer bench
  * takes fault -> cluster-info. A measuring tool, not part of the controller:
