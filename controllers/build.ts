@@ -29,7 +29,7 @@ import { STATISTIC_FAULT_CM_NAME } from '../schemas/statistic-fault/statistic-fa
 import { MAX_CONFIGMAP_DATA_BYTES, MAX_CUSTOM_JOB_ID_CHARS } from '../schemas/job-statistic/job-statistic.ts';
 import { MAX_EXCEPTION_MESSAGE_CHARS, SCHEDULING_EXCEPTION_CHECK_INTERVAL_MS, SCHEDULING_EXCEPTION_CM_NAME } from '../schemas/scheduling-exception/scheduling-exception.ts';
 import { CLUSTER_INFO_DEVICE_PREFIX, CLUSTER_INFO_LABEL_KEY, CLUSTER_INFO_NAMESPACE, parseClusterInfo, type DeviceInfoEntry } from '../schemas/cluster-info/cluster-info.ts';
-import { CLUSTER_INFO_KEY, CLUSTER_INFO_WRITE_BURST, clusterInfoReconciler, renderClusterInfo } from '../reconcilers/cluster-info.reconciler.ts';
+import { CLUSTER_INFO_BURST_QUIET_MS, CLUSTER_INFO_KEY, CLUSTER_INFO_WRITE_BURST, clusterInfoReconciler, renderClusterInfo } from '../reconcilers/cluster-info.reconciler.ts';
 import { ESCALATION_STATE_RECONCILE_KEY, escalationStateReconciler } from '../reconcilers/escalation-state.reconciler.ts';
 import { MANUAL_INFO_RECONCILE_KEY, manualInfoReconciler } from '../reconcilers/manual-info.reconciler.ts';
 import { STATISTIC_FAULT_RECONCILE_KEY, statisticFaultReconciler } from '../reconcilers/statistic-fault.reconciler.ts';
@@ -356,6 +356,7 @@ const clusterInfo = spec({
       refreshMs: options.clusterInfoRefreshSeconds * 1000,
       refreshAnnotation: options.clusterInfoRefreshAnnotation,
       burst: CLUSTER_INFO_WRITE_BURST,
+      burstQuietMs: CLUSTER_INFO_BURST_QUIET_MS,
     });
     const loop = x.loop(reconciler);
     return {

@@ -1,7 +1,9 @@
 /**
  * The cluster-info reconciler's per-node cache: a pass renders only the nodes it was told about, and
- * what it writes is byte for byte the full render's `desiredShards`, through random changes, node
- * removals and shard cuts. The refresh renders everything and names nodes whose entry was stale.
+ * what it writes holds byte for byte the full render's entries, in Go order, through random changes,
+ * node removals and shard cuts; a shard is rewritten only when one of its entries changed or its cut
+ * had to move (docs/rules.md#ingest.cluster-info-shards). The refresh renders everything and names
+ * nodes whose entry was stale.
  */
 import type { ConfigMap } from '../runtime/kube-objects.ts';
 import type { ConfigMapWriter, ConfigMapTarget } from '../runtime/configmap-writer.ts';
@@ -9,6 +11,30 @@ import type { Logger } from '../telemetry/logger.ts';
 import { RandomEntries } from '../test/support/cluster-info-test-kit.ts';
 import type { DeviceInfoEntry, NodeInfoEntry, SwitchInfoEntry } from '../schemas/cluster-info/cluster-info.ts';
 import { ClusterInfoCache, clusterInfoReconciler, desiredShards, REFRESHED_AT_ANNOTATION, type ClusterInfoDeps, type ClusterInfoView } from './cluster-info.reconciler.ts';
+import { shardClusterInfo } from '../schemas/cluster-info/shard.ts';
+import { CLUSTER_INFO_DEVICE_PREFIX, CLUSTER_INFO_MAX_SHARD_BYTES, CLUSTER_INFO_NODE_CM, CLUSTER_INFO_SWITCH_PREFIX, encodeClusterInfo } from '../schemas/cluster-info/cluster-info.ts';
+
+/** A kind's shards joined into one value, in shard order (what Volcano's informer merges). */
+function joined(shards: ReadonlyMap<string, string>, prefix: string): string {
+  const parts = [...shards].filter(([k, v]) => k.startsWith(prefix) && v !== '')
+    .sort(([a], [b]) => Number(a.slice(prefix.length)) - Number(b.slice(prefix.length))).map(([, v]) => v.slice(1, -1));
+  return parts.length === 0 ? '' : `{${parts.join(',')}}`;
+}
+
+/**
+ * The shards hold exactly the full view's entries, in Go order (so each key in one shard), no shard
+ * is an empty map, and none passes `max` unless it holds a single entry.
+ */
+function expectHolds(shards: ReadonlyMap<string, string>, view: ClusterInfoView, max = CLUSTER_INFO_MAX_SHARD_BYTES): void {
+  expect(joined(shards, CLUSTER_INFO_DEVICE_PREFIX)).toBe(shardClusterInfo(view.device, Infinity)[0]);
+  expect(joined(shards, CLUSTER_INFO_SWITCH_PREFIX)).toBe(shardClusterInfo(view.switch, Infinity)[0]);
+  expect(shards.get(CLUSTER_INFO_NODE_CM) ?? '').toBe(encodeClusterInfo(view.node)); // created after 5 s quiet when empty
+  for (const [name, v] of shards) {
+    if (name === CLUSTER_INFO_NODE_CM || v === '') continue;
+    expect(v).not.toBe('{}');
+    if (Buffer.byteLength(v) > max) expect(Object.keys(JSON.parse(v) as object)).toHaveLength(1);
+  }
+}
 
 interface NodeTruth {
   device?: DeviceInfoEntry;
@@ -85,7 +111,7 @@ function captureLog() {
 
 const T0 = 1_732_182_160_000;
 
-function setup(opts: { refreshMs?: number; minIntervalMs?: number; burst?: number; refreshAnnotation?: boolean; peers?: ClusterInfoDeps['peers']; renderNode?: ClusterInfoDeps['renderNode'] } = {}) {
+function setup(opts: { refreshMs?: number; minIntervalMs?: number; burst?: number; burstQuietMs?: number; refreshAnnotation?: boolean; peers?: ClusterInfoDeps['peers']; renderNode?: ClusterInfoDeps['renderNode'] } = {}) {
   const world = new World();
   const cluster = fakeCluster();
   const { log, warnings } = captureLog();
@@ -100,6 +126,7 @@ function setup(opts: { refreshMs?: number; minIntervalMs?: number; burst?: numbe
     refreshMs: opts.refreshMs ?? 30_000,
     minIntervalMs: opts.minIntervalMs ?? 200,
     ...(opts.burst === undefined ? {} : { burst: opts.burst }),
+    ...(opts.burstQuietMs === undefined ? {} : { burstQuietMs: opts.burstQuietMs }),
     ...(opts.refreshAnnotation === undefined ? {} : { refreshAnnotation: opts.refreshAnnotation }),
   });
   const ctx = { log, signal: new AbortController().signal, now: () => now };
@@ -108,14 +135,18 @@ function setup(opts: { refreshMs?: number; minIntervalMs?: number; burst?: numbe
 }
 
 describe('ClusterInfoCache', () => {
-  it.each([11, 12, 13, 14])('shards equal desiredShards of the full view through random changes (seed %i)', (seed) => {
+  it.each([11, 12, 13, 14])('shards hold the full view through random changes, and only changed shards move (seed %i)', (seed) => {
     const r = new RandomEntries(seed);
     const world = new World();
-    const max = 1500 + r.int(3000);
-    const cache = new ClusterInfoCache(max);
+    const max = 3000 + r.int(3000);
+    const cache = new ClusterInfoCache(max, 1500);
     const existing = new Set<string>();
     for (let i = 0; i < 80; i++) { const n = r.nodeName(); world.nodes.set(n, world.randomNode(r, n, r.int(400))); }
     for (const n of world.nodes.keys()) cache.put(n, world.view(n, T0), T0);
+    let last = cache.shards([]);
+    // A first layout is the stateless cut.
+    expect(last).toEqual(desiredShards(world.full(() => T0), [], max, 1500));
+    let stable = 0;
     for (let round = 0; round < 40; round++) {
       const touched = new Set<string>();
       for (let k = r.int(6); k >= 0; k--) {
@@ -129,9 +160,17 @@ describe('ClusterInfoCache', () => {
       }
       for (const n of touched) cache.put(n, world.view(n, T0), T0);
       const shards = cache.shards([...existing]);
-      expect(shards).toEqual(desiredShards(world.full(() => T0), [...existing], max));
+      expectHolds(shards, world.full(() => T0), max);
+      // No cut moved: every shard that changed holds a touched node.
+      if (cache.recuts.length === 0) {
+        stable++;
+        const nodesIn = (v: string | undefined): string[] => (v === undefined || v === '' ? [] : Object.keys(JSON.parse(v) as object).map((k) => k.replace(/^mindx-dl-[a-z]+-/, '')));
+        for (const [name, v] of shards) if (v !== last.get(name)) expect([...nodesIn(v), ...nodesIn(last.get(name))].some((n) => touched.has(n))).toBe(true);
+      }
+      last = shards;
       for (const k of shards.keys()) existing.add(k); // high-water: surplus shards come back blank
     }
+    expect(stable).toBeGreaterThan(0);
   });
 
   it('put reports what changed: nothing, only UpdateTime values, or content', () => {
@@ -161,8 +200,7 @@ describe('clusterInfoReconciler with the per-node cache', () => {
     for (let i = 0; i < 300; i++) { const n = `node-${i}`; s.world.nodes.set(n, s.world.randomNode(r, n, 8000)); }
     await s.pass();
     expect(s.world.rendered).toHaveLength(300);
-    const full = () => desiredShards(s.world.full(() => T0 + 1000), [...s.cluster.cms.keys()]);
-    expect(s.cluster.data()).toEqual(full());
+    expect(s.cluster.data()).toEqual(desiredShards(s.world.full(() => T0 + 1000), []));
     expect(s.cluster.cms.has('cluster-info-device-1')).toBe(true);
     for (let round = 0; round < 15; round++) {
       const touched = new Set<string>();
@@ -178,9 +216,29 @@ describe('clusterInfoReconciler with the per-node cache', () => {
       await s.pass();
       expect(new Set(s.world.rendered)).toEqual(touched);
       // node-info entries here carry their own UpdateTime, so the full render is time independent.
-      expect(s.cluster.data()).toEqual(full());
+      expectHolds(s.cluster.data(), s.world.full(() => T0 + 1000));
     }
     expect(s.reconciler.stats.fullRenders).toBe(1);
+  });
+
+  it('a fault on one node rewrites its own shard only, not the shards after it (docs/rules.md#ingest.cluster-info-shards)', async () => {
+    const r = new RandomEntries(24);
+    const s = setup({ refreshMs: 0 });
+    // About 2.4 MB of device entries: several shards whatever the cut.
+    const names = Array.from({ length: 300 }, (_, i) => `node-${String(i).padStart(3, '0')}`);
+    for (const n of names) s.world.nodes.set(n, { device: r.device(n, 8000) });
+    await s.pass();
+    const before = s.cluster.data();
+    const writes = s.cluster.writes();
+    expect([...before.keys()].filter((k) => k.startsWith(CLUSTER_INFO_DEVICE_PREFIX)).length).toBeGreaterThan(2);
+    // The first node's entry grows by more than an entry (its fault's records): the shard it is in is the only write.
+    s.world.nodes.set(names[0]!, { device: r.device(names[0]!, 16_000) });
+    s.reconciler.markDirty([names[0]!]);
+    await s.pass();
+    expect(s.cluster.writes() - writes).toBe(1);
+    const changed = [...s.cluster.data()].filter(([k, v]) => before.get(k) !== v).map(([k]) => k);
+    expect(changed).toEqual(['cluster-info-device-0']);
+    expectHolds(s.cluster.data(), s.world.full(() => T0));
   });
 
   it('creates the empty cluster-info-node-cm only after 5 s without a write, as ClusterD\'s cycle report', async () => {
@@ -401,6 +459,42 @@ describe('clusterInfoReconciler with the per-node cache', () => {
     await s.pass(held.requeueAfterMs);
     expect(s.world.rendered).toEqual(['a']);
     expect(s.cluster.writes()).toBe(writes + 3);
+  });
+
+  it('burst coalescing: a lone change goes out at once; changes right after a write wait until the burst is quiet (at most 1 s)', async () => {
+    const r = new RandomEntries(14);
+    const s = setup({ refreshMs: 0, minIntervalMs: 200, burst: 5, burstQuietMs: 50 });
+    const names = Array.from({ length: 200 }, (_, i) => `node-${String(i).padStart(3, '0')}`);
+    for (const n of names) s.world.nodes.set(n, { device: r.device(n, 8000) }); // several shards
+    await s.pass();
+    const change = (n: string): void => { s.world.nodes.set(n, { device: r.device(n, 8000) }); s.reconciler.markDirty([n]); };
+    let writes = s.cluster.writes();
+    change(names[0]!);
+    await s.pass(1000); // quiet: at once
+    expect(s.cluster.writes()).toBe(writes + 1);
+    // A storm over every shard: its nodes arrive 10 ms apart after that write.
+    writes = s.cluster.writes();
+    for (const n of names.filter((_, i) => i % 20 === 5)) {
+      change(n);
+      const out = await s.pass(10);
+      expect(s.cluster.writes()).toBe(writes);
+      expect(out.requeueAfterMs).toBe(50);
+    }
+    expect(s.world.rendered).toEqual([]);
+    const before = s.cluster.data();
+    await s.pass(50); // quiet for 50 ms: one pass writes every shard the burst touched, each once
+    const changed = [...s.cluster.data()].filter(([k, v]) => before.get(k) !== v);
+    expect(changed).toHaveLength(10); // 12 nodes a shard: each burst node in a shard of its own
+    expect(s.cluster.writes() - writes).toBe(10);
+    // Changes that never stop are written within 1 s of the first one held.
+    writes = s.cluster.writes();
+    change(names[1]!);
+    await s.pass(1);
+    const heldFrom = s.now();
+    for (let i = 0; i < 40 && s.cluster.writes() === writes; i++) { change(names[2 + i]!); await s.pass(30); }
+    expect(s.cluster.writes()).toBeGreaterThan(writes);
+    expect(s.now() - heldFrom).toBeLessThanOrEqual(1000 + 30);
+    expect(s.now() - heldFrom).toBeGreaterThanOrEqual(1000);
   });
 
   it('re-renders the peers of dirty nodes', async () => {

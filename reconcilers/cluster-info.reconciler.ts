@@ -2,7 +2,9 @@
  * Makes `mindx-dl/cluster-info-device-N`, `cluster-info-switch-N` and `cluster-info-node-cm` (label
  * mx-consumer-volcano=true, data key = CM name) match the fault view: the contract with Volcano's
  * ascend plugin (docs/formats.md#cluster-info). One key, `cluster-info`, so a burst of node changes costs one
- * pass. Shards are cut at 800 KiB; surplus shards from a larger past are blanked, never deleted.
+ * pass. Shards are cut at a 64 KiB target with stable cuts, never past 800 KiB, so a fault rewrites
+ * one shard; a burst's changes after its first write are coalesced (docs/rules.md#ingest.cluster-info-shards).
+ * Surplus shards from a larger past are blanked, never deleted.
  *
  * A pass costs what changed, not the cluster's size: each node's entries are kept encoded
  * (ClusterInfoCache), the intake's change notifications mark nodes dirty (`markDirty`), a pass
@@ -24,9 +26,9 @@
  * annotation (bumped every full render, so Volcano always sees events) is an extension behind
  * `refreshAnnotation`; without it the annotation is removed from ConfigMaps that still carry it.
  */
-import { CLUSTER_INFO_DEVICE_PREFIX, CLUSTER_INFO_LABELS, CLUSTER_INFO_MAX_SHARD_BYTES, CLUSTER_INFO_NAMESPACE, CLUSTER_INFO_NODE_CM, CLUSTER_INFO_SWITCH_PREFIX, encodeClusterInfo, type ClusterInfoEntry, type ClusterInfoView } from '../schemas/cluster-info/cluster-info.ts';
+import { CLUSTER_INFO_DEVICE_PREFIX, CLUSTER_INFO_LABELS, CLUSTER_INFO_MAX_SHARD_BYTES, CLUSTER_INFO_NAMESPACE, CLUSTER_INFO_SHARD_TARGET_BYTES, CLUSTER_INFO_NODE_CM, CLUSTER_INFO_SWITCH_PREFIX, encodeClusterInfo, type ClusterInfoEntry, type ClusterInfoView } from '../schemas/cluster-info/cluster-info.ts';
 import { mergeDeviceFaults, recomputeDeviceList } from '../schemas/cluster-info/device-list.ts';
-import { encodeEntry, joinRange, shardClusterInfo, shardRanges, type EncodedEntry } from '../schemas/cluster-info/shard.ts';
+import { encodeEntry, joinRange, shardClusterInfo, stableShardRanges, type EncodedEntry, type ShardRecut } from '../schemas/cluster-info/shard.ts';
 import { compareUtf8 } from '../schemas/go-json.ts';
 import { switchEntryInfo, withholdSwitchFaults } from '../schemas/cluster-info/switch-view.ts';
 import { deviceInfoCmName } from '../schemas/device-info/device-info.ts';
@@ -37,6 +39,7 @@ import type { FaultStore } from '../state/fault-store.ts';
 import type { ConfigMap } from '../runtime/kube-objects.ts';
 import type { ConfigMapTarget, ConfigMapWriter } from '../runtime/configmap-writer.ts';
 import type { Outcome, ReconcileContext, Reconciler } from '../runtime/reconciler.ts';
+import { RULE } from '../vocabulary/rule-ids.ts';
 
 export const CLUSTER_INFO_KEY = 'cluster-info';
 /** Bumped on each periodic refresh so Volcano's informer sees fresh data (an identical PUT is a no-op). */
@@ -141,9 +144,21 @@ export interface ClusterInfoDeps {
    */
   readonly minIntervalMs?: number;
   readonly burst?: number;
+  /**
+   * Burst coalescing (docs/rules.md#ingest.cluster-info-shards): a change that comes while a write
+   * is less than `burstQuietMs` old is part of a burst and waits until no new node has changed for
+   * `burstQuietMs`, at most `burstMaxHoldMs`, so a storm spread over many shards writes each shard
+   * about once after its first write; a lone change is written at once. 0 = off.
+   */
+  readonly burstQuietMs?: number;
+  readonly burstMaxHoldMs?: number;
 }
 
 export const CLUSTER_INFO_MIN_INTERVAL_MS = 200;
+/** A change within this long of the last write (or of the burst's last change) is coalesced with the burst. */
+export const CLUSTER_INFO_BURST_QUIET_MS = 50;
+/** The longest a burst's changes wait (ClusterD's report cycle: 1 s). */
+export const CLUSTER_INFO_BURST_MAX_HOLD_MS = 1000;
 /** Passes that may write back to back before `minIntervalMs` spaces them (ClusterD: maxTimePerSecond 5). */
 export const CLUSTER_INFO_WRITE_BURST = 5;
 /**
@@ -154,6 +169,8 @@ export const CLUSTER_INFO_WRITE_BURST = 5;
 export const NODE_CM_QUIET_MS = 5000;
 /** Shortest interval between full renders (the cache check), whatever the refresh interval. */
 export const AUDIT_INTERVAL_MS = 30_000;
+/** Shard writes of one pass in flight at once. */
+const SHARD_WRITES_IN_FLIGHT = 8;
 /** Stale entries found by one refresh that are logged by node name (the rest are counted). */
 const MAX_STALE_NAMED = 20;
 
@@ -176,9 +193,13 @@ function assembleShards(device: readonly string[], sw: readonly string[], node: 
   return out;
 }
 
-/** Every shard's desired value, including blanks for surplus shards already in the cluster. */
-export function desiredShards(view: ClusterInfoView, existing: readonly string[], maxBytes: number = CLUSTER_INFO_MAX_SHARD_BYTES): Map<string, string> {
-  return assembleShards(shardClusterInfo(view.device, maxBytes), shardClusterInfo(view.switch, maxBytes), encodeClusterInfo(view.node), existing);
+/**
+ * Every shard's desired value, including blanks for surplus shards already in the cluster, cut as
+ * a first layout is (greedily at the target size; docs/rules.md#ingest.cluster-info-shards).
+ */
+export function desiredShards(view: ClusterInfoView, existing: readonly string[], maxBytes: number = CLUSTER_INFO_MAX_SHARD_BYTES, targetBytes: number = CLUSTER_INFO_SHARD_TARGET_BYTES): Map<string, string> {
+  const cut = Math.min(maxBytes, targetBytes);
+  return assembleShards(shardClusterInfo(view.device, cut), shardClusterInfo(view.switch, cut), encodeClusterInfo(view.node), existing);
 }
 
 const KINDS = ['device', 'switch', 'node'] as const;
@@ -197,10 +218,11 @@ export type EntryChange = 'none' | 'timestamps' | 'content';
 const withoutUpdateTime = (text: string): string => text.replace(/"UpdateTime":-?\d+/g, '"UpdateTime":0');
 
 /**
- * Each node's encoded cluster-info entries; shards are joined from them, so their bytes are exactly
- * `desiredShards` of the full view (same entry encoding, same Go key order, same 800 KiB cut). A
- * shard whose entries and cut did not move since the last `shards` is reused as is (the same string,
- * so the writer's comparison with what it wrote last is cheap too).
+ * Each node's encoded cluster-info entries; shards are joined from them (same entry encoding, same
+ * Go key order as `desiredShards` of the full view). The cuts are stable (stableShardRanges): a
+ * changed entry rewrites its own shard only, whatever the cluster's size. A shard whose entries and
+ * cut did not move since the last `shards` is reused as is (the same string, so the writer's
+ * comparison with what it wrote last is cheap too).
  */
 export class ClusterInfoCache {
   private readonly byNode = new Map<string, NodeSlot>();
@@ -211,10 +233,18 @@ export class ClusterInfoCache {
   private readonly changed: Record<Kind, Set<string>> = { device: new Set(), switch: new Set(), node: new Set() };
   /** The last shards per kind; dropped with `ordered` (their index ranges no longer name the same keys). */
   private readonly built: Partial<Record<Kind, readonly BuiltShard[]>> = {};
+  /** Where each kind's shards start (their first keys after shard 0); kept across key set changes. */
+  private readonly cuts: Partial<Record<Kind, readonly string[]>> = {};
+  /** The key set changed since the last layout (a new or removed entry). */
+  private readonly keysChanged: Record<Kind, boolean> = { device: false, switch: false, node: false };
   private readonly maxBytes: number;
+  private readonly targetBytes: number;
+  /** Why the cuts of a kind moved in the last `shards` (logged by the reconciler). */
+  recuts: Array<{ readonly kind: Kind; readonly reason: ShardRecut; readonly shards: number }> = [];
 
-  constructor(maxBytes: number = CLUSTER_INFO_MAX_SHARD_BYTES) {
+  constructor(maxBytes: number = CLUSTER_INFO_MAX_SHARD_BYTES, targetBytes: number = CLUSTER_INFO_SHARD_TARGET_BYTES) {
     this.maxBytes = maxBytes;
+    this.targetBytes = Math.min(targetBytes, maxBytes);
   }
 
   get nodeCount(): number { return this.byNode.size; }
@@ -256,13 +286,14 @@ export class ClusterInfoCache {
 
   clear(): void {
     this.byNode.clear();
-    for (const kind of KINDS) { this.byKind[kind].clear(); this.keySetChanged(kind); }
+    for (const kind of KINDS) { this.byKind[kind].clear(); this.keySetChanged(kind); delete this.cuts[kind]; }
   }
 
   private keySetChanged(kind: Kind): void {
     delete this.ordered[kind];
     delete this.built[kind];
     this.changed[kind].clear();
+    this.keysChanged[kind] = true;
   }
 
   private kindShards(kind: Kind, maxBytes: number): string[] {
@@ -280,9 +311,14 @@ export class ClusterInfoCache {
       const touched = [...changed].map((k) => o.index.get(k)!).sort((a, b) => a - b);
       const prev = built;
       let j = 0;
-      // A shard is joined again when one of its entries changed or its cut moved (a size change
-      // shifts every later cut); the others are the strings of the last pass.
-      built = shardRanges(entries, maxBytes).map(([start, end], i): BuiltShard => {
+      // A shard is joined again when one of its entries changed or its cut moved; the others are
+      // the strings of the last pass.
+      const layout = maxBytes === Infinity ? { ranges: entries.length === 0 ? [] : [[0, entries.length] as const], cuts: [] }
+        : stableShardRanges(entries, this.cuts[kind], { maxBytes, targetBytes: this.targetBytes, keysChanged: this.keysChanged[kind] });
+      this.cuts[kind] = layout.cuts;
+      this.keysChanged[kind] = false;
+      if ('recut' in layout && layout.recut !== undefined) this.recuts.push({ kind, reason: layout.recut, shards: layout.ranges.length });
+      built = layout.ranges.map(([start, end], i): BuiltShard => {
         while (j < touched.length && touched[j]! < start) j++;
         const p = prev?.[i];
         if (p !== undefined && p.start === start && p.end === end && !(j < touched.length && touched[j]! < end)) return p;
@@ -294,8 +330,9 @@ export class ClusterInfoCache {
     return built.length === 0 ? [''] : built.map((b) => b.value);
   }
 
-  /** What `desiredShards` gives for the cached view. */
+  /** The shard values of the cached view (a first layout is `desiredShards`'), blanks for surplus shards. */
   shards(existing: readonly string[]): Map<string, string> {
+    this.recuts = [];
     const node = this.kindShards('node', Infinity)[0]!; // never sharded
     return assembleShards(this.kindShards('device', this.maxBytes), this.kindShards('switch', this.maxBytes), node, existing);
   }
@@ -325,6 +362,25 @@ export function clusterInfoReconciler(deps: ClusterInfoDeps): ClusterInfoReconci
   const minInterval = deps.minIntervalMs ?? CLUSTER_INFO_MIN_INTERVAL_MS;
   const burst = Math.max(1, deps.burst ?? 1);
   let tokens = burst;
+  const quietMs = deps.burstQuietMs ?? 0;
+  const maxHoldMs = deps.burstMaxHoldMs ?? CLUSTER_INFO_BURST_MAX_HOLD_MS;
+  /** When the last pass that wrote ended. */
+  let lastWriteMs = -Infinity;
+  /** A burst being held: since when, when a new node last joined it, how many nodes it had then. */
+  let hold: { sinceMs: number; changedMs: number; nodes: number } | undefined;
+  /** How long the pass must wait for the burst it belongs to; 0 = write now. */
+  const burstWait = (now: number): number => {
+    if (quietMs <= 0 || !primed || dirty.size === 0) return 0;
+    if (hold === undefined) {
+      if (now - lastWriteMs >= quietMs) return 0; // a lone change: at once
+      hold = { sinceMs: now, changedMs: now, nodes: dirty.size };
+    } else if (dirty.size > hold.nodes) {
+      hold.changedMs = now;
+      hold.nodes = dirty.size;
+    }
+    const wait = Math.min(hold.changedMs + quietMs, hold.sinceMs + maxHoldMs) - now;
+    return wait > 0 ? Math.ceil(wait) : 0;
+  };
   let refilledMs = -Infinity;
   /** Takes a write token; answers the wait until one is there when there is none. */
   const take = (now: number): number => {
@@ -390,6 +446,10 @@ export function clusterInfoReconciler(deps: ClusterInfoDeps): ClusterInfoReconci
     },
     async reconcile(_key: string, ctx: ReconcileContext): Promise<Outcome> {
       const now = ctx.now();
+      const held = burstWait(now);
+      if (held > 0) return { requeueAfterMs: held };
+      const burstOf = hold;
+      hold = undefined;
       const wait = take(now);
       if (wait > 0) return { requeueAfterMs: wait };
       const refresh = deps.refreshMs > 0 && now - lastFullWriteMs >= deps.refreshMs;
@@ -427,11 +487,15 @@ export function clusterInfoReconciler(deps: ClusterInfoDeps): ClusterInfoReconci
       // Nothing Volcano acts on changed since the last write: keep what was written (a ConfigMap
       // deleted or edited by someone else is still put back), newer UpdateTimes wait.
       const shards = unwritten || refresh || lastShards === undefined ? cache.shards(deps.actualNames()) : lastShards;
+      // Cuts move only when they must (docs/rules.md#ingest.cluster-info-shards): say when and why.
+      for (const r of cache.recuts) ctx.log.info('cluster-info shards cut', { rule: RULE.ingest.clusterInfoShards, kind: r.kind, reason: r.reason, shards: r.shards });
+      cache.recuts = [];
       let written = 0;
       const stamp = new Date(now).toISOString();
       lastReportMs ??= now;
       nodeCmExists ||= deps.actual(CLUSTER_INFO_NODE_CM) !== undefined;
       let holdNodeCmMs = 0;
+      const writes: Array<{ readonly target: ConfigMapTarget; readonly actual: ConfigMap | undefined }> = [];
       for (const [name, value] of shards) {
         const actual = deps.actual(name);
         if (name === CLUSTER_INFO_NODE_CM && !nodeCmExists && value === '') {
@@ -439,13 +503,26 @@ export function clusterInfoReconciler(deps: ClusterInfoDeps): ClusterInfoReconci
           const quietFor = now - lastReportMs;
           if (quietFor < NODE_CM_QUIET_MS) { holdNodeCmMs = NODE_CM_QUIET_MS - quietFor; continue; }
         }
-        const target: ConfigMapTarget = { namespace: CLUSTER_INFO_NAMESPACE, name, labels: { ...CLUSTER_INFO_LABELS }, data: { [name]: value }, ...refreshAnnotation(actual, audit, stamp) };
-        const res = await deps.writer.ensure('cluster_info', target, actual);
-        if (res.written) written++;
-        if (name === CLUSTER_INFO_NODE_CM) nodeCmExists = true;
+        writes.push({ target: { namespace: CLUSTER_INFO_NAMESPACE, name, labels: { ...CLUSTER_INFO_LABELS }, data: { [name]: value }, ...refreshAnnotation(actual, audit, stamp) }, actual });
       }
-      if (written > 0) lastReportMs = now;
+      // Shards are separate objects: the ones that changed are written side by side (a storm's, a
+      // first render's), a few at a time; a failed one fails the pass after the others landed.
+      let failed: unknown;
+      let at = 0;
+      const worker = async (): Promise<void> => {
+        while (at < writes.length) {
+          const { target, actual } = writes[at++]!;
+          try {
+            if ((await deps.writer.ensure('cluster_info', target, actual)).written) written++;
+            if (target.name === CLUSTER_INFO_NODE_CM) nodeCmExists = true;
+          } catch (e) { failed ??= e; }
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(SHARD_WRITES_IN_FLIGHT, writes.length) }, worker));
+      if (failed !== undefined) throw failed;
+      if (written > 0) { lastReportMs = now; lastWriteMs = ctx.now(); }
       else tokens = Math.min(burst, tokens + 1); // nothing written: the pass cost no write
+      if (burstOf !== undefined) ctx.log.info('cluster-info burst coalesced', { rule: RULE.ingest.clusterInfoShards, nodes: burstOf.nodes, heldMs: now - burstOf.sinceMs, shards: written });
       unwritten = false;
       lastShards = shards;
       if (refresh) lastFullWriteMs = now;

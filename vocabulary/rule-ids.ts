@@ -26,6 +26,7 @@ export const RULE = {
     publicFaults: 'ingest.public-faults',
     preSeparate: 'ingest.pre-separate',
     clusterInfoReport: 'ingest.cluster-info-report',
+    clusterInfoShards: 'ingest.cluster-info-shards',
     changeDetection: 'ingest.change-detection',
   },
   filter: {

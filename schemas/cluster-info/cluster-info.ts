@@ -21,6 +21,12 @@ export const CLUSTER_INFO_SWITCH_PREFIX = 'cluster-info-switch-';
 export const CLUSTER_INFO_NODE_CM = 'cluster-info-node-cm';
 /** Shard size limit: 800 KiB of serialised JSON. */
 export const CLUSTER_INFO_MAX_SHARD_BYTES = 800 * 1024;
+/**
+ * Where new shard cuts are made (docs/rules.md#ingest.cluster-info-shards): a fault rewrites one
+ * shard, and what a write costs the apiserver, etcd and every watcher grows with its bytes
+ * (docs/benchmarks.md). The headroom up to the limit absorbs entries growing with faults.
+ */
+export const CLUSTER_INFO_SHARD_TARGET_BYTES = 64 * 1024;
 
 export const clusterInfoDeviceCmName = (i: number): string => `${CLUSTER_INFO_DEVICE_PREFIX}${i}`;
 export const clusterInfoSwitchCmName = (i: number): string => `${CLUSTER_INFO_SWITCH_PREFIX}${i}`;

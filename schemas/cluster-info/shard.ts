@@ -27,11 +27,11 @@ export function encodeEntry(key: string, entry: ClusterInfoEntry): EncodedEntry 
  * sorted keys): each shard the longest run whose value (braces, entries, commas) fits in `maxBytes`
  * UTF-8 bytes; an entry larger than `maxBytes` gets a shard of its own (it cannot be split).
  */
-export function shardRanges(sorted: ReadonlyArray<{ readonly bytes: number }>, maxBytes: number = CLUSTER_INFO_MAX_SHARD_BYTES): Array<readonly [number, number]> {
+export function shardRanges(sorted: ReadonlyArray<{ readonly bytes: number }>, maxBytes: number = CLUSTER_INFO_MAX_SHARD_BYTES, from = 0, to = sorted.length): Array<readonly [number, number]> {
   const ranges: Array<readonly [number, number]> = [];
-  let start = 0;
+  let start = from;
   let size = 2; // the braces
-  for (let i = 0; i < sorted.length; i++) {
+  for (let i = from; i < to; i++) {
     const bytes = sorted[i]!.bytes;
     if (i > start && size + 1 + bytes > maxBytes) { // 1: the comma
       ranges.push([start, i]);
@@ -40,8 +40,68 @@ export function shardRanges(sorted: ReadonlyArray<{ readonly bytes: number }>, m
     }
     size += i === start ? bytes : bytes + 1;
   }
-  if (sorted.length > start) ranges.push([start, sorted.length]);
+  if (to > start) ranges.push([start, to]);
   return ranges;
+}
+
+/** The UTF-8 size of the shard value of entries `[start, end)`: braces, entries, commas. */
+export function rangeBytes(sorted: ReadonlyArray<{ readonly bytes: number }>, start: number, end: number): number {
+  let size = 2 + Math.max(0, end - start - 1);
+  for (let i = start; i < end; i++) size += sorted[i]!.bytes;
+  return size;
+}
+
+/** Why a layout moved its cuts (logged; docs/rules.md#ingest.cluster-info-shards). */
+export type ShardRecut = 'first' | 'single' | 'overflow' | 'grown' | 'emptied';
+
+export interface ShardLayout {
+  readonly ranges: ReadonlyArray<readonly [number, number]>;
+  /** The first key of every shard but the first: where the next pass cuts again. */
+  readonly cuts: readonly string[];
+  /** Why cuts moved; undefined when they stayed where they were. */
+  readonly recut?: ShardRecut;
+}
+
+/**
+ * Stable shard cuts (docs/rules.md#ingest.cluster-info-shards): a shard keeps the keys it has, so
+ * an entry that changes rewrites its own shard and no other. Cuts are kept as keys (the first key
+ * of each shard after the first) and move only when they must: the first layout, and a shard that
+ * outgrew `maxBytes`, are cut greedily at `targetBytes` (the headroom up to `maxBytes` absorbs
+ * entries growing with faults); after keys were added or removed (`keysChanged`) a shard beyond
+ * `targetBytes` is cut again the same way, and an emptied shard is dropped. A value that fits in
+ * `targetBytes` is one shard, as ClusterD's is when it fits its limit.
+ */
+export function stableShardRanges(sorted: ReadonlyArray<{ readonly key: string; readonly bytes: number }>, cuts: readonly string[] | undefined, o: { readonly maxBytes: number; readonly targetBytes: number; readonly keysChanged: boolean }): ShardLayout {
+  const n = sorted.length;
+  const target = Math.min(o.targetBytes, o.maxBytes);
+  if (n === 0) return { ranges: [], cuts: [], ...(cuts !== undefined && cuts.length > 0 ? { recut: 'emptied' as const } : {}) };
+  if (rangeBytes(sorted, 0, n) <= target) return { ranges: [[0, n]], cuts: [], ...(cuts === undefined || cuts.length > 0 ? { recut: cuts === undefined ? 'first' as const : 'single' as const } : {}) };
+  const keyed = (ranges: ReadonlyArray<readonly [number, number]>): string[] => ranges.slice(1).map(([s]) => sorted[s]!.key);
+  if (cuts === undefined) {
+    const ranges = shardRanges(sorted, target);
+    return { ranges, cuts: keyed(ranges), recut: 'first' };
+  }
+  // Each cut key's position: the first entry at or after it (keys are in Go order).
+  const starts = [0];
+  for (const cut of cuts) {
+    let lo = starts[starts.length - 1]!;
+    let hi = n;
+    while (lo < hi) { const mid = (lo + hi) >> 1; if (compareUtf8(sorted[mid]!.key, cut) < 0) lo = mid + 1; else hi = mid; }
+    starts.push(lo);
+  }
+  const ranges: Array<readonly [number, number]> = [];
+  let recut: ShardRecut | undefined;
+  for (let i = 0; i < starts.length; i++) {
+    const s = starts[i]!;
+    const e = starts[i + 1] ?? n;
+    if (e <= s) { recut ??= 'emptied'; continue; }
+    const size = rangeBytes(sorted, s, e);
+    if (size > o.maxBytes || (o.keysChanged && size > target)) {
+      recut = size > o.maxBytes ? 'overflow' : (recut ?? 'grown');
+      ranges.push(...shardRanges(sorted, target, s, e));
+    } else ranges.push([s, e]);
+  }
+    return { ranges, cuts: keyed(ranges), ...(recut === undefined ? {} : { recut }) };
 }
 
 /** One shard value: the entries `[start, end)` as a Go map. */
