@@ -479,10 +479,12 @@ describe('clusterInfoReconciler with the per-node cache', () => {
       const out = await s.pass(10);
       expect(s.cluster.writes()).toBe(writes);
       expect(out.requeueAfterMs).toBe(50);
+      expect(s.reconciler.settling?.()).toBe(true); // held work: ControllerLoop.idle waits for it
     }
     expect(s.world.rendered).toEqual([]);
     const before = s.cluster.data();
     await s.pass(50); // quiet for 50 ms: one pass writes every shard the burst touched, each once
+    expect(s.reconciler.settling?.()).toBe(false);
     const changed = [...s.cluster.data()].filter(([k, v]) => before.get(k) !== v);
     expect(changed).toHaveLength(10); // 12 nodes a shard: each burst node in a shard of its own
     expect(s.cluster.writes() - writes).toBe(10);

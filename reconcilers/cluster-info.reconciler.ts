@@ -362,6 +362,8 @@ export function clusterInfoReconciler(deps: ClusterInfoDeps): ClusterInfoReconci
   const minInterval = deps.minIntervalMs ?? CLUSTER_INFO_MIN_INTERVAL_MS;
   const burst = Math.max(1, deps.burst ?? 1);
   let tokens = burst;
+  /** A pass returned early to wait (write tokens, a burst's hold): its work is still to do. */
+  let putOff = false;
   const quietMs = deps.burstQuietMs ?? 0;
   const maxHoldMs = deps.burstMaxHoldMs ?? CLUSTER_INFO_BURST_MAX_HOLD_MS;
   /** When the last pass that wrote ended. */
@@ -441,17 +443,19 @@ export function clusterInfoReconciler(deps: ClusterInfoDeps): ClusterInfoReconci
   return {
     name: 'cluster_info',
     get stats() { return stats; },
+    settling: () => putOff,
     markDirty(nodes: Iterable<string>): void {
       for (const n of nodes) dirty.add(n);
     },
     async reconcile(_key: string, ctx: ReconcileContext): Promise<Outcome> {
       const now = ctx.now();
+      putOff = false;
       const held = burstWait(now);
-      if (held > 0) return { requeueAfterMs: held };
+      if (held > 0) { putOff = true; return { requeueAfterMs: held }; }
       const burstOf = hold;
       hold = undefined;
       const wait = take(now);
-      if (wait > 0) return { requeueAfterMs: wait };
+      if (wait > 0) { putOff = true; return { requeueAfterMs: wait }; }
       const refresh = deps.refreshMs > 0 && now - lastFullWriteMs >= deps.refreshMs;
       const audit = refresh && now - lastAuditMs >= auditMs;
       const pending = dirty;

@@ -52,12 +52,13 @@ export class ControllerLoop {
   }
 
   /**
-   * Resolves when the queue is empty and nothing is in flight (tests, benchmarks). It polls in real
+   * Resolves when the queue is empty, nothing is in flight and the reconciler has put off no work
+   * (Reconciler.settling: tests, benchmarks). It polls in real
    * time on purpose: it waits for real I/O to drain, and a test on a manual clock calls it too.
    */
   async idle(timeoutMs = 10_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
-    while (this.queue.length > 0 || this.inFlight > 0) {
+    while (this.queue.length > 0 || this.inFlight > 0 || this.reconciler.settling?.() === true) {
       if (Date.now() > deadline) throw new Error(`${this.reconciler.name}: not idle after ${timeoutMs} ms`);
       await new Promise((r) => setTimeout(r, 10));
     }

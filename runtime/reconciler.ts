@@ -16,6 +16,11 @@ export interface Reconciler {
   /** snake_case; becomes the `controller` label. */
   readonly name: string;
   reconcile(key: string, ctx: ReconcileContext): Promise<Outcome>;
+  /**
+   * True while a pass has work it put off for a short while (a write spaced by a rate limit, a
+   * burst held to coalesce), as opposed to a periodic requeue: ControllerLoop.idle waits for it.
+   */
+  settling?(): boolean;
 }
 
 /** Thrown for errors that retrying cannot fix (docs/CONVENTIONS.md#errors, terminal): no requeue until the next change. */
