@@ -93,6 +93,16 @@ export class MemoryCommands {
     if (m !== undefined && m.reports.length > 0 && !this.reports.has(jobId)) this.reports.set(jobId, [...m.reports]);
   }
 
+  /**
+   * Taking over: what a standby read of the stored memory may be older than what the last leader
+   * stored since (a step-retry hold set after the standby first asked), so every job is read again.
+   */
+  reloadStored(): void {
+    this.loaded.clear();
+    this.holds.clear();
+    this.reports.clear();
+  }
+
   forget(jobId: string): void {
     this.loaded.add(jobId); // its stored state goes too: never read back
     this.holds.delete(jobId);

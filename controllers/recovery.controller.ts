@@ -322,6 +322,7 @@ export class RecoveryController implements RecoveryStatus {
     this.forceRelease.startActing();
     // The index is in step with the caches (the sources feed it every event); the placements are looked at afresh on taking over.
     this.index.recheckPlacements();
+    this.memory.reloadStored();
     for (const r of this.store.all()) {
       if (this.lookup(r.jobId) === undefined) {
         // The job went away while we were not leading: its state goes too.

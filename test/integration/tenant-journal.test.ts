@@ -70,7 +70,7 @@ async function journalKeys(client: KubeClient): Promise<string[]> {
 }
 
 const tenantNamespaces: string[] = [];
-afterAll(async () => { await removeJobs(adminClient(), tenantNamespaces); });
+afterAll(async () => { await removeJobs(adminClient(), tenantNamespaces); }, 60_000);
 
 describe('tenant isolation: the shared job journal', () => {
   const h = jobsHarness();

@@ -22,7 +22,7 @@ import { encodeDeviceInfoData } from '../../schemas/device-info/device-info-enco
 import { DEVICE_INFO_LABELS, DEVICE_INFO_NAMESPACE, deviceInfoCmName } from '../../schemas/device-info/device-info.ts';
 import { objectKey } from '../../runtime/reflector.ts';
 import { trimNode, trimPod } from '../../controllers/sources/cache-shapes.ts';
-import { CLUSTER_INFO_NODE_CM } from '../../schemas/cluster-info/cluster-info.ts';
+import { CLUSTER_INFO_DEVICE_PREFIX, CLUSTER_INFO_MAX_SHARD_BYTES, CLUSTER_INFO_NODE_CM, CLUSTER_INFO_SWITCH_PREFIX } from '../../schemas/cluster-info/cluster-info.ts';
 import { addChipCode, deviceInfoInput, newNodeState, removeChipCodes, type NpuNodeState } from '../simulator/npu-state.ts';
 import { fakeNode, nodeNames } from '../simulator/nodes.ts';
 import { percentile, planJobs, podGroupObject, runningPodObject, vcJobObject, type JobSpec } from './fixtures.ts';
@@ -111,15 +111,30 @@ function memoryClusterInfo(store: FaultStore, effective: (n: string) => readonly
     await reconciler.reconcile(CLUSTER_INFO_KEY, ctx);
     return performance.now() - t;
   };
-  /** The ConfigMaps written through the cache hold exactly what a full render gives. */
+  /**
+   * The ConfigMaps written through the cache hold exactly what a full render gives: the same
+   * entries per kind, each shard within the limit. The cuts may differ from a first layout's: they
+   * are stable (docs/rules.md#ingest.cluster-info-shards), and Volcano merges the shards by key.
+   */
   const checkAgainstFullRender = (nowMs: number): void => {
-    for (const [name, value] of desiredShards(renderClusterInfo(store, effective, nowMs), [...cms.keys()])) {
-      // The empty node ConfigMap is held back until 5 quiet seconds pass, as ClusterD's cycle report does.
-      if (name === CLUSTER_INFO_NODE_CM && value === '' && !cms.has(name)) continue;
-      if (cms.get(name)?.data?.[name] !== value) throw new Error(`cached cluster-info differs from the full render in ${name}`);
+    const desired = desiredShards(renderClusterInfo(store, effective, nowMs), [...cms.keys()]);
+    const written = new Map([...cms].map(([name, cm]) => [name, cm.data?.[name] ?? '']));
+    for (const prefix of [CLUSTER_INFO_DEVICE_PREFIX, CLUSTER_INFO_SWITCH_PREFIX]) {
+      if (mergedEntries(written, prefix) !== mergedEntries(desired, prefix)) throw new Error(`cached cluster-info differs from the full render in the ${prefix}* entries`);
     }
+    for (const [name, value] of written) if (value.length > CLUSTER_INFO_MAX_SHARD_BYTES) throw new Error(`${name} is over the shard limit: ${value.length} bytes`);
+    const node = desired.get(CLUSTER_INFO_NODE_CM);
+    // The empty node ConfigMap is held back until 5 quiet seconds pass, as ClusterD's cycle report does.
+    if (node !== undefined && !(node === '' && !cms.has(CLUSTER_INFO_NODE_CM)) && written.get(CLUSTER_INFO_NODE_CM) !== node) throw new Error(`cached cluster-info differs from the full render in ${CLUSTER_INFO_NODE_CM}`);
   };
   return { pass, cms, checkAgainstFullRender };
+}
+
+/** Every entry of the shards named `<prefix><i>`, merged by key as Volcano does, in key order. */
+function mergedEntries(shards: ReadonlyMap<string, string>, prefix: string): string {
+  const all: Record<string, unknown> = {};
+  for (const [name, value] of shards) if (name.startsWith(prefix) && value !== '') Object.assign(all, JSON.parse(value) as Record<string, unknown>);
+  return JSON.stringify(Object.keys(all).sort().map((k) => [k, all[k]]));
 }
 
 /** The caches the job index reads, as plain maps, and their events (the informers are not started in-process). */
