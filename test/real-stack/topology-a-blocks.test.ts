@@ -21,7 +21,7 @@ import { NpuAllocator } from '../../tools/simulator/allocator.ts';
 import type { Manager } from '../../controllers/manager.ts';
 import { deviceEntry } from '../support/cluster-info-read.ts';
 import { ensureNamespace, eventually } from '../support/cluster.ts';
-import { report, rescheduleReasonOf, startManager } from '../support/jobs-support.ts';
+import { blockJob, report, rescheduleReasonOf, startManager } from '../support/jobs-support.ts';
 
 const P = 'huawei.com/Ascend910';
 const REAL = 'huawei.com/AscendReal';
@@ -62,23 +62,7 @@ describe('topology A: the ascend plugin widens a pending pod-level restart of an
     ({ manager } = await startManager(client, []));
     for (const name of names) await eventually(async () => (await deviceEntry(client, name))?.DeviceList[P]?.split(',').length === 8, 60_000);
 
-    const job = await client.create<KubeObject>(paths.vcJobs(ns), {
-      apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job',
-      metadata: {
-        name: 'sp', namespace: ns, labels: { 'ring-controller.atlas': 'ascend-910', 'fault-scheduling': 'force', 'pod-rescheduling': 'on' },
-        annotations: { 'huawei.com/schedule_policy': 'chip2-node8-sp', 'sp-block': '16' },
-      },
-      spec: {
-        schedulerName: 'volcano', queue: 'default', minAvailable: 4, maxRetry: 3,
-        tasks: [{
-          name: 'worker', replicas: 4, minAvailable: 4, maxRetry: 3,
-          template: {
-            metadata: { labels: { app: 'mindspore', 'ring-controller.atlas': 'ascend-910' } },
-            spec: { restartPolicy: 'Never', nodeSelector: { 'vc-test': 'sp' }, containers: [{ name: 'train', image: 'train:latest', resources: { requests: { [P]: '8' }, limits: { [P]: '8' } } }] },
-          },
-        }],
-      },
-    });
+    const job = await client.create<KubeObject>(paths.vcJobs(ns), blockJob(ns, 'sp', P, 'sp', { 'huawei.com/schedule_policy': 'chip2-node8-sp', 'sp-block': '16' }));
     const podsOf = async (): Promise<Pod[]> => (await client.list<Pod>(paths.pods(ns), { labelSelector: 'volcano.sh/job-name=sp' })).items;
     const byRank = await eventually(async () => {
       const ps = await podsOf();

@@ -32,7 +32,7 @@ import { NpuAllocator } from '../../tools/simulator/allocator.ts';
 import type { Manager } from '../../controllers/manager.ts';
 import { deviceEntry } from '../support/cluster-info-read.ts';
 import { ensureNamespace, eventually } from '../support/cluster.ts';
-import { recordRounds, report, rescheduleReasonOf, startManager } from '../support/jobs-support.ts';
+import { blockJob, recordRounds, report, rescheduleReasonOf, startManager } from '../support/jobs-support.ts';
 import { Reflector } from '../../runtime/reflector.ts';
 import { realClock } from '../../runtime/clock.ts';
 
@@ -104,20 +104,7 @@ describe('topology A: the ascend plugin widens a pending pod-level restart of A5
     const allocator = new NpuAllocator(client, { namespace: ns, resource: resource === A5 ? A5 : A3 });
     allocators.push(allocator);
     await allocator.start();
-    const job = await client.create<KubeObject>(paths.vcJobs(ns), {
-      apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job',
-      metadata: { name, namespace: ns, labels: { 'ring-controller.atlas': 'ascend-910', 'fault-scheduling': 'force', 'pod-rescheduling': 'on' }, annotations },
-      spec: {
-        schedulerName: 'volcano', queue: 'default', minAvailable: 4, maxRetry: 3,
-        tasks: [{
-          name: 'worker', replicas: 4, minAvailable: 4, maxRetry: 3,
-          template: {
-            metadata: { labels: { app: 'mindspore', 'ring-controller.atlas': 'ascend-910' } },
-            spec: { restartPolicy: 'Never', nodeSelector: { 'vc-test': group }, containers: [{ name: 'train', image: 'train:latest', resources: { requests: { [resource]: '8' }, limits: { [resource]: '8' } } }] },
-          },
-        }],
-      },
-    });
+    const job = await client.create<KubeObject>(paths.vcJobs(ns), blockJob(ns, name, resource, group, annotations));
     const podsOf = async (): Promise<Pod[]> => (await client.list<Pod>(paths.pods(ns), { labelSelector: `volcano.sh/job-name=${name}` })).items;
     const byRank = await eventually(async () => {
       const ps = await podsOf();

@@ -70,6 +70,27 @@ export function jobsHarness(client: HttpKubeClient = adminClient()): JobsHarness
   };
 }
 
+/**
+ * The real-stack block-widening tests' Volcano Job: 4 pods of 8 `resource` chips each, pod-level
+ * rescheduling (`fault-scheduling: force`, `pod-rescheduling: on`), on the nodes labelled `vc-test: group`.
+ */
+export function blockJob(ns: string, name: string, resource: string, group: string, annotations: Record<string, string>): Record<string, unknown> {
+  return {
+    apiVersion: 'batch.volcano.sh/v1alpha1', kind: 'Job',
+    metadata: { name, namespace: ns, labels: { 'ring-controller.atlas': 'ascend-910', 'fault-scheduling': 'force', 'pod-rescheduling': 'on' }, annotations },
+    spec: {
+      schedulerName: 'volcano', queue: 'default', minAvailable: 4, maxRetry: 3,
+      tasks: [{
+        name: 'worker', replicas: 4, minAvailable: 4, maxRetry: 3,
+        template: {
+          metadata: { labels: { app: 'mindspore', 'ring-controller.atlas': 'ascend-910' } },
+          spec: { restartPolicy: 'Never', nodeSelector: { 'vc-test': group }, containers: [{ name: 'train', image: 'train:latest', resources: { requests: { [resource]: '8' }, limits: { [resource]: '8' } } }] },
+        },
+      }],
+    },
+  };
+}
+
 export const uidOf = (p: PodObj): string => p.metadata?.uid ?? '';
 export const npusOf = (p: PodObj): string[] => (p.metadata?.annotations?.['huawei.com/AscendReal'] ?? '').split(',').filter(Boolean);
 
